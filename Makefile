@@ -1,0 +1,60 @@
+# faster: build, test, demo, bench. Every target installs what it needs
+# (scripts/setup.sh, idempotent) before it runs.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+BIN := bin/faster
+DATA ?= /usr/share/datasets/fashion-mnist
+OUT ?= out
+FUZZTIME ?= 10s
+# Fuzz targets run by `make fuzz` (and briefly by `make test`): package:FuzzName.
+FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfexample:FuzzDecode ./source:FuzzIDX
+
+.PHONY: all setup build demo test testrace testnocgo fuzz fuzzshort bench lint vet clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build:
+	$(GO) build -o $(BIN) ./cmd/faster
+
+# The main job on the default data: pack the real Fashion-MNIST into
+# TFRecord shards and verify them.
+demo: setup build
+	@scripts/demo.sh $(BIN) $(DATA) $(OUT)
+
+# What CI runs: vet, the race-enabled tests, the CGO_ENABLED=0 tests, and a
+# short fuzz pass over every decoder and reader.
+test: setup vet testrace testnocgo
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+testrace:
+	FASTER_REQUIRE_INTEROP=1 $(GO) test -race -count=1 -timeout 20m ./...
+
+testnocgo:
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./...
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) >/dev/null || \
+	    { $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime 1x; exit 1; }; \
+	done
+
+bench: setup build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@scripts/layering.sh
+
+lint: vet
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; else $(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...; fi
+
+clean:
+	rm -rf bin $(OUT)

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what `make demo` and `make test` need on a fresh Debian/Ubuntu
+# machine, only when it is missing: Debian packages (apt) and the npm
+# package used as the independent TFRecord implementation in interop tests.
+# Idempotent: a second run does nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: name -> a file it installs (checked instead of dpkg so
+# that a library installed by other means counts too).
+declare -A need=(
+  [dataset-fashion-mnist]=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+  [libjpeg62-turbo-dev]=/usr/include/turbojpeg.h
+  [gcc]=/usr/bin/gcc
+  [nodejs]=/usr/bin/node
+  [npm]=/usr/bin/npm
+)
+missing=()
+for pkg in "${!need[@]}"; do
+  [ -e "${need[$pkg]}" ] || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+    $sudo apt-get update >/dev/null
+    $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+# The independent TFRecord implementation (pure JavaScript) for the
+# interop tests, pinned by the committed package-lock.json.
+interop=tfrecord/testdata/interop
+if [ ! -d "$interop/node_modules/@roboflow/tfrecords" ]; then
+  echo "setup: installing npm packages in $interop" >&2
+  (cd "$interop" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
