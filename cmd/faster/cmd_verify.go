@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faster-training/faster/progress"
+	"github.com/faster-training/faster/shard"
+)
+
+type verifyOptions struct {
+	paths   []string
+	workers int
+	json    bool
+}
+
+func init() {
+	commands = append(commands, func(stdout, stderr io.Writer) *cobra.Command {
+		var o verifyOptions
+		c := &cobra.Command{
+			Use:   "verify PATH...",
+			Short: "Check shards: every record's CRCs, the .idx indexes, and the manifest's counts and hashes",
+			Long: `Verify reads every record of the given shards (files, or directories: with a
+manifest.json every shard it lists, else every *.tfrecord) and checks both CRCs
+of each record, the .idx index beside each shard, and the record count, size and
+sha256 the manifest records. Each problem is printed with its file and byte offset.
+
+Exit status: 0 all good; 1 a problem was found (or a file could not be read); 2 usage error.`,
+			Args: minArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				o.paths = args
+				return runVerify(cmd.Context(), o, stdout, stderr)
+			},
+		}
+		c.Flags().IntVar(&o.workers, "workers", 0, "shards checked in parallel (default: number of CPUs)")
+		c.Flags().BoolVar(&o.json, "json", false, "print a JSON report")
+		return c
+	})
+}
+
+func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) error {
+	bar := progress.New(stderr, "verify", 0, "bytes")
+	defer bar.Done()
+	rep, err := shard.Verify(ctx, o.paths, shard.VerifyOptions{
+		Workers:  o.workers,
+		Progress: func(b int64) { bar.Add(0, b) },
+	})
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if err := writeJSON(stdout, struct {
+			OK bool `json:"ok"`
+			*shard.VerifyReport
+			Skipped  int     `json:"skipped"`
+			MBPerSec float64 `json:"mb_per_sec"`
+		}{rep.OK(), rep, 0, mbPerSec(rep.Bytes, rep.Seconds)}); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stdout, "BAD %s\n", p)
+		}
+		status := "OK"
+		if !rep.OK() {
+			status = "FAILED"
+		}
+		fmt.Fprintf(stdout, "%s: %d shards, %d records, %.1f MB checked in %.2f s (%.0f MB/s), %d problems\n",
+			status, rep.Files, rep.Records, float64(rep.Bytes)/1e6, rep.Seconds, mbPerSec(rep.Bytes, rep.Seconds), len(rep.Problems))
+	}
+	if !rep.OK() {
+		return &failError{fmt.Sprintf("verify found %d problems", len(rep.Problems))}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+// Package atomicfile writes files so that a reader never sees a partial
+// one: bytes go to a temporary file in the same directory, which is synced
+// and renamed over the final name on Commit. An interrupted writer leaves
+// at most a hidden temporary file (".NAME.tmp-*"), never a file under the
+// final name that looks complete.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// File is a file being written atomically. Write to it, then Commit or
+// Abort; Abort after Commit is a no-op, so `defer f.Abort()` is safe.
+type File struct {
+	*os.File
+	final string
+	done  bool
+}
+
+// TempPrefix starts the names of temporary files, so cleanups can find them.
+const TempPrefix = "."
+
+// Create starts writing path atomically, with permission perm.
+func Create(path string, perm os.FileMode) (*File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, TempPrefix+base+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &File{File: f, final: path}, nil
+}
+
+// Commit syncs the data and renames the file to its final name.
+func (f *File) Commit() error {
+	if f.done {
+		return fmt.Errorf("atomicfile: %s: already committed or aborted", f.final)
+	}
+	f.done = true
+	tmp := f.Name()
+	if err := f.Sync(); err != nil {
+		f.File.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.File.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, f.final); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	// Make the rename durable.
+	if d, err := os.Open(filepath.Dir(f.final)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Abort discards the temporary file. It is a no-op after Commit.
+func (f *File) Abort() {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.File.Close()
+	os.Remove(f.Name())
+}
+
+// WriteFile writes data to path atomically.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	f, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Commit()
+}
+
+// IsTemp reports whether name (a base name) is one of this package's
+// temporary files.
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, TempPrefix) && strings.Contains(name, ".tmp-")
+}

@@ -1,0 +1,64 @@
+// Package shard packs datasets into TFRecord shards, verifies and inspects
+// them, and owns the naming and manifest conventions of a packed dataset:
+//
+//	DST/
+//	  manifest.json                      splits, shards, counts, sha256, classes
+//	  train-00000-of-00008.tfrecord      tf.train.Example records
+//	  train-00000-of-00008.idx           DALI tfrecord2idx index: "offset size" per record
+//	  ...
+//	  test-00000-of-00008.tfrecord
+//
+// Each record is a tf.train.Example with the features of TensorFlow's
+// image-classification convention: image/encoded (the original file bytes
+// for ImageFolder, PNG for IDX), image/format, image/class/label (int64,
+// 0-based), image/class/text, image/filename (path relative to the
+// source), and image/height, image/width when known.
+//
+// Packing is parallel, every file is written atomically (temporary file,
+// fsync, rename), and the manifest is rewritten after each finished shard,
+// so an interrupted run leaves no shard that looks complete and a rerun
+// with the same inputs keeps the shards the manifest lists as complete.
+package shard
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Feature keys written by Pack. They follow TensorFlow's object-detection
+// and slim conventions and must not change.
+const (
+	KeyEncoded   = "image/encoded"
+	KeyFormat    = "image/format"
+	KeyLabel     = "image/class/label"
+	KeyClassText = "image/class/text"
+	KeyFilename  = "image/filename"
+	KeyHeight    = "image/height"
+	KeyWidth     = "image/width"
+)
+
+// Name returns the file name of shard i of n of a split:
+// "<split>-00007-of-00128.tfrecord".
+func Name(split string, i, n int) string {
+	return fmt.Sprintf("%s-%05d-of-%05d.tfrecord", split, i, n)
+}
+
+// IndexName returns the index file name for a shard file name.
+func IndexName(shard string) string {
+	return strings.TrimSuffix(shard, ".tfrecord") + ".idx"
+}
+
+var nameRE = regexp.MustCompile(`^(.+)-(\d{5,})-of-(\d{5,})\.tfrecord$`)
+
+// ParseName splits a shard file name into split, index and count.
+func ParseName(name string) (split string, i, n int, ok bool) {
+	m := nameRE.FindStringSubmatch(name)
+	if m == nil {
+		return "", 0, 0, false
+	}
+	i, _ = strconv.Atoi(m[2])
+	n, _ = strconv.Atoi(m[3])
+	return m[1], i, n, i < n
+}

@@ -1,0 +1,356 @@
+package shard
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/tfexample"
+	"github.com/faster-training/faster/tfrecord"
+)
+
+// PackOptions configure Pack. The zero value works: split "train", an
+// automatic shard count, one worker per CPU, source order.
+type PackOptions struct {
+	Split   string // output name prefix and manifest key; default "train"
+	Shards  int    // number of shards; 0 picks one per ~64 MiB, at least 8 (at most one per record)
+	Workers int    // parallel loaders; 0 means runtime.GOMAXPROCS(0)
+	Shuffle bool   // shuffle the records across shards with Seed
+	Seed    uint64
+	Strict  bool // stop at the first unreadable or non-image file instead of skipping it
+
+	// Progress, if set, is called after each record is written, from any
+	// goroutine, with the record's encoded size.
+	Progress func(records int, bytes int64)
+}
+
+// AutoShardBytes is the shard size the automatic shard count aims at.
+const AutoShardBytes = 64 << 20
+
+// PackResult summarises a Pack run.
+type PackResult struct {
+	Split      string  `json:"split"`
+	Records    int64   `json:"records"`
+	Shards     int     `json:"shards"`
+	KeptShards int     `json:"kept_shards"` // complete shards reused from an earlier run
+	Bytes      int64   `json:"bytes"`
+	Skipped    int     `json:"skipped"`
+	SkipList   []Skip  `json:"skipped_files"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// Pack writes the items of src into TFRecord shards under dst, with their
+// indexes, and records them in dst/manifest.json (see the package doc).
+// srcPath is recorded in the manifest.
+func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts PackOptions) (*PackResult, error) {
+	start := time.Now()
+	if opts.Split == "" {
+		opts.Split = "train"
+	}
+	if strings.ContainsAny(opts.Split, `/\`) {
+		return nil, fmt.Errorf("split name %q must not contain a path separator", opts.Split)
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	items := src.Items()
+	if len(items) == 0 {
+		return nil, fmt.Errorf("%s: no images to pack", srcPath)
+	}
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	if opts.Shuffle {
+		rng := rand.New(rand.NewPCG(opts.Seed, 0x9e3779b97f4a7c15))
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	n := opts.Shards
+	if n <= 0 {
+		n = autoShards(items)
+	}
+	n = min(n, len(items))
+
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return nil, err
+	}
+	removeTemps(dst)
+	m, err := LoadManifest(dst)
+	if err != nil {
+		return nil, err
+	}
+	fp := fingerprint(src, items, order, n)
+	old := m.Splits[opts.Split]
+	sp := &Split{
+		SourceKind: src.Kind(), Source: srcPath, Classes: src.Classes(),
+		NumShards: n, Shuffle: opts.Shuffle, Seed: opts.Seed, Fingerprint: fp,
+		Shards: make([]ShardInfo, n),
+	}
+	if !opts.Shuffle {
+		sp.Seed = 0
+	}
+	res := &PackResult{Split: opts.Split, Shards: n}
+	var todo []int
+	for k := range n {
+		name := Name(opts.Split, k, n)
+		sp.Shards[k] = ShardInfo{Name: name, Index: IndexName(name)}
+		if old != nil && old.Fingerprint == fp && k < len(old.Shards) && shardIntact(dst, old.Shards[k]) {
+			sp.Shards[k] = old.Shards[k]
+			res.KeptShards++
+			if opts.Progress != nil {
+				opts.Progress(int(old.Shards[k].Records), old.Shards[k].Bytes)
+			}
+			continue
+		}
+		todo = append(todo, k)
+	}
+	m.Splits[opts.Split] = sp
+	if err := m.Save(dst); err != nil {
+		return nil, err
+	}
+
+	// Shards run concurrently, each with an ordered pool of loaders, so
+	// that few shards still use every worker.
+	concurrent := min(opts.Workers, max(len(todo), 1))
+	perShard := max(1, (opts.Workers+concurrent-1)/concurrent)
+	var mu sync.Mutex // guards sp and the manifest file
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrent)
+	for _, k := range todo {
+		lo, hi := k*len(order)/n, (k+1)*len(order)/n
+		g.Go(func() error {
+			info, err := writeShard(gctx, src, dst, sp.Shards[k], order[lo:hi], perShard, opts)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			sp.Shards[k] = info
+			return m.Save(dst)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	for _, s := range sp.Shards {
+		sp.Records += s.Records
+		sp.Bytes += s.Bytes
+		res.SkipList = append(res.SkipList, s.Skipped...)
+	}
+	sp.Complete = true
+	if err := m.Save(dst); err != nil {
+		return nil, err
+	}
+	res.Records, res.Bytes = sp.Records, sp.Bytes
+	if res.SkipList == nil {
+		res.SkipList = []Skip{}
+	}
+	res.Skipped = len(res.SkipList)
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func autoShards(items []source.Item) int {
+	var total int64
+	for _, it := range items {
+		total += max(it.Size, 512) // IDX items have no size before encoding
+	}
+	return max(8, int((total+AutoShardBytes-1)/AutoShardBytes))
+}
+
+// fingerprint identifies what a split's shards hold: the source kind, the
+// items in shard order and the shard count. A rerun keeps old shards only
+// when it matches.
+func fingerprint(src source.Source, items []source.Item, order []int, n int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00", src.Kind(), n, strings.Join(src.Classes(), "\x00"))
+	var b [8]byte
+	for _, i := range order {
+		io.WriteString(h, items[i].Key)
+		binary.LittleEndian.PutUint64(b[:], uint64(items[i].Label))
+		h.Write(b[:])
+		binary.LittleEndian.PutUint64(b[:], uint64(items[i].Size))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// shardIntact reports whether a shard the manifest lists as complete is
+// still there with its recorded size, and its index too. (Contents are
+// checked by Verify, not on every rerun.)
+func shardIntact(dir string, s ShardInfo) bool {
+	if !s.Complete {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, s.Name))
+	if err != nil || st.Size() != s.Bytes {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, s.Index))
+	return err == nil
+}
+
+// removeTemps deletes temporary files left by an interrupted run.
+func removeTemps(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if atomicfile.IsTemp(e.Name()) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+type loaded struct {
+	s   source.Sample
+	err error
+}
+
+// writeShard loads the items idxs with par loaders, in order, and writes
+// them as one shard and its index.
+func writeShard(ctx context.Context, src source.Source, dir string, info ShardInfo, idxs []int, par int, opts PackOptions) (ShardInfo, error) {
+	f, err := atomicfile.Create(filepath.Join(dir, info.Name), 0o644)
+	if err != nil {
+		return info, err
+	}
+	defer f.Abort()
+	h := sha256.New()
+	w := tfrecord.NewWriter(io.MultiWriter(f, h))
+	var index []tfrecord.IndexEntry
+	info.Skipped = nil
+	classes := src.Classes()
+	var buf []byte
+	err = loadOrdered(ctx, src, idxs, par, func(s source.Sample, err error) error {
+		if err != nil {
+			if opts.Strict {
+				return fmt.Errorf("--strict: %w", err)
+			}
+			info.Skipped = append(info.Skipped, Skip{Path: s.Key, Reason: err.Error()})
+			return nil
+		}
+		ex := tfexample.New().
+			SetBytes(KeyEncoded, s.Data).
+			SetString(KeyFormat, s.Format).
+			SetInt64(KeyLabel, int64(s.Label)).
+			SetString(KeyClassText, classes[s.Label]).
+			SetString(KeyFilename, s.Key)
+		if s.Width > 0 && s.Height > 0 {
+			ex.SetInt64(KeyHeight, int64(s.Height)).SetInt64(KeyWidth, int64(s.Width))
+		}
+		buf = ex.Marshal(buf[:0])
+		off := w.Offset()
+		if err := w.Write(buf); err != nil {
+			return err
+		}
+		index = append(index, tfrecord.IndexEntry{Offset: off, Size: w.Offset() - off})
+		if opts.Progress != nil {
+			opts.Progress(1, int64(len(buf))+tfrecord.FrameSize)
+		}
+		return nil
+	})
+	if err != nil {
+		return info, err
+	}
+	if err := w.Close(); err != nil {
+		return info, err
+	}
+	idx, err := atomicfile.Create(filepath.Join(dir, info.Index), 0o644)
+	if err != nil {
+		return info, err
+	}
+	defer idx.Abort()
+	if err := tfrecord.WriteIndex(idx, index); err != nil {
+		return info, err
+	}
+	// Index first, then the shard: a shard under its final name always has
+	// its index beside it.
+	if err := idx.Commit(); err != nil {
+		return info, err
+	}
+	if err := f.Commit(); err != nil {
+		return info, err
+	}
+	info.Records = int64(len(index))
+	info.Bytes = w.Offset()
+	info.SHA256 = hex.EncodeToString(h.Sum(nil))
+	info.Complete = true
+	return info, nil
+}
+
+// loadOrdered loads src items idxs with par goroutines and calls fn with
+// each result in idxs order. The queues are bounded by par: a job channel
+// feeds the loaders and a channel of per-item result channels keeps the
+// order. Every goroutine exits before loadOrdered returns.
+func loadOrdered(ctx context.Context, src source.Source, idxs []int, par int, fn func(source.Sample, error) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		i   int
+		out chan loaded
+	}
+	jobs := make(chan job, par)
+	results := make(chan chan loaded, par)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: stop the producer and loaders
+	wg.Add(1 + par)
+	go func() { // producer
+		defer wg.Done()
+		defer close(jobs)
+		defer close(results)
+		for _, i := range idxs {
+			out := make(chan loaded, 1)
+			select {
+			case jobs <- job{i, out}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case results <- out:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	items := src.Items()
+	for range par {
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				s, err := src.Load(j.i)
+				if err != nil {
+					s.Item = items[j.i]
+				}
+				j.out <- loaded{s, err}
+			}
+		}()
+	}
+	for out := range results {
+		var r loaded
+		select {
+		case r = <-out:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := fn(r.s, r.err); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,292 @@
+package shard
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/faster-training/faster/tfrecord"
+)
+
+// Problem is one thing Verify found wrong. Offset is the byte offset in
+// Path where it was found, or -1 when the problem is not at an offset
+// (a missing file, a count that differs from the manifest).
+type Problem struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	Reason string `json:"reason"`
+}
+
+func (p Problem) String() string {
+	if p.Offset >= 0 {
+		return fmt.Sprintf("%s: offset %d: %s", p.Path, p.Offset, p.Reason)
+	}
+	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
+}
+
+// VerifyReport summarises a Verify run.
+type VerifyReport struct {
+	Files    int       `json:"shards"`
+	Records  int64     `json:"records"`
+	Bytes    int64     `json:"bytes"`
+	Problems []Problem `json:"problems"`
+	Seconds  float64   `json:"seconds"`
+}
+
+// OK reports whether no problem was found.
+func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	Workers  int               // files checked in parallel; 0 means GOMAXPROCS
+	Progress func(bytes int64) // called as bytes are checked, from any goroutine
+}
+
+// target is one shard to check, with what the manifest expects of it.
+type target struct {
+	path string
+	want *ShardInfo // nil when no manifest describes it
+}
+
+// Verify checks TFRecord shards: every record's CRCs, the .idx index beside
+// each shard against the records actually present, and, where a manifest
+// describes the shard, its record count, size and sha256. Each path is a
+// shard file or a directory (with a manifest.json: every shard it lists;
+// without: every *.tfrecord file in it). Problems are collected, not
+// returned as errors; the error is for failures to run at all.
+func Verify(ctx context.Context, paths []string, opts VerifyOptions) (*VerifyReport, error) {
+	start := time.Now()
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	rep := &VerifyReport{Problems: []Problem{}}
+	var targets []target
+	for _, p := range paths {
+		ts, probs, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, ts...)
+		rep.Problems = append(rep.Problems, probs...)
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Workers)
+	for _, t := range targets {
+		g.Go(func() error {
+			records, bytes, probs := verifyShard(gctx, t, opts.Progress)
+			mu.Lock()
+			defer mu.Unlock()
+			rep.Files++
+			rep.Records += records
+			rep.Bytes += bytes
+			rep.Problems = append(rep.Problems, probs...)
+			return gctx.Err()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(rep.Problems, func(a, b Problem) int {
+		if a.Path != b.Path {
+			if a.Path < b.Path {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Offset - b.Offset)
+	})
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// expand turns a path into shards to check, with manifest problems found
+// on the way (missing shards, incomplete splits).
+func expand(p string) ([]target, []Problem, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.IsDir() {
+		t := target{path: p}
+		// A manifest beside the shard describes it too.
+		if m, err := LoadManifest(filepath.Dir(p)); err == nil {
+			for _, sp := range m.Splits {
+				for i := range sp.Shards {
+					if sp.Shards[i].Name == filepath.Base(p) {
+						t.want = &sp.Shards[i]
+					}
+				}
+			}
+		}
+		return []target{t}, nil, nil
+	}
+	mp := filepath.Join(p, ManifestName)
+	if _, err := os.Stat(mp); errors.Is(err, fs.ErrNotExist) {
+		files, err := filepath.Glob(filepath.Join(p, "*.tfrecord"))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(files) == 0 {
+			return nil, nil, fmt.Errorf("%s: no manifest.json and no *.tfrecord files", p)
+		}
+		var ts []target
+		for _, f := range files {
+			ts = append(ts, target{path: f})
+		}
+		return ts, nil, nil
+	}
+	m, err := LoadManifest(p)
+	if err != nil {
+		return nil, []Problem{{Path: mp, Offset: -1, Reason: err.Error()}}, nil
+	}
+	var ts []target
+	var probs []Problem
+	names := make([]string, 0, len(m.Splits))
+	for name := range m.Splits {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		sp := m.Splits[name]
+		if !sp.Complete {
+			probs = append(probs, Problem{Path: mp, Offset: -1, Reason: fmt.Sprintf("split %q is incomplete (packing was interrupted; rerun faster pack)", name)})
+		}
+		var records int64
+		for i := range sp.Shards {
+			s := &sp.Shards[i]
+			records += s.Records
+			if !s.Complete {
+				continue // reported with the split
+			}
+			ts = append(ts, target{path: filepath.Join(p, s.Name), want: s})
+		}
+		if sp.Complete && records != sp.Records {
+			probs = append(probs, Problem{Path: mp, Offset: -1, Reason: fmt.Sprintf("split %q: shards hold %d records, split total says %d", name, records, sp.Records)})
+		}
+	}
+	return ts, probs, nil
+}
+
+// verifyShard reads a shard once, checking CRCs and hashing it, then
+// compares its index and the manifest's figures.
+func verifyShard(ctx context.Context, t target, progress func(int64)) (records, size int64, probs []Problem) {
+	bad := func(off int64, format string, a ...any) {
+		probs = append(probs, Problem{Path: t.path, Offset: off, Reason: fmt.Sprintf(format, a...)})
+	}
+	f, err := os.Open(t.path)
+	if err != nil {
+		bad(-1, "%v", errors.Unwrap(err))
+		return 0, 0, probs
+	}
+	defer f.Close()
+	h := sha256.New()
+	cr := &countingReader{r: io.TeeReader(f, h), progress: progress}
+	r := tfrecord.NewReader(cr, tfrecord.WithName(t.path))
+	var found []tfrecord.IndexEntry
+	var buf []byte
+	var readErr error
+	for {
+		if ctx.Err() != nil {
+			return records, cr.n, probs
+		}
+		off := r.Offset()
+		rec, err := r.ReadRecord(buf[:0])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			readErr = err
+			var ce *tfrecord.CorruptError
+			if errors.As(err, &ce) {
+				bad(ce.Offset, "%s", ce.Reason)
+			} else {
+				bad(off, "%v", err)
+			}
+			break
+		}
+		buf = rec
+		found = append(found, tfrecord.IndexEntry{Offset: off, Size: int64(len(rec)) + tfrecord.FrameSize})
+	}
+	records = int64(len(found))
+	if readErr != nil {
+		return records, cr.n, probs // later checks would only repeat the damage
+	}
+	size = cr.n
+
+	// The index beside the shard.
+	ip := filepath.Join(filepath.Dir(t.path), IndexName(filepath.Base(t.path)))
+	if t.want != nil && t.want.Index != "" {
+		ip = filepath.Join(filepath.Dir(t.path), t.want.Index)
+	}
+	if idxf, err := os.Open(ip); err == nil {
+		entries, err := tfrecord.ReadIndex(idxf, ip)
+		idxf.Close()
+		if err != nil {
+			var ce *tfrecord.CorruptError
+			if errors.As(err, &ce) {
+				probs = append(probs, Problem{Path: ip, Offset: ce.Offset, Reason: ce.Reason})
+			} else {
+				probs = append(probs, Problem{Path: ip, Offset: -1, Reason: err.Error()})
+			}
+		} else {
+			probs = append(probs, compareIndex(ip, entries, found)...)
+		}
+	} else if t.want != nil {
+		probs = append(probs, Problem{Path: ip, Offset: -1, Reason: "index file missing"})
+	}
+
+	// The manifest's figures.
+	if w := t.want; w != nil {
+		if w.Records != records {
+			bad(-1, "%d records, manifest says %d", records, w.Records)
+		}
+		if w.Bytes != size {
+			bad(-1, "%d bytes, manifest says %d", size, w.Bytes)
+		}
+		if sum := hex.EncodeToString(h.Sum(nil)); w.SHA256 != sum {
+			bad(-1, "sha256 %s, manifest says %s", sum, w.SHA256)
+		}
+	}
+	return records, size, probs
+}
+
+func compareIndex(ip string, entries, found []tfrecord.IndexEntry) []Problem {
+	for i := range min(len(entries), len(found)) {
+		if entries[i] != found[i] {
+			return []Problem{{Path: ip, Offset: -1, Reason: fmt.Sprintf("entry %d says offset %d size %d, shard has offset %d size %d",
+				i, entries[i].Offset, entries[i].Size, found[i].Offset, found[i].Size)}}
+		}
+	}
+	if len(entries) != len(found) {
+		return []Problem{{Path: ip, Offset: -1, Reason: fmt.Sprintf("%d entries, shard has %d records", len(entries), len(found))}}
+	}
+	return nil
+}
+
+type countingReader struct {
+	r        io.Reader
+	n        int64
+	progress func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.progress != nil && n > 0 {
+		c.progress(int64(n))
+	}
+	return n, err
+}

@@ -1,0 +1,143 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	_ "image/gif" // registered for DecodeConfig
+	_ "image/jpeg"
+	_ "image/png"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ImageExtensions are the file extensions torchvision's ImageFolder
+// accepts, compared case-insensitively.
+var ImageExtensions = []string{".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}
+
+// IsImageName reports whether name has an image extension.
+func IsImageName(name string) bool {
+	return slices.Contains(ImageExtensions, strings.ToLower(filepath.Ext(name)))
+}
+
+// ImageFolder is a torchvision-style class-per-directory dataset.
+type ImageFolder struct {
+	root    string
+	classes []string
+	items   []Item
+	ignored []string // files in class folders without an image extension
+}
+
+// OpenImageFolder lists the dataset under root.
+func OpenImageFolder(root string) (*ImageFolder, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	d := &ImageFolder{root: root}
+	for _, e := range ents {
+		if e.IsDir() || (e.Type()&fs.ModeSymlink != 0 && isDir(filepath.Join(root, e.Name()))) {
+			d.classes = append(d.classes, e.Name())
+		}
+	}
+	slices.Sort(d.classes)
+	if len(d.classes) == 0 {
+		return nil, fmt.Errorf("%s: no class folders", root)
+	}
+	for label, class := range d.classes {
+		var files []string
+		err := filepath.WalkDir(filepath.Join(root, class), func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if e.IsDir() {
+				return nil
+			}
+			files = append(files, p)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		// torchvision sorts os.walk's (dir, subdirs, files) tuples, which
+		// orders directories by their path string, then sorts each
+		// directory's file names: sort by (directory, name) to match.
+		slices.SortFunc(files, func(a, b string) int {
+			if c := strings.Compare(filepath.Dir(a), filepath.Dir(b)); c != 0 {
+				return c
+			}
+			return strings.Compare(filepath.Base(a), filepath.Base(b))
+		})
+		for _, p := range files {
+			rel, _ := filepath.Rel(root, p)
+			rel = filepath.ToSlash(rel)
+			if !IsImageName(p) {
+				d.ignored = append(d.ignored, rel)
+				continue
+			}
+			var size int64
+			if st, err := os.Stat(p); err == nil {
+				size = st.Size()
+			}
+			d.items = append(d.items, Item{Key: rel, Label: label, Size: size})
+		}
+	}
+	return d, nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// Kind returns "imagefolder".
+func (d *ImageFolder) Kind() string { return "imagefolder" }
+
+// Classes returns the sorted class folder names.
+func (d *ImageFolder) Classes() []string { return d.classes }
+
+// Items returns the image files, class by class, in sorted path order.
+func (d *ImageFolder) Items() []Item { return d.items }
+
+// Ignored returns files inside class folders that lack an image extension.
+func (d *ImageFolder) Ignored() []string { return d.ignored }
+
+// Root returns the dataset's root directory.
+func (d *ImageFolder) Root() string { return d.root }
+
+// Load reads item i's file and checks that it is an image: its magic bytes
+// name a format and, for JPEG, PNG and GIF, its header decodes (which also
+// gives width and height).
+func (d *ImageFolder) Load(i int) (Sample, error) {
+	it := d.items[i]
+	p := filepath.Join(d.root, filepath.FromSlash(it.Key))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return Sample{}, err
+	}
+	s := Sample{Item: it, Data: data, Format: Sniff(data)}
+	s.Size = int64(len(data))
+	switch s.Format {
+	case "":
+		return s, fmt.Errorf("%s: %w: unknown format (%d bytes)", p, ErrNotImage, len(data))
+	case "jpeg", "png", "gif":
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+		if err != nil {
+			return s, fmt.Errorf("%s: %w: %v", p, ErrNotImage, err)
+		}
+		s.Width, s.Height = cfg.Width, cfg.Height
+	}
+	return s, nil
+}
+
+// ClassOf returns the class folder of a key, the first path element.
+func ClassOf(key string) string {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[:i]
+	}
+	return path.Dir(key)
+}
