@@ -10,10 +10,19 @@ cd "$(dirname "$0")/.."
 # that a library installed by other means counts too).
 declare -A need=(
   [dataset-fashion-mnist]=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-  [libjpeg62-turbo-dev]=/usr/include/turbojpeg.h
+  [libjpeg62-turbo-dev]=/usr/include/x86_64-linux-gnu/jpeglib.h
   [gcc]=/usr/bin/gcc
   [nodejs]=/usr/bin/node
   [npm]=/usr/bin/npm
+  [python3-opencv]=/usr/lib/python3/dist-packages/cv2.cpython-311-x86_64-linux-gnu.so
+  [python3-pil]=/usr/lib/python3/dist-packages/PIL/Image.py
+  [python3-torchvision]=/usr/lib/python3/dist-packages/torchvision/__init__.py
+  [mate-backgrounds]=/usr/share/backgrounds/mate/nature/LadyBird.jpg
+  # imgcodec: djpeg (decode peer, testdata/gen.sh) and TurboJPEG (the
+  # in-process peer of BenchmarkDecode). mate-backgrounds above also
+  # holds imgcodec's test photographs.
+  [libjpeg-turbo-progs]=/usr/bin/djpeg
+  [libturbojpeg0-dev]=/usr/include/turbojpeg.h
 )
 missing=()
 for pkg in "${!need[@]}"; do

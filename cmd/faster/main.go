@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -54,7 +55,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 // commands is filled by the init function of each cmd_*.go file.
 var commands []func(stdout, stderr io.Writer) *cobra.Command
 
-// exactArgs is cobra.ExactArgs returning a usage error.
+// minArgs and exactArgs are cobra's argument checks returning usage errors.
 func minArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
@@ -90,7 +91,7 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "faster: interrupted")
 		return 130
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command "):
 		fmt.Fprintf(stderr, "faster: %v\nRun 'faster --help' for usage.\n", err)
 		return 2
 	case errors.As(err, &fe):

@@ -1,0 +1,157 @@
+package augment
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/faster-training/faster/imgcodec"
+)
+
+// Filter selects a resampling kernel.
+type Filter uint8
+
+const (
+	// Triangle is an antialiased bilinear filter whose support widens with
+	// the downscale factor: Pillow's Image.resize(BILINEAR), bit for bit,
+	// and so what torchvision's transforms use on PIL images.
+	Triangle Filter = iota
+	// Area is the exact area average of OpenCV's cv2.resize(INTER_AREA),
+	// including non-integer factors; when enlarging it behaves like
+	// OpenCV's INTER_AREA does (bilinear with area-derived weights).
+	Area
+)
+
+func (f Filter) String() string {
+	switch f {
+	case Triangle:
+		return "triangle"
+	case Area:
+		return "area"
+	}
+	return fmt.Sprintf("Filter(%d)", uint8(f))
+}
+
+// Box is a region of a source image in pixel coordinates, possibly
+// fractional: X0 <= x < X1, Y0 <= y < Y1, like Pillow's resize box.
+type Box struct{ X0, Y0, X1, Y1 float64 }
+
+// Dx and Dy are the box's width and height.
+func (b Box) Dx() float64 { return b.X1 - b.X0 }
+func (b Box) Dy() float64 { return b.Y1 - b.Y0 }
+
+// ErrSize reports images or boxes whose sizes do not fit together.
+var ErrSize = errors.New("augment: bad image size")
+
+// Resizer resamples images. The zero value is ready to use; it keeps its
+// weight tables and row buffers between calls, so that steady-state
+// resizing allocates nothing. A Resizer is not safe for concurrent use.
+type Resizer struct {
+	h, v  coeffs
+	tmp8  []uint8
+	tmp16 []uint16
+	acc   []int32
+}
+
+// Resize resamples all of src into dst, whose Width, Height, Channels,
+// Stride and Pix the caller sets (see NewImage). src and dst must have the
+// same number of channels.
+func (r *Resizer) Resize(dst, src *imgcodec.Image, f Filter) error {
+	return r.ResizeBox(dst, src, Box{0, 0, float64(src.Width), float64(src.Height)}, f, false)
+}
+
+// ResizeBox resamples the region box of src into dst, mirrored left to
+// right when flip is set.
+func (r *Resizer) ResizeBox(dst, src *imgcodec.Image, box Box, f Filter, flip bool) error {
+	if err := checkImage(src); err != nil {
+		return fmt.Errorf("augment: source: %w", err)
+	}
+	if err := checkImage(dst); err != nil {
+		return fmt.Errorf("augment: destination: %w", err)
+	}
+	if src.Channels != dst.Channels {
+		return fmt.Errorf("%w: %d channels into %d", ErrSize, src.Channels, dst.Channels)
+	}
+	if !(box.X0 >= 0 && box.Y0 >= 0 && box.X1 <= float64(src.Width) && box.Y1 <= float64(src.Height) &&
+		box.X0 < box.X1 && box.Y0 < box.Y1) {
+		return fmt.Errorf("%w: box %v outside %dx%d source", ErrSize, box, src.Width, src.Height)
+	}
+	if f != Triangle && f != Area {
+		return fmt.Errorf("augment: unknown filter %v", f)
+	}
+	ylo, yhi := r.prepare(dst, src, box, f, flip)
+	rowLen := dst.Width * src.Channels
+	if f == Triangle {
+		r.tmp8 = grow(r.tmp8, (yhi-ylo)*rowLen)
+		for y := ylo; y < yhi; y++ {
+			hpass(r.tmp8[(y-ylo)*rowLen:], src.Pix[y*src.Stride:], &r.h, src.Channels, triangleBits, 255)
+		}
+		for y := 0; y < dst.Height; y++ {
+			n := int(r.v.count[y])
+			vpass(dst.Pix[y*dst.Stride:], r.tmp8, rowLen, int(r.v.start[y])-ylo,
+				r.v.w[y*r.v.ksize:y*r.v.ksize+n], triangleBits, r.acc)
+		}
+		return nil
+	}
+	r.tmp16 = grow(r.tmp16, (yhi-ylo)*rowLen)
+	for y := ylo; y < yhi; y++ {
+		hpass(r.tmp16[(y-ylo)*rowLen:], src.Pix[y*src.Stride:], &r.h, src.Channels, areaHBits-areaFrac, 255<<areaFrac)
+	}
+	for y := 0; y < dst.Height; y++ {
+		n := int(r.v.count[y])
+		vpass(dst.Pix[y*dst.Stride:], r.tmp16, rowLen, int(r.v.start[y])-ylo,
+			r.v.w[y*r.v.ksize:y*r.v.ksize+n], areaVBits+areaFrac, r.acc)
+	}
+	return nil
+}
+
+// prepare builds both weight tables for a checked call and returns the
+// span of source rows the output reads.
+func (r *Resizer) prepare(dst, src *imgcodec.Image, box Box, f Filter, flip bool) (ylo, yhi int) {
+	switch f {
+	case Triangle:
+		r.h.triangle(src.Width, box.X0, box.X1, dst.Width)
+		r.v.triangle(src.Height, box.Y0, box.Y1, dst.Height)
+	case Area:
+		if float64(dst.Width) > box.Dx() || float64(dst.Height) > box.Dy() {
+			r.h.areaUp(src.Width, box.X0, box.X1, dst.Width, areaHBits)
+			r.v.areaUp(src.Height, box.Y0, box.Y1, dst.Height, areaVBits)
+		} else {
+			r.h.area(src.Width, box.X0, box.X1, dst.Width, areaHBits)
+			r.v.area(src.Height, box.Y0, box.Y1, dst.Height, areaVBits)
+		}
+	}
+	r.h.fixed = r.h.pad(src.Width)
+	r.v.fixed = r.v.pad(src.Height)
+	if flip {
+		r.h.reverse()
+	}
+	r.acc = grow(r.acc, dst.Width*src.Channels)
+	return r.v.span()
+}
+
+// checkImage reports an image whose fields do not describe its Pix.
+func checkImage(m *imgcodec.Image) error {
+	if m == nil {
+		return fmt.Errorf("%w: nil image", ErrSize)
+	}
+	if m.Width <= 0 || m.Height <= 0 || (m.Channels != 1 && m.Channels != 3) ||
+		m.Stride < m.Width*m.Channels || len(m.Pix) < (m.Height-1)*m.Stride+m.Width*m.Channels {
+		return fmt.Errorf("%w: %dx%d, %d channels, stride %d, %d bytes",
+			ErrSize, m.Width, m.Height, m.Channels, m.Stride, len(m.Pix))
+	}
+	return nil
+}
+
+// NewImage allocates a w x h image with ch channels (1 or 3) and a tight
+// stride.
+func NewImage(w, h, ch int) *imgcodec.Image {
+	return &imgcodec.Image{Pix: make([]uint8, w*h*ch), Width: w, Height: h, Channels: ch, Stride: w * ch}
+}
+
+// SubImage returns a view of the region x0 <= x < x1, y0 <= y < y1 of m
+// sharing m's pixels (no copy). The region must lie within m.
+func SubImage(m *imgcodec.Image, x0, y0, x1, y1 int) imgcodec.Image {
+	off := y0*m.Stride + x0*m.Channels
+	end := (y1-1)*m.Stride + x1*m.Channels
+	return imgcodec.Image{Pix: m.Pix[off:end:end], Width: x1 - x0, Height: y1 - y0, Channels: m.Channels, Stride: m.Stride}
+}
