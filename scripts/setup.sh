@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 # that a library installed by other means counts too).
 declare -A need=(
   [dataset-fashion-mnist]=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-  [libjpeg62-turbo-dev]=/usr/include/x86_64-linux-gnu/jpeglib.h
+  [libjpeg62-turbo-dev]=/usr/include/jpeglib.h
   [gcc]=/usr/bin/gcc
+  [python3]=/usr/bin/python3
   [nodejs]=/usr/bin/node
   [npm]=/usr/bin/npm
   [python3-opencv]=/usr/lib/python3/dist-packages/cv2.cpython-311-x86_64-linux-gnu.so

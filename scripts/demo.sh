@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The main job on the default data (make demo): pack the real Fashion-MNIST
+# (Debian package dataset-fashion-mnist) into TFRecord shards, verify them,
+# inspect one, and print a summary table. Later stages (load benchmark,
+# training) append to this script as they land.
+# Usage: scripts/demo.sh BIN DATA OUT
+set -euo pipefail
+bin=${1:-bin/faster} data=${2:-/usr/share/datasets/fashion-mnist} out=${3:-out}
+dst="$out/fashion-mnist"
+mkdir -p "$out"
+json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d$2)" "$1"; }
+
+echo "== pack $data -> $dst"
+"$bin" pack "$data" "$dst" --split train --json > "$out/pack-train.json"
+"$bin" pack "$data" "$dst" --split test --json > "$out/pack-test.json"
+echo "== verify $dst"
+"$bin" verify "$dst" --json > "$out/verify.json" || { cat "$out/verify.json"; exit 1; }
+echo "== inspect (first shard)"
+"$bin" inspect --first 3 "$dst/train-00000-of-00008.tfrecord"
+
+echo
+echo "| step            | records | MB    | seconds | rate                  |"
+echo "|-----------------|---------|-------|---------|-----------------------|"
+for s in train test; do
+  f="$out/pack-$s.json"
+  printf "| pack %-10s | %7s | %5.1f | %7.2f | %6.0f records/s      |\n" "$s" \
+    "$(json "$f" "['records']")" "$(json "$f" "['bytes']/1e6")" "$(json "$f" "['seconds']")" "$(json "$f" "['records_per_sec']")"
+done
+printf "| verify (CRC+sha)| %7s | %5.1f | %7.2f | %6.0f MB/s             |\n" \
+  "$(json "$out/verify.json" "['records']")" "$(json "$out/verify.json" "['bytes']/1e6")" \
+  "$(json "$out/verify.json" "['seconds']")" "$(json "$out/verify.json" "['mb_per_sec']")"
+echo
+echo "Shards, indexes and manifest are in $dst; JSON summaries in $out/*.json."
