@@ -31,16 +31,16 @@ test: setup vet testrace testnocgo
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 testrace:
-	FASTER_REQUIRE_INTEROP=1 $(GO) test -race -count=1 -timeout 20m ./...
+	FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 testnocgo:
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./...
+	FASTER_REQUIRE_DATA=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./...
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; \
 	  echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) >/dev/null || \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s >/dev/null || \
 	    { $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime 1x; exit 1; }; \
 	done
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package imgcodec_test
+
+const raceEnabled = false

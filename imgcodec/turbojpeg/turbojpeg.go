@@ -1,0 +1,55 @@
+// Package turbojpeg decodes and encodes JPEG with libjpeg-turbo through a
+// small cgo wrapper over the libjpeg API (jpeglib.h, Debian
+// libjpeg62-turbo-dev). It is the only package of the module with
+// import "C" for JPEG.
+//
+// Built without cgo (CGO_ENABLED=0), the same API is served by a pure-Go
+// decoder (image/jpeg plus box downscaling and cropping, so output sizes
+// match) and image/jpeg's encoder; Backend says which one is in use.
+//
+// Memory: the decoder writes into a Go buffer obtained from the caller's
+// Alloc for each call; C keeps no Go pointer after a call returns, and all
+// C-side memory lives in libjpeg's pools, freed before the call returns,
+// on errors too. libjpeg's fatal errors longjmp back into the wrapper,
+// never exit(). Everything here is safe for concurrent use: each call owns
+// its decompressor.
+//
+// What the decoder produces:
+//   - full decode to RGB (3 channels) or gray (1 channel, the luma);
+//   - DCT-domain scaled decode by 1/2, 1/4 or 1/8 (output ceil(W/d) x
+//     ceil(H/d));
+//   - a crop of the (scaled) output, decoding only the MCU columns and
+//     rows it needs (jpeg_crop_scanline, jpeg_skip_scanlines);
+//   - CMYK and YCCK converted to RGB, reading the channels as Adobe
+//     writes them (inverted: 255 means no ink);
+//   - a pixel limit checked from the header, before any allocation;
+//   - truncated data (libjpeg's "premature end of JPEG file" and "premature
+//     end of data segment" warnings) rejected as ErrTruncated unless
+//     Options.AllowTruncated, which keeps libjpeg's grey fill for the
+//     missing part and sets Frame.Warning;
+//   - progressive files with more than MaxScans scans rejected, so that
+//     hostile input cannot make decoding arbitrarily slow.
+package turbojpeg
+
+import "github.com/faster-training/faster/imgcodec/internal/rawimg"
+
+type (
+	// Options select scale, crop, gray output, pixel limit and the
+	// treatment of truncated data (see imgcodec.DecodeOptions).
+	Options = rawimg.Options
+	// Frame is a decoded image written into the caller's buffer.
+	Frame = rawimg.Frame
+	// Alloc returns the output buffer of length n.
+	Alloc = rawimg.Alloc
+	// Header is what a JPEG's markers say before any pixel is decoded.
+	Header = rawimg.JPEGHeader
+)
+
+// MaxScans bounds the number of scans of a progressive JPEG.
+const MaxScans = 1000
+
+// PureGo decodes with the pure-Go decoder whatever the build. Tests use
+// it to run one conformance suite against both decoders.
+func PureGo(data []byte, o *Options, alloc Alloc) (Frame, error) {
+	return rawimg.DecodeJPEG(data, o, alloc)
+}

@@ -1,0 +1,459 @@
+//go:build cgo
+
+package turbojpeg
+
+/*
+#cgo LDFLAGS: -ljpeg
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <jpeglib.h>
+#include <jerror.h>
+
+enum { FJ_OK, FJ_ERROR, FJ_TRUNCATED, FJ_UNSUPPORTED, FJ_MISMATCH, FJ_TOO_LARGE, FJ_BAD_CROP, FJ_TOO_MANY_SCANS };
+
+typedef struct {
+	int width, height, components, color_space, progressive, arith, precision;
+	int out_width, out_height;
+	int code;      // FJ_*
+	int msg_code;  // libjpeg's code of the fatal error
+	int warnings;  // number of warnings
+	int truncated; // a warning said data is missing
+	long offset;   // input bytes consumed when decoding stopped
+	char msg[JMSG_LENGTH_MAX];  // the fatal error
+	char warn[JMSG_LENGTH_MAX]; // the first warning
+} fj_result;
+
+typedef struct {
+	struct jpeg_error_mgr pub;
+	jmp_buf jb;
+	fj_result *res;
+	int allow_truncated;
+} fj_err;
+
+typedef struct {
+	struct jpeg_progress_mgr pub;
+	fj_err *err;
+	int max_scans;
+} fj_progress;
+
+static void fj_error_exit(j_common_ptr c) {
+	fj_err *e = (fj_err *)c->err;
+	e->res->msg_code = c->err->msg_code;
+	(*c->err->format_message)(c, e->res->msg);
+	if (e->res->code == FJ_OK) e->res->code = FJ_ERROR;
+	longjmp(e->jb, 1);
+}
+
+static void fj_emit_message(j_common_ptr c, int level) {
+	fj_err *e = (fj_err *)c->err;
+	int code = c->err->msg_code;
+	if (level >= 0) return; // trace messages
+	c->err->num_warnings++;
+	if (e->res->warnings++ == 0) (*c->err->format_message)(c, e->res->warn);
+	if (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER) {
+		e->res->truncated = 1;
+		if (!e->allow_truncated) {
+			e->res->code = FJ_TRUNCATED;
+			e->res->msg_code = code;
+			(*c->err->format_message)(c, e->res->msg);
+			longjmp(e->jb, 1);
+		}
+	}
+}
+
+static void fj_progress_monitor(j_common_ptr c) {
+	fj_progress *p = (fj_progress *)c->progress;
+	if (c->is_decompressor && ((j_decompress_ptr)c)->input_scan_number > p->max_scans) {
+		p->err->res->code = FJ_TOO_MANY_SCANS;
+		snprintf(p->err->res->msg, JMSG_LENGTH_MAX, "more than %d scans", p->max_scans);
+		longjmp(p->err->jb, 1);
+	}
+}
+
+static void fj_fill_header(j_decompress_ptr d, fj_result *r) {
+	r->width = d->image_width;
+	r->height = d->image_height;
+	r->components = d->num_components;
+	r->color_space = d->jpeg_color_space;
+	r->progressive = d->progressive_mode;
+	r->arith = d->arith_code;
+	r->precision = d->data_precision;
+}
+
+static void fj_fill_offset(j_decompress_ptr d, const unsigned char *src, unsigned long n, fj_result *r) {
+	r->offset = -1;
+	if (d->src != NULL) {
+		const unsigned char *p = d->src->next_input_byte;
+		if (p >= src && p <= src + n) r->offset = (long)(p - src);
+		else r->offset = (long)n; // libjpeg substituted a fake EOI: all consumed
+	}
+}
+
+static void fj_setup(j_decompress_ptr d, fj_err *e, fj_progress *p, fj_result *r, int allow_truncated) {
+	d->err = jpeg_std_error(&e->pub);
+	e->pub.error_exit = fj_error_exit;
+	e->pub.emit_message = fj_emit_message;
+	e->res = r;
+	e->allow_truncated = allow_truncated;
+	p->pub.progress_monitor = fj_progress_monitor;
+	p->err = e;
+	p->max_scans = 1000;
+}
+
+static int fj_header(const unsigned char *src, unsigned long n, fj_result *r) {
+	struct jpeg_decompress_struct d;
+	fj_err e;
+	fj_progress p;
+	memset(&d, 0, sizeof d);
+	fj_setup(&d, &e, &p, r, 1);
+	if (setjmp(e.jb)) {
+		fj_fill_offset(&d, src, n, r);
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	jpeg_create_decompress(&d);
+	d.progress = &p.pub;
+	jpeg_mem_src(&d, src, n);
+	jpeg_read_header(&d, TRUE);
+	fj_fill_header(&d, r);
+	jpeg_destroy_decompress(&d);
+	return r->code;
+}
+
+// fj_convert writes n pixels of a scratch row (in_ch bytes each: 1, 3 or
+// Adobe CMYK 4) to dst as out_ch bytes each.
+static void fj_convert(const JSAMPLE *s, unsigned char *dst, int n, int in_ch, int out_ch) {
+	int i;
+	if (in_ch == out_ch) {
+		memcpy(dst, s, (size_t)n * out_ch);
+		return;
+	}
+	for (i = 0; i < n; i++, s += 4) {
+		unsigned w = s[3] * 0x101u;
+		unsigned r = (s[0] * 0x101u * w / 0xffffu) >> 8;
+		unsigned g = (s[1] * 0x101u * w / 0xffffu) >> 8;
+		unsigned b = (s[2] * 0x101u * w / 0xffffu) >> 8;
+		if (out_ch == 3) {
+			dst[3*i] = r; dst[3*i+1] = g; dst[3*i+2] = b;
+		} else {
+			dst[i] = (19595u * r + 38470u * g + 7471u * b + 32768u) >> 16;
+		}
+	}
+}
+
+#define FJ_BATCH 16
+#define FJ_MARGIN 32
+
+// fj_decode decodes src into dst (dst_stride bytes per row, crop_h rows of
+// crop_w pixels of gray?1:3 bytes). want_w and want_h are the image size
+// the caller computed from the header; if libjpeg disagrees, nothing is
+// written and the code is FJ_MISMATCH with the real size in r.
+static int fj_decode(const unsigned char *src, unsigned long n, int want_w, int want_h,
+		int denom, int gray, int crop_x, int crop_y, int crop_w, int crop_h,
+		long long max_pixels, int allow_truncated, int max_scans,
+		unsigned char *dst, long dst_stride, fj_result *r) {
+	struct jpeg_decompress_struct d;
+	fj_err e;
+	fj_progress p;
+	int cmyk, in_ch, out_ch = gray ? 1 : 3, direct, read_all;
+	JDIMENSION xoff, xw, y, got, i, lead;
+	JSAMPROW rows[FJ_BATCH];
+	JSAMPARRAY scratch = NULL;
+
+	memset(&d, 0, sizeof d);
+	fj_setup(&d, &e, &p, r, allow_truncated);
+	p.max_scans = max_scans;
+	if (setjmp(e.jb)) {
+		fj_fill_offset(&d, src, n, r);
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	jpeg_create_decompress(&d);
+	d.progress = &p.pub;
+	jpeg_mem_src(&d, src, n);
+	jpeg_read_header(&d, TRUE);
+	fj_fill_header(&d, r);
+	if ((long long)d.image_width * d.image_height > max_pixels) {
+		r->code = FJ_TOO_LARGE;
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	if ((int)d.image_width != want_w || (int)d.image_height != want_h) {
+		r->code = FJ_MISMATCH;
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	switch (d.jpeg_color_space) {
+	case JCS_GRAYSCALE: case JCS_YCbCr: case JCS_RGB:
+		cmyk = 0;
+		d.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
+		break;
+	case JCS_CMYK: case JCS_YCCK:
+		cmyk = 1;
+		d.out_color_space = JCS_CMYK;
+		break;
+	default:
+		r->code = FJ_UNSUPPORTED;
+		snprintf(r->msg, JMSG_LENGTH_MAX, "%d-component JPEG of unknown colour space", d.num_components);
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	d.scale_num = 1;
+	d.scale_denom = denom;
+	jpeg_start_decompress(&d);
+	r->out_width = d.output_width;
+	r->out_height = d.output_height;
+	if (crop_x < 0 || crop_y < 0 || crop_w <= 0 || crop_h <= 0 ||
+	    (JDIMENSION)(crop_x + crop_w) > d.output_width || (JDIMENSION)(crop_y + crop_h) > d.output_height) {
+		r->code = FJ_BAD_CROP;
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	in_ch = d.output_components;
+	// libjpeg upsamples chroma at the edges of a cropped or skipped region
+	// by replication, not from the neighbours outside it. Decode a margin
+	// around the crop so that its pixels equal those of a full decode.
+	xoff = crop_x > FJ_MARGIN ? crop_x - FJ_MARGIN : 0;
+	xw = (JDIMENSION)(crop_x + crop_w + FJ_MARGIN) < d.output_width ? crop_x + crop_w + FJ_MARGIN - xoff : d.output_width - xoff;
+	if (xoff != 0 || xw != d.output_width) jpeg_crop_scanline(&d, &xoff, &xw);
+	lead = crop_y > FJ_MARGIN ? FJ_MARGIN : crop_y;
+	if (crop_y > (int)lead) jpeg_skip_scanlines(&d, crop_y - lead);
+	direct = !cmyk && xoff == (JDIMENSION)crop_x && xw == (JDIMENSION)crop_w;
+	if (!direct || lead > 0)
+		scratch = (*d.mem->alloc_sarray)((j_common_ptr)&d, JPOOL_IMAGE, xw * in_ch, FJ_BATCH);
+	while (lead > 0) {
+		got = jpeg_read_scanlines(&d, scratch, lead < FJ_BATCH ? lead : FJ_BATCH);
+		if (got == 0) break;
+		lead -= got;
+	}
+	for (y = 0; y < (JDIMENSION)crop_h; y += got) {
+		JDIMENSION want = crop_h - y;
+		if (want > FJ_BATCH) want = FJ_BATCH;
+		if (direct) {
+			for (i = 0; i < want; i++) rows[i] = dst + (y + i) * dst_stride;
+			got = jpeg_read_scanlines(&d, rows, want);
+		} else {
+			got = jpeg_read_scanlines(&d, scratch, want);
+			for (i = 0; i < got; i++)
+				fj_convert(scratch[i] + (crop_x - xoff) * in_ch, dst + (y + i) * dst_stride, crop_w, in_ch, out_ch);
+		}
+		if (got == 0) {
+			r->code = FJ_ERROR;
+			snprintf(r->msg, JMSG_LENGTH_MAX, "decoder returned no scanlines");
+			fj_fill_offset(&d, src, n, r);
+			jpeg_destroy_decompress(&d);
+			return r->code;
+		}
+	}
+	read_all = d.output_scanline == d.output_height;
+	if (read_all) jpeg_finish_decompress(&d);
+	fj_fill_offset(&d, src, n, r);
+	jpeg_destroy_decompress(&d);
+	return r->code;
+}
+
+typedef struct {
+	struct jpeg_error_mgr pub;
+	jmp_buf jb;
+	char msg[JMSG_LENGTH_MAX];
+} fj_cerr;
+
+static void fj_cerror_exit(j_common_ptr c) {
+	fj_cerr *e = (fj_cerr *)c->err;
+	(*c->err->format_message)(c, e->msg);
+	longjmp(e->jb, 1);
+}
+
+static void fj_cemit(j_common_ptr c, int level) {}
+
+// fj_encode compresses pix into a malloc'd buffer *out of *outlen bytes
+// that the caller frees. It returns 0, or 1 with the message in msg.
+static int fj_encode(const unsigned char *pix, int w, int h, int ch, long stride, int quality,
+		unsigned char **out, unsigned long *outlen, char *msg) {
+	struct jpeg_compress_struct c;
+	fj_cerr e;
+	JSAMPROW rows[FJ_BATCH];
+	int y, i, k;
+
+	memset(&c, 0, sizeof c);
+	*out = NULL;
+	*outlen = 0;
+	c.err = jpeg_std_error(&e.pub);
+	e.pub.error_exit = fj_cerror_exit;
+	e.pub.emit_message = fj_cemit;
+	if (setjmp(e.jb)) {
+		jpeg_destroy_compress(&c);
+		if (*out != NULL) free(*out);
+		*out = NULL;
+		memcpy(msg, e.msg, JMSG_LENGTH_MAX);
+		return 1;
+	}
+	jpeg_create_compress(&c);
+	jpeg_mem_dest(&c, out, outlen);
+	c.image_width = w;
+	c.image_height = h;
+	c.input_components = ch;
+	c.in_color_space = ch == 1 ? JCS_GRAYSCALE : JCS_RGB;
+	jpeg_set_defaults(&c);
+	jpeg_set_quality(&c, quality, TRUE);
+	jpeg_start_compress(&c, TRUE);
+	for (y = 0; y < h; y += k) {
+		k = h - y < FJ_BATCH ? h - y : FJ_BATCH;
+		for (i = 0; i < k; i++) rows[i] = (JSAMPROW)(pix + (long)(y + i) * stride);
+		jpeg_write_scanlines(&c, rows, k);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	return 0;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"io"
+	"unsafe"
+
+	"github.com/faster-training/faster/imgcodec/internal/rawimg"
+)
+
+// Backend names the implementation in this build: "libjpeg-turbo" or "pure-go".
+const Backend = "libjpeg-turbo"
+
+var colorSpaces = map[C.int]rawimg.ColorSpace{
+	C.JCS_GRAYSCALE: rawimg.ColorGray,
+	C.JCS_YCbCr:     rawimg.ColorYCbCr,
+	C.JCS_RGB:       rawimg.ColorRGB,
+	C.JCS_CMYK:      rawimg.ColorCMYK,
+	C.JCS_YCCK:      rawimg.ColorYCCK,
+}
+
+func headerOf(r *C.fj_result) Header {
+	return Header{
+		Width: int(r.width), Height: int(r.height), Components: int(r.components),
+		Precision: int(r.precision), Progressive: r.progressive != 0, Arithmetic: r.arith != 0,
+		ColorSpace: colorSpaces[r.color_space],
+	}
+}
+
+// DecodeHeader reads the header: the Go marker scanner first, libjpeg for
+// what the scanner rejects.
+func DecodeHeader(data []byte) (Header, error) {
+	h, err := rawimg.ParseJPEGHeader(data)
+	if err == nil || len(data) == 0 {
+		return h, err
+	}
+	var r C.fj_result
+	if C.fj_header((*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), &r) != C.FJ_OK {
+		return h, err
+	}
+	return headerOf(&r), nil
+}
+
+// Decode decodes a JPEG into a buffer from alloc.
+func Decode(data []byte, o *Options, alloc Alloc) (Frame, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	h, err := DecodeHeader(data)
+	if err != nil {
+		return Frame{}, err
+	}
+	for try := 0; ; try++ {
+		f, err := decode(data, o, h, alloc)
+		if m, ok := err.(mismatch); ok && try == 0 {
+			h = Header(m)
+			continue
+		}
+		return f, err
+	}
+}
+
+// mismatch carries libjpeg's header when it disagrees with the scanner's.
+type mismatch Header
+
+func (m mismatch) Error() string {
+	return fmt.Sprintf("jpeg: header scan and libjpeg disagree on the size (%dx%d)", m.Width, m.Height)
+}
+
+func decode(data []byte, o *Options, h Header, alloc Alloc) (Frame, error) {
+	if err := o.CheckPixels("jpeg", h.Width, h.Height); err != nil {
+		return Frame{}, err
+	}
+	d, rect, err := o.Region(h.Width, h.Height)
+	if err != nil {
+		return Frame{}, err
+	}
+	limit := o.MaxPixels
+	if limit <= 0 {
+		limit = rawimg.DefaultMaxPixels
+	}
+	ch := o.Channels()
+	f := Frame{Width: rect.Dx(), Height: rect.Dy(), Channels: ch, Stride: rect.Dx() * ch}
+	f.Pix = alloc(f.Stride * f.Height)
+	var r C.fj_result
+	gray, allow := 0, 0
+	if o.Gray {
+		gray = 1
+	}
+	if o.AllowTruncated {
+		allow = 1
+	}
+	C.fj_decode((*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), C.int(h.Width), C.int(h.Height),
+		C.int(d), C.int(gray), C.int(rect.Min.X), C.int(rect.Min.Y), C.int(rect.Dx()), C.int(rect.Dy()),
+		C.longlong(limit), C.int(allow), C.int(MaxScans),
+		(*C.uchar)(unsafe.Pointer(&f.Pix[0])), C.long(f.Stride), &r)
+	msg := C.GoString(&r.msg[0])
+	switch r.code {
+	case C.FJ_OK:
+	case C.FJ_MISMATCH:
+		return Frame{}, mismatch(headerOf(&r))
+	case C.FJ_TRUNCATED:
+		return Frame{}, rawimg.Truncated("jpeg", int64(r.offset), msg)
+	case C.FJ_TOO_LARGE:
+		return Frame{}, o.CheckPixels("jpeg", int(r.width), int(r.height))
+	case C.FJ_BAD_CROP:
+		return Frame{}, fmt.Errorf("jpeg: crop %v outside the %dx%d output: %w", rect, r.out_width, r.out_height, rawimg.ErrInvalidOptions)
+	case C.FJ_UNSUPPORTED:
+		return Frame{}, fmt.Errorf("jpeg: %s: %w", msg, rawimg.ErrUnsupported)
+	default:
+		switch r.msg_code {
+		case C.JERR_BAD_PRECISION, C.JERR_ARITH_NOTIMPL, C.JERR_NOT_COMPILED, C.JERR_CONVERSION_NOTIMPL:
+			return Frame{}, fmt.Errorf("jpeg: %s: %w", msg, rawimg.ErrUnsupported)
+		}
+		if r.truncated != 0 {
+			// The data ran out and libjpeg then failed: truncation.
+			return Frame{}, rawimg.Truncated("jpeg", int64(len(data)), msg)
+		}
+		return Frame{}, &rawimg.CorruptError{Format: "jpeg", Offset: int64(r.offset), Err: fmt.Errorf("%s", msg)}
+	}
+	if r.warnings > 0 {
+		w := C.GoString(&r.warn[0])
+		if r.truncated != 0 {
+			f.Warning = rawimg.Truncated("jpeg", int64(len(data)), w)
+		} else {
+			f.Warning = &rawimg.CorruptError{Format: "jpeg", Offset: -1, Err: fmt.Errorf("%s", w)}
+		}
+	}
+	return f, nil
+}
+
+// Encode writes pix (w x h, 1 or 3 channels, stride bytes per row) as a
+// baseline JPEG of the given quality (1-100) with 4:2:0 chroma subsampling.
+func Encode(wr io.Writer, pix []byte, w, h, channels, stride, quality int) error {
+	if err := checkEncode(pix, w, h, channels, stride, quality); err != nil {
+		return err
+	}
+	var out *C.uchar
+	var n C.ulong
+	var msg [C.JMSG_LENGTH_MAX]C.char
+	if C.fj_encode((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), C.int(channels), C.long(stride),
+		C.int(quality), &out, &n, &msg[0]) != 0 {
+		return fmt.Errorf("jpeg: encode: %s", C.GoString(&msg[0]))
+	}
+	defer C.free(unsafe.Pointer(out))
+	_, err := wr.Write(unsafe.Slice((*byte)(unsafe.Pointer(out)), int(n)))
+	return err
+}
