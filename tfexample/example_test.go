@@ -71,7 +71,7 @@ func TestRoundTrip(t *testing.T) {
 
 // Unpacked repeated scalars (proto2 style) decode the same as packed.
 func TestUnpackedLists(t *testing.T) {
-	list := []byte{0x08, 0x05, 0x08, 0x07} // value=5, value=7 as separate varints
+	list := []byte{0x08, 0x05, 0x08, 0x07}  // value=5, value=7 as separate varints
 	flist := []byte{0x0d, 0, 0, 0x80, 0x3f} // value=1.0 fixed32
 	feat := func(kind byte, l []byte) []byte { return append([]byte{kind, byte(len(l))}, l...) }
 	entry := func(key string, f []byte) []byte {
