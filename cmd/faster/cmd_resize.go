@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faster-training/faster/downscale"
+	"github.com/faster-training/faster/progress"
+)
+
+type resizeOptions struct {
+	src, dst       string
+	maxSize        int
+	workers        int
+	quality        int
+	exif           bool
+	nonImages      string
+	noScaledDecode bool
+	fsync          bool
+	json           bool
+}
+
+func init() {
+	commands = append(commands, func(stdout, stderr io.Writer) *cobra.Command {
+		var o resizeOptions
+		c := &cobra.Command{
+			Use:   "resize --src SRC --dst DST --max-size N",
+			Short: "Downscale an image dataset tree so that no image's shorter edge exceeds N",
+			Long: `Resize mirrors the tree under SRC into DST (every folder and split). An image
+whose shorter edge exceeds N is resized with an area filter so that its
+shorter edge is exactly N (aspect kept, rounded like resize_imagenet.py) and
+written under the same name: PNG for .png, JPEG of --quality otherwise.
+Smaller images are copied byte for byte; other files are copied or skipped
+(--non-images). Writes are atomic; a rerun skips outputs that are complete
+and newer than their source. Corrupt or empty files are listed and skipped.
+
+Exit status: 0 done; 1 some files failed or an I/O error; 2 usage error;
+130 interrupted (no partial file is left behind).`,
+			Args: exactArgs(0),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return runResize(cmd.Context(), o, stdout, stderr)
+			},
+		}
+		f := c.Flags()
+		f.StringVar(&o.src, "src", "", "source dataset folder (required)")
+		f.StringVar(&o.dst, "dst", "", "destination folder (required)")
+		f.IntVar(&o.maxSize, "max-size", 0, "largest shorter edge kept, in pixels (required)")
+		f.IntVar(&o.workers, "workers", 0, "images processed in parallel (default: number of CPUs)")
+		f.IntVar(&o.quality, "quality", 90, "JPEG quality of resized images (1-100)")
+		f.BoolVar(&o.exif, "exif", false, "apply JPEG EXIF orientation before resizing (as cv2.imread does)")
+		f.StringVar(&o.nonImages, "non-images", "copy", "files without an image extension: copy or skip")
+		f.BoolVar(&o.noScaledDecode, "no-scaled-decode", false, "always decode at full size (the exact OpenCV INTER_AREA-equivalent path)")
+		f.BoolVar(&o.fsync, "fsync", false, "fsync every output file (default: one file-system sync at the end)")
+		f.BoolVar(&o.json, "json", false, "print a JSON summary")
+		return c
+	})
+}
+
+func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) error {
+	var problems []error
+	if o.src == "" || o.dst == "" {
+		problems = append(problems, errors.New("--src and --dst are required"))
+	}
+	if o.maxSize <= 0 {
+		problems = append(problems, errors.New("--max-size must be a positive number of pixels"))
+	}
+	if o.workers < 0 {
+		problems = append(problems, errors.New("--workers must not be negative"))
+	}
+	if o.quality < 1 || o.quality > 100 {
+		problems = append(problems, fmt.Errorf("--quality %d: want 1-100", o.quality))
+	}
+	policy, err := downscale.ParseNonImages(o.nonImages)
+	if err != nil {
+		problems = append(problems, fmt.Errorf("--non-images: %w", err))
+	}
+	if len(problems) > 0 {
+		return usagef("resize: %v", errors.Join(problems...))
+	}
+	bar := progress.New(stderr, "resize", 0, "images")
+	defer bar.Done()
+	res, err := downscale.Run(ctx, o.src, o.dst, downscale.Options{
+		MaxSize: o.maxSize, Workers: o.workers, Quality: o.quality, EXIF: o.exif,
+		NonImages: policy, NoScaledDecode: o.noScaledDecode, Sync: o.fsync, Progress: bar,
+	})
+	bar.Done()
+	if err != nil {
+		if errors.Is(err, downscale.ErrSource) {
+			return &failError{err.Error()}
+		}
+		return err
+	}
+	if o.json {
+		if err := writeJSON(stdout, struct {
+			*downscale.Result
+			Source   string  `json:"source"`
+			Dest     string  `json:"dest"`
+			MaxSize  int     `json:"max_size"`
+			MBPerSec float64 `json:"mb_per_sec"`
+		}{res, o.src, o.dst, o.maxSize, mbPerSec(res.BytesIn, res.Seconds)}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "resized %s into %s (max size %d): %d resized, %d copied, %d skipped (up to date), %d failed",
+			o.src, o.dst, o.maxSize, res.Resized, res.Copied, res.Skipped, res.Failed)
+		if res.OtherCopied+res.OtherSkipped > 0 {
+			fmt.Fprintf(stdout, "; other files: %d copied, %d skipped", res.OtherCopied, res.OtherSkipped)
+		}
+		fmt.Fprintf(stdout, "\n%.1f MB in, %.1f MB out, %.1f s, %.0f images/s\n",
+			float64(res.BytesIn)/1e6, float64(res.BytesOut)/1e6, res.Seconds, res.ImagesPerSec)
+		if res.Failed > 0 {
+			fmt.Fprintf(stdout, "failed %d files:\n", res.Failed)
+			for _, f := range res.Failures {
+				fmt.Fprintf(stdout, "  %s: %s\n", f.Path, f.Reason)
+			}
+		}
+	}
+	if res.Failed > 0 {
+		return &failError{fmt.Sprintf("resize: %d files failed", res.Failed)}
+	}
+	return nil
+}
