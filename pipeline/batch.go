@@ -1,0 +1,341 @@
+package pipeline
+
+import (
+	"context"
+	"iter"
+	"unsafe"
+)
+
+// Remainder says what Batch does with a last, partial batch.
+type Remainder int
+
+const (
+	// Keep yields the partial batch as it is (fewer rows).
+	Keep Remainder = iota
+	// Drop discards it (tf.data's drop_remainder=True).
+	Drop
+	// Pad fills it up to the batch size with zero rows; Valid says how many
+	// rows are real.
+	Pad
+)
+
+func (r Remainder) String() string {
+	switch r {
+	case Keep:
+		return "keep"
+	case Drop:
+		return "drop"
+	case Pad:
+		return "pad"
+	}
+	return "invalid"
+}
+
+// DefaultBatchPool is the number of released batches a Batch stage keeps
+// for reuse, unless set with PoolSize.
+const DefaultBatchPool = 8
+
+// Minibatch is one batch. It comes from a pool: call Release when done
+// with it, after which neither it nor its slices may be used. A batch that
+// is never released is simply garbage collected (and the pool allocates a
+// new one).
+type Minibatch[T any] struct {
+	// Items holds the rows' elements; len(Items) is the number of rows
+	// (the batch size, or fewer for a kept remainder). Padding rows hold
+	// zero values.
+	Items []T
+	// Valid is the number of real rows: Items[:Valid]. Rows after it are
+	// padding (Pad remainder, or a padding batch from Exactly).
+	Valid int
+	// Index is the batch's position in the epoch (0-based).
+	Index int
+	// Data is the contiguous arena when the stage has one (see Arena):
+	// RowBytes bytes per row, len(Items)*RowBytes in all, 8-byte aligned;
+	// padding rows are zero. Nil without an arena.
+	Data     []byte
+	RowBytes int
+
+	pool chan *Minibatch[T]
+}
+
+// Row returns row i of the arena.
+func (b *Minibatch[T]) Row(i int) []byte { return b.Data[i*b.RowBytes : (i+1)*b.RowBytes] }
+
+// Release returns the batch to its stage's pool. Calling it twice is
+// harmless; using the batch afterwards is not.
+func (b *Minibatch[T]) Release() {
+	p := b.pool
+	if p == nil {
+		return
+	}
+	b.pool = nil
+	clear(b.Items) // drop references held by the elements
+	b.Items = b.Items[:0]
+	b.Valid, b.Index = 0, 0
+	select {
+	case p <- b:
+	default: // pool full: let the GC have it
+	}
+}
+
+// Float32s views an 8-byte aligned byte slice, such as Minibatch.Data or a
+// row of it, as float32s (len(b)/4 of them), without copying.
+func Float32s(b []byte) []float32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+}
+
+// BatchDataset groups elements into Minibatches. See Batch.
+type BatchDataset[T any] struct {
+	stage
+	in       Dataset[T]
+	size     int
+	rem      Remainder
+	exactly  int
+	rowBytes int
+	fill     func(row []byte, x T) error
+	pool     chan *Minibatch[T]
+}
+
+// Batch groups consecutive elements of d into batches of size rows, in
+// order. The batches come from a pool bounded by PoolSize: with the
+// consumer calling Release, the steady state allocates nothing. The last,
+// partial batch is kept unless Remainder says otherwise. Its role is RoleCPU.
+func Batch[T any](d Dataset[T], size int) *BatchDataset[T] {
+	b := &BatchDataset[T]{in: d, size: size, exactly: -1, pool: make(chan *Minibatch[T], DefaultBatchPool)}
+	b.init("batch", RoleCPU, d)
+	if size < 1 {
+		b.err = configError("batch", "size %d", size)
+	}
+	return b
+}
+
+// Named sets the stage name shown in Stats.
+func (b *BatchDataset[T]) Named(name string) *BatchDataset[T] { b.name = name; return b }
+
+// Remainder sets the policy for the last, partial batch.
+func (b *BatchDataset[T]) Remainder(r Remainder) *BatchDataset[T] {
+	if r < Keep || r > Pad {
+		b.err = configError("batch", "remainder %d", r)
+		return b
+	}
+	b.rem = r
+	return b
+}
+
+// Exactly makes every epoch yield exactly k batches: batches after the k-th
+// are not yielded (the input is stopped), and if the input runs out first
+// the epoch ends with padding batches (full size, zero rows, Valid 0).
+// With k from RankBatches or EqualBatches, every data-parallel rank takes
+// the same number of steps, so none waits forever in a collective.
+func (b *BatchDataset[T]) Exactly(k int) *BatchDataset[T] {
+	if k < 0 {
+		b.err = configError("batch", "exactly %d batches", k)
+		return b
+	}
+	b.exactly = k
+	return b
+}
+
+// Arena gives every batch a contiguous, 8-byte aligned buffer of rowBytes
+// bytes per row (Minibatch.Data), which fill writes for each element as it
+// joins the batch. The buffer is reused from batch to batch: fill must
+// write every byte it means the consumer to read. An error from fill ends
+// the epoch.
+func (b *BatchDataset[T]) Arena(rowBytes int, fill func(row []byte, x T) error) *BatchDataset[T] {
+	if rowBytes < 1 || fill == nil {
+		b.err = configError("batch", "arena of %d bytes per row", rowBytes)
+		return b
+	}
+	b.rowBytes, b.fill = rowBytes, fill
+	return b
+}
+
+// PoolSize sets how many released batches the stage keeps for reuse (the
+// bound on the memory it retains; default DefaultBatchPool). It needs at
+// least the batches the consumer holds at once plus those queued
+// downstream (Prefetch depth + 2 is a good value) to allocate nothing.
+func (b *BatchDataset[T]) PoolSize(n int) *BatchDataset[T] {
+	if n < 0 {
+		b.err = configError("batch", "pool size %d", n)
+		return b
+	}
+	b.pool = make(chan *Minibatch[T], n)
+	return b
+}
+
+func (b *BatchDataset[T]) get(pool chan *Minibatch[T], index int) *Minibatch[T] {
+	var mb *Minibatch[T]
+	select {
+	case mb = <-pool:
+	default:
+		mb = &Minibatch[T]{}
+	}
+	if cap(mb.Items) < b.size {
+		mb.Items = make([]T, 0, b.size)
+	}
+	mb.Items = mb.Items[:0]
+	if n := b.size * b.rowBytes; n > 0 {
+		if cap(mb.Data) < n {
+			words := make([]uint64, (n+7)/8)
+			mb.Data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
+		}
+		mb.Data = mb.Data[:n]
+	} else {
+		mb.Data = nil
+	}
+	mb.RowBytes, mb.Valid, mb.Index, mb.pool = b.rowBytes, 0, index, pool
+	return mb
+}
+
+// Iter implements Dataset.
+func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], error] {
+	if b.err != nil {
+		return failSeq[*Minibatch[T]](b.err)
+	}
+	return func(yield func(*Minibatch[T], error) bool) {
+		_, last := b.begin()
+		defer b.end()
+		mt := meter{s: &b.stage}
+		defer mt.flush()
+		pool := b.pool
+		if b.exactly == 0 {
+			return
+		}
+		index := 0
+		// emit yields mb and reports whether the epoch goes on.
+		emit := func(mb *Minibatch[T], t1 int64) bool {
+			mb.Index = index
+			index++
+			mt.items++
+			mt.bytes += int64(len(mb.Data))
+			if !yield(mb, nil) {
+				return false
+			}
+			last = nanotime()
+			mt.blockedOut += last - t1
+			mt.tick()
+			return b.exactly < 0 || index < b.exactly
+		}
+		mb := b.get(pool, 0)
+		defer func() {
+			if mb != nil {
+				mb.Release()
+			}
+		}()
+		for x, err := range b.in.Iter(ctx) {
+			t1 := nanotime()
+			mt.waitIn += t1 - last
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			row := len(mb.Items)
+			mb.Items = append(mb.Items, x)
+			if b.fill != nil {
+				if err := b.fill(mb.Row(row), x); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
+			t2 := nanotime()
+			mt.busy += t2 - t1
+			last = t2
+			if len(mb.Items) == b.size {
+				mb.Valid = b.size
+				out := mb
+				mb = nil
+				if !emit(out, t2) {
+					return
+				}
+				mb = b.get(pool, index)
+			}
+		}
+		if n := len(mb.Items); n > 0 {
+			t := nanotime()
+			switch b.rem {
+			case Drop:
+				mb.Release()
+				mb = nil
+			case Keep:
+				mb.Valid = n
+				mb.Data = mb.Data[:n*b.rowBytes]
+			case Pad:
+				mb.Valid = n
+				var zero T
+				for len(mb.Items) < b.size {
+					mb.Items = append(mb.Items, zero)
+				}
+				clear(mb.Data[n*b.rowBytes:])
+			}
+			if mb != nil {
+				out := mb
+				mb = nil
+				if !emit(out, t) {
+					return
+				}
+			}
+		}
+		for b.exactly > index {
+			if mb == nil {
+				mb = b.get(pool, index)
+			}
+			var zero T
+			for len(mb.Items) < b.size {
+				mb.Items = append(mb.Items, zero)
+			}
+			clear(mb.Data)
+			out := mb
+			mb = nil
+			if !emit(out, nanotime()) {
+				return
+			}
+		}
+	}
+}
+
+// RankBatches returns the number of batches every one of world data-parallel
+// ranks should yield (with BatchDataset.Exactly) when n records are split
+// over the ranks by record, as Shard and IndexedDataset.Shard do (rank i gets
+// ceil((n-i)/world) records), and each rank batches its part by size with
+// remainder policy r. With Drop it is the smallest rank's count, so no rank
+// pads and the few records beyond it are dropped; with Keep or Pad it is the
+// largest rank's count, and the ranks with one batch fewer end with a
+// padding batch (Valid 0).
+func RankBatches(n, world, size int, r Remainder) int {
+	if n <= 0 || world < 1 || size < 1 {
+		return 0
+	}
+	counts := make([]int, world)
+	for i := range counts {
+		counts[i] = shardLen(n, world, i)
+	}
+	return EqualBatches(counts, size, r)
+}
+
+// EqualBatches is RankBatches for explicit per-rank record counts (when
+// ranks shard files of different sizes, say): the least (Drop) or the most
+// (Keep, Pad) batches any rank makes of its records.
+func EqualBatches(counts []int, size int, r Remainder) int {
+	if len(counts) == 0 || size < 1 {
+		return 0
+	}
+	k := -1
+	for _, c := range counts {
+		var nb int
+		if r == Drop {
+			nb = c / size
+			if k < 0 || nb < k {
+				k = nb
+			}
+		} else {
+			nb = (c + size - 1) / size
+			if nb > k {
+				k = nb
+			}
+		}
+	}
+	return k
+}

@@ -1,0 +1,321 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Role says what kind of resource a stage's busy time spends, for the
+// bottleneck verdict.
+type Role string
+
+const (
+	// RoleIO is a stage that reads: sources, file listings, Interleave.
+	RoleIO Role = "io"
+	// RoleCPU is a stage that computes: Map, ParallelMap, Batch, Shuffle.
+	RoleCPU Role = "cpu"
+	// RoleNone is a stage whose own work is negligible (Prefetch, Take, Skip,
+	// Shard, Repeat); it never limits throughput in the verdict.
+	RoleNone Role = ""
+)
+
+// Bottleneck names of Verdict.Bottleneck.
+const (
+	BottleneckIO       = "io"       // a RoleIO stage limits throughput
+	BottleneckDecode   = "decode"   // a RoleCPU stage limits throughput
+	BottleneckConsumer = "consumer" // the consumer limits: stages wait on it
+	BottleneckUnknown  = "unknown"  // nothing has run yet
+)
+
+// StageStats is a snapshot of one stage's counters. Times are summed over
+// the stage's goroutines: a parallel stage can be busy for longer than its
+// wall time.
+type StageStats struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Role Role   `json:"role,omitempty"`
+	// Epochs counts the epochs started (Iter sequences ranged).
+	Epochs int64 `json:"epochs"`
+	// Items counts elements the stage yielded downstream; Bytes sums the
+	// stage's size function over them (0 without one).
+	Items int64 `json:"items"`
+	Bytes int64 `json:"bytes"`
+	// Parallelism is the stage's current number of workers (1 for a
+	// synchronous stage).
+	Parallelism int `json:"parallelism"`
+	// Wall is the time the stage had an epoch running.
+	Wall time.Duration `json:"wall_ns"`
+	// Busy is time spent on the stage's own work (reading, the map function,
+	// filling batches), summed over workers.
+	Busy time.Duration `json:"busy_ns"`
+	// WaitInput is time the stage's output side waited for its input: for a
+	// synchronous stage, the time its upstream took to produce; for an
+	// asynchronous one, the time its consumer waited on an empty queue.
+	WaitInput time.Duration `json:"wait_input_ns"`
+	// BlockedOutput is time the stage waited for downstream to take an
+	// element: the time spent in downstream's loop body. For the last stage
+	// of a pipeline this is the consumer's own time.
+	BlockedOutput time.Duration `json:"blocked_output_ns"`
+	// BusyFraction is Busy divided by the capacity the stage had, that is
+	// its wall time multiplied by its parallelism (integrated over time, as
+	// autotuning changes the parallelism). 1 means always busy.
+	BusyFraction float64 `json:"busy_fraction"`
+}
+
+// Stats is a snapshot of a pipeline's counters, upstream stages first, and
+// the verdict drawn from them. It marshals to JSON as is.
+type Stats struct {
+	Stages []StageStats `json:"stages"`
+	// ConsumerFraction is the share of the last stage's wall time spent in
+	// the consumer's loop body.
+	ConsumerFraction float64 `json:"consumer_fraction"`
+	Verdict          Verdict `json:"verdict"`
+}
+
+// Verdict names what limits a pipeline's throughput.
+type Verdict struct {
+	// Bottleneck is one of BottleneckIO, BottleneckDecode,
+	// BottleneckConsumer or BottleneckUnknown.
+	Bottleneck string `json:"bottleneck"`
+	// Stage is the limiting stage's name ("consumer" for the consumer).
+	Stage string `json:"stage"`
+	// BusyFraction is the limiter's busy fraction (ConsumerFraction for the
+	// consumer).
+	BusyFraction float64 `json:"busy_fraction"`
+	// RunnerUp is the next most loaded stage (or "consumer"), and Factor is
+	// how many times more loaded the limiter is (its busy fraction divided by
+	// the runner-up's, capped at 1000).
+	RunnerUp string  `json:"runner_up,omitempty"`
+	Factor   float64 `json:"factor"`
+	// Detail says the same in one line for people.
+	Detail string `json:"detail"`
+}
+
+// base lets Stats walk from a stage to its inputs through any Dataset value
+// built by this package.
+type node interface{ base() *stage }
+
+// stage holds what every stage shares: its name, the graph edge to its
+// inputs, a configuration error, and the counters. It is embedded by value
+// in every stage type, which also gives those types their Stats method.
+type stage struct {
+	name string
+	kind string
+	role Role
+	err  error // configuration error yielded by Iter
+	up   []*stage
+	// recordShard is set on a FileList that has fewer files than shards: the
+	// Interleave reading it must shard its records instead.
+	recordShard func() (n, i int, ok bool)
+
+	epochs, items, bytes     atomic.Int64
+	busy, waitIn, blockedOut atomic.Int64
+
+	mu       sync.Mutex
+	running  int
+	since    int64 // start of the open interval while running > 0
+	wall     int64 // closed intervals
+	capacity int64 // closed ∫ parallelism dt
+	par      int
+}
+
+func (s *stage) base() *stage { return s }
+
+func (s *stage) init(kind string, role Role, inputs ...any) {
+	s.name, s.kind, s.role, s.par = kind, kind, role, 1
+	s.up = s.up[:0]
+	for _, in := range inputs {
+		if n, ok := in.(node); ok {
+			s.up = append(s.up, n.base())
+		}
+	}
+}
+
+// begin marks an epoch as running and returns its epoch number (0-based,
+// counted per stage) and the start time.
+func (s *stage) begin() (epoch int64, start int64) {
+	start = nanotime()
+	s.mu.Lock()
+	if s.running == 0 {
+		s.since = start
+	}
+	s.running++
+	s.mu.Unlock()
+	return s.epochs.Add(1) - 1, start
+}
+
+func (s *stage) end() {
+	t := nanotime()
+	s.mu.Lock()
+	s.running--
+	if s.running == 0 {
+		d := t - s.since
+		s.wall += d
+		s.capacity += d * int64(s.par)
+	}
+	s.mu.Unlock()
+}
+
+// setPar records a change of the stage's parallelism.
+func (s *stage) setPar(p int) {
+	t := nanotime()
+	s.mu.Lock()
+	if s.running > 0 {
+		d := t - s.since
+		s.wall += d
+		s.capacity += d * int64(s.par)
+		s.since = t
+	}
+	s.par = p
+	s.mu.Unlock()
+}
+
+func (s *stage) snapshot() StageStats {
+	t := nanotime()
+	s.mu.Lock()
+	wall, capacity, par := s.wall, s.capacity, s.par
+	if s.running > 0 {
+		d := t - s.since
+		wall += d
+		capacity += d * int64(par)
+	}
+	s.mu.Unlock()
+	st := StageStats{
+		Name: s.name, Kind: s.kind, Role: s.role,
+		Epochs: s.epochs.Load(), Items: s.items.Load(), Bytes: s.bytes.Load(),
+		Parallelism:   par,
+		Wall:          time.Duration(wall),
+		Busy:          time.Duration(s.busy.Load()),
+		WaitInput:     time.Duration(s.waitIn.Load()),
+		BlockedOutput: time.Duration(s.blockedOut.Load()),
+	}
+	if capacity > 0 {
+		st.BusyFraction = math.Min(1, float64(st.Busy)/float64(capacity))
+	}
+	return st
+}
+
+// Stats returns a snapshot of the counters of this stage and of every stage
+// upstream of it that this package built, upstream first, and the verdict.
+// It is safe to call while an epoch runs. The stage it is called on is
+// taken to be the last one: its BlockedOutput is the consumer's time.
+func (s *stage) Stats() Stats {
+	var order []*stage
+	seen := map[*stage]bool{}
+	var visit func(*stage)
+	visit = func(n *stage) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		for _, u := range n.up {
+			visit(u)
+		}
+		order = append(order, n)
+	}
+	visit(s)
+	st := Stats{Stages: make([]StageStats, len(order))}
+	for i, n := range order {
+		st.Stages[i] = n.snapshot()
+	}
+	last := st.Stages[len(st.Stages)-1]
+	if last.Wall > 0 {
+		st.ConsumerFraction = math.Min(1, float64(last.BlockedOutput)/float64(last.Wall))
+	}
+	st.Verdict = verdict(st.Stages, st.ConsumerFraction, last.Wall > 0)
+	return st
+}
+
+// verdict picks the most loaded of the stages that do work and the consumer.
+func verdict(stages []StageStats, consumer float64, ran bool) Verdict {
+	if !ran {
+		return Verdict{Bottleneck: BottleneckUnknown, Detail: "no epoch has run"}
+	}
+	type cand struct {
+		name, bottleneck string
+		frac             float64
+	}
+	cands := []cand{{"consumer", BottleneckConsumer, consumer}}
+	for _, s := range stages {
+		if s.Role == RoleNone || s.Wall == 0 {
+			continue
+		}
+		b := BottleneckDecode
+		if s.Role == RoleIO {
+			b = BottleneckIO
+		}
+		cands = append(cands, cand{s.Name, b, s.BusyFraction})
+	}
+	best, second := -1, -1
+	for i, c := range cands {
+		switch {
+		case best < 0 || c.frac > cands[best].frac:
+			best, second = i, best
+		case second < 0 || c.frac > cands[second].frac:
+			second = i
+		}
+	}
+	b := cands[best]
+	v := Verdict{Bottleneck: b.bottleneck, Stage: b.name, BusyFraction: b.frac, Factor: 1000}
+	if second >= 0 {
+		r := cands[second]
+		v.RunnerUp = r.name
+		if r.frac > b.frac/1000 {
+			v.Factor = b.frac / r.frac
+		}
+	}
+	switch {
+	case b.bottleneck == BottleneckConsumer:
+		v.Detail = fmt.Sprintf("consumer: the loop body took %.0f%% of the time", 100*b.frac)
+	default:
+		v.Detail = fmt.Sprintf("%s: stage %q busy %.0f%% of its capacity", b.bottleneck, b.name, 100*b.frac)
+	}
+	if v.RunnerUp != "" {
+		v.Detail += fmt.Sprintf(", %.1fx the next (%s)", v.Factor, v.RunnerUp)
+	}
+	return v
+}
+
+var clockBase = time.Now()
+
+// nanotime is a monotonic clock in nanoseconds.
+func nanotime() int64 { return int64(time.Since(clockBase)) }
+
+// meter accumulates one goroutine's counters locally and adds them to the
+// stage every few items, so parallel workers do not contend on the atomics.
+type meter struct {
+	s                        *stage
+	items, bytes             int64
+	busy, waitIn, blockedOut int64
+	n                        int
+}
+
+func (m *meter) tick() {
+	m.n++
+	if m.n&31 == 0 {
+		m.flush()
+	}
+}
+
+func (m *meter) flush() {
+	s := m.s
+	if m.items != 0 {
+		s.items.Add(m.items)
+	}
+	if m.bytes != 0 {
+		s.bytes.Add(m.bytes)
+	}
+	if m.busy != 0 {
+		s.busy.Add(m.busy)
+	}
+	if m.waitIn != 0 {
+		s.waitIn.Add(m.waitIn)
+	}
+	if m.blockedOut != 0 {
+		s.blockedOut.Add(m.blockedOut)
+	}
+	m.items, m.bytes, m.busy, m.waitIn, m.blockedOut = 0, 0, 0, 0, 0
+}

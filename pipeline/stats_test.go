@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sleepMap(d time.Duration) func(context.Context, int) (int, error) {
+	return func(_ context.Context, x int) (int, error) {
+		time.Sleep(d)
+		return x, nil
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	const n = 60
+	cases := []struct {
+		name  string
+		build func() interface {
+			Dataset[int]
+			Stats() Stats
+		}
+		consumer   time.Duration
+		bottleneck string
+		stage      string
+	}{
+		{
+			name: "io",
+			build: func() interface {
+				Dataset[int]
+				Stats() Stats
+			} {
+				read := FromFunc(func(_ context.Context, i int) (int, error) {
+					if i == n {
+						return 0, errEOF
+					}
+					time.Sleep(time.Millisecond)
+					return i, nil
+				}).Named("read")
+				return Prefetch(ParallelMap(read, 2, double).Named("decode"), 2)
+			},
+			bottleneck: BottleneckIO, stage: "read",
+		},
+		{
+			name: "decode",
+			build: func() interface {
+				Dataset[int]
+				Stats() Stats
+			} {
+				return Prefetch(Map(FromSlice(ints(n)).Named("read"), sleepMap(time.Millisecond)).Named("decode"), 2)
+			},
+			bottleneck: BottleneckDecode, stage: "decode",
+		},
+		{
+			name: "decode-parallel",
+			build: func() interface {
+				Dataset[int]
+				Stats() Stats
+			} {
+				return ParallelMap(FromSlice(ints(n)).Named("read"), 3, sleepMap(time.Millisecond)).Named("decode")
+			},
+			bottleneck: BottleneckDecode, stage: "decode",
+		},
+		{
+			name: "consumer",
+			build: func() interface {
+				Dataset[int]
+				Stats() Stats
+			} {
+				return Prefetch(ParallelMap(FromSlice(ints(n)).Named("read"), 2, double).Named("decode"), 2)
+			},
+			consumer:   time.Millisecond,
+			bottleneck: BottleneckConsumer, stage: "consumer",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := c.build()
+			if v := d.Stats().Verdict; v.Bottleneck != BottleneckUnknown {
+				t.Fatalf("before running: %+v", v)
+			}
+			for _, err := range d.Iter(context.Background()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(c.consumer)
+			}
+			st := d.Stats()
+			v := st.Verdict
+			if v.Bottleneck != c.bottleneck || v.Stage != c.stage {
+				b, _ := json.MarshalIndent(st, "", "  ")
+				t.Fatalf("verdict %+v, want %s (%s)\n%s", v, c.bottleneck, c.stage, b)
+			}
+			if v.BusyFraction < 0.5 || v.Factor < 1.5 {
+				t.Fatalf("weak verdict %+v", v)
+			}
+			if !strings.Contains(v.Detail, c.bottleneck) {
+				t.Fatalf("detail %q", v.Detail)
+			}
+		})
+	}
+}
+
+func TestStatsCounters(t *testing.T) {
+	src := FromSlice(ints(100)).Named("read").Bytes(func(int) int { return 3 })
+	d := Batch(Shuffle(ParallelMap(src, 2, double).Named("decode").Bytes(func(int) int { return 5 }), 8, 1), 10).Named("batch")
+	for b, err := range d.Iter(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	st := d.Stats()
+	names := []string{}
+	for _, s := range st.Stages {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "read,decode,shuffle,batch" {
+		t.Fatalf("stages %v", names)
+	}
+	want := []struct{ items, bytes int64 }{{100, 300}, {100, 500}, {100, 0}, {10, 0}}
+	for i, w := range want {
+		s := st.Stages[i]
+		if s.Items != w.items || s.Bytes != w.bytes || s.Epochs != 1 {
+			t.Fatalf("%s: items %d bytes %d epochs %d, want %d %d 1", s.Name, s.Items, s.Bytes, s.Epochs, w.items, w.bytes)
+		}
+		if s.Wall <= 0 || s.BusyFraction < 0 || s.BusyFraction > 1 {
+			t.Fatalf("%s: wall %v busy fraction %v", s.Name, s.Wall, s.BusyFraction)
+		}
+	}
+	if st.Stages[1].Parallelism != 2 {
+		t.Fatalf("parallelism %d", st.Stages[1].Parallelism)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"busy_ns"`, `"wait_input_ns"`, `"blocked_output_ns"`, `"verdict"`, `"bottleneck"`} {
+		if !strings.Contains(string(b), key) {
+			t.Fatalf("JSON lacks %s: %s", key, b)
+		}
+	}
+}
