@@ -63,6 +63,13 @@ type StageStats struct {
 	// its wall time multiplied by its parallelism (integrated over time, as
 	// autotuning changes the parallelism). 1 means always busy.
 	BusyFraction float64 `json:"busy_fraction"`
+	// Load is Busy divided by the capacity the stage would have had had it
+	// run for the whole epoch as the last stage saw it (its average
+	// parallelism times the last stage's wall time). Unlike BusyFraction it
+	// does not flatter a stage that finished its work early (a reader whose
+	// whole input fits a shuffle buffer); the verdict compares Loads.
+	Load     float64 `json:"load"`
+	capacity float64
 }
 
 // Stats is a snapshot of a pipeline's counters, upstream stages first, and
@@ -195,6 +202,7 @@ func (s *stage) snapshot() StageStats {
 	if capacity > 0 {
 		st.BusyFraction = math.Min(1, float64(st.Busy)/float64(capacity))
 	}
+	st.capacity = float64(capacity)
 	return st
 }
 
@@ -222,6 +230,13 @@ func (s *stage) Stats() Stats {
 		st.Stages[i] = n.snapshot()
 	}
 	last := st.Stages[len(st.Stages)-1]
+	for i := range st.Stages {
+		n := &st.Stages[i]
+		if n.Wall > 0 && last.Wall > 0 {
+			avgPar := n.capacity / float64(n.Wall)
+			n.Load = math.Min(1, float64(n.Busy)/(avgPar*float64(max(last.Wall, n.Wall))))
+		}
+	}
 	if last.Wall > 0 {
 		st.ConsumerFraction = math.Min(1, float64(last.BlockedOutput)/float64(last.Wall))
 	}
@@ -247,7 +262,7 @@ func verdict(stages []StageStats, consumer float64, ran bool) Verdict {
 		if s.Role == RoleIO {
 			b = BottleneckIO
 		}
-		cands = append(cands, cand{s.Name, b, s.BusyFraction})
+		cands = append(cands, cand{s.Name, b, s.Load})
 	}
 	best, second := -1, -1
 	for i, c := range cands {
@@ -271,7 +286,7 @@ func verdict(stages []StageStats, consumer float64, ran bool) Verdict {
 	case b.bottleneck == BottleneckConsumer:
 		v.Detail = fmt.Sprintf("consumer: the loop body took %.0f%% of the time", 100*b.frac)
 	default:
-		v.Detail = fmt.Sprintf("%s: stage %q busy %.0f%% of its capacity", b.bottleneck, b.name, 100*b.frac)
+		v.Detail = fmt.Sprintf("%s: stage %q busy %.0f%% of the run", b.bottleneck, b.name, 100*b.frac)
 	}
 	if v.RunnerUp != "" {
 		v.Detail += fmt.Sprintf(", %.1fx the next (%s)", v.Factor, v.RunnerUp)

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faster-training/faster/bench"
+	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/pipeline"
+	"github.com/faster-training/faster/progress"
+)
+
+type benchLoadOptions struct {
+	data         []string
+	workers      []int // one row per value (0 = auto)
+	batch        int
+	epochs       int
+	steps        int
+	transform    string
+	resolution   int
+	layout       string
+	numShards    int
+	shardIndex   int
+	seed         uint64
+	split        string
+	dropCaches   bool
+	dumpKeys     string
+	consumerRate float64
+	plot         string
+	json         bool
+}
+
+// loadResult is one configuration's measurement (a table row).
+type loadResult struct {
+	Data          string                `json:"data"`
+	Kind          string                `json:"kind"`
+	Transform     string                `json:"transform"`
+	Workers       int                   `json:"workers"` // 0 = auto
+	Batch         int                   `json:"batch"`
+	Resolution    int                   `json:"resolution"`
+	ConsumerRate  float64               `json:"consumer_rate,omitempty"`
+	Images        int64                 `json:"images"`
+	Batches       int64                 `json:"batches"`
+	Bytes         int64                 `json:"bytes"`
+	Epochs        int                   `json:"epochs"`
+	Seconds       float64               `json:"seconds"`
+	ImagesPerSec  float64               `json:"images_per_sec"`
+	MBPerSec      float64               `json:"mb_per_sec"`
+	Bottleneck    string                `json:"bottleneck"`
+	Verdict       pipeline.Verdict      `json:"verdict"`
+	Stages        []pipeline.StageStats `json:"stages"`
+	SampleDigest  string                `json:"sample_digest"`
+	CachesDropped bool                  `json:"caches_dropped"`
+}
+
+func init() {
+	benchCommands = append(benchCommands, func(stdout, stderr io.Writer) *cobra.Command {
+		var o benchLoadOptions
+		var workers string
+		c := &cobra.Command{
+			Use:   "load DATA...",
+			Short: "Run the input pipeline as fast as it can; report images/s, MB/s and the bottleneck",
+			Long: `Load runs the seed's ImageNet input pipeline (train: random-resized-crop, flip,
+normalise; eval: resize 256 + centre crop 224; none: read only) over each DATA
+(an ImageFolder tree, a packed dataset directory, or TFRecord files) as fast as
+it can, and reports images/s, MB/s of encoded data read, per-stage statistics,
+the bottleneck (io, decode or consumer) and a digest of the ordered sample keys.
+--workers takes a list (1,2,0 where 0 is auto): one table row per value.
+
+Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.`,
+			Args: minArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				o.data = args
+				for _, w := range strings.Split(workers, ",") {
+					n, err := strconv.Atoi(strings.TrimSpace(w))
+					if err != nil || n < 0 {
+						return usagef("--workers %q: want a comma-separated list of counts (0 = auto)", workers)
+					}
+					o.workers = append(o.workers, n)
+				}
+				return runBenchLoad(cmd.Context(), o, stdout, stderr)
+			},
+		}
+		f := c.Flags()
+		f.StringVar(&workers, "workers", "0", "decode workers, or a list for one row each (0 = auto)")
+		f.IntVar(&o.batch, "batch", 256, "batch size")
+		f.IntVar(&o.epochs, "epochs", 1, "epochs to run")
+		f.IntVar(&o.steps, "steps", 0, "stop after this many batches in all (overrides --epochs)")
+		f.StringVar(&o.transform, "transform", "train", "train, eval or none")
+		f.IntVar(&o.resolution, "resolution", 224, "output resolution")
+		f.StringVar(&o.layout, "layout", string(loader.F32CHW), "batch layout: f32-chw or u8-hwc")
+		f.IntVar(&o.numShards, "num-shards", 1, "data-parallel world size")
+		f.IntVar(&o.shardIndex, "shard-index", 0, "this rank")
+		f.Uint64Var(&o.seed, "seed", 0, "shuffle and augmentation seed")
+		f.StringVar(&o.split, "split", "train", "split of a packed dataset")
+		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
+		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order")
+		f.Float64Var(&o.consumerRate, "consumer-rate", 0, "simulate a trainer taking this many images/s")
+		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s to this file")
+		f.BoolVar(&o.json, "json", false, "print JSON")
+		return c
+	})
+}
+
+func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Writer) error {
+	if o.steps < 0 || o.epochs < 1 || o.consumerRate < 0 {
+		return usagef("--epochs must be at least 1, --steps and --consumer-rate not negative")
+	}
+	if len(o.workers) == 0 {
+		o.workers = []int{0}
+	}
+	var keysOut *bufio.Writer
+	var keysFile *atomicfile.File
+	if o.dumpKeys != "" {
+		f, err := atomicfile.Create(o.dumpKeys, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Abort()
+		keysFile, keysOut = f, bufio.NewWriter(f)
+	}
+	var results []loadResult
+	for _, data := range o.data {
+		for _, w := range o.workers {
+			r, err := benchLoadOne(ctx, o, data, w, keysOut, stderr)
+			if err != nil {
+				return err
+			}
+			keysOut = nil // keys of the first configuration only
+			results = append(results, *r)
+		}
+	}
+	if keysFile != nil {
+		if err := keysFile.Commit(); err != nil {
+			return err
+		}
+	}
+	if o.plot != "" {
+		var bars []bench.Bar
+		for _, r := range results {
+			bars = append(bars, bench.Bar{Label: fmt.Sprintf("%s w=%s", r.Kind, workersLabel(r.Workers)), Value: r.ImagesPerSec, Note: r.Bottleneck})
+		}
+		if err := bench.PlotBars(o.plot, "faster bench load, transform "+o.transform, "images/s", bars); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		if len(results) == 1 {
+			return writeJSON(stdout, results[0])
+		}
+		return writeJSON(stdout, map[string]any{"results": results})
+	}
+	var rows [][]string
+	for _, r := range results {
+		rows = append(rows, []string{r.Data, r.Kind, r.Transform, workersLabel(r.Workers),
+			fmt.Sprintf("%.0f", r.ImagesPerSec), fmt.Sprintf("%.1f MB/s", r.MBPerSec), r.Bottleneck, r.Verdict.Stage})
+	}
+	if err := bench.Table(stdout, []string{"data", "kind", "transform", "workers", "images/s", "read", "bottleneck", "limiting stage"}, rows); err != nil {
+		return err
+	}
+	for _, r := range results {
+		fmt.Fprintf(stdout, "%s (workers %s): %s; sample digest %s\n", r.Data, workersLabel(r.Workers), r.Verdict.Detail, r.SampleDigest[:16])
+	}
+	return nil
+}
+
+func workersLabel(w int) string {
+	if w == 0 {
+		return "auto"
+	}
+	return strconv.Itoa(w)
+}
+
+func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers int, keys *bufio.Writer, stderr io.Writer) (*loadResult, error) {
+	l, err := loader.Open(data, loader.Options{
+		Transform: loader.Transform(o.transform), Resolution: o.resolution, Layout: loader.Layout(o.layout),
+		Batch: o.batch, Workers: workers, NumShards: o.numShards, ShardIdx: o.shardIndex,
+		Seed: o.seed, Split: o.split,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &loadResult{Data: data, Kind: l.Kind(), Transform: o.transform, Workers: workers, Batch: o.batch,
+		Resolution: o.resolution, ConsumerRate: o.consumerRate}
+	if o.dropCaches {
+		r.CachesDropped = dropCaches(stderr)
+	}
+	total := int64(l.Len() * o.epochs)
+	if o.steps > 0 {
+		total = int64(o.steps * o.batch)
+	}
+	bar := progress.New(stderr, "load "+l.Kind(), total, "images")
+	defer bar.Done()
+	h := sha256.New()
+	start := time.Now()
+	var owed time.Duration // simulated consumer time not yet slept
+	steps := 0
+epochs:
+	for e := 0; o.steps > 0 || e < o.epochs; e++ {
+		r.Epochs = e + 1
+		n := 0
+		for b, err := range l.IterEpoch(ctx, e) {
+			if err != nil {
+				return nil, err
+			}
+			n++
+			var nb int64
+			for i := range b.Valid {
+				it := &b.Items[i]
+				nb += int64(it.Bytes)
+				io.WriteString(h, it.Key)
+				h.Write([]byte{'\n'})
+				if keys != nil {
+					keys.WriteString(it.Key)
+					keys.WriteByte('\n')
+				}
+			}
+			r.Images += int64(b.Valid)
+			r.Bytes += nb
+			r.Batches++
+			bar.Add(int64(b.Valid), nb)
+			if o.consumerRate > 0 {
+				owed += time.Duration(float64(b.Valid) / o.consumerRate * float64(time.Second))
+				if owed > time.Millisecond {
+					t0 := time.Now()
+					time.Sleep(owed)
+					owed -= time.Since(t0)
+				}
+			}
+			b.Release()
+			if steps++; o.steps > 0 && steps >= o.steps {
+				break epochs
+			}
+		}
+		if n == 0 {
+			break
+		}
+	}
+	r.Seconds = time.Since(start).Seconds()
+	bar.Done()
+	if keys != nil {
+		if err := keys.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	st := l.Stats()
+	r.Verdict, r.Stages, r.Bottleneck = st.Verdict, st.Stages, st.Verdict.Bottleneck
+	r.ImagesPerSec = float64(r.Images) / max(r.Seconds, 1e-9)
+	r.MBPerSec = mbPerSec(r.Bytes, r.Seconds)
+	r.SampleDigest = hex.EncodeToString(h.Sum(nil))
+	return r, nil
+}
+
+// dropCaches empties the page cache so the next read comes from the
+// device, as the seed did before each IO test. It needs root.
+func dropCaches(stderr io.Writer) bool {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(stderr, "faster: --drop-caches: not root, the page cache is kept (results may come from memory)")
+		return false
+	}
+	syncFS()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1\n"), 0o200); err != nil {
+		fmt.Fprintf(stderr, "faster: --drop-caches: %v (the page cache is kept)\n", err)
+		return false
+	}
+	return true
+}

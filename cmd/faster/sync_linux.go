@@ -1,0 +1,5 @@
+package main
+
+import "syscall"
+
+func syncFS() { syscall.Sync() }

@@ -1,0 +1,298 @@
+// Package loader builds the seed's ImageNet input pipelines on top of
+// package pipeline: the train recipe (decode with random-resized-crop to
+// the training resolution, random horizontal flip, normalise) and the eval
+// recipe (resize the shorter edge to 256/224 of the resolution, centre crop,
+// normalise), over an ImageFolder tree or packed TFRecord shards, sharded
+// for data-parallel ranks, with a per-epoch resolution schedule for
+// training at a lower resolution than testing (FixRes).
+//
+// Shape of the pipeline:
+//
+//	ImageFolder:  indices ─shuffle(seed, epoch)─shard(n,i)─► read (ParallelMap, io) ─► decode+augment (ParallelMap, Auto)
+//	shards:       files ─shard(n,i)─shuffle─► interleave(read records) ─► shuffle buffer ─► decode+augment
+//	              ─► batch (pooled arena: float32 CHW or uint8 HWC) ─► prefetch
+//
+// Every sample's augmentation draws from its own RNG, seeded by (seed,
+// epoch, sample id), so results do not depend on the number of workers or
+// on which rank decodes the sample.
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/faster-training/faster/augment"
+	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/pipeline"
+	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
+)
+
+// Transform names a recipe.
+type Transform string
+
+// The recipes.
+const (
+	Train Transform = "train" // random-resized-crop, flip, normalise
+	Eval  Transform = "eval"  // shorter edge to Resolution*256/224, centre crop, normalise
+	None  Transform = "none"  // no decode: encoded bytes only (measures reading)
+)
+
+// Layout is the pixel layout of a batch's arena.
+type Layout string
+
+// The layouts.
+const (
+	F32CHW Layout = "f32-chw" // float32, channels first, normalised (what a model takes)
+	U8HWC  Layout = "u8-hwc"  // uint8, interleaved (normalise on the accelerator)
+)
+
+// Options configure a Loader. The zero value of each field picks the
+// default shown.
+type Options struct {
+	Transform  Transform // Train
+	Resolution int       // output side in pixels; 224
+	// Schedule, if set, gives the resolution per epoch (epoch i uses
+	// Schedule[min(i, len-1)]), overriding Resolution: FixRes-style
+	// training at low resolution first.
+	Schedule  []int
+	Batch     int    // 256
+	Workers   int    // decode workers; 0 = pipeline.Auto within GOMAXPROCS
+	NumShards int    // data-parallel world size; 1
+	ShardIdx  int    // this rank; 0
+	Seed      uint64 // shuffle and augmentation seed
+	// NoShuffle keeps the source order (the default for Eval and None is
+	// also to keep it; Train shuffles).
+	NoShuffle     bool
+	ShuffleBuffer int    // records in the shuffle buffer after reading shards; 2048
+	Layout        Layout // F32CHW
+	Drop          bool   // drop the last partial batch instead of keeping it
+	Prefetch      int    // batches prefetched; 2
+	Split         string // which split of a packed dataset; "train"
+	Mean, Std     [3]float32
+}
+
+func (o *Options) ensureDefaults() error {
+	if o.Transform == "" {
+		o.Transform = Train
+	}
+	switch o.Transform {
+	case Train, Eval, None:
+	default:
+		return fmt.Errorf("transform %q: want train, eval or none", o.Transform)
+	}
+	if o.Resolution == 0 {
+		o.Resolution = 224
+	}
+	if o.Batch == 0 {
+		o.Batch = 256
+	}
+	if o.NumShards == 0 {
+		o.NumShards = 1
+	}
+	if o.ShuffleBuffer == 0 {
+		o.ShuffleBuffer = 2048
+	}
+	if o.Layout == "" {
+		o.Layout = F32CHW
+	}
+	if o.Prefetch == 0 {
+		o.Prefetch = 2
+	}
+	if o.Split == "" {
+		o.Split = "train"
+	}
+	if o.Mean == ([3]float32{}) && o.Std == ([3]float32{}) {
+		o.Mean, o.Std = augment.ImageNetMean, augment.ImageNetStd
+	}
+	var errs []error
+	if o.Resolution < 1 || o.Batch < 1 || o.Workers < 0 || o.Prefetch < 0 {
+		errs = append(errs, fmt.Errorf("resolution %d, batch %d, workers %d, prefetch %d: must be positive", o.Resolution, o.Batch, o.Workers, o.Prefetch))
+	}
+	if o.NumShards < 1 || o.ShardIdx < 0 || o.ShardIdx >= o.NumShards {
+		errs = append(errs, fmt.Errorf("shard index %d of %d shards", o.ShardIdx, o.NumShards))
+	}
+	if o.Layout != F32CHW && o.Layout != U8HWC {
+		errs = append(errs, fmt.Errorf("layout %q: want %s or %s", o.Layout, F32CHW, U8HWC))
+	}
+	for _, r := range o.Schedule {
+		if r < 1 {
+			errs = append(errs, fmt.Errorf("resolution schedule %v", o.Schedule))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sample is an encoded sample as read from storage.
+type Sample struct {
+	Key   string // path relative to the dataset (ImageFolder) or image/filename (shards)
+	Label int
+	Data  []byte
+	ID    uint64 // stable across epochs and ranks; seeds the sample's RNG
+}
+
+// Item is what a batch row holds besides its pixels.
+type Item struct {
+	Key   string
+	Label int
+	Bytes int // encoded size read from storage
+
+	img *imgcodec.Image // decoded pixels, released when copied into the arena
+}
+
+// Batch is a batch of samples: Data holds Valid rows of RowBytes, laid out
+// per Options.Layout; Items[:Valid] their keys and labels. Call Release
+// when done with it.
+type Batch = pipeline.Minibatch[Item]
+
+// Loader is a re-iterable input pipeline: each Iter is one epoch.
+type Loader struct {
+	opts   Options
+	kind   string // "imagefolder" or "shards"
+	n      int    // samples in the whole dataset
+	local  int    // samples this rank sees per epoch
+	open   func(res int) (pipeline.Dataset[*Batch], statser)
+	mu     sync.Mutex
+	byRes  map[int]pipeline.Dataset[*Batch]
+	stats  map[int]statser
+	last   statser
+	epoch  atomic.Int64
+	labels []string
+}
+
+type statser interface{ Stats() pipeline.Stats }
+
+// Open builds a loader over path: an ImageFolder root, a packed dataset
+// directory (with manifest.json), or a TFRecord file or glob.
+func Open(path string, opts Options) (*Loader, error) {
+	if err := opts.ensureDefaults(); err != nil {
+		return nil, err
+	}
+	l := &Loader{opts: opts, byRes: map[int]pipeline.Dataset[*Batch]{}, stats: map[int]statser{}}
+	files, err := shardFiles(path, opts.Split)
+	if err != nil {
+		return nil, err
+	}
+	if files != nil {
+		return l, l.initShards(files)
+	}
+	src, err := source.OpenImageFolder(path)
+	if err != nil {
+		return nil, err
+	}
+	return l, l.initFolder(src)
+}
+
+// shardFiles returns the TFRecord files path names, or nil if path is an
+// ImageFolder tree.
+func shardFiles(path, split string) ([]string, error) {
+	if strings.ContainsAny(path, "*?[") {
+		m, err := filepath.Glob(path)
+		if err != nil || len(m) == 0 {
+			return nil, fmt.Errorf("%s: no files match", path)
+		}
+		return m, nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	if m, err := shard.LoadManifest(path); err == nil && len(m.Splits) > 0 {
+		sp := m.Splits[split]
+		if sp == nil {
+			return nil, fmt.Errorf("%s: manifest has no split %q", path, split)
+		}
+		var files []string
+		for _, s := range sp.Shards {
+			files = append(files, filepath.Join(path, s.Name))
+		}
+		return files, nil
+	}
+	m, _ := filepath.Glob(filepath.Join(path, "*.tfrecord"))
+	slices.Sort(m)
+	if len(m) > 0 {
+		return m, nil
+	}
+	return nil, nil
+}
+
+// Kind returns "imagefolder" or "shards".
+func (l *Loader) Kind() string { return l.kind }
+
+// Len returns the number of samples this rank reads per epoch (exact for
+// ImageFolder; for shards, the dataset total divided among ranks).
+func (l *Loader) Len() int { return l.local }
+
+// Classes returns the class names, if known.
+func (l *Loader) Classes() []string { return l.labels }
+
+// Resolution returns the resolution of epoch e.
+func (l *Loader) Resolution(e int) int {
+	if s := l.opts.Schedule; len(s) > 0 {
+		return s[min(e, len(s)-1)]
+	}
+	return l.opts.Resolution
+}
+
+type epochKey struct{}
+
+// Iter runs the next epoch (epochs count from 0 per Loader).
+func (l *Loader) Iter(ctx context.Context) iter.Seq2[*Batch, error] {
+	e := int(l.epoch.Add(1) - 1)
+	return l.IterEpoch(ctx, e)
+}
+
+// IterEpoch runs epoch e: its shuffles and augmentations are those of
+// epoch e whatever ran before.
+func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] {
+	res := l.Resolution(e)
+	l.mu.Lock()
+	ds, ok := l.byRes[res]
+	if !ok {
+		var st statser
+		ds, st = l.open(res)
+		l.byRes[res], l.stats[res] = ds, st
+	}
+	l.last = l.stats[res]
+	l.mu.Unlock()
+	return ds.Iter(context.WithValue(ctx, epochKey{}, e))
+}
+
+// Stats returns the per-stage statistics and verdict of the pipeline that
+// ran last.
+func (l *Loader) Stats() pipeline.Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		return pipeline.Stats{}
+	}
+	return l.last.Stats()
+}
+
+func epochOf(ctx context.Context) int {
+	e, _ := ctx.Value(epochKey{}).(int)
+	return e
+}
+
+// RowBytes returns the size of one batch row at resolution res.
+func (l *Loader) RowBytes(res int) int {
+	if l.opts.Transform == None {
+		return 0
+	}
+	if l.opts.Layout == U8HWC {
+		return res * res * 3
+	}
+	return res * res * 3 * 4
+}

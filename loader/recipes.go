@@ -1,0 +1,314 @@
+package loader
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/faster-training/faster/augment"
+	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/pipeline"
+	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/tfexample"
+	"github.com/faster-training/faster/tfrecord"
+)
+
+// scratch is one decode worker's reusable state.
+type scratch struct {
+	aug augment.Augmenter
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// epochSeed mixes the epoch into the seed so every epoch augments anew.
+func epochSeed(seed uint64, epoch int) uint64 {
+	return seed ^ (uint64(epoch)+1)*0x9e3779b97f4a7c15
+}
+
+// decoder returns the map function of the recipe at resolution res.
+func (l *Loader) decoder(res int) func(context.Context, Sample) (Item, error) {
+	o := l.opts
+	return func(ctx context.Context, s Sample) (Item, error) {
+		it := Item{Key: s.Key, Label: s.Label, Bytes: len(s.Data)}
+		if o.Transform == None {
+			return it, nil
+		}
+		sc := scratchPool.Get().(*scratch)
+		defer scratchPool.Put(sc)
+		cfg, err := imgcodec.DecodeConfig(s.Data)
+		if err != nil {
+			return it, fmt.Errorf("%s: %w", s.Key, err)
+		}
+		dst := imgcodec.NewImage(res, res, 3)
+		switch o.Transform {
+		case Train:
+			tr := augment.TrainTransform{Width: res, Height: res}
+			p := tr.Plan(sc.aug.RNG(epochSeed(o.Seed, epochOf(ctx)), s.ID), cfg.Width, cfg.Height)
+			img, err := imgcodec.Decode(s.Data, &p.Decode)
+			if err != nil {
+				dst.Release()
+				return it, fmt.Errorf("%s: %w", s.Key, err)
+			}
+			err = sc.aug.Apply(dst, img, p)
+			img.Release()
+			if err != nil {
+				dst.Release()
+				return it, fmt.Errorf("%s: %w", s.Key, err)
+			}
+		case Eval:
+			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res); err != nil {
+				dst.Release()
+				return it, fmt.Errorf("%s: %w", s.Key, err)
+			}
+		}
+		it.img = dst
+		return it, nil
+	}
+}
+
+// evalInto is torchvision's Resize(res*256/224) + CenterCrop(res) done as
+// one resample of the crop's source box (the same geometry as resizing
+// the whole image, then cropping), after a DCT-scaled decode that keeps
+// the shorter edge at least the resize target.
+func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res int) error {
+	short := res * 256 / 224
+	rw, rh := augment.ShorterEdgeSize(cfg.Width, cfg.Height, short)
+	denom := 1
+	for _, d := range []int{8, 4, 2} {
+		if min(cfg.Width, cfg.Height)/d >= short {
+			denom = d
+			break
+		}
+	}
+	img, err := imgcodec.Decode(data, &imgcodec.DecodeOptions{ScaleDenom: denom})
+	if err != nil {
+		return err
+	}
+	defer img.Release()
+	crop := augment.CenterCropRect(rw, rh, res, res)
+	sx, sy := float64(img.Width)/float64(rw), float64(img.Height)/float64(rh)
+	box := augment.Box{
+		X0: float64(crop.Min.X) * sx, Y0: float64(crop.Min.Y) * sy,
+		X1: float64(crop.Max.X) * sx, Y1: float64(crop.Max.Y) * sy,
+	}
+	return rz.ResizeBox(dst, img, box, augment.Triangle, false)
+}
+
+// filler copies a decoded image into its batch row and releases it.
+func (l *Loader) filler() func(row []byte, it Item) error {
+	norm := augment.NewNormalizer(l.opts.Mean, l.opts.Std)
+	u8 := l.opts.Layout == U8HWC
+	return func(row []byte, it Item) error {
+		img := it.img
+		if img == nil {
+			return nil // a padding row
+		}
+		defer img.Release()
+		if u8 {
+			for y := range img.Height {
+				copy(row[y*img.Width*3:], img.Pix[y*img.Stride:y*img.Stride+img.Width*3])
+			}
+			return nil
+		}
+		return norm.CHW(pipeline.Float32s(row), img)
+	}
+}
+
+// finish adds the decode, batch and prefetch stages.
+func (l *Loader) finish(read pipeline.Dataset[Sample], res, batches int) (pipeline.Dataset[*Batch], statser) {
+	workers := l.opts.Workers
+	if workers == 0 {
+		workers = pipeline.Auto
+	}
+	dec := pipeline.ParallelMap(read, workers, l.decoder(res)).Named("decode")
+	rem := pipeline.Keep
+	if l.opts.Drop {
+		rem = pipeline.Drop
+	}
+	b := pipeline.Batch(dec, l.opts.Batch).Remainder(rem).Named("batch")
+	if l.opts.Transform != None {
+		b = b.Arena(l.RowBytes(res), l.filler())
+	}
+	if batches >= 0 {
+		b = b.Exactly(batches)
+	}
+	if l.opts.Prefetch == 0 {
+		return b, b
+	}
+	p := pipeline.Prefetch(b, l.opts.Prefetch).Named("prefetch")
+	return p, p
+}
+
+func (l *Loader) shuffles() bool { return l.opts.Transform == Train && !l.opts.NoShuffle }
+
+func (l *Loader) remainder() pipeline.Remainder {
+	if l.opts.Drop {
+		return pipeline.Drop
+	}
+	return pipeline.Keep
+}
+
+func (l *Loader) initFolder(src *source.ImageFolder) error {
+	items := src.Items()
+	if len(items) == 0 {
+		return fmt.Errorf("%s: no images", src.Root())
+	}
+	l.kind, l.n, l.labels = "imagefolder", len(items), src.Classes()
+	o := l.opts
+	l.local = len(items) / o.NumShards
+	if o.ShardIdx < len(items)%o.NumShards {
+		l.local++
+	}
+	batches := pipeline.RankBatches(len(items), o.NumShards, o.Batch, l.remainder())
+	root := src.Root()
+	l.open = func(res int) (pipeline.Dataset[*Batch], statser) {
+		idx := pipeline.Indices(len(items)).Named("list")
+		if l.shuffles() {
+			idx = idx.Shuffle(o.Seed)
+		}
+		idx = idx.Shard(o.NumShards, o.ShardIdx)
+		read := pipeline.ParallelMap[int, Sample](idx, pipeline.Auto, func(ctx context.Context, i int) (Sample, error) {
+			it := items[i]
+			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(it.Key)))
+			if err != nil {
+				return Sample{}, err
+			}
+			return Sample{Key: it.Key, Label: it.Label, Data: data, ID: uint64(i)}, nil
+		}).Role(pipeline.RoleIO).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
+		return l.finish(read, res, batches)
+	}
+	return nil
+}
+
+func (l *Loader) initShards(files []string) error {
+	o := l.opts
+	l.kind = "shards"
+	counts := make([]int, len(files))
+	known := true
+	for i, f := range files {
+		n, err := countRecords(f)
+		if err != nil {
+			return err
+		}
+		if n < 0 {
+			known = false
+		}
+		counts[i] = n
+	}
+	if m, err := shard.LoadManifest(filepath.Dir(files[0])); err == nil {
+		if sp := m.Splits[o.Split]; sp != nil {
+			l.labels = sp.Classes
+		}
+	}
+	batches := -1
+	if known {
+		per := make([]int, o.NumShards)
+		total := 0
+		for _, c := range counts {
+			total += c
+		}
+		l.n = total
+		if len(files) >= o.NumShards {
+			for i, c := range counts {
+				per[i%o.NumShards] += c
+			}
+		} else {
+			for r := range per {
+				per[r] = total / o.NumShards
+				if r < total%o.NumShards {
+					per[r]++
+				}
+			}
+		}
+		l.local = per[o.ShardIdx]
+		batches = pipeline.EqualBatches(per, o.Batch, l.remainder())
+	}
+	id := map[string]uint64{}
+	for i, f := range files {
+		id[f] = uint64(i) << 32
+	}
+	l.open = func(res int) (pipeline.Dataset[*Batch], statser) {
+		list := pipeline.Files(files...).Named("files").Shard(o.NumShards, o.ShardIdx)
+		if l.shuffles() {
+			list = list.Shuffle(o.Seed)
+		}
+		cycle := min(len(files), 4)
+		var read pipeline.Dataset[Sample] = pipeline.Interleave(list, func(f string) pipeline.Dataset[Sample] {
+			return recordFile{path: f, id: id[f]}
+		}, cycle, 16, pipeline.Auto).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
+		if l.shuffles() {
+			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
+		}
+		return l.finish(read, res, batches)
+	}
+	return nil
+}
+
+// countRecords counts a shard's records from its .idx file (one line per
+// record), or returns -1 when there is none.
+func countRecords(path string) (int, error) {
+	f, err := os.Open(strings.TrimSuffix(path, ".tfrecord") + ".idx")
+	if err != nil {
+		return -1, nil
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if len(strings.TrimSpace(sc.Text())) > 0 {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
+// recordFile is the dataset of one shard's samples, read in order.
+type recordFile struct {
+	path string
+	id   uint64
+}
+
+func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
+	return func(yield func(Sample, error) bool) {
+		f, err := os.Open(r.path)
+		if err != nil {
+			yield(Sample{}, err)
+			return
+		}
+		defer f.Close()
+		rd := tfrecord.NewReader(f, tfrecord.WithName(r.path))
+		for i := uint64(0); ; i++ {
+			if err := ctx.Err(); err != nil {
+				yield(Sample{}, err)
+				return
+			}
+			off := rd.Offset()
+			rec, err := rd.ReadRecord(nil) // the sample keeps it: no reuse
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(Sample{}, err)
+				return
+			}
+			ex, err := tfexample.Unmarshal(rec)
+			if err != nil {
+				yield(Sample{}, fmt.Errorf("%s: offset %d: %w", r.path, off, err))
+				return
+			}
+			data, _ := ex.Bytes(shard.KeyEncoded)
+			key, _ := ex.Bytes(shard.KeyFilename)
+			label, _ := ex.Int64(shard.KeyLabel)
+			if !yield(Sample{Key: string(key), Label: int(label), Data: data, ID: r.id | i}, nil) {
+				return
+			}
+		}
+	}
+}
