@@ -77,6 +77,11 @@ type Options struct {
 	Drop          bool   // drop the last partial batch instead of keeping it
 	Prefetch      int    // batches prefetched; 2
 	Split         string // which split of a packed dataset; "train"
+	// GlobalShuffle, for shards with .idx indexes, shuffles all records of
+	// all shards as one permutation per epoch and reads each with a random
+	// access, instead of shuffling the file order, interleaving files and
+	// shuffling within a buffer (tf.data's way, the default).
+	GlobalShuffle bool
 	Mean, Std     [3]float32
 }
 
@@ -167,6 +172,15 @@ type Loader struct {
 	last   statser
 	epoch  atomic.Int64
 	labels []string
+	files  *fileSet // open shards for random access (GlobalShuffle)
+}
+
+// Close releases the files a loader keeps open (with GlobalShuffle).
+func (l *Loader) Close() error {
+	if l.files != nil {
+		return l.files.close()
+	}
+	return nil
 }
 
 type statser interface{ Stats() pipeline.Stats }

@@ -143,12 +143,13 @@ func TestFolderAndShardsAgree(t *testing.T) {
 
 func TestRanksDisjointCompleteEqualBatches(t *testing.T) {
 	folder, shards := makeTree(t, 7) // 21 samples, 5 shards
-	for _, path := range []string{folder, shards} {
+	for v, path := range []string{folder, shards, shards} {
+		global := v == 2
 		for world := 1; world <= 6; world++ {
 			var all []string
 			nb := -1
 			for rank := range world {
-				l, err := Open(path, Options{Transform: None, Batch: 2, NumShards: world, ShardIdx: rank, Seed: 5})
+				l, err := Open(path, Options{Transform: None, Batch: 2, NumShards: world, ShardIdx: rank, Seed: 5, GlobalShuffle: global})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -164,6 +165,34 @@ func TestRanksDisjointCompleteEqualBatches(t *testing.T) {
 				t.Fatalf("%s world %d: ranks served %d samples (want 21 distinct)", path, world, len(all))
 			}
 		}
+	}
+}
+
+// Global shuffle by index serves every record once per epoch, in an order
+// that mixes records across shards, the same for every worker count.
+func TestGlobalShuffle(t *testing.T) {
+	_, shards := makeTree(t, 8)
+	open := func(workers int) *Loader {
+		l, err := Open(shards, Options{Resolution: 16, Batch: 4, Seed: 2, Workers: workers, GlobalShuffle: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	a, b := runEpoch(t, open(1), 0), runEpoch(t, open(3), 0)
+	if len(a.keys) != 24 || !slices.Equal(a.keys, b.keys) || !slices.EqualFunc(a.rows, b.rows, bytes.Equal) {
+		t.Fatalf("global shuffle: %d samples; workers change the result: %v", len(a.keys), !slices.Equal(a.keys, b.keys))
+	}
+	// Shards hold contiguous runs of the sorted keys; a global permutation
+	// puts neighbours from different shards next to each other.
+	sorted := slices.Sorted(slices.Values(a.keys))
+	if slices.Equal(sorted, a.keys) || len(slices.Compact(slices.Clone(sorted))) != 24 {
+		t.Fatal("not a permutation of all records")
+	}
+	l := open(2)
+	if e0, e1 := runEpoch(t, l, 0), runEpoch(t, l, 1); slices.Equal(e0.keys, e1.keys) {
+		t.Fatal("global shuffle repeats the order across epochs")
 	}
 }
 
@@ -200,6 +229,7 @@ func TestEarlyBreakCancelAndErrors(t *testing.T) {
 			}
 		}
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		var last error
 		n := 0
 		for b, err := range l.Iter(ctx) {

@@ -230,6 +230,9 @@ func (l *Loader) initShards(files []string) error {
 		l.local = per[o.ShardIdx]
 		batches = pipeline.EqualBatches(per, o.Batch, l.remainder())
 	}
+	if o.GlobalShuffle {
+		return l.initIndexed(files, counts)
+	}
 	id := map[string]uint64{}
 	for i, f := range files {
 		id[f] = uint64(i) << 32
@@ -298,17 +301,120 @@ func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 				yield(Sample{}, err)
 				return
 			}
-			ex, err := tfexample.Unmarshal(rec)
-			if err != nil {
-				yield(Sample{}, fmt.Errorf("%s: offset %d: %w", r.path, off, err))
-				return
-			}
-			data, _ := ex.Bytes(shard.KeyEncoded)
-			key, _ := ex.Bytes(shard.KeyFilename)
-			label, _ := ex.Int64(shard.KeyLabel)
-			if !yield(Sample{Key: string(key), Label: int(label), Data: data, ID: r.id | i}, nil) {
+			s, err := exampleSample(rec, r.path, off, r.id|i)
+			if !yield(s, err) || err != nil {
 				return
 			}
 		}
 	}
+}
+
+// fileSet keeps shard files open for concurrent random reads (ReadAt).
+type fileSet struct {
+	names []string
+	mu    sync.Mutex
+	open  []*os.File
+}
+
+func (fs *fileSet) get(i int) (*os.File, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.open[i] == nil {
+		f, err := os.Open(fs.names[i])
+		if err != nil {
+			return nil, err
+		}
+		fs.open[i] = f
+	}
+	return fs.open[i], nil
+}
+
+func (fs *fileSet) close() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var first error
+	for i, f := range fs.open {
+		if f != nil {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+			fs.open[i] = nil
+		}
+	}
+	return first
+}
+
+type recordRef struct {
+	file, rec int
+	e         tfrecord.IndexEntry
+}
+
+// initIndexed reads shards through their indexes: one global permutation of
+// all records per epoch (shuffled by index), sharded across ranks by
+// stride, each record fetched with one ReadAt.
+func (l *Loader) initIndexed(files []string, counts []int) error {
+	o := l.opts
+	var refs []recordRef
+	for fi, f := range files {
+		if counts[fi] < 0 {
+			return fmt.Errorf("%s: global shuffle needs an .idx index beside every shard", f)
+		}
+		ip := strings.TrimSuffix(f, ".tfrecord") + ".idx"
+		h, err := os.Open(ip)
+		if err != nil {
+			return err
+		}
+		entries, err := tfrecord.ReadIndex(h, ip)
+		h.Close()
+		if err != nil {
+			return err
+		}
+		for ri, e := range entries {
+			refs = append(refs, recordRef{fi, ri, e})
+		}
+	}
+	l.n = len(refs)
+	l.local = len(refs) / o.NumShards
+	if o.ShardIdx < len(refs)%o.NumShards {
+		l.local++
+	}
+	l.files = &fileSet{names: files, open: make([]*os.File, len(files))}
+	batches := pipeline.RankBatches(len(refs), o.NumShards, o.Batch, l.remainder())
+	l.open = func(res int) (pipeline.Dataset[*Batch], statser) {
+		idx := pipeline.Indices(len(refs)).Named("list")
+		if l.shuffles() {
+			idx = idx.Shuffle(o.Seed)
+		}
+		idx = idx.Shard(o.NumShards, o.ShardIdx)
+		read := pipeline.ParallelMap[int, Sample](idx, pipeline.Auto, func(ctx context.Context, i int) (Sample, error) {
+			r := refs[i]
+			f, err := l.files.get(r.file)
+			if err != nil {
+				return Sample{}, err
+			}
+			buf := make([]byte, r.e.Size)
+			if _, err := f.ReadAt(buf, r.e.Offset); err != nil {
+				return Sample{}, fmt.Errorf("%s: offset %d: %w", files[r.file], r.e.Offset, err)
+			}
+			data, _, err := tfrecord.Unframe(buf, files[r.file], r.e.Offset)
+			if err != nil {
+				return Sample{}, err
+			}
+			return exampleSample(data, files[r.file], r.e.Offset, uint64(r.file)<<32|uint64(r.rec))
+		}).Role(pipeline.RoleIO).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
+		return l.finish(read, res, batches)
+	}
+	return nil
+}
+
+// exampleSample decodes a packed tf.train.Example record into a Sample.
+func exampleSample(rec []byte, path string, off int64, id uint64) (Sample, error) {
+	ex, err := tfexample.Unmarshal(rec)
+	if err != nil {
+		return Sample{}, fmt.Errorf("%s: offset %d: %w", path, off, err)
+	}
+	data, _ := ex.Bytes(shard.KeyEncoded)
+	key, _ := ex.Bytes(shard.KeyFilename)
+	label, _ := ex.Int64(shard.KeyLabel)
+	return Sample{Key: string(key), Label: int(label), Data: data, ID: id}, nil
 }

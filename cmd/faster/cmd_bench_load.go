@@ -35,6 +35,7 @@ type benchLoadOptions struct {
 	seed         uint64
 	split        string
 	dropCaches   bool
+	global       bool
 	dumpKeys     string
 	consumerRate float64
 	plot         string
@@ -105,6 +106,7 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.Uint64Var(&o.seed, "seed", 0, "shuffle and augmentation seed")
 		f.StringVar(&o.split, "split", "train", "split of a packed dataset")
 		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
+		f.BoolVar(&o.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order")
 		f.Float64Var(&o.consumerRate, "consumer-rate", 0, "simulate a trainer taking this many images/s")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s to this file")
@@ -186,11 +188,12 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 	l, err := loader.Open(data, loader.Options{
 		Transform: loader.Transform(o.transform), Resolution: o.resolution, Layout: loader.Layout(o.layout),
 		Batch: o.batch, Workers: workers, NumShards: o.numShards, ShardIdx: o.shardIndex,
-		Seed: o.seed, Split: o.split,
+		Seed: o.seed, Split: o.split, GlobalShuffle: o.global,
 	})
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	r := &loadResult{Data: data, Kind: l.Kind(), Transform: o.transform, Workers: workers, Batch: o.batch,
 		Resolution: o.resolution, ConsumerRate: o.consumerRate}
 	if o.dropCaches {
