@@ -35,6 +35,11 @@
 // Horizontal flip is free inside a resize: the horizontal weight table is
 // reversed.
 //
+// With cgo on x86 the passes run in internal/simd (SSSE3 or AVX2, chosen at
+// run time), one cgo call per image; they form the same integer sums as the
+// Go kernels and so give the same bytes. Without cgo, or where those
+// kernels cannot run a job, the Go kernels run.
+//
 // # Concurrency
 //
 // Functions without a receiver are safe for concurrent use. A Resizer,

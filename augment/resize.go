@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/faster-training/faster/augment/internal/simd"
 	"github.com/faster-training/faster/imgcodec"
 )
 
@@ -50,6 +51,9 @@ type Resizer struct {
 	tmp8  []uint8
 	tmp16 []uint16
 	acc   []int32
+	wq    []int16  // weights rearranged by the SIMD kernels
+	job   simd.Job // kept here so that building it allocates nothing
+	goSrc bool     // always run the Go kernels (tests and benchmarks)
 }
 
 // Resize resamples all of src into dst, whose Width, Height, Channels,
@@ -79,6 +83,42 @@ func (r *Resizer) ResizeBox(dst, src *imgcodec.Image, box Box, f Filter, flip bo
 		return fmt.Errorf("augment: unknown filter %v", f)
 	}
 	ylo, yhi := r.prepare(dst, src, box, f, flip)
+	if !r.goSrc && r.resizeSIMD(dst, src, f, ylo, yhi) {
+		return nil
+	}
+	r.resizeGo(dst, src, f, ylo, yhi)
+	return nil
+}
+
+// resizeSIMD runs the prepared resize with the SIMD kernels, which give
+// the bytes of resizeGo; it reports false, having written nothing to dst,
+// where they are not available.
+func (r *Resizer) resizeSIMD(dst, src *imgcodec.Image, f Filter, ylo, yhi int) bool {
+	ch := src.Channels
+	n := (yhi-ylo)*dst.Width*ch + simd.TmpSlack
+	r.wq = grow(r.wq, simd.WeightsLen(r.h.n, r.h.ksize, ch))
+	j := &r.job
+	*j = simd.Job{
+		Dst: dst.Pix, DstStride: dst.Stride, DstH: dst.Height,
+		Src: src.Pix, SrcStride: src.Stride, Channels: ch,
+		H:   simd.Axis{N: r.h.n, KSize: r.h.ksize, Start: r.h.start, Count: r.h.count, W: r.h.w},
+		V:   simd.Axis{N: r.v.n, KSize: r.v.ksize, Start: r.v.start, Count: r.v.count, W: r.v.w},
+		YLo: ylo, YHi: yhi, Weights: r.wq,
+	}
+	if f == Triangle {
+		r.tmp8 = grow(r.tmp8, n)
+		j.Tmp8, j.HShift, j.HMax, j.VShift = r.tmp8, triangleBits, 255, triangleBits
+	} else {
+		r.tmp16 = grow(r.tmp16, n)
+		j.Tmp16, j.HShift, j.HMax, j.VShift = r.tmp16, areaHBits-areaFrac, 255<<areaFrac, areaVBits+areaFrac
+	}
+	ok := simd.Resize(j)
+	*j = simd.Job{} // keep no references to the images
+	return ok
+}
+
+// resizeGo runs the prepared resize with the Go kernels.
+func (r *Resizer) resizeGo(dst, src *imgcodec.Image, f Filter, ylo, yhi int) {
 	rowLen := dst.Width * src.Channels
 	if f == Triangle {
 		r.tmp8 = grow(r.tmp8, (yhi-ylo)*rowLen)
@@ -90,7 +130,7 @@ func (r *Resizer) ResizeBox(dst, src *imgcodec.Image, box Box, f Filter, flip bo
 			vpass(dst.Pix[y*dst.Stride:], r.tmp8, rowLen, int(r.v.start[y])-ylo,
 				r.v.w[y*r.v.ksize:y*r.v.ksize+n], triangleBits, r.acc)
 		}
-		return nil
+		return
 	}
 	r.tmp16 = grow(r.tmp16, (yhi-ylo)*rowLen)
 	for y := ylo; y < yhi; y++ {
@@ -101,7 +141,6 @@ func (r *Resizer) ResizeBox(dst, src *imgcodec.Image, box Box, f Filter, flip bo
 		vpass(dst.Pix[y*dst.Stride:], r.tmp16, rowLen, int(r.v.start[y])-ylo,
 			r.v.w[y*r.v.ksize:y*r.v.ksize+n], areaVBits+areaFrac, r.acc)
 	}
-	return nil
 }
 
 // prepare builds both weight tables for a checked call and returns the

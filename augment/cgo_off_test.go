@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package augment
+
+const cgoEnabled = false
