@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/faster-training/faster/imgcodec"
 )
@@ -87,6 +88,45 @@ func BenchmarkDecode(b *testing.B) {
 			if s == 1 && imgcodec.Backend != "pure-go" {
 				run("pure-go", func(data []byte) error { _, err := pureGo(data, opts); return err })
 			}
+		}
+	}
+}
+
+// BenchmarkDecodeVsPeer alternates our decode and TurboJPEG's on the same
+// file within each iteration and times them separately, so load on a
+// shared machine hits both alike: the ours/peer ratio is the figure to
+// quote.
+func BenchmarkDecodeVsPeer(b *testing.B) {
+	names, sets := benchSets(b)
+	peer, err := newPeer()
+	if err != nil {
+		b.Skipf("no peer: %v", err)
+	}
+	for _, set := range names {
+		files := sets[set]
+		for _, s := range []int{1, 2, 4, 8} {
+			b.Run(fmt.Sprintf("%s/scale1_%d", set, s), func(b *testing.B) {
+				opts := &imgcodec.DecodeOptions{ScaleDenom: s}
+				var ours, theirs time.Duration
+				for i := 0; b.Loop(); i++ {
+					data := files[i%len(files)]
+					t0 := time.Now()
+					img, err := imgcodec.Decode(data, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					img.Release()
+					t1 := time.Now()
+					if err := peer(data, s); err != nil {
+						b.Fatal(err)
+					}
+					ours += t1.Sub(t0)
+					theirs += time.Since(t1)
+				}
+				b.ReportMetric(float64(b.N)/ours.Seconds(), "images/s")
+				b.ReportMetric(float64(b.N)/theirs.Seconds(), "peer-images/s")
+				b.ReportMetric(theirs.Seconds()/ours.Seconds(), "ours/peer")
+			})
 		}
 	}
 }
