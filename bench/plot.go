@@ -74,4 +74,3 @@ func text(img draw.Image, x, y int, s string, c color.Color) {
 	d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
 	d.DrawString(s)
 }
-

@@ -19,15 +19,25 @@ echo "== inspect (first shard)"
 "$bin" inspect --first 3 "$dst/train-00000-of-00008.tfrecord"
 
 echo
-echo "| step            | records | MB    | seconds | rate                  |"
-echo "|-----------------|---------|-------|---------|-----------------------|"
+echo "| step            | records | MB    | seconds | rate                     |"
+echo "|-----------------|---------|-------|---------|--------------------------|"
 for s in train test; do
   f="$out/pack-$s.json"
-  printf "| pack %-10s | %7s | %5.1f | %7.2f | %6.0f records/s      |\n" "$s" \
-    "$(json "$f" "['records']")" "$(json "$f" "['bytes']/1e6")" "$(json "$f" "['seconds']")" "$(json "$f" "['records_per_sec']")"
+  if [ "$(json "$f" "['kept_shards']")" = "$(json "$f" "['shards']")" ]; then
+    rate="resumed: all shards kept"
+  else
+    rate=$(printf "%6.0f records/s" "$(json "$f" "['records_per_sec']")")
+  fi
+  printf "| pack %-10s | %7s | %5.1f | %7.2f | %-24s |\n" "$s" \
+    "$(json "$f" "['records']")" "$(json "$f" "['bytes']/1e6")" "$(json "$f" "['seconds']")" "$rate"
 done
-printf "| verify (CRC+sha)| %7s | %5.1f | %7.2f | %6.0f MB/s             |\n" \
+printf "| verify (CRC+sha)| %7s | %5.1f | %7.2f | %6.0f MB/s              |\n" \
   "$(json "$out/verify.json" "['records']")" "$(json "$out/verify.json" "['bytes']/1e6")" \
   "$(json "$out/verify.json" "['seconds']")" "$(json "$out/verify.json" "['mb_per_sec']")"
+
 echo
-echo "Shards, indexes and manifest are in $dst; JSON summaries in $out/*.json."
+echo "== load benchmark on the shards (faster bench load)"
+"$bin" bench load "$dst" --transform none --batch 512 --epochs 2 --plot "$out/load.png"
+"$bin" bench load "$dst" --transform train --resolution 28 --batch 512 --workers 1,0
+echo
+echo "Shards, indexes and manifest are in $dst; JSON summaries in $out/*.json; chart in $out/load.png."
