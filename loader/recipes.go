@@ -409,12 +409,22 @@ func (l *Loader) initIndexed(files []string, counts []int) error {
 
 // exampleSample decodes a packed tf.train.Example record into a Sample.
 func exampleSample(rec []byte, path string, off int64, id uint64) (Sample, error) {
-	ex, err := tfexample.Unmarshal(rec)
+	s := Sample{ID: id}
+	err := tfexample.Fields(rec, func(key, feat []byte) error {
+		switch string(key) {
+		case shard.KeyEncoded:
+			s.Data, _ = tfexample.FirstBytes(feat)
+		case shard.KeyFilename:
+			k, _ := tfexample.FirstBytes(feat)
+			s.Key = string(k)
+		case shard.KeyLabel:
+			l, _ := tfexample.FirstInt64(feat)
+			s.Label = int(l)
+		}
+		return nil
+	})
 	if err != nil {
 		return Sample{}, fmt.Errorf("%s: offset %d: %w", path, off, err)
 	}
-	data, _ := ex.Bytes(shard.KeyEncoded)
-	key, _ := ex.Bytes(shard.KeyFilename)
-	label, _ := ex.Int64(shard.KeyLabel)
-	return Sample{Key: string(key), Label: int(label), Data: data, ID: id}, nil
+	return s, nil
 }

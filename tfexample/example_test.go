@@ -108,7 +108,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x0a, 0x02, 0x0a, 0x00})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		ferr := Fields(b, func(_, feat []byte) error { FirstBytes(feat); FirstInt64(feat); return nil })
 		ex, err := Unmarshal(b)
+		if (ferr == nil) != (err == nil) {
+			t.Fatalf("Fields error %v, Unmarshal error %v", ferr, err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v is not ErrMalformed", err)
@@ -125,4 +129,43 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("encoding is not stable")
 		}
 	})
+}
+
+// The allocation-free field scan agrees with Unmarshal.
+func TestFieldsAgreeWithUnmarshal(t *testing.T) {
+	ex := New().SetBytes("image/encoded", []byte{1, 2, 3}).SetInt64("image/class/label", 7, 8).
+		SetString("image/filename", "a/b.jpg").SetFloat("f", 1).SetInt64("neg", -5)
+	b := ex.Marshal(nil)
+	got := map[string]string{}
+	err := Fields(b, func(key, feat []byte) error {
+		if v, ok := FirstBytes(feat); ok {
+			got[string(key)] = "b:" + string(v)
+		}
+		if v, ok := FirstInt64(feat); ok {
+			got[string(key)] = "i:" + string(rune('0'+v%10))
+			if v < 0 {
+				got[string(key)] = "neg"
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"image/encoded": "b:\x01\x02\x03", "image/class/label": "i:7", "image/filename": "b:a/b.jpg", "neg": "neg"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q want %q", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		Fields(b, func(key, feat []byte) error { FirstBytes(feat); FirstInt64(feat); return nil })
+	}); n != 0 {
+		t.Fatalf("Fields allocates %.0f times per record", n)
+	}
+	for i := 1; i < len(b); i++ {
+		if err := Fields(b[:i], func(_, _ []byte) error { return nil }); err == nil {
+			if _, err2 := Unmarshal(b[:i]); err2 != nil {
+				t.Fatalf("truncated to %d: Fields accepts what Unmarshal rejects (%v)", i, err2)
+			}
+		}
+	}
 }
