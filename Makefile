@@ -8,7 +8,7 @@ DATA ?= /usr/share/datasets/fashion-mnist
 OUT ?= out
 FUZZTIME ?= 10s
 # Fuzz targets run by `make fuzz` (and briefly by `make test`): package:FuzzName.
-FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfexample:FuzzDecode ./source:FuzzIDX ./imgcodec:FuzzDecode
+FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfrecord:FuzzResync ./tfexample:FuzzDecode ./source:FuzzIDX ./source:FuzzDatum ./source:FuzzWDS ./imgcodec:FuzzDecode
 
 .PHONY: all setup build demo test testrace testnocgo fuzz fuzzshort bench lint vet clean
 

@@ -3,6 +3,7 @@ module github.com/faster-training/faster
 go 1.26.8
 
 require (
+	github.com/PowerDNS/lmdb-go v1.9.3
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/image v0.48.0
 	golang.org/x/sync v0.25.0

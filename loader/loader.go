@@ -83,6 +83,17 @@ type Options struct {
 	// shuffling within a buffer (tf.data's way, the default).
 	GlobalShuffle bool
 	Mean, Std     [3]float32
+	// BadData is the policy for damaged samples: stop at the first (the
+	// zero value) or skip and quarantine them within a budget.
+	BadData BadDataPolicy
+	// Quarantine, if set, is called with each skipped bad sample, from the
+	// goroutine iterating the epoch.
+	Quarantine func(BadSample)
+	// Resume, if set, continues the epoch it names from that position (see
+	// State): this rank serves its stride of the samples not yet served.
+	// Needs an indexed source (ImageFolder, LMDB, WebDataset, or shards
+	// with GlobalShuffle).
+	Resume *State
 }
 
 func (o *Options) ensureDefaults() error {
@@ -125,6 +136,9 @@ func (o *Options) ensureDefaults() error {
 	if o.NumShards < 1 || o.ShardIdx < 0 || o.ShardIdx >= o.NumShards {
 		errs = append(errs, fmt.Errorf("shard index %d of %d shards", o.ShardIdx, o.NumShards))
 	}
+	if o.BadData.MaxBad < 0 || o.BadData.MaxBadFraction < 0 || o.BadData.MaxBadFraction > 1 {
+		errs = append(errs, fmt.Errorf("bad-data budget %d / %g: want counts >= 0 and a fraction in [0, 1]", o.BadData.MaxBad, o.BadData.MaxBadFraction))
+	}
 	if o.Layout != F32CHW && o.Layout != U8HWC {
 		errs = append(errs, fmt.Errorf("layout %q: want %s or %s", o.Layout, F32CHW, U8HWC))
 	}
@@ -143,6 +157,11 @@ type Sample struct {
 	Label int
 	Data  []byte
 	ID    uint64 // stable across epochs and ranks; seeds the sample's RNG
+
+	pos  int        // position in this rank's epoch order (indexed sources), else -1
+	path string     // file (or LMDB) the sample came from, for the quarantine list
+	off  int64      // its byte offset there, -1 if none
+	bad  *BadSample // set when the sample is damaged and the policy skips it
 }
 
 // Item is what a batch row holds besides its pixels.
@@ -152,6 +171,8 @@ type Item struct {
 	Bytes int // encoded size read from storage
 
 	img *imgcodec.Image // decoded pixels, released when copied into the arena
+	pos int             // position in this rank's epoch order, -1 if none
+	bad *BadSample
 }
 
 // Batch is a batch of samples: Data holds Valid rows of RowBytes, laid out
@@ -165,45 +186,95 @@ type Loader struct {
 	kind   string // "imagefolder" or "shards"
 	n      int    // samples in the whole dataset
 	local  int    // samples this rank sees per epoch
-	open   func(res int) (pipeline.Dataset[*Batch], statser)
+	open   func(res int, resumed bool) (pipeline.Dataset[*Batch], statser)
 	mu     sync.Mutex
-	byRes  map[int]pipeline.Dataset[*Batch]
-	stats  map[int]statser
+	byRes  map[dsKey]pipeline.Dataset[*Batch]
+	stats  map[dsKey]statser
 	last   statser
 	epoch  atomic.Int64
 	labels []string
 	files  *fileSet // open shards for random access (GlobalShuffle)
+	closer func() error
+	q      quarantine
+
+	// Indexed sources: the epoch order and the exact position (State).
+	indexed bool
+	resume  []int // samples left in the resumed epoch, in order
+	stMu    sync.Mutex
+	stEpoch int
+	stCons  int // positions of this rank's order consumed in stEpoch
+	stDone  bool
+	stAny   bool
+	cur     atomic.Int64 // epoch running, for the bad-data budget
+}
+
+type dsKey struct {
+	res     int
+	resumed bool
 }
 
 // Close releases the files a loader keeps open (with GlobalShuffle).
 func (l *Loader) Close() error {
+	var err error
 	if l.files != nil {
-		return l.files.close()
+		err = l.files.close()
 	}
-	return nil
+	if l.closer != nil {
+		err = errors.Join(err, l.closer())
+	}
+	return err
 }
 
 type statser interface{ Stats() pipeline.Stats }
 
 // Open builds a loader over path: an ImageFolder root, a packed dataset
-// directory (with manifest.json), or a TFRecord file or glob.
+// directory (with manifest.json; TFRecord or WebDataset shards), a
+// TFRecord file or glob, a WebDataset tar file or directory of them, or a
+// Caffe LMDB.
 func Open(path string, opts Options) (*Loader, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	l := &Loader{opts: opts, byRes: map[int]pipeline.Dataset[*Batch]{}, stats: map[int]statser{}}
-	files, err := shardFiles(path, opts.Split)
+	l := &Loader{opts: opts, byRes: map[dsKey]pipeline.Dataset[*Batch]{}, stats: map[dsKey]statser{}}
+	l.q.notify = opts.Quarantine
+	err := l.init(path)
 	if err != nil {
+		l.Close()
 		return nil, err
 	}
+	if opts.Resume != nil {
+		if err := l.initResume(*opts.Resume); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *Loader) init(path string) error {
+	if source.IsLMDB(path) {
+		return l.initLMDB(path)
+	}
+	if !strings.ContainsAny(path, "*?[") {
+		if files := source.WDSFiles(path); len(files) > 0 {
+			return l.initWDS(files)
+		}
+	}
+	files, err := shardFiles(path, l.opts.Split)
+	if err != nil {
+		return err
+	}
+	if len(files) > 0 && source.IsTar(files[0]) {
+		return l.initWDS(files)
+	}
 	if files != nil {
-		return l, l.initShards(files)
+		return l.initShards(files)
 	}
 	src, err := source.OpenImageFolder(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return l, l.initFolder(src)
+	return l.initFolder(src)
 }
 
 // shardFiles returns the TFRecord files path names, or nil if path is an
@@ -242,7 +313,7 @@ func shardFiles(path, split string) ([]string, error) {
 	return nil, nil
 }
 
-// Kind returns "imagefolder" or "shards".
+// Kind returns "imagefolder", "shards", "lmdb" or "wds".
 func (l *Loader) Kind() string { return l.kind }
 
 // Len returns the number of samples this rank reads per epoch (exact for
@@ -271,17 +342,51 @@ func (l *Loader) Iter(ctx context.Context) iter.Seq2[*Batch, error] {
 // IterEpoch runs epoch e: its shuffles and augmentations are those of
 // epoch e whatever ran before.
 func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] {
-	res := l.Resolution(e)
+	key := dsKey{res: l.Resolution(e), resumed: l.resumes(e)}
 	l.mu.Lock()
-	ds, ok := l.byRes[res]
+	ds, ok := l.byRes[key]
 	if !ok {
 		var st statser
-		ds, st = l.open(res)
-		l.byRes[res], l.stats[res] = ds, st
+		ds, st = l.open(key.res, key.resumed)
+		l.byRes[key], l.stats[key] = ds, st
 	}
-	l.last = l.stats[res]
+	l.last = l.stats[key]
 	l.mu.Unlock()
-	return ds.Iter(context.WithValue(ctx, epochKey{}, e))
+	ctx = context.WithValue(ctx, epochKey{}, e)
+	if !l.indexed {
+		return func(yield func(*Batch, error) bool) {
+			l.cur.Store(int64(e))
+			for b, err := range ds.Iter(ctx) {
+				if !yield(b, err) {
+					return
+				}
+			}
+		}
+	}
+	plan := l.plan(e)
+	ctx = context.WithValue(ctx, planKey{}, plan)
+	return func(yield func(*Batch, error) bool) {
+		l.cur.Store(int64(e))
+		l.stMu.Lock()
+		l.stEpoch, l.stCons, l.stDone, l.stAny = e, 0, false, true
+		l.stMu.Unlock()
+		failed := false
+		for b, err := range ds.Iter(ctx) {
+			if err == nil && b != nil {
+				l.advance(b)
+			} else if err != nil {
+				failed = true
+			}
+			if !yield(b, err) {
+				return
+			}
+		}
+		if !failed && ctx.Err() == nil {
+			l.stMu.Lock()
+			l.stCons, l.stDone = len(plan), true
+			l.stMu.Unlock()
+		}
+	}
 }
 
 // Stats returns the per-stage statistics and verdict of the pipeline that

@@ -35,8 +35,24 @@ func epochSeed(seed uint64, epoch int) uint64 {
 // decoder returns the map function of the recipe at resolution res.
 func (l *Loader) decoder(res int) func(context.Context, Sample) (Item, error) {
 	o := l.opts
+	dec := l.decodeOne(res)
 	return func(ctx context.Context, s Sample) (Item, error) {
-		it := Item{Key: s.Key, Label: s.Label, Bytes: len(s.Data)}
+		if s.bad != nil {
+			return Item{Key: s.Key, pos: s.pos, bad: s.bad}, nil
+		}
+		it, err := dec(ctx, s)
+		if err != nil && o.BadData.Skip && isBadData(err) {
+			return Item{Key: s.Key, pos: s.pos, bad: badOf(err, s.path, s.off, s.Key)}, nil
+		}
+		return it, err
+	}
+}
+
+// decodeOne is the recipe's work on one good sample.
+func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) {
+	o := l.opts
+	return func(ctx context.Context, s Sample) (Item, error) {
+		it := Item{Key: s.Key, Label: s.Label, Bytes: len(s.Data), pos: s.pos}
 		if o.Transform == None {
 			return it, nil
 		}
@@ -127,7 +143,10 @@ func (l *Loader) finish(read pipeline.Dataset[Sample], res, batches int) (pipeli
 	if workers == 0 {
 		workers = pipeline.Auto
 	}
-	dec := pipeline.ParallelMap(read, workers, l.decoder(res)).Named("decode")
+	var dec pipeline.Dataset[Item] = pipeline.ParallelMap(read, workers, l.decoder(res)).Named("decode")
+	if l.opts.BadData.Skip {
+		dec = pipeline.Interleave(dec, l.quarantineBad, 1, 1, 1).Named("skip-bad")
+	}
 	rem := pipeline.Keep
 	if l.opts.Drop {
 		rem = pipeline.Drop
@@ -146,6 +165,18 @@ func (l *Loader) finish(read pipeline.Dataset[Sample], res, batches int) (pipeli
 	return p, p
 }
 
+// quarantineBad passes good items on and records bad ones (the skip
+// policy), failing the epoch when the budget is exceeded.
+func (l *Loader) quarantineBad(it Item) pipeline.Dataset[Item] {
+	if it.bad == nil {
+		return pipeline.FromSlice([]Item{it})
+	}
+	if err := l.q.add(*it.bad, int(l.cur.Load()), l.opts.BadData, max(l.local, 1)); err != nil {
+		return pipeline.FromFunc(func(context.Context, int) (Item, error) { return Item{}, err })
+	}
+	return pipeline.FromSlice[Item](nil)
+}
+
 func (l *Loader) shuffles() bool { return l.opts.Transform == Train && !l.opts.NoShuffle }
 
 func (l *Loader) remainder() pipeline.Remainder {
@@ -160,27 +191,93 @@ func (l *Loader) initFolder(src *source.ImageFolder) error {
 	if len(items) == 0 {
 		return fmt.Errorf("%s: no images", src.Root())
 	}
-	l.kind, l.n, l.labels = "imagefolder", len(items), src.Classes()
-	o := l.opts
-	l.local = len(items) / o.NumShards
-	if o.ShardIdx < len(items)%o.NumShards {
-		l.local++
-	}
-	batches := pipeline.RankBatches(len(items), o.NumShards, o.Batch, l.remainder())
 	root := src.Root()
-	l.open = func(res int) (pipeline.Dataset[*Batch], statser) {
-		idx := pipeline.Indices(len(items)).Named("list")
-		if l.shuffles() {
-			idx = idx.Shuffle(o.Seed)
+	return l.initIndexedSource("imagefolder", len(items), src.Classes(), func(i int) (Sample, error) {
+		it := items[i]
+		p := filepath.Join(root, filepath.FromSlash(it.Key))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return Sample{}, err
 		}
-		idx = idx.Shard(o.NumShards, o.ShardIdx)
-		read := pipeline.ParallelMap[int, Sample](idx, pipeline.Auto, func(ctx context.Context, i int) (Sample, error) {
-			it := items[i]
-			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(it.Key)))
+		return Sample{Key: it.Key, Label: it.Label, Data: data, ID: uint64(i), path: p, off: -1}, nil
+	})
+}
+
+// initLMDB reads a Caffe LMDB by key, in a global permutation per epoch.
+func (l *Loader) initLMDB(path string) error {
+	db, err := source.OpenLMDB(path)
+	if err != nil {
+		return err
+	}
+	l.closer = db.Close
+	if len(db.Items()) == 0 {
+		return fmt.Errorf("%s: empty LMDB", path)
+	}
+	return l.initIndexedSource("lmdb", len(db.Items()), db.Classes(), func(i int) (Sample, error) {
+		s, err := db.Load(i)
+		if err != nil {
+			return Sample{Key: s.Key, path: path, off: -1}, err
+		}
+		return Sample{Key: s.Key, Label: s.Label, Data: s.Data, ID: uint64(i), path: path, off: -1}, nil
+	})
+}
+
+// initWDS reads WebDataset tar shards sample by sample (ReadAt), in a
+// global permutation per epoch. Regions of the tars that could not be
+// listed stop the loader, or are quarantined under the skip policy.
+func (l *Loader) initWDS(files []string) error {
+	w, err := source.OpenWDS(files)
+	if err != nil {
+		return err
+	}
+	l.closer = w.Close
+	for _, d := range w.Damage() {
+		err := &source.CorruptError{Path: d.Path, Offset: d.Offset, Reason: d.Reason}
+		if !l.opts.BadData.Skip {
+			return err
+		}
+		if err := l.q.add(BadSample{Path: d.Path, Offset: d.Offset, Reason: d.Reason}, 0, l.opts.BadData, max(len(w.Items()), 1)); err != nil {
+			return err
+		}
+	}
+	if len(w.Items()) == 0 {
+		return fmt.Errorf("%s: no webdataset samples", files[0])
+	}
+	return l.initIndexedSource("wds", len(w.Items()), w.Classes(), func(i int) (Sample, error) {
+		path, off := w.Where(i)
+		s, err := w.Load(i)
+		if err != nil {
+			return Sample{Key: s.Key, path: path, off: off}, err
+		}
+		return Sample{Key: s.Key, Label: s.Label, Data: s.Data, ID: uint64(i), path: path, off: off}, nil
+	})
+}
+
+// initIndexedSource builds the pipeline of a random-access source of n
+// samples: each epoch's order is a global permutation (or index order),
+// rank r serves positions r, r+N, … of it (see State for resuming), each
+// sample loaded by load(global index) in a parallel, ordered read stage.
+func (l *Loader) initIndexedSource(kind string, n int, labels []string, load func(i int) (Sample, error)) error {
+	o := l.opts
+	l.kind, l.n, l.labels, l.indexed = kind, n, labels, true
+	l.local = strideLen(n, o.NumShards, o.ShardIdx)
+	l.open = func(res int, resumed bool) (pipeline.Dataset[*Batch], statser) {
+		batches := pipeline.RankBatches(n, o.NumShards, o.Batch, l.remainder())
+		if resumed {
+			batches = pipeline.EqualBatches(l.rankCounts(len(l.resume)), o.Batch, l.remainder())
+		}
+		list := pipeline.FromFunc(positions).Named("list").Role(pipeline.RoleNone)
+		read := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
+			s, err := load(planOf(ctx)[pos])
+			s.pos = pos
 			if err != nil {
-				return Sample{}, err
+				if o.BadData.Skip && isBadData(err) {
+					s.bad = badOf(err, s.path, s.off, s.Key)
+					return s, nil
+				}
+				return s, err
 			}
-			return Sample{Key: it.Key, Label: it.Label, Data: data, ID: uint64(i)}, nil
+			return s, nil
 		}).Role(pipeline.RoleIO).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
 		return l.finish(read, res, batches)
 	}
@@ -237,14 +334,14 @@ func (l *Loader) initShards(files []string) error {
 	for i, f := range files {
 		id[f] = uint64(i) << 32
 	}
-	l.open = func(res int) (pipeline.Dataset[*Batch], statser) {
+	l.open = func(res int, _ bool) (pipeline.Dataset[*Batch], statser) {
 		list := pipeline.Files(files...).Named("files").Shard(o.NumShards, o.ShardIdx)
 		if l.shuffles() {
 			list = list.Shuffle(o.Seed)
 		}
 		cycle := min(len(files), 4)
 		var read pipeline.Dataset[Sample] = pipeline.Interleave(list, func(f string) pipeline.Dataset[Sample] {
-			return recordFile{path: f, id: id[f]}
+			return recordFile{path: f, id: id[f], skip: o.BadData.Skip}
 		}, cycle, 16, pipeline.Auto).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
 		if l.shuffles() {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
@@ -276,6 +373,7 @@ func countRecords(path string) (int, error) {
 type recordFile struct {
 	path string
 	id   uint64
+	skip bool // bad-data policy: resynchronise after corruption
 }
 
 func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
@@ -298,10 +396,26 @@ func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 				return
 			}
 			if err != nil {
-				yield(Sample{}, err)
-				return
+				if !r.skip || !isBadData(err) {
+					yield(Sample{}, err)
+					return
+				}
+				if !yield(Sample{pos: -1, bad: badOf(err, r.path, off, "")}, nil) {
+					return
+				}
+				if _, _, err := rd.Resync(f); err == io.EOF {
+					return
+				} else if err != nil {
+					yield(Sample{}, err)
+					return
+				}
+				continue
 			}
 			s, err := exampleSample(rec, r.path, off, r.id|i)
+			s.pos, s.path, s.off = -1, r.path, off
+			if err != nil && r.skip && isBadData(err) {
+				s.bad, err = badOf(err, r.path, off, ""), nil
+			}
 			if !yield(s, err) || err != nil {
 				return
 			}
@@ -353,7 +467,6 @@ type recordRef struct {
 // all records per epoch (shuffled by index), sharded across ranks by
 // stride, each record fetched with one ReadAt.
 func (l *Loader) initIndexed(files []string, counts []int) error {
-	o := l.opts
 	var refs []recordRef
 	for fi, f := range files {
 		if counts[fi] < 0 {
@@ -373,38 +486,30 @@ func (l *Loader) initIndexed(files []string, counts []int) error {
 			refs = append(refs, recordRef{fi, ri, e})
 		}
 	}
-	l.n = len(refs)
-	l.local = len(refs) / o.NumShards
-	if o.ShardIdx < len(refs)%o.NumShards {
-		l.local++
-	}
 	l.files = &fileSet{names: files, open: make([]*os.File, len(files))}
-	batches := pipeline.RankBatches(len(refs), o.NumShards, o.Batch, l.remainder())
-	l.open = func(res int) (pipeline.Dataset[*Batch], statser) {
-		idx := pipeline.Indices(len(refs)).Named("list")
-		if l.shuffles() {
-			idx = idx.Shuffle(o.Seed)
+	return l.initIndexedSource("shards", len(refs), l.labels, func(i int) (Sample, error) {
+		r := refs[i]
+		name := files[r.file]
+		f, err := l.files.get(r.file)
+		if err != nil {
+			return Sample{}, err
 		}
-		idx = idx.Shard(o.NumShards, o.ShardIdx)
-		read := pipeline.ParallelMap[int, Sample](idx, pipeline.Auto, func(ctx context.Context, i int) (Sample, error) {
-			r := refs[i]
-			f, err := l.files.get(r.file)
-			if err != nil {
-				return Sample{}, err
+		buf := make([]byte, r.e.Size)
+		if n, err := f.ReadAt(buf, r.e.Offset); err != nil {
+			if err == io.EOF {
+				err = &tfrecord.CorruptError{Path: name, Offset: r.e.Offset, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", n, r.e.Size), Err: io.ErrUnexpectedEOF}
+				return Sample{path: name, off: r.e.Offset}, err
 			}
-			buf := make([]byte, r.e.Size)
-			if _, err := f.ReadAt(buf, r.e.Offset); err != nil {
-				return Sample{}, fmt.Errorf("%s: offset %d: %w", files[r.file], r.e.Offset, err)
-			}
-			data, _, err := tfrecord.Unframe(buf, files[r.file], r.e.Offset)
-			if err != nil {
-				return Sample{}, err
-			}
-			return exampleSample(data, files[r.file], r.e.Offset, uint64(r.file)<<32|uint64(r.rec))
-		}).Role(pipeline.RoleIO).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
-		return l.finish(read, res, batches)
-	}
-	return nil
+			return Sample{}, fmt.Errorf("%s: offset %d: %w", name, r.e.Offset, err)
+		}
+		data, _, err := tfrecord.Unframe(buf, name, r.e.Offset)
+		if err != nil {
+			return Sample{path: name, off: r.e.Offset}, err
+		}
+		s, err := exampleSample(data, name, r.e.Offset, uint64(r.file)<<32|uint64(r.rec))
+		s.path, s.off = name, r.e.Offset
+		return s, err
+	})
 }
 
 // exampleSample decodes a packed tf.train.Example record into a Sample.

@@ -19,11 +19,21 @@ declare -A need=(
   [python3-pil]=/usr/lib/python3/dist-packages/PIL/Image.py
   [python3-torchvision]=/usr/lib/python3/dist-packages/torchvision/__init__.py
   [mate-backgrounds]=/usr/share/backgrounds/mate/nature/LadyBird.jpg
+  # source/loader: Caffe LMDB fixtures written at test time by Python's lmdb.
+  [python3-lmdb]=/usr/lib/python3/dist-packages/lmdb/__init__.py
   # imgcodec: djpeg (decode peer, testdata/gen.sh) and TurboJPEG (the
   # in-process peer of BenchmarkDecode). mate-backgrounds above also
   # holds imgcodec's test photographs.
   [libjpeg-turbo-progs]=/usr/bin/djpeg
   [libturbojpeg0-dev]=/usr/include/turbojpeg.h
+  # train/onednn: oneDNN (the training engine's cgo backend) and
+  # python3-torch for the PyTorch peer benchmark and the testdata
+  # generator of train/traintest.
+  [libdnnl-dev]=/usr/include/dnnl.h
+  [python3-torch]=/usr/lib/python3/dist-packages/torch/__init__.py
+  # serve: the Python client (python/faster) and its tests need numpy;
+  # torch (above) for its tensors and examples/ddp_thinnet.py.
+  [python3-numpy]=/usr/lib/python3/dist-packages/numpy/__init__.py
 )
 missing=()
 for pkg in "${!need[@]}"; do

@@ -1,5 +1,7 @@
-// Package shard packs datasets into TFRecord shards, verifies and inspects
-// them, and owns the naming and manifest conventions of a packed dataset:
+// Package shard packs datasets into TFRecord shards (or WebDataset tar
+// shards), verifies and inspects them and the other container formats
+// (LMDB), and owns the naming and manifest conventions of a packed
+// dataset:
 //
 //	DST/
 //	  manifest.json                      splits, shards, counts, sha256, classes
@@ -8,7 +10,15 @@
 //	  ...
 //	  test-00000-of-00008.tfrecord
 //
-// Each record is a tf.train.Example with the features of TensorFlow's
+// With format "wds" the shards are <split>-00000-of-00008.tar WebDataset
+// shards: per sample the members <key>.jpg (or .png, …: the original
+// bytes), <key>.cls (the label as decimal text) and <key>.json
+// ({"label", "class", "filename", "format", "width", "height"}), where key
+// is the item's path without its extension, dots replaced by "_"
+// (webdataset splits member names at the first dot); the .idx beside each
+// is DALI's wds2idx index.
+//
+// Each TFRecord record is a tf.train.Example with the features of TensorFlow's
 // image-classification convention: image/encoded (the original file bytes
 // for ImageFolder, PNG for IDX), image/format, image/class/label (int64,
 // 0-based), image/class/text, image/filename (path relative to the
@@ -39,20 +49,36 @@ const (
 	KeyWidth     = "image/width"
 )
 
-// Name returns the file name of shard i of n of a split:
+// Formats of a packed dataset.
+const (
+	FormatTFRecord = "tfrecord" // TFRecord shards of tf.train.Example, with .idx indexes
+	FormatWDS      = "wds"      // WebDataset tar shards, with DALI wds2idx indexes
+)
+
+// Name returns the file name of TFRecord shard i of n of a split:
 // "<split>-00007-of-00128.tfrecord".
 func Name(split string, i, n int) string {
 	return fmt.Sprintf("%s-%05d-of-%05d.tfrecord", split, i, n)
 }
 
-// IndexName returns the index file name for a shard file name.
-func IndexName(shard string) string {
-	return strings.TrimSuffix(shard, ".tfrecord") + ".idx"
+// FormatName returns the file name of shard i of n of a split in format
+// ("tfrecord" or "wds"): "<split>-00007-of-00128.tfrecord" or ".tar".
+func FormatName(format, split string, i, n int) string {
+	if format == FormatWDS {
+		return fmt.Sprintf("%s-%05d-of-%05d.tar", split, i, n)
+	}
+	return Name(split, i, n)
 }
 
-var nameRE = regexp.MustCompile(`^(.+)-(\d{5,})-of-(\d{5,})\.tfrecord$`)
+// IndexName returns the index file name for a shard file name (TFRecord
+// or tar): the name without its extension, plus ".idx".
+func IndexName(shard string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(shard, ".tfrecord"), ".tar") + ".idx"
+}
 
-// ParseName splits a shard file name into split, index and count.
+var nameRE = regexp.MustCompile(`^(.+)-(\d{5,})-of-(\d{5,})\.(?:tfrecord|tar)$`)
+
+// ParseName splits a shard file name (.tfrecord or .tar) into split, index and count.
 func ParseName(name string) (split string, i, n int, ok bool) {
 	m := nameRE.FindStringSubmatch(name)
 	if m == nil {

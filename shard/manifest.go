@@ -20,7 +20,7 @@ const ManifestVersion = 1
 // Manifest describes a packed dataset: one entry per split.
 type Manifest struct {
 	Version int               `json:"version"`
-	Format  string            `json:"format"` // "tfrecord"
+	Format  string            `json:"format"` // "tfrecord" or "wds"
 	Splits  map[string]*Split `json:"splits"`
 }
 

@@ -19,8 +19,6 @@ import (
 
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/source"
-	"github.com/faster-training/faster/tfexample"
-	"github.com/faster-training/faster/tfrecord"
 )
 
 // PackOptions configure Pack. The zero value works: split "train", an
@@ -32,6 +30,9 @@ type PackOptions struct {
 	Shuffle bool   // shuffle the records across shards with Seed
 	Seed    uint64
 	Strict  bool // stop at the first unreadable or non-image file instead of skipping it
+	// Format is the shard format: "tfrecord" (the default) or "wds"
+	// (WebDataset tar shards). A directory holds one format.
+	Format string
 
 	// Progress, if set, is called after each record is written, from any
 	// goroutine, with the record's encoded size.
@@ -67,6 +68,12 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
+	if opts.Format == "" {
+		opts.Format = FormatTFRecord
+	}
+	if opts.Format != FormatTFRecord && opts.Format != FormatWDS {
+		return nil, fmt.Errorf("format %q: want %s or %s", opts.Format, FormatTFRecord, FormatWDS)
+	}
 	items := src.Items()
 	if len(items) == 0 {
 		return nil, fmt.Errorf("%s: no images to pack", srcPath)
@@ -93,7 +100,13 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	if err != nil {
 		return nil, err
 	}
-	fp := fingerprint(src, items, order, n)
+	if m.Format == "" || len(m.Splits) == 0 {
+		m.Format = opts.Format
+	}
+	if m.Format != opts.Format {
+		return nil, fmt.Errorf("%s: holds %s shards; pack %s shards into another directory", dst, m.Format, opts.Format)
+	}
+	fp := fingerprint(src, items, order, n, opts.Format)
 	old := m.Splits[opts.Split]
 	sp := &Split{
 		SourceKind: src.Kind(), Source: srcPath, Classes: src.Classes(),
@@ -106,7 +119,7 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	res := &PackResult{Split: opts.Split, Shards: n}
 	var todo []int
 	for k := range n {
-		name := Name(opts.Split, k, n)
+		name := FormatName(opts.Format, opts.Split, k, n)
 		sp.Shards[k] = ShardInfo{Name: name, Index: IndexName(name)}
 		if old != nil && old.Fingerprint == fp && k < len(old.Shards) && shardIntact(dst, old.Shards[k]) {
 			sp.Shards[k] = old.Shards[k]
@@ -178,9 +191,12 @@ func autoShards(items []source.Item) int {
 // fingerprint identifies what a split's shards hold: the source kind, the
 // items in shard order and the shard count. A rerun keeps old shards only
 // when it matches.
-func fingerprint(src source.Source, items []source.Item, order []int, n int) string {
+func fingerprint(src source.Source, items []source.Item, order []int, n int, format string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%s\x00", src.Kind(), n, strings.Join(src.Classes(), "\x00"))
+	if format != FormatTFRecord {
+		fmt.Fprintf(h, "format=%s\x00", format)
+	}
 	var b [8]byte
 	for _, i := range order {
 		io.WriteString(h, items[i].Key)
@@ -223,7 +239,7 @@ type loaded struct {
 }
 
 // writeShard loads the items idxs with par loaders, in order, and writes
-// them as one shard and its index.
+// them as one shard (in opts.Format) and its index.
 func writeShard(ctx context.Context, src source.Source, dir string, info ShardInfo, idxs []int, par int, opts PackOptions) (ShardInfo, error) {
 	f, err := atomicfile.Create(filepath.Join(dir, info.Name), 0o644)
 	if err != nil {
@@ -231,11 +247,8 @@ func writeShard(ctx context.Context, src source.Source, dir string, info ShardIn
 	}
 	defer f.Abort()
 	h := sha256.New()
-	w := tfrecord.NewWriter(io.MultiWriter(f, h))
-	var index []tfrecord.IndexEntry
+	w := newSink(opts.Format, io.MultiWriter(f, h), src.Classes())
 	info.Skipped = nil
-	classes := src.Classes()
-	var buf []byte
 	err = loadOrdered(ctx, src, idxs, par, func(s source.Sample, err error) error {
 		if err != nil {
 			if opts.Strict {
@@ -244,30 +257,19 @@ func writeShard(ctx context.Context, src source.Source, dir string, info ShardIn
 			info.Skipped = append(info.Skipped, Skip{Path: s.Key, Reason: err.Error()})
 			return nil
 		}
-		ex := tfexample.New().
-			SetBytes(KeyEncoded, s.Data).
-			SetString(KeyFormat, s.Format).
-			SetInt64(KeyLabel, int64(s.Label)).
-			SetString(KeyClassText, classes[s.Label]).
-			SetString(KeyFilename, s.Key)
-		if s.Width > 0 && s.Height > 0 {
-			ex.SetInt64(KeyHeight, int64(s.Height)).SetInt64(KeyWidth, int64(s.Width))
-		}
-		buf = ex.Marshal(buf[:0])
-		off := w.Offset()
-		if err := w.Write(buf); err != nil {
+		n, err := w.write(s)
+		if err != nil {
 			return err
 		}
-		index = append(index, tfrecord.IndexEntry{Offset: off, Size: w.Offset() - off})
 		if opts.Progress != nil {
-			opts.Progress(1, int64(len(buf))+tfrecord.FrameSize)
+			opts.Progress(1, n)
 		}
 		return nil
 	})
 	if err != nil {
 		return info, err
 	}
-	if err := w.Close(); err != nil {
+	if err := w.close(); err != nil {
 		return info, err
 	}
 	idx, err := atomicfile.Create(filepath.Join(dir, info.Index), 0o644)
@@ -275,7 +277,7 @@ func writeShard(ctx context.Context, src source.Source, dir string, info ShardIn
 		return info, err
 	}
 	defer idx.Abort()
-	if err := tfrecord.WriteIndex(idx, index); err != nil {
+	if err := w.writeIndex(idx); err != nil {
 		return info, err
 	}
 	// Index first, then the shard: a shard under its final name always has
@@ -286,8 +288,8 @@ func writeShard(ctx context.Context, src source.Source, dir string, info ShardIn
 	if err := f.Commit(); err != nil {
 		return info, err
 	}
-	info.Records = int64(len(index))
-	info.Bytes = w.Offset()
+	info.Records = int64(w.records())
+	info.Bytes = w.offset()
 	info.SHA256 = hex.EncodeToString(h.Sum(nil))
 	info.Complete = true
 	return info, nil

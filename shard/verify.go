@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfrecord"
 )
 
@@ -60,11 +61,14 @@ type target struct {
 	want *ShardInfo // nil when no manifest describes it
 }
 
-// Verify checks TFRecord shards: every record's CRCs, the .idx index beside
-// each shard against the records actually present, and, where a manifest
-// describes the shard, its record count, size and sha256. Each path is a
-// shard file or a directory (with a manifest.json: every shard it lists;
-// without: every *.tfrecord file in it). Problems are collected, not
+// Verify checks shards: for TFRecord every record's CRCs, for WebDataset
+// tar shards every header and member (and nothing but padding after the
+// end), the index beside each shard against the records actually present,
+// and, where a manifest describes the shard, its record count, size and
+// sha256; for a Caffe LMDB, that every value decodes as a Datum holding an
+// image. Each shard stops at its first corrupt record. Each path is a
+// shard file, an LMDB, or a directory (with a manifest.json: every shard it
+// lists; without: every *.tfrecord and *.tar file in it). Problems are collected, not
 // returned as errors; the error is for failures to run at all.
 func Verify(ctx context.Context, paths []string, opts VerifyOptions) (*VerifyReport, error) {
 	start := time.Now()
@@ -86,7 +90,14 @@ func Verify(ctx context.Context, paths []string, opts VerifyOptions) (*VerifyRep
 	g.SetLimit(opts.Workers)
 	for _, t := range targets {
 		g.Go(func() error {
-			records, bytes, probs := verifyShard(gctx, t, opts.Progress)
+			check := verifyShard
+			switch {
+			case source.IsLMDB(t.path):
+				check = verifyLMDB
+			case source.IsTar(t.path):
+				check = verifyTar
+			}
+			records, bytes, probs := check(gctx, t, opts.Progress)
 			mu.Lock()
 			defer mu.Unlock()
 			rep.Files++
@@ -119,6 +130,9 @@ func expand(p string) ([]target, []Problem, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if source.IsLMDB(p) {
+		return []target{{path: p}}, nil, nil
+	}
 	if !st.IsDir() {
 		t := target{path: p}
 		// A manifest beside the shard describes it too.
@@ -139,8 +153,10 @@ func expand(p string) ([]target, []Problem, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		tars, _ := filepath.Glob(filepath.Join(p, "*.tar"))
+		files = append(files, tars...)
 		if len(files) == 0 {
-			return nil, nil, fmt.Errorf("%s: no manifest.json and no *.tfrecord files", p)
+			return nil, nil, fmt.Errorf("%s: no manifest.json, no *.tfrecord or *.tar files, not an LMDB", p)
 		}
 		var ts []target
 		for _, f := range files {

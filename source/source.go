@@ -6,6 +6,8 @@
 //     as torchvision.datasets.ImageFolder assigns it; files whose extension
 //     is an image extension (case-insensitive) are samples, walked in sorted
 //     order as torchvision does.
+//   - LMDB: Caffe-style databases of Datum values (cgo builds only).
+//   - WebDataset: tar shards of samples grouped by key (see OpenWDS).
 //   - IDX: the MNIST / Fashion-MNIST file format (optionally gzipped), as the
 //     Debian package dataset-fashion-mnist installs under
 //     /usr/share/datasets/fashion-mnist.
@@ -41,7 +43,7 @@ type Sample struct {
 
 // Source is a dataset as an indexed list of items.
 type Source interface {
-	// Kind names the source type: "imagefolder" or "idx".
+	// Kind names the source type: "imagefolder", "idx", "lmdb" or "wds".
 	Kind() string
 	// Classes returns the class names, indexed by label.
 	Classes() []string
@@ -56,8 +58,8 @@ type Source interface {
 // ErrNotImage marks a file that is not a readable image.
 var ErrNotImage = errors.New("not a readable image")
 
-// Open opens the dataset at path as kind ("imagefolder", "idx", or "" to
-// detect). split selects the IDX files ("train" or "test"); ImageFolder
+// Open opens the dataset at path as kind ("imagefolder", "idx", "lmdb",
+// "wds", or "" to detect). split selects the IDX files ("train" or "test"); ImageFolder
 // ignores it.
 func Open(path, kind, split string) (Source, error) {
 	if kind == "" {
@@ -71,16 +73,32 @@ func Open(path, kind, split string) (Source, error) {
 		return OpenImageFolder(path)
 	case "idx":
 		return OpenIDX(path, split)
+	case "lmdb":
+		return OpenLMDB(path)
+	case "wds":
+		files := WDSFiles(path)
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s: no *.tar files", path)
+		}
+		return OpenWDS(files)
 	}
-	return nil, fmt.Errorf("unknown source kind %q (want imagefolder or idx)", kind)
+	return nil, fmt.Errorf("unknown source kind %q (want imagefolder, idx, lmdb or wds)", kind)
 }
 
-// Detect guesses the kind of dataset at path: "idx" if it holds
-// *-idx3-ubyte[.gz] files, else "imagefolder" if it holds subdirectories.
+// Detect guesses the kind of dataset at path: "lmdb" for an LMDB
+// environment, "wds" for a tar file or a directory of them, "idx" if it
+// holds *-idx3-ubyte[.gz] files, else "imagefolder" if it holds
+// subdirectories.
 func Detect(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", err
+	}
+	if IsLMDB(path) {
+		return "lmdb", nil
+	}
+	if !st.IsDir() && IsTar(path) || st.IsDir() && len(sortedTars(path)) > 0 {
+		return "wds", nil
 	}
 	if !st.IsDir() {
 		return "", fmt.Errorf("%s: not a directory", path)

@@ -44,3 +44,11 @@ func AppendRecord(dst, data []byte) []byte {
 	dst = append(dst, data...)
 	return binary.LittleEndian.AppendUint32(dst, MaskedCRC(data))
 }
+
+// updateCRC continues a CRC-32C over b (first: start a new one).
+func updateCRC(crc uint32, b []byte, first bool) uint32 {
+	if first {
+		return crc32.Checksum(b, castagnoli)
+	}
+	return crc32.Update(crc, castagnoli, b)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +38,11 @@ type benchLoadOptions struct {
 	dropCaches   bool
 	global       bool
 	dumpKeys     string
+	onError      string
+	maxBad       string
+	quarantine   string
+	resumeFrom   []string
+	saveState    string
 	consumerRate float64
 	plot         string
 	json         bool
@@ -63,6 +69,9 @@ type loadResult struct {
 	Stages        []pipeline.StageStats `json:"stages"`
 	SampleDigest  string                `json:"sample_digest"`
 	CachesDropped bool                  `json:"caches_dropped"`
+	Bad           int                   `json:"bad"`
+	Quarantined   []loader.BadSample    `json:"quarantined,omitempty"`
+	State         *loader.State         `json:"state,omitempty"`
 }
 
 func init() {
@@ -78,6 +87,18 @@ normalise; eval: resize 256 + centre crop 224; none: read only) over each DATA
 it can, and reports images/s, MB/s of encoded data read, per-stage statistics,
 the bottleneck (io, decode or consumer) and a digest of the ordered sample keys.
 --workers takes a list (1,2,0 where 0 is auto): one table row per value.
+DATA may also be WebDataset tar shards or a Caffe LMDB.
+
+Bad data: --on-error stop (default) fails at the first damaged sample, naming
+file and offset; --on-error skip skips damaged samples, lists them (--quarantine
+FILE: one JSON object per line with path, offset, reason) and fails only when
+more than --max-bad (a count, or a percentage like 0.1%) are met in an epoch.
+
+Exact resume (indexed sources: ImageFolder, LMDB, WebDataset, --global-shuffle
+shards): --steps k --save-state FILE stops after k batches and writes this rank's
+position; --resume-from FILE (repeat it, once per rank of the earlier run, to
+merge their states) serves exactly the samples not yet served, in order, also
+with another --num-shards.
 
 Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.`,
 			Args: minArgs(1),
@@ -108,6 +129,11 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
 		f.BoolVar(&o.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order")
+		f.StringVar(&o.onError, "on-error", "stop", "damaged samples: stop or skip")
+		f.StringVar(&o.maxBad, "max-bad", "", "with --on-error skip: fail when more than N (or P%) samples of an epoch are bad (default: no limit)")
+		f.StringVar(&o.quarantine, "quarantine", "", "with --on-error skip: write the skipped samples (JSON lines: path, offset, reason) to this file")
+		f.StringArrayVar(&o.resumeFrom, "resume-from", nil, "resume the epoch from a saved state (repeat for the states of several ranks)")
+		f.StringVar(&o.saveState, "save-state", "", "write the loader's position (JSON) to this file at the end")
 		f.Float64Var(&o.consumerRate, "consumer-rate", 0, "simulate a trainer taking this many images/s")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s to this file")
 		f.BoolVar(&o.json, "json", false, "print JSON")
@@ -121,6 +147,12 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	}
 	if len(o.workers) == 0 {
 		o.workers = []int{0}
+	}
+	if _, err := o.badPolicy(); err != nil {
+		return err
+	}
+	if (o.saveState != "" || len(o.resumeFrom) > 0) && (len(o.data) > 1 || len(o.workers) > 1) {
+		return usagef("--save-state and --resume-from take one DATA and one --workers value")
 	}
 	var keysOut *bufio.Writer
 	var keysFile *atomicfile.File
@@ -177,6 +209,45 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	return nil
 }
 
+// badPolicy parses --on-error and --max-bad.
+func (o benchLoadOptions) badPolicy() (loader.BadDataPolicy, error) {
+	var p loader.BadDataPolicy
+	switch o.onError {
+	case "", "stop":
+		if o.maxBad != "" || o.quarantine != "" {
+			return p, usagef("--max-bad and --quarantine need --on-error skip")
+		}
+		return p, nil
+	case "skip":
+		p.Skip = true
+	default:
+		return p, usagef("--on-error %q: want stop or skip", o.onError)
+	}
+	if o.maxBad == "" {
+		return p, nil
+	}
+	if pct, ok := strings.CutSuffix(o.maxBad, "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		if err != nil || f < 0 || f > 100 {
+			return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", o.maxBad)
+		}
+		p.MaxBadFraction = f / 100
+		if f == 0 {
+			p.Skip = false
+		}
+		return p, nil
+	}
+	n, err := strconv.Atoi(o.maxBad)
+	if err != nil || n < 0 {
+		return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", o.maxBad)
+	}
+	p.MaxBad = n
+	if n == 0 { // no bad sample tolerated: the stop policy
+		p.Skip = false
+	}
+	return p, nil
+}
+
 func workersLabel(w int) string {
 	if w == 0 {
 		return "auto"
@@ -185,15 +256,55 @@ func workersLabel(w int) string {
 }
 
 func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers int, keys *bufio.Writer, stderr io.Writer) (*loadResult, error) {
+	policy, _ := o.badPolicy()
+	var resume *loader.State
+	if len(o.resumeFrom) > 0 {
+		var states []loader.State
+		for _, p := range o.resumeFrom {
+			s, err := loader.LoadState(p)
+			if err != nil {
+				return nil, err
+			}
+			states = append(states, s)
+		}
+		s, err := loader.MergeStates(states...)
+		if err != nil {
+			return nil, err
+		}
+		resume = &s
+	}
+	var qf *atomicfile.File
+	var qw *bufio.Writer
+	if o.quarantine != "" {
+		f, err := atomicfile.Create(o.quarantine, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Abort()
+		qf, qw = f, bufio.NewWriter(f)
+	}
 	l, err := loader.Open(data, loader.Options{
 		Transform: loader.Transform(o.transform), Resolution: o.resolution, Layout: loader.Layout(o.layout),
 		Batch: o.batch, Workers: workers, NumShards: o.numShards, ShardIdx: o.shardIndex,
-		Seed: o.seed, Split: o.split, GlobalShuffle: o.global,
+		Seed: o.seed, Split: o.split, GlobalShuffle: o.global, BadData: policy, Resume: resume,
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
+	// The quarantine list is written even when the budget stops the run.
+	defer func() {
+		if qw == nil {
+			return
+		}
+		for _, b := range l.Bad() {
+			line, _ := json.Marshal(b)
+			qw.Write(append(line, '\n'))
+		}
+		if qw.Flush() == nil {
+			qf.Commit()
+		}
+	}()
 	r := &loadResult{Data: data, Kind: l.Kind(), Transform: o.transform, Workers: workers, Batch: o.batch,
 		Resolution: o.resolution, ConsumerRate: o.consumerRate}
 	if o.dropCaches {
@@ -209,8 +320,12 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 	start := time.Now()
 	var owed time.Duration // simulated consumer time not yet slept
 	steps := 0
+	first := 0
+	if resume != nil {
+		first = resume.Epoch
+	}
 epochs:
-	for e := 0; o.steps > 0 || e < o.epochs; e++ {
+	for e := first; o.steps > 0 || e < first+o.epochs; e++ {
 		r.Epochs = e + 1
 		n := 0
 		for b, err := range l.IterEpoch(ctx, e) {
@@ -262,6 +377,18 @@ epochs:
 	r.ImagesPerSec = float64(r.Images) / max(r.Seconds, 1e-9)
 	r.MBPerSec = mbPerSec(r.Bytes, r.Seconds)
 	r.SampleDigest = hex.EncodeToString(h.Sum(nil))
+	r.Quarantined = l.Bad()
+	r.Bad = len(r.Quarantined)
+	if o.saveState != "" {
+		s, err := l.State()
+		if err != nil {
+			return nil, err
+		}
+		if err := loader.SaveState(o.saveState, s); err != nil {
+			return nil, err
+		}
+		r.State = &s
+	}
 	return r, nil
 }
 

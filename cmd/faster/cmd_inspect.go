@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
 )
 
 type inspectOptions struct {
@@ -23,11 +24,12 @@ func init() {
 		var o inspectOptions
 		c := &cobra.Command{
 			Use:   "inspect PATH...",
-			Short: "Summarise TFRecord files: record count, feature keys and types, first records",
-			Long: `Inspect scans TFRecord files (ours or any other tool's; a directory means every
-*.tfrecord in it) and prints, per file, the record count, each feature key with
-its type and how many records hold it, and the label and filename of the first
-records.
+			Short: "Summarise shards (TFRecord, WebDataset tar, LMDB): records, features, first records",
+			Long: `Inspect scans TFRecord files (ours or any other tool's), WebDataset tar shards
+and Caffe LMDBs (a directory means every *.tfrecord and *.tar in it, or the LMDB
+it is) and prints, per file, the record count, each feature key (tar: member
+extension; LMDB: encoded or raw Datums) and how many records hold it, and the
+label and filename of the first records.
 
 Exit status: 0 done (corruption is reported in the output); 1 a file could not be read; 2 usage error.`,
 			Args: minArgs(1),
@@ -49,7 +51,7 @@ func runInspect(ctx context.Context, o inspectOptions, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if !st.IsDir() {
+		if !st.IsDir() || source.IsLMDB(p) {
 			files = append(files, p)
 			continue
 		}
@@ -57,14 +59,16 @@ func runInspect(ctx context.Context, o inspectOptions, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		tars, _ := filepath.Glob(filepath.Join(p, "*.tar"))
+		m = append(m, tars...)
 		if len(m) == 0 {
-			return fmt.Errorf("%s: no *.tfrecord files", p)
+			return fmt.Errorf("%s: no *.tfrecord or *.tar files, not an LMDB", p)
 		}
 		files = append(files, m...)
 	}
 	var sums []*shard.ShardSummary
 	for _, f := range files {
-		s, err := shard.Inspect(ctx, f, o.first)
+		s, err := shard.InspectAny(ctx, f, o.first)
 		if err != nil {
 			return err
 		}

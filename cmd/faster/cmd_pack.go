@@ -21,6 +21,7 @@ type packOptions struct {
 	shuffle  bool
 	seed     uint64
 	strict   bool
+	format   string
 	json     bool
 }
 
@@ -29,10 +30,14 @@ func init() {
 		var o packOptions
 		c := &cobra.Command{
 			Use:   "pack SRC DST",
-			Short: "Pack an ImageFolder tree or IDX files into TFRecord shards with indexes and a manifest",
-			Long: `Pack reads a dataset (an ImageFolder tree: one folder per class; or MNIST-style
-IDX files) and writes DST/<split>-NNNNN-of-NNNNN.tfrecord shards of
-tf.train.Example records, a DALI-format .idx beside each, and DST/manifest.json.
+			Short: "Pack a dataset into TFRecord or WebDataset shards with indexes and a manifest",
+			Long: `Pack reads a dataset (an ImageFolder tree: one folder per class; MNIST-style
+IDX files; a Caffe LMDB; WebDataset tar shards) and writes, with --format
+tfrecord (the default), DST/<split>-NNNNN-of-NNNNN.tfrecord shards of
+tf.train.Example records with a DALI tfrecord2idx .idx beside each, or, with
+--format wds, DST/<split>-NNNNN-of-NNNNN.tar WebDataset shards (<key>.jpg,
+<key>.cls, <key>.json per sample) with a DALI wds2idx .idx beside each; and
+DST/manifest.json.
 Writes are atomic; a rerun keeps the shards the manifest lists as complete.
 Unreadable or non-image files are skipped and listed (or stop the run with --strict).
 
@@ -44,7 +49,8 @@ Exit status: 0 packed; 1 failed (or a bad file under --strict); 2 usage error.`,
 			},
 		}
 		f := c.Flags()
-		f.StringVar(&o.from, "from", "", "source kind: imagefolder or idx (default: detect)")
+		f.StringVar(&o.from, "from", "", "source kind: imagefolder, idx, lmdb or wds (default: detect)")
+		f.StringVar(&o.format, "format", "tfrecord", "shard format: tfrecord or wds")
 		f.StringVar(&o.split, "split", "train", "split to pack (IDX: train or test) and the shard name prefix")
 		f.IntVar(&o.shards, "shards", 0, "number of shards (default: one per ~64 MiB, at least 8)")
 		f.IntVar(&o.workers, "workers", 0, "parallel workers (default: number of CPUs)")
@@ -58,9 +64,16 @@ Exit status: 0 packed; 1 failed (or a bad file under --strict); 2 usage error.`,
 
 func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error {
 	switch o.from {
-	case "", "imagefolder", "idx":
+	case "", "imagefolder", "idx", "lmdb", "wds":
 	default:
-		return usagef("--from %q: want imagefolder or idx", o.from)
+		return usagef("--from %q: want imagefolder, idx, lmdb or wds", o.from)
+	}
+	switch o.format {
+	case "":
+		o.format = shard.FormatTFRecord
+	case shard.FormatTFRecord, shard.FormatWDS:
+	default:
+		return usagef("--format %q: want tfrecord or wds", o.format)
 	}
 	if o.shards < 0 || o.workers < 0 {
 		return usagef("--shards and --workers must not be negative")
@@ -69,11 +82,14 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if c, ok := src.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
 	bar := progress.New(stderr, "pack "+o.split, int64(len(src.Items())), "records")
 	defer bar.Done()
 	res, err := shard.Pack(ctx, src, o.src, o.dst, shard.PackOptions{
 		Split: o.split, Shards: o.shards, Workers: o.workers,
-		Shuffle: o.shuffle, Seed: o.seed, Strict: o.strict,
+		Shuffle: o.shuffle, Seed: o.seed, Strict: o.strict, Format: o.format,
 		Progress: func(n int, b int64) { bar.Add(int64(n), b) },
 	})
 	bar.Done()

@@ -22,11 +22,15 @@ func init() {
 		var o verifyOptions
 		c := &cobra.Command{
 			Use:   "verify PATH...",
-			Short: "Check shards: every record's CRCs, the .idx indexes, and the manifest's counts and hashes",
-			Long: `Verify reads every record of the given shards (files, or directories: with a
-manifest.json every shard it lists, else every *.tfrecord) and checks both CRCs
-of each record, the .idx index beside each shard, and the record count, size and
-sha256 the manifest records. Each problem is printed with its file and byte offset.
+			Short: "Check shards (TFRecord, WebDataset tar, LMDB): framing, indexes, manifest counts and hashes",
+			Long: `Verify reads every record of the given shards (files, LMDB directories, or
+directories: with a manifest.json every shard it lists, else every *.tfrecord
+and *.tar) and checks: for TFRecord both CRCs of each record; for tar shards
+every header and member and that only padding follows the end; the .idx index
+beside each shard; and the record count, size and sha256 the manifest records.
+For a Caffe LMDB, every value must decode as a Datum holding an image. Each
+shard stops at its first corrupt record. Each problem is printed with its file
+and byte offset.
 
 Exit status: 0 all good; 1 a problem was found (or a file could not be read); 2 usage error.`,
 			Args: minArgs(1),

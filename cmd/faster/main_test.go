@@ -153,7 +153,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"pack", "onlyone"},
 		{"pack", "a", "b", "--nope"},
-		{"pack", "a", "b", "--from", "lmdb"},
+		{"pack", "a", "b", "--from", "leveldb"},
 		{"verify"},
 		{"bogus"},
 	} {

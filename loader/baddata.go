@@ -1,0 +1,103 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/tfexample"
+	"github.com/faster-training/faster/tfrecord"
+)
+
+// BadDataPolicy says what a loader does with a sample whose bytes are
+// damaged (a record failing its CRCs, a Datum that does not parse, an
+// image that does not decode). The zero value stops at the first one.
+type BadDataPolicy struct {
+	// Skip skips bad samples, records each in the quarantine list and goes
+	// on, until the budget below is exceeded.
+	Skip bool
+	// MaxBad is the most bad samples tolerated per epoch on this rank, and
+	// MaxBadFraction the most as a fraction of the rank's samples; the
+	// epoch fails when either is exceeded. Both zero: no limit.
+	MaxBad         int
+	MaxBadFraction float64
+}
+
+// BadSample is one quarantined sample: where it is and why it is bad.
+// Offset is the byte offset of the damaged record (-1 when the format
+// names records by key, as LMDB does).
+type BadSample struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	Key    string `json:"key,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// ErrTooManyBad marks an epoch stopped because bad samples exceeded the
+// budget.
+var ErrTooManyBad = errors.New("loader: too many bad samples")
+
+// isBadData reports whether err is damage in the data rather than a
+// failure to read it.
+func isBadData(err error) bool {
+	return errors.Is(err, tfrecord.ErrCorrupt) || errors.Is(err, source.ErrCorrupt) ||
+		errors.Is(err, source.ErrNotImage) || errors.Is(err, imgcodec.ErrCorrupt) ||
+		errors.Is(err, imgcodec.ErrUnknownFormat) || errors.Is(err, imgcodec.ErrUnsupported) ||
+		errors.Is(err, tfexample.ErrMalformed)
+}
+
+// badOf describes err as a quarantine entry.
+func badOf(err error, path string, off int64, key string) *BadSample {
+	b := &BadSample{Path: path, Offset: off, Key: key, Reason: err.Error()}
+	var te *tfrecord.CorruptError
+	var se *source.CorruptError
+	switch {
+	case errors.As(err, &te):
+		b.Path, b.Offset, b.Reason = te.Path, te.Offset, te.Reason
+	case errors.As(err, &se):
+		b.Path, b.Offset, b.Reason = se.Path, se.Offset, se.Reason
+		if se.Key != "" {
+			b.Key = se.Key
+		}
+	}
+	return b
+}
+
+// quarantine is a loader's list of bad samples and its budget check.
+type quarantine struct {
+	mu     sync.Mutex
+	list   []BadSample
+	epoch  map[int]int // bad samples per epoch
+	notify func(BadSample)
+}
+
+// add records b in epoch e and returns an error when the budget of policy
+// p over a rank of n samples is exceeded.
+func (q *quarantine) add(b BadSample, e int, p BadDataPolicy, n int) error {
+	q.mu.Lock()
+	q.list = append(q.list, b)
+	if q.epoch == nil {
+		q.epoch = map[int]int{}
+	}
+	q.epoch[e]++
+	k := q.epoch[e]
+	notify := q.notify
+	q.mu.Unlock()
+	if notify != nil {
+		notify(b)
+	}
+	if p.MaxBad > 0 && k > p.MaxBad || p.MaxBadFraction > 0 && float64(k) > p.MaxBadFraction*float64(n) {
+		return fmt.Errorf("%w: %d in epoch %d exceed the budget (max %d, fraction %g of %d); last: %s: offset %d: %s",
+			ErrTooManyBad, k, e, p.MaxBad, p.MaxBadFraction, n, b.Path, b.Offset, b.Reason)
+	}
+	return nil
+}
+
+// Bad returns the samples quarantined so far, in the order they were met.
+func (l *Loader) Bad() []BadSample {
+	l.q.mu.Lock()
+	defer l.q.mu.Unlock()
+	return append([]BadSample(nil), l.q.list...)
+}

@@ -1,0 +1,161 @@
+package loader
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+
+	"github.com/faster-training/faster/internal/atomicfile"
+)
+
+// StateVersion is the version of the State JSON written by this package.
+const StateVersion = 1
+
+// State is a loader's exact position within an epoch, small enough to save
+// at every step. The epoch's order is a deterministic function of (Seed,
+// Epoch, Samples, Shuffle): the global permutation of all samples. A run
+// with World ranks serves, on rank r, positions r, r+World, … of the
+// samples not yet served; Segments records, run by run, the world size and
+// how many positions each rank consumed (served, or skipped as bad data),
+// so the served set is known exactly. Resuming removes the served
+// positions (keeping permutation order) and re-shards the rest by stride
+// over the new world size: the same samples are never served twice and
+// none is lost, whatever the number of ranks.
+type State struct {
+	Version  int       `json:"version"`
+	Epoch    int       `json:"epoch"`
+	Seed     uint64    `json:"seed"`
+	Shuffle  bool      `json:"shuffle"`
+	Samples  int       `json:"samples"` // dataset size
+	Segments []Segment `json:"segments,omitempty"`
+}
+
+// Segment is one run within an epoch: its world size and the positions each
+// rank consumed (-1: not known on this rank; see MergeStates).
+type Segment struct {
+	World    int   `json:"world"`
+	Consumed []int `json:"consumed"`
+}
+
+// ErrResume marks a state that cannot resume this loader.
+var ErrResume = errors.New("loader: cannot resume from this state")
+
+// MergeStates combines the states saved by the ranks of one run (each knows
+// its own rank's count) into one State with every count known.
+func MergeStates(states ...State) (State, error) {
+	if len(states) == 0 {
+		return State{}, fmt.Errorf("%w: no states", ErrResume)
+	}
+	out := states[0]
+	out.Segments = slices.Clone(out.Segments)
+	if n := len(out.Segments); n > 0 {
+		out.Segments[n-1].Consumed = slices.Clone(out.Segments[n-1].Consumed)
+	}
+	for _, s := range states[1:] {
+		if s.Epoch != out.Epoch || s.Seed != out.Seed || s.Samples != out.Samples || s.Shuffle != out.Shuffle || len(s.Segments) != len(out.Segments) {
+			return State{}, fmt.Errorf("%w: states of different runs (epoch %d/%d, seed %d/%d, samples %d/%d)", ErrResume, out.Epoch, s.Epoch, out.Seed, s.Seed, out.Samples, s.Samples)
+		}
+		for i, seg := range s.Segments {
+			o := &out.Segments[i]
+			if seg.World != o.World || len(seg.Consumed) != len(o.Consumed) {
+				return State{}, fmt.Errorf("%w: segment %d: world %d vs %d", ErrResume, i, o.World, seg.World)
+			}
+			for r, c := range seg.Consumed {
+				switch {
+				case c < 0:
+				case o.Consumed[r] < 0:
+					o.Consumed[r] = c
+				case o.Consumed[r] != c:
+					return State{}, fmt.Errorf("%w: segment %d rank %d consumed %d and %d", ErrResume, i, r, o.Consumed[r], c)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// LoadState reads a State saved with SaveState.
+func LoadState(path string) (State, error) {
+	var s State
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if s.Version != StateVersion {
+		return s, fmt.Errorf("%s: state version %d, this build reads %d", path, s.Version, StateVersion)
+	}
+	return s, nil
+}
+
+// SaveState writes s as JSON, atomically.
+func SaveState(path string, s State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// epochPerm is the epoch's global order of n samples.
+func epochPerm(seed uint64, epoch, n int, shuffle bool) []int {
+	if !shuffle {
+		p := make([]int, n)
+		for i := range p {
+			p[i] = i
+		}
+		return p
+	}
+	return rand.New(rand.NewPCG(seed, mix64(uint64(epoch)^0x726573756d65))).Perm(n)
+}
+
+// mix64 is SplitMix64's finaliser.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// remaining applies the segments to the epoch's order: what is left to
+// serve, in order.
+func remaining(order []int, segs []Segment) ([]int, error) {
+	for si, seg := range segs {
+		if seg.World < 1 || len(seg.Consumed) != seg.World {
+			return nil, fmt.Errorf("%w: segment %d: world %d with %d counts", ErrResume, si, seg.World, len(seg.Consumed))
+		}
+		served := make([]bool, len(order))
+		for r, c := range seg.Consumed {
+			if c < 0 {
+				return nil, fmt.Errorf("%w: segment %d lacks rank %d's count (merge the ranks' states)", ErrResume, si, r)
+			}
+			if c > strideLen(len(order), seg.World, r) {
+				return nil, fmt.Errorf("%w: segment %d: rank %d consumed %d of %d", ErrResume, si, r, c, strideLen(len(order), seg.World, r))
+			}
+			for k := range c {
+				served[r+k*seg.World] = true
+			}
+		}
+		next := make([]int, 0, len(order))
+		for p, g := range order {
+			if !served[p] {
+				next = append(next, g)
+			}
+		}
+		order = next
+	}
+	return order, nil
+}
+
+// strideLen is the size of part i of n parts of total taken by stride.
+func strideLen(total, n, i int) int {
+	if i >= total {
+		return 0
+	}
+	return (total - i + n - 1) / n
+}

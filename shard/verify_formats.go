@@ -1,0 +1,172 @@
+package shard
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/faster-training/faster/source"
+)
+
+// verifyTar checks a WebDataset tar shard: every header and member is
+// present in full, nothing but zero padding follows the end-of-archive
+// blocks, the wds2idx index beside it matches, and the manifest's count,
+// size and sha256 hold.
+func verifyTar(ctx context.Context, t target, progress func(int64)) (records, size int64, probs []Problem) {
+	bad := func(off int64, format string, a ...any) {
+		probs = append(probs, Problem{Path: t.path, Offset: off, Reason: fmt.Sprintf(format, a...)})
+	}
+	f, err := os.Open(t.path)
+	if err != nil {
+		bad(-1, "%v", errors.Unwrap(err))
+		return 0, 0, probs
+	}
+	defer f.Close()
+	h := sha256.New()
+	cr := &countingReader{r: io.TeeReader(f, h), progress: progress}
+	tr := tar.NewReader(cr)
+	var found []source.WDSIndexSample
+	lastKey := ""
+	for {
+		if ctx.Err() != nil {
+			return records, cr.n, probs
+		}
+		hdrOff := cr.n
+		hd, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				bad(hdrOff, "truncated tar header")
+			} else {
+				bad(hdrOff, "bad tar header: %v", err)
+			}
+			return int64(len(found)), cr.n, probs
+		}
+		dataOff := cr.n
+		n, err := io.Copy(io.Discard, tr)
+		if err != nil || n != hd.Size {
+			bad(hdrOff, "member %q: %d of %d data bytes present (truncated)", hd.Name, n, hd.Size)
+			return int64(len(found)), cr.n, probs
+		}
+		if hd.Typeflag != tar.TypeReg {
+			continue
+		}
+		key, ext := wdsSplitName(hd.Name)
+		if key == "" || strings.HasSuffix(key, "/") {
+			continue
+		}
+		m := source.WDSIndexMember{Ext: ext, Offset: dataOff, Size: hd.Size, Name: hd.Name}
+		if len(found) == 0 || key != lastKey {
+			found = append(found, source.WDSIndexSample{})
+			lastKey = key
+		}
+		found[len(found)-1].Members = append(found[len(found)-1].Members, m)
+	}
+	// After the end-of-archive blocks only zero padding may follow.
+	endOff := cr.n
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := cr.Read(buf)
+		if i := bytes.IndexFunc(buf[:k], func(r rune) bool { return r != 0 }); i >= 0 {
+			bad(endOff, "data after the end of the archive")
+			_, _ = io.Copy(io.Discard, cr)
+			break
+		}
+		endOff += int64(k)
+		if err != nil {
+			break
+		}
+	}
+	records, size = int64(len(found)), cr.n
+
+	ip := filepath.Join(filepath.Dir(t.path), IndexName(filepath.Base(t.path)))
+	if t.want != nil && t.want.Index != "" {
+		ip = filepath.Join(filepath.Dir(t.path), t.want.Index)
+	}
+	if b, err := os.ReadFile(ip); err == nil {
+		probs = append(probs, compareWDSIndex(ip, b, found)...)
+	} else if t.want != nil {
+		probs = append(probs, Problem{Path: ip, Offset: -1, Reason: "index file missing"})
+	}
+	if w := t.want; w != nil {
+		if w.Records != records {
+			bad(-1, "%d samples, manifest says %d", records, w.Records)
+		}
+		if w.Bytes != size {
+			bad(-1, "%d bytes, manifest says %d", size, w.Bytes)
+		}
+		if sum := hex.EncodeToString(h.Sum(nil)); w.SHA256 != sum {
+			bad(-1, "sha256 %s, manifest says %s", sum, w.SHA256)
+		}
+	}
+	return records, size, probs
+}
+
+// wdsSplitName splits a member name at the first dot of its base name.
+func wdsSplitName(name string) (key, ext string) {
+	slash := strings.LastIndexByte(name, '/') + 1
+	dot := strings.IndexByte(name[slash:], '.')
+	if dot < 0 {
+		return name, ""
+	}
+	return name[:slash+dot], name[slash+dot+1:]
+}
+
+// compareWDSIndex compares a wds2idx index with the members found.
+func compareWDSIndex(ip string, b []byte, found []source.WDSIndexSample) []Problem {
+	var want bytes.Buffer
+	source.WriteWDSIndex(&want, found)
+	got := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	exp := strings.Split(strings.TrimRight(want.String(), "\n"), "\n")
+	for i := range min(len(got), len(exp)) {
+		if strings.Join(strings.Fields(got[i]), " ") != exp[i] {
+			return []Problem{{Path: ip, Offset: -1, Reason: fmt.Sprintf("line %d says %q, tar has %q", i+1, got[i], exp[i])}}
+		}
+	}
+	if len(got) != len(exp) {
+		return []Problem{{Path: ip, Offset: -1, Reason: fmt.Sprintf("%d lines, tar needs %d", len(got), len(exp))}}
+	}
+	return nil
+}
+
+// verifyLMDB checks that every value of a Caffe LMDB decodes as a Datum
+// holding an image.
+func verifyLMDB(ctx context.Context, t target, progress func(int64)) (records, size int64, probs []Problem) {
+	db, err := source.OpenLMDB(t.path)
+	if err != nil {
+		return 0, 0, []Problem{{Path: t.path, Offset: -1, Reason: err.Error()}}
+	}
+	defer db.Close()
+	for i, it := range db.Items() {
+		if ctx.Err() != nil {
+			break
+		}
+		s, err := db.Load(i)
+		if progress != nil {
+			progress(it.Size)
+		}
+		size += it.Size
+		if err != nil {
+			reason := err.Error()
+			var ce *source.CorruptError
+			if errors.As(err, &ce) {
+				reason = fmt.Sprintf("key %q: %s", it.Key, ce.Reason)
+			}
+			probs = append(probs, Problem{Path: t.path, Offset: -1, Reason: reason})
+			continue
+		}
+		_ = s
+		records++
+	}
+	return records, size, probs
+}

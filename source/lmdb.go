@@ -1,0 +1,70 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+)
+
+// ErrNoCgo marks a format whose reader needs a cgo build.
+var ErrNoCgo = errors.New("LMDB support needs cgo (this binary was built with CGO_ENABLED=0)")
+
+// IsLMDB reports whether path looks like an LMDB environment: a directory
+// holding data.mdb, or a data.mdb file itself.
+func IsLMDB(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if st.IsDir() {
+		_, err := os.Stat(filepath.Join(path, "data.mdb"))
+		return err == nil
+	}
+	return filepath.Base(path) == "data.mdb"
+}
+
+// caffeKeyRE matches the keys Caffe's convert_imageset writes:
+// "%08d_<path>".
+var caffeKeyRE = regexp.MustCompile(`^[0-9]+_`)
+
+// lmdbItemKey turns a Caffe LMDB key into an item key: the path after the
+// "%08d_" prefix when there is one, else the key itself.
+func lmdbItemKey(k []byte) string {
+	if loc := caffeKeyRE.FindIndex(k); loc != nil && loc[1] < len(k) {
+		return string(k[loc[1]:])
+	}
+	return string(k)
+}
+
+// lmdbClasses names labels 0 … max by their numbers: Caffe LMDBs carry no
+// class names.
+func lmdbClasses(maxLabel int) []string {
+	c := make([]string, maxLabel+1)
+	for i := range c {
+		c[i] = strconv.Itoa(i)
+	}
+	return c
+}
+
+// datumSample turns a stored Datum value into a Sample.
+func datumSample(it Item, path string, val []byte) (Sample, error) {
+	d, err := DecodeDatum(val)
+	if err == nil {
+		var s Sample
+		s.Item = it
+		s.Data, s.Format, s.Width, s.Height, err = d.Image()
+		if err == nil {
+			s.Label = d.Label
+			s.Size = int64(len(s.Data))
+			return s, nil
+		}
+	}
+	return Sample{Item: it}, &CorruptError{Path: path, Key: it.Key, Offset: -1, Reason: err.Error(), Err: err}
+}
+
+func lmdbNotFound(path string, err error) error {
+	return fmt.Errorf("%s: %w", path, err)
+}
