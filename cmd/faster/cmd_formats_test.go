@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
@@ -297,6 +298,116 @@ func TestResumeElastic(t *testing.T) {
 			if n != 1 {
 				t.Errorf("%+v: %s served %d times", tc, k, n)
 			}
+		}
+	}
+}
+
+// The same real photographs (Debian mate-backgrounds, downscaled JPEGs)
+// through an ImageFolder, our TFRecord and WebDataset shards, a tar from
+// Python's tarfile and Caffe LMDBs from Python's lmdb (encoded and raw
+// Datums) give the same keys and, for every encoded format, the same eval
+// pixels; a raw Datum holds exactly the pixels of the JPEG it came from.
+func TestFormatsSameSamplesRealPhotos(t *testing.T) {
+	needPython3LMDB(t)
+	photos, _ := filepath.Glob("/usr/share/backgrounds/mate/nature/*.jpg")
+	if len(photos) < 4 {
+		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+			t.Fatal("mate-backgrounds missing: run scripts/setup.sh")
+		}
+		t.Skip("mate-backgrounds missing")
+	}
+	root := t.TempDir()
+	script := `
+import os, sys
+from PIL import Image
+root, files = sys.argv[1], sys.argv[2:]
+for i, f in enumerate(files):
+    d = os.path.join(root, "class%d" % (i % 2))
+    os.makedirs(d, exist_ok=True)
+    im = Image.open(f).convert("RGB")
+    im.thumbnail((480, 480))
+    im.save(os.path.join(d, os.path.basename(f)), "JPEG", quality=90)
+`
+	args := append([]string{"-c", script, root}, photos[:6]...)
+	if out, err := exec.Command("/usr/bin/python3", args...).CombinedOutput(); err != nil {
+		t.Fatalf("making the photo tree: %v\n%s", err, out)
+	}
+	tmp := t.TempDir()
+	tfr, wds := filepath.Join(tmp, "tfr"), filepath.Join(tmp, "wds")
+	pyTar, lmdbEnc, lmdbRaw := filepath.Join(tmp, "py.tar"), filepath.Join(tmp, "enc.lmdb"), filepath.Join(tmp, "raw.lmdb")
+	if code, _, errs := runCLI(t, "pack", root, tfr, "--shards", "2"); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, _, errs := runCLI(t, "pack", root, wds, "--shards", "2", "--format", "wds"); code != 0 {
+		t.Fatal(errs)
+	}
+	if out, err := exec.Command("/usr/bin/python3", "testdata/write_formats.py", root, pyTar, lmdbEnc, lmdbRaw).CombinedOutput(); err != nil {
+		t.Fatalf("write_formats.py: %v\n%s", err, out)
+	}
+	want, wantPix := loadKeys(t, root), evalPixels(t, root)
+	if len(want) != 6 {
+		t.Fatalf("%d keys", len(want))
+	}
+	encoded := []string{tfr, wds, pyTar, lmdbEnc}
+	lmdbOK := true
+	if _, err := source.OpenLMDB(lmdbEnc); errors.Is(err, source.ErrNoCgo) {
+		encoded, lmdbOK = encoded[:3], false
+	}
+	all := encoded
+	if lmdbOK {
+		all = append(slices.Clone(encoded), lmdbRaw)
+	}
+	for _, data := range all {
+		if got := loadKeys(t, data); !slices.Equal(got, want) {
+			t.Errorf("%s: keys %q, want %q", data, got, want)
+		}
+	}
+	for _, data := range encoded {
+		pix := evalPixels(t, data)
+		for i := range wantPix {
+			if i >= len(pix) || !bytes.Equal(pix[i], wantPix[i]) {
+				t.Errorf("%s: sample %d: pixels differ", data, i)
+				break
+			}
+		}
+	}
+	if !lmdbOK {
+		return
+	}
+	// Raw Datums: PIL decoded the JPEG with libjpeg-turbo; our full-size
+	// decode of the same file gives the same pixels.
+	raw, err := source.OpenLMDB(lmdbRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder, _ := source.OpenImageFolder(root)
+	for i, it := range raw.Items() {
+		s, err := raw.Load(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := imgcodec.Decode(s.Data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jpg source.Sample
+		for j, f := range folder.Items() {
+			if f.Key == it.Key {
+				jpg, _ = folder.Load(j)
+			}
+		}
+		ref, err := imgcodec.Decode(jpg.Data, nil)
+		if err != nil || ref.Width != got.Width || ref.Height != got.Height {
+			t.Fatalf("%s: %v", it.Key, err)
+		}
+		diff := 0
+		for k := range ref.Pix {
+			if d := int(ref.Pix[k]) - int(got.Pix[k]); d > 1 || d < -1 {
+				diff++
+			}
+		}
+		if diff > len(ref.Pix)/1000 {
+			t.Errorf("%s: %d of %d raw Datum samples differ by more than 1 from the JPEG's pixels", it.Key, diff, len(ref.Pix))
 		}
 	}
 }
