@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Images/s delivered into a torch training loop's hands, by faster.Loader
+(`faster serve` through shared memory) or by torchvision's ImageFolder +
+DataLoader (the peer, as bench/peer_dataloader.py builds it), with the same
+loop: it does nothing but touch each batch's tensor (reads one element of
+its last row, so the data is really there). Same transform (train:
+random-resized-crop, flip, normalise to float32 NCHW), batch and workers.
+Timed from the first request for a batch to the end of the last epoch (the
+loaders' start-up is outside: both build their file lists before).
+
+Usage: PYTHONPATH=python FASTER_BIN=bin/faster /usr/bin/python3 bench/serve_loop.py \
+           --loader faster|torchvision ROOT [--workers N] [--batch B] [--epochs E]
+Prints one JSON line.
+"""
+import argparse
+import json
+import time
+
+import torch
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root")
+    ap.add_argument("--loader", choices=("faster", "torchvision"), required=True)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--resolution", type=int, default=224)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    if a.loader == "faster":
+        import faster
+        dl = faster.Loader(a.root, batch_size=a.batch, transform="train", resolution=a.resolution,
+                           workers=a.workers, output="torch")
+        name = "faster.Loader (faster serve, shared memory)"
+    else:
+        from torch.utils.data import DataLoader
+        from torchvision import datasets, transforms as T
+        norm = T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+        tf = T.Compose([T.RandomResizedCrop(a.resolution), T.RandomHorizontalFlip(), T.ToTensor(), norm])
+        dl = DataLoader(datasets.ImageFolder(a.root, transform=tf), batch_size=a.batch, shuffle=True,
+                        num_workers=a.workers, persistent_workers=a.workers > 0)
+        name = "torchvision ImageFolder + DataLoader"
+    n, touched, t0 = 0, 0.0, time.perf_counter()
+    for epoch in range(a.epochs):
+        if hasattr(dl, "set_epoch"):
+            dl.set_epoch(epoch)
+        for images, labels in dl:
+            touched += float(images[-1, 0, 0, 0]) + int(labels[-1])  # touch the tensor
+            n += images.shape[0]
+    el = time.perf_counter() - t0
+    print(json.dumps({"loader": name, "workers": a.workers, "batch": a.batch, "images": n,
+                      "seconds": el, "images_per_sec": n / el}))
+    if hasattr(dl, "close"):
+        dl.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/serve"
+)
+
+type serveOptions struct {
+	data       string
+	socket     string // listen here for one consumer
+	fd         int    // or use this inherited, connected socket
+	batch      int
+	transform  string
+	resolution int
+	layout     string
+	workers    int
+	numShards  int
+	shardIndex int
+	seed       uint64
+	split      string
+	drop       bool
+	global     bool
+	slots      int
+	shmDir     string
+}
+
+func init() {
+	commands = append(commands, func(stdout, stderr io.Writer) *cobra.Command {
+		o := serveOptions{fd: -1}
+		c := &cobra.Command{
+			Use:   "serve DATA (--socket PATH | --fd N)",
+			Short: "Serve batches to another process (PyTorch) through shared memory",
+			Long: `Serve runs the input pipeline over DATA (an ImageFolder tree, a packed dataset
+directory, or TFRecord files) for one consumer and writes its batches into a
+ring of slots in a shared-memory file under /dev/shm, announcing each over a
+Unix socket and reusing a slot only once the consumer hands it back. The
+Python package in python/ (import faster) starts it with --fd; --socket
+listens on a path for one consumer instead. The protocol and the file layout
+are specified in the documentation of package serve.
+
+Serve exits when the consumer closes the connection, and removes the
+shared-memory file on every way out.
+
+Exit status: 0 the consumer left; 1 failed (unreadable data, a protocol
+error); 2 usage error; 130 interrupted.`,
+			Args: exactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				o.data = args[0]
+				return runServe(cmd.Context(), o, stdout, stderr)
+			},
+		}
+		f := c.Flags()
+		f.StringVar(&o.socket, "socket", "", "listen on this Unix socket path for one consumer")
+		f.IntVar(&o.fd, "fd", -1, "use this inherited file descriptor, a connected stream socket")
+		f.IntVar(&o.batch, "batch", 256, "batch size")
+		f.StringVar(&o.transform, "transform", "train", "train or eval")
+		f.IntVar(&o.resolution, "resolution", 224, "output resolution")
+		f.StringVar(&o.layout, "layout", string(loader.F32CHW), "batch layout: f32-chw or u8-hwc")
+		f.IntVar(&o.workers, "workers", 0, "decode workers (0 = auto)")
+		f.IntVar(&o.numShards, "num-shards", 1, "data-parallel world size")
+		f.IntVar(&o.shardIndex, "shard-index", 0, "this rank")
+		f.Uint64Var(&o.seed, "seed", 0, "shuffle and augmentation seed")
+		f.StringVar(&o.split, "split", "train", "split of a packed dataset")
+		f.BoolVar(&o.drop, "drop", false, "drop the last partial batch")
+		f.BoolVar(&o.global, "global-shuffle", false, "shards: shuffle all records by index each epoch")
+		f.IntVar(&o.slots, "slots", 4, "batches in the shared-memory ring (the prefetch depth)")
+		f.StringVar(&o.shmDir, "shm-dir", "/dev/shm", "directory of the shared-memory file")
+		return c
+	})
+}
+
+func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error {
+	if (o.socket == "") == (o.fd < 0) {
+		return usagef("serve: give exactly one of --socket PATH and --fd N")
+	}
+	if o.transform != string(loader.Train) && o.transform != string(loader.Eval) {
+		return usagef("--transform %q: want train or eval", o.transform)
+	}
+	if o.slots < 1 {
+		return usagef("--slots %d: must be at least 1", o.slots)
+	}
+	lo := loader.Options{
+		Transform: loader.Transform(o.transform), Resolution: o.resolution, Layout: loader.Layout(o.layout),
+		Batch: o.batch, Workers: o.workers, NumShards: o.numShards, ShardIdx: o.shardIndex,
+		Seed: o.seed, Split: o.split, Drop: o.drop, GlobalShuffle: o.global,
+	}
+	l, err := loader.Open(o.data, lo)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	conn, err := serveConn(ctx, o)
+	if err != nil {
+		return err
+	}
+	so := serve.ForLoader(l, lo)
+	so.Slots, so.Dir = o.slots, o.shmDir
+	return serve.Serve(ctx, conn, l, so)
+}
+
+// serveConn returns the consumer's connection: the inherited descriptor, or
+// the first connection accepted on the socket path (removed once accepted).
+func serveConn(ctx context.Context, o serveOptions) (net.Conn, error) {
+	if o.fd >= 0 {
+		f := os.NewFile(uintptr(o.fd), "consumer")
+		if f == nil {
+			return nil, usagef("--fd %d: not an open descriptor", o.fd)
+		}
+		defer f.Close() // FileConn dups it
+		c, err := net.FileConn(f)
+		if err != nil {
+			return nil, fmt.Errorf("--fd %d: %w", o.fd, err)
+		}
+		return c, nil
+	}
+	ln, err := net.Listen("unix", o.socket)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close() // also removes the path
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	c, err := ln.Accept()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return nil, context.Canceled
+		}
+		return nil, err
+	}
+	return c, nil
+}

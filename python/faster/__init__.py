@@ -1,0 +1,17 @@
+"""faster: batches from the Go input pipeline of `faster serve`, through
+shared memory, for PyTorch training loops.
+
+    from faster import Loader
+    loader = Loader("/data/train", batch_size=256, transform="train")  # rank from RANK/WORLD_SIZE
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for images, labels in loader:  # views of shared memory, valid until the next batch
+            ...
+
+See Loader for the arguments and the lifetime of a batch, and the Go
+package serve (serve/doc.go) for the protocol.
+"""
+from .loader import Batch, Loader, ServerError
+
+__all__ = ["Batch", "Loader", "ServerError"]
+__version__ = "0.1.0"

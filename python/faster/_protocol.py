@@ -1,0 +1,26 @@
+"""Wire and file format of `faster serve`; see the Go package serve's
+documentation (serve/doc.go) for the specification. These constants repeat
+serve/format.go and must not change without a new VERSION."""
+import struct
+
+MAGIC = b"FSTSERVE"
+VERSION = 1
+HEADER_BYTES = 4096
+MAX_FRAME = 16 << 20
+SHM_PREFIX = "faster-serve-"
+
+# frame types
+HELLO, READY, END, ERROR = b"H", b"R", b"D", b"X"
+ATTACH, EPOCH, FREE, CANCEL = b"A", b"E", b"F", b"C"
+
+FRAME_HEAD = struct.Struct("<Ic")  # length (of type + payload), type
+READY_FIXED = struct.Struct("<IqqII")  # slot, epoch, index, valid, rows
+END_FIXED = struct.Struct("<qqqB")  # epoch, batches, images, cancelled
+FILE_HEADER = struct.Struct("<8sIIQQIII4IIQQ")
+SLOT_HEADER = struct.Struct("<qqqq")  # epoch, index, valid, rows
+
+DTYPES = {"float32": 1, "uint8": 2}
+
+
+def frame(typ, payload=b""):
+    return FRAME_HEAD.pack(len(payload) + 1, typ) + payload

@@ -1,0 +1,232 @@
+"""Tests of the faster Python client against a real `faster serve`.
+
+Run by the Go test serve.TestPython (so `go test ./...` and `make test` run
+them), which builds the binary (FASTER_BIN), makes a small ImageFolder and
+writes what the Go loader produces for each case (FASTER_TEST_EXPECT).
+By hand: PYTHONPATH=python FASTER_BIN=... FASTER_TEST_EXPECT=... \
+    /usr/bin/python3 -m unittest discover -s python/tests
+"""
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+
+import numpy as np
+
+import faster
+
+EXPECT = os.environ.get("FASTER_TEST_EXPECT")
+REQUIRE = os.environ.get("FASTER_REQUIRE_DATA") == "1"
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+SHM = "/dev/shm"
+
+
+def need_torch(test):
+    if HAVE_TORCH:
+        return test
+    if REQUIRE:
+        def fail(self):
+            self.fail("torch is not installed (python3-torch) and FASTER_REQUIRE_DATA=1")
+        return fail
+    return unittest.skip("torch is not installed")(test)
+
+
+def digest(images, labels, keys):
+    """As serve/loader_test.go's batchDigest: SHA-256 of the valid rows'
+    pixels, the labels as little-endian int64s, the keys joined by NUL."""
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(np.asarray(images)).tobytes())
+    h.update(np.asarray(labels, dtype="<i8").tobytes())
+    h.update("\0".join(keys).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def shm_files(pid):
+    return glob.glob(os.path.join(SHM, "%s%d-*" % ("faster-serve-", pid)))
+
+
+def gone(pid):
+    """Whether process pid has exited (a zombie counts as exited)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@unittest.skipUnless(EXPECT, "FASTER_TEST_EXPECT not set: run through `go test ./serve`")
+class LoaderTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(EXPECT) as f:
+            e = json.load(f)
+        cls.data = e["data"]
+        cls.cases = {c["name"]: c for c in e["cases"]}
+
+    def open(self, case, **kw):
+        c = self.cases[case]
+        args = dict(batch_size=c["batch"], transform=c["transform"], layout=c["layout"],
+                    resolution=c["resolution"], seed=c["seed"], epoch=c["epoch"],
+                    rank=c["rank"], world_size=c["world"], drop_last=c["drop"], workers=2)
+        args.update(kw)
+        return faster.Loader(self.data, **args)
+
+    def run_case(self, case, **kw):
+        with self.open(case, **kw) as l:
+            digests, keys = [], []
+            for b in l.batches():
+                digests.append(digest(b.images, b.labels, b.keys))
+                keys += b.keys
+            return digests, keys
+
+    def test_bit_identical_numpy(self):
+        for case in ("train-f32", "eval-u8", "rank1-drop"):
+            with self.subTest(case=case):
+                digests, _ = self.run_case(case, output="numpy")
+                self.assertEqual(digests, self.cases[case]["digests"])
+
+    @need_torch
+    def test_bit_identical_torch_and_set_epoch(self):
+        # Epochs in order on one Loader (one server), as a training loop
+        # runs them: epoch 1 must be what the Go loader makes of epoch 1
+        # after epoch 0.
+        import torch
+        with self.open("train-f32", output="torch") as l:
+            for epoch, case in ((0, "train-f32"), (1, "train-f32-epoch1")):
+                l.set_epoch(epoch)
+                digests = []
+                for b in l.batches():
+                    self.assertIsInstance(b.images, torch.Tensor)
+                    self.assertEqual(b.images.dtype, torch.float32)
+                    self.assertEqual(b.labels.dtype, torch.int64)
+                    self.assertEqual(tuple(b.images.shape[1:]), (3, 32, 32))
+                    self.assertEqual(b.epoch, epoch)
+                    digests.append(digest(b.images.numpy(), b.labels.numpy(), b.keys))
+                self.assertEqual(digests, self.cases[case]["digests"])
+                self.assertEqual(len(l), len(digests))
+
+    def test_zero_copy_views(self):
+        with self.open("train-f32", output="numpy") as l:
+            base = np.frombuffer(l._mm, np.uint8).ctypes.data
+            end = base + l.hello["size"]
+            for b in l.batches():
+                addr = b.images.__array_interface__["data"][0]
+                self.assertTrue(base <= addr < end, "images do not view the shared memory")
+                self.assertFalse(b.images.flags.owndata)
+                addr = b.labels.__array_interface__["data"][0]
+                self.assertTrue(base <= addr < end, "labels do not view the shared memory")
+            # The file was unlinked once both sides mapped it.
+            self.assertFalse(os.path.exists(l.hello["path"]))
+
+    @need_torch
+    def test_torch_zero_copy_and_pin(self):
+        import torch
+        with self.open("train-f32", output="torch") as l:
+            base = np.frombuffer(l._mm, np.uint8).ctypes.data
+            end = base + l.hello["size"]
+            for images, labels in l:
+                self.assertTrue(base <= images.data_ptr() < end)
+                self.assertTrue(base <= labels.data_ptr() < end)
+                if torch.cuda.is_available():
+                    x = images.pin_memory().cuda(non_blocking=True)
+                    self.assertTrue(torch.equal(x.cpu(), images))
+
+    def test_ranks_disjoint_complete_equal(self):
+        all_keys = set(self.cases["train-f32"]["keys"])
+        d0, k0 = self.run_case("rank0")
+        d1, k1 = self.run_case("rank1")
+        self.assertEqual(d0, self.cases["rank0"]["digests"])
+        self.assertEqual(d1, self.cases["rank1"]["digests"])
+        self.assertEqual(len(d0), len(d1), "ranks take different numbers of steps")
+        self.assertFalse(set(k0) & set(k1), "ranks overlap")
+        self.assertEqual(set(k0) | set(k1), all_keys)
+        self.assertEqual(len(k0) + len(k1), len(all_keys))
+
+    def test_rank_from_environment(self):
+        old = {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE")}
+        os.environ.update(RANK="1", WORLD_SIZE="2")
+        try:
+            with self.open("rank1", rank=None, world_size=None, output="numpy") as l:
+                self.assertEqual((l.rank, l.world_size), (1, 2))
+                digests = [digest(b.images, b.labels, b.keys) for b in l.batches()]
+            self.assertEqual(digests, self.cases["rank1"]["digests"])
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def test_early_break_next_epoch_and_replay(self):
+        with self.open("train-f32", output="numpy", slots=2) as l:
+            for i, _ in enumerate(l):
+                if i == 1:
+                    break
+            l.set_epoch(1)
+            digests = [digest(b.images, b.labels, b.keys) for b in l.batches()]
+            self.assertEqual(digests, self.cases["train-f32-epoch1"]["digests"])
+            # set_epoch back to 0 replays epoch 0 (order and augmentations),
+            # as with DistributedSampler.
+            l.set_epoch(0)
+            digests = [digest(b.images, b.labels, b.keys) for b in l.batches()]
+            self.assertEqual(digests, self.cases["train-f32"]["digests"])
+            # An abandoned iterator is ended by the next one.
+            it = iter(l)
+            next(it)
+            l.set_epoch(2)
+            self.assertEqual(sum(1 for _ in l), len(self.cases["train-f32"]["digests"]))
+            del it
+
+    def test_server_killed(self):
+        l = self.open("train-f32", output="numpy", slots=2)
+        try:
+            it = l.batches()
+            next(it)
+            pid = l.pid
+            os.kill(pid, signal.SIGKILL)
+            t0 = time.monotonic()
+            with self.assertRaises(faster.ServerError) as cm:
+                for _ in range(100):
+                    next(it)
+            took = time.monotonic() - t0
+            self.assertLess(took, 1.0, "death noticed after %.2fs" % took)
+            self.assertIn("killed by signal 9", str(cm.exception))
+            self.assertEqual(shm_files(pid), [])
+        finally:
+            l.close()
+
+    def test_bad_data_is_a_clear_error(self):
+        with self.assertRaises(faster.ServerError) as cm:
+            faster.Loader(os.path.join(self.data, "no-such-dir"), batch_size=2)
+        self.assertIn("no-such-dir", str(cm.exception))
+
+    def test_client_killed(self):
+        # A consumer holding every slot (the server blocks on the ring) dies.
+        script = textwrap.dedent("""
+            import os, signal, sys, faster
+            l = faster.Loader(sys.argv[1], batch_size=2, resolution=16, slots=2, output="numpy", workers=1)
+            it = l.batches()
+            next(it)
+            print(l.pid, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        """)
+        p = subprocess.run([sys.executable, "-c", script, self.data], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr.decode())
+        pid = int(p.stdout.split()[0])
+        deadline = time.monotonic() + 2
+        while not gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(gone(pid), "the server outlived its consumer")
+        self.assertEqual(shm_files(pid), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,76 @@
+// Package serve hands batches from a Go input pipeline to another process
+// (a PyTorch training script, through the Python package in python/faster)
+// without copies or pickling: the server writes each batch into a ring of
+// fixed-size slots in one shared-memory file, and tells the consumer over a
+// Unix socket which slot is ready; the consumer reads the slot in place
+// (numpy and torch tensors viewing the mapping) and hands it back.
+//
+// # Shared memory
+//
+// One file under /dev/shm (Options.Dir), named faster-serve-<pid>-<random>,
+// mapped by both sides. All integers are little-endian.
+//
+//	offset 0               file header (HeaderBytes = 4096)
+//	  0  [8]byte  magic "FSTSERVE"                    must not change
+//	  8  uint32   version (1)
+//	 12  uint32   slots
+//	 16  uint64   slot bytes (stride; a multiple of 4096)
+//	 24  uint64   header bytes (offset of slot 0)
+//	 32  uint32   batch (rows per slot)
+//	 36  uint32   image dtype: 1 float32, 2 uint8
+//	 40  uint32   ndim of one row (≤ 4)
+//	 44  [4]uint32 row shape (C,H,W for f32-chw; H,W,C for u8-hwc)
+//	 60  uint32   row bytes
+//	 64  uint64   images offset within a slot (4096)
+//	 72  uint64   labels offset within a slot
+//	offset HeaderBytes + i*slot bytes: slot i
+//	  0  int64    epoch       ┐ slot header, written before
+//	  8  int64    batch index │ the slot is announced
+//	 16  int64    valid rows  │
+//	 24  int64    rows        ┘ (batch size, or fewer for a kept remainder)
+//	 4096          images: valid rows of row bytes (page aligned)
+//	 labels off    labels: valid int64s (64-byte aligned)
+//
+// Only the valid rows of a slot are written; the consumer must not read
+// beyond them. A padding batch (see pipeline.BatchDataset.Exactly, which
+// keeps data-parallel ranks in step) has valid 0.
+//
+// The file is unlinked as soon as the consumer says it has mapped it
+// (attach), and again, idempotently, on every way out of Serve, including
+// cancellation by a signal; the consumer unlinks it too right after mapping
+// it, so whichever side dies, nothing stays in /dev/shm once both sides
+// mapped it.
+//
+// # Control channel
+//
+// A stream socket (Unix, or a socketpair inherited by a child process)
+// carries frames:
+//
+//	uint32 length (of type + payload, ≤ MaxFrame) | uint8 type | payload
+//
+// Server to consumer:
+//
+//	'H' hello      JSON Hello: the layout above, the shm path, dataset facts
+//	'R' ready      uint32 slot, int64 epoch, int64 index, uint32 valid,
+//	               uint32 rows, then the valid rows' keys joined by NUL
+//	'D' end        int64 epoch, int64 batches, int64 images, uint8 cancelled
+//	'X' error      UTF-8 message; the server then exits
+//
+// Consumer to server:
+//
+//	'A' attach     the shm file is mapped: the server unlinks it
+//	'E' epoch      int64 epoch: run it (its batches arrive as 'R', then 'D')
+//	'F' free       uint32 slot: hand a slot back
+//	'C' cancel     stop the running epoch early (its 'D' still follows)
+//
+// A session: the server sends 'H'; the consumer maps the file and sends
+// 'A'; then any number of times 'E' → 'R'… → 'D', with 'F' for each slot as
+// the consumer is done with it. A slot the consumer holds (announced and not
+// freed) is never written: the ring, Options.Slots deep, is the prefetch
+// depth and the backpressure. When the consumer closes the socket (or dies)
+// the server cancels its pipeline, unlinks the file and Serve returns nil.
+// When the server dies, the consumer reads EOF.
+//
+// Serve runs one session on one connection; it is not safe to call it twice
+// on the same connection. Different sessions share nothing.
+package serve

@@ -1,0 +1,128 @@
+//go:build linux
+
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/loader"
+)
+
+// makeTree writes a small ImageFolder of JPEGs: 3 classes of perClass
+// images of varied sizes.
+func makeTree(t testing.TB, perClass int) string {
+	root := t.TempDir()
+	for c, name := range []string{"ant", "bee", "cat"} {
+		os.MkdirAll(filepath.Join(root, name), 0o755)
+		for i := range perClass {
+			w, h := 40+i%7*3, 30+c*5+i%3
+			img := image.NewRGBA(image.Rect(0, 0, w, h))
+			for y := range h {
+				for x := range w {
+					img.Set(x, y, color.RGBA{uint8(x*6 + i), uint8(y * 8), uint8(c*80 + i), 255})
+				}
+			}
+			var b bytes.Buffer
+			jpeg.Encode(&b, img, &jpeg.Options{Quality: 95})
+			if err := os.WriteFile(filepath.Join(root, name, fmt.Sprintf("%03d.jpg", i)), b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+// batchDigest is the digest both the Go tests and the Python tests compute
+// of a batch: SHA-256 of its valid rows' pixels, then their labels as
+// little-endian int64s, then their keys joined by NUL.
+func batchDigest(pixels []byte, labels []int, keys []string) string {
+	h := sha256.New()
+	h.Write(pixels)
+	for _, l := range labels {
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(int64(l))))
+	}
+	h.Write([]byte(strings.Join(keys, "\x00")))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// loaderDigests runs epochs before, then epoch e, of a loader directly and
+// digests each batch of epoch e.
+func loaderDigests(t testing.TB, data string, lo loader.Options, before []int, e int) (digests, keys []string) {
+	l, err := loader.Open(data, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, e := range before {
+		for b, err := range l.IterEpoch(context.Background(), e) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+		}
+	}
+	for b, err := range l.IterEpoch(context.Background(), e) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var labels []int
+		var ks []string
+		for _, it := range b.Items[:b.Valid] {
+			labels = append(labels, it.Label)
+			ks = append(ks, it.Key)
+		}
+		digests = append(digests, batchDigest(b.Data[:b.Valid*b.RowBytes], labels, ks))
+		keys = append(keys, ks...)
+		b.Release()
+	}
+	return digests, keys
+}
+
+// Through Serve, the consumer sees exactly what the loader makes.
+func TestServeLoaderIdentical(t *testing.T) {
+	data := makeTree(t, 7)
+	lo := loader.Options{Transform: loader.Train, Resolution: 24, Batch: 4, Seed: 3, Workers: 2}
+	want, _ := loaderDigests(t, data, lo, nil, 1)
+	l, err := loader.Open(data, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	o := ForLoader(l, lo)
+	o.Dir, o.Slots = t.TempDir(), 2
+	if o.DType != "float32" || fmt.Sprint(o.Shape) != "[3 24 24]" || o.Len != 21 {
+		t.Fatalf("ForLoader: %+v", o)
+	}
+	c, done := start(t, context.Background(), l, o)
+	c.attach()
+	c.epoch(1)
+	var got []string
+	for {
+		typ, p := c.recv()
+		if typ == FrameEnd {
+			break
+		}
+		r := parseReady(t, typ, p)
+		got = append(got, batchDigest(c.images(r), c.labels(r), r.keys))
+		c.free(r.slot)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("served digests differ from the loader's:\n got %v\nwant %v", got, want)
+	}
+	c.conn.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,106 @@
+//go:build linux
+
+package serve
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/loader"
+)
+
+const python = "/usr/bin/python3"
+
+// requireOrSkip skips the test, or fails it under FASTER_REQUIRE_DATA=1.
+func requireOrSkip(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+		t.Fatalf(format+" (FASTER_REQUIRE_DATA=1: run scripts/setup.sh)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// pyCase is one configuration the Python tests run, with what the Go
+// loader makes of it.
+type pyCase struct {
+	Name       string   `json:"name"`
+	Transform  string   `json:"transform"`
+	Layout     string   `json:"layout"`
+	Resolution int      `json:"resolution"`
+	Batch      int      `json:"batch"`
+	Seed       uint64   `json:"seed"`
+	Epoch      int      `json:"epoch"`
+	Before     []int    `json:"before"` // epochs the same Loader ran first
+	Rank       int      `json:"rank"`
+	World      int      `json:"world"`
+	Drop       bool     `json:"drop"`
+	Digests    []string `json:"digests"`
+	Keys       []string `json:"keys"`
+}
+
+// TestPython runs the Python client's tests (python/tests, unittest)
+// against a `faster` binary built here, with the batches the Go loader
+// makes for the same options as the expectation.
+func TestPython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if _, err := os.Stat(python); err != nil {
+		requireOrSkip(t, "no %s", python)
+	}
+	if out, err := exec.Command(python, "-c", "import numpy").CombinedOutput(); err != nil {
+		requireOrSkip(t, "%s has no numpy (python3-numpy): %s", python, out)
+	}
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p, err := exec.LookPath("go"); err == nil {
+		goBin = p
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "faster")
+	build := exec.Command(goBin, "build", "-o", bin, "github.com/faster-training/faster/cmd/faster")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := makeTree(t, 11) // 33 images: odd, so 2 ranks differ by one
+	cases := []pyCase{
+		{Name: "train-f32", Transform: "train", Layout: "f32-chw", Resolution: 32, Batch: 5, Seed: 7, Epoch: 0, World: 1},
+		{Name: "train-f32-epoch1", Transform: "train", Layout: "f32-chw", Resolution: 32, Batch: 5, Seed: 7, Epoch: 1, Before: []int{0}, World: 1},
+		{Name: "eval-u8", Transform: "eval", Layout: "u8-hwc", Resolution: 20, Batch: 8, Seed: 0, Epoch: 0, World: 1},
+		{Name: "rank0", Transform: "train", Layout: "f32-chw", Resolution: 16, Batch: 4, Seed: 5, Epoch: 2, Rank: 0, World: 2},
+		{Name: "rank1", Transform: "train", Layout: "f32-chw", Resolution: 16, Batch: 4, Seed: 5, Epoch: 2, Rank: 1, World: 2},
+		{Name: "rank1-drop", Transform: "train", Layout: "u8-hwc", Resolution: 16, Batch: 4, Seed: 5, Epoch: 0, Rank: 1, World: 2, Drop: true},
+	}
+	for i := range cases {
+		c := &cases[i]
+		lo := loader.Options{Transform: loader.Transform(c.Transform), Layout: loader.Layout(c.Layout),
+			Resolution: c.Resolution, Batch: c.Batch, Seed: c.Seed, NumShards: c.World, ShardIdx: c.Rank, Drop: c.Drop}
+		c.Digests, c.Keys = loaderDigests(t, data, lo, c.Before, c.Epoch)
+	}
+	expect := filepath.Join(tmp, "expect.json")
+	js, _ := json.Marshal(map[string]any{"data": data, "cases": cases})
+	if err := os.WriteFile(expect, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python"), "FASTER_BIN="+bin,
+		"FASTER_TEST_EXPECT="+expect, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
+	cmd.Dir = tmp
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python tests failed: %v\n%s", err, out)
+	}
+	s := string(out)
+	t.Logf("%s", s[max(0, len(s)-3000):])
+	if strings.Contains(s, "skipped") && os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+		t.Fatalf("python tests skipped under FASTER_REQUIRE_DATA=1:\n%s", s)
+	}
+}
