@@ -23,20 +23,12 @@ import (
 )
 
 type benchLoadOptions struct {
+	loaderFlags
 	data         []string
 	workers      []int // one row per value (0 = auto)
-	batch        int
 	epochs       int
 	steps        int
-	transform    string
-	resolution   int
-	layout       string
-	numShards    int
-	shardIndex   int
-	seed         uint64
-	split        string
 	dropCaches   bool
-	global       bool
 	dumpKeys     string
 	onError      string
 	maxBad       string
@@ -115,19 +107,11 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 			},
 		}
 		f := c.Flags()
+		o.register(f, "train, eval or none")
 		f.StringVar(&workers, "workers", "0", "decode workers, or a list for one row each (0 = auto)")
-		f.IntVar(&o.batch, "batch", 256, "batch size")
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to run")
 		f.IntVar(&o.steps, "steps", 0, "stop after this many batches in all (overrides --epochs)")
-		f.StringVar(&o.transform, "transform", "train", "train, eval or none")
-		f.IntVar(&o.resolution, "resolution", 224, "output resolution")
-		f.StringVar(&o.layout, "layout", string(loader.F32CHW), "batch layout: f32-chw or u8-hwc")
-		f.IntVar(&o.numShards, "num-shards", 1, "data-parallel world size")
-		f.IntVar(&o.shardIndex, "shard-index", 0, "this rank")
-		f.Uint64Var(&o.seed, "seed", 0, "shuffle and augmentation seed")
-		f.StringVar(&o.split, "split", "train", "split of a packed dataset")
 		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
-		f.BoolVar(&o.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order")
 		f.StringVar(&o.onError, "on-error", "stop", "damaged samples: stop or skip")
 		f.StringVar(&o.maxBad, "max-bad", "", "with --on-error skip: fail when more than N (or P%) samples of an epoch are bad (default: no limit)")
@@ -283,11 +267,9 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 		defer f.Abort()
 		qf, qw = f, bufio.NewWriter(f)
 	}
-	l, err := loader.Open(data, loader.Options{
-		Transform: loader.Transform(o.transform), Resolution: o.resolution, Layout: loader.Layout(o.layout),
-		Batch: o.batch, Workers: workers, NumShards: o.numShards, ShardIdx: o.shardIndex,
-		Seed: o.seed, Split: o.split, GlobalShuffle: o.global, BadData: policy, Resume: resume,
-	})
+	lo := o.options(workers)
+	lo.BadData, lo.Resume = policy, resume
+	l, err := loader.Open(data, lo)
 	if err != nil {
 		return nil, err
 	}

@@ -15,22 +15,13 @@ import (
 )
 
 type serveOptions struct {
-	data       string
-	socket     string // listen here for one consumer
-	fd         int    // or use this inherited, connected socket
-	batch      int
-	transform  string
-	resolution int
-	layout     string
-	workers    int
-	numShards  int
-	shardIndex int
-	seed       uint64
-	split      string
-	drop       bool
-	global     bool
-	slots      int
-	shmDir     string
+	data   string
+	socket string // listen here for one consumer
+	fd     int    // or use this inherited, connected socket
+	loaderFlags
+	workers int
+	slots   int
+	shmDir  string
 }
 
 func init() {
@@ -61,17 +52,8 @@ error); 2 usage error; 130 interrupted.`,
 		f := c.Flags()
 		f.StringVar(&o.socket, "socket", "", "listen on this Unix socket path for one consumer")
 		f.IntVar(&o.fd, "fd", -1, "use this inherited file descriptor, a connected stream socket")
-		f.IntVar(&o.batch, "batch", 256, "batch size")
-		f.StringVar(&o.transform, "transform", "train", "train or eval")
-		f.IntVar(&o.resolution, "resolution", 224, "output resolution")
-		f.StringVar(&o.layout, "layout", string(loader.F32CHW), "batch layout: f32-chw or u8-hwc")
+		o.register(f, "train or eval")
 		f.IntVar(&o.workers, "workers", 0, "decode workers (0 = auto)")
-		f.IntVar(&o.numShards, "num-shards", 1, "data-parallel world size")
-		f.IntVar(&o.shardIndex, "shard-index", 0, "this rank")
-		f.Uint64Var(&o.seed, "seed", 0, "shuffle and augmentation seed")
-		f.StringVar(&o.split, "split", "train", "split of a packed dataset")
-		f.BoolVar(&o.drop, "drop", false, "drop the last partial batch")
-		f.BoolVar(&o.global, "global-shuffle", false, "shards: shuffle all records by index each epoch")
 		f.IntVar(&o.slots, "slots", 4, "batches in the shared-memory ring (the prefetch depth)")
 		f.StringVar(&o.shmDir, "shm-dir", "/dev/shm", "directory of the shared-memory file")
 		return c
@@ -88,11 +70,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.slots < 1 {
 		return usagef("--slots %d: must be at least 1", o.slots)
 	}
-	lo := loader.Options{
-		Transform: loader.Transform(o.transform), Resolution: o.resolution, Layout: loader.Layout(o.layout),
-		Batch: o.batch, Workers: o.workers, NumShards: o.numShards, ShardIdx: o.shardIndex,
-		Seed: o.seed, Split: o.split, Drop: o.drop, GlobalShuffle: o.global,
-	}
+	lo := o.options(o.workers)
 	l, err := loader.Open(o.data, lo)
 	if err != nil {
 		return err

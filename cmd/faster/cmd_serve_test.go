@@ -43,8 +43,9 @@ func TestServeSocketSession(t *testing.T) {
 	os.Mkdir(shm, 0o755)
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe(context.Background(), serveOptions{data: data, socket: sock, fd: -1, batch: 1,
-			transform: "eval", resolution: 16, layout: "u8-hwc", numShards: 1, split: "train", slots: 2, shmDir: shm}, io.Discard, io.Discard)
+		done <- runServe(context.Background(), serveOptions{data: data, socket: sock, fd: -1,
+			loaderFlags: loaderFlags{batch: 1, transform: "eval", resolution: 16, layout: "u8-hwc", numShards: 1, split: "train"},
+			slots:       2, shmDir: shm}, io.Discard, io.Discard)
 	}()
 	var c net.Conn
 	for deadline := time.Now().Add(10 * time.Second); ; {

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/faster-training/faster/loader"
+)
+
+// loaderFlags describe the loader a command runs; `faster bench load` and
+// `faster serve` share them so that the same flags build the same pipeline.
+type loaderFlags struct {
+	batch      int
+	transform  string
+	resolution int
+	layout     string
+	numShards  int
+	shardIndex int
+	seed       uint64
+	split      string
+	drop       bool
+	global     bool
+}
+
+// register adds the flags to f; transforms lists the accepted transforms
+// for the help text.
+func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
+	f.IntVar(&lf.batch, "batch", 256, "batch size")
+	f.StringVar(&lf.transform, "transform", "train", transforms)
+	f.IntVar(&lf.resolution, "resolution", 224, "output resolution")
+	f.StringVar(&lf.layout, "layout", string(loader.F32CHW), "batch layout: f32-chw or u8-hwc")
+	f.IntVar(&lf.numShards, "num-shards", 1, "data-parallel world size")
+	f.IntVar(&lf.shardIndex, "shard-index", 0, "this rank")
+	f.Uint64Var(&lf.seed, "seed", 0, "shuffle and augmentation seed")
+	f.StringVar(&lf.split, "split", "train", "split of a packed dataset")
+	f.BoolVar(&lf.drop, "drop", false, "drop the last partial batch")
+	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
+}
+
+// options returns the loader options the flags describe, with workers
+// decode workers (0 = auto).
+func (lf *loaderFlags) options(workers int) loader.Options {
+	return loader.Options{
+		Transform: loader.Transform(lf.transform), Resolution: lf.resolution, Layout: loader.Layout(lf.layout),
+		Batch: lf.batch, Workers: workers, NumShards: lf.numShards, ShardIdx: lf.shardIndex,
+		Seed: lf.seed, Split: lf.split, Drop: lf.drop, GlobalShuffle: lf.global,
+	}
+}
