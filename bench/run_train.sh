@@ -7,7 +7,8 @@
 #   bench/run_train.sh [DATA]
 #   env: THREADS (default: nproc), EPOCHS (1), BATCH (512), LR (0.001),
 #        LIMIT (training images; default 0 = the full 60,000),
-#        TEST_LIMIT (0 = all 10,000), ROUNDS (1: ours then PyTorch; 2 adds
+#        TEST_LIMIT (0 = all 10,000), NORM_THREADS (ours: BatchNorm threads,
+#        0 = THREADS; 1 helps on busy cores), ROUNDS (1: ours then PyTorch; 2 adds
 #        PyTorch then ours, to spread the noise of a shared machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,14 +20,15 @@ LR=${LR:-0.001}
 LIMIT=${LIMIT:-0}
 TEST_LIMIT=${TEST_LIMIT:-0}
 ROUNDS=${ROUNDS:-1}
+NORM_THREADS=${NORM_THREADS:-0}
 PY=/usr/bin/python3 # Debian's python3-torch
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 go build -o bin/faster ./cmd/faster
 common=(--data "$DATA" --epochs "$EPOCHS" --batch "$BATCH" --lr "$LR" --threads "$THREADS" --limit "$LIMIT" --test-limit "$TEST_LIMIT")
-ours() { bin/faster train "${common[@]}" --json >"$out/ours.$1.json"; }
+ours() { bin/faster train "${common[@]}" --norm-threads "$NORM_THREADS" --json >"$out/ours.$1.json"; }
 peer() { OMP_NUM_THREADS=$THREADS $PY bench/peer_thinnet_torch.py "${common[@]}" >"$out/torch.$1.json"; }
-echo "ThinNet, Fashion-MNIST, batch $BATCH, lr $LR, momentum 0.9, $THREADS threads, epochs $EPOCHS, limit $LIMIT" >&2
+echo "ThinNet, Fashion-MNIST, batch $BATCH, lr $LR, momentum 0.9, $THREADS threads (BatchNorm: ${NORM_THREADS/#0/same}), epochs $EPOCHS, limit $LIMIT; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then ours "$r"; peer "$r"; else peer "$r"; ours "$r"; fi
 done

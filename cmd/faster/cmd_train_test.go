@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+)
+
+// writeTrainIDX writes a learnable 28×28 IDX dataset (train and test):
+// class k (0..3) has a bright band in the k-th quarter of the rows.
+func writeTrainIDX(t *testing.T, n int) string {
+	dir := filepath.Join(t.TempDir(), "fashion-toy")
+	os.MkdirAll(dir, 0o755)
+	for s, prefix := range []string{"train", "t10k"} {
+		img := []byte{0, 0, 8, 3, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n), 0, 0, 0, 28, 0, 0, 0, 28}
+		lab := []byte{0, 0, 8, 1, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+		for i := range n {
+			k := (i*7 + s) % 4
+			for y := range 28 {
+				for x := range 28 {
+					v := (i*31 + y*17 + x*13) % 60
+					if y/7 == k {
+						v += 180
+					}
+					img = append(img, byte(v))
+				}
+			}
+			lab = append(lab, byte(k))
+		}
+		os.WriteFile(filepath.Join(dir, prefix+"-images-idx3-ubyte"), img, 0o644)
+		os.WriteFile(filepath.Join(dir, prefix+"-labels-idx1-ubyte"), lab, 0o644)
+	}
+	return dir
+}
+
+// fast reports whether the default backend is oneDNN (cgo); the pure-Go
+// reference backend gets the smallest runs.
+func fast(t *testing.T) bool {
+	b, err := train.Default(train.BackendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	return b.Name() == "onednn"
+}
+
+func TestTrainCLI(t *testing.T) {
+	n, batch, epochs := "8", "4", "1"
+	if fast(t) {
+		n, batch, epochs = "128", "32", "2"
+	}
+	dir := writeTrainIDX(t, 256)
+	ckpt := filepath.Join(t.TempDir(), "thinnet.ckpt")
+	code, out, errs := runCLI(t, "train", "--data", dir, "--limit", n, "--test-limit", n, "--batch", batch, "--epochs", epochs,
+		"--lr", "0.05", "--threads", "1", "--checkpoint", ckpt, "--json")
+	if code != 0 {
+		t.Fatalf("train exit %d: %s", code, errs)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("train --json: %v\n%s", err, out)
+	}
+	for _, k := range []string{"images_per_sec", "test_accuracy", "seconds", "epochs", "backend", "per_epoch"} {
+		if _, ok := sum[k]; !ok {
+			t.Errorf("train --json lacks %q", k)
+		}
+	}
+	if fast(t) {
+		// Four classes: chance is 25%.
+		if acc := sum["test_accuracy"].(float64); acc < 0.6 {
+			t.Errorf("test accuracy %.2f after 2 epochs, want ≥ 0.6", acc)
+		}
+		t.Logf("toy test accuracy %.2f", sum["test_accuracy"].(float64))
+	}
+	if _, err := os.Stat(ckpt); err != nil {
+		t.Errorf("no checkpoint: %v", err)
+	}
+	// A rerun with the same --epochs resumes at the end: nothing to train.
+	code, out, errs = runCLI(t, "train", "--data", dir, "--limit", n, "--test-limit", n, "--batch", batch, "--epochs", epochs,
+		"--threads", "1", "--checkpoint", ckpt)
+	if code != 0 || !strings.Contains(errs, "resuming from") || !strings.Contains(out, "0 images") {
+		t.Errorf("resume: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}
+
+func TestTrainCLIUsage(t *testing.T) {
+	dir := writeTrainIDX(t, 8)
+	for _, args := range [][]string{
+		{"train"},
+		{"train", "--data", dir, "--model", "vgg"},
+		{"train", "--data", dir, "--batch", "0"},
+		{"train", "--data", dir, "--batch", "64"}, // more than the 8 images
+		{"train", "--data", dir, "--backend", "tpu"},
+	} {
+		if code, _, errs := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
+		}
+	}
+	if code, _, _ := runCLI(t, "train", "--data", filepath.Join(dir, "missing")); code != 1 {
+		t.Errorf("missing data: exit %d, want 1", code)
+	}
+}
+
+// One epoch on a real Fashion-MNIST subset lands far above chance (10%).
+func TestTrainFashionMNISTSubset(t *testing.T) {
+	const dir = "/usr/share/datasets/fashion-mnist"
+	if _, err := os.Stat(filepath.Join(dir, "train-images-idx3-ubyte.gz")); err != nil {
+		t.Skip("Fashion-MNIST not installed (scripts/setup.sh)")
+	}
+	if testing.Short() || raceEnabled || !fast(t) {
+		t.Skip("needs the oneDNN backend, and not -short or -race")
+	}
+	code, out, errs := runCLI(t, "train", "--data", dir, "--limit", "1024", "--test-limit", "500", "--batch", "32",
+		"--lr", "0.02", "--threads", "1", "--json")
+	if code != 0 {
+		t.Fatalf("train exit %d: %s", code, errs)
+	}
+	var sum struct {
+		TestAccuracy float64 `json:"test_accuracy"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.TestAccuracy < 0.4 {
+		t.Errorf("test accuracy %.3f after one epoch of 1024 images, want ≥ 0.4", sum.TestAccuracy)
+	}
+	t.Logf("test accuracy %.3f", sum.TestAccuracy)
+}
+
+func TestTrainCLIResNet18(t *testing.T) {
+	if !fast(t) || raceEnabled {
+		t.Skip("ResNet-18 needs the oneDNN backend, and is slow under -race (which checks no more Go here)")
+	}
+	dir := writeTrainIDX(t, 8)
+	code, out, errs := runCLI(t, "train", "--data", dir, "--model", "resnet18", "--batch", "4", "--lr", "0.01", "--threads", "1", "--json")
+	if code != 0 {
+		t.Fatalf("train resnet18 exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, `"model": "resnet18"`) || !strings.Contains(out, `"images": 8`) {
+		t.Errorf("train resnet18 --json: %s", out)
+	}
+}

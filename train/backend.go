@@ -1,0 +1,218 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Tensor is a batch of activations or gradients in a backend's memory.
+type Tensor interface {
+	// Shape returns the logical dimensions: (N, C, H, W) or (N, F).
+	Shape() []int
+	// Read copies the tensor into dst (len = product of Shape) in plain
+	// row-major order.
+	Read(dst []float32) error
+	// Write copies src (plain row-major) into the tensor.
+	Write(src []float32) error
+	// Release frees the tensor's memory. Only tensors made by
+	// Backend.NewTensor are released by their user; layers own their
+	// outputs.
+	Release()
+}
+
+// Backend runs the arithmetic of layers. Ops are created per layer and
+// specialise themselves (memory formats, primitives, buffers) to the first
+// input shape they see, re-specialising when it changes.
+type Backend interface {
+	// Name is the name the backend is registered under.
+	Name() string
+	// Threads is the number of threads each op may use.
+	Threads() int
+	// NewTensor makes a zeroed tensor of the given shape.
+	NewTensor(shape ...int) (Tensor, error)
+	NewConv(ConvSpec) (ConvOp, error)
+	NewBatchNorm(BatchNormSpec) (BatchNormOp, error)
+	NewReLU() (ReLUOp, error)
+	NewPool(PoolSpec) (PoolOp, error)
+	NewLinear(LinearSpec) (LinearOp, error)
+	NewAdd() (AddOp, error)
+	// Close releases what the backend holds. Ops and tensors must not be
+	// used afterwards.
+	Close() error
+}
+
+// ConvSpec describes a 2-D convolution (square kernel, equal stride and
+// padding on both axes, no dilation or groups).
+type ConvSpec struct {
+	In, Out int // channels
+	Kernel  int
+	Stride  int // 0 means 1
+	Pad     int
+	Bias    bool
+}
+
+func (s ConvSpec) stride() int { return max(s.Stride, 1) }
+
+// ConvOp computes y = conv(x, w) + b with w in OIHW layout.
+type ConvOp interface {
+	// Forward returns y (owned by the op). b is nil when the spec has no bias.
+	Forward(x Tensor, w, b []float32) (Tensor, error)
+	// Backward takes dL/dy for the last Forward, overwrites dw (and db when
+	// not nil) and returns dL/dx, or nil when needDX is false.
+	Backward(dy Tensor, w, dw, db []float32, needDX bool) (Tensor, error)
+	Close()
+}
+
+// BatchNormSpec describes a per-channel batch normalisation.
+type BatchNormSpec struct {
+	C   int
+	Eps float32 // 0 means 1e-5
+}
+
+func (s BatchNormSpec) eps() float32 {
+	if s.Eps == 0 {
+		return 1e-5
+	}
+	return s.Eps
+}
+
+// BatchNormOp normalises x per channel: y = gamma·(x−mean)/√(var+eps) + beta.
+type BatchNormOp interface {
+	// Forward in training mode normalises with the batch's statistics and
+	// writes them (variance biased, as used to normalise) into mean and
+	// variance; otherwise it normalises with mean and variance as given.
+	Forward(x Tensor, gamma, beta, mean, variance []float32, training bool) (Tensor, error)
+	// Backward (after a training Forward) overwrites dgamma and dbeta and
+	// returns dL/dx.
+	Backward(dy Tensor, gamma, beta, dgamma, dbeta []float32) (Tensor, error)
+	Close()
+}
+
+// ReLUOp computes y = max(x, 0).
+type ReLUOp interface {
+	Forward(x Tensor) (Tensor, error)
+	Backward(dy Tensor) (Tensor, error)
+	Close()
+}
+
+// PoolKind selects max or average pooling.
+type PoolKind int
+
+const (
+	MaxPool PoolKind = iota
+	AvgPool
+)
+
+// PoolSpec describes a 2-D pooling window.
+type PoolSpec struct {
+	Kind             PoolKind
+	KernelH, KernelW int
+	StrideH, StrideW int
+	PadH, PadW       int
+	ExcludePad       bool // average over the valid elements only (PyTorch's count_include_pad=False)
+}
+
+// PoolOp pools over spatial windows.
+type PoolOp interface {
+	Forward(x Tensor, training bool) (Tensor, error)
+	Backward(dy Tensor) (Tensor, error)
+	Close()
+}
+
+// LinearSpec describes a fully connected layer with bias. Its input is
+// flattened per sample (like torch.flatten(x, 1)), so In = C·H·W for
+// feature maps.
+type LinearSpec struct{ In, Out int }
+
+// LinearOp computes y = x·wᵀ + b, w being Out×In.
+type LinearOp interface {
+	Forward(x Tensor, w, b []float32) (Tensor, error)
+	Backward(dy Tensor, w, dw, db []float32, needDX bool) (Tensor, error)
+	Close()
+}
+
+// AddOp adds two tensors of the same shape (residual connections).
+type AddOp interface {
+	// Forward returns a + b (owned by the op).
+	Forward(a, b Tensor) (Tensor, error)
+	Close()
+}
+
+// BackendOptions configures a backend.
+type BackendOptions struct {
+	Threads int // 0: runtime.NumCPU()
+	// NormThreads caps the threads of BatchNorm (0: Threads). BatchNorm
+	// synchronises its threads several times per call; on cores shared with
+	// other work a descheduled thread stalls the others, and 1 thread was
+	// 15–20% faster per ThinNet step at batch 512 on a busy 2-core machine.
+	NormThreads int
+}
+
+// BackendFactory opens a backend.
+type BackendFactory func(BackendOptions) (Backend, error)
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]BackendFactory{"reference": func(o BackendOptions) (Backend, error) { return NewReference(o), nil }}
+)
+
+// Register makes a backend available to Open under name. Backends register
+// themselves from an init function (import _ ".../train/onednn").
+func Register(name string, f BackendFactory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	registry[name] = f
+}
+
+// Backends lists the registered backend names, sorted.
+func Backends() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	var names []string
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ErrNoBackend reports a backend name that is not registered.
+var ErrNoBackend = errors.New("no such backend")
+
+// Open opens the backend registered as name.
+func Open(name string, o BackendOptions) (Backend, error) {
+	regMu.Lock()
+	f := registry[name]
+	regMu.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("backend %q: %w (have %v)", name, ErrNoBackend, Backends())
+	}
+	return f(o)
+}
+
+// Default opens "onednn" when it is registered, else "reference".
+func Default(o BackendOptions) (Backend, error) {
+	if slices.Contains(Backends(), "onednn") {
+		return Open("onednn", o)
+	}
+	return Open("reference", o)
+}
+
+// numel is the product of dims.
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Numel is the number of elements of a tensor of the given shape.
+func Numel(shape []int) int { return numel(shape) }
+
+// ConvOut is the output size of a convolution or pooling window along one
+// axis.
+func ConvOut(in, kernel, stride, pad int) int { return (in+2*pad-kernel)/stride + 1 }

@@ -1,0 +1,154 @@
+package train
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+
+	"github.com/faster-training/faster/internal/atomicfile"
+)
+
+// Checkpoint file layout (little-endian; must not change without a new
+// magic):
+//
+//	"FSTRCKP1" | uint32 header length | header (JSON) | float32 data of
+//	each tensor the header lists, in order | uint32 CRC-32C of all before
+//
+// The header names every tensor (parameters, buffers, momentum buffers)
+// with its length, and the trainer's position (epoch, step).
+const checkpointMagic = "FSTRCKP1"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCheckpoint marks a checkpoint that is corrupt or does not fit the
+// model it is loaded into.
+var ErrCheckpoint = errors.New("bad checkpoint")
+
+type ckptHeader struct {
+	Epoch   int          `json:"epoch"`
+	Step    int          `json:"step"`
+	Seed    uint64       `json:"seed"`
+	Batch   int          `json:"batch"`
+	Tensors []ckptTensor `json:"tensors"`
+}
+
+type ckptTensor struct {
+	Name string `json:"name"`
+	Len  int    `json:"len"`
+}
+
+func (t *Trainer) stateTensors() (names []string, vals [][]float32) {
+	for _, p := range t.Net.Params() {
+		names, vals = append(names, p.Name), append(vals, p.Value)
+	}
+	for _, p := range t.Net.Buffers() {
+		names, vals = append(names, p.Name), append(vals, p.Value)
+	}
+	for i, p := range t.Net.Params() {
+		if t.Opt.Velocity != nil {
+			names, vals = append(names, "momentum:"+p.Name), append(vals, t.Opt.Velocity[i])
+		}
+	}
+	return names, vals
+}
+
+// SaveCheckpoint writes the trainer's model, optimiser state and position
+// to path atomically (a crash leaves the previous file intact).
+func (t *Trainer) SaveCheckpoint(path string) error {
+	names, vals := t.stateTensors()
+	h := ckptHeader{Epoch: t.Epoch, Step: t.Step, Seed: t.Seed, Batch: t.Batch}
+	for i, n := range names {
+		h.Tensors = append(h.Tensors, ckptTensor{Name: n, Len: len(vals[i])})
+	}
+	hj, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(checkpointMagic)
+	binary.Write(&buf, binary.LittleEndian, uint32(len(hj)))
+	buf.Write(hj)
+	var b4 [4]byte
+	for _, v := range vals {
+		for _, f := range v {
+			binary.LittleEndian.PutUint32(b4[:], math.Float32bits(f))
+			buf.Write(b4[:])
+		}
+	}
+	binary.Write(&buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), castagnoli))
+	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// LoadCheckpoint restores what SaveCheckpoint wrote into t, whose model
+// must have the same tensors. Errors wrap ErrCheckpoint (or the I/O error).
+func (t *Trainer) LoadCheckpoint(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%s: %w: %s", path, ErrCheckpoint, fmt.Sprintf(format, a...))
+	}
+	if len(data) < len(checkpointMagic)+8 || string(data[:len(checkpointMagic)]) != checkpointMagic {
+		return bad("not a checkpoint")
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return bad("checksum mismatch")
+	}
+	hl := int(binary.LittleEndian.Uint32(body[len(checkpointMagic):]))
+	off := len(checkpointMagic) + 4
+	if hl > len(body)-off {
+		return bad("header length %d", hl)
+	}
+	var h ckptHeader
+	if err := json.Unmarshal(body[off:off+hl], &h); err != nil {
+		return bad("header: %v", err)
+	}
+	off += hl
+	if h.Step > 0 && h.Batch != t.Batch {
+		return bad("saved mid-epoch with batch %d; resume with the same batch (have %d)", h.Batch, t.Batch)
+	}
+	// Momentum buffers exist once the optimiser stepped.
+	hasMomentum := false
+	for _, ct := range h.Tensors {
+		if len(ct.Name) > 9 && ct.Name[:9] == "momentum:" {
+			hasMomentum = true
+		}
+	}
+	if hasMomentum && t.Opt.Velocity == nil {
+		t.Opt.Velocity = make([][]float32, len(t.Net.Params()))
+		for i, p := range t.Net.Params() {
+			t.Opt.Velocity[i] = make([]float32, len(p.Value))
+		}
+	}
+	if !hasMomentum {
+		t.Opt.Velocity = nil
+	}
+	names, vals := t.stateTensors()
+	if len(names) != len(h.Tensors) {
+		return bad("%d tensors, the model has %d", len(h.Tensors), len(names))
+	}
+	for i, ct := range h.Tensors {
+		if ct.Name != names[i] || ct.Len != len(vals[i]) {
+			return bad("tensor %d is %s[%d], the model has %s[%d]", i, ct.Name, ct.Len, names[i], len(vals[i]))
+		}
+		if off+4*ct.Len > len(body) {
+			return bad("truncated")
+		}
+		for j := range vals[i] {
+			vals[i][j] = math.Float32frombits(binary.LittleEndian.Uint32(body[off+4*j:]))
+		}
+		off += 4 * ct.Len
+	}
+	if off != len(body) {
+		return bad("%d trailing bytes", len(body)-off)
+	}
+	t.Epoch, t.Step, t.Seed = h.Epoch, h.Step, h.Seed
+	return nil
+}

@@ -1,0 +1,345 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Param is a trainable tensor (or, for buffers such as BatchNorm's running
+// statistics, a non-trainable one) in plain layout, in Go memory.
+type Param struct {
+	Name  string
+	Shape []int
+	Value []float32
+	Grad  []float32 // nil for buffers
+}
+
+func newParam(name string, grad bool, shape ...int) *Param {
+	p := &Param{Name: name, Shape: shape, Value: make([]float32, numel(shape))}
+	if grad {
+		p.Grad = make([]float32, len(p.Value))
+	}
+	return p
+}
+
+// Layer is one stage of a network.
+type Layer interface {
+	// Forward computes the layer's output, owned by the layer and valid
+	// until its next Forward. training selects batch statistics in
+	// BatchNorm and keeps what Backward needs.
+	Forward(x Tensor, training bool) (Tensor, error)
+	// Backward takes dL/d(output) of the last training Forward, overwrites
+	// the gradients of the layer's parameters and returns dL/d(input), or
+	// nil when needDX is false.
+	Backward(dy Tensor, needDX bool) (Tensor, error)
+	// Params lists the trainable parameters, Buffers the non-trainable
+	// state (running statistics), both in a fixed order.
+	Params() []*Param
+	Buffers() []*Param
+	// Close releases the layer's backend ops.
+	Close()
+}
+
+// uniform fills v from U(-bound, bound).
+func uniform(v []float32, bound float64, rng *rand.Rand) {
+	for i := range v {
+		v[i] = float32((rng.Float64()*2 - 1) * bound)
+	}
+}
+
+// Conv2D is a 2-D convolution with PyTorch's default initialisation
+// (weights and bias uniform in ±1/√fan_in).
+type Conv2D struct {
+	Spec ConvSpec
+	W, B *Param // B is nil without bias
+	op   ConvOp
+}
+
+// NewConv2D makes a convolution on b, initialised from rng.
+func NewConv2D(b Backend, name string, s ConvSpec, rng *rand.Rand) (*Conv2D, error) {
+	op, err := b.NewConv(s)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conv2D{Spec: s, op: op, W: newParam(name+".weight", true, s.Out, s.In, s.Kernel, s.Kernel)}
+	bound := 1 / math.Sqrt(float64(s.In*s.Kernel*s.Kernel))
+	uniform(c.W.Value, bound, rng)
+	if s.Bias {
+		c.B = newParam(name+".bias", true, s.Out)
+		uniform(c.B.Value, bound, rng)
+	}
+	return c, nil
+}
+
+func (c *Conv2D) Forward(x Tensor, training bool) (Tensor, error) {
+	var b []float32
+	if c.B != nil {
+		b = c.B.Value
+	}
+	return c.op.Forward(x, c.W.Value, b)
+}
+
+func (c *Conv2D) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	var db []float32
+	if c.B != nil {
+		db = c.B.Grad
+	}
+	return c.op.Backward(dy, c.W.Value, c.W.Grad, db, needDX)
+}
+
+func (c *Conv2D) Params() []*Param {
+	if c.B != nil {
+		return []*Param{c.W, c.B}
+	}
+	return []*Param{c.W}
+}
+func (c *Conv2D) Buffers() []*Param { return nil }
+func (c *Conv2D) Close()            { c.op.Close() }
+
+// BatchNorm2D normalises per channel with learnt scale (Gamma, init 1) and
+// shift (Beta, init 0), tracking running statistics as PyTorch does:
+// running = (1−Momentum)·running + Momentum·batch, the running variance
+// being the unbiased one.
+type BatchNorm2D struct {
+	C                       int
+	Momentum                float32
+	Gamma, Beta             *Param
+	RunningMean, RunningVar *Param
+	op                      BatchNormOp
+	batchMean, batchVar     []float32
+}
+
+// NewBatchNorm2D makes a BatchNorm over c channels (eps 1e-5, momentum 0.1).
+func NewBatchNorm2D(b Backend, name string, c int) (*BatchNorm2D, error) {
+	op, err := b.NewBatchNorm(BatchNormSpec{C: c})
+	if err != nil {
+		return nil, err
+	}
+	l := &BatchNorm2D{C: c, Momentum: 0.1, op: op,
+		Gamma: newParam(name+".weight", true, c), Beta: newParam(name+".bias", true, c),
+		RunningMean: newParam(name+".running_mean", false, c), RunningVar: newParam(name+".running_var", false, c),
+		batchMean: make([]float32, c), batchVar: make([]float32, c)}
+	for i := range c {
+		l.Gamma.Value[i], l.RunningVar.Value[i] = 1, 1
+	}
+	return l, nil
+}
+
+func (l *BatchNorm2D) Forward(x Tensor, training bool) (Tensor, error) {
+	if !training {
+		return l.op.Forward(x, l.Gamma.Value, l.Beta.Value, l.RunningMean.Value, l.RunningVar.Value, false)
+	}
+	y, err := l.op.Forward(x, l.Gamma.Value, l.Beta.Value, l.batchMean, l.batchVar, true)
+	if err != nil {
+		return nil, err
+	}
+	n, _, hw := planes(x.Shape())
+	cnt := float32(n * hw)
+	unbias := cnt / max(cnt-1, 1)
+	m := l.Momentum
+	for i := range l.C {
+		l.RunningMean.Value[i] = (1-m)*l.RunningMean.Value[i] + m*l.batchMean[i]
+		l.RunningVar.Value[i] = (1-m)*l.RunningVar.Value[i] + m*l.batchVar[i]*unbias
+	}
+	return y, nil
+}
+
+func (l *BatchNorm2D) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	return l.op.Backward(dy, l.Gamma.Value, l.Beta.Value, l.Gamma.Grad, l.Beta.Grad)
+}
+
+func (l *BatchNorm2D) Params() []*Param  { return []*Param{l.Gamma, l.Beta} }
+func (l *BatchNorm2D) Buffers() []*Param { return []*Param{l.RunningMean, l.RunningVar} }
+func (l *BatchNorm2D) Close()            { l.op.Close() }
+
+// ReLU is max(x, 0).
+type ReLU struct{ op ReLUOp }
+
+// NewReLU makes a ReLU on b.
+func NewReLU(b Backend) (*ReLU, error) {
+	op, err := b.NewReLU()
+	if err != nil {
+		return nil, err
+	}
+	return &ReLU{op: op}, nil
+}
+
+func (r *ReLU) Forward(x Tensor, training bool) (Tensor, error) { return r.op.Forward(x) }
+func (r *ReLU) Backward(dy Tensor, needDX bool) (Tensor, error) { return r.op.Backward(dy) }
+func (r *ReLU) Params() []*Param                                { return nil }
+func (r *ReLU) Buffers() []*Param                               { return nil }
+func (r *ReLU) Close()                                          { r.op.Close() }
+
+// Pool2D is max or average pooling over fixed windows.
+type Pool2D struct {
+	Spec PoolSpec
+	op   PoolOp
+}
+
+// NewMaxPool2D makes max pooling with a k×k window.
+func NewMaxPool2D(b Backend, k, stride, pad int) (*Pool2D, error) {
+	return newPool(b, PoolSpec{Kind: MaxPool, KernelH: k, KernelW: k, StrideH: stride, StrideW: stride, PadH: pad, PadW: pad})
+}
+
+// NewAvgPool2D makes average pooling with a k×k window, padding counted in
+// the divisor (PyTorch's default).
+func NewAvgPool2D(b Backend, k, stride, pad int) (*Pool2D, error) {
+	return newPool(b, PoolSpec{Kind: AvgPool, KernelH: k, KernelW: k, StrideH: stride, StrideW: stride, PadH: pad, PadW: pad})
+}
+
+func newPool(b Backend, s PoolSpec) (*Pool2D, error) {
+	op, err := b.NewPool(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool2D{Spec: s, op: op}, nil
+}
+
+func (p *Pool2D) Forward(x Tensor, training bool) (Tensor, error) { return p.op.Forward(x, training) }
+func (p *Pool2D) Backward(dy Tensor, needDX bool) (Tensor, error) { return p.op.Backward(dy) }
+func (p *Pool2D) Params() []*Param                                { return nil }
+func (p *Pool2D) Buffers() []*Param                               { return nil }
+func (p *Pool2D) Close()                                          { p.op.Close() }
+
+// ErrUnsupported marks a shape or option a layer or backend does not handle.
+var ErrUnsupported = errors.New("unsupported")
+
+// AdaptiveAvgPool2D averages to a fixed output size (OutH×OutW). Like
+// torch.nn.AdaptiveAvgPool2d when the input size is a multiple of the
+// output size (windows of H/OutH × W/OutW); other sizes are not supported.
+type AdaptiveAvgPool2D struct {
+	OutH, OutW int
+	b          Backend
+	inH, inW   int
+	op         PoolOp
+}
+
+// NewAdaptiveAvgPool2D makes an adaptive average pool to oh×ow.
+func NewAdaptiveAvgPool2D(b Backend, oh, ow int) (*AdaptiveAvgPool2D, error) {
+	if oh <= 0 || ow <= 0 {
+		return nil, fmt.Errorf("adaptive pool %dx%d: invalid", oh, ow)
+	}
+	return &AdaptiveAvgPool2D{OutH: oh, OutW: ow, b: b}, nil
+}
+
+func (p *AdaptiveAvgPool2D) Forward(x Tensor, training bool) (Tensor, error) {
+	s := x.Shape()
+	if len(s) != 4 {
+		return nil, fmt.Errorf("adaptive pool: input %v is not N×C×H×W", s)
+	}
+	h, w := s[2], s[3]
+	if h%p.OutH != 0 || w%p.OutW != 0 {
+		return nil, fmt.Errorf("adaptive pool %dx%d of %dx%d: %w (input must be a multiple of the output)", p.OutH, p.OutW, h, w, ErrUnsupported)
+	}
+	if p.op == nil || h != p.inH || w != p.inW {
+		if p.op != nil {
+			p.op.Close()
+		}
+		kh, kw := h/p.OutH, w/p.OutW
+		op, err := p.b.NewPool(PoolSpec{Kind: AvgPool, KernelH: kh, KernelW: kw, StrideH: kh, StrideW: kw})
+		if err != nil {
+			return nil, err
+		}
+		p.op, p.inH, p.inW = op, h, w
+	}
+	return p.op.Forward(x, training)
+}
+
+func (p *AdaptiveAvgPool2D) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	if p.op == nil {
+		return nil, fmt.Errorf("adaptive pool: Backward before Forward")
+	}
+	return p.op.Backward(dy)
+}
+func (p *AdaptiveAvgPool2D) Params() []*Param  { return nil }
+func (p *AdaptiveAvgPool2D) Buffers() []*Param { return nil }
+func (p *AdaptiveAvgPool2D) Close() {
+	if p.op != nil {
+		p.op.Close()
+		p.op = nil
+	}
+}
+
+// Linear is a fully connected layer with bias; it flattens its input per
+// sample. Initialised like torch.nn.Linear (uniform in ±1/√in).
+type Linear struct {
+	Spec LinearSpec
+	W, B *Param
+	op   LinearOp
+}
+
+// NewLinear makes a fully connected layer on b.
+func NewLinear(b Backend, name string, in, out int, rng *rand.Rand) (*Linear, error) {
+	op, err := b.NewLinear(LinearSpec{In: in, Out: out})
+	if err != nil {
+		return nil, err
+	}
+	l := &Linear{Spec: LinearSpec{In: in, Out: out}, op: op,
+		W: newParam(name+".weight", true, out, in), B: newParam(name+".bias", true, out)}
+	bound := 1 / math.Sqrt(float64(in))
+	uniform(l.W.Value, bound, rng)
+	uniform(l.B.Value, bound, rng)
+	return l, nil
+}
+
+func (l *Linear) Forward(x Tensor, training bool) (Tensor, error) {
+	return l.op.Forward(x, l.W.Value, l.B.Value)
+}
+func (l *Linear) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	return l.op.Backward(dy, l.W.Value, l.W.Grad, l.B.Grad, needDX)
+}
+func (l *Linear) Params() []*Param  { return []*Param{l.W, l.B} }
+func (l *Linear) Buffers() []*Param { return nil }
+func (l *Linear) Close()            { l.op.Close() }
+
+// Sequential chains layers.
+type Sequential struct {
+	Layers []Layer
+}
+
+var _ Layer = (*Sequential)(nil)
+
+func (s *Sequential) Forward(x Tensor, training bool) (Tensor, error) {
+	var err error
+	for i, l := range s.Layers {
+		if x, err = l.Forward(x, training); err != nil {
+			return nil, fmt.Errorf("layer %d (%T) forward: %w", i, l, err)
+		}
+	}
+	return x, nil
+}
+
+func (s *Sequential) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	var err error
+	for i := len(s.Layers) - 1; i >= 0; i-- {
+		need := needDX || i > 0
+		if dy, err = s.Layers[i].Backward(dy, need); err != nil {
+			return nil, fmt.Errorf("layer %d (%T) backward: %w", i, s.Layers[i], err)
+		}
+	}
+	return dy, nil
+}
+
+func (s *Sequential) Params() []*Param {
+	var ps []*Param
+	for _, l := range s.Layers {
+		ps = append(ps, l.Params()...)
+	}
+	return ps
+}
+
+func (s *Sequential) Buffers() []*Param {
+	var ps []*Param
+	for _, l := range s.Layers {
+		ps = append(ps, l.Buffers()...)
+	}
+	return ps
+}
+
+func (s *Sequential) Close() {
+	for _, l := range s.Layers {
+		l.Close()
+	}
+}

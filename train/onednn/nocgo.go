@@ -1,0 +1,6 @@
+//go:build !cgo
+
+package onednn
+
+// Without cgo there is no oneDNN: importing this package registers
+// nothing, and train.Default falls back to the pure-Go reference backend.

@@ -1,0 +1,871 @@
+//go:build cgo
+
+package onednn
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/faster-training/faster/train"
+)
+
+// ---- convolution ----
+
+type conv struct {
+	s       *stream
+	spec    train.ConvSpec
+	inShape []int
+	inMD    memDesc
+
+	fwd, bwdD, bwdW            *prim
+	wUser, bias, dwUser, dbias *mem
+	wFwd, wBwd, dwMem          *mem // nil when the user layout serves
+	wFwdR, wBwdR, dwR          *prim
+	srcFwd, srcBwd, dyW, dyD   slot
+	src                        *mem // the source used by the last Forward
+	y, dx                      *tensor
+}
+
+func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
+	if s.In <= 0 || s.Out <= 0 || s.Kernel <= 0 || s.Pad < 0 || s.Stride < 0 {
+		return nil, fmt.Errorf("conv %+v: invalid", s)
+	}
+	return &conv{s: b.s, spec: s}, nil
+}
+
+func (c *conv) Close() {
+	freePrims(&c.fwd, &c.bwdD, &c.bwdW, &c.wFwdR, &c.wBwdR, &c.dwR)
+	freeMems(&c.wUser, &c.bias, &c.dwUser, &c.dbias, &c.wFwd, &c.wBwd, &c.dwMem)
+	freeSlots(&c.srcFwd, &c.srcBwd, &c.dyW, &c.dyD)
+	release(c.y, c.dx)
+	c.y, c.dx, c.inShape = nil, nil, nil
+}
+
+func (c *conv) geometry() (strides, pads C.dnnl_dims_t) {
+	st := max(c.spec.Stride, 1)
+	return dims([]int{st, st}), dims([]int{c.spec.Pad, c.spec.Pad})
+}
+
+func (c *conv) setup(x *tensor) error {
+	c.Close()
+	n, h, w := x.shape[0], x.shape[2], x.shape[3]
+	k, st := c.spec.Kernel, max(c.spec.Stride, 1)
+	oh, ow := train.ConvOut(h, k, st, c.spec.Pad), train.ConvOut(w, k, st, c.spec.Pad)
+	if oh <= 0 || ow <= 0 {
+		return fmt.Errorf("conv: input %v too small for kernel %d", x.shape, k)
+	}
+	srcAny, err := newMD(x.shape, true)
+	if err != nil {
+		return err
+	}
+	wShape := []int{c.spec.Out, c.spec.In, k, k}
+	wAny, _ := newMD(wShape, true)
+	dstAny, _ := newMD([]int{n, c.spec.Out, oh, ow}, true)
+	var bMD *memDesc
+	if c.spec.Bias {
+		md, _ := newMD([]int{c.spec.Out}, false)
+		bMD = &md
+	}
+	strides, pads := c.geometry()
+	var d C.dnnl_convolution_desc_t
+	if err := check("convolution forward", C.dnnl_convolution_forward_desc_init(&d, C.dnnl_forward_training, C.dnnl_convolution_direct,
+		&srcAny, &wAny, bMD, &dstAny, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+		return err
+	}
+	if c.fwd, err = newPrim("convolution forward", unsafe.Pointer(&d), nil); err != nil {
+		return err
+	}
+	if err := check("convolution backward weights", C.dnnl_convolution_backward_weights_desc_init(&d, C.dnnl_convolution_direct,
+		&srcAny, &wAny, bMD, &dstAny, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+		return err
+	}
+	if c.bwdW, err = newPrim("convolution backward weights", unsafe.Pointer(&d), c.fwd); err != nil {
+		return err
+	}
+	if err := reset(c.s, &c.y, []int{n, c.spec.Out, oh, ow}, c.fwd.md(argDst)); err != nil {
+		return err
+	}
+	userMD, _ := newMD(wShape, false)
+	if c.wUser, err = newMem(userMD); err != nil {
+		return err
+	}
+	if c.dwUser, err = newMem(userMD); err != nil {
+		return err
+	}
+	if md := c.fwd.md(argWeights); !mdEqual(&md, &userMD) {
+		if c.wFwd, err = newMem(md); err != nil {
+			return err
+		}
+		if c.wFwdR, err = newReorder(&userMD, &md); err != nil {
+			return err
+		}
+	}
+	if md := c.bwdW.md(argDiffWeights); !mdEqual(&md, &userMD) {
+		if c.dwMem, err = newMem(md); err != nil {
+			return err
+		}
+		if c.dwR, err = newReorder(&md, &userMD); err != nil {
+			return err
+		}
+	}
+	if c.spec.Bias {
+		if c.bias, err = newMem(*bMD); err != nil {
+			return err
+		}
+		if c.dbias, err = newMem(*bMD); err != nil {
+			return err
+		}
+	}
+	c.inShape, c.inMD = slices.Clone(x.shape), x.m.md
+	return nil
+}
+
+// setupBackwardData creates the data-gradient primitive on first need.
+func (c *conv) setupBackwardData() error {
+	srcAny, _ := newMD(c.inShape, true)
+	wAny, _ := newMD([]int{c.spec.Out, c.spec.In, c.spec.Kernel, c.spec.Kernel}, true)
+	dstAny, _ := newMD(c.y.shape, true)
+	strides, pads := c.geometry()
+	var d C.dnnl_convolution_desc_t
+	if err := check("convolution backward data", C.dnnl_convolution_backward_data_desc_init(&d, C.dnnl_convolution_direct,
+		&srcAny, &wAny, &dstAny, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+		return err
+	}
+	var err error
+	if c.bwdD, err = newPrim("convolution backward data", unsafe.Pointer(&d), c.fwd); err != nil {
+		return err
+	}
+	fwdW := c.fwd.md(argWeights)
+	if md := c.bwdD.md(argWeights); !mdEqual(&md, &fwdW) && !mdEqual(&md, &c.wUser.md) {
+		if c.wBwd, err = newMem(md); err != nil {
+			return err
+		}
+		if c.wBwdR, err = newReorder(&c.wUser.md, &md); err != nil {
+			return err
+		}
+	}
+	return reset(c.s, &c.dx, c.inShape, c.bwdD.md(argDiffSrc))
+}
+
+func (c *conv) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) {
+	x, err := asTensor(xt, 4)
+	if err != nil {
+		return nil, err
+	}
+	if x.shape[1] != c.spec.In {
+		return nil, fmt.Errorf("conv: input %v has %d channels, want %d", x.shape, x.shape[1], c.spec.In)
+	}
+	if !slices.Equal(x.shape, c.inShape) || !mdEqual(&x.m.md, &c.inMD) {
+		if err := c.setup(x); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	copy(c.wUser.floats(len(w)), w)
+	wm := c.wUser
+	if c.wFwd != nil {
+		if err := c.s.exec("reorder weights", c.wFwdR, arg(argSrc, c.wUser), arg(argDst, c.wFwd)); err != nil {
+			return nil, err
+		}
+		wm = c.wFwd
+	}
+	src, err := c.srcFwd.get(c.s, x.m, c.fwd.md(argSrc))
+	if err != nil {
+		return nil, err
+	}
+	args := []execArg{arg(argSrc, src), arg(argWeights, wm), arg(argDst, c.y.m)}
+	if c.spec.Bias {
+		copy(c.bias.floats(len(b)), b)
+		args = append(args, arg(argBias, c.bias))
+	}
+	if err := c.s.exec("convolution forward", c.fwd, args...); err != nil {
+		return nil, err
+	}
+	c.src = src
+	return c.y, nil
+}
+
+func (c *conv) Backward(dyt train.Tensor, w, dw, db []float32, needDX bool) (train.Tensor, error) {
+	if c.src == nil {
+		return nil, fmt.Errorf("conv: Backward before Forward")
+	}
+	dy, err := asTensor(dyt, 4)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(dy.shape, c.y.shape) {
+		return nil, fmt.Errorf("conv: gradient %v, want %v", dy.shape, c.y.shape)
+	}
+	src, err := c.srcBwd.get(c.s, c.src, c.bwdW.md(argSrc))
+	if err != nil {
+		return nil, err
+	}
+	ddst, err := c.dyW.get(c.s, dy.m, c.bwdW.md(argDiffDst))
+	if err != nil {
+		return nil, err
+	}
+	dwm := c.dwUser
+	if c.dwMem != nil {
+		dwm = c.dwMem
+	}
+	args := []execArg{arg(argSrc, src), arg(argDiffDst, ddst), arg(argDiffWeights, dwm)}
+	if c.spec.Bias {
+		args = append(args, arg(argDiffBias, c.dbias))
+	}
+	if err := c.s.exec("convolution backward weights", c.bwdW, args...); err != nil {
+		return nil, err
+	}
+	if c.dwMem != nil {
+		if err := c.s.exec("reorder weight gradient", c.dwR, arg(argSrc, c.dwMem), arg(argDst, c.dwUser)); err != nil {
+			return nil, err
+		}
+	}
+	copy(dw, c.dwUser.floats(len(dw)))
+	if c.spec.Bias && db != nil {
+		copy(db, c.dbias.floats(len(db)))
+	}
+	if !needDX {
+		return nil, nil
+	}
+	if c.bwdD == nil {
+		if err := c.setupBackwardData(); err != nil {
+			return nil, err
+		}
+	}
+	wm := c.wUser
+	switch {
+	case c.wBwd != nil:
+		copy(c.wUser.floats(len(w)), w)
+		if err := c.s.exec("reorder weights", c.wBwdR, arg(argSrc, c.wUser), arg(argDst, c.wBwd)); err != nil {
+			return nil, err
+		}
+		wm = c.wBwd
+	case c.wFwd != nil && func() bool { md := c.bwdD.md(argWeights); return mdEqual(&md, &c.wFwd.md) }():
+		wm = c.wFwd
+	}
+	ddst, err = c.dyD.get(c.s, dy.m, c.bwdD.md(argDiffDst))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.s.exec("convolution backward data", c.bwdD, arg(argDiffDst, ddst), arg(argWeights, wm), arg(argDiffSrc, c.dx.m)); err != nil {
+		return nil, err
+	}
+	return c.dx, nil
+}
+
+// ---- batch normalisation ----
+
+type batchNorm struct {
+	s       *stream
+	spec    train.BatchNormSpec
+	inShape []int
+	inMD    memDesc
+
+	fwdT, fwdI, bwd                              *prim
+	scale, shift, mean, variance, dscale, dshift *mem
+	ws                                           *mem
+	dyS                                          slot
+	x                                            *tensor
+	trained                                      bool
+	y, dx                                        *tensor
+}
+
+const bnFlags = C.dnnl_use_scale | C.dnnl_use_shift
+
+func (b *Backend) NewBatchNorm(s train.BatchNormSpec) (train.BatchNormOp, error) {
+	if s.C <= 0 {
+		return nil, fmt.Errorf("batchnorm %+v: invalid", s)
+	}
+	if s.Eps == 0 {
+		s.Eps = 1e-5
+	}
+	return &batchNorm{s: b.s, spec: s}, nil
+}
+
+func (n *batchNorm) Close() {
+	freePrims(&n.fwdT, &n.fwdI, &n.bwd)
+	freeMems(&n.scale, &n.shift, &n.mean, &n.variance, &n.dscale, &n.dshift, &n.ws)
+	freeSlots(&n.dyS)
+	release(n.y, n.dx)
+	n.y, n.dx, n.inShape, n.x = nil, nil, nil, nil
+}
+
+func (n *batchNorm) setup(x *tensor) error {
+	n.Close()
+	md := x.m.md
+	eps := C.float(n.spec.Eps)
+	var d C.dnnl_batch_normalization_desc_t
+	var err error
+	if err = check("batchnorm forward", C.dnnl_batch_normalization_forward_desc_init(&d, C.dnnl_forward_training, &md, eps, bnFlags)); err != nil {
+		return err
+	}
+	if n.fwdT, err = newPrim("batchnorm forward", unsafe.Pointer(&d), nil); err != nil {
+		return err
+	}
+	if err = check("batchnorm inference", C.dnnl_batch_normalization_forward_desc_init(&d, C.dnnl_forward_inference, &md, eps, bnFlags|C.dnnl_use_global_stats)); err != nil {
+		return err
+	}
+	if n.fwdI, err = newPrim("batchnorm inference", unsafe.Pointer(&d), nil); err != nil {
+		return err
+	}
+	if err = check("batchnorm backward", C.dnnl_batch_normalization_backward_desc_init(&d, C.dnnl_backward, &md, &md, eps, bnFlags)); err != nil {
+		return err
+	}
+	if n.bwd, err = newPrim("batchnorm backward", unsafe.Pointer(&d), n.fwdT); err != nil {
+		return err
+	}
+	cs := []int{n.spec.C}
+	for _, p := range []**mem{&n.scale, &n.shift, &n.dscale, &n.dshift} {
+		if err = load(p, cs, nil); err != nil {
+			return err
+		}
+	}
+	if n.mean, err = newMem(n.fwdT.md(argMean)); err != nil {
+		return err
+	}
+	if n.variance, err = newMem(n.fwdT.md(argVariance)); err != nil {
+		return err
+	}
+	if n.ws, err = workspace(n.fwdT); err != nil {
+		return err
+	}
+	if err = reset(n.s, &n.y, x.shape, n.fwdT.md(argDst)); err != nil {
+		return err
+	}
+	if err = reset(n.s, &n.dx, x.shape, n.bwd.md(argDiffSrc)); err != nil {
+		return err
+	}
+	n.inShape, n.inMD = slices.Clone(x.shape), md
+	return nil
+}
+
+func (n *batchNorm) Forward(xt train.Tensor, gamma, beta, mean, variance []float32, training bool) (train.Tensor, error) {
+	x, err := asTensor(xt, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	if x.shape[1] != n.spec.C {
+		return nil, fmt.Errorf("batchnorm: input %v has %d channels, want %d", x.shape, x.shape[1], n.spec.C)
+	}
+	if !slices.Equal(x.shape, n.inShape) || !mdEqual(&x.m.md, &n.inMD) {
+		if err := n.setup(x); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	c := n.spec.C
+	copy(n.scale.floats(c), gamma)
+	copy(n.shift.floats(c), beta)
+	n.x, n.trained = x, training
+	if !training {
+		copy(n.mean.floats(c), mean)
+		copy(n.variance.floats(c), variance)
+		err := n.s.execThreads("batchnorm inference", n.fwdI, n.s.bnThreads, arg(argSrc, x.m), arg(argMean, n.mean), arg(argVariance, n.variance),
+			arg(argScale, n.scale), arg(argShift, n.shift), arg(argDst, n.y.m))
+		if err != nil {
+			return nil, err
+		}
+		return n.y, nil
+	}
+	args := []execArg{arg(argSrc, x.m), arg(argScale, n.scale), arg(argShift, n.shift), arg(argDst, n.y.m),
+		arg(argMean, n.mean), arg(argVariance, n.variance)}
+	if n.ws != nil {
+		args = append(args, arg(argWorkspace, n.ws))
+	}
+	if err := n.s.execThreads("batchnorm forward", n.fwdT, n.s.bnThreads, args...); err != nil {
+		return nil, err
+	}
+	copy(mean, n.mean.floats(c))
+	copy(variance, n.variance.floats(c))
+	return n.y, nil
+}
+
+func (n *batchNorm) Backward(dyt train.Tensor, gamma, beta, dgamma, dbeta []float32) (train.Tensor, error) {
+	if n.x == nil || !n.trained {
+		return nil, fmt.Errorf("batchnorm: Backward needs a training Forward first")
+	}
+	dy, err := asTensor(dyt, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(dy.shape, n.inShape) {
+		return nil, fmt.Errorf("batchnorm: gradient %v, want %v", dy.shape, n.inShape)
+	}
+	ddst, err := n.dyS.get(n.s, dy.m, n.bwd.md(argDiffDst))
+	if err != nil {
+		return nil, err
+	}
+	// oneDNN 2.6 rejects the backward pass without the shift argument even
+	// though the gradient does not depend on it.
+	args := []execArg{arg(argSrc, n.x.m), arg(argMean, n.mean), arg(argVariance, n.variance), arg(argDiffDst, ddst),
+		arg(argScale, n.scale), arg(argShift, n.shift), arg(argDiffSrc, n.dx.m), arg(argDiffScale, n.dscale), arg(argDiffShift, n.dshift)}
+	if n.ws != nil {
+		args = append(args, arg(argWorkspace, n.ws))
+	}
+	if err := n.s.execThreads("batchnorm backward", n.bwd, n.s.bnThreads, args...); err != nil {
+		return nil, err
+	}
+	c := n.spec.C
+	copy(dgamma, n.dscale.floats(c))
+	copy(dbeta, n.dshift.floats(c))
+	return n.dx, nil
+}
+
+// ---- ReLU ----
+
+type relu struct {
+	s       *stream
+	inShape []int
+	inMD    memDesc
+	fwd     *prim
+	bwd     *prim
+	dyS     slot
+	x       *tensor
+	y, dx   *tensor
+}
+
+func (b *Backend) NewReLU() (train.ReLUOp, error) { return &relu{s: b.s}, nil }
+
+func (r *relu) Close() {
+	freePrims(&r.fwd, &r.bwd)
+	freeSlots(&r.dyS)
+	release(r.y, r.dx)
+	r.y, r.dx, r.inShape, r.x = nil, nil, nil, nil
+}
+
+func (r *relu) setup(x *tensor) error {
+	r.Close()
+	md := x.m.md
+	var d C.dnnl_eltwise_desc_t
+	var err error
+	if err = check("relu forward", C.dnnl_eltwise_forward_desc_init(&d, C.dnnl_forward_training, C.dnnl_eltwise_relu, &md, 0, 0)); err != nil {
+		return err
+	}
+	if r.fwd, err = newPrim("relu forward", unsafe.Pointer(&d), nil); err != nil {
+		return err
+	}
+	if err = check("relu backward", C.dnnl_eltwise_backward_desc_init(&d, C.dnnl_eltwise_relu, &md, &md, 0, 0)); err != nil {
+		return err
+	}
+	if r.bwd, err = newPrim("relu backward", unsafe.Pointer(&d), r.fwd); err != nil {
+		return err
+	}
+	if err = reset(r.s, &r.y, x.shape, r.fwd.md(argDst)); err != nil {
+		return err
+	}
+	if err = reset(r.s, &r.dx, x.shape, r.bwd.md(argDiffSrc)); err != nil {
+		return err
+	}
+	r.inShape, r.inMD = slices.Clone(x.shape), md
+	return nil
+}
+
+func (r *relu) Forward(xt train.Tensor) (train.Tensor, error) {
+	x, err := asTensor(xt)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(x.shape, r.inShape) || !mdEqual(&x.m.md, &r.inMD) {
+		if err := r.setup(x); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if err := r.s.exec("relu forward", r.fwd, arg(argSrc, x.m), arg(argDst, r.y.m)); err != nil {
+		return nil, err
+	}
+	r.x = x
+	return r.y, nil
+}
+
+func (r *relu) Backward(dyt train.Tensor) (train.Tensor, error) {
+	dy, err := asTensor(dyt)
+	if err != nil {
+		return nil, err
+	}
+	if r.x == nil || !slices.Equal(dy.shape, r.inShape) {
+		return nil, fmt.Errorf("relu: gradient does not match the last Forward")
+	}
+	ddst, err := r.dyS.get(r.s, dy.m, r.bwd.md(argDiffDst))
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.exec("relu backward", r.bwd, arg(argSrc, r.x.m), arg(argDiffDst, ddst), arg(argDiffSrc, r.dx.m)); err != nil {
+		return nil, err
+	}
+	return r.dx, nil
+}
+
+// ---- pooling ----
+
+type pool struct {
+	s       *stream
+	spec    train.PoolSpec
+	inShape []int
+	inMD    memDesc
+	fwd     *prim
+	bwd     *prim
+	ws      *mem
+	dyS     slot
+	y, dx   *tensor
+	ran     bool
+}
+
+func (b *Backend) NewPool(s train.PoolSpec) (train.PoolOp, error) {
+	if s.KernelH <= 0 || s.KernelW <= 0 || s.StrideH <= 0 || s.StrideW <= 0 || s.PadH < 0 || s.PadW < 0 ||
+		s.PadH*2 > s.KernelH || s.PadW*2 > s.KernelW {
+		return nil, fmt.Errorf("pool %+v: invalid", s)
+	}
+	return &pool{s: b.s, spec: s}, nil
+}
+
+func (p *pool) Close() {
+	freePrims(&p.fwd, &p.bwd)
+	freeMems(&p.ws)
+	freeSlots(&p.dyS)
+	release(p.y, p.dx)
+	p.y, p.dx, p.inShape, p.ran = nil, nil, nil, false
+}
+
+func (p *pool) setup(x *tensor) error {
+	p.Close()
+	s := p.spec
+	oh, ow := train.ConvOut(x.shape[2], s.KernelH, s.StrideH, s.PadH), train.ConvOut(x.shape[3], s.KernelW, s.StrideW, s.PadW)
+	if oh <= 0 || ow <= 0 {
+		return fmt.Errorf("pool: input %v too small", x.shape)
+	}
+	alg := C.dnnl_alg_kind_t(C.dnnl_pooling_max)
+	if s.Kind == train.AvgPool {
+		alg = C.dnnl_pooling_avg_include_padding
+		if s.ExcludePad {
+			alg = C.dnnl_pooling_avg_exclude_padding
+		}
+	}
+	src := x.m.md
+	outShape := []int{x.shape[0], x.shape[1], oh, ow}
+	dstAny, _ := newMD(outShape, true)
+	strides, kernel, dil, pads := dims([]int{s.StrideH, s.StrideW}), dims([]int{s.KernelH, s.KernelW}), dims([]int{0, 0}), dims([]int{s.PadH, s.PadW})
+	var d C.dnnl_pooling_v2_desc_t
+	var err error
+	if err = check("pooling forward", C.dnnl_pooling_v2_forward_desc_init(&d, C.dnnl_forward_training, alg, &src, &dstAny,
+		dimsPtr(&strides), dimsPtr(&kernel), dimsPtr(&dil), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+		return err
+	}
+	if p.fwd, err = newPrim("pooling forward", unsafe.Pointer(&d), nil); err != nil {
+		return err
+	}
+	dst := p.fwd.md(argDst)
+	if err = check("pooling backward", C.dnnl_pooling_v2_backward_desc_init(&d, alg, &src, &dst,
+		dimsPtr(&strides), dimsPtr(&kernel), dimsPtr(&dil), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+		return err
+	}
+	if p.bwd, err = newPrim("pooling backward", unsafe.Pointer(&d), p.fwd); err != nil {
+		return err
+	}
+	if p.ws, err = workspace(p.fwd); err != nil {
+		return err
+	}
+	if err = reset(p.s, &p.y, outShape, dst); err != nil {
+		return err
+	}
+	if err = reset(p.s, &p.dx, x.shape, p.bwd.md(argDiffSrc)); err != nil {
+		return err
+	}
+	p.inShape, p.inMD = slices.Clone(x.shape), src
+	return nil
+}
+
+func (p *pool) Forward(xt train.Tensor, training bool) (train.Tensor, error) {
+	x, err := asTensor(xt, 4)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(x.shape, p.inShape) || !mdEqual(&x.m.md, &p.inMD) {
+		if err := p.setup(x); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	args := []execArg{arg(argSrc, x.m), arg(argDst, p.y.m)}
+	if p.ws != nil {
+		args = append(args, arg(argWorkspace, p.ws))
+	}
+	if err := p.s.exec("pooling forward", p.fwd, args...); err != nil {
+		return nil, err
+	}
+	p.ran = true
+	return p.y, nil
+}
+
+func (p *pool) Backward(dyt train.Tensor) (train.Tensor, error) {
+	dy, err := asTensor(dyt, 4)
+	if err != nil {
+		return nil, err
+	}
+	if !p.ran || !slices.Equal(dy.shape, p.y.shape) {
+		return nil, fmt.Errorf("pool: gradient does not match the last Forward")
+	}
+	ddst, err := p.dyS.get(p.s, dy.m, p.bwd.md(argDiffDst))
+	if err != nil {
+		return nil, err
+	}
+	args := []execArg{arg(argDiffDst, ddst), arg(argDiffSrc, p.dx.m)}
+	if p.ws != nil {
+		args = append(args, arg(argWorkspace, p.ws))
+	}
+	if err := p.s.exec("pooling backward", p.bwd, args...); err != nil {
+		return nil, err
+	}
+	return p.dx, nil
+}
+
+// ---- linear (inner product) ----
+
+type linear struct {
+	s       *stream
+	spec    train.LinearSpec
+	inShape []int
+	inMD    memDesc
+
+	fwd, bwdD, bwdW            *prim
+	wUser, bias, dwUser, dbias *mem
+	wFwd, wBwd, dwMem          *mem
+	wFwdR, wBwdR, dwR          *prim
+	srcFwd, srcBwd, dyD        slot
+	src                        *mem
+	y, dx                      *tensor
+}
+
+func (b *Backend) NewLinear(s train.LinearSpec) (train.LinearOp, error) {
+	if s.In <= 0 || s.Out <= 0 {
+		return nil, fmt.Errorf("linear %+v: invalid", s)
+	}
+	return &linear{s: b.s, spec: s}, nil
+}
+
+func (l *linear) Close() {
+	freePrims(&l.fwd, &l.bwdD, &l.bwdW, &l.wFwdR, &l.wBwdR, &l.dwR)
+	freeMems(&l.wUser, &l.bias, &l.dwUser, &l.dbias, &l.wFwd, &l.wBwd, &l.dwMem)
+	freeSlots(&l.srcFwd, &l.srcBwd, &l.dyD)
+	release(l.y, l.dx)
+	l.y, l.dx, l.inShape, l.src = nil, nil, nil, nil
+}
+
+func (l *linear) setup(x *tensor) error {
+	l.Close()
+	n := x.shape[0]
+	wShape := append([]int{l.spec.Out}, x.shape[1:]...)
+	srcAny, _ := newMD(x.shape, true)
+	wAny, _ := newMD(wShape, true)
+	bMD, _ := newMD([]int{l.spec.Out}, false)
+	dstMD, _ := newMD([]int{n, l.spec.Out}, false)
+	var d C.dnnl_inner_product_desc_t
+	var err error
+	if err = check("inner product forward", C.dnnl_inner_product_forward_desc_init(&d, C.dnnl_forward_training, &srcAny, &wAny, &bMD, &dstMD)); err != nil {
+		return err
+	}
+	if l.fwd, err = newPrim("inner product forward", unsafe.Pointer(&d), nil); err != nil {
+		return err
+	}
+	if err = check("inner product backward data", C.dnnl_inner_product_backward_data_desc_init(&d, &srcAny, &wAny, &dstMD)); err != nil {
+		return err
+	}
+	if l.bwdD, err = newPrim("inner product backward data", unsafe.Pointer(&d), l.fwd); err != nil {
+		return err
+	}
+	if err = check("inner product backward weights", C.dnnl_inner_product_backward_weights_desc_init(&d, &srcAny, &wAny, &bMD, &dstMD)); err != nil {
+		return err
+	}
+	if l.bwdW, err = newPrim("inner product backward weights", unsafe.Pointer(&d), l.fwd); err != nil {
+		return err
+	}
+	userMD, _ := newMD(wShape, false)
+	for _, p := range []**mem{&l.wUser, &l.dwUser} {
+		if *p, err = newMem(userMD); err != nil {
+			return err
+		}
+	}
+	for _, p := range []**mem{&l.bias, &l.dbias} {
+		if *p, err = newMem(bMD); err != nil {
+			return err
+		}
+	}
+	if md := l.fwd.md(argWeights); !mdEqual(&md, &userMD) {
+		if l.wFwd, err = newMem(md); err != nil {
+			return err
+		}
+		if l.wFwdR, err = newReorder(&userMD, &md); err != nil {
+			return err
+		}
+	}
+	if md := l.bwdD.md(argWeights); !mdEqual(&md, &userMD) {
+		if l.wBwd, err = newMem(md); err != nil {
+			return err
+		}
+		if l.wBwdR, err = newReorder(&userMD, &md); err != nil {
+			return err
+		}
+	}
+	if md := l.bwdW.md(argDiffWeights); !mdEqual(&md, &userMD) {
+		if l.dwMem, err = newMem(md); err != nil {
+			return err
+		}
+		if l.dwR, err = newReorder(&md, &userMD); err != nil {
+			return err
+		}
+	}
+	if err = reset(l.s, &l.y, []int{n, l.spec.Out}, l.fwd.md(argDst)); err != nil {
+		return err
+	}
+	if err = reset(l.s, &l.dx, x.shape, l.bwdD.md(argDiffSrc)); err != nil {
+		return err
+	}
+	l.inShape, l.inMD = slices.Clone(x.shape), x.m.md
+	return nil
+}
+
+func (l *linear) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) {
+	x, err := asTensor(xt)
+	if err != nil {
+		return nil, err
+	}
+	if train.Numel(x.shape) != x.shape[0]*l.spec.In {
+		return nil, fmt.Errorf("linear: input %v does not flatten to %d features", x.shape, l.spec.In)
+	}
+	if !slices.Equal(x.shape, l.inShape) || !mdEqual(&x.m.md, &l.inMD) {
+		if err := l.setup(x); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	copy(l.wUser.floats(len(w)), w)
+	copy(l.bias.floats(len(b)), b)
+	wm := l.wUser
+	if l.wFwd != nil {
+		if err := l.s.exec("reorder weights", l.wFwdR, arg(argSrc, l.wUser), arg(argDst, l.wFwd)); err != nil {
+			return nil, err
+		}
+		wm = l.wFwd
+	}
+	src, err := l.srcFwd.get(l.s, x.m, l.fwd.md(argSrc))
+	if err != nil {
+		return nil, err
+	}
+	if err := l.s.exec("inner product forward", l.fwd, arg(argSrc, src), arg(argWeights, wm), arg(argBias, l.bias), arg(argDst, l.y.m)); err != nil {
+		return nil, err
+	}
+	l.src = src
+	return l.y, nil
+}
+
+func (l *linear) Backward(dyt train.Tensor, w, dw, db []float32, needDX bool) (train.Tensor, error) {
+	if l.src == nil {
+		return nil, fmt.Errorf("linear: Backward before Forward")
+	}
+	dy, err := asTensor(dyt, 2)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(dy.shape, l.y.shape) {
+		return nil, fmt.Errorf("linear: gradient %v, want %v", dy.shape, l.y.shape)
+	}
+	ddst, err := l.dyD.get(l.s, dy.m, l.bwdW.md(argDiffDst))
+	if err != nil {
+		return nil, err
+	}
+	src, err := l.srcBwd.get(l.s, l.src, l.bwdW.md(argSrc))
+	if err != nil {
+		return nil, err
+	}
+	dwm := l.dwUser
+	if l.dwMem != nil {
+		dwm = l.dwMem
+	}
+	if err := l.s.exec("inner product backward weights", l.bwdW, arg(argSrc, src), arg(argDiffDst, ddst),
+		arg(argDiffWeights, dwm), arg(argDiffBias, l.dbias)); err != nil {
+		return nil, err
+	}
+	if l.dwMem != nil {
+		if err := l.s.exec("reorder weight gradient", l.dwR, arg(argSrc, l.dwMem), arg(argDst, l.dwUser)); err != nil {
+			return nil, err
+		}
+	}
+	copy(dw, l.dwUser.floats(len(dw)))
+	copy(db, l.dbias.floats(len(db)))
+	if !needDX {
+		return nil, nil
+	}
+	wm := l.wUser
+	if l.wBwd != nil {
+		copy(l.wUser.floats(len(w)), w)
+		if err := l.s.exec("reorder weights", l.wBwdR, arg(argSrc, l.wUser), arg(argDst, l.wBwd)); err != nil {
+			return nil, err
+		}
+		wm = l.wBwd
+	}
+	if err := l.s.exec("inner product backward data", l.bwdD, arg(argDiffDst, ddst), arg(argWeights, wm), arg(argDiffSrc, l.dx.m)); err != nil {
+		return nil, err
+	}
+	return l.dx, nil
+}
+
+// ---- add ----
+
+type add struct {
+	s     *stream
+	shape []int
+	aMD   memDesc
+	p     *prim
+	bS    slot
+	y     *tensor
+}
+
+func (b *Backend) NewAdd() (train.AddOp, error) { return &add{s: b.s}, nil }
+
+func (a *add) Close() {
+	freePrims(&a.p)
+	freeSlots(&a.bS)
+	release(a.y)
+	a.y, a.shape = nil, nil
+}
+
+func (a *add) Forward(at, bt train.Tensor) (train.Tensor, error) {
+	x, err := asTensor(at)
+	if err != nil {
+		return nil, err
+	}
+	y, err := asTensor(bt)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(x.shape, y.shape) {
+		return nil, fmt.Errorf("add: shapes %v and %v differ", x.shape, y.shape)
+	}
+	if !slices.Equal(x.shape, a.shape) || !mdEqual(&x.m.md, &a.aMD) {
+		a.Close()
+		md := x.m.md
+		var d C.dnnl_binary_desc_t
+		if err := check("binary add", C.dnnl_binary_desc_init(&d, C.dnnl_binary_add, &md, &md, &md)); err != nil {
+			return nil, err
+		}
+		if a.p, err = newPrim("binary add", unsafe.Pointer(&d), nil); err != nil {
+			return nil, err
+		}
+		if err := reset(a.s, &a.y, x.shape, a.p.md(argDst)); err != nil {
+			return nil, err
+		}
+		a.shape, a.aMD = slices.Clone(x.shape), md
+	}
+	src1, err := a.bS.get(a.s, y.m, a.aMD)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.s.exec("binary add", a.p, arg(argSrc, x.m), arg(argSrc1, src1), arg(argDst, a.y.m)); err != nil {
+		return nil, err
+	}
+	return a.y, nil
+}

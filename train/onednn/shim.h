@@ -1,0 +1,21 @@
+// Small C helpers for the Go wrappers: the engine, memory allocated by the
+// library, and execution (with the OpenMP thread count set per call, since
+// OpenMP's setting is per OS thread).
+#ifndef FASTER_ONEDNN_SHIM_H
+#define FASTER_ONEDNN_SHIM_H
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+dnnl_status_t shim_init(void);
+dnnl_engine_t shim_engine(void);
+const_dnnl_primitive_attr_t shim_attr(void);
+dnnl_status_t shim_stream_create(dnnl_stream_t *s);
+dnnl_status_t shim_memory_create(dnnl_memory_t *m, const dnnl_memory_desc_t *md);
+dnnl_status_t shim_execute(const_dnnl_primitive_t p, dnnl_stream_t s, int nargs,
+        const dnnl_exec_arg_t *args, int threads);
+void *shim_data(const_dnnl_memory_t m);
+size_t shim_md_size(const dnnl_memory_desc_t *md);
+int shim_md_equal(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b);
+dnnl_memory_desc_t shim_query_md(const_dnnl_primitive_desc_t pd, int arg);
+const char *shim_status(dnnl_status_t s);
+#endif

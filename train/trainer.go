@@ -1,0 +1,278 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Dataset is a labelled set of images held in memory or loaded on demand.
+type Dataset interface {
+	Len() int
+	// Shape is one image's (channels, height, width).
+	Shape() (c, h, w int)
+	// Fill writes the images idx, normalised, into x (len(idx)·C·H·W,
+	// NCHW) and their labels into y.
+	Fill(idx []int, x []float32, y []int)
+}
+
+// Images is an in-memory dataset of 8-bit images (NCHW bytes), normalised
+// as (v/255 − Mean)/Std.
+type Images struct {
+	Pixels    []byte
+	Labels    []int
+	C, H, W   int
+	Mean, Std float32
+}
+
+var _ Dataset = (*Images)(nil)
+
+func (d *Images) Len() int             { return len(d.Labels) }
+func (d *Images) Shape() (c, h, w int) { return d.C, d.H, d.W }
+
+// Fill implements Dataset.
+func (d *Images) Fill(idx []int, x []float32, y []int) {
+	n := d.C * d.H * d.W
+	std := d.Std
+	if std == 0 {
+		std = 1
+	}
+	scale, shift := 1/(255*std), -d.Mean/std
+	for j, i := range idx {
+		src, dst := d.Pixels[i*n:(i+1)*n], x[j*n:(j+1)*n]
+		for k, v := range src {
+			dst[k] = float32(v)*scale + shift
+		}
+		y[j] = d.Labels[i]
+	}
+}
+
+// Subset returns the first n items of d (all when n ≤ 0 or n ≥ Len).
+func (d *Images) Subset(n int) *Images {
+	if n <= 0 || n >= d.Len() {
+		return d
+	}
+	s := *d
+	s.Pixels, s.Labels = d.Pixels[:n*d.C*d.H*d.W], d.Labels[:n]
+	return &s
+}
+
+// Trainer runs SGD epochs over a dataset. Its position (Epoch, Step) and
+// the optimiser's state are what a checkpoint saves; the order of samples
+// in an epoch depends only on Seed and Epoch, so a resumed run sees the
+// same batches as an uninterrupted one.
+type Trainer struct {
+	Backend  Backend
+	Net      Layer
+	Opt      *SGD
+	Schedule Schedule
+	Batch    int
+	Seed     uint64
+	Epoch    int // epochs completed
+	Step     int // steps completed in the current epoch
+
+	x  Tensor
+	ce *CrossEntropy
+	xs []float32
+	ys []int
+}
+
+// NewTrainer prepares training of net on b.
+func NewTrainer(b Backend, net Layer, opt *SGD, sched Schedule, batch int, seed uint64) *Trainer {
+	return &Trainer{Backend: b, Net: net, Opt: opt, Schedule: sched, Batch: batch, Seed: seed, ce: NewCrossEntropy(b)}
+}
+
+// StepResult reports one training step.
+type StepResult struct {
+	Epoch, Step, Steps int // Step counts from 1 up to Steps in this epoch
+	Loss               float64
+	Correct            int
+	Images             int
+	LR                 float64
+}
+
+// EpochResult summarises the steps an epoch call ran.
+type EpochResult struct {
+	Epoch    int     // the epoch's number, from 1
+	Loss     float64 // mean training loss over the steps run
+	Accuracy float64 // training top-1 over the steps run
+	Images   int
+	Seconds  float64
+}
+
+// ErrStop, returned by an onStep callback, ends TrainEpoch early without
+// error; the trainer's position says where it stopped.
+var ErrStop = errors.New("stop training")
+
+// StepsPerEpoch is the number of full batches in n samples (the last
+// partial batch is dropped, as PyTorch's drop_last).
+func (t *Trainer) StepsPerEpoch(n int) int { return n / t.Batch }
+
+// Order returns the sample order of an epoch (0-based).
+func (t *Trainer) Order(n, epoch int) []int {
+	return rand.New(rand.NewPCG(t.Seed, uint64(epoch)+1)).Perm(n)
+}
+
+func (t *Trainer) ensureInput(shape ...int) error {
+	if t.x != nil && slices.Equal(t.x.Shape(), shape) {
+		return nil
+	}
+	if t.x != nil {
+		t.x.Release()
+	}
+	x, err := t.Backend.NewTensor(shape...)
+	if err != nil {
+		return err
+	}
+	t.x = x
+	t.xs = make([]float32, numel(shape))
+	t.ys = make([]int, shape[0])
+	return nil
+}
+
+// TrainEpoch runs the remaining steps of the current epoch, calling onStep
+// (may be nil) after each; then the trainer moves to the next epoch. It
+// returns early with ctx's error, or with no error when onStep returns
+// ErrStop.
+func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(StepResult) error) (EpochResult, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if t.Batch <= 0 {
+		return EpochResult{}, fmt.Errorf("train: batch size %d", t.Batch)
+	}
+	steps := t.StepsPerEpoch(data.Len())
+	if steps == 0 {
+		return EpochResult{}, fmt.Errorf("train: %d samples are fewer than one batch of %d", data.Len(), t.Batch)
+	}
+	c, h, w := data.Shape()
+	if err := t.ensureInput(t.Batch, c, h, w); err != nil {
+		return EpochResult{}, err
+	}
+	order := t.Order(data.Len(), t.Epoch)
+	params := t.Net.Params()
+	res := EpochResult{Epoch: t.Epoch + 1}
+	start := time.Now()
+	correct := 0
+	done := func() EpochResult {
+		res.Seconds = time.Since(start).Seconds()
+		if res.Images > 0 {
+			res.Loss /= float64(res.Images / t.Batch)
+			res.Accuracy = float64(correct) / float64(res.Images)
+		}
+		return res
+	}
+	for t.Step < steps {
+		if err := ctx.Err(); err != nil {
+			return done(), err
+		}
+		data.Fill(order[t.Step*t.Batch:(t.Step+1)*t.Batch], t.xs, t.ys)
+		if err := t.x.Write(t.xs); err != nil {
+			return done(), err
+		}
+		logits, err := t.Net.Forward(t.x, true)
+		if err != nil {
+			return done(), err
+		}
+		r, dl, err := t.ce.Forward(logits, t.ys, true)
+		if err != nil {
+			return done(), err
+		}
+		if _, err := t.Net.Backward(dl, false); err != nil {
+			return done(), err
+		}
+		lr := t.Schedule.LR(float64(t.Epoch) + float64(t.Step+1)/float64(steps))
+		t.Opt.Step(params, lr)
+		t.Step++
+		res.Loss += r.Loss
+		res.Images += t.Batch
+		correct += r.Correct1
+		if onStep != nil {
+			err := onStep(StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr})
+			if errors.Is(err, ErrStop) {
+				return done(), nil
+			}
+			if err != nil {
+				return done(), err
+			}
+		}
+	}
+	t.Epoch++
+	t.Step = 0
+	return done(), nil
+}
+
+// Close releases the trainer's tensors (not the network or backend).
+func (t *Trainer) Close() {
+	if t.x != nil {
+		t.x.Release()
+		t.x = nil
+	}
+	t.ce.Close()
+}
+
+// Metrics are evaluation results.
+type Metrics struct {
+	Loss    float64 `json:"loss"`
+	Top1    float64 `json:"top1"`
+	Top5    float64 `json:"top5"`
+	Samples int     `json:"samples"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Evaluate runs net in inference mode over all of data in batches of
+// batch (the last one smaller).
+func Evaluate(ctx context.Context, b Backend, net Layer, data Dataset, batch int) (Metrics, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	c, h, w := data.Shape()
+	ce := NewCrossEntropy(b)
+	defer ce.Close()
+	var m Metrics
+	var c1, c5 int
+	idx := make([]int, 0, batch)
+	for lo := 0; lo < data.Len(); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return m, err
+		}
+		n := min(batch, data.Len()-lo)
+		idx = idx[:0]
+		for i := range n {
+			idx = append(idx, lo+i)
+		}
+		x, err := b.NewTensor(n, c, h, w)
+		if err != nil {
+			return m, err
+		}
+		xs, ys := make([]float32, n*c*h*w), make([]int, n)
+		data.Fill(idx, xs, ys)
+		err = x.Write(xs)
+		var logits Tensor
+		if err == nil {
+			logits, err = net.Forward(x, false)
+		}
+		var r Result
+		if err == nil {
+			r, _, err = ce.Forward(logits, ys, false)
+		}
+		x.Release()
+		if err != nil {
+			return m, err
+		}
+		m.Loss += r.Loss * float64(n)
+		c1 += r.Correct1
+		c5 += r.Correct5
+		m.Samples += n
+	}
+	if m.Samples > 0 {
+		m.Loss /= float64(m.Samples)
+		m.Top1 = float64(c1) / float64(m.Samples)
+		m.Top5 = float64(c5) / float64(m.Samples)
+	}
+	m.Seconds = time.Since(start).Seconds()
+	return m, nil
+}
