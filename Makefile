@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 # Fuzz targets run by `make fuzz` (and briefly by `make test`): package:FuzzName.
 FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfrecord:FuzzResync ./tfexample:FuzzDecode ./source:FuzzIDX ./source:FuzzDatum ./source:FuzzWDS ./imgcodec:FuzzDecode
 
-.PHONY: all setup build demo test testrace testnocgo fuzz fuzzshort bench lint vet clean
+.PHONY: all setup build demo test s3server testrace testnocgo fuzz fuzzshort bench lint vet clean
 
 all: build
 
@@ -30,10 +30,15 @@ demo: setup build
 test: setup vet testrace testnocgo
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
-testrace:
+# The S3 test server (versitygw) is built once, before the packages that
+# start it run in parallel; it is cached under ~/.cache/faster-test-bin.
+s3server:
+	FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -run TestBuild ./storage/s3test
+
+testrace: s3server
 	FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -race -count=1 -timeout 20m ./...
 
-testnocgo:
+testnocgo: s3server
 	FASTER_REQUIRE_DATA=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./...
 
 fuzz:

@@ -34,6 +34,7 @@ import (
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/storage"
 )
 
 // Transform names a recipe.
@@ -194,6 +195,7 @@ type Loader struct {
 	epoch  atomic.Int64
 	labels []string
 	files  *fileSet // open shards for random access (GlobalShuffle)
+	fs     shardFS  // how shard files are opened: local, or a storage URL
 	closer func() error
 	q      quarantine
 
@@ -221,6 +223,9 @@ func (l *Loader) Close() error {
 	}
 	if l.closer != nil {
 		err = errors.Join(err, l.closer())
+	}
+	if l.fs != nil {
+		err = errors.Join(err, l.fs.close())
 	}
 	return err
 }
@@ -252,6 +257,15 @@ func Open(path string, opts Options) (*Loader, error) {
 }
 
 func (l *Loader) init(path string) error {
+	l.fs = localFiles{}
+	if storage.IsURL(path) {
+		fs, files, err := remoteShards(context.Background(), path, l.opts.Split)
+		if err != nil {
+			return err
+		}
+		l.fs = fs
+		return l.initShards(files)
+	}
 	if source.IsLMDB(path) {
 		return l.initLMDB(path)
 	}

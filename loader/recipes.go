@@ -290,7 +290,7 @@ func (l *Loader) initShards(files []string) error {
 	counts := make([]int, len(files))
 	known := true
 	for i, f := range files {
-		n, err := countRecords(f)
+		n, err := l.countRecords(f)
 		if err != nil {
 			return err
 		}
@@ -299,7 +299,7 @@ func (l *Loader) initShards(files []string) error {
 		}
 		counts[i] = n
 	}
-	if m, err := shard.LoadManifest(filepath.Dir(files[0])); err == nil {
+	if m, err := l.fs.manifest(context.Background(), files[0]); err == nil {
 		if sp := m.Splits[o.Split]; sp != nil {
 			l.labels = sp.Classes
 		}
@@ -341,7 +341,7 @@ func (l *Loader) initShards(files []string) error {
 		}
 		cycle := min(len(files), 4)
 		var read pipeline.Dataset[Sample] = pipeline.Interleave(list, func(f string) pipeline.Dataset[Sample] {
-			return recordFile{path: f, id: id[f], skip: o.BadData.Skip}
+			return recordFile{fs: l.fs, name: f, id: id[f], skip: o.BadData.Skip}
 		}, cycle, 16, pipeline.Auto).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
 		if l.shuffles() {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
@@ -353,8 +353,8 @@ func (l *Loader) initShards(files []string) error {
 
 // countRecords counts a shard's records from its .idx file (one line per
 // record), or returns -1 when there is none.
-func countRecords(path string) (int, error) {
-	f, err := os.Open(strings.TrimSuffix(path, ".tfrecord") + ".idx")
+func (l *Loader) countRecords(name string) (int, error) {
+	f, err := l.fs.open(context.Background(), indexName(name))
 	if err != nil {
 		return -1, nil
 	}
@@ -369,22 +369,26 @@ func countRecords(path string) (int, error) {
 	return n, sc.Err()
 }
 
+func indexName(shardName string) string { return strings.TrimSuffix(shardName, ".tfrecord") + ".idx" }
+
 // recordFile is the dataset of one shard's samples, read in order.
 type recordFile struct {
-	path string
+	fs   shardFS
+	name string
 	id   uint64
 	skip bool // bad-data policy: resynchronise after corruption
 }
 
 func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 	return func(yield func(Sample, error) bool) {
-		f, err := os.Open(r.path)
+		f, err := r.fs.open(ctx, r.name)
 		if err != nil {
 			yield(Sample{}, err)
 			return
 		}
 		defer f.Close()
-		rd := tfrecord.NewReader(f, tfrecord.WithName(r.path))
+		path := r.fs.display(r.name)
+		rd := tfrecord.NewReader(f, tfrecord.WithName(path))
 		for i := uint64(0); ; i++ {
 			if err := ctx.Err(); err != nil {
 				yield(Sample{}, err)
@@ -400,10 +404,17 @@ func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 					yield(Sample{}, err)
 					return
 				}
-				if !yield(Sample{pos: -1, bad: badOf(err, r.path, off, "")}, nil) {
+				if !yield(Sample{pos: -1, bad: badOf(err, path, off, "")}, nil) {
 					return
 				}
-				if _, _, err := rd.Resync(f); err == io.EOF {
+				at, ok := f.(io.ReaderAt) // a local file: resync on it
+				if !ok {
+					if at, err = r.fs.openAt(ctx, r.name); err != nil {
+						yield(Sample{}, err)
+						return
+					}
+				}
+				if _, _, err := rd.Resync(at); err == io.EOF {
 					return
 				} else if err != nil {
 					yield(Sample{}, err)
@@ -411,10 +422,10 @@ func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 				}
 				continue
 			}
-			s, err := exampleSample(rec, r.path, off, r.id|i)
-			s.pos, s.path, s.off = -1, r.path, off
+			s, err := exampleSample(rec, path, off, r.id|i)
+			s.pos, s.path, s.off = -1, path, off
 			if err != nil && r.skip && isBadData(err) {
-				s.bad, err = badOf(err, r.path, off, ""), nil
+				s.bad, err = badOf(err, path, off, ""), nil
 			}
 			if !yield(s, err) || err != nil {
 				return
@@ -425,16 +436,17 @@ func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 
 // fileSet keeps shard files open for concurrent random reads (ReadAt).
 type fileSet struct {
+	fs    shardFS
 	names []string
 	mu    sync.Mutex
-	open  []*os.File
+	open  []io.ReaderAt
 }
 
-func (fs *fileSet) get(i int) (*os.File, error) {
+func (fs *fileSet) get(i int) (io.ReaderAt, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.open[i] == nil {
-		f, err := os.Open(fs.names[i])
+		f, err := fs.fs.openAt(context.Background(), fs.names[i])
 		if err != nil {
 			return nil, err
 		}
@@ -448,12 +460,12 @@ func (fs *fileSet) close() error {
 	defer fs.mu.Unlock()
 	var first error
 	for i, f := range fs.open {
-		if f != nil {
-			if err := f.Close(); err != nil && first == nil {
+		if c, ok := f.(io.Closer); ok {
+			if err := c.Close(); err != nil && first == nil {
 				first = err
 			}
-			fs.open[i] = nil
 		}
+		fs.open[i] = nil
 	}
 	return first
 }
@@ -472,12 +484,12 @@ func (l *Loader) initIndexed(files []string, counts []int) error {
 		if counts[fi] < 0 {
 			return fmt.Errorf("%s: global shuffle needs an .idx index beside every shard", f)
 		}
-		ip := strings.TrimSuffix(f, ".tfrecord") + ".idx"
-		h, err := os.Open(ip)
+		ip := indexName(f)
+		h, err := l.fs.open(context.Background(), ip)
 		if err != nil {
 			return err
 		}
-		entries, err := tfrecord.ReadIndex(h, ip)
+		entries, err := tfrecord.ReadIndex(h, l.fs.display(ip))
 		h.Close()
 		if err != nil {
 			return err
@@ -486,10 +498,10 @@ func (l *Loader) initIndexed(files []string, counts []int) error {
 			refs = append(refs, recordRef{fi, ri, e})
 		}
 	}
-	l.files = &fileSet{names: files, open: make([]*os.File, len(files))}
+	l.files = &fileSet{fs: l.fs, names: files, open: make([]io.ReaderAt, len(files))}
 	return l.initIndexedSource("shards", len(refs), l.labels, func(i int) (Sample, error) {
 		r := refs[i]
-		name := files[r.file]
+		name := l.fs.display(files[r.file])
 		f, err := l.files.get(r.file)
 		if err != nil {
 			return Sample{}, err

@@ -1,0 +1,235 @@
+// Package s3test runs a real S3 server for tests: versitygw (Apache-2.0),
+// built from the Go module proxy at the version go.mod pins (a tool
+// dependency), cached under os.UserCacheDir()/faster-test-bin, and started
+// on a free loopback port with a posix backend over a temporary directory.
+// It can be stopped and started again on the same port and data, to test
+// clients through a server restart.
+package s3test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// The S3 tests run against versitygw (Apache-2.0), a real S3 gateway, built
+// from the module proxy at the version go.mod pins (a tool dependency) and
+// started on loopback with a posix backend on a temporary directory.
+const (
+	module = "github.com/versity/versitygw"
+	Access = "faster-test"
+	Secret = "faster-test-secret"
+	Bucket = "faster"
+)
+
+var vgwBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Binary builds the server once per machine: the binary is cached
+// under os.UserCacheDir()/faster-test-bin, keyed by the versitygw and Go
+// versions.
+func Binary() (string, error) {
+	vgwBinary.once.Do(func() {
+		vgwBinary.path, vgwBinary.err = build()
+	})
+	return vgwBinary.path, vgwBinary.err
+}
+
+// BinaryPath returns where the binary of the pinned version is cached.
+func BinaryPath() (bin, version string, err error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
+	if err != nil {
+		return "", "", fmt.Errorf("go list -m %s: %w", module, err)
+	}
+	version = strings.TrimSpace(string(out))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "faster-test-bin", fmt.Sprintf("versitygw-%s-%s", version, runtime.Version())), version, nil
+}
+
+func build() (string, error) {
+	bin, version, err := BinaryPath()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	dir := filepath.Dir(bin)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "versitygw-build-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), "-ldflags=-s -w", module+"/cmd/versitygw")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s@%s: %w\n%s", module, version, err, msg)
+	}
+	fmt.Fprintf(os.Stderr, "s3test: built versitygw %s in %v (cached at %s)\n", version, time.Since(start).Round(time.Second), bin)
+	// Rename is atomic: concurrent test binaries see no half-written file.
+	return bin, os.Rename(tmp.Name(), bin)
+}
+
+// Server is one running versitygw.
+type Server struct {
+	bin, data, addr string
+	cmd             *exec.Cmd
+	exited          chan struct{}
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Start starts versitygw on a free loopback port over a new data
+// directory.
+func Start() (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.MkdirTemp("", "faster-s3-*")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{bin: bin, data: data, addr: addr}
+	if err := s.Restart(); err != nil {
+		os.RemoveAll(data)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Endpoint is the server's http:// address.
+func (s *Server) Endpoint() string { return "http://" + s.addr }
+
+// Restart runs the server on s.addr and waits until it answers.
+func (s *Server) Restart() error {
+	cmd := exec.Command(s.bin, "--port", s.addr, "--access", Access, "--secret", Secret, "--quiet", "posix", s.data)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}
+	setDeathSignal(cmd)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd, s.exited = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(s.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("versitygw exited at start: %s", logs.String())
+		default:
+		}
+		resp, err := http.Get(s.Endpoint() + "/")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Stop()
+	return errors.New("versitygw did not answer within 30s")
+}
+
+// Stop kills the server and waits for it.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Close stops the server and removes its data.
+func (s *Server) Close() {
+	s.Stop()
+	os.RemoveAll(s.data)
+}
+
+// Client returns an AWS SDK client for what gocloud does not do (buckets).
+func (s *Server) Client() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.Endpoint()),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(Access, Secret, ""),
+	})
+}
+
+// CreateBucket makes a bucket.
+func (s *Server) CreateBucket(ctx context.Context, name string) error {
+	_, err := s.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	return err
+}
+
+// RootURL is the s3:// URL of prefix in the test bucket; credentials come
+// from the environment TestMain sets.
+func (s *Server) RootURL(prefix string) string {
+	return "s3://" + Bucket + "/" + prefix + "?endpoint=" + s.Endpoint()
+}
+
+// DataDir is the directory the posix backend serves: bucket B's object K is
+// the file DataDir()/B/K.
+func (s *Server) DataDir() string { return s.data }
+
+// Put uploads an object.
+func (s *Server) Put(ctx context.Context, bucket, key string, data []byte) error {
+	_, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data)})
+	return err
+}
+
+// SetEnv points the AWS SDK at static test credentials and nothing from
+// this machine's AWS configuration; call it before opening s3:// URLs.
+func SetEnv() {
+	os.Setenv("AWS_ACCESS_KEY_ID", Access)
+	os.Setenv("AWS_SECRET_ACCESS_KEY", Secret)
+	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	os.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	os.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "STORAGE_EMULATOR_HOST"} {
+		os.Unsetenv(k)
+	}
+}
+
+// FileExists reports whether p exists.
+func FileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
