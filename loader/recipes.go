@@ -267,7 +267,7 @@ func (l *Loader) initIndexedSource(kind string, n int, labels []string, load fun
 			batches = pipeline.EqualBatches(l.rankCounts(len(l.resume)), o.Batch, l.remainder())
 		}
 		list := pipeline.FromFunc(positions).Named("list").Role(pipeline.RoleNone)
-		read := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
+		readStage := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
 			s, err := load(planOf(ctx)[pos])
 			s.pos = pos
 			if err != nil {
@@ -279,6 +279,12 @@ func (l *Loader) initIndexedSource(kind string, n int, labels []string, load fun
 			}
 			return s, nil
 		}).Role(pipeline.RoleIO).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
+		if _, remote := l.fs.(storeFiles); remote {
+			// Remote reads wait on the network, not the CPU: let autotune
+			// keep many requests in flight.
+			readStage = readStage.Budget(remoteReadBudget)
+		}
+		read := readStage
 		return l.finish(read, res, batches)
 	}
 	return nil
@@ -368,6 +374,10 @@ func (l *Loader) countRecords(name string) (int, error) {
 	}
 	return n, sc.Err()
 }
+
+// remoteReadBudget caps the concurrent random reads of records from a
+// storage URL (GlobalShuffle over s3://, gs://, http(s)://).
+const remoteReadBudget = 32
 
 func indexName(shardName string) string { return strings.TrimSuffix(shardName, ".tfrecord") + ".idx" }
 

@@ -164,7 +164,14 @@ func BenchmarkShardsLocalVsS3(b *testing.B) {
 		_, shards = makeTree(b, 40)
 	}
 	url, _ := s3Shards(b, shards, "bench")
-	o := Options{Batch: 64, Seed: 1}
+	for _, global := range []bool{false, true} {
+		b.Run(map[bool]string{false: "streaming", true: "global-shuffle"}[global], func(b *testing.B) {
+			benchLocalVsS3(b, shards, url, Options{Batch: 64, Seed: 1, GlobalShuffle: global})
+		})
+	}
+}
+
+func benchLocalVsS3(b *testing.B, shards, url string, o Options) {
 	local, err := Open(shards, o)
 	if err != nil {
 		b.Fatal(err)
