@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -153,7 +154,6 @@ func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(Step
 		return EpochResult{}, err
 	}
 	order := t.Order(data.Len(), t.Epoch)
-	params := t.Net.Params()
 	res := EpochResult{Epoch: t.Epoch + 1}
 	start := time.Now()
 	correct := 0
@@ -170,39 +170,170 @@ func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(Step
 			return done(), err
 		}
 		data.Fill(order[t.Step*t.Batch:(t.Step+1)*t.Batch], t.xs, t.ys)
-		if err := t.x.Write(t.xs); err != nil {
-			return done(), err
-		}
-		logits, err := t.Net.Forward(t.x, true)
-		if err != nil {
-			return done(), err
-		}
-		r, dl, err := t.ce.Forward(logits, t.ys, true)
-		if err != nil {
-			return done(), err
-		}
-		if _, err := t.Net.Backward(dl, false); err != nil {
-			return done(), err
-		}
-		lr := t.Schedule.LR(float64(t.Epoch) + float64(t.Step+1)/float64(steps))
-		t.Opt.Step(params, lr)
-		t.Step++
+		r, err := t.step(t.xs, t.ys, steps, onStep)
 		res.Loss += r.Loss
-		res.Images += t.Batch
-		correct += r.Correct1
-		if onStep != nil {
-			err := onStep(StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr})
-			if errors.Is(err, ErrStop) {
-				return done(), nil
-			}
-			if err != nil {
-				return done(), err
-			}
+		res.Images += r.Images
+		correct += r.Correct
+		if errors.Is(err, ErrStop) {
+			return done(), nil
+		}
+		if err != nil {
+			return done(), err
 		}
 	}
 	t.Epoch++
 	t.Step = 0
 	return done(), nil
+}
+
+// step trains on one batch (xs normalised NCHW, ys labels) and calls onStep.
+// The result counts the batch only when the step ran.
+func (t *Trainer) step(xs []float32, ys []int, steps int, onStep func(StepResult) error) (StepResult, error) {
+	if err := t.x.Write(xs); err != nil {
+		return StepResult{}, err
+	}
+	logits, err := t.Net.Forward(t.x, true)
+	if err != nil {
+		return StepResult{}, err
+	}
+	r, dl, err := t.ce.Forward(logits, ys, true)
+	if err != nil {
+		return StepResult{}, err
+	}
+	if _, err := t.Net.Backward(dl, false); err != nil {
+		return StepResult{}, err
+	}
+	lr := t.Schedule.LR(float64(t.Epoch) + float64(t.Step+1)/float64(steps))
+	t.Opt.Step(t.Net.Params(), lr)
+	t.Step++
+	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr}
+	if onStep != nil {
+		return sr, onStep(sr)
+	}
+	return sr, nil
+}
+
+// Batch is one batch a Stream produces: X holds the images, normalised,
+// NCHW float32; Y their labels. Both are valid until the next batch.
+type Batch struct {
+	X []float32
+	Y []int
+}
+
+// Stream is a dataset that produces its batches itself, in its own
+// deterministic order per epoch (an input pipeline that decodes and
+// augments ahead of the trainer, overlapping input with compute).
+type Stream interface {
+	Shape() (c, h, w int)
+	// Len is the number of samples an epoch yields.
+	Len() int
+	// Epoch yields epoch e's batches (0-based) from batch skip on, each of
+	// the batch size the trainer uses.
+	Epoch(ctx context.Context, e, skip int) iter.Seq2[Batch, error]
+}
+
+// TrainStream is TrainEpoch over a Stream: it runs the remaining steps of
+// the current epoch on the stream's batches (a resumed epoch skips those
+// already trained), then moves to the next epoch.
+func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(StepResult) error) (EpochResult, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	steps := t.StepsPerEpoch(data.Len())
+	if t.Batch <= 0 || steps == 0 {
+		return EpochResult{}, fmt.Errorf("train: %d samples, batch %d: no full batch", data.Len(), t.Batch)
+	}
+	c, h, w := data.Shape()
+	if err := t.ensureInput(t.Batch, c, h, w); err != nil {
+		return EpochResult{}, err
+	}
+	res := EpochResult{Epoch: t.Epoch + 1}
+	start := time.Now()
+	correct := 0
+	done := func() EpochResult {
+		res.Seconds = time.Since(start).Seconds()
+		if res.Images > 0 {
+			res.Loss /= float64(res.Images / t.Batch)
+			res.Accuracy = float64(correct) / float64(res.Images)
+		}
+		return res
+	}
+	for b, err := range data.Epoch(ctx, t.Epoch, t.Step) {
+		if err != nil {
+			return done(), err
+		}
+		if t.Step >= steps {
+			break
+		}
+		if len(b.Y) != t.Batch {
+			return done(), fmt.Errorf("train: stream batch of %d, want %d", len(b.Y), t.Batch)
+		}
+		r, err := t.step(b.X, b.Y, steps, onStep)
+		res.Loss += r.Loss
+		res.Images += r.Images
+		correct += r.Correct
+		if errors.Is(err, ErrStop) {
+			return done(), nil
+		}
+		if err != nil {
+			return done(), err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return done(), err
+	}
+	t.Epoch++
+	t.Step = 0
+	return done(), nil
+}
+
+// EvaluateStream is Evaluate over one epoch of a Stream (its batches may
+// be smaller at the end).
+func EvaluateStream(ctx context.Context, b Backend, net Layer, data Stream, epoch int) (Metrics, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	c, h, w := data.Shape()
+	ce := NewCrossEntropy(b)
+	defer ce.Close()
+	var m Metrics
+	var c1, c5 int
+	for bt, err := range data.Epoch(ctx, epoch, 0) {
+		if err != nil {
+			return m, err
+		}
+		n := len(bt.Y)
+		if n == 0 {
+			continue
+		}
+		x, err := b.NewTensor(n, c, h, w)
+		if err != nil {
+			return m, err
+		}
+		err = x.Write(bt.X[:n*c*h*w])
+		var logits Tensor
+		if err == nil {
+			logits, err = net.Forward(x, false)
+		}
+		var r Result
+		if err == nil {
+			r, _, err = ce.Forward(logits, bt.Y, false)
+		}
+		x.Release()
+		if err != nil {
+			return m, err
+		}
+		m.Loss += r.Loss * float64(n)
+		c1 += r.Correct1
+		c5 += r.Correct5
+		m.Samples += n
+	}
+	if m.Samples > 0 {
+		m.Loss /= float64(m.Samples)
+		m.Top1 = float64(c1) / float64(m.Samples)
+		m.Top5 = float64(c5) / float64(m.Samples)
+	}
+	m.Seconds = time.Since(start).Seconds()
+	return m, nil
 }
 
 // Close releases the trainer's tensors (not the network or backend).

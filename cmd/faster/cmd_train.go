@@ -37,6 +37,8 @@ type trainOptions struct {
 	limit       int
 	testLimit   int
 	checkpoint  string
+	testData    string
+	resolution  int
 	json        bool
 }
 
@@ -48,7 +50,10 @@ func init() {
 			Short: "Train a model (ThinNet, ResNet-18) on an image dataset with the Go engine on oneDNN",
 			Long: `Train trains a model on the CPU with faster's own engine (package train): oneDNN
 primitives through cgo, or the slow pure-Go reference backend without cgo.
---data is a Fashion-MNIST/MNIST IDX directory (train-* and t10k-* files).
+--data is a Fashion-MNIST/MNIST IDX directory (train-* and t10k-* files, held
+in memory), or a packed dataset (its train and test splits) or ImageFolder tree
+read through the input pipeline's train recipe (random-resized-crop, flip,
+normalise) and eval recipe (resize, centre crop), decoded ahead of the step.
 Each epoch is followed by an evaluation on the test split. A progress line
 shows loss, images/s and ETA on a terminal. With --checkpoint FILE the
 state is saved after every epoch (and on interrupt) and a rerun resumes
@@ -62,7 +67,9 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 			},
 		}
 		f := c.Flags()
-		f.StringVar(&o.data, "data", "", "dataset: an IDX directory (required)")
+		f.StringVar(&o.data, "data", "", "dataset: an IDX directory, a packed dataset (faster pack) or an ImageFolder tree (required)")
+		f.StringVar(&o.testData, "test-data", "", "test images for an ImageFolder --data (a packed dataset uses its test split)")
+		f.IntVar(&o.resolution, "resolution", 0, "image side for packed or ImageFolder data (default: the packed images' width, else 224)")
 		f.StringVar(&o.model, "model", "thinnet", "model: thinnet or resnet18")
 		f.StringVar(&o.backend, "backend", "", "compute backend: onednn or reference (default: onednn when built with cgo)")
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to train (in total, counting resumed ones)")
@@ -152,16 +159,39 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if len(problems) > 0 {
 		return usagef("%s", joinLines(problems))
 	}
-	trainSet, err := loadImages(o.data, "train", o.limit)
-	if err != nil {
-		return err
+	// Two kinds of data: IDX images held in memory (train.Dataset), or an
+	// input pipeline over packed shards or an ImageFolder (train.Stream).
+	var (
+		trainSet, testSet       *train.Images
+		trainStream, testStream *loaderStream
+		err                     error
+	)
+	if isIDX(o.data) {
+		if trainSet, err = loadImages(o.data, "train", o.limit); err != nil {
+			return err
+		}
+		if testSet, err = loadImages(o.data, "test", o.testLimit); err != nil {
+			return err
+		}
+	} else {
+		if o.limit > 0 || o.testLimit > 0 {
+			return usagef("--limit and --test-limit apply to IDX data only")
+		}
+		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, o.batch, o.seed); err != nil {
+			return err
+		}
+		defer trainStream.l.Close()
+		defer testStream.l.Close()
 	}
-	testSet, err := loadImages(o.data, "test", o.testLimit)
-	if err != nil {
-		return err
+	inC, inH, trainLen, testLen := 0, 0, 0, 0
+	if trainSet != nil {
+		inC, inH, trainLen, testLen = trainSet.C, trainSet.H, trainSet.Len(), testSet.Len()
+	} else {
+		inC, inH, _ = trainStream.Shape()
+		trainLen, testLen = trainStream.Len(), testStream.Len()
 	}
-	if trainSet.Len() < o.batch {
-		return usagef("--batch %d is larger than the %d training images", o.batch, trainSet.Len())
+	if trainLen < o.batch {
+		return usagef("--batch %d is larger than the %d training images", o.batch, trainLen)
 	}
 	bopts := train.BackendOptions{Threads: o.threads, NormThreads: o.normThreads}
 	var b train.Backend
@@ -180,9 +210,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	var net *train.Sequential
 	if o.model == "resnet18" {
 		// The small-input stem for MNIST-sized images, the ImageNet one above 64 pixels.
-		net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: trainSet.C, Classes: 10, SmallInput: trainSet.H <= 64}, o.seed)
+		net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: inC, Classes: 10, SmallInput: inH <= 64}, o.seed)
 	} else {
-		net, err = train.NewThinNet(b, train.ThinNetConfig{InChannels: trainSet.C, Classes: 10}, o.seed)
+		net, err = train.NewThinNet(b, train.ThinNetConfig{InChannels: inC, Classes: 10}, o.seed)
 	}
 	if err != nil {
 		return err
@@ -203,16 +233,22 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 
 	sum := trainSummary{Model: o.model, Backend: b.Name(), Threads: b.Threads(), NormThreads: o.normThreads, Batch: o.batch, LR: o.lr, Epochs: o.epochs,
-		TrainImages: trainSet.Len(), TestImages: testSet.Len()}
+		TrainImages: trainLen, TestImages: testLen}
 	wall := time.Now()
-	steps := tr.StepsPerEpoch(trainSet.Len())
+	steps := tr.StepsPerEpoch(trainLen)
 	for tr.Epoch < o.epochs {
 		epoch := tr.Epoch + 1
 		line := newTrainLine(stderr, fmt.Sprintf("epoch %d/%d", epoch, o.epochs), int64((steps-tr.Step)*o.batch))
-		res, err := tr.TrainEpoch(ctx, trainSet, func(r train.StepResult) error {
+		onStep := func(r train.StepResult) error {
 			line.step(r.Loss, r.Images)
 			return nil
-		})
+		}
+		var res train.EpochResult
+		if trainSet != nil {
+			res, err = tr.TrainEpoch(ctx, trainSet, onStep)
+		} else {
+			res, err = tr.TrainStream(ctx, trainStream, onStep)
+		}
 		line.done()
 		sum.Images += res.Images
 		sum.Seconds += res.Seconds
@@ -229,7 +265,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 				return err
 			}
 		}
-		m, err := train.Evaluate(ctx, b, net, testSet, o.batch)
+		var m train.Metrics
+		if testSet != nil {
+			m, err = train.Evaluate(ctx, b, net, testSet, o.batch)
+		} else {
+			m, err = train.EvaluateStream(ctx, b, net, testStream, 0)
+		}
 		if err != nil {
 			return err
 		}

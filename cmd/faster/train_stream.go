@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+
+	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/pipeline"
+	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/train"
+)
+
+// loaderStream feeds the trainer from an input pipeline: the loader's
+// train or eval recipe decodes and augments ahead of the training step.
+type loaderStream struct {
+	l      *loader.Loader
+	res    int
+	labels []int
+}
+
+var _ train.Stream = (*loaderStream)(nil)
+
+func (s *loaderStream) Shape() (c, h, w int) { return 3, s.res, s.res }
+func (s *loaderStream) Len() int             { return s.l.Len() }
+
+func (s *loaderStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
+	n := 3 * s.res * s.res
+	return func(yield func(train.Batch, error) bool) {
+		i := 0
+		for b, err := range s.l.IterEpoch(ctx, e) {
+			if err != nil {
+				yield(train.Batch{}, err)
+				return
+			}
+			if i++; i <= skip || b.Valid == 0 {
+				b.Release()
+				continue
+			}
+			s.labels = s.labels[:0]
+			for j := range b.Valid {
+				s.labels = append(s.labels, b.Items[j].Label)
+			}
+			ok := yield(train.Batch{X: pipeline.Float32s(b.Data)[:b.Valid*n], Y: s.labels}, nil)
+			b.Release()
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// isIDX reports whether data is an MNIST-style IDX directory.
+func isIDX(data string) bool {
+	k, err := source.Detect(data)
+	return err == nil && k == "idx"
+}
+
+// openStreams opens the train and test pipelines of a packed dataset (its
+// train and test splits) or of an ImageFolder tree (with testData for the
+// test images), at resolution res (0: the packed images' width, else 224).
+func openStreams(data, testData string, res, batch int, seed uint64) (trainS, testS *loaderStream, err error) {
+	packed := false
+	if m, err := shard.LoadManifest(data); err == nil && len(m.Splits) > 0 {
+		packed = true
+		if res == 0 {
+			res = packedWidth(data, m)
+		}
+		if testData == "" {
+			testData = data
+		}
+	}
+	if res == 0 {
+		res = 224
+	}
+	if testData == "" {
+		return nil, nil, usagef("--data %s is not a packed dataset with a test split: give --test-data", data)
+	}
+	tl, err := loader.Open(data, loader.Options{Transform: loader.Train, Resolution: res, Batch: batch, Drop: true, Seed: seed, Split: "train"})
+	if err != nil {
+		return nil, nil, err
+	}
+	split := "train"
+	if packed && testData == data {
+		split = "test"
+	}
+	el, err := loader.Open(testData, loader.Options{Transform: loader.Eval, Resolution: res, Batch: batch, Split: split})
+	if err != nil {
+		tl.Close()
+		return nil, nil, fmt.Errorf("test data: %w", err)
+	}
+	return &loaderStream{l: tl, res: res}, &loaderStream{l: el, res: res}, nil
+}
+
+// packedWidth is the width of the first image of a packed train split, or
+// 0 when unknown.
+func packedWidth(dir string, m *shard.Manifest) int {
+	sp := m.Splits["train"]
+	if sp == nil || len(sp.Shards) == 0 {
+		return 0
+	}
+	p := filepath.Join(dir, sp.Shards[0].Name)
+	if _, err := os.Stat(p); err != nil {
+		return 0
+	}
+	s, err := shard.Inspect(context.Background(), p, 1)
+	if err != nil || len(s.First) == 0 {
+		return 0
+	}
+	return int(s.First[0].Width)
+}
