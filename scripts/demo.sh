@@ -39,5 +39,9 @@ echo
 echo "== load benchmark on the shards (faster bench load)"
 "$bin" bench load "$dst" --transform none --batch 512 --epochs 2 --plot "$out/load.png"
 "$bin" bench load "$dst" --transform train --resolution 28 --batch 512 --workers 1,0
+
+echo
+echo "== train the seed's ThinNet on the real Fashion-MNIST (faster train; 8,192 images, one epoch)"
+"$bin" train --data "$data" --model thinnet --epochs 1 --batch 512 --lr 0.001 --limit 8192 --test-limit 2000
 echo
 echo "Shards, indexes and manifest are in $dst; JSON summaries in $out/*.json; chart in $out/load.png."
