@@ -63,6 +63,9 @@ func isIDX(data string) bool {
 // train and test splits) or of an ImageFolder tree (with testData for the
 // test images), at resolution res (0: the packed images' width, else 224).
 func openStreams(data, testData string, res, batch int, seed uint64) (trainS, testS *loaderStream, err error) {
+	if _, err := os.Stat(data); err != nil {
+		return nil, nil, err
+	}
 	packed := false
 	if m, err := shard.LoadManifest(data); err == nil && len(m.Splits) > 0 {
 		packed = true
