@@ -42,6 +42,6 @@ echo "== load benchmark on the shards (faster bench load)"
 
 echo
 echo "== train the seed's ThinNet on the real Fashion-MNIST (faster train; 8,192 images, one epoch)"
-"$bin" train --data "$data" --model thinnet --epochs 1 --batch 512 --lr 0.001 --limit 8192 --test-limit 2000
+"$bin" train --data "$data" --model thinnet --epochs 1 --batch 64 --lr 0.01 --limit 8192 --test-limit 2000
 echo
 echo "Shards, indexes and manifest are in $dst; JSON summaries in $out/*.json; chart in $out/load.png."
