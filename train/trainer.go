@@ -286,56 +286,6 @@ func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(Step
 	return done(), nil
 }
 
-// EvaluateStream is Evaluate over one epoch of a Stream (its batches may
-// be smaller at the end).
-func EvaluateStream(ctx context.Context, b Backend, net Layer, data Stream, epoch int) (Metrics, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	start := time.Now()
-	c, h, w := data.Shape()
-	ce := NewCrossEntropy(b)
-	defer ce.Close()
-	var m Metrics
-	var c1, c5 int
-	for bt, err := range data.Epoch(ctx, epoch, 0) {
-		if err != nil {
-			return m, err
-		}
-		n := len(bt.Y)
-		if n == 0 {
-			continue
-		}
-		x, err := b.NewTensor(n, c, h, w)
-		if err != nil {
-			return m, err
-		}
-		err = x.Write(bt.X[:n*c*h*w])
-		var logits Tensor
-		if err == nil {
-			logits, err = net.Forward(x, false)
-		}
-		var r Result
-		if err == nil {
-			r, _, err = ce.Forward(logits, bt.Y, false)
-		}
-		x.Release()
-		if err != nil {
-			return m, err
-		}
-		m.Loss += r.Loss * float64(n)
-		c1 += r.Correct1
-		c5 += r.Correct5
-		m.Samples += n
-	}
-	if m.Samples > 0 {
-		m.Loss /= float64(m.Samples)
-		m.Top1 = float64(c1) / float64(m.Samples)
-		m.Top5 = float64(c5) / float64(m.Samples)
-	}
-	m.Seconds = time.Since(start).Seconds()
-	return m, nil
-}
-
 // Close releases the trainer's tensors (not the network or backend).
 func (t *Trainer) Close() {
 	if t.x != nil {
@@ -359,51 +309,100 @@ type Metrics struct {
 func Evaluate(ctx context.Context, b Backend, net Layer, data Dataset, batch int) (Metrics, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	start := time.Now()
+	e := newEvaluator(b, net, data)
+	defer e.close()
 	c, h, w := data.Shape()
-	ce := NewCrossEntropy(b)
-	defer ce.Close()
-	var m Metrics
-	var c1, c5 int
 	idx := make([]int, 0, batch)
+	xs, ys := make([]float32, batch*c*h*w), make([]int, batch)
 	for lo := 0; lo < data.Len(); lo += batch {
 		if err := ctx.Err(); err != nil {
-			return m, err
+			return e.m, err
 		}
 		n := min(batch, data.Len()-lo)
 		idx = idx[:0]
 		for i := range n {
 			idx = append(idx, lo+i)
 		}
-		x, err := b.NewTensor(n, c, h, w)
-		if err != nil {
-			return m, err
+		data.Fill(idx, xs[:n*c*h*w], ys[:n])
+		if err := e.add(xs[:n*c*h*w], ys[:n]); err != nil {
+			return e.m, err
 		}
-		xs, ys := make([]float32, n*c*h*w), make([]int, n)
-		data.Fill(idx, xs, ys)
-		err = x.Write(xs)
-		var logits Tensor
-		if err == nil {
-			logits, err = net.Forward(x, false)
-		}
-		var r Result
-		if err == nil {
-			r, _, err = ce.Forward(logits, ys, false)
-		}
-		x.Release()
-		if err != nil {
-			return m, err
-		}
-		m.Loss += r.Loss * float64(n)
-		c1 += r.Correct1
-		c5 += r.Correct5
-		m.Samples += n
 	}
+	return e.result(), nil
+}
+
+// EvaluateStream is Evaluate over one epoch of a Stream (its batches may
+// be smaller at the end).
+func EvaluateStream(ctx context.Context, b Backend, net Layer, data Stream, epoch int) (Metrics, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e := newEvaluator(b, net, data)
+	defer e.close()
+	c, h, w := data.Shape()
+	for bt, err := range data.Epoch(ctx, epoch, 0) {
+		if err != nil {
+			return e.m, err
+		}
+		if n := len(bt.Y); n > 0 {
+			if err := e.add(bt.X[:n*c*h*w], bt.Y); err != nil {
+				return e.m, err
+			}
+		}
+	}
+	return e.result(), nil
+}
+
+// evaluator accumulates inference metrics over batches of any size.
+type evaluator struct {
+	b       Backend
+	net     Layer
+	ce      *CrossEntropy
+	c, h, w int
+	start   time.Time
+	m       Metrics
+	c1, c5  int
+}
+
+func newEvaluator(b Backend, net Layer, data interface{ Shape() (c, h, w int) }) *evaluator {
+	c, h, w := data.Shape()
+	return &evaluator{b: b, net: net, ce: NewCrossEntropy(b), c: c, h: h, w: w, start: time.Now()}
+}
+
+// add runs one batch: xs holds len(ys) images, NCHW.
+func (e *evaluator) add(xs []float32, ys []int) error {
+	n := len(ys)
+	x, err := e.b.NewTensor(n, e.c, e.h, e.w)
+	if err != nil {
+		return err
+	}
+	defer x.Release()
+	if err := x.Write(xs); err != nil {
+		return err
+	}
+	logits, err := e.net.Forward(x, false)
+	if err != nil {
+		return err
+	}
+	r, _, err := e.ce.Forward(logits, ys, false)
+	if err != nil {
+		return err
+	}
+	e.m.Loss += r.Loss * float64(n)
+	e.c1 += r.Correct1
+	e.c5 += r.Correct5
+	e.m.Samples += n
+	return nil
+}
+
+func (e *evaluator) result() Metrics {
+	m := e.m
 	if m.Samples > 0 {
 		m.Loss /= float64(m.Samples)
-		m.Top1 = float64(c1) / float64(m.Samples)
-		m.Top5 = float64(c5) / float64(m.Samples)
+		m.Top1 = float64(e.c1) / float64(m.Samples)
+		m.Top5 = float64(e.c5) / float64(m.Samples)
 	}
-	m.Seconds = time.Since(start).Seconds()
-	return m, nil
+	m.Seconds = time.Since(e.start).Seconds()
+	return m
 }
+
+func (e *evaluator) close() { e.ce.Close() }
