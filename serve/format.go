@@ -120,6 +120,9 @@ func writeFrame(w io.Writer, typ byte, payload ...[]byte) error {
 		return err
 	}
 	for _, p := range payload {
+		if len(p) == 0 {
+			continue // a frame is complete after its bytes: no empty writes
+		}
 		if _, err := w.Write(p); err != nil {
 			return err
 		}
