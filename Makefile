@@ -33,7 +33,7 @@ test: setup vet testrace testnocgo
 # The S3 test server (versitygw) is built once, before the packages that
 # start it run in parallel; it is cached under ~/.cache/faster-test-bin.
 s3server:
-	FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -run TestBuild ./storage/s3test
+	FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -run TestBuild ./storage/s3test
 
 testrace: s3server
 	FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -race -count=1 -timeout 20m ./...
