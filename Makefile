@@ -59,7 +59,7 @@ vet:
 	@scripts/layering.sh
 
 lint: vet
-	@if command -v staticcheck >/dev/null; then staticcheck ./...; else $(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...; fi
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; else $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; fi
 
 clean:
 	rm -rf bin $(OUT)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"image"
 	"image/color"
-	"image/jpeg"
 	"math"
 	"os"
 	"path/filepath"
@@ -174,13 +173,4 @@ func photos(t testing.TB, names ...string) map[string][]byte {
 		out[n] = b
 	}
 	return out
-}
-
-// jpegBytes encodes a Go image (for generated inputs).
-func jpegBytes(t testing.TB, img image.Image, q int) []byte {
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: q}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

@@ -2,7 +2,6 @@ package source
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,8 +62,4 @@ func datumSample(it Item, path string, val []byte) (Sample, error) {
 		}
 	}
 	return Sample{Item: it}, &CorruptError{Path: path, Key: it.Key, Offset: -1, Reason: err.Error(), Err: err}
-}
-
-func lmdbNotFound(path string, err error) error {
-	return fmt.Errorf("%s: %w", path, err)
 }

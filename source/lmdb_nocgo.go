@@ -2,12 +2,14 @@
 
 package source
 
+import "fmt"
+
 // LMDB is a Caffe-style LMDB database. This build has no cgo, so it cannot
 // be opened: OpenLMDB returns ErrNoCgo.
 type LMDB struct{ path string }
 
 // OpenLMDB returns ErrNoCgo: the LMDB library is C.
-func OpenLMDB(path string) (*LMDB, error) { return nil, lmdbNotFound(path, ErrNoCgo) }
+func OpenLMDB(path string) (*LMDB, error) { return nil, fmt.Errorf("%s: %w", path, ErrNoCgo) }
 
 // Close does nothing.
 func (db *LMDB) Close() error { return nil }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,15 +99,6 @@ func checkNoFillers(t testing.TB) {
 	if n != 0 {
 		t.Errorf("%d read-ahead goroutines still running", n)
 	}
-}
-
-func contains(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
 }
 
 func testCtx(t testing.TB) context.Context {
