@@ -142,38 +142,20 @@ func (t *Trainer) ensureInput(shape ...int) error {
 func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(StepResult) error) (EpochResult, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if t.Batch <= 0 {
-		return EpochResult{}, fmt.Errorf("train: batch size %d", t.Batch)
-	}
-	steps := t.StepsPerEpoch(data.Len())
-	if steps == 0 {
-		return EpochResult{}, fmt.Errorf("train: %d samples are fewer than one batch of %d", data.Len(), t.Batch)
-	}
-	c, h, w := data.Shape()
-	if err := t.ensureInput(t.Batch, c, h, w); err != nil {
+	steps, err := t.prepare(data)
+	if err != nil {
 		return EpochResult{}, err
 	}
 	order := t.Order(data.Len(), t.Epoch)
-	res := EpochResult{Epoch: t.Epoch + 1}
-	start := time.Now()
-	correct := 0
-	done := func() EpochResult {
-		res.Seconds = time.Since(start).Seconds()
-		if res.Images > 0 {
-			res.Loss /= float64(res.Images / t.Batch)
-			res.Accuracy = float64(correct) / float64(res.Images)
-		}
-		return res
-	}
+	tally := t.newTally()
+	done := tally.result
 	for t.Step < steps {
 		if err := ctx.Err(); err != nil {
 			return done(), err
 		}
 		data.Fill(order[t.Step*t.Batch:(t.Step+1)*t.Batch], t.xs, t.ys)
 		r, err := t.step(t.xs, t.ys, steps, onStep)
-		res.Loss += r.Loss
-		res.Images += r.Images
-		correct += r.Correct
+		tally.add(r)
 		if errors.Is(err, ErrStop) {
 			return done(), nil
 		}
@@ -184,6 +166,51 @@ func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(Step
 	t.Epoch++
 	t.Step = 0
 	return done(), nil
+}
+
+// prepare checks that data holds at least one batch and sizes the input
+// tensor; it returns the steps of a full epoch.
+func (t *Trainer) prepare(data interface {
+	Len() int
+	Shape() (c, h, w int)
+}) (int, error) {
+	if t.Batch <= 0 {
+		return 0, fmt.Errorf("train: batch size %d", t.Batch)
+	}
+	steps := t.StepsPerEpoch(data.Len())
+	if steps == 0 {
+		return 0, fmt.Errorf("train: %d samples are fewer than one batch of %d", data.Len(), t.Batch)
+	}
+	c, h, w := data.Shape()
+	return steps, t.ensureInput(t.Batch, c, h, w)
+}
+
+// tally sums the steps of one epoch call into an EpochResult.
+type tally struct {
+	res     EpochResult
+	batch   int
+	correct int
+	start   time.Time
+}
+
+func (t *Trainer) newTally() *tally {
+	return &tally{res: EpochResult{Epoch: t.Epoch + 1}, batch: t.Batch, start: time.Now()}
+}
+
+func (y *tally) add(r StepResult) {
+	y.res.Loss += r.Loss
+	y.res.Images += r.Images
+	y.correct += r.Correct
+}
+
+func (y *tally) result() EpochResult {
+	res := y.res
+	res.Seconds = time.Since(y.start).Seconds()
+	if res.Images > 0 {
+		res.Loss /= float64(res.Images / y.batch)
+		res.Accuracy = float64(y.correct) / float64(res.Images)
+	}
+	return res
 }
 
 // step trains on one batch (xs normalised NCHW, ys labels) and calls onStep.
@@ -238,25 +265,12 @@ type Stream interface {
 func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(StepResult) error) (EpochResult, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	steps := t.StepsPerEpoch(data.Len())
-	if t.Batch <= 0 || steps == 0 {
-		return EpochResult{}, fmt.Errorf("train: %d samples, batch %d: no full batch", data.Len(), t.Batch)
-	}
-	c, h, w := data.Shape()
-	if err := t.ensureInput(t.Batch, c, h, w); err != nil {
+	steps, err := t.prepare(data)
+	if err != nil {
 		return EpochResult{}, err
 	}
-	res := EpochResult{Epoch: t.Epoch + 1}
-	start := time.Now()
-	correct := 0
-	done := func() EpochResult {
-		res.Seconds = time.Since(start).Seconds()
-		if res.Images > 0 {
-			res.Loss /= float64(res.Images / t.Batch)
-			res.Accuracy = float64(correct) / float64(res.Images)
-		}
-		return res
-	}
+	tally := t.newTally()
+	done := tally.result
 	for b, err := range data.Epoch(ctx, t.Epoch, t.Step) {
 		if err != nil {
 			return done(), err
@@ -268,9 +282,7 @@ func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(Step
 			return done(), fmt.Errorf("train: stream batch of %d, want %d", len(b.Y), t.Batch)
 		}
 		r, err := t.step(b.X, b.Y, steps, onStep)
-		res.Loss += r.Loss
-		res.Images += r.Images
-		correct += r.Correct
+		tally.add(r)
 		if errors.Is(err, ErrStop) {
 			return done(), nil
 		}
