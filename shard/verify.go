@@ -243,10 +243,7 @@ func verifyShard(ctx context.Context, t target, progress func(int64)) (records, 
 	size = cr.n
 
 	// The index beside the shard.
-	ip := filepath.Join(filepath.Dir(t.path), IndexName(filepath.Base(t.path)))
-	if t.want != nil && t.want.Index != "" {
-		ip = filepath.Join(filepath.Dir(t.path), t.want.Index)
-	}
+	ip := t.indexPath(IndexName(filepath.Base(t.path)))
 	if idxf, err := os.Open(ip); err == nil {
 		entries, err := tfrecord.ReadIndex(idxf, ip)
 		idxf.Close()
@@ -264,19 +261,40 @@ func verifyShard(ctx context.Context, t target, progress func(int64)) (records, 
 		probs = append(probs, Problem{Path: ip, Offset: -1, Reason: "index file missing"})
 	}
 
-	// The manifest's figures.
-	if w := t.want; w != nil {
-		if w.Records != records {
-			bad(-1, "%d records, manifest says %d", records, w.Records)
-		}
-		if w.Bytes != size {
-			bad(-1, "%d bytes, manifest says %d", size, w.Bytes)
-		}
-		if sum := hex.EncodeToString(h.Sum(nil)); w.SHA256 != sum {
-			bad(-1, "sha256 %s, manifest says %s", sum, w.SHA256)
-		}
-	}
+	probs = append(probs, t.checkManifest("records", records, size, h.Sum(nil))...)
 	return records, size, probs
+}
+
+// indexPath is where the shard's index is: the manifest's name for it, or
+// def beside the shard.
+func (t target) indexPath(def string) string {
+	if t.want != nil && t.want.Index != "" {
+		def = t.want.Index
+	}
+	return filepath.Join(filepath.Dir(t.path), def)
+}
+
+// checkManifest compares what was found in a shard with the manifest's
+// figures, if a manifest describes it; unit names what records counts.
+func (t target) checkManifest(unit string, records, size int64, sum []byte) []Problem {
+	w := t.want
+	if w == nil {
+		return nil
+	}
+	var probs []Problem
+	bad := func(format string, a ...any) {
+		probs = append(probs, Problem{Path: t.path, Offset: -1, Reason: fmt.Sprintf(format, a...)})
+	}
+	if w.Records != records {
+		bad("%d %s, manifest says %d", records, unit, w.Records)
+	}
+	if w.Bytes != size {
+		bad("%d bytes, manifest says %d", size, w.Bytes)
+	}
+	if got := hex.EncodeToString(sum); w.SHA256 != got {
+		bad("sha256 %s, manifest says %s", got, w.SHA256)
+	}
+	return probs
 }
 
 func compareIndex(ip string, entries, found []tfrecord.IndexEntry) []Problem {

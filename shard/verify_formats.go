@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -89,26 +88,13 @@ func verifyTar(ctx context.Context, t target, progress func(int64)) (records, si
 	}
 	records, size = int64(len(found)), cr.n
 
-	ip := filepath.Join(filepath.Dir(t.path), IndexName(filepath.Base(t.path)))
-	if t.want != nil && t.want.Index != "" {
-		ip = filepath.Join(filepath.Dir(t.path), t.want.Index)
-	}
+	ip := t.indexPath(IndexName(filepath.Base(t.path)))
 	if b, err := os.ReadFile(ip); err == nil {
 		probs = append(probs, compareWDSIndex(ip, b, found)...)
 	} else if t.want != nil {
 		probs = append(probs, Problem{Path: ip, Offset: -1, Reason: "index file missing"})
 	}
-	if w := t.want; w != nil {
-		if w.Records != records {
-			bad(-1, "%d samples, manifest says %d", records, w.Records)
-		}
-		if w.Bytes != size {
-			bad(-1, "%d bytes, manifest says %d", size, w.Bytes)
-		}
-		if sum := hex.EncodeToString(h.Sum(nil)); w.SHA256 != sum {
-			bad(-1, "sha256 %s, manifest says %s", sum, w.SHA256)
-		}
-	}
+	probs = append(probs, t.checkManifest("samples", records, size, h.Sum(nil))...)
 	return records, size, probs
 }
 
