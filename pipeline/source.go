@@ -112,16 +112,10 @@ func (d *FuncDataset[T]) Iter(ctx context.Context) iter.Seq2[T, error] {
 				yield(zero, err)
 				return
 			}
-			if d.size != nil {
-				m.bytes += int64(d.size(x))
-			}
-			m.items++
-			if !yield(x, nil) {
+			var ok bool
+			if last, ok = emit(&m, yield, x, d.size, t1); !ok {
 				return
 			}
-			last = nanotime()
-			m.blockedOut += last - t1
-			m.tick()
 		}
 	}
 }

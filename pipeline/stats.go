@@ -308,6 +308,24 @@ type meter struct {
 	n                        int
 }
 
+// emit counts x (and its bytes, with size), hands it to the consumer, and
+// charges the time the consumer took to blockedOut. t1 is when x was
+// ready; emit returns the time the consumer returned, and false when it
+// stopped the epoch.
+func emit[T any](m *meter, yield func(T, error) bool, x T, size func(T) int, t1 int64) (int64, bool) {
+	if size != nil {
+		m.bytes += int64(size(x))
+	}
+	m.items++
+	if !yield(x, nil) {
+		return 0, false
+	}
+	last := nanotime()
+	m.blockedOut += last - t1
+	m.tick()
+	return last, true
+}
+
 func (m *meter) tick() {
 	m.n++
 	if m.n&31 == 0 {
