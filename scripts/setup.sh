@@ -30,6 +30,7 @@ declare -A need=(
   # python3-torch for the PyTorch peer benchmark and the testdata
   # generator of train/traintest.
   [libdnnl-dev]=/usr/include/dnnl.h
+  [libgloo-dev]=/usr/include/gloo/allreduce.h
   [python3-torch]=/usr/lib/python3/dist-packages/torch/__init__.py
   # serve: the Python client (python/faster) and its tests need numpy;
   # torch (above) for its tensors and examples/ddp_thinnet.py.
