@@ -141,9 +141,101 @@ type AddOp interface {
 	Close()
 }
 
+// SyncBatchNormOp is a BatchNormOp that can normalise with the statistics
+// of one batch spread over several replicas (SyncBN, as
+// torch.nn.SyncBatchNorm). reduce sums v element-wise over the replicas in
+// place; every replica calls it the same number of times in the same order.
+type SyncBatchNormOp interface {
+	BatchNormOp
+	// ForwardSync is a training Forward whose statistics are the global
+	// batch's: it reduces [Σx per channel, Σx² per channel, element count
+	// per channel] (2C+1 values) and writes the global mean and biased
+	// variance into mean and variance. It returns the global element count
+	// per channel (N·H·W summed over the replicas).
+	ForwardSync(x Tensor, gamma, beta, mean, variance []float32, reduce func([]float64) error) (Tensor, int, error)
+	// BackwardSync, after ForwardSync, reduces [Σdy, Σdy·x̂] per channel
+	// (2C values) and returns dL/dx for the global batch:
+	// γ/σ·(dy − Σdy/M − x̂·Σdy·x̂/M) with the global sums and count M.
+	// dgamma and dbeta get this replica's local sums (Σdy·x̂, Σdy); the
+	// gradient all-reduce adds them up with the other parameters.
+	BackwardSync(dy Tensor, gamma, beta, dgamma, dbeta []float32, reduce func([]float64) error) (Tensor, error)
+}
+
+// Precision is the arithmetic of convolutions and matrix products.
+type Precision int
+
+const (
+	// Float32 computes in float32 throughout.
+	Float32 Precision = iota
+	// BFloat16 rounds the inputs, weights and output gradients of
+	// convolutions and matrix products to bfloat16 and accumulates in
+	// float32 (torch.autocast(dtype=torch.bfloat16)): natively where the
+	// CPU has bf16 instructions, otherwise emulated by rounding.
+	BFloat16
+	// Float16 is BFloat16 with IEEE half precision (values beyond ±65504
+	// become ±Inf, which a GradScaler detects).
+	Float16
+)
+
+func (p Precision) String() string {
+	switch p {
+	case Float32:
+		return "fp32"
+	case BFloat16:
+		return "bf16"
+	case Float16:
+		return "fp16"
+	}
+	return fmt.Sprintf("Precision(%d)", int(p))
+}
+
+// ParsePrecision parses "fp32", "bf16" or "fp16".
+func ParsePrecision(s string) (Precision, error) {
+	for _, p := range []Precision{Float32, BFloat16, Float16} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("precision %q: want fp32, bf16 or fp16", s)
+}
+
+// PrecisionReporter is implemented by backends that say how they run
+// reduced precision.
+type PrecisionReporter interface {
+	// Precision returns the configured precision and whether it runs on
+	// native instructions (false: emulated by rounding float32 values).
+	Precision() (p Precision, native bool)
+}
+
+// TuneCandidate is one implementation an autotuning backend timed.
+type TuneCandidate struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`         // best time of one forward+backward
+	Err     string  `json:"error,omitempty"` // why it could not be used
+}
+
+// TuneChoice is what an autotuning backend picked for one op and shape.
+type TuneChoice struct {
+	Op         string          `json:"op"` // e.g. "conv 64x32x26x26 -> 64 k3 s1 p0"
+	Chosen     string          `json:"chosen"`
+	Candidates []TuneCandidate `json:"candidates"`
+}
+
+// Tuner is implemented by backends that autotune (BackendOptions.Autotune).
+type Tuner interface {
+	// TuneChoices lists the choices made so far, in the order made.
+	TuneChoices() []TuneChoice
+}
+
 // BackendOptions configures a backend.
 type BackendOptions struct {
-	Threads int // 0: runtime.NumCPU()
+	// Precision of convolutions and matrix products (default Float32).
+	Precision Precision
+	// Autotune times the candidate implementations of each op the first
+	// time it sees a shape and keeps the fastest (like
+	// torch.backends.cudnn.benchmark); see Tuner.
+	Autotune bool
+	Threads  int // 0: runtime.NumCPU()
 	// NormThreads caps the threads of BatchNorm (0: Threads). BatchNorm
 	// synchronises its threads several times per call; on cores shared with
 	// other work a descheduled thread stalls the others, and 1 thread was

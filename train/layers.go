@@ -109,6 +109,12 @@ type BatchNorm2D struct {
 	RunningMean, RunningVar *Param
 	op                      BatchNormOp
 	batchMean, batchVar     []float32
+	// Sync, when set, makes training steps use the statistics of the
+	// batch spread over all replicas (SyncBN): it sums its argument over
+	// the replicas in place. The backend's op must implement
+	// SyncBatchNormOp. See SyncBatchNorm.
+	Sync   func([]float64) error
+	synced bool // the last training Forward was synchronised
 }
 
 // NewBatchNorm2D makes a BatchNorm over c channels (eps 1e-5, momentum 0.1).
@@ -131,12 +137,27 @@ func (l *BatchNorm2D) Forward(x Tensor, training bool) (Tensor, error) {
 	if !training {
 		return l.op.Forward(x, l.Gamma.Value, l.Beta.Value, l.RunningMean.Value, l.RunningVar.Value, false)
 	}
-	y, err := l.op.Forward(x, l.Gamma.Value, l.Beta.Value, l.batchMean, l.batchVar, true)
+	var (
+		y   Tensor
+		err error
+	)
+	n, _, hw := planes(x.Shape())
+	cnt := float32(n * hw)
+	l.synced = l.Sync != nil
+	if l.synced {
+		sop, ok := l.op.(SyncBatchNormOp)
+		if !ok {
+			return nil, fmt.Errorf("batchnorm: %T has no synchronised statistics: %w", l.op, ErrUnsupported)
+		}
+		var global int
+		y, global, err = sop.ForwardSync(x, l.Gamma.Value, l.Beta.Value, l.batchMean, l.batchVar, l.Sync)
+		cnt = float32(global)
+	} else {
+		y, err = l.op.Forward(x, l.Gamma.Value, l.Beta.Value, l.batchMean, l.batchVar, true)
+	}
 	if err != nil {
 		return nil, err
 	}
-	n, _, hw := planes(x.Shape())
-	cnt := float32(n * hw)
 	unbias := cnt / max(cnt-1, 1)
 	m := l.Momentum
 	for i := range l.C {
@@ -147,7 +168,43 @@ func (l *BatchNorm2D) Forward(x Tensor, training bool) (Tensor, error) {
 }
 
 func (l *BatchNorm2D) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	if l.synced {
+		return l.op.(SyncBatchNormOp).BackwardSync(dy, l.Gamma.Value, l.Beta.Value, l.Gamma.Grad, l.Beta.Grad, l.Sync)
+	}
 	return l.op.Backward(dy, l.Gamma.Value, l.Beta.Value, l.Gamma.Grad, l.Beta.Grad)
+}
+
+// SyncBatchNorm sets (or, with nil, clears) the Sync function of every
+// BatchNorm2D in net, like torch.nn.SyncBatchNorm.convert_sync_batchnorm,
+// and returns how many it set.
+func SyncBatchNorm(net Layer, reduce func([]float64) error) int {
+	n := 0
+	Walk(net, func(l Layer) {
+		if bn, ok := l.(*BatchNorm2D); ok {
+			bn.Sync = reduce
+			n++
+		}
+	})
+	return n
+}
+
+// Container is a layer made of other layers.
+type Container interface {
+	Children() []Layer
+}
+
+// Walk calls fn for net and, depth first in forward order, every layer
+// inside it.
+func Walk(net Layer, fn func(Layer)) {
+	if net == nil {
+		return
+	}
+	fn(net)
+	if c, ok := net.(Container); ok {
+		for _, l := range c.Children() {
+			Walk(l, fn)
+		}
+	}
 }
 
 func (l *BatchNorm2D) Params() []*Param  { return []*Param{l.Gamma, l.Beta} }
@@ -297,7 +354,13 @@ func (l *Linear) Close()            { l.op.Close() }
 // Sequential chains layers.
 type Sequential struct {
 	Layers []Layer
+	// GradsReady, when set, is called during Backward as soon as a layer's
+	// parameter gradients are final, with those parameters (data-parallel
+	// training starts their all-reduce while the backward pass goes on).
+	GradsReady func([]*Param)
 }
+
+func (s *Sequential) Children() []Layer { return s.Layers }
 
 var _ Layer = (*Sequential)(nil)
 
@@ -317,6 +380,11 @@ func (s *Sequential) Backward(dy Tensor, needDX bool) (Tensor, error) {
 		need := needDX || i > 0
 		if dy, err = s.Layers[i].Backward(dy, need); err != nil {
 			return nil, fmt.Errorf("layer %d (%T) backward: %w", i, s.Layers[i], err)
+		}
+		if s.GradsReady != nil {
+			if ps := s.Layers[i].Params(); len(ps) > 0 {
+				s.GradsReady(ps)
+			}
 		}
 	}
 	return dy, nil

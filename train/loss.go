@@ -9,10 +9,13 @@ import (
 // CrossEntropy is softmax cross-entropy averaged over the batch (PyTorch's
 // nn.CrossEntropyLoss), computed on the host from the logits.
 type CrossEntropy struct {
-	b      Backend
-	logits []float32
-	grad   []float32
-	dx     Tensor
+	// GradScale multiplies the gradient Forward returns (0 means 1): loss
+	// scaling, and the weight of one device's share of a batch.
+	GradScale float64
+	b         Backend
+	logits    []float32
+	grad      []float32
+	dx        Tensor
 }
 
 // NewCrossEntropy makes the loss on backend b.
@@ -71,6 +74,11 @@ func (c *CrossEntropy) Forward(logits Tensor, labels []int, grad bool) (Result, 
 	r.Loss /= float64(n)
 	if !grad {
 		return r, nil, nil
+	}
+	if g := float32(c.GradScale); g != 0 && g != 1 {
+		for i := range c.grad {
+			c.grad[i] *= g
+		}
 	}
 	if c.dx == nil || !slices.Equal(c.dx.Shape(), s) {
 		if c.dx != nil {

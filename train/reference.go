@@ -10,9 +10,22 @@ import (
 // Reference is the pure-Go backend: plain NCHW float32 tensors, loops that
 // accumulate in float64. It is slow and exact, for CGO_ENABLED=0 builds and
 // as the yardstick of the gradient checks.
-type Reference struct{ threads int }
+//
+// With BFloat16 or Float16 precision, convolutions and linear layers round
+// their input, weights and output gradient to that format (emulation, as
+// the oneDNN backend does on CPUs without bf16 instructions) and compute
+// as in float32 from the rounded values. It does not autotune: Autotune is
+// accepted and TuneChoices is empty.
+type Reference struct {
+	threads int
+	prec    Precision
+}
 
-var _ Backend = (*Reference)(nil)
+var (
+	_ Backend           = (*Reference)(nil)
+	_ PrecisionReporter = (*Reference)(nil)
+	_ Tuner             = (*Reference)(nil)
+)
 
 // NewReference returns the pure-Go backend. It runs on one goroutine;
 // Threads is recorded for reporting only.
@@ -21,7 +34,57 @@ func NewReference(o BackendOptions) *Reference {
 	if t <= 0 {
 		t = runtime.NumCPU()
 	}
-	return &Reference{threads: t}
+	return &Reference{threads: t, prec: o.Precision}
+}
+
+// Precision implements PrecisionReporter: reduced precision is always
+// emulated.
+func (r *Reference) Precision() (Precision, bool) { return r.prec, false }
+
+// TuneChoices implements Tuner: the reference backend has one
+// implementation of each op.
+func (r *Reference) TuneChoices() []TuneChoice { return nil }
+
+// roundTo writes src rounded to p into dst, grown to len(src), and
+// returns it.
+func roundTo(p Precision, dst, src []float32) []float32 {
+	dst = slices.Grow(dst[:0], len(src))[:len(src)]
+	round := roundBF16
+	if p == Float16 {
+		round = roundF16
+	}
+	for i, v := range src {
+		dst[i] = round(v)
+	}
+	return dst
+}
+
+// roundBF16 rounds f to the nearest bfloat16 (ties to even).
+func roundBF16(f float32) float32 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 { // NaN
+		return math.Float32frombits((b | 0x00400000) &^ 0xffff)
+	}
+	return math.Float32frombits((b + 0x7fff + (b>>16)&1) &^ 0xffff)
+}
+
+// roundF16 rounds f to the nearest IEEE half (ties to even): beyond
+// ±65504 (from 65520 up) to ±Inf, below 2^-14 to a multiple of 2^-24.
+func roundF16(f float32) float32 {
+	b := math.Float32bits(f)
+	sign, a := b&0x80000000, b&0x7fffffff
+	switch {
+	case a >= 0x7f800000: // Inf, NaN
+		return f
+	case a < 0x38800000: // subnormal in half: float's spacing in [0.5, 1) is 2^-24
+		return math.Float32frombits(math.Float32bits((math.Float32frombits(a)+0.5)-0.5) | sign)
+	}
+	a += 0xfff + (a>>13)&1
+	a &^= 0x1fff
+	if a >= 0x47800000 {
+		a = 0x7f800000
+	}
+	return math.Float32frombits(a | sign)
 }
 
 func (r *Reference) Name() string { return "reference" }
@@ -83,16 +146,20 @@ func asRef(x Tensor, rank ...int) (*refTensor, error) {
 
 type refConv struct {
 	s     ConvSpec
-	x     *refTensor
+	prec  Precision
+	x     *refTensor // the input of the last Forward (rounded: xr)
 	y, dx *refTensor
 	acc   []float64
+	// Reduced precision: rounded input, weights, output gradient.
+	xr, dyr *refTensor
+	wr      []float32
 }
 
 func (r *Reference) NewConv(s ConvSpec) (ConvOp, error) {
 	if s.In <= 0 || s.Out <= 0 || s.Kernel <= 0 || s.Pad < 0 || s.Stride < 0 {
 		return nil, fmt.Errorf("conv %+v: invalid", s)
 	}
-	return &refConv{s: s}, nil
+	return &refConv{s: s, prec: r.prec}, nil
 }
 
 func (c *refConv) Close() {}
@@ -110,6 +177,12 @@ func (c *refConv) Forward(xt Tensor, wt, b []float32) (Tensor, error) {
 	}
 	if x.shape[1] != c.s.In {
 		return nil, fmt.Errorf("conv: input %v has %d channels, want %d", x.shape, x.shape[1], c.s.In)
+	}
+	if c.prec != Float32 {
+		c.xr = ensure(c.xr, x.shape...)
+		roundTo(c.prec, c.xr.data, x.data)
+		c.wr = roundTo(c.prec, c.wr, wt)
+		x, wt = c.xr, c.wr
 	}
 	c.x = x
 	n, ci, h, w, co, k, st, p, oh, ow := c.dims()
@@ -172,6 +245,12 @@ func (c *refConv) Backward(dyt Tensor, wt, dw, db []float32, needDX bool) (Tenso
 	n, ci, h, w, co, k, st, p, oh, ow := c.dims()
 	if !slices.Equal(dy.shape, []int{n, co, oh, ow}) {
 		return nil, fmt.Errorf("conv: gradient %v, want %v", dy.shape, []int{n, co, oh, ow})
+	}
+	if c.prec != Float32 {
+		c.dyr = ensure(c.dyr, dy.shape...)
+		roundTo(c.prec, c.dyr.data, dy.data)
+		c.wr = roundTo(c.prec, c.wr, wt)
+		dy, wt = c.dyr, c.wr
 	}
 	x := c.x
 	// Weights and bias.
@@ -254,6 +333,7 @@ type refBN struct {
 	x, y, dx    *refTensor
 	mean, invSD []float64
 	trained     bool
+	count       float64 // global elements per channel of the last ForwardSync
 }
 
 func (r *Reference) NewBatchNorm(s BatchNormSpec) (BatchNormOp, error) {
@@ -525,15 +605,19 @@ func (p *refPool) Backward(dyt Tensor) (Tensor, error) {
 
 type refLinear struct {
 	s     LinearSpec
-	x     *refTensor
+	prec  Precision
+	x     *refTensor // the input of the last Forward (rounded: xr)
 	y, dx *refTensor
+	// Reduced precision: rounded input, weights, output gradient.
+	xr, dyr *refTensor
+	wr      []float32
 }
 
 func (r *Reference) NewLinear(s LinearSpec) (LinearOp, error) {
 	if s.In <= 0 || s.Out <= 0 {
 		return nil, fmt.Errorf("linear %+v: invalid", s)
 	}
-	return &refLinear{s: s}, nil
+	return &refLinear{s: s, prec: r.prec}, nil
 }
 
 func (l *refLinear) Close() {}
@@ -546,6 +630,12 @@ func (l *refLinear) Forward(xt Tensor, w, b []float32) (Tensor, error) {
 	n := x.shape[0]
 	if numel(x.shape) != n*l.s.In {
 		return nil, fmt.Errorf("linear: input %v does not flatten to %d features", x.shape, l.s.In)
+	}
+	if l.prec != Float32 {
+		l.xr = ensure(l.xr, x.shape...)
+		roundTo(l.prec, l.xr.data, x.data)
+		l.wr = roundTo(l.prec, l.wr, w)
+		x, w = l.xr, l.wr
 	}
 	l.x = x
 	l.y = ensure(l.y, n, l.s.Out)
@@ -570,6 +660,12 @@ func (l *refLinear) Backward(dyt Tensor, w, dw, db []float32, needDX bool) (Tens
 	}
 	if l.x == nil || !slices.Equal(dy.shape, l.y.shape) {
 		return nil, fmt.Errorf("linear: gradient does not match the last Forward")
+	}
+	if l.prec != Float32 {
+		l.dyr = ensure(l.dyr, dy.shape...)
+		roundTo(l.prec, l.dyr.data, dy.data)
+		l.wr = roundTo(l.prec, l.wr, w)
+		dy, w = l.dyr, l.wr
 	}
 	n, in, out := dy.shape[0], l.s.In, l.s.Out
 	for o := range out {

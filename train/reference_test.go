@@ -14,3 +14,15 @@ func TestReferenceLayers(t *testing.T) {
 func TestReferenceTorchStep(t *testing.T) {
 	traintest.RunTorchStep(t, train.NewReference(train.BackendOptions{}))
 }
+
+func TestReferenceSyncBatchNorm(t *testing.T) {
+	traintest.RunSyncBatchNorm(t, func(o train.BackendOptions) (train.Backend, error) { return train.NewReference(o), nil })
+}
+
+func TestReferencePrecision(t *testing.T) {
+	traintest.RunPrecision(t, func(o train.BackendOptions) (train.Backend, error) { return train.NewReference(o), nil })
+}
+
+func TestReferenceAutotune(t *testing.T) {
+	traintest.RunAutotune(t, func(o train.BackendOptions) (train.Backend, error) { return train.NewReference(o), nil })
+}

@@ -16,6 +16,13 @@ type Residual struct {
 
 var _ Layer = (*Residual)(nil)
 
+func (r *Residual) Children() []Layer {
+	if r.Shortcut == nil {
+		return []Layer{r.Main}
+	}
+	return []Layer{r.Main, r.Shortcut}
+}
+
 // NewResidual joins main and shortcut (nil: identity) on b.
 func NewResidual(b Backend, main, shortcut Layer) (*Residual, error) {
 	r := &Residual{Main: main, Shortcut: shortcut}

@@ -66,6 +66,12 @@ func (d *Images) Subset(n int) *Images {
 // the optimiser's state are what a checkpoint saves; the order of samples
 // in an epoch depends only on Seed and Epoch, so a resumed run sees the
 // same batches as an uninterrupted one.
+//
+// One trainer drives one device (its Backend and Net), several devices of
+// one process (AddReplica: data parallelism, like torch.nn.DataParallel) or
+// one rank of several processes (Distribute: like
+// torch.nn.parallel.DistributedDataParallel). Batch is always the global
+// batch: the devices and ranks split it.
 type Trainer struct {
 	Backend  Backend
 	Net      Layer
@@ -76,15 +82,33 @@ type Trainer struct {
 	Epoch    int // epochs completed
 	Step     int // steps completed in the current epoch
 
-	x  Tensor
-	ce *CrossEntropy
-	xs []float32
-	ys []int
+	// Scaler, when set, scales the loss gradient and skips the steps whose
+	// gradients are not finite (mixed precision; see GradScaler).
+	Scaler *GradScaler
+	// ZeroGrad zeroes the gradients before each backward pass and adds the
+	// new ones into them — torch's zero_grad() without set_to_none — where
+	// the default lets the backward pass overwrite them
+	// (zero_grad(set_to_none=True)). It is there to measure the difference.
+	ZeroGrad bool
+	// NoOverlap prepares each batch (gather, normalise, copy into the
+	// engine's memory) only once the previous step is done; by default the
+	// next batch is prepared while the current step runs (the seed's
+	// pin_memory + non_blocking).
+	NoOverlap bool
+
+	devs    []*device // devs[0] runs on the trainer's Backend and Net
+	dist    *distributed
+	scratch [][]float32 // ZeroGrad: where the backward pass writes
+	inShape []int       // c, h, w of the staged inputs
+	hostX   []float32
+	hostY   []int
 }
 
 // NewTrainer prepares training of net on b.
 func NewTrainer(b Backend, net Layer, opt *SGD, sched Schedule, batch int, seed uint64) *Trainer {
-	return &Trainer{Backend: b, Net: net, Opt: opt, Schedule: sched, Batch: batch, Seed: seed, ce: NewCrossEntropy(b)}
+	t := &Trainer{Backend: b, Net: net, Opt: opt, Schedule: sched, Batch: batch, Seed: seed}
+	t.devs = []*device{{b: b, net: net, ce: NewCrossEntropy(b), params: net.Params()}}
+	return t
 }
 
 // StepResult reports one training step.
@@ -94,6 +118,7 @@ type StepResult struct {
 	Correct            int
 	Images             int
 	LR                 float64
+	Skipped            bool // the scaler found non-finite gradients
 }
 
 // EpochResult summarises the steps an epoch call ran.
@@ -118,122 +143,286 @@ func (t *Trainer) Order(n, epoch int) []int {
 	return rand.New(rand.NewPCG(t.Seed, uint64(epoch)+1)).Perm(n)
 }
 
-func (t *Trainer) ensureInput(shape ...int) error {
-	if t.x != nil && slices.Equal(t.x.Shape(), shape) {
+// LocalBatch is the part of the global batch this process trains on:
+// Batch divided by the number of ranks.
+func (t *Trainer) LocalBatch() int {
+	if t.dist != nil {
+		return t.Batch / t.dist.comm.Size()
+	}
+	return t.Batch
+}
+
+// ensureInput sizes the devices' input tensors (two per device, so one is
+// filled while the other is used) for a local batch of images c×h×w.
+func (t *Trainer) ensureInput(c, h, w int) error {
+	local := t.LocalBatch()
+	if t.inShape != nil && slices.Equal(t.inShape, []int{local, c, h, w}) {
 		return nil
 	}
-	if t.x != nil {
-		t.x.Release()
+	t.releaseInput()
+	lo := 0
+	for i, d := range t.devs {
+		hi := lo + local/len(t.devs)
+		if i < local%len(t.devs) {
+			hi++
+		}
+		d.lo, d.hi = lo, hi
+		lo = hi
+		for s := range d.x {
+			x, err := d.b.NewTensor(hi-d.lo, c, h, w)
+			if err != nil {
+				return err
+			}
+			d.x[s] = x
+			d.ys[s] = make([]int, hi-d.lo)
+		}
 	}
-	x, err := t.Backend.NewTensor(shape...)
-	if err != nil {
-		return err
-	}
-	t.x = x
-	t.xs = make([]float32, numel(shape))
-	t.ys = make([]int, shape[0])
+	t.inShape = []int{local, c, h, w}
+	t.hostX = make([]float32, local*c*h*w)
+	t.hostY = make([]int, local)
 	return nil
+}
+
+func (t *Trainer) releaseInput() {
+	for _, d := range t.devs {
+		for s, x := range d.x {
+			if x != nil {
+				x.Release()
+				d.x[s] = nil
+			}
+		}
+	}
+	t.inShape = nil
 }
 
 // TrainEpoch runs the remaining steps of the current epoch, calling onStep
 // (may be nil) after each; then the trainer moves to the next epoch. It
 // returns early with ctx's error, or with no error when onStep returns
-// ErrStop.
+// ErrStop. In distributed training every rank passes the whole dataset
+// and trains on its part of each global batch.
 func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(StepResult) error) (EpochResult, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	steps, err := t.prepare(data)
+	steps, err := t.prepare(data, data.Len()/t.Batch)
 	if err != nil {
 		return EpochResult{}, err
 	}
 	order := t.Order(data.Len(), t.Epoch)
+	local := t.LocalBatch()
+	rank := 0
+	if t.dist != nil {
+		rank = t.dist.comm.Rank()
+	}
+	batches := func(yield func(Batch, error) bool) {
+		for k := t.Step; k < steps; k++ {
+			if err := ctx.Err(); err != nil {
+				yield(Batch{}, err)
+				return
+			}
+			lo := k*t.Batch + rank*local
+			data.Fill(order[lo:lo+local], t.hostX, t.hostY)
+			if !yield(Batch{X: t.hostX, Y: t.hostY}, nil) {
+				return
+			}
+		}
+	}
+	return t.run(ctx, steps, batches, onStep)
+}
+
+// TrainStream is TrainEpoch over a Stream: it runs the remaining steps of
+// the current epoch on the stream's batches (a resumed epoch skips those
+// already trained), then moves to the next epoch. In distributed training
+// each rank's stream yields that rank's batches (of LocalBatch samples).
+func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(StepResult) error) (EpochResult, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	steps, err := t.prepare(data, data.Len()/t.LocalBatch())
+	if err != nil {
+		return EpochResult{}, err
+	}
+	return t.run(ctx, steps, data.Epoch(ctx, t.Epoch, t.Step), onStep)
+}
+
+// prepare checks that data holds at least one batch and sizes the input
+// tensors; it returns steps unless that is zero.
+func (t *Trainer) prepare(data interface {
+	Len() int
+	Shape() (c, h, w int)
+}, steps int) (int, error) {
+	if t.Batch <= 0 {
+		return 0, fmt.Errorf("train: batch size %d", t.Batch)
+	}
+	if t.LocalBatch()*max(1, t.size()) != t.Batch || t.LocalBatch() < len(t.devs) {
+		return 0, fmt.Errorf("train: batch %d does not split over %d ranks of %d devices", t.Batch, t.size(), len(t.devs))
+	}
+	if steps == 0 {
+		return 0, fmt.Errorf("train: %d samples are fewer than one batch of %d", data.Len(), t.Batch)
+	}
+	c, h, w := data.Shape()
+	return steps, t.ensureInput(c, h, w)
+}
+
+// size is the number of ranks (1 without Distribute).
+func (t *Trainer) size() int {
+	if t.dist != nil {
+		return t.dist.comm.Size()
+	}
+	return 1
+}
+
+// run trains on batches until the epoch's steps are done: each batch is
+// staged into the devices' input tensors — by a goroutine, while the
+// previous step runs, unless NoOverlap — then stepped on.
+func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, error], onStep func(StepResult) error) (EpochResult, error) {
 	tally := t.newTally()
 	done := tally.result
-	for t.Step < steps {
-		if err := ctx.Err(); err != nil {
-			return done(), err
-		}
-		data.Fill(order[t.Step*t.Batch:(t.Step+1)*t.Batch], t.xs, t.ys)
-		r, err := t.step(t.xs, t.ys, steps, onStep)
+	local := t.LocalBatch()
+	stepOn := func(slot int) (bool, error) {
+		r, err := t.step(slot, steps, onStep)
 		tally.add(r)
 		if errors.Is(err, ErrStop) {
-			return done(), nil
+			return false, nil
 		}
-		if err != nil {
-			return done(), err
+		return err == nil, err
+	}
+	if t.NoOverlap {
+		for b, err := range batches {
+			if err != nil {
+				return done(), err
+			}
+			if t.Step >= steps {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return done(), err
+			}
+			if err := t.stage(0, b, local); err != nil {
+				return done(), err
+			}
+			if more, err := stepOn(0); !more {
+				return done(), err
+			}
 		}
+	} else {
+		f := t.startFeeder(batches, steps-t.Step, local)
+		defer f.stop()
+		for t.Step < steps {
+			if err := ctx.Err(); err != nil {
+				return done(), err
+			}
+			s, ok := <-f.ready
+			if !ok {
+				break
+			}
+			if s.err != nil {
+				return done(), s.err
+			}
+			more, err := stepOn(s.slot)
+			f.free <- s.slot
+			if !more {
+				return done(), err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return done(), err
+	}
+	if t.Step < steps {
+		return done(), fmt.Errorf("train: the data ended after %d of %d steps", t.Step, steps)
 	}
 	t.Epoch++
 	t.Step = 0
 	return done(), nil
 }
 
-// prepare checks that data holds at least one batch and sizes the input
-// tensor; it returns the steps of a full epoch.
-func (t *Trainer) prepare(data interface {
-	Len() int
-	Shape() (c, h, w int)
-}) (int, error) {
-	if t.Batch <= 0 {
-		return 0, fmt.Errorf("train: batch size %d", t.Batch)
+// stage copies a local batch into input slot s of every device.
+func (t *Trainer) stage(s int, b Batch, local int) error {
+	if len(b.Y) != local {
+		return fmt.Errorf("train: batch of %d, want %d", len(b.Y), local)
 	}
-	steps := t.StepsPerEpoch(data.Len())
-	if steps == 0 {
-		return 0, fmt.Errorf("train: %d samples are fewer than one batch of %d", data.Len(), t.Batch)
+	per := len(b.X) / local
+	for _, d := range t.devs {
+		if err := d.x[s].Write(b.X[d.lo*per : d.hi*per]); err != nil {
+			return err
+		}
+		copy(d.ys[s], b.Y[d.lo:d.hi])
 	}
-	c, h, w := data.Shape()
-	return steps, t.ensureInput(t.Batch, c, h, w)
+	return nil
 }
 
-// tally sums the steps of one epoch call into an EpochResult.
-type tally struct {
-	res     EpochResult
-	batch   int
-	correct int
-	start   time.Time
+// feeder stages batches into two input slots from its own goroutine: it
+// fills a free slot while the trainer steps on the other.
+type feeder struct {
+	ready  chan staged // bounded: at most the two slots are in flight
+	free   chan int
+	quit   chan struct{}
+	exited chan struct{}
 }
 
-func (t *Trainer) newTally() *tally {
-	return &tally{res: EpochResult{Epoch: t.Epoch + 1}, batch: t.Batch, start: time.Now()}
+type staged struct {
+	slot int
+	err  error
 }
 
-func (y *tally) add(r StepResult) {
-	y.res.Loss += r.Loss
-	y.res.Images += r.Images
-	y.correct += r.Correct
+func (t *Trainer) startFeeder(batches iter.Seq2[Batch, error], n, local int) *feeder {
+	f := &feeder{ready: make(chan staged, 2), free: make(chan int, 2), quit: make(chan struct{}), exited: make(chan struct{})}
+	f.free <- 0
+	f.free <- 1
+	go func() {
+		defer close(f.exited)
+		defer close(f.ready)
+		if n <= 0 {
+			return
+		}
+		for b, err := range batches {
+			var slot int
+			select {
+			case slot = <-f.free:
+			case <-f.quit:
+				return
+			}
+			if err == nil {
+				err = t.stage(slot, b, local)
+			}
+			select {
+			case f.ready <- staged{slot, err}:
+			case <-f.quit:
+				return
+			}
+			if n--; err != nil || n == 0 {
+				return
+			}
+		}
+	}()
+	return f
 }
 
-func (y *tally) result() EpochResult {
-	res := y.res
-	res.Seconds = time.Since(y.start).Seconds()
-	if res.Images > 0 {
-		res.Loss /= float64(res.Images / y.batch)
-		res.Accuracy = float64(y.correct) / float64(res.Images)
-	}
-	return res
+// stop ends the feeder's goroutine and waits for it.
+func (f *feeder) stop() {
+	close(f.quit)
+	<-f.exited
 }
 
-// step trains on one batch (xs normalised NCHW, ys labels) and calls onStep.
-// The result counts the batch only when the step ran.
-func (t *Trainer) step(xs []float32, ys []int, steps int, onStep func(StepResult) error) (StepResult, error) {
-	if err := t.x.Write(xs); err != nil {
-		return StepResult{}, err
-	}
-	logits, err := t.Net.Forward(t.x, true)
+// step trains on input slot s and calls onStep. The result counts the
+// batch only when the step ran.
+func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult, error) {
+	r, err := t.forwardBackward(s)
 	if err != nil {
 		return StepResult{}, err
 	}
-	r, dl, err := t.ce.Forward(logits, ys, true)
-	if err != nil {
-		return StepResult{}, err
-	}
-	if _, err := t.Net.Backward(dl, false); err != nil {
-		return StepResult{}, err
-	}
+	params := t.devs[0].params
 	lr := t.Schedule.LR(float64(t.Epoch) + float64(t.Step+1)/float64(steps))
-	t.Opt.Step(t.Net.Params(), lr)
+	skipped := false
+	if t.Scaler != nil {
+		finite := t.Scaler.Unscale(params)
+		t.Scaler.Update(finite)
+		skipped = !finite
+	}
+	if !skipped {
+		t.Opt.Step(params, lr)
+	}
 	t.Step++
-	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr}
+	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr, Skipped: skipped}
 	if onStep != nil {
 		return sr, onStep(sr)
 	}
@@ -259,52 +448,21 @@ type Stream interface {
 	Epoch(ctx context.Context, e, skip int) iter.Seq2[Batch, error]
 }
 
-// TrainStream is TrainEpoch over a Stream: it runs the remaining steps of
-// the current epoch on the stream's batches (a resumed epoch skips those
-// already trained), then moves to the next epoch.
-func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(StepResult) error) (EpochResult, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	steps, err := t.prepare(data)
-	if err != nil {
-		return EpochResult{}, err
-	}
-	tally := t.newTally()
-	done := tally.result
-	for b, err := range data.Epoch(ctx, t.Epoch, t.Step) {
-		if err != nil {
-			return done(), err
-		}
-		if t.Step >= steps {
-			break
-		}
-		if len(b.Y) != t.Batch {
-			return done(), fmt.Errorf("train: stream batch of %d, want %d", len(b.Y), t.Batch)
-		}
-		r, err := t.step(b.X, b.Y, steps, onStep)
-		tally.add(r)
-		if errors.Is(err, ErrStop) {
-			return done(), nil
-		}
-		if err != nil {
-			return done(), err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return done(), err
-	}
-	t.Epoch++
-	t.Step = 0
-	return done(), nil
-}
-
-// Close releases the trainer's tensors (not the network or backend).
+// Close releases the trainer's tensors and stops its replicas' and
+// all-reduce goroutines (the networks and backends stay open).
 func (t *Trainer) Close() {
-	if t.x != nil {
-		t.x.Release()
-		t.x = nil
+	t.releaseInput()
+	for _, d := range t.devs {
+		d.ce.Close()
+		if d.jobs != nil {
+			close(d.jobs)
+			<-d.exited
+			d.jobs = nil
+		}
 	}
-	t.ce.Close()
+	if t.dist != nil {
+		t.dist.close()
+	}
 }
 
 // Metrics are evaluation results.
@@ -418,3 +576,31 @@ func (e *evaluator) result() Metrics {
 }
 
 func (e *evaluator) close() { e.ce.Close() }
+
+// tally sums the steps of one epoch call into an EpochResult.
+type tally struct {
+	res     EpochResult
+	batch   int
+	correct int
+	start   time.Time
+}
+
+func (t *Trainer) newTally() *tally {
+	return &tally{res: EpochResult{Epoch: t.Epoch + 1}, batch: t.Batch, start: time.Now()}
+}
+
+func (y *tally) add(r StepResult) {
+	y.res.Loss += r.Loss
+	y.res.Images += r.Images
+	y.correct += r.Correct
+}
+
+func (y *tally) result() EpochResult {
+	res := y.res
+	res.Seconds = time.Since(y.start).Seconds()
+	if res.Images > 0 {
+		res.Loss /= float64(res.Images / y.batch)
+		res.Accuracy = float64(y.correct) / float64(res.Images)
+	}
+	return res
+}

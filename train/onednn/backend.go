@@ -19,12 +19,22 @@ func init() {
 type Backend struct {
 	s       *stream
 	threads int
+	prec    train.Precision
+	num     numerics
+	tune    *tuner // nil unless BackendOptions.Autotune
 }
 
-var _ train.Backend = (*Backend)(nil)
+var (
+	_ train.Backend           = (*Backend)(nil)
+	_ train.PrecisionReporter = (*Backend)(nil)
+	_ train.Tuner             = (*Backend)(nil)
+)
 
 // New opens the oneDNN CPU engine with its own stream.
 func New(o train.BackendOptions) (*Backend, error) {
+	if o.Precision < train.Float32 || o.Precision > train.Float16 {
+		return nil, fmt.Errorf("onednn: unknown precision %v", o.Precision)
+	}
 	t := o.Threads
 	if t <= 0 {
 		t = runtime.NumCPU()
@@ -36,7 +46,11 @@ func New(o train.BackendOptions) (*Backend, error) {
 	if o.NormThreads > 0 {
 		s.bnThreads = min(o.NormThreads, t)
 	}
-	return &Backend{s: s, threads: t}, nil
+	b := &Backend{s: s, threads: t, prec: o.Precision, num: newNumerics(o.Precision)}
+	if o.Autotune {
+		b.tune = &tuner{chosen: map[string]convAlgo{}}
+	}
+	return b, nil
 }
 
 func (b *Backend) Name() string { return "onednn" }

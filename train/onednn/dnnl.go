@@ -3,6 +3,7 @@
 package onednn
 
 /*
+#cgo CFLAGS: -fopenmp
 #cgo LDFLAGS: -ldnnl -lgomp
 #include <stdlib.h>
 #include "shim.h"
@@ -65,6 +66,27 @@ func newMD(shape []int, anyFormat bool) (memDesc, error) {
 	return md, err
 }
 
+// newMDOf describes a tensor of shape with data type dt in the layout tag
+// (dnnl_format_tag_any: whatever a primitive prefers).
+func newMDOf(shape []int, dt C.dnnl_data_type_t, tag C.dnnl_format_tag_t) (memDesc, error) {
+	var md memDesc
+	d := dims(shape)
+	err := check("memory descriptor", C.dnnl_memory_desc_init_by_tag(&md, C.int(len(shape)), dimsPtr(&d), dt, tag))
+	return md, err
+}
+
+// layoutName is md's layout in oneDNN's tag notation ("acdb", "aBcd8b").
+func layoutName(md *memDesc) string {
+	var buf [64]C.char
+	n := C.shim_md_layout(md, &buf[0], C.int(len(buf)))
+	return C.GoStringN(&buf[0], n)
+}
+
+// mdKey identifies a memory descriptor (as a map key).
+func mdKey(md *memDesc) string {
+	return C.GoStringN((*C.char)(unsafe.Pointer(md)), C.int(unsafe.Sizeof(*md)))
+}
+
 func mdEqual(a, b *memDesc) bool { return C.shim_md_equal(a, b) != 0 }
 func mdSize(a *memDesc) int      { return int(C.shim_md_size(a)) }
 
@@ -125,6 +147,9 @@ func newPrim(op string, desc unsafe.Pointer, hint *prim) (*prim, error) {
 	return p, nil
 }
 
+// impl names the implementation oneDNN picked ("jit:avx2", "gemm:jit").
+func (p *prim) impl() string { return C.GoString(C.shim_impl(C.const_dnnl_primitive_desc_t(p.pd))) }
+
 func newReorder(from, to *memDesc) (*prim, error) {
 	p := &prim{}
 	e := C.shim_engine()
@@ -159,6 +184,14 @@ type execArg = C.dnnl_exec_arg_t
 func arg(kind C.int, m *mem) execArg { return execArg{arg: kind, memory: m.m} }
 
 // stream executes primitives in order, waiting for each.
+// bind sets the calling OS thread's OpenMP thread count to threads before
+// primitives are created on it. oneDNN plans a primitive's work split (and
+// so the order of its floating-point sums) for the count in force at
+// creation; creating it under another count than it runs with gave results
+// that differed in the last bit between the first and later runs of a
+// process.
+func (s *stream) bind(threads int) { C.shim_set_threads(C.int(threads)) }
+
 type stream struct {
 	s       C.dnnl_stream_t
 	threads int
@@ -234,6 +267,7 @@ func (sl *slot) get(s *stream, src *mem, want memDesc) (*mem, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.bind(s.threads)
 		r, err := newReorder(&src.md, &want)
 		if err != nil {
 			m.free()

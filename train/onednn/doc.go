@@ -10,9 +10,27 @@
 // primitives' formats on each Forward; weight gradients are reordered back.
 // Primitives and buffers are created once per input shape.
 //
+// Reduced precision (BackendOptions.Precision): convolutions and inner
+// products take their source, weights and output gradient in bf16 and
+// produce f32 outputs and gradients. Where oneDNN can create a bf16
+// convolution (probed once: avx512_core_bf16 or AMX) those tensors are
+// real bf16 memory; otherwise, and always for fp16, the f32 buffers are
+// rounded to the format (round to nearest even, element-wise so any
+// layout works) in C before the f32 primitive runs, into the op's own
+// buffer where the tensor belongs to another layer. Master weights stay
+// f32 in Go. The reference backend emulates the same numerics.
+//
+// Autotuning (BackendOptions.Autotune) times each convolution's candidate
+// algorithms and activation layouts on its first input of a new shape and
+// layout, and keeps the fastest for the whole backend (see Tuner).
+//
+// BatchNorm implements train.SyncBatchNormOp with oneDNN primitives only:
+// see syncState.
+//
 // Memory discipline (cgo rules): every buffer is allocated and owned by
 // the library (C memory); Go copies parameters in and out of those buffers
-// through unsafe slices over C memory. No Go pointer is ever stored in C.
+// through unsafe slices over C memory. No Go pointer is ever stored in C
+// (tests round Go slices in C for the duration of one call).
 // A failed oneDNN call returns an *Error carrying the dnnl_status_t.
 //
 // oneDNN here runs on OpenMP. The thread count is set before each

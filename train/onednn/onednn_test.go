@@ -11,7 +11,11 @@ import (
 )
 
 func newBackend(t *testing.T) *onednn.Backend {
-	b, err := onednn.New(train.BackendOptions{Threads: 2})
+	return newBackendWith(t, train.BackendOptions{Threads: 2})
+}
+
+func newBackendWith(t *testing.T, o train.BackendOptions) *onednn.Backend {
+	b, err := onednn.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,8 +23,20 @@ func newBackend(t *testing.T) *onednn.Backend {
 	return b
 }
 
+func open(o train.BackendOptions) (train.Backend, error) { return onednn.New(o) }
+
 func TestLayers(t *testing.T) { traintest.RunLayers(t, newBackend(t)) }
+
+func TestLayersAutotune(t *testing.T) {
+	traintest.RunLayers(t, newBackendWith(t, train.BackendOptions{Threads: 2, Autotune: true}))
+}
 
 func TestTorchStep(t *testing.T) { traintest.RunTorchStep(t, newBackend(t)) }
 
 func TestResNet18(t *testing.T) { traintest.RunResNet18(t, newBackend(t)) }
+
+func TestSyncBatchNorm(t *testing.T) { traintest.RunSyncBatchNorm(t, open) }
+
+func TestPrecision(t *testing.T) { traintest.RunPrecision(t, open) }
+
+func TestAutotune(t *testing.T) { traintest.RunAutotune(t, open) }

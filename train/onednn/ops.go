@@ -18,6 +18,9 @@ import (
 type conv struct {
 	s       *stream
 	spec    train.ConvSpec
+	num     numerics
+	algo    convAlgo
+	tune    *tuner // nil: no autotuning (algo stays the default)
 	inShape []int
 	inMD    memDesc
 
@@ -26,7 +29,8 @@ type conv struct {
 	wFwd, wBwd, dwMem          *mem // nil when the user layout serves
 	wFwdR, wBwdR, dwR          *prim
 	srcFwd, srcBwd, dyW, dyD   slot
-	src                        *mem // the source used by the last Forward
+	xR, dyR                    rounder // emulated reduced precision
+	src                        *mem    // the source used by the last Forward
 	y, dx                      *tensor
 }
 
@@ -34,15 +38,16 @@ func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 	if s.In <= 0 || s.Out <= 0 || s.Kernel <= 0 || s.Pad < 0 || s.Stride < 0 {
 		return nil, fmt.Errorf("conv %+v: invalid", s)
 	}
-	return &conv{s: b.s, spec: s}, nil
+	return &conv{s: b.s, spec: s, num: b.num, algo: defaultConvAlgo, tune: b.tune}, nil
 }
 
 func (c *conv) Close() {
 	freePrims(&c.fwd, &c.bwdD, &c.bwdW, &c.wFwdR, &c.wBwdR, &c.dwR)
 	freeMems(&c.wUser, &c.bias, &c.dwUser, &c.dbias, &c.wFwd, &c.wBwd, &c.dwMem)
 	freeSlots(&c.srcFwd, &c.srcBwd, &c.dyW, &c.dyD)
+	freeRounders(&c.xR, &c.dyR)
 	release(c.y, c.dx)
-	c.y, c.dx, c.inShape = nil, nil, nil
+	c.y, c.dx, c.inShape, c.src = nil, nil, nil, nil
 }
 
 func (c *conv) geometry() (strides, pads C.dnnl_dims_t) {
@@ -50,7 +55,23 @@ func (c *conv) geometry() (strides, pads C.dnnl_dims_t) {
 	return dims([]int{st, st}), dims([]int{c.spec.Pad, c.spec.Pad})
 }
 
+// mds describes the convolution's tensors for c.algo and c.num: the
+// source, weights and output gradient in the compute type, the rest f32.
+func (c *conv) mds(in, out []int) (src, wei, dst, diffSrc, diffWei, diffDst memDesc, err error) {
+	wShape := []int{c.spec.Out, c.spec.In, c.spec.Kernel, c.spec.Kernel}
+	if src, err = newMDOf(in, c.num.dt, c.algo.tag); err != nil {
+		return
+	}
+	wei, _ = newMDOf(wShape, c.num.dt, C.dnnl_format_tag_any)
+	dst, _ = newMDOf(out, C.dnnl_f32, c.algo.tag)
+	diffSrc, _ = newMDOf(in, C.dnnl_f32, c.algo.tag)
+	diffWei, _ = newMDOf(wShape, C.dnnl_f32, C.dnnl_format_tag_any)
+	diffDst, _ = newMDOf(out, c.num.dt, c.algo.tag)
+	return
+}
+
 func (c *conv) setup(x *tensor) error {
+	c.s.bind(c.s.threads)
 	c.Close()
 	n, h, w := x.shape[0], x.shape[2], x.shape[3]
 	k, st := c.spec.Kernel, max(c.spec.Stride, 1)
@@ -58,13 +79,12 @@ func (c *conv) setup(x *tensor) error {
 	if oh <= 0 || ow <= 0 {
 		return fmt.Errorf("conv: input %v too small for kernel %d", x.shape, k)
 	}
-	srcAny, err := newMD(x.shape, true)
+	outShape := []int{n, c.spec.Out, oh, ow}
+	srcMD, wMD, dstMD, _, dwMD, ddstMD, err := c.mds(x.shape, outShape)
 	if err != nil {
 		return err
 	}
 	wShape := []int{c.spec.Out, c.spec.In, k, k}
-	wAny, _ := newMD(wShape, true)
-	dstAny, _ := newMD([]int{n, c.spec.Out, oh, ow}, true)
 	var bMD *memDesc
 	if c.spec.Bias {
 		md, _ := newMD([]int{c.spec.Out}, false)
@@ -72,21 +92,21 @@ func (c *conv) setup(x *tensor) error {
 	}
 	strides, pads := c.geometry()
 	var d C.dnnl_convolution_desc_t
-	if err := check("convolution forward", C.dnnl_convolution_forward_desc_init(&d, C.dnnl_forward_training, C.dnnl_convolution_direct,
-		&srcAny, &wAny, bMD, &dstAny, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+	if err := check("convolution forward", C.dnnl_convolution_forward_desc_init(&d, C.dnnl_forward_training, c.algo.alg,
+		&srcMD, &wMD, bMD, &dstMD, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
 		return err
 	}
 	if c.fwd, err = newPrim("convolution forward", unsafe.Pointer(&d), nil); err != nil {
 		return err
 	}
-	if err := check("convolution backward weights", C.dnnl_convolution_backward_weights_desc_init(&d, C.dnnl_convolution_direct,
-		&srcAny, &wAny, bMD, &dstAny, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+	if err := check("convolution backward weights", C.dnnl_convolution_backward_weights_desc_init(&d, c.algo.alg,
+		&srcMD, &dwMD, bMD, &ddstMD, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
 		return err
 	}
 	if c.bwdW, err = newPrim("convolution backward weights", unsafe.Pointer(&d), c.fwd); err != nil {
 		return err
 	}
-	if err := reset(c.s, &c.y, []int{n, c.spec.Out, oh, ow}, c.fwd.md(argDst)); err != nil {
+	if err := reset(c.s, &c.y, outShape, c.fwd.md(argDst)); err != nil {
 		return err
 	}
 	userMD, _ := newMD(wShape, false)
@@ -126,16 +146,17 @@ func (c *conv) setup(x *tensor) error {
 
 // setupBackwardData creates the data-gradient primitive on first need.
 func (c *conv) setupBackwardData() error {
-	srcAny, _ := newMD(c.inShape, true)
-	wAny, _ := newMD([]int{c.spec.Out, c.spec.In, c.spec.Kernel, c.spec.Kernel}, true)
-	dstAny, _ := newMD(c.y.shape, true)
-	strides, pads := c.geometry()
-	var d C.dnnl_convolution_desc_t
-	if err := check("convolution backward data", C.dnnl_convolution_backward_data_desc_init(&d, C.dnnl_convolution_direct,
-		&srcAny, &wAny, &dstAny, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+	c.s.bind(c.s.threads)
+	_, wMD, _, dsrcMD, _, ddstMD, err := c.mds(c.inShape, c.y.shape)
+	if err != nil {
 		return err
 	}
-	var err error
+	strides, pads := c.geometry()
+	var d C.dnnl_convolution_desc_t
+	if err := check("convolution backward data", C.dnnl_convolution_backward_data_desc_init(&d, c.algo.alg,
+		&dsrcMD, &wMD, &ddstMD, dimsPtr(&strides), dimsPtr(&pads), dimsPtr(&pads))); err != nil {
+		return err
+	}
 	if c.bwdD, err = newPrim("convolution backward data", unsafe.Pointer(&d), c.fwd); err != nil {
 		return err
 	}
@@ -151,6 +172,15 @@ func (c *conv) setupBackwardData() error {
 	return reset(c.s, &c.dx, c.inShape, c.bwdD.md(argDiffSrc))
 }
 
+// loadWeights copies w into the op's plain weight buffer, rounded when
+// reduced precision is emulated (w itself, the master copy, is untouched).
+func (c *conv) loadWeights(w []float32) {
+	copy(c.wUser.floats(len(w)), w)
+	if c.num.emulate != train.Float32 {
+		roundMem(c.s, c.num.emulate, c.wUser, c.wUser)
+	}
+}
+
 func (c *conv) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) {
 	x, err := asTensor(xt, 4)
 	if err != nil {
@@ -160,12 +190,15 @@ func (c *conv) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) {
 		return nil, fmt.Errorf("conv: input %v has %d channels, want %d", x.shape, x.shape[1], c.spec.In)
 	}
 	if !slices.Equal(x.shape, c.inShape) || !mdEqual(&x.m.md, &c.inMD) {
+		if c.tune != nil {
+			c.algo = c.tune.conv(c, x, w, b)
+		}
 		if err := c.setup(x); err != nil {
 			c.Close()
 			return nil, err
 		}
 	}
-	copy(c.wUser.floats(len(w)), w)
+	c.loadWeights(w)
 	wm := c.wUser
 	if c.wFwd != nil {
 		if err := c.s.exec("reorder weights", c.wFwdR, arg(argSrc, c.wUser), arg(argDst, c.wFwd)); err != nil {
@@ -176,6 +209,15 @@ func (c *conv) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) {
 	src, err := c.srcFwd.get(c.s, x.m, c.fwd.md(argSrc))
 	if err != nil {
 		return nil, err
+	}
+	if p := c.num.emulate; p != train.Float32 {
+		if src == x.m { // x belongs to the layer before
+			if src, err = c.xR.round(c.s, p, src); err != nil {
+				return nil, err
+			}
+		} else {
+			roundMem(c.s, p, src, src)
+		}
 	}
 	args := []execArg{arg(argSrc, src), arg(argWeights, wm), arg(argDst, c.y.m)}
 	if c.spec.Bias {
@@ -200,11 +242,17 @@ func (c *conv) Backward(dyt train.Tensor, w, dw, db []float32, needDX bool) (tra
 	if !slices.Equal(dy.shape, c.y.shape) {
 		return nil, fmt.Errorf("conv: gradient %v, want %v", dy.shape, c.y.shape)
 	}
+	dym := dy.m
+	if p := c.num.emulate; p != train.Float32 {
+		if dym, err = c.dyR.round(c.s, p, dym); err != nil {
+			return nil, err
+		}
+	}
 	src, err := c.srcBwd.get(c.s, c.src, c.bwdW.md(argSrc))
 	if err != nil {
 		return nil, err
 	}
-	ddst, err := c.dyW.get(c.s, dy.m, c.bwdW.md(argDiffDst))
+	ddst, err := c.dyW.get(c.s, dym, c.bwdW.md(argDiffDst))
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +287,7 @@ func (c *conv) Backward(dyt train.Tensor, w, dw, db []float32, needDX bool) (tra
 	wm := c.wUser
 	switch {
 	case c.wBwd != nil:
-		copy(c.wUser.floats(len(w)), w)
+		c.loadWeights(w)
 		if err := c.s.exec("reorder weights", c.wBwdR, arg(argSrc, c.wUser), arg(argDst, c.wBwd)); err != nil {
 			return nil, err
 		}
@@ -247,7 +295,7 @@ func (c *conv) Backward(dyt train.Tensor, w, dw, db []float32, needDX bool) (tra
 	case c.wFwd != nil && func() bool { md := c.bwdD.md(argWeights); return mdEqual(&md, &c.wFwd.md) }():
 		wm = c.wFwd
 	}
-	ddst, err = c.dyD.get(c.s, dy.m, c.bwdD.md(argDiffDst))
+	ddst, err = c.dyD.get(c.s, dym, c.bwdD.md(argDiffDst))
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +320,7 @@ type batchNorm struct {
 	x                                            *tensor
 	trained                                      bool
 	y, dx                                        *tensor
+	sync                                         syncState // SyncBN (syncbn.go)
 }
 
 const bnFlags = C.dnnl_use_scale | C.dnnl_use_shift
@@ -290,11 +339,13 @@ func (n *batchNorm) Close() {
 	freePrims(&n.fwdT, &n.fwdI, &n.bwd)
 	freeMems(&n.scale, &n.shift, &n.mean, &n.variance, &n.dscale, &n.dshift, &n.ws)
 	freeSlots(&n.dyS)
+	n.sync.free()
 	release(n.y, n.dx)
 	n.y, n.dx, n.inShape, n.x = nil, nil, nil, nil
 }
 
 func (n *batchNorm) setup(x *tensor) error {
+	n.s.bind(n.s.bnThreads)
 	n.Close()
 	md := x.m.md
 	eps := C.float(n.spec.Eps)
@@ -343,7 +394,8 @@ func (n *batchNorm) setup(x *tensor) error {
 	return nil
 }
 
-func (n *batchNorm) Forward(xt train.Tensor, gamma, beta, mean, variance []float32, training bool) (train.Tensor, error) {
+// prepare checks x and specialises the op to its shape and layout.
+func (n *batchNorm) prepare(xt train.Tensor) (*tensor, error) {
 	x, err := asTensor(xt, 2, 4)
 	if err != nil {
 		return nil, err
@@ -357,10 +409,18 @@ func (n *batchNorm) Forward(xt train.Tensor, gamma, beta, mean, variance []float
 			return nil, err
 		}
 	}
+	return x, nil
+}
+
+func (n *batchNorm) Forward(xt train.Tensor, gamma, beta, mean, variance []float32, training bool) (train.Tensor, error) {
+	x, err := n.prepare(xt)
+	if err != nil {
+		return nil, err
+	}
 	c := n.spec.C
 	copy(n.scale.floats(c), gamma)
 	copy(n.shift.floats(c), beta)
-	n.x, n.trained = x, training
+	n.x, n.trained, n.sync.count = x, training, 0
 	if !training {
 		copy(n.mean.floats(c), mean)
 		copy(n.variance.floats(c), variance)
@@ -438,6 +498,7 @@ func (r *relu) Close() {
 }
 
 func (r *relu) setup(x *tensor) error {
+	r.s.bind(r.s.threads)
 	r.Close()
 	md := x.m.md
 	var d C.dnnl_eltwise_desc_t
@@ -532,6 +593,7 @@ func (p *pool) Close() {
 }
 
 func (p *pool) setup(x *tensor) error {
+	p.s.bind(p.s.threads)
 	p.Close()
 	s := p.spec
 	oh, ow := train.ConvOut(x.shape[2], s.KernelH, s.StrideH, s.PadH), train.ConvOut(x.shape[3], s.KernelW, s.StrideW, s.PadW)
@@ -628,6 +690,7 @@ func (p *pool) Backward(dyt train.Tensor) (train.Tensor, error) {
 type linear struct {
 	s       *stream
 	spec    train.LinearSpec
+	num     numerics
 	inShape []int
 	inMD    memDesc
 
@@ -636,6 +699,7 @@ type linear struct {
 	wFwd, wBwd, dwMem          *mem
 	wFwdR, wBwdR, dwR          *prim
 	srcFwd, srcBwd, dyD        slot
+	xR, dyR                    rounder // emulated reduced precision
 	src                        *mem
 	y, dx                      *tensor
 }
@@ -644,40 +708,50 @@ func (b *Backend) NewLinear(s train.LinearSpec) (train.LinearOp, error) {
 	if s.In <= 0 || s.Out <= 0 {
 		return nil, fmt.Errorf("linear %+v: invalid", s)
 	}
-	return &linear{s: b.s, spec: s}, nil
+	return &linear{s: b.s, spec: s, num: b.num}, nil
 }
 
 func (l *linear) Close() {
 	freePrims(&l.fwd, &l.bwdD, &l.bwdW, &l.wFwdR, &l.wBwdR, &l.dwR)
 	freeMems(&l.wUser, &l.bias, &l.dwUser, &l.dbias, &l.wFwd, &l.wBwd, &l.dwMem)
 	freeSlots(&l.srcFwd, &l.srcBwd, &l.dyD)
+	freeRounders(&l.xR, &l.dyR)
 	release(l.y, l.dx)
 	l.y, l.dx, l.inShape, l.src = nil, nil, nil, nil
 }
 
 func (l *linear) setup(x *tensor) error {
+	l.s.bind(l.s.threads)
 	l.Close()
 	n := x.shape[0]
 	wShape := append([]int{l.spec.Out}, x.shape[1:]...)
-	srcAny, _ := newMD(x.shape, true)
-	wAny, _ := newMD(wShape, true)
+	// The source, weights and output gradient in the compute type, the
+	// rest f32.
+	any := C.dnnl_format_tag_t(C.dnnl_format_tag_any)
+	srcAny, err := newMDOf(x.shape, l.num.dt, any)
+	if err != nil {
+		return err
+	}
+	wAny, _ := newMDOf(wShape, l.num.dt, any)
+	dsrcAny, _ := newMD(x.shape, true)
+	dwAny, _ := newMD(wShape, true)
 	bMD, _ := newMD([]int{l.spec.Out}, false)
 	dstMD, _ := newMD([]int{n, l.spec.Out}, false)
+	ddstMD, _ := newMDOf([]int{n, l.spec.Out}, l.num.dt, C.dnnl_ab)
 	var d C.dnnl_inner_product_desc_t
-	var err error
 	if err = check("inner product forward", C.dnnl_inner_product_forward_desc_init(&d, C.dnnl_forward_training, &srcAny, &wAny, &bMD, &dstMD)); err != nil {
 		return err
 	}
 	if l.fwd, err = newPrim("inner product forward", unsafe.Pointer(&d), nil); err != nil {
 		return err
 	}
-	if err = check("inner product backward data", C.dnnl_inner_product_backward_data_desc_init(&d, &srcAny, &wAny, &dstMD)); err != nil {
+	if err = check("inner product backward data", C.dnnl_inner_product_backward_data_desc_init(&d, &dsrcAny, &wAny, &ddstMD)); err != nil {
 		return err
 	}
 	if l.bwdD, err = newPrim("inner product backward data", unsafe.Pointer(&d), l.fwd); err != nil {
 		return err
 	}
-	if err = check("inner product backward weights", C.dnnl_inner_product_backward_weights_desc_init(&d, &srcAny, &wAny, &bMD, &dstMD)); err != nil {
+	if err = check("inner product backward weights", C.dnnl_inner_product_backward_weights_desc_init(&d, &srcAny, &dwAny, &bMD, &ddstMD)); err != nil {
 		return err
 	}
 	if l.bwdW, err = newPrim("inner product backward weights", unsafe.Pointer(&d), l.fwd); err != nil {
@@ -728,6 +802,15 @@ func (l *linear) setup(x *tensor) error {
 	return nil
 }
 
+// loadWeights copies w into the op's plain weight buffer, rounded when
+// reduced precision is emulated.
+func (l *linear) loadWeights(w []float32) {
+	copy(l.wUser.floats(len(w)), w)
+	if l.num.emulate != train.Float32 {
+		roundMem(l.s, l.num.emulate, l.wUser, l.wUser)
+	}
+}
+
 func (l *linear) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) {
 	x, err := asTensor(xt)
 	if err != nil {
@@ -742,7 +825,7 @@ func (l *linear) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) 
 			return nil, err
 		}
 	}
-	copy(l.wUser.floats(len(w)), w)
+	l.loadWeights(w)
 	copy(l.bias.floats(len(b)), b)
 	wm := l.wUser
 	if l.wFwd != nil {
@@ -754,6 +837,15 @@ func (l *linear) Forward(xt train.Tensor, w, b []float32) (train.Tensor, error) 
 	src, err := l.srcFwd.get(l.s, x.m, l.fwd.md(argSrc))
 	if err != nil {
 		return nil, err
+	}
+	if p := l.num.emulate; p != train.Float32 {
+		if src == x.m { // x belongs to the layer before
+			if src, err = l.xR.round(l.s, p, src); err != nil {
+				return nil, err
+			}
+		} else {
+			roundMem(l.s, p, src, src)
+		}
 	}
 	if err := l.s.exec("inner product forward", l.fwd, arg(argSrc, src), arg(argWeights, wm), arg(argBias, l.bias), arg(argDst, l.y.m)); err != nil {
 		return nil, err
@@ -773,7 +865,13 @@ func (l *linear) Backward(dyt train.Tensor, w, dw, db []float32, needDX bool) (t
 	if !slices.Equal(dy.shape, l.y.shape) {
 		return nil, fmt.Errorf("linear: gradient %v, want %v", dy.shape, l.y.shape)
 	}
-	ddst, err := l.dyD.get(l.s, dy.m, l.bwdW.md(argDiffDst))
+	dym := dy.m
+	if p := l.num.emulate; p != train.Float32 {
+		if dym, err = l.dyR.round(l.s, p, dym); err != nil {
+			return nil, err
+		}
+	}
+	ddst, err := l.dyD.get(l.s, dym, l.bwdW.md(argDiffDst))
 	if err != nil {
 		return nil, err
 	}
@@ -801,7 +899,7 @@ func (l *linear) Backward(dyt train.Tensor, w, dw, db []float32, needDX bool) (t
 	}
 	wm := l.wUser
 	if l.wBwd != nil {
-		copy(l.wUser.floats(len(w)), w)
+		l.loadWeights(w)
 		if err := l.s.exec("reorder weights", l.wBwdR, arg(argSrc, l.wUser), arg(argDst, l.wBwd)); err != nil {
 			return nil, err
 		}
@@ -852,6 +950,7 @@ func (a *add) Forward(at, bt train.Tensor) (train.Tensor, error) {
 		if err := check("binary add", C.dnnl_binary_desc_init(&d, C.dnnl_binary_add, &md, &md, &md)); err != nil {
 			return nil, err
 		}
+		a.s.bind(a.s.threads)
 		if a.p, err = newPrim("binary add", unsafe.Pointer(&d), nil); err != nil {
 			return nil, err
 		}

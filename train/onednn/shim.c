@@ -1,6 +1,7 @@
 //go:build cgo
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include "shim.h"
 
@@ -63,3 +64,134 @@ dnnl_memory_desc_t shim_query_md(const_dnnl_primitive_desc_t pd, int arg) {
 }
 
 const char *shim_status(dnnl_status_t s) { return dnnl_status2str(s); }
+
+// ---- reduced precision ----
+//
+// shim_round_bf16 and shim_round_f16 round n floats to bfloat16 or IEEE
+// half precision (round to nearest even) and back to float, from src into
+// dst (which may be src). Rounding is element-wise, so it works on any
+// memory layout, blocked ones included.
+
+#include <stdint.h>
+#include <immintrin.h>
+
+static inline uint32_t bf16_bits(uint32_t b) {
+    uint32_t r = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    uint32_t q = (b | 0x00400000u) & 0xffff0000u; // NaN stays a (quiet) NaN
+    return (b & 0x7fffffffu) > 0x7f800000u ? q : r;
+}
+
+static void round_bf16_generic(uint32_t *d, const uint32_t *s, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = bf16_bits(s[i]);
+}
+
+__attribute__((target("avx2")))
+static void round_bf16_avx2(uint32_t *d, const uint32_t *s, size_t n) {
+    const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1),
+        high = _mm256_set1_epi32((int)0xffff0000u), abs = _mm256_set1_epi32(0x7fffffff),
+        inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x00400000);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
+        __m256i r = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(b, half), lsb), high);
+        __m256i q = _mm256_and_si256(_mm256_or_si256(b, quiet), high);
+        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs), inf);
+        _mm256_storeu_si256((__m256i *)(d + i), _mm256_blendv_epi8(r, q, nan));
+    }
+    for (; i < n; i++) d[i] = bf16_bits(s[i]);
+}
+
+static inline float f16_scalar(float f) {
+    union { float f; uint32_t u; } v = { f };
+    uint32_t sign = v.u & 0x80000000u, a = v.u & 0x7fffffffu;
+    if (a >= 0x7f800000u) return f; // Inf, NaN
+    if (a < 0x38800000u) {          // below 2^-14: a multiple of 2^-24
+        // In [0.5, 1) float's spacing is 2^-24, so adding and subtracting
+        // 0.5 rounds to the nearest multiple of 2^-24, ties to even.
+        union { uint32_t u; float f; } x = { a };
+        union { float f; uint32_t u; } o = { (x.f + 0.5f) - 0.5f };
+        o.u |= sign;
+        return o.f;
+    }
+    a += 0xfffu + ((a >> 13) & 1u);
+    a &= ~0x1fffu;
+    if (a >= 0x47800000u) a = 0x7f800000u; // beyond 65504: infinity
+    union { uint32_t u; float f; } o = { a | sign };
+    return o.f;
+}
+
+static void round_f16_generic(float *d, const float *s, size_t n) {
+    for (size_t i = 0; i < n; i++) d[i] = f16_scalar(s[i]);
+}
+
+__attribute__((target("avx,f16c")))
+static void round_f16_f16c(float *d, const float *s, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < n; i++) d[i] = f16_scalar(s[i]);
+}
+
+static int has_avx2 = -1, has_f16c = -1;
+
+void shim_round(float *dst, const float *src, size_t n, int half, int threads) {
+    if (has_avx2 < 0) {
+        __builtin_cpu_init();
+        has_f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+        has_avx2 = __builtin_cpu_supports("avx2");
+    }
+    // Chunks of 16 Ki floats, over at most one thread per Mi floats: the
+    // loop is memory-bound, and below that a fork and join of busy cores
+    // costs more than it saves.
+    const size_t chunk = 1 << 14;
+    long chunks = (long)((n + chunk - 1) / chunk);
+    if ((size_t)threads > n >> 20) threads = (int)(n >> 20);
+    if (threads < 1) threads = 1;
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (long c = 0; c < chunks; c++) {
+        size_t lo = (size_t)c * chunk, m = n - lo < chunk ? n - lo : chunk;
+        if (half) {
+            if (has_f16c) round_f16_f16c(dst + lo, src + lo, m);
+            else round_f16_generic(dst + lo, src + lo, m);
+        } else {
+            if (has_avx2) round_bf16_avx2((uint32_t *)dst + lo, (const uint32_t *)src + lo, m);
+            else round_bf16_generic((uint32_t *)dst + lo, (const uint32_t *)src + lo, m);
+        }
+    }
+}
+
+// shim_md_layout writes a short name of md's layout in oneDNN's tag
+// notation ("abcd", "acdb", "aBcd8b") into buf and returns its length.
+int shim_md_layout(const dnnl_memory_desc_t *md, char *buf, int len) {
+    if (len < 32) return 0;
+    if (md->format_kind == dnnl_format_kind_any) return snprintf(buf, len, "any");
+    if (md->format_kind != dnnl_blocked) return snprintf(buf, len, "opaque");
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    int nd = md->ndims, order[DNNL_MAX_NDIMS], blocked[DNNL_MAX_NDIMS] = {0};
+    for (int i = 0; i < nd; i++) order[i] = i;
+    for (int i = 1; i < nd; i++) // stable insertion sort, outermost first
+        for (int j = i; j > 0 && b->strides[order[j]] > b->strides[order[j - 1]]; j--) {
+            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+        }
+    for (int k = 0; k < b->inner_nblks; k++) blocked[b->inner_idxs[k]] = 1;
+    int n = 0;
+    for (int i = 0; i < nd; i++) buf[n++] = (char)((blocked[order[i]] ? 'A' : 'a') + order[i]);
+    for (int k = 0; k < b->inner_nblks && n < len - 24; k++)
+        n += snprintf(buf + n, len - n, "%lld%c", (long long)b->inner_blks[k], (char)('a' + b->inner_idxs[k]));
+    buf[n] = 0;
+    return n;
+}
+
+// shim_impl names the implementation oneDNN chose for pd ("jit:avx2").
+const char *shim_impl(const_dnnl_primitive_desc_t pd) {
+    const char *s = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) != dnnl_success || !s) return "?";
+    return s;
+}
+
+void shim_set_threads(int threads) {
+    if (threads > 0) omp_set_num_threads(threads);
+}

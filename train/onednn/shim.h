@@ -18,4 +18,11 @@ size_t shim_md_size(const dnnl_memory_desc_t *md);
 int shim_md_equal(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b);
 dnnl_memory_desc_t shim_query_md(const_dnnl_primitive_desc_t pd, int arg);
 const char *shim_status(dnnl_status_t s);
+// shim_set_threads sets the calling thread's OpenMP thread count: oneDNN
+// plans a primitive's work split for the count in force when the
+// primitive is created, so it must be the count it will run with.
+void shim_set_threads(int threads);
+void shim_round(float *dst, const float *src, size_t n, int half, int threads);
+int shim_md_layout(const dnnl_memory_desc_t *md, char *buf, int len);
+const char *shim_impl(const_dnnl_primitive_desc_t pd);
 #endif

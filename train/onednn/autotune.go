@@ -1,0 +1,210 @@
+//go:build cgo
+
+package onednn
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faster-training/faster/train"
+)
+
+// convAlgo is one way to run a convolution: oneDNN's algorithm and the
+// layout of the activations (source, destination and their gradients).
+// Weights always take the layout the primitive prefers.
+type convAlgo struct {
+	alg C.dnnl_alg_kind_t
+	tag C.dnnl_format_tag_t // dnnl_format_tag_any: the primitive's (blocked) choice
+}
+
+// defaultConvAlgo is what the backend runs without autotuning.
+var defaultConvAlgo = convAlgo{C.dnnl_convolution_direct, C.dnnl_format_tag_any}
+
+// convAlgos are the candidates autotuning times; the default comes first.
+var convAlgos = func() []convAlgo {
+	var as []convAlgo
+	for _, alg := range []C.dnnl_alg_kind_t{C.dnnl_convolution_direct, C.dnnl_convolution_winograd, C.dnnl_convolution_auto} {
+		for _, tag := range []C.dnnl_format_tag_t{C.dnnl_format_tag_any, C.dnnl_nhwc, C.dnnl_nchw} {
+			as = append(as, convAlgo{alg, tag})
+		}
+	}
+	return as
+}()
+
+func (a convAlgo) String() string {
+	alg := map[C.dnnl_alg_kind_t]string{C.dnnl_convolution_direct: "direct", C.dnnl_convolution_winograd: "winograd",
+		C.dnnl_convolution_auto: "auto"}[a.alg]
+	tag := map[C.dnnl_format_tag_t]string{C.dnnl_format_tag_any: "blocked", C.dnnl_nhwc: "nhwc", C.dnnl_nchw: "nchw"}[a.tag]
+	return alg + "/" + tag
+}
+
+// tuner times the candidate implementations of an op the first time the
+// backend sees its shape and input layout, and remembers the fastest for
+// every op of that configuration (torch.backends.cudnn.benchmark).
+type tuner struct {
+	mu      sync.Mutex
+	chosen  map[string]convAlgo
+	choices []train.TuneChoice
+}
+
+// TuneChoices implements train.Tuner (empty without autotuning).
+func (b *Backend) TuneChoices() []train.TuneChoice {
+	if b.tune == nil {
+		return nil
+	}
+	b.tune.mu.Lock()
+	defer b.tune.mu.Unlock()
+	out := make([]train.TuneChoice, len(b.tune.choices))
+	for i, c := range b.tune.choices {
+		c.Candidates = append([]train.TuneCandidate(nil), c.Candidates...)
+		out[i] = c
+	}
+	return out
+}
+
+// Autotuning keeps the default unless a candidate is this much faster, so
+// timing noise does not swap implementations that are as fast.
+const tuneMargin = 0.97
+
+// tuneRounds is how many times each candidate is timed after its warm-up.
+const tuneRounds = 3
+
+// conv returns the algorithm for c on input x (weights w, bias b), timing
+// the candidates on x when this configuration is new. Each candidate runs
+// forward, backward-weights and backward-data once to warm up (creating
+// its primitives), then the candidates are timed in turn, tuneRounds
+// times, so that a burst of other load on shared cores hits all of them
+// alike; a candidate's best time counts. One more than twice as slow as
+// the best after a round is not run again.
+func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
+	key := fmt.Sprintf("%+v %v %v ", c.spec, x.shape, c.num) + mdKey(&x.m.md)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a, ok := t.chosen[key]; ok {
+		return a
+	}
+	shape := make([]string, len(x.shape))
+	for i, d := range x.shape {
+		shape[i] = fmt.Sprint(d)
+	}
+	op := fmt.Sprintf("conv %s -> %d k%d s%d p%d", strings.Join(shape, "x"), c.spec.Out, c.spec.Kernel, max(c.spec.Stride, 1), c.spec.Pad)
+	if c.spec.Bias {
+		op += " bias"
+	}
+	choice := train.TuneChoice{Op: op + " (input " + layoutName(&x.m.md) + ")"}
+	dw := make([]float32, len(w))
+	var db []float32
+	if b != nil {
+		db = make([]float32, len(b))
+	}
+	type candidate struct {
+		algo   convAlgo
+		op     *conv
+		best   float64 // +Inf: not timed yet
+		failed bool
+	}
+	var live []*candidate
+	seen := map[string]string{} // implementations and layouts warmed up, to their candidate
+	for _, a := range convAlgos {
+		cand := &conv{s: c.s, spec: c.spec, num: c.num, algo: a}
+		name, err := cand.warmUp(x, w, b, dw, db, seen)
+		choice.Candidates = append(choice.Candidates, train.TuneCandidate{Name: name})
+		if err != nil {
+			choice.Candidates[len(choice.Candidates)-1].Err = err.Error()
+			cand.Close()
+			continue
+		}
+		live = append(live, &candidate{algo: a, op: cand, best: math.Inf(1)})
+	}
+	fastest := math.Inf(1)
+	for range tuneRounds {
+		for _, k := range live {
+			if k.failed || (!math.IsInf(k.best, 1) && k.best > 2*fastest) {
+				continue
+			}
+			secs, err := k.op.run(x, w, b, dw, db)
+			if err != nil { // it ran in the warm-up: not expected
+				k.failed = true
+				continue
+			}
+			k.best = min(k.best, secs)
+			fastest = min(fastest, k.best)
+		}
+	}
+	best, bestSecs, defaultSecs := defaultConvAlgo, math.Inf(1), math.Inf(1)
+	for _, k := range live {
+		k.op.Close()
+		i := slices.Index(convAlgos, k.algo)
+		if k.failed {
+			choice.Candidates[i].Err = "failed after its warm-up"
+			continue
+		}
+		choice.Candidates[i].Seconds = k.best
+		if k.algo == defaultConvAlgo {
+			defaultSecs = k.best
+		}
+		if k.best < bestSecs {
+			best, bestSecs = k.algo, k.best
+		}
+	}
+	if bestSecs > tuneMargin*defaultSecs {
+		best = defaultConvAlgo
+	}
+	choice.Chosen = choice.Candidates[slices.Index(convAlgos, best)].Name
+	t.chosen[key] = best
+	t.choices = append(t.choices, choice)
+	return best
+}
+
+// run times one forward, backward-weights and backward-data of c on x,
+// its output serving as its gradient.
+func (c *conv) run(x *tensor, w, b, dw, db []float32) (float64, error) {
+	start := time.Now()
+	y, err := c.Forward(x, w, b)
+	if err != nil {
+		return 0, err
+	}
+	if _, err = c.Backward(y, w, dw, db, true); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+// warmUp runs c (a candidate made for timing) once on x, creating its
+// primitives, and returns its name with the implementations oneDNN picked.
+// A candidate that oneDNN resolves to the same implementations and layouts
+// as one in seen (dnnl_convolution_auto does) is not worth timing: it
+// returns an error naming the first.
+func (c *conv) warmUp(x *tensor, w, b, dw, db []float32, seen map[string]string) (string, error) {
+	name := c.algo.String()
+	if _, err := c.run(x, w, b, dw, db); err != nil {
+		return name, err
+	}
+	impls := []string{c.fwd.impl()}
+	for _, p := range []*prim{c.bwdW, c.bwdD} {
+		if s := p.impl(); s != impls[len(impls)-1] {
+			impls = append(impls, s)
+		}
+	}
+	name += " (" + strings.Join(impls, ", ") + ")"
+	var sig strings.Builder
+	for _, p := range []*prim{c.fwd, c.bwdW, c.bwdD} {
+		sig.WriteString(p.impl())
+		for _, a := range []C.int{argSrc, argWeights, argDst, argDiffSrc, argDiffWeights, argDiffDst} {
+			md := p.md(a)
+			sig.WriteString(mdKey(&md))
+		}
+	}
+	if first, ok := seen[sig.String()]; ok {
+		return name, fmt.Errorf("same implementation as %s", first)
+	}
+	seen[sig.String()] = name
+	return name, nil
+}
