@@ -7,12 +7,16 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/progress"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/train"
@@ -22,6 +26,7 @@ import (
 type trainOptions struct {
 	data        string
 	model       string
+	filters     []int
 	backend     string
 	epochs      int
 	batch       int
@@ -40,6 +45,20 @@ type trainOptions struct {
 	testData    string
 	resolution  int
 	json        bool
+
+	// The seed's speed-ups (train_parallel.go).
+	strategy  string // single, dp, ddp
+	devices   int
+	nproc     int
+	syncBN    bool
+	amp       bool
+	ampDtype  string
+	autotune  bool
+	noOverlap bool
+	zeroGrad  bool
+	bucketKB  int
+	timeout   time.Duration
+	argv      []string // the flags as given, for the launcher's children
 }
 
 func init() {
@@ -63,6 +82,16 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 130 interrupted (after saving the checkpoint, if any).`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					if f.Name == "nproc" {
+						return
+					}
+					v := f.Value.String()
+					if sv, ok := f.Value.(pflag.SliceValue); ok {
+						v = strings.Join(sv.GetSlice(), ",")
+					}
+					o.argv = append(o.argv, "--"+f.Name+"="+v)
+				})
 				return runTrain(cmd.Context(), o, stdout, stderr)
 			},
 		}
@@ -71,6 +100,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.StringVar(&o.testData, "test-data", "", "test images for an ImageFolder --data (a packed dataset uses its test split)")
 		f.IntVar(&o.resolution, "resolution", 0, "image side for packed or ImageFolder data (default: the packed images' width, else 224)")
 		f.StringVar(&o.model, "model", "thinnet", "model: thinnet or resnet18")
+		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet's stage widths, three 3×3 convolutions each (default 32,64,128: the seed's)")
 		f.StringVar(&o.backend, "backend", "", "compute backend: onednn or reference (default: onednn when built with cgo)")
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to train (in total, counting resumed ones)")
 		f.IntVar(&o.batch, "batch", 512, "batch size")
@@ -87,6 +117,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.IntVar(&o.testLimit, "test-limit", 0, "evaluate on the first N test images only (0: all)")
 		f.StringVar(&o.checkpoint, "checkpoint", "", "save state to FILE after each epoch; resume from it when it exists")
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
+		addParallelFlags(f, &o)
 		return c
 	})
 }
@@ -104,23 +135,33 @@ type epochSummary struct {
 }
 
 type trainSummary struct {
-	Model        string         `json:"model"`
-	Backend      string         `json:"backend"`
-	Threads      int            `json:"threads"`
-	NormThreads  int            `json:"norm_threads,omitempty"`
-	Batch        int            `json:"batch"`
-	LR           float64        `json:"lr"`
-	Epochs       int            `json:"epochs"`
-	TrainImages  int            `json:"train_images"`
-	TestImages   int            `json:"test_images"`
-	Images       int            `json:"images"`  // images trained in this run
-	Seconds      float64        `json:"seconds"` // training time of this run (excluding evaluation)
-	ImagesPerSec float64        `json:"images_per_sec"`
-	TestAccuracy float64        `json:"test_accuracy"`
-	TestTop5     float64        `json:"test_top5"`
-	TestLoss     float64        `json:"test_loss"`
-	WallSeconds  float64        `json:"wall_seconds"`
-	PerEpoch     []epochSummary `json:"per_epoch"`
+	Model        string             `json:"model"`
+	Backend      string             `json:"backend"`
+	Strategy     string             `json:"strategy"`
+	Devices      int                `json:"devices"`    // devices per process (dp)
+	WorldSize    int                `json:"world_size"` // processes (ddp)
+	SyncBN       bool               `json:"sync_bn"`
+	Precision    string             `json:"precision"`                  // fp32, bf16, fp16
+	NativeAMP    bool               `json:"native_precision,omitempty"` // reduced precision on native instructions
+	Autotune     []train.TuneChoice `json:"autotune,omitempty"`
+	Overlap      bool               `json:"overlap"`
+	ZeroGrad     string             `json:"zero_grad"` // set_to_none or zero
+	SkippedSteps int                `json:"skipped_steps,omitempty"`
+	Threads      int                `json:"threads"`
+	NormThreads  int                `json:"norm_threads,omitempty"`
+	Batch        int                `json:"batch"`
+	LR           float64            `json:"lr"`
+	Epochs       int                `json:"epochs"`
+	TrainImages  int                `json:"train_images"`
+	TestImages   int                `json:"test_images"`
+	Images       int                `json:"images"`  // images trained in this run
+	Seconds      float64            `json:"seconds"` // training time of this run (excluding evaluation)
+	ImagesPerSec float64            `json:"images_per_sec"`
+	TestAccuracy float64            `json:"test_accuracy"`
+	TestTop5     float64            `json:"test_top5"`
+	TestLoss     float64            `json:"test_loss"`
+	WallSeconds  float64            `json:"wall_seconds"`
+	PerEpoch     []epochSummary     `json:"per_epoch"`
 }
 
 // loadImages reads one split of an IDX directory into memory.
@@ -156,8 +197,40 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if o.lr <= 0 {
 		problems = append(problems, "--lr must be positive")
 	}
+	for _, f := range o.filters {
+		if f < 1 || o.model != "thinnet" {
+			problems = append(problems, "--filters takes positive widths, for --model thinnet")
+			break
+		}
+	}
+	problems = append(problems, checkParallel(&o)...)
 	if len(problems) > 0 {
 		return usagef("%s", joinLines(problems))
+	}
+	if o.strategy == "ddp" && o.nproc > 0 && os.Getenv(launchEnv) == "" {
+		return launch(ctx, o, stdout, stderr)
+	}
+	// One rank of distributed training joins its group first: the data
+	// each rank reads depends on its rank.
+	var comm collective.Comm
+	rank, world := 0, 1
+	if o.strategy == "ddp" {
+		cfg, err := collective.FromEnv()
+		if err != nil {
+			return usagef("--strategy ddp: %v (or use --nproc N to start N processes here)", err)
+		}
+		cfg.Timeout = o.timeout
+		if comm, err = collective.Open("gloo", cfg); err != nil {
+			return err
+		}
+		defer comm.Close()
+		rank, world = comm.Rank(), comm.Size()
+		if rank > 0 {
+			stdout = io.Discard // rank 0 reports
+		}
+	}
+	if o.batch%world != 0 {
+		return usagef("--batch %d does not split over %d processes", o.batch, world)
 	}
 	// Two kinds of data: IDX images held in memory (train.Dataset), or an
 	// input pipeline over packed shards or an ImageFolder (train.Stream).
@@ -177,7 +250,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if o.limit > 0 || o.testLimit > 0 {
 			return usagef("--limit and --test-limit apply to IDX data only")
 		}
-		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, o.batch, o.seed); err != nil {
+		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, o.batch/world, o.seed, rank, world); err != nil {
 			return err
 		}
 		defer trainStream.l.Close()
@@ -188,35 +261,55 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		inC, inH, trainLen, testLen = trainSet.C, trainSet.H, trainSet.Len(), testSet.Len()
 	} else {
 		inC, inH, _ = trainStream.Shape()
-		trainLen, testLen = trainStream.Len(), testStream.Len()
+		trainLen, testLen = trainStream.Len()*world, testStream.Len()*world
 	}
 	if trainLen < o.batch {
 		return usagef("--batch %d is larger than the %d training images", o.batch, trainLen)
 	}
-	bopts := train.BackendOptions{Threads: o.threads, NormThreads: o.normThreads}
-	var b train.Backend
-	if o.backend == "" {
-		b, err = train.Default(bopts)
-	} else {
-		b, err = train.Open(o.backend, bopts)
-		if errors.Is(err, train.ErrNoBackend) {
-			return usagef("--backend: %v", err)
-		}
+	prec, _ := train.ParsePrecision("fp32")
+	if o.amp {
+		prec, _ = train.ParsePrecision(o.ampDtype)
 	}
+	threads := o.threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	bopts := train.BackendOptions{Threads: max(1, threads/o.devices), NormThreads: o.normThreads, Precision: prec, Autotune: o.autotune}
+	newNet := func() (train.Backend, *train.Sequential, error) {
+		var b train.Backend
+		if o.backend == "" {
+			b, err = train.Default(bopts)
+		} else {
+			b, err = train.Open(o.backend, bopts)
+			if errors.Is(err, train.ErrNoBackend) {
+				return nil, nil, usagef("--backend: %v", err)
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		var net *train.Sequential
+		if o.model == "resnet18" {
+			// The small-input stem for MNIST-sized images, the ImageNet one above 64 pixels.
+			net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: inC, Classes: 10, SmallInput: inH <= 64}, o.seed)
+		} else {
+			cfg := train.ThinNetConfig{InChannels: inC, Classes: 10, Filters: o.filters}
+			for range o.filters {
+				cfg.Blocks = append(cfg.Blocks, 2)
+			}
+			net, err = train.NewThinNet(b, cfg, o.seed)
+		}
+		if err != nil {
+			b.Close()
+			return nil, nil, err
+		}
+		return b, net, nil
+	}
+	b, net, err := newNet()
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	var net *train.Sequential
-	if o.model == "resnet18" {
-		// The small-input stem for MNIST-sized images, the ImageNet one above 64 pixels.
-		net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: inC, Classes: 10, SmallInput: inH <= 64}, o.seed)
-	} else {
-		net, err = train.NewThinNet(b, train.ThinNetConfig{InChannels: inC, Classes: 10}, o.seed)
-	}
-	if err != nil {
-		return err
-	}
 	defer net.Close()
 	var sched train.Schedule = train.Constant(o.lr)
 	if o.warmup > 0 || o.stepEpochs > 0 {
@@ -231,14 +324,32 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			return err
 		}
 	}
+	if err := setupParallel(o, tr, comm, newNet); err != nil {
+		return err
+	}
+	if o.amp && prec == train.Float16 {
+		tr.Scaler = train.NewGradScaler()
+	}
+	tr.NoOverlap, tr.ZeroGrad = o.noOverlap, o.zeroGrad
 
-	sum := trainSummary{Model: o.model, Backend: b.Name(), Threads: b.Threads(), NormThreads: o.normThreads, Batch: o.batch, LR: o.lr, Epochs: o.epochs,
-		TrainImages: trainLen, TestImages: testLen}
+	sum := trainSummary{Model: o.model, Backend: b.Name(), Strategy: o.strategy, Devices: o.devices, WorldSize: world, SyncBN: o.syncBN && o.strategy != "single",
+		Precision: prec.String(), Overlap: !o.noOverlap, ZeroGrad: "set_to_none", Threads: b.Threads(), NormThreads: o.normThreads, Batch: o.batch, LR: o.lr,
+		Epochs: o.epochs, TrainImages: trainLen, TestImages: testLen}
+	if o.zeroGrad {
+		sum.ZeroGrad = "zero"
+	}
+	if pr, ok := b.(train.PrecisionReporter); ok {
+		_, sum.NativeAMP = pr.Precision()
+	}
+	lineOut := stderr
+	if rank > 0 {
+		lineOut = io.Discard
+	}
 	wall := time.Now()
 	steps := tr.StepsPerEpoch(trainLen)
 	for tr.Epoch < o.epochs {
 		epoch := tr.Epoch + 1
-		line := newTrainLine(stderr, fmt.Sprintf("epoch %d/%d", epoch, o.epochs), int64((steps-tr.Step)*o.batch))
+		line := newTrainLine(lineOut, fmt.Sprintf("epoch %d/%d", epoch, o.epochs), int64((steps-tr.Step)*o.batch))
 		onStep := func(r train.StepResult) error {
 			line.step(r.Loss, r.Images)
 			return nil
@@ -253,23 +364,23 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		sum.Images += res.Images
 		sum.Seconds += res.Seconds
 		if err != nil {
-			if o.checkpoint != "" && ctx.Err() != nil {
+			if o.checkpoint != "" && ctx.Err() != nil && rank == 0 {
 				if serr := tr.SaveCheckpoint(o.checkpoint); serr == nil {
 					fmt.Fprintf(stderr, "saved %s at epoch %d step %d\n", o.checkpoint, tr.Epoch+1, tr.Step)
 				}
 			}
 			return err
 		}
-		if o.checkpoint != "" {
+		if o.checkpoint != "" && rank == 0 {
 			if err := tr.SaveCheckpoint(o.checkpoint); err != nil {
 				return err
 			}
 		}
 		var m train.Metrics
 		if testSet != nil {
-			m, err = train.Evaluate(ctx, b, net, testSet, o.batch)
+			m, err = tr.Evaluate(ctx, testSet, o.batch)
 		} else {
-			m, err = train.EvaluateStream(ctx, b, net, testStream, 0)
+			m, err = tr.EvaluateStream(ctx, testStream, 0)
 		}
 		if err != nil {
 			return err
@@ -287,11 +398,18 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if sum.Seconds > 0 {
 		sum.ImagesPerSec = float64(sum.Images) / sum.Seconds
 	}
+	if tu, ok := b.(train.Tuner); ok {
+		sum.Autotune = tu.TuneChoices()
+	}
+	if tr.Scaler != nil {
+		sum.SkippedSteps = tr.Scaler.Skipped
+	}
 	if o.json {
 		return writeJSON(stdout, sum)
 	}
-	fmt.Fprintf(stdout, "trained %s on %s (%d threads, batch %d): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
-		o.model, b.Name(), b.Threads(), o.batch, sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
+	reportTuning(stdout, sum.Autotune)
+	fmt.Fprintf(stdout, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
+		o.model, b.Name(), describeStrategy(sum), b.Threads(), o.batch, sum.Precision, nativeNote(sum), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
 	return nil
 }
 

@@ -62,7 +62,8 @@ func isIDX(data string) bool {
 // openStreams opens the train and test pipelines of a packed dataset (its
 // train and test splits) or of an ImageFolder tree (with testData for the
 // test images), at resolution res (0: the packed images' width, else 224).
-func openStreams(data, testData string, res, batch int, seed uint64) (trainS, testS *loaderStream, err error) {
+// With world > 1 each rank reads its own share of both (rank of world).
+func openStreams(data, testData string, res, batch int, seed uint64, rank, world int) (trainS, testS *loaderStream, err error) {
 	if _, err := os.Stat(data); err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +83,8 @@ func openStreams(data, testData string, res, batch int, seed uint64) (trainS, te
 	if testData == "" {
 		return nil, nil, usagef("--data %s is not a packed dataset with a test split: give --test-data", data)
 	}
-	tl, err := loader.Open(data, loader.Options{Transform: loader.Train, Resolution: res, Batch: batch, Drop: true, Seed: seed, Split: "train"})
+	tl, err := loader.Open(data, loader.Options{Transform: loader.Train, Resolution: res, Batch: batch, Drop: true, Seed: seed, Split: "train",
+		NumShards: world, ShardIdx: rank})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +92,8 @@ func openStreams(data, testData string, res, batch int, seed uint64) (trainS, te
 	if packed && testData == data {
 		split = "test"
 	}
-	el, err := loader.Open(testData, loader.Options{Transform: loader.Eval, Resolution: res, Batch: batch, Split: split})
+	el, err := loader.Open(testData, loader.Options{Transform: loader.Eval, Resolution: res, Batch: batch, Split: split,
+		NumShards: world, ShardIdx: rank})
 	if err != nil {
 		tl.Close()
 		return nil, nil, fmt.Errorf("test data: %w", err)

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faster-training/faster/bench"
+)
+
+// benchChildEnv marks a `faster train` started by `faster bench train`
+// (the tests' binary uses it to act as faster).
+const benchChildEnv = "FASTER_BENCH_CHILD"
+
+type benchTrainOptions struct {
+	data       string
+	epochs     int
+	limit      int
+	testLimit  int
+	batch      int
+	lr         float64
+	threads    int
+	devices    int
+	strategies []string
+	variants   []string
+	ablation   bool
+	backend    string
+	filters    []int
+	plot       string
+	json       bool
+}
+
+// trainCell is one cell of the seed's "Model Running" table.
+type trainCell struct {
+	Strategy     string  `json:"strategy"` // single, dp, ddp
+	Variant      string  `json:"variant"`  // plain, autotune, amp, autotune+amp, or an ablation
+	Seconds      float64 `json:"seconds"`  // training time, evaluation excluded
+	ImagesPerSec float64 `json:"images_per_sec"`
+	TestAccuracy float64 `json:"test_accuracy"`
+	Precision    string  `json:"precision"`
+	NativeAMP    bool    `json:"native_precision"`
+	Tuned        int     `json:"autotuned_ops,omitempty"`
+}
+
+type benchTrainSummary struct {
+	Model    string      `json:"model"`
+	Data     string      `json:"data"`
+	Backend  string      `json:"backend"`
+	Batch    int         `json:"batch"`
+	Epochs   int         `json:"epochs"`
+	Images   int         `json:"images_per_epoch"`
+	Threads  int         `json:"threads"` // in all, for every cell
+	Cells    []trainCell `json:"cells"`
+	Ablation []trainCell `json:"ablation,omitempty"`
+}
+
+var allVariants = []string{"plain", "autotune", "amp", "autotune+amp"}
+
+func init() {
+	benchCommands = append(benchCommands, func(stdout, stderr io.Writer) *cobra.Command {
+		var o benchTrainOptions
+		c := &cobra.Command{
+			Use:   "train",
+			Short: "The seed's training table: single/DP/DDP × plain/+autotune/+AMP/+both, seconds and test accuracy",
+			Long: `Train times ThinNet training (faster train) in every cell of the seed's
+"Model Running" table — rows single device, DP (one process, --devices engines)
+and DDP (--devices processes over Gloo), columns plain, +autotune (cudnn.benchmark),
++AMP (bf16) and +autotune +AMP — each cell a fresh process using the same
+--threads in all, and prints seconds, images/s and final test accuracy per
+cell. Every cell also uses the default overlapped input and set_to_none
+gradients; --ablation (default on) adds single-device runs without each, to
+show what they gain. --json prints a "cells" list; --plot writes a PNG chart.
+
+Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
+			Args: exactArgs(0),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return runBenchTrain(cmd.Context(), o, stdout, stderr)
+			},
+		}
+		f := c.Flags()
+		f.StringVar(&o.data, "data", "/usr/share/datasets/fashion-mnist", "training data (faster train --data)")
+		f.IntVar(&o.epochs, "epochs", 1, "epochs per cell")
+		f.IntVar(&o.limit, "limit", 0, "train on the first N images (0: all)")
+		f.IntVar(&o.testLimit, "test-limit", 0, "evaluate on the first N test images (0: all)")
+		f.IntVar(&o.batch, "batch", 64, "global batch size")
+		f.Float64Var(&o.lr, "lr", 0.01, "learning rate")
+		f.IntVar(&o.threads, "threads", 0, "compute threads in all, shared by the devices of dp and ddp (default: number of CPUs)")
+		f.IntVar(&o.devices, "devices", 2, "devices of dp, processes of ddp")
+		f.StringSliceVar(&o.strategies, "strategies", []string{"single", "dp", "ddp"}, "rows")
+		f.StringSliceVar(&o.variants, "variants", allVariants, "columns")
+		f.BoolVar(&o.ablation, "ablation", true, "also run single-device plain without overlapped input, and with zeroed gradients")
+		f.StringVar(&o.backend, "backend", "", "compute backend (default: onednn when built with cgo)")
+		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet stage widths (default: the seed's 32,64,128)")
+		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s per cell to this file")
+		f.BoolVar(&o.json, "json", false, "print JSON")
+		return c
+	})
+}
+
+func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.Writer) error {
+	if o.epochs < 1 || o.batch < 1 || o.limit < 0 || o.testLimit < 0 || o.threads < 0 || o.devices < 1 {
+		return usagef("--epochs, --batch and --devices must be positive; --limit, --test-limit, --threads not negative")
+	}
+	for _, s := range o.strategies {
+		if s != "single" && s != "dp" && s != "ddp" {
+			return usagef("--strategies: %q is not single, dp or ddp", s)
+		}
+	}
+	for _, v := range o.variants {
+		if !strings.Contains(strings.Join(allVariants, " "), v) || strings.Count(v, "+") > 1 {
+			return usagef("--variants: %q is not one of %s", v, strings.Join(allVariants, ", "))
+		}
+	}
+	if _, err := os.Stat(o.data); err != nil {
+		return err
+	}
+	threads := o.threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	sum := benchTrainSummary{Model: "thinnet", Data: o.data, Batch: o.batch, Epochs: o.epochs, Threads: threads}
+	run := func(strategy, variant string, extra ...string) (trainCell, error) {
+		perProcess := threads
+		if strategy == "ddp" {
+			perProcess = max(1, threads/o.devices) // each process gets its share
+		}
+		args := []string{"train", "--data", o.data, "--epochs", strconv.Itoa(o.epochs), "--batch", strconv.Itoa(o.batch),
+			"--lr", strconv.FormatFloat(o.lr, 'g', -1, 64), "--threads", strconv.Itoa(perProcess), "--json", "--strategy", strategy}
+		if o.limit > 0 {
+			args = append(args, "--limit", strconv.Itoa(o.limit))
+		}
+		if o.testLimit > 0 {
+			args = append(args, "--test-limit", strconv.Itoa(o.testLimit))
+		}
+		if o.backend != "" {
+			args = append(args, "--backend", o.backend)
+		}
+		if len(o.filters) > 0 {
+			var fs []string
+			for _, f := range o.filters {
+				fs = append(fs, strconv.Itoa(f))
+			}
+			args = append(args, "--filters", strings.Join(fs, ","))
+		}
+		switch strategy {
+		case "dp":
+			args = append(args, "--devices", strconv.Itoa(o.devices))
+		case "ddp":
+			args = append(args, "--nproc", strconv.Itoa(o.devices))
+		}
+		if strings.Contains(variant, "autotune") {
+			args = append(args, "--autotune")
+		}
+		if strings.Contains(variant, "amp") {
+			args = append(args, "--amp")
+		}
+		args = append(args, extra...)
+		fmt.Fprintf(stderr, "bench train: %s %s ...\n", strategy, variant)
+		ts, err := runTrainChild(ctx, args, stderr)
+		if err != nil {
+			return trainCell{}, fmt.Errorf("%s %s: %w", strategy, variant, err)
+		}
+		if sum.Backend == "" {
+			sum.Backend, sum.Images = ts.Backend, ts.TrainImages
+		}
+		c := trainCell{Strategy: strategy, Variant: variant, Seconds: ts.Seconds, ImagesPerSec: ts.ImagesPerSec,
+			TestAccuracy: ts.TestAccuracy, Precision: ts.Precision, NativeAMP: ts.NativeAMP, Tuned: len(ts.Autotune)}
+		fmt.Fprintf(stderr, "bench train: %s %s: %.1f s, %.1f images/s, test accuracy %.2f%%\n", strategy, variant, c.Seconds, c.ImagesPerSec, 100*c.TestAccuracy)
+		return c, nil
+	}
+	for _, s := range o.strategies {
+		for _, v := range o.variants {
+			c, err := run(s, v)
+			if err != nil {
+				return err
+			}
+			sum.Cells = append(sum.Cells, c)
+		}
+	}
+	if o.ablation {
+		for _, a := range []struct{ name, flag string }{{"no-overlap", "--no-overlap"}, {"zero-grad", "--zero-grad"}} {
+			c, err := run("single", a.name, a.flag)
+			if err != nil {
+				return err
+			}
+			sum.Ablation = append(sum.Ablation, c)
+		}
+	}
+	if o.plot != "" {
+		var bars []bench.Bar
+		for _, c := range append(sum.Cells, sum.Ablation...) {
+			bars = append(bars, bench.Bar{Label: c.Strategy + " " + c.Variant, Value: c.ImagesPerSec, Note: fmt.Sprintf("%.1f%%", 100*c.TestAccuracy)})
+		}
+		if err := bench.PlotBars(o.plot, fmt.Sprintf("faster bench train: ThinNet, batch %d, %d threads", o.batch, threads), "images/s", bars); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		return writeJSON(stdout, sum)
+	}
+	return printTrainTable(stdout, sum, o)
+}
+
+// printTrainTable prints the cells like the seed's README: the baseline,
+// then a row per strategy and a column per variant.
+func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) error {
+	fmt.Fprintf(w, "Model Running\n\nThinNet on %s, batch %d, %d epoch(s) of %d images, %d threads in all, %s backend\n\n",
+		sum.Data, sum.Batch, sum.Epochs, sum.Images, sum.Threads, sum.Backend)
+	cell := func(s, v string) *trainCell {
+		for i := range sum.Cells {
+			if sum.Cells[i].Strategy == s && sum.Cells[i].Variant == v {
+				return &sum.Cells[i]
+			}
+		}
+		return nil
+	}
+	base := cell("single", "plain")
+	if base != nil {
+		fmt.Fprintf(w, "Baseline (single device, plain): %.1f s, %.1f images/s, test accuracy %.2f%%\n\n", base.Seconds, base.ImagesPerSec, 100*base.TestAccuracy)
+	}
+	header := []string{""}
+	for _, v := range o.variants {
+		header = append(header, map[string]string{"plain": "plain", "autotune": "+autotune", "amp": "+AMP", "autotune+amp": "+autotune +AMP"}[v])
+	}
+	var rows [][]string
+	for _, s := range o.strategies {
+		row := []string{map[string]string{"single": "single", "dp": fmt.Sprintf("DP (%d)", o.devices), "ddp": fmt.Sprintf("DDP (%d)", o.devices)}[s]}
+		for _, v := range o.variants {
+			c := cell(s, v)
+			text := fmt.Sprintf("%.1f s · %.1f%%", c.Seconds, 100*c.TestAccuracy)
+			if base != nil && c != base {
+				text += fmt.Sprintf(" · %.2f×", base.Seconds/c.Seconds)
+			}
+			row = append(row, text)
+		}
+		rows = append(rows, row)
+	}
+	if err := bench.Table(w, header, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\ncells: training seconds · final test accuracy · speed-up over the baseline")
+	for _, c := range sum.Cells {
+		if c.Precision != "fp32" && !c.NativeAMP {
+			fmt.Fprintln(w, "AMP: bf16 emulated by rounding (this CPU has no bf16 instructions): it shows accuracy, not speed")
+			break
+		}
+	}
+	if base != nil && len(sum.Ablation) > 0 {
+		fmt.Fprintln(w, "\nSingle device, plain, without each of the defaults:")
+		for _, a := range sum.Ablation {
+			what := map[string]string{"no-overlap": "input prepared after each step (no overlap)", "zero-grad": "gradients zeroed and accumulated (zero_grad without set_to_none)"}[a.Variant]
+			fmt.Fprintf(w, "  %s: %.1f s vs %.1f s: the default is %.3f× as fast\n", what, a.Seconds, base.Seconds, a.Seconds/base.Seconds)
+		}
+	}
+	return nil
+}
+
+// runTrainChild runs `faster train ... --json` as a child process and
+// returns its summary.
+func runTrainChild(ctx context.Context, args []string, stderr io.Writer) (trainSummary, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return trainSummary{}, err
+	}
+	var out, errb bytes.Buffer
+	c := exec.CommandContext(ctx, exe, args...)
+	c.Env = append(os.Environ(), benchChildEnv+"=1")
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		if ctx.Err() != nil {
+			return trainSummary{}, ctx.Err()
+		}
+		return trainSummary{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	var s trainSummary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		return trainSummary{}, fmt.Errorf("train --json: %v", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faster-training/faster/collective"
+	"github.com/faster-training/faster/train"
+)
+
+// TestMain lets the test binary stand in for faster when `faster train
+// --nproc N` or `faster bench train` (run in-process by a test) start
+// children from os.Executable.
+func TestMain(m *testing.M) {
+	if os.Getenv(launchEnv) != "" || os.Getenv(benchChildEnv) != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// needGloo skips where the gloo library is not built in (CGO_ENABLED=0).
+func needGloo(t *testing.T) {
+	t.Helper()
+	for _, l := range collective.Libraries() {
+		if l == "gloo" {
+			return
+		}
+	}
+	t.Skip("gloo needs a cgo build")
+}
+
+// checkpointWeights loads a checkpoint of a ThinNet (1 channel, 10
+// classes, stage widths filters) and returns its parameters and buffers.
+func checkpointWeights(t *testing.T, path string, filters ...int) [][]float32 {
+	t.Helper()
+	b := train.NewReference(train.BackendOptions{Threads: 1})
+	cfg := train.ThinNetConfig{InChannels: 1, Classes: 10, Filters: filters}
+	for range filters {
+		cfg.Blocks = append(cfg.Blocks, 2)
+	}
+	net, err := train.NewThinNet(b, cfg, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.1), 32, 1)
+	defer tr.Close()
+	if err := tr.LoadCheckpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	var w [][]float32
+	for _, p := range append(net.Params(), net.Buffers()...) {
+		w = append(w, p.Value)
+	}
+	return w
+}
+
+// DP over 2 devices and DDP over 2 processes on loopback (Gloo) train the
+// same weights as one device on the same global batches (SyncBN on, so
+// BatchNorm sees the whole batch everywhere). The runs use the reference
+// backend, whose arithmetic is the same whatever the batch split (float64
+// statistics), and a narrow ThinNet so that it is quick: with oneDNN,
+// float32 rounding differences move a few activations across a ReLU's
+// kink and four steps of this toy problem amplify them (single-device
+// oneDNN and reference runs differ as much); train's own tests check
+// oneDNN's data parallelism on a toy network to 2e-4.
+func TestTrainStrategiesSameWeights(t *testing.T) {
+	needGloo(t)
+	dir := writeTrainIDX(t, 256)
+	tmp := t.TempDir()
+	common := []string{"train", "--data", dir, "--limit", "128", "--test-limit", "64", "--batch", "32", "--epochs", "1",
+		"--lr", "0.05", "--weight-decay", "1e-4", "--threads", "1", "--json", "--backend", "reference", "--filters", "4,8"}
+	sums := map[string]trainSummary{}
+	weights := map[string][][]float32{}
+	for _, s := range [][]string{
+		{"single"},
+		{"dp", "--devices", "2"},
+		{"ddp", "--nproc", "2", "--bucket-kb", "1"},
+		{"dp", "--devices", "2", "--sync-bn=false"},
+	} {
+		name := strings.Join(s, " ")
+		ckpt := filepath.Join(tmp, strings.NewReplacer(" ", "_", "=", "_").Replace(name)+".ckpt")
+		args := append(append(append([]string{}, common...), "--checkpoint", ckpt, "--strategy"), s...)
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", s, code, errs)
+		}
+		var sum trainSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, out)
+		}
+		if sum.Strategy != s[0] || sum.Images != 128 {
+			t.Errorf("%v: summary says strategy %q, %d images", s, sum.Strategy, sum.Images)
+		}
+		sums[name] = sum
+		weights[name] = checkpointWeights(t, ckpt, 4, 8)
+	}
+	if sums["dp --devices 2"].Devices != 2 || sums["ddp --nproc 2 --bucket-kb 1"].WorldSize != 2 || !sums["ddp --nproc 2 --bucket-kb 1"].SyncBN {
+		t.Errorf("summaries: %+v", sums)
+	}
+	want := weights["single"]
+	diff := func(got [][]float32) float64 {
+		worst := 0.0
+		for i := range want {
+			var d, n float64
+			for j := range want[i] {
+				e := float64(got[i][j] - want[i][j])
+				d, n = d+e*e, n+float64(want[i][j])*float64(want[i][j])
+			}
+			worst = math.Max(worst, math.Sqrt(d/max(n, 1e-12)))
+		}
+		return worst
+	}
+	for _, s := range []string{"dp --devices 2", "ddp --nproc 2 --bucket-kb 1"} {
+		d := diff(weights[s])
+		t.Logf("%s vs single: largest per-tensor relative difference %.2g", s, d)
+		if d > 1e-5 {
+			t.Errorf("%s: weights differ from single-device training by %.3g (relative, per tensor)", s, d)
+		}
+	}
+	// Without SyncBN each device normalises with its own half-batch
+	// statistics: the comparison must see that.
+	if d := diff(weights["dp --devices 2 --sync-bn=false"]); d < 1e-3 {
+		t.Errorf("dp without SyncBN is within %.2g of single-device training: the check above could not fail", d)
+	}
+	// The loss the ranks report is the global batch's.
+	if a, b := sums["single"].PerEpoch[0].TrainLoss, sums["ddp --nproc 2 --bucket-kb 1"].PerEpoch[0].TrainLoss; math.Abs(a-b) > 1e-5*a {
+		t.Errorf("train loss single %.6f, ddp %.6f", a, b)
+	}
+}
+
+// A rank that dies mid-training makes the other exit with an error naming
+// the failed peer within seconds, not hang until a timeout.
+func TestTrainDDPRankDies(t *testing.T) {
+	needGloo(t)
+	dir := writeTrainIDX(t, 4096)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(rank int, stderr *bytes.Buffer) *exec.Cmd {
+		c := exec.Command(os.Args[0], "train", "--data", dir, "--batch", "32", "--epochs", "20", "--lr", "0.01",
+			"--threads", "1", "--strategy", "ddp", "--collective-timeout", "60s")
+		c.Env = append(os.Environ(), launchEnv+"=1", "RANK="+strconv.Itoa(rank), "WORLD_SIZE=2",
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		c.Stderr = stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var err0, err1 bytes.Buffer
+	r0 := start(0, &err0)
+	r1 := start(1, &err1)
+	done := make(chan error, 1)
+	go func() { done <- r0.Wait() }()
+	// Let both ranks meet and train for a while, then kill rank 1.
+	select {
+	case err := <-done:
+		r1.Process.Kill()
+		r1.Wait()
+		t.Fatalf("rank 0 ended before the kill: %v\n%s", err, err0.String())
+	case <-time.After(4 * time.Second):
+	}
+	killed := time.Now()
+	r1.Process.Kill()
+	r1.Wait()
+	select {
+	case err := <-done:
+		took := time.Since(killed)
+		t.Logf("rank 0 exited %v after the kill: %v", took.Round(time.Millisecond), err)
+		msg := err0.String()
+		t.Logf("rank 0 stderr: %s", strings.TrimSpace(msg))
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("rank 0: %v, want exit status 1", err)
+		}
+		if !strings.Contains(msg, "peer") {
+			t.Errorf("rank 0's error does not name the failed peer: %s", msg)
+		}
+	case <-time.After(45 * time.Second): // a hang guard, well under the 60 s collective timeout
+		r0.Process.Kill()
+		t.Fatalf("rank 0 still running 45 s after rank 1 died\n%s", err0.String())
+	}
+}
+
+func errorsAs(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// The launcher reports a rank that fails (here: every rank rejects the
+// data) with the rank's error, and exits 1.
+func TestTrainLauncherFailure(t *testing.T) {
+	needGloo(t)
+	dir := writeTrainIDX(t, 64)
+	code, _, errs := runCLI(t, "train", "--data", dir, "--test-data", "/nonexistent", "--strategy", "ddp", "--nproc", "2",
+		"--batch", "32", "--threads", "1", "--resolution", "8", "--limit", "1")
+	if code != 2 && code != 1 {
+		t.Fatalf("exit %d, want a failure\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "rank 1") {
+		t.Errorf("the failure does not name the ranks: %s", errs)
+	}
+}
+
+func TestTrainParallelUsage(t *testing.T) {
+	dir := writeTrainIDX(t, 8)
+	for _, args := range [][]string{
+		{"--strategy", "tp"},
+		{"--strategy", "ddp", "--devices", "2"},
+		{"--nproc", "2"},
+		{"--strategy", "dp", "--devices", "-1"},
+		{"--amp", "--amp-dtype", "fp8"},
+	} {
+		full := append([]string{"train", "--data", dir, "--batch", "4"}, args...)
+		if code, _, errs := runCLI(t, full...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
+		}
+	}
+}
+
+// AMP (bf16) training of ThinNet on real Fashion-MNIST reaches the fp32
+// accuracy within 1 point (same seed, data and steps).
+func TestTrainAMPAccuracy(t *testing.T) {
+	const data = "/usr/share/datasets/fashion-mnist"
+	if _, err := os.Stat(filepath.Join(data, "train-images-idx3-ubyte.gz")); err != nil {
+		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
+			t.Fatal("Fashion-MNIST not installed (scripts/setup.sh)")
+		}
+		t.Skip("Fashion-MNIST not installed (scripts/setup.sh)")
+	}
+	if testing.Short() || raceEnabled || !fast(t) {
+		t.Skip("needs the oneDNN backend, and not -short or -race")
+	}
+	acc := map[string]float64{}
+	for _, amp := range []string{"fp32", "bf16"} {
+		args := []string{"train", "--data", data, "--limit", "4096", "--test-limit", "2000", "--batch", "64", "--lr", "0.02",
+			"--threads", "1", "--json"}
+		if amp != "fp32" {
+			args = append(args, "--amp", "--amp-dtype", amp)
+		}
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", amp, code, errs)
+		}
+		var sum trainSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Precision != amp {
+			t.Fatalf("summary precision %q, want %q", sum.Precision, amp)
+		}
+		acc[amp] = sum.TestAccuracy
+	}
+	t.Logf("test accuracy fp32 %.2f%%, bf16 %.2f%%", 100*acc["fp32"], 100*acc["bf16"])
+	if acc["fp32"] < 0.5 {
+		t.Fatalf("fp32 accuracy %.3f: the comparison needs a model that learnt", acc["fp32"])
+	}
+	if d := math.Abs(acc["bf16"] - acc["fp32"]); d > 0.01 {
+		t.Errorf("bf16 accuracy %.2f%% is %.2f points from fp32's %.2f%%", 100*acc["bf16"], 100*d, 100*acc["fp32"])
+	}
+}
