@@ -132,6 +132,12 @@ func launch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error
 		err  error
 	}
 	exits := make(chan exit, o.nproc)
+	// Rank 0 writes to stderr directly when it is a file (a terminal keeps
+	// rank 0's progress line); other writers are shared through a lock.
+	errOut := stderr
+	if _, ok := stderr.(*os.File); !ok {
+		errOut = &lockedWriter{w: stderr}
+	}
 	var procs []*exec.Cmd
 	var copies sync.WaitGroup
 	for r := range o.nproc {
@@ -139,7 +145,7 @@ func launch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error
 		c.Env = append(os.Environ(), launchEnv+"=1", "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
 			"WORLD_SIZE="+strconv.Itoa(o.nproc), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
 		if r == 0 {
-			c.Stdout, c.Stderr = stdout, stderr
+			c.Stdout, c.Stderr = stdout, errOut
 		} else {
 			pipe, err := c.StderrPipe()
 			if err != nil {
@@ -148,7 +154,7 @@ func launch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error
 			copies.Add(1)
 			go func() {
 				defer copies.Done()
-				prefixLines(stderr, pipe, fmt.Sprintf("[rank %d] ", r))
+				prefixLines(errOut, pipe, fmt.Sprintf("[rank %d] ", r))
 			}()
 		}
 		if err := c.Start(); err != nil {
@@ -202,6 +208,18 @@ func launch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error
 		return &failError{fmt.Sprintf("train --nproc %d: %s", o.nproc, strings.Join(failed, "; "))}
 	}
 	return nil
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // freePort asks the kernel for a TCP port free on the loopback interface.

@@ -278,3 +278,60 @@ func TestTrainAMPAccuracy(t *testing.T) {
 		t.Errorf("bf16 accuracy %.2f%% is %.2f points from fp32's %.2f%%", 100*acc["bf16"], 100*d, 100*acc["fp32"])
 	}
 }
+
+// bench train runs every cell of the table as a fresh `faster train` and
+// reports them (a tiny ThinNet on the reference backend here: the figures
+// come from `make bench`-sized runs, not from tests).
+func TestBenchTrainTable(t *testing.T) {
+	needGloo(t)
+	dir := writeTrainIDX(t, 64)
+	plot := filepath.Join(t.TempDir(), "train.png")
+	args := []string{"bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "2",
+		"--backend", "reference", "--filters", "2,4"}
+	code, out, errs := runCLI(t, append(args, "--json", "--plot", plot)...)
+	if code != 0 {
+		t.Fatalf("bench train: exit %d\n%s", code, errs)
+	}
+	var sum struct {
+		Cells []struct {
+			Strategy     string   `json:"strategy"`
+			Variant      string   `json:"variant"`
+			Seconds      float64  `json:"seconds"`
+			ImagesPerSec float64  `json:"images_per_sec"`
+			TestAccuracy *float64 `json:"test_accuracy"`
+			Precision    string   `json:"precision"`
+		} `json:"cells"`
+		Ablation []json.RawMessage `json:"ablation"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(sum.Cells) != 12 || len(sum.Ablation) != 2 {
+		t.Fatalf("%d cells and %d ablation runs, want 12 and 2", len(sum.Cells), len(sum.Ablation))
+	}
+	i := 0
+	for _, s := range []string{"single", "dp", "ddp"} {
+		for _, v := range []string{"plain", "autotune", "amp", "autotune+amp"} {
+			c := sum.Cells[i]
+			i++
+			if c.Strategy != s || c.Variant != v || c.Seconds <= 0 || c.ImagesPerSec <= 0 || c.TestAccuracy == nil {
+				t.Errorf("cell %d: %+v, want %s %s with figures", i, c, s, v)
+			}
+			if want := map[bool]string{true: "bf16", false: "fp32"}[strings.Contains(v, "amp")]; c.Precision != want {
+				t.Errorf("%s %s ran in %s", s, v, c.Precision)
+			}
+		}
+	}
+	if st, err := os.Stat(plot); err != nil || st.Size() == 0 {
+		t.Errorf("no plot: %v", err)
+	}
+	code, out, errs = runCLI(t, append(args, "--strategies", "single,ddp", "--variants", "plain,amp", "--ablation=false")...)
+	if code != 0 {
+		t.Fatalf("bench train (table): exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{"Model Running", "Baseline (single device, plain)", "| single", "| DDP (2)", "+AMP"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
