@@ -219,6 +219,7 @@ type TuneChoice struct {
 	Op         string          `json:"op"` // e.g. "conv 64x32x26x26 -> 64 k3 s1 p0"
 	Chosen     string          `json:"chosen"`
 	Candidates []TuneCandidate `json:"candidates"`
+	Seconds    float64         `json:"seconds"` // time spent choosing (warm-ups and timing)
 }
 
 // Tuner is implemented by backends that autotune (BackendOptions.Autotune).

@@ -49,6 +49,7 @@ type trainCell struct {
 	Precision    string  `json:"precision"`
 	NativeAMP    bool    `json:"native_precision"`
 	Tuned        int     `json:"autotuned_ops,omitempty"`
+	TuneSeconds  float64 `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning (once per shape)
 }
 
 type benchTrainSummary struct {
@@ -173,7 +174,8 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 			sum.Backend, sum.Images = ts.Backend, ts.TrainImages
 		}
 		c := trainCell{Strategy: strategy, Variant: variant, Seconds: ts.Seconds, ImagesPerSec: ts.ImagesPerSec,
-			TestAccuracy: ts.TestAccuracy, Precision: ts.Precision, NativeAMP: ts.NativeAMP, Tuned: len(ts.Autotune)}
+			TestAccuracy: ts.TestAccuracy, Precision: ts.Precision, NativeAMP: ts.NativeAMP, Tuned: len(ts.Autotune),
+			TuneSeconds: ts.TuneSeconds}
 		fmt.Fprintf(stderr, "bench train: %s %s: %.1f s, %.1f images/s, test accuracy %.2f%%\n", strategy, variant, c.Seconds, c.ImagesPerSec, 100*c.TestAccuracy)
 		return c, nil
 	}
@@ -237,6 +239,9 @@ func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) er
 		for _, v := range o.variants {
 			c := cell(s, v)
 			text := fmt.Sprintf("%.1f s · %.1f%%", c.Seconds, 100*c.TestAccuracy)
+			if c.TuneSeconds > 0 {
+				text = fmt.Sprintf("%.1f s (%.1f tuning) · %.1f%%", c.Seconds, c.TuneSeconds, 100*c.TestAccuracy)
+			}
 			if base != nil && c != base {
 				text += fmt.Sprintf(" · %.2f×", base.Seconds/c.Seconds)
 			}
@@ -247,7 +252,7 @@ func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) er
 	if err := bench.Table(w, header, rows); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\ncells: training seconds · final test accuracy · speed-up over the baseline")
+	fmt.Fprintln(w, "\ncells: training seconds (of which autotuning, once per layer shape) · final test accuracy · speed-up over the baseline")
 	for _, c := range sum.Cells {
 		if c.Precision != "fp32" && !c.NativeAMP {
 			fmt.Fprintln(w, "AMP: bf16 emulated by rounding (this CPU has no bf16 instructions): it shows accuracy, not speed")

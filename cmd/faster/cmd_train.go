@@ -144,6 +144,7 @@ type trainSummary struct {
 	Precision    string             `json:"precision"`                  // fp32, bf16, fp16
 	NativeAMP    bool               `json:"native_precision,omitempty"` // reduced precision on native instructions
 	Autotune     []train.TuneChoice `json:"autotune,omitempty"`
+	TuneSeconds  float64            `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning
 	Overlap      bool               `json:"overlap"`
 	ZeroGrad     string             `json:"zero_grad"` // set_to_none or zero
 	SkippedSteps int                `json:"skipped_steps,omitempty"`
@@ -400,6 +401,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	if tu, ok := b.(train.Tuner); ok {
 		sum.Autotune = tu.TuneChoices()
+		for _, c := range sum.Autotune {
+			sum.TuneSeconds += c.Seconds
+		}
 	}
 	if tr.Scaler != nil {
 		sum.SkippedSteps = tr.Scaler.Skipped

@@ -90,6 +90,7 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 	if a, ok := t.chosen[key]; ok {
 		return a
 	}
+	start := time.Now()
 	shape := make([]string, len(x.shape))
 	for i, d := range x.shape {
 		shape[i] = fmt.Sprint(d)
@@ -159,6 +160,7 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 	}
 	choice.Chosen = choice.Candidates[slices.Index(convAlgos, best)].Name
 	t.chosen[key] = best
+	choice.Seconds = time.Since(start).Seconds()
 	t.choices = append(t.choices, choice)
 	return best
 }
