@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 # Fuzz targets run by `make fuzz` (and briefly by `make test`): package:FuzzName.
 FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfrecord:FuzzResync ./tfexample:FuzzDecode ./source:FuzzIDX ./source:FuzzDatum ./source:FuzzWDS ./imgcodec:FuzzDecode ./collective:FuzzStoreFrame
 
-.PHONY: all setup build demo test s3server testrace testnocgo fuzz fuzzshort bench lint vet clean
+.PHONY: all setup build demo test s3server testrace testnocgo accuracy fuzz fuzzshort bench lint vet clean
 
 all: build
 
@@ -27,7 +27,7 @@ demo: setup build
 
 # What CI runs: vet, the race-enabled tests, the CGO_ENABLED=0 tests, and a
 # short fuzz pass over every decoder and reader.
-test: setup vet testrace testnocgo
+test: setup vet testrace testnocgo accuracy
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 # The S3 test server (versitygw) is built once, before the packages that
@@ -40,6 +40,11 @@ testrace: s3server
 
 testnocgo: s3server
 	FASTER_REQUIRE_DATA=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./...
+
+# Accuracy checks of real training runs, too slow under -race and needing
+# oneDNN (cgo): AMP vs fp32 on Fashion-MNIST, one epoch of a subset.
+accuracy:
+	set -o pipefail; FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 20m -run 'TestTrainAMPAccuracy|TestTrainFashionMNISTSubset' -v ./cmd/faster | grep -E '^(---|ok|FAIL|PASS)|accuracy'
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

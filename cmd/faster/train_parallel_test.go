@@ -237,8 +237,13 @@ func TestTrainParallelUsage(t *testing.T) {
 	}
 }
 
-// AMP (bf16) training of ThinNet on real Fashion-MNIST reaches the fp32
-// accuracy within 1 point (same seed, data and steps).
+// AMP (bf16) training of ThinNet on the real Fashion-MNIST reaches the
+// fp32 accuracy within 1 point (same seed, data and steps). Two epochs of
+// all 60,000 images, the second at a tenth of the rate, so that both runs
+// settle: after a few thousand images, accuracies of runs that differ only
+// in rounding still spread over several points. A narrow ThinNet (stage
+// widths 8/16/32) keeps it to a minute a run; `make test` runs it without
+// -race (make accuracy).
 func TestTrainAMPAccuracy(t *testing.T) {
 	const data = "/usr/share/datasets/fashion-mnist"
 	if _, err := os.Stat(filepath.Join(data, "train-images-idx3-ubyte.gz")); err != nil {
@@ -252,8 +257,8 @@ func TestTrainAMPAccuracy(t *testing.T) {
 	}
 	acc := map[string]float64{}
 	for _, amp := range []string{"fp32", "bf16"} {
-		args := []string{"train", "--data", data, "--limit", "4096", "--test-limit", "2000", "--batch", "64", "--lr", "0.02",
-			"--threads", "1", "--json"}
+		args := []string{"train", "--data", data, "--filters", "8,16,32", "--batch", "64", "--lr", "0.02",
+			"--epochs", "2", "--step-epochs", "1", "--gamma", "0.1", "--json"}
 		if amp != "fp32" {
 			args = append(args, "--amp", "--amp-dtype", amp)
 		}
@@ -271,7 +276,7 @@ func TestTrainAMPAccuracy(t *testing.T) {
 		acc[amp] = sum.TestAccuracy
 	}
 	t.Logf("test accuracy fp32 %.2f%%, bf16 %.2f%%", 100*acc["fp32"], 100*acc["bf16"])
-	if acc["fp32"] < 0.5 {
+	if acc["fp32"] < 0.8 {
 		t.Fatalf("fp32 accuracy %.3f: the comparison needs a model that learnt", acc["fp32"])
 	}
 	if d := math.Abs(acc["bf16"] - acc["fp32"]); d > 0.01 {
