@@ -449,7 +449,8 @@ type Stream interface {
 }
 
 // Close releases the trainer's tensors and stops its replicas' and
-// all-reduce goroutines (the networks and backends stay open).
+// all-reduce goroutines (the networks and backends stay open). Calling it
+// again does nothing.
 func (t *Trainer) Close() {
 	t.releaseInput()
 	for _, d := range t.devs {
@@ -462,6 +463,7 @@ func (t *Trainer) Close() {
 	}
 	if t.dist != nil {
 		t.dist.close()
+		t.dist = nil
 	}
 }
 

@@ -33,6 +33,7 @@ type benchTrainOptions struct {
 	strategies []string
 	variants   []string
 	ablation   bool
+	syncBN     bool
 	backend    string
 	filters    []int
 	plot       string
@@ -98,6 +99,7 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.IntVar(&o.devices, "devices", 2, "devices of dp, processes of ddp")
 		f.StringSliceVar(&o.strategies, "strategies", []string{"single", "dp", "ddp"}, "rows")
 		f.StringSliceVar(&o.variants, "variants", allVariants, "columns")
+		f.BoolVar(&o.syncBN, "sync-bn", false, "DP and DDP with SyncBN (the whole batch's BatchNorm statistics)")
 		f.BoolVar(&o.ablation, "ablation", true, "also run single-device plain without overlapped input, and with zeroed gradients")
 		f.StringVar(&o.backend, "backend", "", "compute backend (default: onednn when built with cgo)")
 		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet stage widths (default: the seed's 32,64,128)")
@@ -151,6 +153,9 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 				fs = append(fs, strconv.Itoa(f))
 			}
 			args = append(args, "--filters", strings.Join(fs, ","))
+		}
+		if o.syncBN && strategy != "single" {
+			args = append(args, "--sync-bn")
 		}
 		switch strategy {
 		case "dp":

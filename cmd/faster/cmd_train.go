@@ -277,7 +277,10 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	bopts := train.BackendOptions{Threads: max(1, threads/o.devices), NormThreads: o.normThreads, Precision: prec, Autotune: o.autotune}
 	newNet := func() (train.Backend, *train.Sequential, error) {
-		var b train.Backend
+		var (
+			b   train.Backend
+			err error
+		)
 		if o.backend == "" {
 			b, err = train.Default(bopts)
 		} else {
@@ -325,7 +328,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	if err := setupParallel(o, tr, comm, newNet); err != nil {
+	closeReplicas, err := setupParallel(o, tr, comm, newNet)
+	defer func() { tr.Close(); closeReplicas() }() // the trainer lets go of the replicas first
+	if err != nil {
 		return err
 	}
 	if o.amp && prec == train.Float16 {

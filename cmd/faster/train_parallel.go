@@ -31,7 +31,7 @@ func addParallelFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.StringVar(&o.strategy, "strategy", "single", "single (one device), dp (one process splits each batch over --devices) or ddp (one process per device, gradients all-reduced through Gloo)")
 	f.IntVar(&o.devices, "devices", 0, "devices for --strategy dp, each a oneDNN engine with --threads/N threads (default 2)")
 	f.IntVar(&o.nproc, "nproc", 0, "with --strategy ddp: start N processes on this machine (else RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT say which rank this is, as with torchrun)")
-	f.BoolVar(&o.syncBN, "sync-bn", true, "with dp or ddp: BatchNorm uses the statistics of the whole batch across devices (SyncBN)")
+	f.BoolVar(&o.syncBN, "sync-bn", false, "with dp or ddp: BatchNorm uses the statistics of the whole batch across devices (SyncBN; off by default, as in torch: it adds two blocking all-reduces per BatchNorm layer per step)")
 	f.BoolVar(&o.amp, "amp", false, "mixed precision: convolutions and matrix products in --amp-dtype, fp32 master weights")
 	f.StringVar(&o.ampDtype, "amp-dtype", "bf16", "bf16, or fp16 (with dynamic loss scaling like torch's GradScaler)")
 	f.BoolVar(&o.autotune, "autotune", false, "time each layer's candidate implementations once per shape and keep the fastest (like cudnn.benchmark)")
@@ -75,8 +75,16 @@ func checkParallel(o *trainOptions) []string {
 	return problems
 }
 
-// setupParallel adds dp's replicas or joins ddp's group.
-func setupParallel(o trainOptions, tr *train.Trainer, comm collective.Comm, newNet func() (train.Backend, *train.Sequential, error)) error {
+// setupParallel adds dp's replicas or joins ddp's group. The returned
+// function closes the replicas' networks and backends; call it after the
+// trainer's Close (it is never nil).
+func setupParallel(o trainOptions, tr *train.Trainer, comm collective.Comm, newNet func() (train.Backend, *train.Sequential, error)) (func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
 	switch o.strategy {
 	case "dp":
 		var comms []collective.Comm
@@ -87,25 +95,23 @@ func setupParallel(o trainOptions, tr *train.Trainer, comm collective.Comm, newN
 		for i := 1; i < o.devices; i++ {
 			b, net, err := newNet()
 			if err != nil {
-				return err
+				return closeAll, err
 			}
-			// The replica's network and backend live as long as the
-			// process's training does; the trainer stops using them at
-			// Close.
+			closers = append(closers, func() { net.Close(); b.Close() })
 			if comms != nil {
 				train.SyncBatchNorm(net, comms[i].AllReduceF64)
 			}
 			if err := tr.AddReplica(b, net); err != nil {
-				return err
+				return closeAll, err
 			}
 		}
 	case "ddp":
 		if o.syncBN {
 			train.SyncBatchNorm(tr.Net, comm.AllReduceF64)
 		}
-		return tr.Distribute(comm, o.bucketKB<<10)
+		return closeAll, tr.Distribute(comm, o.bucketKB<<10)
 	}
-	return nil
+	return closeAll, nil
 }
 
 // launch starts o.nproc ranks of this command on this machine, as torchrun

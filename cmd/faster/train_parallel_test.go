@@ -70,8 +70,8 @@ func checkpointWeights(t *testing.T, path string, filters ...int) [][]float32 {
 }
 
 // DP over 2 devices and DDP over 2 processes on loopback (Gloo) train the
-// same weights as one device on the same global batches (SyncBN on, so
-// BatchNorm sees the whole batch everywhere). The runs use the reference
+// same weights as one device on the same global batches with --sync-bn
+// (BatchNorm sees the whole batch everywhere); without it they differ. The runs use the reference
 // backend, whose arithmetic is the same whatever the batch split (float64
 // statistics), and a narrow ThinNet so that it is quick: with oneDNN,
 // float32 rounding differences move a few activations across a ReLU's
@@ -88,9 +88,9 @@ func TestTrainStrategiesSameWeights(t *testing.T) {
 	weights := map[string][][]float32{}
 	for _, s := range [][]string{
 		{"single"},
+		{"dp", "--devices", "2", "--sync-bn"},
+		{"ddp", "--nproc", "2", "--bucket-kb", "1", "--sync-bn"},
 		{"dp", "--devices", "2"},
-		{"ddp", "--nproc", "2", "--bucket-kb", "1"},
-		{"dp", "--devices", "2", "--sync-bn=false"},
 	} {
 		name := strings.Join(s, " ")
 		ckpt := filepath.Join(tmp, strings.NewReplacer(" ", "_", "=", "_").Replace(name)+".ckpt")
@@ -109,7 +109,8 @@ func TestTrainStrategiesSameWeights(t *testing.T) {
 		sums[name] = sum
 		weights[name] = checkpointWeights(t, ckpt, 4, 8)
 	}
-	if sums["dp --devices 2"].Devices != 2 || sums["ddp --nproc 2 --bucket-kb 1"].WorldSize != 2 || !sums["ddp --nproc 2 --bucket-kb 1"].SyncBN {
+	if sums["dp --devices 2 --sync-bn"].Devices != 2 || sums["ddp --nproc 2 --bucket-kb 1 --sync-bn"].WorldSize != 2 ||
+		!sums["ddp --nproc 2 --bucket-kb 1 --sync-bn"].SyncBN || sums["dp --devices 2"].SyncBN {
 		t.Errorf("summaries: %+v", sums)
 	}
 	want := weights["single"]
@@ -125,7 +126,7 @@ func TestTrainStrategiesSameWeights(t *testing.T) {
 		}
 		return worst
 	}
-	for _, s := range []string{"dp --devices 2", "ddp --nproc 2 --bucket-kb 1"} {
+	for _, s := range []string{"dp --devices 2 --sync-bn", "ddp --nproc 2 --bucket-kb 1 --sync-bn"} {
 		d := diff(weights[s])
 		t.Logf("%s vs single: largest per-tensor relative difference %.2g", s, d)
 		if d > 1e-5 {
@@ -134,11 +135,11 @@ func TestTrainStrategiesSameWeights(t *testing.T) {
 	}
 	// Without SyncBN each device normalises with its own half-batch
 	// statistics: the comparison must see that.
-	if d := diff(weights["dp --devices 2 --sync-bn=false"]); d < 1e-3 {
+	if d := diff(weights["dp --devices 2"]); d < 1e-3 {
 		t.Errorf("dp without SyncBN is within %.2g of single-device training: the check above could not fail", d)
 	}
 	// The loss the ranks report is the global batch's.
-	if a, b := sums["single"].PerEpoch[0].TrainLoss, sums["ddp --nproc 2 --bucket-kb 1"].PerEpoch[0].TrainLoss; math.Abs(a-b) > 1e-5*a {
+	if a, b := sums["single"].PerEpoch[0].TrainLoss, sums["ddp --nproc 2 --bucket-kb 1 --sync-bn"].PerEpoch[0].TrainLoss; math.Abs(a-b) > 1e-5*a {
 		t.Errorf("train loss single %.6f, ddp %.6f", a, b)
 	}
 }
