@@ -36,10 +36,24 @@
 //	res, err := t.TrainEpoch(ctx, data, nil)
 //	m, err := train.Evaluate(ctx, b, net, test, 512)
 //
+// # Parallel and mixed-precision training
+//
+// Trainer.AddReplica adds devices of one process (data parallelism, like
+// torch.nn.DataParallel); Trainer.Distribute makes the trainer one rank of
+// distributed data parallelism over a collective.Comm, gradients
+// all-reduced in buckets while the backward pass runs (like
+// DistributedDataParallel); SyncBatchNorm makes BatchNorm use the whole
+// batch's statistics. BackendOptions.Precision selects bf16 or fp16
+// convolutions and products (fp32 master weights; GradScaler for fp16);
+// BackendOptions.Autotune times candidate implementations per shape. The
+// trainer stages the next batch while a step runs. See docs/parallel.md.
+//
 // # Concurrency
 //
 // A Backend, its tensors and the layers built on it are used by one
-// goroutine at a time. The oneDNN backend parallelises each primitive
+// goroutine at a time, except that Tensor.Write of a tensor made by
+// NewTensor may run while ops run on other tensors (the trainer stages the
+// next batch that way). The oneDNN backend parallelises each primitive
 // itself (OpenMP), so TrainEpoch locks its goroutine to one OS thread for
 // the duration of the epoch, keeping one OpenMP thread pool.
 package train
