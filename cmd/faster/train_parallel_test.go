@@ -236,6 +236,12 @@ func TestTrainParallelUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
 		}
 	}
+	for _, args := range [][]string{{"--variants", "tune"}, {"--strategies", "tp"}, {"--epochs", "0"}} {
+		full := append([]string{"bench", "train", "--data", dir}, args...)
+		if code, _, errs := runCLI(t, full...); code != 2 {
+			t.Errorf("bench train %v: exit %d, want 2 (%s)", args, code, errs)
+		}
+	}
 }
 
 // AMP (bf16) training of ThinNet on the real Fashion-MNIST reaches the
