@@ -217,6 +217,7 @@ type distributed struct {
 	cache    []*bucket // buffers reused step after step
 	jobs     chan *bucket
 	exited   chan struct{}
+	all      []*Param // networks that do not report gradients layer by layer
 }
 
 type bucket struct {
@@ -263,6 +264,8 @@ func (t *Trainer) Distribute(comm collective.Comm, bucketBytes int) error {
 	}()
 	if seq, ok := t.Net.(*Sequential); ok {
 		seq.GradsReady = d.ready
+	} else {
+		d.all = t.Net.Params() // reported at the end of the backward pass
 	}
 	t.releaseInput()
 	t.dist = d
@@ -317,6 +320,9 @@ func (d *distributed) flush() {
 // do not report them layer by layer), waits for every bucket and copies
 // the sums back into the gradients.
 func (d *distributed) finish() error {
+	if d.all != nil {
+		d.ready(d.all)
+	}
 	if len(d.buckets) == 0 && len(d.pending) == 0 {
 		return errors.New("train: distributed step: no gradients were reported")
 	}

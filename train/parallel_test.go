@@ -19,13 +19,21 @@ import (
 // 12) with the given set-up and returns its weights and buffers. It may
 // run on a goroutine other than the test's.
 func trainToy(open func() train.Backend, setup func(tr *train.Trainer) error) ([][]float32, error) {
+	return trainToyNet(open, setup, func(n *train.Sequential) train.Layer { return n })
+}
+
+// opaque hides that a network is a Sequential (so it reports no gradients
+// layer by layer).
+type opaque struct{ train.Layer }
+
+func trainToyNet(open func() train.Backend, setup func(tr *train.Trainer) error, wrap func(*train.Sequential) train.Layer) ([][]float32, error) {
 	b := open()
 	net, err := train.NewThinNet(b, toyNet, 5)
 	if err != nil {
 		return nil, err
 	}
 	defer net.Close()
-	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 12, 3)
+	tr := train.NewTrainer(b, wrap(net), &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 12, 3)
 	defer tr.Close()
 	if setup != nil {
 		if err := setup(tr); err != nil {
@@ -143,7 +151,14 @@ func TestDistributedMatchesSingle(t *testing.T) {
 	for name, open := range openers(t) {
 		t.Run(name, func(t *testing.T) {
 			want := mustTrain(t, open, nil)
-			for _, n := range []int{2, 3} {
+			for _, c := range []struct {
+				n    int
+				wrap func(*train.Sequential) train.Layer
+			}{{2, nil}, {3, nil}, {2, func(s *train.Sequential) train.Layer { return opaque{s} }}} {
+				n := c.n
+				if c.wrap == nil {
+					c.wrap = func(s *train.Sequential) train.Layer { return s }
+				}
 				comms := collective.NewLocal(n)
 				got := make([][][]float32, n)
 				errs := make([]error, n)
@@ -152,10 +167,14 @@ func TestDistributedMatchesSingle(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						got[r], errs[r] = trainToy(open, func(tr *train.Trainer) error {
-							train.SyncBatchNorm(tr.Net, comms[r].AllReduceF64)
+						got[r], errs[r] = trainToyNet(open, func(tr *train.Trainer) error {
+							inner := tr.Net
+							if o, ok := inner.(opaque); ok {
+								inner = o.Layer
+							}
+							train.SyncBatchNorm(inner, comms[r].AllReduceF64)
 							return tr.Distribute(comms[r], 1024)
-						})
+						}, c.wrap)
 						if errs[r] != nil {
 							comms[r].Close() // the other ranks fail instead of waiting
 						}
