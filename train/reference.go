@@ -355,16 +355,12 @@ func planes(shape []int) (n, c, hw int) {
 }
 
 func (b *refBN) Forward(xt Tensor, gamma, beta, mean, variance []float32, training bool) (Tensor, error) {
-	x, err := asRef(xt, 2, 4)
+	x, err := b.input(xt)
 	if err != nil {
 		return nil, err
 	}
 	n, c, hw := planes(x.shape)
-	if c != b.s.C {
-		return nil, fmt.Errorf("batchnorm: input %v has %d channels, want %d", x.shape, c, b.s.C)
-	}
-	b.x, b.trained = x, training
-	b.y = ensure(b.y, x.shape...)
+	b.x, b.trained, b.count = x, training, 0 // count: set by ForwardSync only
 	eps := float64(b.s.eps())
 	cnt := float64(n * hw)
 	for ch := range c {
@@ -387,8 +383,31 @@ func (b *refBN) Forward(xt Tensor, gamma, beta, mean, variance []float32, traini
 		} else {
 			m, v = float64(mean[ch]), float64(variance[ch])
 		}
-		inv := 1 / math.Sqrt(v+eps)
-		b.mean[ch], b.invSD[ch] = m, inv
+		b.mean[ch], b.invSD[ch] = m, 1/math.Sqrt(v+eps)
+	}
+	return b.normalize(gamma, beta), nil
+}
+
+// input checks that xt is a batch of b's channels.
+func (b *refBN) input(xt Tensor) (*refTensor, error) {
+	x, err := asRef(xt, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	if x.shape[1] != b.s.C {
+		return nil, fmt.Errorf("batchnorm: input %v has %d channels, want %d", x.shape, x.shape[1], b.s.C)
+	}
+	return x, nil
+}
+
+// normalize computes y = γ·(x − mean)·invSD + β for b.x with b.mean and
+// b.invSD (float64, as computed).
+func (b *refBN) normalize(gamma, beta []float32) Tensor {
+	x := b.x
+	n, c, hw := planes(x.shape)
+	b.y = ensure(b.y, x.shape...)
+	for ch := range c {
+		m, inv := b.mean[ch], b.invSD[ch]
 		g, be := float64(gamma[ch]), float64(beta[ch])
 		for in := range n {
 			src := x.data[(in*c+ch)*hw : (in*c+ch+1)*hw]
@@ -398,13 +417,21 @@ func (b *refBN) Forward(xt Tensor, gamma, beta, mean, variance []float32, traini
 			}
 		}
 	}
-	return b.y, nil
+	return b.y
 }
 
 func (b *refBN) Backward(dyt Tensor, gamma, beta, dgamma, dbeta []float32) (Tensor, error) {
 	if b.x == nil || !b.trained {
 		return nil, fmt.Errorf("batchnorm: Backward needs a training Forward first")
 	}
+	n, _, hw := planes(b.x.shape)
+	return b.backward(dyt, gamma, dgamma, dbeta, nil, float64(n*hw))
+}
+
+// backward computes this batch's sums Σdy and Σdy·x̂ per channel (written
+// to dbeta and dgamma), sums them over the replicas with reduce when not
+// nil, and returns dx = γ·invSD·(dy − Σdy/count − x̂·Σdy·x̂/count).
+func (b *refBN) backward(dyt Tensor, gamma, dgamma, dbeta []float32, reduce func([]float64) error, count float64) (Tensor, error) {
 	dy, err := asRef(dyt, 2, 4)
 	if err != nil {
 		return nil, err
@@ -413,28 +440,36 @@ func (b *refBN) Backward(dyt Tensor, gamma, beta, dgamma, dbeta []float32) (Tens
 		return nil, fmt.Errorf("batchnorm: gradient %v, want %v", dy.shape, b.x.shape)
 	}
 	n, c, hw := planes(b.x.shape)
-	b.dx = ensure(b.dx, b.x.shape...)
-	cnt := float64(n * hw)
+	sums := make([]float64, 2*c)
 	for ch := range c {
 		m, inv := b.mean[ch], b.invSD[ch]
 		var sdy, sdyx float64
 		for in := range n {
 			xs := b.x.data[(in*c+ch)*hw : (in*c+ch+1)*hw]
-			gs := dy.data[(in*c+ch)*hw : (in*c+ch+1)*hw]
-			for i, g := range gs {
+			for i, g := range dy.data[(in*c+ch)*hw : (in*c+ch+1)*hw] {
 				sdy += float64(g)
 				sdyx += float64(g) * (float64(xs[i]) - m) * inv
 			}
 		}
+		sums[ch], sums[c+ch] = sdy, sdyx
 		dbeta[ch], dgamma[ch] = float32(sdy), float32(sdyx)
+	}
+	if reduce != nil {
+		if err := reduce(sums); err != nil {
+			return nil, fmt.Errorf("batchnorm: reduce gradients: %w", err)
+		}
+	}
+	b.dx = ensure(b.dx, b.x.shape...)
+	for ch := range c {
+		m, inv := b.mean[ch], b.invSD[ch]
+		g1, g2 := sums[ch]/count, sums[c+ch]/count
 		k := float64(gamma[ch]) * inv
 		for in := range n {
 			xs := b.x.data[(in*c+ch)*hw : (in*c+ch+1)*hw]
-			gs := dy.data[(in*c+ch)*hw : (in*c+ch+1)*hw]
 			dst := b.dx.data[(in*c+ch)*hw : (in*c+ch+1)*hw]
-			for i, g := range gs {
+			for i, g := range dy.data[(in*c+ch)*hw : (in*c+ch+1)*hw] {
 				xh := (float64(xs[i]) - m) * inv
-				dst[i] = float32(k * (float64(g) - sdy/cnt - xh*sdyx/cnt))
+				dst[i] = float32(k * (float64(g) - g1 - xh*g2))
 			}
 		}
 	}
