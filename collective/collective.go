@@ -11,9 +11,9 @@ package collective
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
+
+	"github.com/faster-training/faster/internal/registry"
 )
 
 // Comm is one rank's handle on a group. Its operations block until every
@@ -61,38 +61,20 @@ var ErrPeer = errors.New("collective: peer failed")
 // Factory opens a rank's communicator for a library.
 type Factory func(Config) (Comm, error)
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]Factory{}
-)
+var libraries registry.Registry[Factory]
 
 // Register makes a collective library available to Open under name
 // (collective/gloo registers "gloo" from its init function).
-func Register(name string, f Factory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	registry[name] = f
-}
+func Register(name string, f Factory) { libraries.Register(name, f) }
 
 // Libraries lists the registered names, sorted.
-func Libraries() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	var names []string
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Libraries() []string { return libraries.Names() }
 
 // Open joins the group described by c through the library registered as
 // name.
 func Open(name string, c Config) (Comm, error) {
-	regMu.Lock()
-	f := registry[name]
-	regMu.Unlock()
-	if f == nil {
+	f, ok := libraries.Get(name)
+	if !ok {
 		return nil, fmt.Errorf("collective: no library %q (have %v; the gloo library needs a cgo build)", name, Libraries())
 	}
 	return f(c)

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"sync"
+
+	"github.com/faster-training/faster/internal/registry"
 )
 
 // Tensor is a batch of activations or gradients in a backend's memory.
@@ -247,40 +247,26 @@ type BackendOptions struct {
 // BackendFactory opens a backend.
 type BackendFactory func(BackendOptions) (Backend, error)
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]BackendFactory{"reference": func(o BackendOptions) (Backend, error) { return NewReference(o), nil }}
-)
+var backends registry.Registry[BackendFactory]
+
+func init() {
+	backends.Register("reference", func(o BackendOptions) (Backend, error) { return NewReference(o), nil })
+}
 
 // Register makes a backend available to Open under name. Backends register
 // themselves from an init function (import _ ".../train/onednn").
-func Register(name string, f BackendFactory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	registry[name] = f
-}
+func Register(name string, f BackendFactory) { backends.Register(name, f) }
 
 // Backends lists the registered backend names, sorted.
-func Backends() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	var names []string
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Backends() []string { return backends.Names() }
 
 // ErrNoBackend reports a backend name that is not registered.
 var ErrNoBackend = errors.New("no such backend")
 
 // Open opens the backend registered as name.
 func Open(name string, o BackendOptions) (Backend, error) {
-	regMu.Lock()
-	f := registry[name]
-	regMu.Unlock()
-	if f == nil {
+	f, ok := backends.Get(name)
+	if !ok {
 		return nil, fmt.Errorf("backend %q: %w (have %v)", name, ErrNoBackend, Backends())
 	}
 	return f(o)
