@@ -50,11 +50,11 @@ func TestAgainstDjpeg(t *testing.T) {
 					}
 					p := psnr(t, got, want)
 					// The pure-Go decoder (image/jpeg) upsamples chroma
-					// and converts colour differently from libjpeg: 30 dB
-					// is "the same picture", far above what a wrong
-					// colour space, a shifted block or a swapped channel
-					// gives (under 20 dB).
-					bound := 30.0
+					// and converts colour differently from libjpeg (43.6 dB
+					// at worst here): 40 dB is "the same picture", far
+					// above what a wrong colour space, a shifted block or a
+					// swapped channel gives (under 20 dB).
+					bound := 40.0
 					if d.name == "imgcodec-libjpeg-turbo" {
 						bound = math.Inf(1)
 						if cmyk {
