@@ -10,6 +10,7 @@ FUZZTIME ?= 10s
 # Fuzz targets run by `make fuzz` (and briefly by `make test`): package:FuzzName.
 FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfrecord:FuzzResync ./tfexample:FuzzDecode ./source:FuzzIDX ./source:FuzzDatum ./source:FuzzWDS ./imgcodec:FuzzDecode ./collective:FuzzStoreFrame
 
+
 .PHONY: all setup build demo test s3server testrace testnocgo accuracy fuzz fuzzshort bench lint vet clean
 
 all: build
@@ -19,6 +20,13 @@ setup:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/faster
+
+.PHONY: wheel
+
+# The Python wheel of python/ with a serve-capable faster binary inside
+# (libjpeg-turbo static, no oneDNN or Gloo): pip install dist/faster-*.whl.
+wheel: setup
+	@scripts/wheel.sh dist
 
 # The main job on the default data: pack the real Fashion-MNIST into
 # TFRecord shards and verify them.

@@ -35,6 +35,12 @@ declare -A need=(
   # serve: the Python client (python/faster) and its tests need numpy;
   # torch (above) for its tensors and examples/ddp_thinnet.py.
   [python3-numpy]=/usr/lib/python3/dist-packages/numpy/__init__.py
+  # make wheel (scripts/wheel.sh) and its test: build the wheel without a
+  # package index and install it into a fresh venv.
+  [python3-pip]=/usr/lib/python3/dist-packages/pip/__init__.py
+  [python3-setuptools]=/usr/lib/python3/dist-packages/setuptools/__init__.py
+  [python3-wheel]=/usr/lib/python3/dist-packages/wheel/__init__.py
+  [python3-venv]=/usr/lib/python3.11/ensurepip/__init__.py
 )
 missing=()
 for pkg in "${!need[@]}"; do

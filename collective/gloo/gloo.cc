@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build cgo && !faster_serveonly
 
 // The Gloo shim: a rendezvous store that calls back into Go, and the
 // collectives of gloo.h. See gloo.go.

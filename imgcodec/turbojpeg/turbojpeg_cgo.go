@@ -3,7 +3,6 @@
 package turbojpeg
 
 /*
-#cgo LDFLAGS: -ljpeg
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -35,12 +35,21 @@ class Batch(NamedTuple):
     valid: int  # rows; 0 for a padding batch that keeps ranks in step
 
 
+# The binary a wheel carries (make wheel): a serve-capable `faster` with
+# libjpeg-turbo linked in.
+_BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "faster")
+
+
 def _find_binary(binary):
-    b = binary or os.environ.get("FASTER_BIN") or shutil.which("faster")
+    """binary=, else $FASTER_BIN, else the wheel's own binary, else PATH."""
+    b = binary or os.environ.get("FASTER_BIN")
+    if not b and os.access(_BUNDLED, os.X_OK):
+        b = _BUNDLED
+    b = b or shutil.which("faster")
     if not b:
         raise FileNotFoundError(
-            "faster: no `faster` binary: pass binary=, set FASTER_BIN, or put it on PATH "
-            "(go build -o bin/faster ./cmd/faster)")
+            "faster: no `faster` binary: pass binary=, set FASTER_BIN, install the wheel "
+            "(make wheel), or put it on PATH (go build -o bin/faster ./cmd/faster)")
     return b
 
 

@@ -1,0 +1,8 @@
+//go:build cgo && !faster_static
+
+package turbojpeg
+
+// The default build links the system's shared libjpeg (libjpeg62-turbo).
+
+// #cgo LDFLAGS: -ljpeg
+import "C"
