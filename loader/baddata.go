@@ -70,13 +70,33 @@ type quarantine struct {
 	mu     sync.Mutex
 	list   []BadSample
 	epoch  map[int]int // bad samples per epoch
+	seen   map[badKey]bool
 	notify func(BadSample)
 }
 
+// badKey names one bad sample in one epoch.
+type badKey struct {
+	epoch int
+	path  string
+	off   int64
+	key   string
+}
+
 // add records b in epoch e and returns an error when the budget of policy
-// p over a rank of n samples is exceeded.
+// p over a rank of n samples is exceeded. A sample met again in the same
+// epoch (the epoch run twice, or re-read to pad it: see StepsPerEpoch) is
+// counted once.
 func (q *quarantine) add(b BadSample, e int, p BadDataPolicy, n int) error {
 	q.mu.Lock()
+	bk := badKey{e, b.Path, b.Offset, b.Key}
+	if q.seen[bk] {
+		q.mu.Unlock()
+		return nil
+	}
+	if q.seen == nil {
+		q.seen = map[badKey]bool{}
+	}
+	q.seen[bk] = true
 	q.list = append(q.list, b)
 	if q.epoch == nil {
 		q.epoch = map[int]int{}

@@ -70,14 +70,20 @@ type Options struct {
 	NumShards int    // data-parallel world size; 1
 	ShardIdx  int    // this rank; 0
 	Seed      uint64 // shuffle and augmentation seed
-	// NoShuffle keeps the source order (the default for Eval and None is
-	// also to keep it; Train shuffles).
-	NoShuffle     bool
+	// Shuffle says whether each epoch reads the samples in a new random
+	// order (files, buffer, or global permutation, drawn from Seed and the
+	// epoch). The default, ShuffleAuto, shuffles training data whatever the
+	// transform (Train and None) and keeps the order of Eval.
+	Shuffle       ShuffleMode
 	ShuffleBuffer int    // records in the shuffle buffer after reading shards; 2048
 	Layout        Layout // F32CHW
-	Drop          bool   // drop the last partial batch instead of keeping it
-	Prefetch      int    // batches prefetched; 2
-	Split         string // which split of a packed dataset; "train"
+	// Drop gives every rank the whole batches of the smallest rank's
+	// samples (no repeats) instead of padding the ranks to the largest
+	// rank's count by repeating samples and keeping a last partial batch
+	// (see StepsPerEpoch).
+	Drop     bool
+	Prefetch int    // batches prefetched; 2
+	Split    string // which split of a packed dataset; "train"
 	// GlobalShuffle, for shards with .idx indexes, shuffles all records of
 	// all shards as one permutation per epoch and reads each with a random
 	// access, instead of shuffling the file order, interleaving files and
@@ -140,6 +146,9 @@ func (o *Options) ensureDefaults() error {
 	if o.BadData.MaxBad < 0 || o.BadData.MaxBadFraction < 0 || o.BadData.MaxBadFraction > 1 {
 		errs = append(errs, fmt.Errorf("bad-data budget %d / %g: want counts >= 0 and a fraction in [0, 1]", o.BadData.MaxBad, o.BadData.MaxBadFraction))
 	}
+	if o.Shuffle < ShuffleAuto || o.Shuffle > ShuffleOff {
+		errs = append(errs, fmt.Errorf("shuffle mode %d", o.Shuffle))
+	}
 	if o.Layout != F32CHW && o.Layout != U8HWC {
 		errs = append(errs, fmt.Errorf("layout %q: want %s or %s", o.Layout, F32CHW, U8HWC))
 	}
@@ -151,6 +160,16 @@ func (o *Options) ensureDefaults() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ShuffleMode is Options.Shuffle.
+type ShuffleMode int
+
+// The shuffle modes.
+const (
+	ShuffleAuto ShuffleMode = iota // shuffle unless the transform is Eval
+	ShuffleOn                      // shuffle, whatever the transform
+	ShuffleOff                     // keep the source order
+)
 
 // Sample is an encoded sample as read from storage.
 type Sample struct {
@@ -187,6 +206,7 @@ type Loader struct {
 	kind   string // "imagefolder" or "shards"
 	n      int    // samples in the whole dataset
 	local  int    // samples this rank sees per epoch
+	per    []int  // samples each rank holds per epoch; nil when unknown
 	open   func(res int, resumed bool) (pipeline.Dataset[*Batch], statser)
 	mu     sync.Mutex
 	byRes  map[dsKey]pipeline.Dataset[*Batch]
@@ -330,9 +350,59 @@ func shardFiles(path, split string) ([]string, error) {
 // Kind returns "imagefolder", "shards", "lmdb" or "wds".
 func (l *Loader) Kind() string { return l.kind }
 
-// Len returns the number of samples this rank reads per epoch (exact for
-// ImageFolder; for shards, the dataset total divided among ranks).
+// Len returns the number of distinct samples this rank reads per epoch
+// (exact when the record counts are known: always for ImageFolder, LMDB,
+// WebDataset, and for shards with .idx indexes or a manifest). With padding
+// (Drop false) the rank serves SamplesPerEpoch() rows, repeats included.
 func (l *Loader) Len() int { return l.local }
+
+// StepsPerEpoch returns the number of batches every rank yields in a full
+// epoch: the one definition of an epoch's length that the trainer, `faster
+// serve` and the Python client's len() use. It is computed from the record
+// counts of every rank (the index or manifest of every shard, not this
+// rank's share), so it is the same number on every rank. With Drop it is
+// the whole batches of the smallest rank's samples; without, every rank
+// serves as many samples as the largest rank, a shorter one repeating its
+// epoch's first samples (as PyTorch's DistributedSampler(drop_last=False)
+// does), in ceil(samples / batch) batches whose sizes are the same on every
+// rank (all full but the last). It is -1 when the record counts are not
+// known (shards with neither .idx indexes nor a manifest, one rank only).
+// The epoch that Options.Resume continues has what is left of it instead.
+func (l *Loader) StepsPerEpoch() int {
+	if l.per == nil {
+		return -1
+	}
+	return l.steps(l.epochRows(l.per))
+}
+
+// SamplesPerEpoch returns the rows every rank serves in a full epoch,
+// repeats included (see StepsPerEpoch), or -1 when unknown.
+func (l *Loader) SamplesPerEpoch() int {
+	if l.per == nil {
+		return -1
+	}
+	return l.epochRows(l.per)
+}
+
+// epochRows is the number of rows every rank serves in an epoch whose ranks
+// hold counts[r] samples.
+func (l *Loader) epochRows(counts []int) int {
+	if len(counts) == 0 {
+		return 0
+	}
+	if l.opts.Drop {
+		return slices.Min(counts) / l.opts.Batch * l.opts.Batch
+	}
+	return slices.Max(counts)
+}
+
+// steps is the number of batches of rows rows.
+func (l *Loader) steps(rows int) int {
+	if l.opts.Drop {
+		return rows / l.opts.Batch
+	}
+	return (rows + l.opts.Batch - 1) / l.opts.Batch
+}
 
 // Classes returns the class names, if known.
 func (l *Loader) Classes() []string { return l.labels }
@@ -344,8 +414,6 @@ func (l *Loader) Resolution(e int) int {
 	}
 	return l.opts.Resolution
 }
-
-type epochKey struct{}
 
 // Iter runs the next epoch (epochs count from 0 per Loader).
 func (l *Loader) Iter(ctx context.Context) iter.Seq2[*Batch, error] {
@@ -366,7 +434,7 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 	}
 	l.last = l.stats[key]
 	l.mu.Unlock()
-	ctx = context.WithValue(ctx, epochKey{}, e)
+	ctx = pipeline.WithEpoch(ctx, int64(e))
 	if !l.indexed {
 		return func(yield func(*Batch, error) bool) {
 			l.cur.Store(int64(e))
@@ -414,10 +482,7 @@ func (l *Loader) Stats() pipeline.Stats {
 	return l.last.Stats()
 }
 
-func epochOf(ctx context.Context) int {
-	e, _ := ctx.Value(epochKey{}).(int)
-	return e
-}
+func epochOf(ctx context.Context) int { return int(pipeline.EpochFrom(ctx)) }
 
 // RowBytes returns the size of one batch row at resolution res.
 func (l *Loader) RowBytes(res int) int {

@@ -24,6 +24,11 @@ import (
 // makeTree writes an ImageFolder of small JPEGs (3 classes) and packs it
 // into shards; it returns both paths.
 func makeTree(t testing.TB, perClass int) (folder, shards string) {
+	return makeTreeShards(t, perClass, 5)
+}
+
+// makeTreeShards is makeTree packing into nshards shards.
+func makeTreeShards(t testing.TB, perClass, nshards int) (folder, shards string) {
 	folder = t.TempDir()
 	for c, name := range []string{"ant", "bee", "cat"} {
 		os.MkdirAll(filepath.Join(folder, name), 0o755)
@@ -45,17 +50,20 @@ func makeTree(t testing.TB, perClass int) (folder, shards string) {
 		t.Fatal(err)
 	}
 	shards = t.TempDir()
-	if _, err := shard.Pack(context.Background(), src, folder, shards, shard.PackOptions{Shards: 5}); err != nil {
+	if _, err := shard.Pack(context.Background(), src, folder, shards, shard.PackOptions{Shards: nshards}); err != nil {
 		t.Fatal(err)
 	}
 	return folder, shards
 }
 
 type epoch struct {
-	keys   []string
-	labels []int
-	rows   [][]byte
-	nb     int
+	keys    []string // every row served, repeats included
+	labels  []int
+	rows    [][]byte
+	nb      int
+	sizes   []int // rows of each batch
+	repeats int   // rows that repeat a sample of the epoch
+	first   []string
 }
 
 func runEpoch(t testing.TB, l *Loader, e int) epoch {
@@ -65,7 +73,12 @@ func runEpoch(t testing.TB, l *Loader, e int) epoch {
 			t.Fatal(err)
 		}
 		out.nb++
+		out.sizes = append(out.sizes, b.Valid)
+		out.repeats += b.Repeats
 		for i := range b.Valid {
+			if i < b.Valid-b.Repeats {
+				out.first = append(out.first, b.Items[i].Key)
+			}
 			out.keys = append(out.keys, b.Items[i].Key)
 			out.labels = append(out.labels, b.Items[i].Label)
 			if b.RowBytes > 0 {
@@ -123,7 +136,7 @@ func TestFolderAndShardsAgree(t *testing.T) {
 	for _, tr := range []Transform{Eval, Train} {
 		byKey := map[string][]byte{}
 		for _, path := range []string{folder, shards} {
-			l, err := Open(path, Options{Transform: tr, Resolution: 16, Batch: 4, NoShuffle: true, Layout: U8HWC, Seed: 9})
+			l, err := Open(path, Options{Transform: tr, Resolution: 16, Batch: 4, Shuffle: ShuffleOff, Layout: U8HWC, Seed: 9})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,28 +154,60 @@ func TestFolderAndShardsAgree(t *testing.T) {
 	}
 }
 
-func TestRanksDisjointCompleteEqualBatches(t *testing.T) {
-	folder, shards := makeTree(t, 7) // 21 samples, 5 shards
-	for v, path := range []string{folder, shards, shards} {
-		global := v == 2
-		for world := 1; world <= 6; world++ {
-			var all []string
-			nb := -1
-			for rank := range world {
-				l, err := Open(path, Options{Transform: None, Batch: 2, NumShards: world, ShardIdx: rank, Seed: 5, GlobalShuffle: global})
-				if err != nil {
-					t.Fatal(err)
+// Every rank yields StepsPerEpoch batches of the same sizes, never one of
+// zero rows, on sources whose ranks hold unequal counts (3 shards of 8, 7,
+// 7 records on 2 ranks; 7 shards on 3; 5 shards and the ImageFolder on 1
+// to 6 ranks). Without Drop the ranks serve every sample once plus the
+// reported repeats; with Drop, whole batches without repeats.
+func TestRanksEqualStepsAndBatchSizes(t *testing.T) {
+	folder, shards5 := makeTreeShards(t, 7, 5) // 21 samples
+	_, shards3 := makeTreeShards(t, 7, 3)
+	_, shards7 := makeTreeShards(t, 7, 7)
+	type src struct {
+		path   string
+		global bool
+		worlds []int
+	}
+	for _, sc := range []src{{folder, false, []int{1, 2, 3, 4, 5, 6}}, {shards5, false, []int{1, 2, 3, 4, 5, 6}},
+		{shards5, true, []int{2, 4}}, {shards3, false, []int{2}}, {shards7, false, []int{3}}} {
+		for _, world := range sc.worlds {
+			for _, drop := range []bool{false, true} {
+				var all, firsts []string
+				var sizes0 []int
+				steps0, repeats := -1, 0
+				for rank := range world {
+					l, err := Open(sc.path, Options{Transform: None, Batch: 2, NumShards: world, ShardIdx: rank, Seed: 5, GlobalShuffle: sc.global, Drop: drop})
+					if err != nil {
+						t.Fatal(err)
+					}
+					e := runEpoch(t, l, 1)
+					l.Close()
+					what := fmt.Sprintf("%s world %d drop %v rank %d", sc.path, world, drop, rank)
+					if e.nb != l.StepsPerEpoch() {
+						t.Fatalf("%s: %d batches, StepsPerEpoch %d", what, e.nb, l.StepsPerEpoch())
+					}
+					if rank == 0 {
+						steps0, sizes0 = l.StepsPerEpoch(), e.sizes
+					} else if l.StepsPerEpoch() != steps0 || !slices.Equal(e.sizes, sizes0) {
+						t.Fatalf("%s: steps %d, batch sizes %v; rank 0: %d, %v", what, l.StepsPerEpoch(), e.sizes, steps0, sizes0)
+					}
+					if slices.Contains(e.sizes, 0) {
+						t.Fatalf("%s: a batch of zero rows: %v", what, e.sizes)
+					}
+					all = append(all, e.keys...)
+					firsts = append(firsts, e.first...)
+					repeats += e.repeats
 				}
-				e := runEpoch(t, l, 0)
-				if nb >= 0 && e.nb != nb {
-					t.Fatalf("%s world %d: rank %d has %d batches, rank 0 %d", path, world, rank, e.nb, nb)
+				slices.Sort(firsts)
+				if len(slices.Compact(slices.Clone(firsts))) != len(firsts) {
+					t.Fatalf("%s world %d drop %v: a sample served twice outside the repeats", sc.path, world, drop)
 				}
-				nb = e.nb
-				all = append(all, e.keys...)
-			}
-			slices.Sort(all)
-			if len(all) != 21 || len(slices.Compact(all)) != 21 {
-				t.Fatalf("%s world %d: ranks served %d samples (want 21 distinct)", path, world, len(all))
+				if !drop && (len(firsts) != 21 || len(all) != 21+repeats) {
+					t.Fatalf("%s world %d: %d distinct samples (want 21) and %d rows with %d repeats", sc.path, world, len(firsts), len(all), repeats)
+				}
+				if drop && repeats != 0 {
+					t.Fatalf("%s world %d drop: %d repeats", sc.path, world, repeats)
+				}
 			}
 		}
 	}
@@ -255,7 +300,7 @@ func TestEarlyBreakCancelAndErrors(t *testing.T) {
 	}
 	// A corrupt image fails the epoch, naming the sample.
 	os.WriteFile(filepath.Join(folder, "bee", "001.jpg"), []byte("\xff\xd8\xffgarbage"), 0o644)
-	l, _ := Open(folder, Options{Resolution: 16, Batch: 3, NoShuffle: true})
+	l, _ := Open(folder, Options{Resolution: 16, Batch: 3, Shuffle: ShuffleOff})
 	var err error
 	for b, e := range l.Iter(context.Background()) {
 		if e != nil {
@@ -285,5 +330,89 @@ func TestStatsVerdict(t *testing.T) {
 	}
 	if st.Verdict.Bottleneck == "" || st.Verdict.Bottleneck == pipeline.BottleneckUnknown {
 		t.Fatalf("verdict %+v", st.Verdict)
+	}
+}
+
+// A fresh loader asked for epoch e serves exactly what epoch e of a
+// long-running loader serves — the same samples in the same order with
+// the same augmented pixels — on packed shards read as streams (shuffled
+// files, interleave, shuffle buffer), on shards by index, and on an
+// ImageFolder, on each of two ranks, also across a FixRes change of
+// resolution; and the epochs differ.
+func TestFreshLoaderEpochEqualsLongRunning(t *testing.T) {
+	folder, shards := makeTreeShards(t, 9, 6) // 27 samples
+	for _, c := range []struct {
+		path   string
+		global bool
+	}{{shards, false}, {shards, true}, {folder, false}} {
+		for rank := range 2 {
+			open := func() *Loader {
+				l, err := Open(c.path, Options{Schedule: []int{16, 24}, Batch: 4, NumShards: 2, ShardIdx: rank, Seed: 7,
+					ShuffleBuffer: 8, GlobalShuffle: c.global})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				return l
+			}
+			long := open()
+			var ran []epoch
+			for e := range 4 {
+				ran = append(ran, runEpoch(t, long, e))
+			}
+			for e := range 4 {
+				what := fmt.Sprintf("%s global %v rank %d epoch %d", c.path, c.global, rank, e)
+				fresh := runEpoch(t, open(), e)
+				if !slices.Equal(fresh.keys, ran[e].keys) {
+					t.Fatalf("%s: fresh loader serves\n%v\nlong-running one\n%v", what, fresh.keys, ran[e].keys)
+				}
+				if !slices.EqualFunc(fresh.rows, ran[e].rows, bytes.Equal) {
+					t.Fatalf("%s: same samples, different pixels", what)
+				}
+				if e > 0 && slices.Equal(ran[e].keys, ran[e-1].keys) {
+					t.Fatalf("%s: the same order as the epoch before", what)
+				}
+			}
+		}
+	}
+}
+
+// Shards without .idx indexes take their record counts from the manifest,
+// so every rank still knows every shard's count; with neither, one rank
+// reads what there is and several ranks refuse to start.
+func TestShardCountsWithoutIndexes(t *testing.T) {
+	_, shards := makeTreeShards(t, 7, 3) // 21 samples
+	idx, _ := filepath.Glob(filepath.Join(shards, "*.idx"))
+	if len(idx) != 3 {
+		t.Fatalf("%d indexes", len(idx))
+	}
+	for _, p := range idx {
+		os.Remove(p)
+	}
+	for rank := range 2 {
+		l, err := Open(shards, Options{Transform: None, Batch: 4, NumShards: 2, ShardIdx: rank})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Rank 0 holds shards 0 and 2 (14 records), rank 1 shard 1 (7).
+		if l.StepsPerEpoch() != 4 || l.SamplesPerEpoch() != 14 {
+			t.Fatalf("rank %d: steps %d, samples %d; want 4 and 14", rank, l.StepsPerEpoch(), l.SamplesPerEpoch())
+		}
+		if e := runEpoch(t, l, 0); e.nb != 4 || !slices.Equal(e.sizes, []int{4, 4, 4, 2}) {
+			t.Fatalf("rank %d: batch sizes %v", rank, e.sizes)
+		}
+		l.Close()
+	}
+	os.Remove(filepath.Join(shards, shard.ManifestName))
+	if _, err := Open(filepath.Join(shards, "*.tfrecord"), Options{NumShards: 2}); err == nil || !strings.Contains(err.Error(), "record counts are unknown") {
+		t.Fatalf("two ranks without counts: %v", err)
+	}
+	l, err := Open(filepath.Join(shards, "*.tfrecord"), Options{Transform: None, Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.StepsPerEpoch() != -1 || len(runEpoch(t, l, 0).keys) != 21 {
+		t.Fatalf("one rank without counts: steps %d", l.StepsPerEpoch())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -137,8 +138,9 @@ func (l *Loader) filler() func(row []byte, it Item) error {
 	}
 }
 
-// finish adds the decode, batch and prefetch stages.
-func (l *Loader) finish(read pipeline.Dataset[Sample], res, batches int) (pipeline.Dataset[*Batch], statser) {
+// finish adds the decode, batch and prefetch stages; every epoch serves
+// exactly rows samples (see StepsPerEpoch), or what there is when rows < 0.
+func (l *Loader) finish(read pipeline.Dataset[Sample], res, rows int) (pipeline.Dataset[*Batch], statser) {
 	workers := l.opts.Workers
 	if workers == 0 {
 		workers = pipeline.Auto
@@ -147,22 +149,25 @@ func (l *Loader) finish(read pipeline.Dataset[Sample], res, batches int) (pipeli
 	if l.opts.BadData.Skip {
 		dec = pipeline.Interleave(dec, l.quarantineBad, 1, 1, 1).Named("skip-bad")
 	}
-	rem := pipeline.Keep
-	if l.opts.Drop {
-		rem = pipeline.Drop
-	}
-	b := pipeline.Batch(dec, l.opts.Batch).Remainder(rem).Named("batch")
+	b := pipeline.Batch(dec, l.opts.Batch).Remainder(l.remainder()).Named("batch")
 	if l.opts.Transform != None {
 		b = b.Arena(l.RowBytes(res), l.filler())
 	}
-	if batches >= 0 {
-		b = b.Exactly(batches)
+	if rows >= 0 {
+		b = b.Fill(rows)
 	}
 	if l.opts.Prefetch == 0 {
 		return b, b
 	}
 	p := pipeline.Prefetch(b, l.opts.Prefetch).Named("prefetch")
 	return p, p
+}
+
+func (l *Loader) remainder() pipeline.Remainder {
+	if l.opts.Drop {
+		return pipeline.Drop
+	}
+	return pipeline.Keep
 }
 
 // quarantineBad passes good items on and records bad ones (the skip
@@ -177,13 +182,14 @@ func (l *Loader) quarantineBad(it Item) pipeline.Dataset[Item] {
 	return pipeline.FromSlice[Item](nil)
 }
 
-func (l *Loader) shuffles() bool { return l.opts.Transform == Train && !l.opts.NoShuffle }
-
-func (l *Loader) remainder() pipeline.Remainder {
-	if l.opts.Drop {
-		return pipeline.Drop
+func (l *Loader) shuffles() bool {
+	switch l.opts.Shuffle {
+	case ShuffleOn:
+		return true
+	case ShuffleOff:
+		return false
 	}
-	return pipeline.Keep
+	return l.opts.Transform != Eval
 }
 
 func (l *Loader) initFolder(src *source.ImageFolder) error {
@@ -261,10 +267,11 @@ func (l *Loader) initIndexedSource(kind string, n int, labels []string, load fun
 	o := l.opts
 	l.kind, l.n, l.labels, l.indexed = kind, n, labels, true
 	l.local = strideLen(n, o.NumShards, o.ShardIdx)
+	l.per = l.rankCounts(n)
 	l.open = func(res int, resumed bool) (pipeline.Dataset[*Batch], statser) {
-		batches := pipeline.RankBatches(n, o.NumShards, o.Batch, l.remainder())
+		rows := l.epochRows(l.per)
 		if resumed {
-			batches = pipeline.EqualBatches(l.rankCounts(len(l.resume)), o.Batch, l.remainder())
+			rows = l.epochRows(l.rankCounts(len(l.resume)))
 		}
 		list := pipeline.FromFunc(positions).Named("list").Role(pipeline.RoleNone)
 		readStage := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
@@ -285,7 +292,7 @@ func (l *Loader) initIndexedSource(kind string, n int, labels []string, load fun
 			readStage = readStage.Budget(remoteReadBudget)
 		}
 		read := readStage
-		return l.finish(read, res, batches)
+		return l.finish(read, res, rows)
 	}
 	return nil
 }
@@ -310,7 +317,13 @@ func (l *Loader) initShards(files []string) error {
 			l.labels = sp.Classes
 		}
 	}
-	batches := -1
+	if !known {
+		known = l.manifestCounts(files, counts)
+	}
+	if !known && o.NumShards > 1 {
+		return fmt.Errorf("%s: the shards' record counts are unknown (no .idx index beside each shard and no manifest): every rank must know every shard's count to take the same number of steps; write the indexes (faster pack writes them)", files[0])
+	}
+	rows := -1
 	if known {
 		per := make([]int, o.NumShards)
 		total := 0
@@ -331,7 +344,8 @@ func (l *Loader) initShards(files []string) error {
 			}
 		}
 		l.local = per[o.ShardIdx]
-		batches = pipeline.EqualBatches(per, o.Batch, l.remainder())
+		l.per = per
+		rows = l.epochRows(per)
 	}
 	if o.GlobalShuffle {
 		return l.initIndexed(files, counts)
@@ -352,9 +366,33 @@ func (l *Loader) initShards(files []string) error {
 		if l.shuffles() {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
 		}
-		return l.finish(read, res, batches)
+		return l.finish(read, res, rows)
 	}
 	return nil
+}
+
+// manifestCounts fills the unknown counts (-1) of files from the record
+// counts of the dataset's manifest and reports whether all are known.
+func (l *Loader) manifestCounts(files []string, counts []int) bool {
+	m, err := l.fs.manifest(context.Background(), files[0])
+	if err != nil || m.Splits[l.opts.Split] == nil {
+		return false
+	}
+	byName := map[string]int64{}
+	for _, s := range m.Splits[l.opts.Split].Shards {
+		byName[s.Name] = s.Records
+	}
+	for i, f := range files {
+		if counts[i] >= 0 {
+			continue
+		}
+		n, ok := byName[path.Base(filepath.ToSlash(f))]
+		if !ok {
+			return false
+		}
+		counts[i] = int(n)
+	}
+	return true
 }
 
 // countRecords counts a shard's records from its .idx file (one line per

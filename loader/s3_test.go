@@ -68,7 +68,7 @@ func TestShardsOverS3(t *testing.T) {
 	_, shards := makeTree(t, 6)
 	url, _ := s3Shards(t, shards, "same")
 	for _, global := range []bool{false, true} {
-		o := Options{Transform: Eval, Resolution: 16, Batch: 4, NoShuffle: true, Layout: U8HWC, GlobalShuffle: global}
+		o := Options{Transform: Eval, Resolution: 16, Batch: 4, Shuffle: ShuffleOff, Layout: U8HWC, GlobalShuffle: global}
 		local, err := Open(shards, o)
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"unsafe"
 )
@@ -47,6 +48,12 @@ type Minibatch[T any] struct {
 	// Valid is the number of real rows: Items[:Valid]. Rows after it are
 	// padding (Pad remainder, or a padding batch from Exactly).
 	Valid int
+	// Repeats is how many of the real rows repeat an element already
+	// yielded this epoch, to fill the epoch up to its row count (see
+	// BatchDataset.Fill). They are always the last rows: Items[Valid-
+	// Repeats:Valid]. Weight them zero, or count them, to see each sample
+	// exactly once per epoch.
+	Repeats int
 	// Index is the batch's position in the epoch (0-based).
 	Index int
 	// Data is the contiguous arena when the stage has one (see Arena):
@@ -71,7 +78,7 @@ func (b *Minibatch[T]) Release() {
 	b.pool = nil
 	clear(b.Items) // drop references held by the elements
 	b.Items = b.Items[:0]
-	b.Valid, b.Index = 0, 0
+	b.Valid, b.Index, b.Repeats = 0, 0, 0
 	select {
 	case p <- b:
 	default: // pool full: let the GC have it
@@ -94,6 +101,7 @@ type BatchDataset[T any] struct {
 	size     int
 	rem      Remainder
 	exactly  int
+	rows     int // Fill's row count, or -1
 	rowBytes int
 	fill     func(row []byte, x T) error
 	pool     chan *Minibatch[T]
@@ -104,7 +112,7 @@ type BatchDataset[T any] struct {
 // consumer calling Release, the steady state allocates nothing. The last,
 // partial batch is kept unless Remainder says otherwise. Its role is RoleCPU.
 func Batch[T any](d Dataset[T], size int) *BatchDataset[T] {
-	b := &BatchDataset[T]{in: d, size: size, exactly: -1, pool: make(chan *Minibatch[T], DefaultBatchPool)}
+	b := &BatchDataset[T]{in: d, size: size, exactly: -1, rows: -1, pool: make(chan *Minibatch[T], DefaultBatchPool)}
 	b.init("batch", RoleCPU, d)
 	if size < 1 {
 		b.err = configError("batch", "size %d", size)
@@ -136,6 +144,27 @@ func (b *BatchDataset[T]) Exactly(k int) *BatchDataset[T] {
 		return b
 	}
 	b.exactly = k
+	return b
+}
+
+// Fill makes every epoch yield exactly rows elements in its batches, the
+// way PyTorch's DistributedSampler evens out data-parallel ranks: the input
+// is stopped after rows elements, and if it ends first it is iterated
+// again, with the same context (so the same epoch: a deterministic
+// pipeline yields the same elements again), and its first elements fill
+// the shortfall, as many passes as it takes. Minibatch.Repeats counts the
+// rows of a batch that are such repeats. Every batch is full but the last,
+// which holds rows mod size rows under Keep (is dropped under Drop, padded
+// with zero rows under Pad); with the same rows on every rank, every rank
+// yields the same batches' sizes and never a batch of zero rows. An input
+// with no element to repeat ends the epoch with an error. Fill and Exactly
+// exclude each other.
+func (b *BatchDataset[T]) Fill(rows int) *BatchDataset[T] {
+	if rows < 0 {
+		b.err = configError("batch", "fill %d rows", rows)
+		return b
+	}
+	b.rows = rows
 	return b
 }
 
@@ -186,7 +215,7 @@ func (b *BatchDataset[T]) get(pool chan *Minibatch[T], index int) *Minibatch[T] 
 	} else {
 		mb.Data = nil
 	}
-	mb.RowBytes, mb.Valid, mb.Index, mb.pool = b.rowBytes, 0, index, pool
+	mb.RowBytes, mb.Valid, mb.Index, mb.Repeats, mb.pool = b.rowBytes, 0, index, 0, pool
 	return mb
 }
 
@@ -195,13 +224,16 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 	if b.err != nil {
 		return failSeq[*Minibatch[T]](b.err)
 	}
+	if b.rows >= 0 && b.exactly >= 0 {
+		return failSeq[*Minibatch[T]](configError("batch", "both Fill(%d) and Exactly(%d)", b.rows, b.exactly))
+	}
 	return func(yield func(*Minibatch[T], error) bool) {
-		_, last := b.begin()
+		last := b.begin()
 		defer b.end()
 		mt := meter{s: &b.stage}
 		defer mt.flush()
 		pool := b.pool
-		if b.exactly == 0 {
+		if b.exactly == 0 || b.rows == 0 {
 			return
 		}
 		index := 0
@@ -225,32 +257,52 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 				mb.Release()
 			}
 		}()
-		for x, err := range b.in.Iter(ctx) {
-			t1 := nanotime()
-			mt.waitIn += t1 - last
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			row := len(mb.Items)
-			mb.Items = append(mb.Items, x)
-			if b.fill != nil {
-				if err := b.fill(mb.Row(row), x); err != nil {
+		total := 0 // rows taken, for Fill
+	passes:
+		for pass := 0; ; pass++ {
+			n := 0
+			for x, err := range b.in.Iter(ctx) {
+				t1 := nanotime()
+				mt.waitIn += t1 - last
+				if err != nil {
 					yield(nil, err)
 					return
 				}
-			}
-			t2 := nanotime()
-			mt.busy += t2 - t1
-			last = t2
-			if len(mb.Items) == b.size {
-				mb.Valid = b.size
-				out := mb
-				mb = nil
-				if !emit(out, t2) {
-					return
+				row := len(mb.Items)
+				mb.Items = append(mb.Items, x)
+				if pass > 0 {
+					mb.Repeats++
 				}
-				mb = b.get(pool, index)
+				if b.fill != nil {
+					if err := b.fill(mb.Row(row), x); err != nil {
+						yield(nil, err)
+						return
+					}
+				}
+				n++
+				total++
+				t2 := nanotime()
+				mt.busy += t2 - t1
+				last = t2
+				if len(mb.Items) == b.size {
+					mb.Valid = b.size
+					out := mb
+					mb = nil
+					if !emit(out, t2) {
+						return
+					}
+					mb = b.get(pool, index)
+				}
+				if total == b.rows {
+					break passes
+				}
+			}
+			if b.rows < 0 {
+				break
+			}
+			if n == 0 {
+				yield(nil, fmt.Errorf("pipeline: %s: cannot fill the epoch to %d rows: %d taken and the input has no element to repeat", b.name, b.rows, total))
+				return
 			}
 		}
 		if n := len(mb.Items); n > 0 {

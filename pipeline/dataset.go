@@ -8,7 +8,8 @@ import (
 )
 
 // Dataset is a re-iterable sequence of elements. Each call of Iter starts one
-// epoch; ranging over the returned sequence runs it. An error is yielded at
+// epoch, the one ctx names (see WithEpoch); ranging over the returned
+// sequence runs it. An error is yielded at
 // most once, as the last pair of the epoch (with T's zero value); the
 // sequence stops after it even if the loop body continues. Breaking out of
 // the loop, or returning from the body, stops the epoch: every goroutine the

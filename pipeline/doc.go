@@ -7,13 +7,16 @@
 // # Datasets and epochs
 //
 // A Dataset[T] has one method, Iter(ctx) iter.Seq2[T, error]. Each call
-// starts one epoch; ranging over the sequence runs it:
+// runs one epoch, the one ctx names (WithEpoch; epoch 0 if it names none);
+// ranging over the sequence runs it:
 //
-//	for x, err := range d.Iter(ctx) {
-//		if err != nil {
-//			return err // the epoch's first error; the sequence ends here
+//	for e := range epochs {
+//		for x, err := range d.Iter(pipeline.WithEpoch(ctx, int64(e))) {
+//			if err != nil {
+//				return err // the epoch's first error; the sequence ends here
+//			}
+//			use(x)
 //		}
-//		use(x)
 //	}
 //
 // An epoch yields elements with a nil error and ends either cleanly or
@@ -21,11 +24,15 @@
 // is cancelled, the epoch ends promptly and yields ctx.Err(). A stage built
 // with invalid parameters yields an error wrapping ErrConfig.
 //
-// Stages count their epochs: epoch e of a shuffling stage (the e-th time its
-// sequence is ranged, from 0) is shuffled with a generator seeded by (seed,
-// e), so every epoch has a new order and a fresh pipeline built with the
-// same seed replays the same orders. Stages without a seed yield the same
-// order every epoch.
+// The epoch is an input, carried with the iteration, never a count a stage
+// keeps: a shuffling stage running epoch e (EpochFrom(ctx)) shuffles with a
+// generator seeded by (seed, e), and a map function that randomises reads
+// the epoch the same way. So every epoch has a new order, and a pipeline
+// built fresh and asked for epoch e yields exactly what epoch e of a
+// long-running one yields (resuming, changing resolution, a client's
+// set_epoch). Ranging twice over the same epoch repeats it. Stages without
+// a seed yield the same order every epoch. Repeat runs its repetitions as
+// distinct epochs of its input (RepeatEpoch).
 //
 // # Stages
 //
@@ -67,16 +74,20 @@
 //     rows; the last partial batch is kept, dropped or padded with zero rows
 //     (Remainder: Keep, Drop, Pad; Valid counts the real rows). Arena gives
 //     each batch one contiguous, 8-byte aligned []byte written row by row by
-//     a fill function. Exactly(k) makes every epoch exactly k batches long
-//     (stopping early, or ending with padding batches of Valid 0);
-//     RankBatches/EqualBatches compute the k that gives every data-parallel
-//     rank the same number of steps, so no rank waits forever in a
-//     collective.
+//     a fill function. Fill(rows) makes every epoch exactly rows elements
+//     long, stopping the input early or, when it runs short, iterating the
+//     same epoch again and repeating its first elements (Repeats counts
+//     them), as PyTorch's DistributedSampler pads: with the same rows on
+//     every data-parallel rank, every rank yields the same batches' sizes,
+//     so no rank waits forever in a collective, and none gets an empty
+//     batch. Exactly(k) makes every epoch exactly k batches long (stopping
+//     early, or ending with padding batches of Valid 0);
+//     RankBatches/EqualBatches compute such a k.
 //   - Prefetch(d, depth): runs d in its own goroutine up to depth elements
 //     ahead (Auto: tuned).
 //   - Repeat(d, count): count epochs of d (Forever: no end) as one; each
-//     repetition re-iterates d and so reshuffles. An empty repetition ends
-//     it.
+//     repetition re-iterates d with its own epoch (RepeatEpoch) and so
+//     reshuffles. An empty repetition ends it.
 //   - Take(d, n), Skip(d, n): the first n elements; all but the first n.
 //
 // Setters are chainable and return the stage: ParallelMap(d, Auto,

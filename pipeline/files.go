@@ -74,8 +74,8 @@ func (f *FileList) Shard(n, i int) *FileList {
 }
 
 // Shuffle shuffles the (sharded) list at the start of every epoch with a
-// generator seeded by seed and the epoch number: each epoch has a different
-// order, the same on every run. All ranks must use the same seed.
+// generator seeded by seed and the epoch its context names (EpochFrom):
+// each epoch has a different order, the same on every run. All ranks must use the same seed.
 func (f *FileList) Shuffle(seed uint64) *FileList {
 	f.shuffle, f.seed = true, seed
 	return f
@@ -115,7 +115,8 @@ func (f *FileList) Iter(ctx context.Context) iter.Seq2[string, error] {
 		return failSeq[string](f.err)
 	}
 	return func(yield func(string, error) bool) {
-		epoch, _ := f.begin()
+		f.begin()
+		epoch := EpochFrom(ctx)
 		defer f.end()
 		m := meter{s: &f.stage}
 		defer m.flush()

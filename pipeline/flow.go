@@ -163,9 +163,12 @@ type RepeatDataset[T any] struct {
 }
 
 // Repeat runs count epochs of d (Forever: without end) as one epoch. Each
-// repetition calls d.Iter again, so shuffling stages upstream reshuffle, as
-// with tf.data's repeat after shuffle. A repetition that yields nothing ends
-// the repeat (instead of spinning forever on an empty input).
+// repetition calls d.Iter again with its own epoch, RepeatEpoch(e, count,
+// r) for repetition r of epoch e, so shuffling stages upstream reshuffle,
+// as with tf.data's repeat after shuffle, and a fresh Repeat asked for
+// epoch e repeats what epoch e of a long-running one did. A repetition that
+// yields nothing ends the repeat (instead of spinning forever on an empty
+// input).
 func Repeat[T any](d Dataset[T], count int) *RepeatDataset[T] {
 	s := &RepeatDataset[T]{count: count}
 	s.in = d
@@ -187,9 +190,10 @@ func (s *RepeatDataset[T]) Iter(ctx context.Context) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		s.begin()
 		defer s.end()
+		e := EpochFrom(ctx)
 		for r := 0; s.count == Forever || r < s.count; r++ {
 			n := 0
-			for x, err := range s.in.Iter(ctx) {
+			for x, err := range s.in.Iter(WithEpoch(ctx, RepeatEpoch(e, s.count, r))) {
 				if err != nil {
 					yield(x, err)
 					return

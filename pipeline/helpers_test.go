@@ -52,6 +52,16 @@ func mustCollect[T any](t testing.TB, d Dataset[T]) []T {
 	return out
 }
 
+// collectEpoch runs epoch e of d and returns its elements.
+func collectEpoch[T any](t testing.TB, d Dataset[T], e int64) []T {
+	t.Helper()
+	out, err := Collect(WithEpoch(context.Background(), e), d)
+	if err != nil {
+		t.Fatalf("Collect epoch %d: %v", e, err)
+	}
+	return out
+}
+
 func equal[T comparable](a, b []T) bool {
 	if len(a) != len(b) {
 		return false

@@ -56,7 +56,7 @@ func (d *IndexedDataset[T]) Named(name string) *IndexedDataset[T] { d.name = nam
 func (d *IndexedDataset[T]) Bytes(size func(T) int) *IndexedDataset[T] { d.size = size; return d }
 
 // Shuffle visits the indices in a random permutation drawn each epoch from
-// seed and the epoch number. Every rank must use the same seed: the ranks
+// seed and the epoch the context names (EpochFrom). Every rank must use the same seed: the ranks
 // shard the same permutation (as PyTorch's DistributedSampler does).
 func (d *IndexedDataset[T]) Shuffle(seed uint64) *IndexedDataset[T] {
 	d.shuffle, d.seed = true, seed
@@ -92,7 +92,8 @@ func (d *IndexedDataset[T]) Iter(ctx context.Context) iter.Seq2[T, error] {
 		return failSeq[T](d.err)
 	}
 	return func(yield func(T, error) bool) {
-		epoch, last := d.begin()
+		last := d.begin()
+		epoch := EpochFrom(ctx)
 		defer d.end()
 		m := meter{s: &d.stage}
 		defer m.flush()

@@ -98,7 +98,7 @@ func (m *MapDataset[T, U]) Iter(ctx context.Context) iter.Seq2[U, error] {
 
 func (m *MapDataset[T, U]) iterSync(ctx context.Context) iter.Seq2[U, error] {
 	return func(yield func(U, error) bool) {
-		_, last := m.begin()
+		last := m.begin()
 		defer m.end()
 		mt := meter{s: &m.stage}
 		defer mt.flush()
@@ -166,7 +166,7 @@ type mapRun[T, U any] struct {
 }
 
 func (m *MapDataset[T, U]) iterAsync(parent context.Context, yield func(U, error) bool) {
-	_, start := m.begin()
+	start := m.begin()
 	defer m.end()
 	ctx, cancel := context.WithCancel(parent)
 	r := &mapRun[T, U]{m: m, ctx: ctx}

@@ -33,8 +33,8 @@ func TestShuffleSemantics(t *testing.T) {
 func TestShuffleSeeds(t *testing.T) {
 	mk := func(seed uint64) *ShuffleDataset[int] { return Shuffle(FromSlice(ints(100)), 32, seed) }
 	a, b := mk(1), mk(1)
-	a0, a1 := mustCollect(t, a), mustCollect(t, a)
-	b0, b1 := mustCollect(t, b), mustCollect(t, b)
+	a0, a1 := collectEpoch(t, a, 0), collectEpoch(t, a, 1)
+	b0, b1 := collectEpoch(t, b, 0), collectEpoch(t, b, 1)
 	if !equal(a0, b0) || !equal(a1, b1) {
 		t.Fatal("same seed, different orders")
 	}
@@ -51,7 +51,7 @@ func TestShuffleSeeds(t *testing.T) {
 
 func TestIndexedGlobalShuffle(t *testing.T) {
 	d := Indices(100).Shuffle(3)
-	e0, e1 := mustCollect(t, d), mustCollect(t, d)
+	e0, e1 := collectEpoch(t, d, 0), collectEpoch(t, d, 1)
 	if !sameSet(e0, ints(100)) || !sameSet(e1, ints(100)) {
 		t.Fatal("not a permutation")
 	}
@@ -60,7 +60,7 @@ func TestIndexedGlobalShuffle(t *testing.T) {
 	}
 	// A fresh dataset with the same seed repeats the epochs' orders.
 	d2 := Indices(100).Shuffle(3)
-	if !equal(mustCollect(t, d2), e0) || !equal(mustCollect(t, d2), e1) {
+	if !equal(collectEpoch(t, d2, 1), e1) || !equal(collectEpoch(t, d2, 0), e0) {
 		t.Fatal("same seed, different order")
 	}
 	// Different seed.
@@ -69,7 +69,7 @@ func TestIndexedGlobalShuffle(t *testing.T) {
 	}
 	// Unshuffled epochs are the same.
 	u := Indices(10)
-	first, second := mustCollect(t, u), mustCollect(t, u)
+	first, second := collectEpoch(t, u, 0), collectEpoch(t, u, 1)
 	if !equal(first, ints(10)) || !equal(second, ints(10)) {
 		t.Fatal("unshuffled order")
 	}
@@ -93,10 +93,7 @@ func TestIndexedShardDisjointComplete(t *testing.T) {
 				sizes := map[int]bool{}
 				for i := range w {
 					d := FromIndexed[int](squares(n)).Shuffle(11).Shard(w, i)
-					var got []int
-					for range epoch + 1 { // run the epoch wanted
-						got = mustCollect(t, d)
-					}
+					got := collectEpoch(t, d, int64(epoch))
 					if len(got) != d.Len() {
 						t.Fatalf("n %d w %d rank %d: Len %d, got %d", n, w, i, d.Len(), len(got))
 					}
@@ -225,7 +222,7 @@ func TestFileListShuffle(t *testing.T) {
 		names[i] = fmt.Sprint("f", i)
 	}
 	f := Files(names...).Shuffle(1)
-	e0, e1 := mustCollect(t, f), mustCollect(t, f)
+	e0, e1 := collectEpoch(t, f, 0), collectEpoch(t, f, 1)
 	if slices.Equal(e0, e1) || slices.Equal(e0, names) {
 		t.Fatal("files not reshuffled per epoch")
 	}
@@ -235,7 +232,7 @@ func TestFileListShuffle(t *testing.T) {
 	}
 	// Shard first, then shuffle: a rank keeps the same files every epoch.
 	h := Files(names...).Shuffle(1).Shard(3, 2)
-	a, b := mustCollect(t, h), mustCollect(t, h)
+	a, b := collectEpoch(t, h, 0), collectEpoch(t, h, 1)
 	slices.Sort(a)
 	slices.Sort(b)
 	if !slices.Equal(a, b) || len(a) != 6 {

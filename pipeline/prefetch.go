@@ -61,7 +61,7 @@ func (p *PrefetchDataset[T]) Iter(parent context.Context) iter.Seq2[T, error] {
 		return failSeq[T](p.err)
 	}
 	return func(yield func(T, error) bool) {
-		_, last := p.begin()
+		last := p.begin()
 		defer p.end()
 		ctx, cancel := context.WithCancel(parent)
 		var wg sync.WaitGroup

@@ -18,7 +18,7 @@ type ShuffleDataset[T any] struct {
 // element of the buffer and puts the next input element in its place; when
 // the input ends it yields what remains in random order. size 1 keeps the
 // order; size >= the input length is a full uniform shuffle. The generator is
-// seeded by seed and the epoch number, so each epoch has a different order
+// seeded by seed and the epoch the context names (EpochFrom), so each epoch has a different order
 // (tf.data's reshuffle_each_iteration) and the same seed repeats the same
 // orders. Memory: size elements.
 func Shuffle[T any](d Dataset[T], size int, seed uint64) *ShuffleDataset[T] {
@@ -39,7 +39,8 @@ func (s *ShuffleDataset[T]) Iter(ctx context.Context) iter.Seq2[T, error] {
 		return failSeq[T](s.err)
 	}
 	return func(yield func(T, error) bool) {
-		epoch, last := s.begin()
+		last := s.begin()
+		epoch := EpochFrom(ctx)
 		defer s.end()
 		m := meter{s: &s.stage}
 		defer m.flush()

@@ -89,7 +89,7 @@ func (d *FuncDataset[T]) Role(r Role) *FuncDataset[T] { d.role = r; return d }
 // Iter implements Dataset.
 func (d *FuncDataset[T]) Iter(ctx context.Context) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		_, last := d.begin()
+		last := d.begin()
 		defer d.end()
 		m := meter{s: &d.stage}
 		defer m.flush()

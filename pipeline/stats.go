@@ -141,9 +141,10 @@ func (s *stage) init(kind string, role Role, inputs ...any) {
 	}
 }
 
-// begin marks an epoch as running and returns its epoch number (0-based,
-// counted per stage) and the start time.
-func (s *stage) begin() (epoch int64, start int64) {
+// begin marks an epoch as running and returns its start time. It counts
+// the epoch for Stats only: what a stage yields depends on the epoch its
+// context names (EpochFrom), never on this count.
+func (s *stage) begin() (start int64) {
 	start = nanotime()
 	s.mu.Lock()
 	if s.running == 0 {
@@ -151,7 +152,8 @@ func (s *stage) begin() (epoch int64, start int64) {
 	}
 	s.running++
 	s.mu.Unlock()
-	return s.epochs.Add(1) - 1, start
+	s.epochs.Add(1)
+	return start
 }
 
 func (s *stage) end() {

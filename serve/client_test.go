@@ -33,6 +33,7 @@ type ready struct {
 	slot         int
 	epoch, index int
 	valid, rows  int
+	repeats      int
 	keys         []string
 }
 
@@ -132,7 +133,7 @@ func parseReady(t testing.TB, typ byte, p []byte) ready {
 	}
 	le := binary.LittleEndian
 	r := ready{slot: int(le.Uint32(p)), epoch: int(le.Uint64(p[4:])), index: int(le.Uint64(p[12:])),
-		valid: int(le.Uint32(p[20:])), rows: int(le.Uint32(p[24:]))}
+		valid: int(le.Uint32(p[20:])), rows: int(le.Uint32(p[24:])), repeats: int(le.Uint32(p[28:]))}
 	if r.valid > 0 {
 		r.keys = strings.Split(string(p[readyFixed:]), "\x00")
 	}

@@ -12,7 +12,7 @@
 //
 //	offset 0               file header (HeaderBytes = 4096)
 //	  0  [8]byte  magic "FSTSERVE"                    must not change
-//	  8  uint32   version (1)
+//	  8  uint32   version (2)
 //	 12  uint32   slots
 //	 16  uint64   slot bytes (stride; a multiple of 4096)
 //	 24  uint64   header bytes (offset of slot 0)
@@ -27,13 +27,17 @@
 //	  0  int64    epoch       ┐ slot header, written before
 //	  8  int64    batch index │ the slot is announced
 //	 16  int64    valid rows  │
-//	 24  int64    rows        ┘ (batch size, or fewer for a kept remainder)
+//	 24  int64    rows        │ (batch size, or fewer for a kept remainder)
+//	 32  int64    repeats     ┘ (of the valid rows, the last ones)
 //	 4096          images: valid rows of row bytes (page aligned)
 //	 labels off    labels: valid int64s (64-byte aligned)
 //
 // Only the valid rows of a slot are written; the consumer must not read
-// beyond them. A padding batch (see pipeline.BatchDataset.Exactly, which
-// keeps data-parallel ranks in step) has valid 0.
+// beyond them. Every rank's epoch has the same number of batches (Hello's
+// steps) of the same sizes, none of zero rows: a rank with fewer samples
+// than the largest fills its epoch by repeating its first samples, and
+// repeats counts them in each batch: rows valid-repeats … valid-1 (see
+// loader.Loader.StepsPerEpoch).
 //
 // The file is unlinked as soon as the consumer says it has mapped it
 // (attach), and again, idempotently, on every way out of Serve, including
@@ -52,7 +56,8 @@
 //
 //	'H' hello      JSON Hello: the layout above, the shm path, dataset facts
 //	'R' ready      uint32 slot, int64 epoch, int64 index, uint32 valid,
-//	               uint32 rows, then the valid rows' keys joined by NUL
+//	               uint32 rows, uint32 repeats, then the valid rows' keys
+//	               joined by NUL
 //	'D' end        int64 epoch, int64 batches, int64 images, uint8 cancelled
 //	'X' error      UTF-8 message; the server then exits
 //

@@ -11,7 +11,7 @@ import (
 // Version: the Python client (python/faster/_protocol.py) repeats them.
 const (
 	Magic       = "FSTSERVE"
-	Version     = 1
+	Version     = 2
 	HeaderBytes = 4096     // file header; slot 0 starts here
 	SlotHeader  = 4096     // per-slot header; images start here
 	MaxFrame    = 16 << 20 // largest frame accepted
@@ -21,7 +21,7 @@ const (
 	dtypeF32    = uint32(1)
 	dtypeU8     = uint32(2)
 	maxRowDims  = 4
-	readyFixed  = 4 + 8 + 8 + 4 + 4
+	readyFixed  = 4 + 8 + 8 + 4 + 4 + 4
 	endFixed    = 8 + 8 + 8 + 1
 	labelBytes  = 8 // int64 per row
 )
@@ -44,23 +44,29 @@ var ErrProtocol = errors.New("serve: protocol error")
 // Hello is the payload of the 'H' frame: everything the consumer needs to
 // map the file and interpret its slots.
 type Hello struct {
-	Version      int      `json:"version"`
-	Path         string   `json:"path"`         // the shared-memory file
-	Size         int64    `json:"size"`         // its size in bytes
-	Slots        int      `json:"slots"`        // ring depth
-	SlotBytes    int64    `json:"slot_bytes"`   // stride between slots
-	HeaderBytes  int64    `json:"header_bytes"` // offset of slot 0
-	ImagesOffset int64    `json:"images_offset"`
-	LabelsOffset int64    `json:"labels_offset"`
-	Batch        int      `json:"batch"`     // rows per slot
-	DType        string   `json:"dtype"`     // "float32" or "uint8"
-	Shape        []int    `json:"shape"`     // of one row
-	RowBytes     int      `json:"row_bytes"` // bytes of one row
-	Len          int      `json:"len"`       // samples this rank reads per epoch
-	Classes      []string `json:"classes,omitempty"`
-	Rank         int      `json:"rank"`
-	World        int      `json:"world"`
-	PID          int      `json:"pid"` // the server's process id
+	Version      int    `json:"version"`
+	Path         string `json:"path"`         // the shared-memory file
+	Size         int64  `json:"size"`         // its size in bytes
+	Slots        int    `json:"slots"`        // ring depth
+	SlotBytes    int64  `json:"slot_bytes"`   // stride between slots
+	HeaderBytes  int64  `json:"header_bytes"` // offset of slot 0
+	ImagesOffset int64  `json:"images_offset"`
+	LabelsOffset int64  `json:"labels_offset"`
+	Batch        int    `json:"batch"`     // rows per slot
+	DType        string `json:"dtype"`     // "float32" or "uint8"
+	Shape        []int  `json:"shape"`     // of one row
+	RowBytes     int    `json:"row_bytes"` // bytes of one row
+	Len          int    `json:"len"`       // distinct samples this rank reads per epoch
+	// Steps is the number of batches every rank's epoch has, the same on
+	// all ranks (loader.Loader.StepsPerEpoch; -1 when unknown): the
+	// client's len(). Samples is the rows each rank serves per epoch,
+	// repeats included (-1 when unknown).
+	Steps   int      `json:"steps"`
+	Samples int      `json:"samples"`
+	Classes []string `json:"classes,omitempty"`
+	Rank    int      `json:"rank"`
+	World   int      `json:"world"`
+	PID     int      `json:"pid"` // the server's process id
 }
 
 // layout computes the slot geometry of o (already validated).

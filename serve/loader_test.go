@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
 )
 
 // makeTree writes a small ImageFolder of JPEGs: 3 classes of perClass
@@ -42,6 +44,20 @@ func makeTree(t testing.TB, perClass int) string {
 		}
 	}
 	return root
+}
+
+// packTree packs an ImageFolder into n TFRecord shards (with indexes and
+// a manifest) and returns the directory.
+func packTree(t testing.TB, folder string, n int) string {
+	src, err := source.OpenImageFolder(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := shard.Pack(context.Background(), src, folder, out, shard.PackOptions{Shards: n}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // batchDigest is the digest both the Go tests and the Python tests compute
@@ -124,5 +140,52 @@ func TestServeLoaderIdentical(t *testing.T) {
 	c.conn.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Ranks of unequal size (21 samples on 2 ranks: 11 and 10) through Serve:
+// both say the same steps in hello and serve that many batches of the same
+// sizes, none empty; the short rank's last row is a repeat, announced in
+// the ready frame and the slot header.
+func TestServeRanksSameStepsWithRepeats(t *testing.T) {
+	data := makeTree(t, 7)
+	var sizes [2][]int
+	var repeats [2]int
+	for rank := range 2 {
+		lo := loader.Options{Transform: loader.Eval, Resolution: 16, Batch: 4, NumShards: 2, ShardIdx: rank}
+		l, err := loader.Open(data, lo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := ForLoader(l, lo)
+		o.Dir, o.Slots = t.TempDir(), 2
+		c, done := start(t, context.Background(), l, o)
+		if c.hello.Steps != 3 || c.hello.Samples != 11 {
+			t.Fatalf("rank %d: hello says %d steps of %d samples, want 3 of 11", rank, c.hello.Steps, c.hello.Samples)
+		}
+		c.attach()
+		c.epoch(0)
+		for {
+			typ, p := c.recv()
+			if typ == FrameEnd {
+				break
+			}
+			r := parseReady(t, typ, p)
+			base := c.hello.HeaderBytes + int64(r.slot)*c.hello.SlotBytes
+			if hdr := int(binary.LittleEndian.Uint64(c.mem[base+32:])); hdr != r.repeats {
+				t.Fatalf("slot header says %d repeats, ready frame %d", hdr, r.repeats)
+			}
+			sizes[rank] = append(sizes[rank], r.valid)
+			repeats[rank] += r.repeats
+			c.free(r.slot)
+		}
+		c.conn.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	}
+	if fmt.Sprint(sizes[0]) != "[4 4 3]" || fmt.Sprint(sizes[1]) != "[4 4 3]" || repeats != [2]int{0, 1} {
+		t.Fatalf("batch sizes %v, repeats %v; want [4 4 3] on both, repeats [0 1]", sizes, repeats)
 	}
 }

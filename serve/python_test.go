@@ -28,6 +28,7 @@ func requireOrSkip(t *testing.T, format string, args ...any) {
 // loader makes of it.
 type pyCase struct {
 	Name       string   `json:"name"`
+	Data       string   `json:"data,omitempty"` // when not the ImageFolder
 	Transform  string   `json:"transform"`
 	Layout     string   `json:"layout"`
 	Resolution int      `json:"resolution"`
@@ -66,6 +67,7 @@ func TestPython(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	data := makeTree(t, 11) // 33 images: odd, so 2 ranks differ by one
+	shards := packTree(t, data, 4)
 	cases := []pyCase{
 		{Name: "train-f32", Transform: "train", Layout: "f32-chw", Resolution: 32, Batch: 5, Seed: 7, Epoch: 0, World: 1},
 		{Name: "train-f32-epoch1", Transform: "train", Layout: "f32-chw", Resolution: 32, Batch: 5, Seed: 7, Epoch: 1, Before: []int{0}, World: 1},
@@ -73,12 +75,20 @@ func TestPython(t *testing.T) {
 		{Name: "rank0", Transform: "train", Layout: "f32-chw", Resolution: 16, Batch: 4, Seed: 5, Epoch: 2, Rank: 0, World: 2},
 		{Name: "rank1", Transform: "train", Layout: "f32-chw", Resolution: 16, Batch: 4, Seed: 5, Epoch: 2, Rank: 1, World: 2},
 		{Name: "rank1-drop", Transform: "train", Layout: "u8-hwc", Resolution: 16, Batch: 4, Seed: 5, Epoch: 0, Rank: 1, World: 2, Drop: true},
+		// Packed shards, streamed (files, interleave, buffer shuffle):
+		// epoch 2 of a loader that ran epochs 0 and 1 first, and epoch 1.
+		{Name: "shards-epoch2", Data: shards, Transform: "train", Layout: "u8-hwc", Resolution: 16, Batch: 4, Seed: 9, Epoch: 2, Before: []int{0, 1}, Rank: 1, World: 2},
+		{Name: "shards-epoch1", Data: shards, Transform: "train", Layout: "u8-hwc", Resolution: 16, Batch: 4, Seed: 9, Epoch: 1, Before: []int{0}, Rank: 1, World: 2},
 	}
 	for i := range cases {
 		c := &cases[i]
 		lo := loader.Options{Transform: loader.Transform(c.Transform), Layout: loader.Layout(c.Layout),
 			Resolution: c.Resolution, Batch: c.Batch, Seed: c.Seed, NumShards: c.World, ShardIdx: c.Rank, Drop: c.Drop}
-		c.Digests, c.Keys = loaderDigests(t, data, lo, c.Before, c.Epoch)
+		path := data
+		if c.Data != "" {
+			path = c.Data
+		}
+		c.Digests, c.Keys = loaderDigests(t, path, lo, c.Before, c.Epoch)
 	}
 	expect := filepath.Join(tmp, "expect.json")
 	js, _ := json.Marshal(map[string]any{"data": data, "cases": cases})

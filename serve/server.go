@@ -32,7 +32,9 @@ type Options struct {
 	Batch   int      // rows per slot
 	DType   string   // "float32" or "uint8"
 	Shape   []int    // shape of one row, e.g. [3 224 224]
-	Len     int      // samples per epoch, told to the consumer
+	Len     int      // distinct samples per epoch, told to the consumer
+	Steps   int      // batches per epoch, the same on every rank; told to the consumer
+	Samples int      // rows per epoch, repeats included; told to the consumer
 	Classes []string // class names, told to the consumer
 	Rank    int      // told to the consumer
 	World   int      // told to the consumer; 1
@@ -41,7 +43,8 @@ type Options struct {
 // ForLoader returns the Options describing the batches of a loader opened
 // with lo (after its defaults: pass the same Options given to loader.Open).
 func ForLoader(l *loader.Loader, lo loader.Options) Options {
-	o := Options{Batch: lo.Batch, Len: l.Len(), Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards}
+	o := Options{Batch: lo.Batch, Len: l.Len(), Steps: l.StepsPerEpoch(), Samples: l.SamplesPerEpoch(),
+		Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards}
 	if o.Batch == 0 {
 		o.Batch = 256
 	}
@@ -139,7 +142,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		Version: Version, Path: mem.path, Size: size, Slots: o.Slots, SlotBytes: slotBytes,
 		HeaderBytes: HeaderBytes, ImagesOffset: SlotHeader, LabelsOffset: labelsOff,
 		Batch: o.Batch, DType: o.DType, Shape: o.Shape, RowBytes: rowBytes,
-		Len: o.Len, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
+		Len: o.Len, Steps: o.Steps, Samples: o.Samples, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
 	}
 	putHeader(mem.mem, &s.hello)
 
@@ -393,7 +396,7 @@ func (s *session) epoch(ctx context.Context, e int) error {
 // put copies batch b of epoch e into a free slot and announces it.
 func (s *session) put(e int, b *loader.Batch) error {
 	h := &s.hello
-	if b.Valid > h.Batch || len(b.Items) > h.Batch {
+	if b.Valid > h.Batch || len(b.Items) > h.Batch || b.Repeats < 0 || b.Repeats > b.Valid {
 		return fmt.Errorf("batch %d has %d rows; slots hold %d", b.Index, len(b.Items), h.Batch)
 	}
 	if b.Valid > 0 && (b.RowBytes != h.RowBytes || len(b.Data) < b.Valid*h.RowBytes) {
@@ -407,6 +410,7 @@ func (s *session) put(e int, b *loader.Batch) error {
 	le.PutUint64(slot[8:], uint64(b.Index))
 	le.PutUint64(slot[16:], uint64(b.Valid))
 	le.PutUint64(slot[24:], uint64(len(b.Items)))
+	le.PutUint64(slot[32:], uint64(b.Repeats))
 	copy(slot[h.ImagesOffset:], b.Data[:b.Valid*h.RowBytes])
 	labels := slot[h.LabelsOffset:]
 	r := append(s.ready[:0], make([]byte, readyFixed)...)
@@ -415,6 +419,7 @@ func (s *session) put(e int, b *loader.Batch) error {
 	le.PutUint64(r[12:], uint64(b.Index))
 	le.PutUint32(r[20:], uint32(b.Valid))
 	le.PutUint32(r[24:], uint32(len(b.Items)))
+	le.PutUint32(r[28:], uint32(b.Repeats))
 	for j := range b.Valid {
 		it := &b.Items[j]
 		le.PutUint64(labels[8*j:], uint64(int64(it.Label)))

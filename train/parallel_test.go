@@ -276,6 +276,7 @@ type failingStream struct {
 
 func (s *failingStream) Shape() (c, h, w int) { return s.data.Shape() }
 func (s *failingStream) Len() int             { return s.data.Len() }
+func (s *failingStream) Steps() int           { return s.data.Len() / 8 }
 func (s *failingStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
 	return func(yield func(train.Batch, error) bool) {
 		c, h, w := s.data.Shape()

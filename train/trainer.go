@@ -232,11 +232,12 @@ func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(Step
 // TrainStream is TrainEpoch over a Stream: it runs the remaining steps of
 // the current epoch on the stream's batches (a resumed epoch skips those
 // already trained), then moves to the next epoch. In distributed training
-// each rank's stream yields that rank's batches (of LocalBatch samples).
+// each rank's stream yields that rank's batches (of LocalBatch samples);
+// the epoch has data.Steps() steps, which must be the same on every rank.
 func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(StepResult) error) (EpochResult, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	steps, err := t.prepare(data, data.Len()/t.LocalBatch())
+	steps, err := t.prepare(data, max(data.Steps(), 0))
 	if err != nil {
 		return EpochResult{}, err
 	}
@@ -441,8 +442,11 @@ type Batch struct {
 // augments ahead of the trainer, overlapping input with compute).
 type Stream interface {
 	Shape() (c, h, w int)
-	// Len is the number of samples an epoch yields.
+	// Len is the number of samples an epoch yields on this rank.
 	Len() int
+	// Steps is the number of batches an epoch yields, the same on every
+	// rank (see loader.Loader.StepsPerEpoch): the epoch's length in steps.
+	Steps() int
 	// Epoch yields epoch e's batches (0-based) from batch skip on, each of
 	// the batch size the trainer uses.
 	Epoch(ctx context.Context, e, skip int) iter.Seq2[Batch, error]

@@ -50,6 +50,7 @@ type loadResult struct {
 	Resolution    int                   `json:"resolution"`
 	ConsumerRate  float64               `json:"consumer_rate,omitempty"`
 	Images        int64                 `json:"images"`
+	Repeats       int64                 `json:"repeats"` // of the images, rows repeating a sample to even out the ranks
 	Batches       int64                 `json:"batches"`
 	Bytes         int64                 `json:"bytes"`
 	Epochs        int                   `json:"epochs"`
@@ -112,7 +113,7 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to run")
 		f.IntVar(&o.steps, "steps", 0, "stop after this many batches in all (overrides --epochs)")
 		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
-		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order")
+		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order (without the repeats that even out the ranks)")
 		f.StringVar(&o.onError, "on-error", "stop", "damaged samples: stop or skip")
 		f.StringVar(&o.maxBad, "max-bad", "", "with --on-error skip: fail when more than N (or P%) samples of an epoch are bad (default: no limit)")
 		f.StringVar(&o.quarantine, "quarantine", "", "with --on-error skip: write the skipped samples (JSON lines: path, offset, reason) to this file")
@@ -321,12 +322,13 @@ epochs:
 				nb += int64(it.Bytes)
 				io.WriteString(h, it.Key)
 				h.Write([]byte{'\n'})
-				if keys != nil {
+				if keys != nil && i < b.Valid-b.Repeats {
 					keys.WriteString(it.Key)
 					keys.WriteByte('\n')
 				}
 			}
 			r.Images += int64(b.Valid)
+			r.Repeats += int64(b.Repeats)
 			r.Bytes += nb
 			r.Batches++
 			bar.Add(int64(b.Valid), nb)

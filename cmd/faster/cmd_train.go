@@ -353,6 +353,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	wall := time.Now()
 	steps := tr.StepsPerEpoch(trainLen)
+	if trainStream != nil {
+		steps = trainStream.Steps() // the same on every rank
+	}
 	for tr.Epoch < o.epochs {
 		epoch := tr.Epoch + 1
 		line := newTrainLine(lineOut, fmt.Sprintf("epoch %d/%d", epoch, o.epochs), int64((steps-tr.Step)*o.batch))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/spf13/pflag"
 
 	"github.com/faster-training/faster/loader"
@@ -19,6 +21,7 @@ type loaderFlags struct {
 	split      string
 	drop       bool
 	global     bool
+	shuffle    loader.ShuffleMode
 }
 
 // register adds the flags to f; transforms lists the accepted transforms
@@ -32,7 +35,10 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.IntVar(&lf.shardIndex, "shard-index", 0, "this rank")
 	f.Uint64Var(&lf.seed, "seed", 0, "shuffle and augmentation seed")
 	f.StringVar(&lf.split, "split", "train", "split of a packed dataset")
-	f.BoolVar(&lf.drop, "drop", false, "drop the last partial batch")
+	f.VarPF(shuffleFlag{&lf.shuffle, loader.ShuffleOn}, "shuffle", "",
+		"read in a new random order every epoch, drawn from --seed and the epoch (the default, except with --transform eval)").NoOptDefVal = "true"
+	f.VarPF(shuffleFlag{&lf.shuffle, loader.ShuffleOff}, "no-shuffle", "", "read in the source order").NoOptDefVal = "true"
+	f.BoolVar(&lf.drop, "drop", false, "every rank takes the whole batches of the smallest rank's samples, without repeats (default: ranks short of the largest one's count repeat samples, and the last batch may be partial, the same size on every rank)")
 	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 }
 
@@ -42,6 +48,31 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 	return loader.Options{
 		Transform: loader.Transform(lf.transform), Resolution: lf.resolution, Layout: loader.Layout(lf.layout),
 		Batch: lf.batch, Workers: workers, NumShards: lf.numShards, ShardIdx: lf.shardIndex,
-		Seed: lf.seed, Split: lf.split, Drop: lf.drop, GlobalShuffle: lf.global,
+		Seed: lf.seed, Split: lf.split, Drop: lf.drop, GlobalShuffle: lf.global, Shuffle: lf.shuffle,
 	}
+}
+
+// shuffleFlag is --shuffle or --no-shuffle: both set one mode, the last
+// given wins, and neither leaves the loader's default (ShuffleAuto).
+type shuffleFlag struct {
+	mode *loader.ShuffleMode
+	set  loader.ShuffleMode // the mode "true" means
+}
+
+func (f shuffleFlag) String() string { return strconv.FormatBool(f.mode != nil && *f.mode == f.set) }
+func (f shuffleFlag) Type() string   { return "bool" }
+func (f shuffleFlag) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	switch {
+	case b:
+		*f.mode = f.set
+	case f.set == loader.ShuffleOn:
+		*f.mode = loader.ShuffleOff
+	default:
+		*f.mode = loader.ShuffleOn
+	}
+	return nil
 }

@@ -27,6 +27,11 @@ var _ train.Stream = (*loaderStream)(nil)
 func (s *loaderStream) Shape() (c, h, w int) { return 3, s.res, s.res }
 func (s *loaderStream) Len() int             { return s.l.Len() }
 
+// Steps is the loader's StepsPerEpoch: the same on every rank, from every
+// shard's record count (not this rank's share), so no rank ends its epoch
+// while the others wait in an all-reduce.
+func (s *loaderStream) Steps() int { return s.l.StepsPerEpoch() }
+
 func (s *loaderStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
 	n := 3 * s.res * s.res
 	return func(yield func(train.Batch, error) bool) {

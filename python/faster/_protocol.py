@@ -4,7 +4,7 @@ serve/format.go and must not change without a new VERSION."""
 import struct
 
 MAGIC = b"FSTSERVE"
-VERSION = 1
+VERSION = 2
 HEADER_BYTES = 4096
 MAX_FRAME = 16 << 20
 SHM_PREFIX = "faster-serve-"
@@ -14,10 +14,10 @@ HELLO, READY, END, ERROR = b"H", b"R", b"D", b"X"
 ATTACH, EPOCH, FREE, CANCEL = b"A", b"E", b"F", b"C"
 
 FRAME_HEAD = struct.Struct("<Ic")  # length (of type + payload), type
-READY_FIXED = struct.Struct("<IqqII")  # slot, epoch, index, valid, rows
+READY_FIXED = struct.Struct("<IqqIII")  # slot, epoch, index, valid, rows, repeats
 END_FIXED = struct.Struct("<qqqB")  # epoch, batches, images, cancelled
 FILE_HEADER = struct.Struct("<8sIIQQIII4IIQQ")
-SLOT_HEADER = struct.Struct("<qqqq")  # epoch, index, valid, rows
+SLOT_HEADER = struct.Struct("<qqqqq")  # epoch, index, valid, rows, repeats
 
 DTYPES = {"float32": 1, "uint8": 2}
 

@@ -26,13 +26,28 @@ class ServerError(RuntimeError):
 
 class Batch(NamedTuple):
     """One batch as `Loader.batches()` yields it. images and labels view
-    the shared memory and stay valid until the next batch is requested."""
+    the shared memory and stay valid until the next batch is requested.
+
+    Every rank yields the same number of batches of the same sizes, never
+    an empty one: a rank with fewer samples than the largest rank repeats
+    its epoch's first samples (as DistributedSampler(drop_last=False)
+    does). `repeats` counts them; they are the batch's last rows, so
+    `mask` (True for a sample's first appearance this epoch) weights them
+    out of a metric or a loss if wanted."""
     images: object  # (valid, C, H, W) float32 or (valid, H, W, C) uint8
     labels: object  # (valid,) int64
     keys: List[str]  # each row's path (ImageFolder) or image/filename
     epoch: int
     index: int  # position in the epoch
-    valid: int  # rows; 0 for a padding batch that keeps ranks in step
+    valid: int  # rows (never 0)
+    repeats: int = 0  # of the rows, how many (the last ones) repeat a sample
+
+    @property
+    def mask(self):
+        """Boolean numpy array of the rows: False for the repeats."""
+        m = np.ones(self.valid, dtype=bool)
+        m[self.valid - self.repeats:] = False
+        return m
 
 
 # The binary a wheel carries (make wheel): a serve-capable `faster` with
@@ -95,20 +110,32 @@ class Loader:
     Ranks: rank and world_size default from the environment variables RANK
     and WORLD_SIZE (torchrun), or an initialised torch.distributed group;
     each rank reads a disjoint part of the data, all parts together are the
-    whole, and every rank yields the same number of batches (with
-    drop_last=False a rank with fewer samples ends with a padding batch of
-    zero rows: skip its step, or use drop_last=True).
+    whole, and every rank yields len(loader) batches of the same sizes, so
+    every rank runs every step (no rank is left waiting in an all-reduce).
+    With drop_last=False (the default) a rank with fewer samples than the
+    largest repeats its epoch's first samples to make up the difference, as
+    DistributedSampler(drop_last=False) does; Batch.repeats counts them
+    (Batch.mask to leave them out of a metric). With drop_last=True every
+    rank takes the whole batches of the smallest rank's samples, without
+    repeats.
 
     Other arguments map to `faster serve` flags: transform ("train",
     "eval"), resolution, layout ("f32-chw": float32 normalised NCHW, or
     "u8-hwc": uint8 NHWC to normalise on the accelerator), workers (decode
-    threads; 0 = all cores), seed, split (of a packed dataset), slots (batches
-    in the shared ring, the prefetch depth; memory is slots x batch bytes).
+    threads; 0 = all cores), seed, shuffle (None: shuffle unless transform
+    is "eval"; True/False to choose), split (of a packed dataset), slots
+    (batches in the shared ring, the prefetch depth; memory is slots x batch
+    bytes).
+
+    set_epoch(e) makes the next iteration epoch e exactly, whatever ran
+    before: a loader started fresh at epoch e (a resumed job) yields what a
+    long-running one yields at epoch e, on every kind of data.
     """
 
     def __init__(self, data, batch_size=256, transform="train", rank=None, world_size=None,
                  seed=0, epoch=0, workers=0, resolution=224, layout="f32-chw", binary=None,
-                 drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm"):
+                 drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
+                 shuffle=None):
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
@@ -137,6 +164,8 @@ class Loader:
                 "--slots", str(slots), "--shm-dir", shm_dir]
         if drop_last:
             args.append("--drop")
+        if shuffle is not None:
+            args.append("--shuffle" if shuffle else "--no-shuffle")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
         self._err = tempfile.TemporaryFile()
@@ -276,10 +305,12 @@ class Loader:
         self.epoch = int(epoch)
 
     def __len__(self):
-        """Batches per epoch on this rank (ceil(samples/batch), or floor with
-        drop_last). A rank that ends with a padding batch yields one more."""
-        n, b = self.hello["len"], self.batch_size
-        return n // b if self.drop_last else -(-n // b)
+        """Batches per epoch: the same on every rank, as the server computes
+        it from every rank's sample count (see Batch)."""
+        steps = self.hello.get("steps", -1)
+        if steps < 0:
+            raise TypeError("faster: the epoch's length is unknown (shards without indexes or manifest)")
+        return steps
 
     def __iter__(self):
         for b in self.batches():
@@ -312,11 +343,11 @@ class Loader:
                     return
                 if typ != P.READY:
                     raise ServerError("faster: protocol error: frame %r during an epoch" % typ)
-                slot, e, index, valid, rows = P.READY_FIXED.unpack_from(payload)
+                slot, e, index, valid, rows, repeats = P.READY_FIXED.unpack_from(payload)
                 keys = bytes(payload[P.READY_FIXED.size:]).decode("utf-8", "surrogateescape").split("\0") if valid else []
                 held = slot
                 im, lb = self._slots[slot]
-                yield Batch(im[:valid], lb[:valid], keys, e, index, valid)
+                yield Batch(im[:valid], lb[:valid], keys, e, index, valid, repeats)
         finally:
             mine = self._token is token
             if mine and not self._closed and self._sock is not None:

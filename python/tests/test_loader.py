@@ -76,7 +76,7 @@ class LoaderTest(unittest.TestCase):
                     resolution=c["resolution"], seed=c["seed"], epoch=c["epoch"],
                     rank=c["rank"], world_size=c["world"], drop_last=c["drop"], workers=2)
         args.update(kw)
-        return faster.Loader(self.data, **args)
+        return faster.Loader(c.get("data") or self.data, **args)
 
     def run_case(self, case, **kw):
         with self.open(case, **kw) as l:
@@ -139,15 +139,114 @@ class LoaderTest(unittest.TestCase):
                     self.assertTrue(torch.equal(x.cpu(), images))
 
     def test_ranks_disjoint_complete_equal(self):
+        # 33 samples on 2 ranks: rank 1 repeats one sample so that both
+        # serve 17 in batches of the same sizes (4, 4, 4, 4, 1), none empty.
         all_keys = set(self.cases["train-f32"]["keys"])
-        d0, k0 = self.run_case("rank0")
-        d1, k1 = self.run_case("rank1")
-        self.assertEqual(d0, self.cases["rank0"]["digests"])
-        self.assertEqual(d1, self.cases["rank1"]["digests"])
-        self.assertEqual(len(d0), len(d1), "ranks take different numbers of steps")
+        got = {}
+        for case in ("rank0", "rank1"):
+            with self.open(case, output="numpy") as l:
+                digests, first, sizes, repeats = [], [], [], 0
+                for b in l.batches():
+                    digests.append(digest(b.images, b.labels, b.keys))
+                    first += [k for k, m in zip(b.keys, b.mask) if m]
+                    sizes.append(b.valid)
+                    repeats += b.repeats
+                self.assertEqual(digests, self.cases[case]["digests"])
+                self.assertEqual(len(l), len(digests))
+                got[case] = (first, sizes, repeats)
+        (k0, s0, r0), (k1, s1, r1) = got["rank0"], got["rank1"]
+        self.assertEqual(s0, s1, "ranks take different steps")
+        self.assertNotIn(0, s0)
+        self.assertEqual((r0, r1), (0, 1))
         self.assertFalse(set(k0) & set(k1), "ranks overlap")
         self.assertEqual(set(k0) | set(k1), all_keys)
         self.assertEqual(len(k0) + len(k1), len(all_keys))
+
+    def test_set_epoch_on_streamed_shards(self):
+        # Packed shards read as streams: set_epoch(2) on a fresh loader, and
+        # epoch 2 after epochs 0 and 1 on one loader, are both what the Go
+        # loader makes of epoch 2 after 0 and 1; epoch 1 differs.
+        want2, want1 = self.cases["shards-epoch2"]["digests"], self.cases["shards-epoch1"]["digests"]
+        self.assertNotEqual(want1, want2)
+        with self.open("shards-epoch2", output="numpy") as l:
+            digests = [digest(b.images, b.labels, b.keys) for b in l.batches()]
+            self.assertEqual(digests, want2, "a fresh loader at set_epoch(2)")
+            self.assertEqual(len(l), len(digests))
+        with self.open("shards-epoch2", output="numpy", epoch=0) as l:
+            for e in (0, 1, 2):
+                l.set_epoch(e)
+                digests = [digest(b.images, b.labels, b.keys) for b in l.batches()]
+                if e == 1:
+                    self.assertEqual(digests, want1)
+            self.assertEqual(digests, want2, "epoch 2 after epochs 0 and 1")
+
+    @need_torch
+    def test_torch_ddp_unequal_ranks_default_padding(self):
+        # Two torch DDP processes (gloo, CPU) on 33 samples: rank 1 has one
+        # fewer. With the default drop_last=False both run len(loader) steps
+        # of the same sizes (the last of one row on both, through
+        # BatchNorm), none hangs in an all-reduce, and the samples served
+        # are the epoch once plus the one reported repeat.
+        script = textwrap.dedent("""
+            import json, os, sys, torch, torch.distributed as dist, torch.nn as nn
+            import faster
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+            dist.init_process_group("gloo", rank=rank, world_size=world)
+            torch.manual_seed(0)
+            torch.set_num_threads(1)
+            model = DDP(nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3)))
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            out = {"steps": [], "sizes": [], "keys": [], "repeats": 0}
+            with faster.Loader(sys.argv[1], batch_size=4, resolution=16, seed=3, workers=1) as l:
+                out["len"] = len(l)
+                for epoch in range(2):
+                    l.set_epoch(epoch)
+                    n = 0
+                    for b in l.batches():
+                        loss = nn.functional.cross_entropy(model(b.images), b.labels)
+                        opt.zero_grad()
+                        loss.backward()
+                        opt.step()
+                        n += 1
+                        if epoch == 0:
+                            out["sizes"].append(b.valid)
+                            out["repeats"] += b.repeats
+                            out["keys"] += [k for k, m in zip(b.keys, b.mask) if m]
+                    out["steps"].append(n)
+            dist.destroy_process_group()
+            print(json.dumps(out))
+        """)
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        procs = []
+        for rank in range(2):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+            procs.append(subprocess.Popen([sys.executable, "-c", script, self.data], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        outs = []
+        for p in procs:
+            try:
+                o, e = p.communicate(timeout=180)
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                self.fail("a DDP rank hung")
+            self.assertEqual(p.returncode, 0, e.decode()[-2000:])
+            outs.append(json.loads(o.decode().strip().splitlines()[-1]))
+        r0, r1 = outs
+        self.assertEqual(r0["steps"], [r0["len"]] * 2)
+        self.assertEqual(r1["steps"], r0["steps"])
+        self.assertEqual(r0["sizes"], r1["sizes"])
+        self.assertEqual(r0["sizes"], [4, 4, 4, 4, 1])
+        self.assertEqual((r0["repeats"], r1["repeats"]), (0, 1))
+        keys = r0["keys"] + r1["keys"]
+        self.assertEqual(len(keys), 33)
+        self.assertEqual(set(keys), set(self.cases["train-f32"]["keys"]))
 
     def test_rank_from_environment(self):
         old = {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE")}
