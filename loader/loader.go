@@ -101,6 +101,17 @@ type Options struct {
 	// Needs an indexed source (ImageFolder, LMDB, WebDataset, or shards
 	// with GlobalShuffle).
 	Resume *State
+	// LabelOffset is added to every label the data stores (shard records,
+	// LMDB Datums, WebDataset .cls): -1 for shards written by
+	// TensorFlow's ImageNet scripts, whose image/class/label counts from
+	// 1. The class names shift with it (Classes). An ImageFolder's labels
+	// are its folder indices and take no offset.
+	LabelOffset int
+	// Classes, if set, is the number of classes: a label outside [0,
+	// Classes) after the offset is a damaged sample. 0: the number of
+	// classes the data records, where it records them (else only negative
+	// labels are damaged).
+	Classes int
 }
 
 func (o *Options) ensureDefaults() error {
@@ -149,6 +160,9 @@ func (o *Options) ensureDefaults() error {
 	if o.Shuffle < ShuffleAuto || o.Shuffle > ShuffleOff {
 		errs = append(errs, fmt.Errorf("shuffle mode %d", o.Shuffle))
 	}
+	if o.Classes < 0 {
+		errs = append(errs, fmt.Errorf("classes %d: must not be negative", o.Classes))
+	}
 	if o.Layout != F32CHW && o.Layout != U8HWC {
 		errs = append(errs, fmt.Errorf("layout %q: want %s or %s", o.Layout, F32CHW, U8HWC))
 	}
@@ -182,6 +196,9 @@ type Sample struct {
 	path string     // file (or LMDB) the sample came from, for the quarantine list
 	off  int64      // its byte offset there, -1 if none
 	bad  *BadSample // set when the sample is damaged and the policy skips it
+	// synset is a TensorFlow ImageNet record's image/class/synset, to
+	// name the class in a label error.
+	synset string
 }
 
 // Item is what a batch row holds besides its pixels.
@@ -214,10 +231,13 @@ type Loader struct {
 	last   statser
 	epoch  atomic.Int64
 	labels []string
-	files  *fileSet // open shards for random access (GlobalShuffle)
-	fs     shardFS  // how shard files are opened: local, or a storage URL
-	closer func() error
-	q      quarantine
+	// classes bounds the labels: [0, classes) after the offset (0: only
+	// labels below 0 are out of range).
+	classes int
+	files   *fileSet // open shards for random access (GlobalShuffle)
+	fs      shardFS  // how shard files are opened: local, or a storage URL
+	closer  func() error
+	q       quarantine
 
 	// Indexed sources: the epoch order and the exact position (State).
 	indexed bool
@@ -263,6 +283,9 @@ func Open(path string, opts Options) (*Loader, error) {
 	l := &Loader{opts: opts, byRes: map[dsKey]pipeline.Dataset[*Batch]{}, stats: map[dsKey]statser{}}
 	l.q.notify = opts.Quarantine
 	err := l.init(path)
+	if err == nil {
+		err = l.initLabels()
+	}
 	if err != nil {
 		l.Close()
 		return nil, err

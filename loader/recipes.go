@@ -41,6 +41,12 @@ func (l *Loader) decoder(res int) func(context.Context, Sample) (Item, error) {
 		if s.bad != nil {
 			return Item{Key: s.Key, pos: s.pos, bad: s.bad}, nil
 		}
+		if err := l.label(&s); err != nil {
+			if o.BadData.Skip {
+				return Item{Key: s.Key, pos: s.pos, bad: badOf(err, s.path, s.off, s.Key)}, nil
+			}
+			return Item{}, err
+		}
 		it, err := dec(ctx, s)
 		if err != nil && o.BadData.Skip && isBadData(err) {
 			return Item{Key: s.Key, pos: s.pos, bad: badOf(err, s.path, s.off, s.Key)}, nil
@@ -473,7 +479,7 @@ func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 			s, err := exampleSample(rec, path, off, r.id|i)
 			s.pos, s.path, s.off = -1, path, off
 			if err != nil && r.skip && isBadData(err) {
-				s.bad, err = badOf(err, path, off, ""), nil
+				s.bad, err = badOf(err, path, off, s.Key), nil
 			}
 			if !yield(s, err) || err != nil {
 				return
@@ -572,24 +578,54 @@ func (l *Loader) initIndexed(files []string, counts []int) error {
 	})
 }
 
-// exampleSample decodes a packed tf.train.Example record into a Sample.
+// exampleSample decodes a tf.train.Example record into a Sample. It reads
+// the keys of our packer, which are those of TensorFlow's ImageNet scripts
+// (build_imagenet_data.py): image/encoded, image/class/label,
+// image/filename, and image/class/synset when present. A record without
+// an image or a label is damaged (a *tfrecord.CorruptError at off): a
+// sample must not become class 0 for lack of its label.
 func exampleSample(rec []byte, path string, off int64, id uint64) (Sample, error) {
 	s := Sample{ID: id}
+	var hasData, hasLabel bool
 	err := tfexample.Fields(rec, func(key, feat []byte) error {
 		switch string(key) {
 		case shard.KeyEncoded:
-			s.Data, _ = tfexample.FirstBytes(feat)
+			s.Data, hasData = tfexample.FirstBytes(feat)
 		case shard.KeyFilename:
 			k, _ := tfexample.FirstBytes(feat)
 			s.Key = string(k)
 		case shard.KeyLabel:
-			l, _ := tfexample.FirstInt64(feat)
+			var l int64
+			l, hasLabel = tfexample.FirstInt64(feat)
 			s.Label = int(l)
+			if int64(s.Label) != l {
+				hasLabel = false
+			}
+		case keySynset:
+			k, _ := tfexample.FirstBytes(feat)
+			s.synset = string(k)
 		}
 		return nil
 	})
 	if err != nil {
 		return Sample{}, fmt.Errorf("%s: offset %d: %w", path, off, err)
 	}
+	missing := ""
+	switch {
+	case !hasData:
+		missing = "no " + shard.KeyEncoded + " bytes"
+	case !hasLabel:
+		missing = "no " + shard.KeyLabel + " int64"
+	}
+	if missing != "" {
+		if s.Key != "" {
+			missing += " (" + s.Key + ")"
+		}
+		return s, &tfrecord.CorruptError{Path: path, Offset: off, Reason: "record has " + missing}
+	}
 	return s, nil
 }
+
+// keySynset is the WordNet id of the class in TensorFlow's ImageNet
+// shards ("n01440764").
+const keySynset = "image/class/synset"

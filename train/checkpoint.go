@@ -20,7 +20,10 @@ import (
 //	each tensor the header lists, in order | uint32 CRC-32C of all before
 //
 // The header names every tensor (parameters, buffers, momentum buffers)
-// with its length, and the trainer's position (epoch, step).
+// with its length, the trainer's position (epoch, step), the class count
+// of the model's head and, in mixed precision with a GradScaler, the
+// scaler's state (torch's GradScaler.state_dict: scale, growth tracker
+// and factors), so that a resumed run takes the same steps.
 const checkpointMagic = "FSTRCKP1"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -29,12 +32,27 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // model it is loaded into.
 var ErrCheckpoint = errors.New("bad checkpoint")
 
+// ErrClasses marks a checkpoint saved by a model of another class count
+// than the one it is loaded into (with ErrCheckpoint).
+var ErrClasses = errors.New("class count differs")
+
 type ckptHeader struct {
 	Epoch   int          `json:"epoch"`
 	Step    int          `json:"step"`
 	Seed    uint64       `json:"seed"`
 	Batch   int          `json:"batch"`
+	Classes int          `json:"classes,omitempty"`
+	Scaler  *ckptScaler  `json:"grad_scaler,omitempty"`
 	Tensors []ckptTensor `json:"tensors"`
+}
+
+type ckptScaler struct {
+	Scale          float64 `json:"scale"`
+	GrowthFactor   float64 `json:"growth_factor"`
+	BackoffFactor  float64 `json:"backoff_factor"`
+	GrowthInterval int     `json:"growth_interval"`
+	Growth         int     `json:"growth_tracker"`
+	Skipped        int     `json:"skipped"`
 }
 
 type ckptTensor struct {
@@ -61,7 +79,11 @@ func (t *Trainer) stateTensors() (names []string, vals [][]float32) {
 // to path atomically (a crash leaves the previous file intact).
 func (t *Trainer) SaveCheckpoint(path string) error {
 	names, vals := t.stateTensors()
-	h := ckptHeader{Epoch: t.Epoch, Step: t.Step, Seed: t.Seed, Batch: t.Batch}
+	h := ckptHeader{Epoch: t.Epoch, Step: t.Step, Seed: t.Seed, Batch: t.Batch, Classes: t.Classes}
+	if s := t.Scaler; s != nil {
+		h.Scaler = &ckptScaler{Scale: s.Scale, GrowthFactor: s.GrowthFactor, BackoffFactor: s.BackoffFactor,
+			GrowthInterval: s.GrowthInterval, Growth: s.growth, Skipped: s.Skipped}
+	}
 	for i, n := range names {
 		h.Tensors = append(h.Tensors, ckptTensor{Name: n, Len: len(vals[i])})
 	}
@@ -111,6 +133,9 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 		return bad("header: %v", err)
 	}
 	off += hl
+	if h.Classes != 0 && t.Classes != 0 && h.Classes != t.Classes {
+		return fmt.Errorf("%s: %w: %w: saved by a model of %d classes, this one has %d", path, ErrCheckpoint, ErrClasses, h.Classes, t.Classes)
+	}
 	if h.Step > 0 && h.Batch != t.Batch {
 		return bad("saved mid-epoch with batch %d; resume with the same batch (have %d)", h.Batch, t.Batch)
 	}
@@ -148,6 +173,13 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 	}
 	if off != len(body) {
 		return bad("%d trailing bytes", len(body)-off)
+	}
+	if sc := h.Scaler; sc != nil && t.Scaler != nil {
+		if !(sc.Scale > 0) || math.IsInf(sc.Scale, 0) || sc.Growth < 0 || sc.GrowthInterval < 1 || sc.Skipped < 0 {
+			return bad("grad scaler state %+v", *sc)
+		}
+		*t.Scaler = GradScaler{Scale: sc.Scale, GrowthFactor: sc.GrowthFactor, BackoffFactor: sc.BackoffFactor,
+			GrowthInterval: sc.GrowthInterval, Skipped: sc.Skipped, growth: sc.Growth}
 	}
 	t.Epoch, t.Step, t.Seed = h.Epoch, h.Step, h.Seed
 	return nil

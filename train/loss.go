@@ -56,9 +56,16 @@ func (c *CrossEntropy) Forward(logits Tensor, labels []int, grad bool) (Result, 
 		}
 		lse := m + math.Log(sum)
 		r.Loss += lse - float64(row[y])
+		// The label's rank among the logits. A NaN ranks above every
+		// number (torch.topk's order), so a NaN logit of the label is
+		// never correct, and a NaN elsewhere pushes the label down.
 		rank := 0
+		ly := row[y]
+		if ly != ly {
+			rank = math.MaxInt32 // neither top-1 nor top-5
+		}
 		for j, v := range row {
-			if v > row[y] || (v == row[y] && j < y) {
+			if v > ly || (v == ly && j < y) || (v != v && j != y) {
 				rank++
 			}
 			c.grad[i*k+j] = float32(math.Exp(float64(v)-lse) / float64(n))

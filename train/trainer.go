@@ -81,6 +81,10 @@ type Trainer struct {
 	Seed     uint64
 	Epoch    int // epochs completed
 	Step     int // steps completed in the current epoch
+	// Classes is the number of outputs of the model's head: a checkpoint
+	// records it and one of another class count does not load (0: not
+	// recorded, not checked).
+	Classes int
 
 	// Scaler, when set, scales the loss gradient and skips the steps whose
 	// gradients are not finite (mixed precision; see GradScaler).
@@ -413,6 +417,12 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 	}
 	params := t.devs[0].params
 	lr := t.Schedule.LR(float64(t.Epoch) + float64(t.Step+1)/float64(steps))
+	// A non-finite loss (the same on every rank: it is all-reduced) stops
+	// training, unless the scaler will skip the step and the weights are
+	// still finite (mixed precision overflowing now and then).
+	if !isFinite(r.Loss) && (t.Scaler == nil || nonFiniteParams(params) != nil) {
+		return StepResult{}, t.nonFinite(s, fmt.Sprintf("the loss is %g", r.Loss), lr)
+	}
 	skipped := false
 	if t.Scaler != nil {
 		finite := t.Scaler.Unscale(params)
@@ -421,6 +431,11 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 	}
 	if !skipped {
 		t.Opt.Step(params, lr)
+		// A backend may hide a NaN from the loss (oneDNN's ReLU maps it
+		// to 0) while it reaches the gradients: check the weights too.
+		if nonFiniteParams(params) != nil {
+			return StepResult{}, t.nonFinite(s, "the update left parameters that are not finite", lr)
+		}
 	}
 	t.Step++
 	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr, Skipped: skipped}

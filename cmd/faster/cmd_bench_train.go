@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -113,6 +114,9 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.Writer) error {
 	if o.epochs < 1 || o.batch < 1 || o.limit < 0 || o.testLimit < 0 || o.threads < 0 || o.devices < 1 {
 		return usagef("--epochs, --batch and --devices must be positive; --limit, --test-limit, --threads not negative")
+	}
+	if math.IsNaN(o.lr) || math.IsInf(o.lr, 0) || o.lr <= 0 {
+		return usagef("--lr %g: must be a positive finite number", o.lr)
 	}
 	for _, s := range o.strategies {
 		if s != "single" && s != "dp" && s != "ddp" {

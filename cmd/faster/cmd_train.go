@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faster-training/faster/collective"
+	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/progress"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/train"
@@ -44,6 +50,8 @@ type trainOptions struct {
 	checkpoint  string
 	testData    string
 	resolution  int
+	classes     int
+	labelOffset int
 	json        bool
 
 	// The seed's speed-ups (train_parallel.go).
@@ -100,6 +108,8 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.StringVar(&o.testData, "test-data", "", "test images for an ImageFolder --data (a packed dataset uses its test split)")
 		f.IntVar(&o.resolution, "resolution", 0, "image side for packed or ImageFolder data (default: the packed images' width, else 224)")
 		f.StringVar(&o.model, "model", "thinnet", "model: thinnet or resnet18")
+		f.IntVar(&o.classes, "classes", 0, "classes of the model's head, for data that does not record them (default: from the data: its class folders, the manifest's classes, 10 for MNIST)")
+		f.IntVar(&o.labelOffset, "label-offset", 0, "packed data: add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
 		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet's stage widths, three 3×3 convolutions each (default 32,64,128: the seed's)")
 		f.StringVar(&o.backend, "backend", "", "compute backend: onednn or reference (default: onednn when built with cgo)")
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to train (in total, counting resumed ones)")
@@ -120,6 +130,36 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		addParallelFlags(f, &o)
 		return c
 	})
+}
+
+// metric is a float64 that JSON writes as null when it is not finite
+// (encoding/json refuses NaN and ±Inf): a loss may be.
+type metric float64
+
+func (m metric) MarshalJSON() ([]byte, error) {
+	if f := float64(m); math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(m))
+}
+
+// MarshalJSON writes the losses, which may not be finite, as metrics.
+func (e epochSummary) MarshalJSON() ([]byte, error) {
+	type plain epochSummary
+	return json.Marshal(struct {
+		plain
+		TrainLoss metric `json:"train_loss"`
+		TestLoss  metric `json:"test_loss"`
+	}{plain(e), metric(e.TrainLoss), metric(e.TestLoss)})
+}
+
+// MarshalJSON writes the test loss, which may not be finite, as a metric.
+func (s trainSummary) MarshalJSON() ([]byte, error) {
+	type plain trainSummary
+	return json.Marshal(struct {
+		plain
+		TestLoss metric `json:"test_loss"`
+	}{plain(s), metric(s.TestLoss)})
 }
 
 type epochSummary struct {
@@ -148,40 +188,55 @@ type trainSummary struct {
 	Overlap      bool               `json:"overlap"`
 	ZeroGrad     string             `json:"zero_grad"` // set_to_none or zero
 	SkippedSteps int                `json:"skipped_steps,omitempty"`
-	Threads      int                `json:"threads"`
-	NormThreads  int                `json:"norm_threads,omitempty"`
-	Batch        int                `json:"batch"`
-	LR           float64            `json:"lr"`
-	Epochs       int                `json:"epochs"`
-	TrainImages  int                `json:"train_images"`
-	TestImages   int                `json:"test_images"`
-	Images       int                `json:"images"`  // images trained in this run
-	Seconds      float64            `json:"seconds"` // training time of this run (excluding evaluation)
-	ImagesPerSec float64            `json:"images_per_sec"`
-	TestAccuracy float64            `json:"test_accuracy"`
-	TestTop5     float64            `json:"test_top5"`
-	TestLoss     float64            `json:"test_loss"`
-	WallSeconds  float64            `json:"wall_seconds"`
-	PerEpoch     []epochSummary     `json:"per_epoch"`
+	// AlreadyDone: the checkpoint had trained --epochs already; nothing
+	// was trained and the test figures are its evaluation.
+	AlreadyDone  bool    `json:"already_complete,omitempty"`
+	Threads      int     `json:"threads"`
+	NormThreads  int     `json:"norm_threads,omitempty"`
+	Batch        int     `json:"batch"`
+	LR           float64 `json:"lr"`
+	Epochs       int     `json:"epochs"`
+	Classes      int     `json:"classes"`
+	TrainImages  int     `json:"train_images"`
+	TestImages   int     `json:"test_images"`
+	Images       int     `json:"images"`  // images trained in this run
+	Seconds      float64 `json:"seconds"` // training time of this run (excluding evaluation)
+	ImagesPerSec float64 `json:"images_per_sec"`
+	TestAccuracy float64 `json:"test_accuracy"`
+	TestTop5     float64 `json:"test_top5"`
+	TestLoss     float64 `json:"test_loss"`
+	WallSeconds  float64 `json:"wall_seconds"`
+	// WeightsSHA256 digests the final parameters and buffers (float32
+	// little-endian, in state_dict order): equal digests, equal models.
+	WeightsSHA256 string         `json:"weights_sha256"`
+	PerEpoch      []epochSummary `json:"per_epoch"`
 }
 
-// loadImages reads one split of an IDX directory into memory.
-func loadImages(dir, split string, limit int) (*train.Images, error) {
+// idxStats are the per-pixel mean and standard deviation (of v/255) of
+// the training images of Fashion-MNIST and of MNIST, as torchvision's
+// examples normalise them.
+var idxStats = map[bool][2]float32{true: {0.2860, 0.3530}, false: {0.1307, 0.3081}}
+
+// loadImages reads one split of an IDX directory into memory, normalised
+// with the statistics of the dataset it is (Fashion-MNIST when its class
+// names are, else MNIST), and returns its class names.
+func loadImages(dir, split string, limit int) (*train.Images, []string, error) {
 	src, err := source.OpenIDX(dir, split)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h, w := src.Size()
 	items := src.Items()
 	if limit > 0 && limit < len(items) {
 		items = items[:limit]
 	}
-	d := &train.Images{C: 1, H: h, W: w, Mean: 0.2860, Std: 0.3530, Labels: make([]int, len(items)), Pixels: make([]byte, 0, len(items)*h*w)}
+	st := idxStats[slices.Equal(src.Classes(), source.FashionMNISTClasses)]
+	d := &train.Images{C: 1, H: h, W: w, Mean: st[0], Std: st[1], Labels: make([]int, len(items)), Pixels: make([]byte, 0, len(items)*h*w)}
 	for i, it := range items {
 		d.Labels[i] = it.Label
 		d.Pixels = append(d.Pixels, src.Pixels(i)...)
 	}
-	return d, nil
+	return d, src.Classes(), nil
 }
 
 func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
@@ -195,8 +250,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if o.epochs < 1 || o.batch < 1 || o.threads < 0 || o.normThreads < 0 || o.limit < 0 || o.testLimit < 0 {
 		problems = append(problems, "--epochs and --batch must be positive; --threads, --norm-threads, --limit, --test-limit not negative")
 	}
-	if o.lr <= 0 {
-		problems = append(problems, "--lr must be positive")
+	problems = append(problems, checkHyper(o)...)
+	if o.classes < 0 {
+		problems = append(problems, "--classes must be positive")
 	}
 	for _, f := range o.filters {
 		if f < 1 || o.model != "thinnet" {
@@ -238,24 +294,34 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	var (
 		trainSet, testSet       *train.Images
 		trainStream, testStream *loaderStream
+		names, testNames        []string // class names, when the data records them
 		err                     error
 	)
 	if isIDX(o.data) {
-		if trainSet, err = loadImages(o.data, "train", o.limit); err != nil {
+		if o.labelOffset != 0 {
+			return usagef("--label-offset applies to packed data, not IDX")
+		}
+		if trainSet, names, err = loadImages(o.data, "train", o.limit); err != nil {
 			return err
 		}
-		if testSet, err = loadImages(o.data, "test", o.testLimit); err != nil {
+		if testSet, testNames, err = loadImages(o.data, "test", o.testLimit); err != nil {
 			return err
 		}
 	} else {
 		if o.limit > 0 || o.testLimit > 0 {
 			return usagef("--limit and --test-limit apply to IDX data only")
 		}
-		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, o.batch/world, o.seed, rank, world); err != nil {
+		lo := loader.Options{Batch: o.batch / world, Seed: o.seed, NumShards: world, ShardIdx: rank, LabelOffset: o.labelOffset, Classes: o.classes}
+		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, lo); err != nil {
 			return err
 		}
 		defer trainStream.l.Close()
 		defer testStream.l.Close()
+		names, testNames = trainStream.l.Classes(), testStream.l.Classes()
+	}
+	classes, err := trainClasses(o, names, testNames)
+	if err != nil {
+		return err
 	}
 	inC, inH, trainLen, testLen := 0, 0, 0, 0
 	if trainSet != nil {
@@ -263,6 +329,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	} else {
 		inC, inH, _ = trainStream.Shape()
 		trainLen, testLen = trainStream.Len()*world, testStream.Len()*world
+		if trainLen == 0 {
+			return fmt.Errorf("--data %s: the number of records is unknown (shards without an .idx index beside each): index them, e.g. with DALI's tfrecord2idx", o.data)
+		}
 	}
 	if trainLen < o.batch {
 		return usagef("--batch %d is larger than the %d training images", o.batch, trainLen)
@@ -292,17 +361,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if err != nil {
 			return nil, nil, err
 		}
-		var net *train.Sequential
-		if o.model == "resnet18" {
-			// The small-input stem for MNIST-sized images, the ImageNet one above 64 pixels.
-			net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: inC, Classes: 10, SmallInput: inH <= 64}, o.seed)
-		} else {
-			cfg := train.ThinNetConfig{InChannels: inC, Classes: 10, Filters: o.filters}
-			for range o.filters {
-				cfg.Blocks = append(cfg.Blocks, 2)
-			}
-			net, err = train.NewThinNet(b, cfg, o.seed)
-		}
+		net, err := newModel(b, o.model, o.filters, inC, inH, classes, o.seed)
 		if err != nil {
 			b.Close()
 			return nil, nil, err
@@ -321,9 +380,17 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	tr := train.NewTrainer(b, net, &train.SGD{Momentum: float32(o.momentum), WeightDecay: float32(o.weightDecay)}, sched, o.batch, o.seed)
 	defer tr.Close()
+	tr.Classes = classes
+	if o.amp && prec == train.Float16 {
+		tr.Scaler = train.NewGradScaler() // before loading: a checkpoint holds its state
+	}
 	if o.checkpoint != "" {
 		if err := tr.LoadCheckpoint(o.checkpoint); err == nil {
-			fmt.Fprintf(stderr, "resuming from %s at epoch %d step %d\n", o.checkpoint, tr.Epoch+1, tr.Step)
+			if tr.Epoch < o.epochs {
+				fmt.Fprintf(stderr, "resuming from %s at epoch %d step %d\n", o.checkpoint, tr.Epoch+1, tr.Step)
+			}
+		} else if errors.Is(err, train.ErrClasses) {
+			return fmt.Errorf("%w: --data %s has %d classes; train it into another --checkpoint", err, o.data, classes)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
@@ -333,14 +400,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if o.amp && prec == train.Float16 {
-		tr.Scaler = train.NewGradScaler()
-	}
 	tr.NoOverlap, tr.ZeroGrad = o.noOverlap, o.zeroGrad
 
 	sum := trainSummary{Model: o.model, Backend: b.Name(), Strategy: o.strategy, Devices: o.devices, WorldSize: world, SyncBN: o.syncBN && o.strategy != "single",
 		Precision: prec.String(), Overlap: !o.noOverlap, ZeroGrad: "set_to_none", Threads: b.Threads(), NormThreads: o.normThreads, Batch: o.batch, LR: o.lr,
-		Epochs: o.epochs, TrainImages: trainLen, TestImages: testLen}
+		Epochs: o.epochs, Classes: classes, TrainImages: trainLen, TestImages: testLen, PerEpoch: []epochSummary{}}
 	if o.zeroGrad {
 		sum.ZeroGrad = "zero"
 	}
@@ -352,6 +416,29 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		lineOut = io.Discard
 	}
 	wall := time.Now()
+	evaluate := func() (train.Metrics, error) {
+		if testSet != nil {
+			return tr.Evaluate(ctx, testSet, o.batch)
+		}
+		return tr.EvaluateStream(ctx, testStream, 0)
+	}
+	if tr.Epoch >= o.epochs {
+		// Nothing to train: say so, and evaluate what the checkpoint holds.
+		fmt.Fprintf(lineOut, "training is already complete: %s has trained %d epoch(s), --epochs is %d; evaluating it\n", o.checkpoint, tr.Epoch, o.epochs)
+		m, err := evaluate()
+		if err != nil {
+			return err
+		}
+		sum.AlreadyDone, sum.Epochs, sum.WeightsSHA256 = true, tr.Epoch, weightsDigest(net)
+		sum.TestAccuracy, sum.TestTop5, sum.TestLoss = m.Top1, m.Top5, m.Loss
+		sum.WallSeconds = time.Since(wall).Seconds()
+		if o.json {
+			return writeJSON(stdout, sum)
+		}
+		fmt.Fprintf(stdout, "already trained %d epoch(s) (%s): test loss %.4f acc %.2f%% top-5 %.2f%% on %d images\n",
+			tr.Epoch, o.checkpoint, m.Loss, 100*m.Top1, 100*m.Top5, m.Samples)
+		return nil
+	}
 	steps := tr.StepsPerEpoch(trainLen)
 	if trainStream != nil {
 		steps = trainStream.Steps() // the same on every rank
@@ -385,12 +472,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 				return err
 			}
 		}
-		var m train.Metrics
-		if testSet != nil {
-			m, err = tr.Evaluate(ctx, testSet, o.batch)
-		} else {
-			m, err = tr.EvaluateStream(ctx, testStream, 0)
-		}
+		m, err := evaluate()
 		if err != nil {
 			return err
 		}
@@ -404,6 +486,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 	}
 	sum.WallSeconds = time.Since(wall).Seconds()
+	sum.WeightsSHA256 = weightsDigest(net)
 	if sum.Seconds > 0 {
 		sum.ImagesPerSec = float64(sum.Images) / sum.Seconds
 	}
@@ -423,6 +506,101 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
 		o.model, b.Name(), describeStrategy(sum), b.Threads(), o.batch, sum.Precision, nativeNote(sum), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
 	return nil
+}
+
+// checkHyper reports the floating-point flags that are not finite (NaN and
+// Inf parse as numbers, and a NaN rate would "train" to NaN weights) or
+// outside their range, as torch.optim.SGD refuses a negative rate,
+// momentum or weight decay.
+func checkHyper(o trainOptions) []string {
+	var problems []string
+	for _, h := range []struct {
+		flag     string
+		v        float64
+		positive bool // else not negative
+	}{
+		{"lr", o.lr, true}, {"momentum", o.momentum, false}, {"weight-decay", o.weightDecay, false},
+		{"warmup", o.warmup, false}, {"step-epochs", o.stepEpochs, false}, {"gamma", o.gamma, true},
+	} {
+		switch {
+		case math.IsNaN(h.v) || math.IsInf(h.v, 0) || math.Abs(h.v) > math.MaxFloat32:
+			problems = append(problems, fmt.Sprintf("--%s %g: must be a finite number", h.flag, h.v))
+		case h.positive && h.v <= 0:
+			problems = append(problems, fmt.Sprintf("--%s %g: must be positive", h.flag, h.v))
+		case h.v < 0:
+			problems = append(problems, fmt.Sprintf("--%s %g: must not be negative", h.flag, h.v))
+		}
+	}
+	return problems
+}
+
+// weightsDigest is the SHA-256 of net's parameters and buffers, each value
+// as float32 little-endian, in order.
+func weightsDigest(net train.Layer) string {
+	h := sha256.New()
+	var b []byte
+	for _, p := range append(net.Params(), net.Buffers()...) {
+		b = b[:0]
+		for _, v := range p.Value {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// newModel builds the model on b for images of inC channels and side inH
+// with a head of classes outputs.
+func newModel(b train.Backend, model string, filters []int, inC, inH, classes int, seed uint64) (*train.Sequential, error) {
+	if model == "resnet18" {
+		// The small-input stem for MNIST-sized images, the ImageNet one above 64 pixels.
+		return train.NewResNet18(b, train.ResNetConfig{InChannels: inC, Classes: classes, SmallInput: inH <= 64}, seed)
+	}
+	cfg := train.ThinNetConfig{InChannels: inC, Classes: classes, Filters: filters}
+	for range filters {
+		cfg.Blocks = append(cfg.Blocks, 2)
+	}
+	return train.NewThinNet(b, cfg, seed)
+}
+
+// trainClasses is the number of classes the model's head gets: the
+// number the training data records (names; an LMDB or WebDataset records
+// its largest label), or --classes, which may be larger (outputs no label
+// uses) and is needed for data that records none. The test data's classes
+// (testNames) must begin with the training data's — a test tree missing
+// the last class is fine, one missing another would shift the labels.
+func trainClasses(o trainOptions, names, testNames []string) (int, error) {
+	if len(names) > 0 && len(testNames) > 0 && !slices.Equal(testNames, names[:min(len(names), len(testNames))]) {
+		return 0, fmt.Errorf("the test data's %d classes (%s) are not those of the training data's %d (%s): their labels would not agree",
+			len(testNames), abbrev(testNames), len(names), abbrev(names))
+	}
+	n := max(len(names), len(testNames))
+	switch {
+	case o.classes > maxClasses:
+		return 0, usagef("--classes %d: more than %d", o.classes, maxClasses)
+	case n > maxClasses:
+		return 0, fmt.Errorf("--data %s has %d classes, more than %d (a label read from damaged data?)", o.data, n, maxClasses)
+	case o.classes > 0 && o.classes < n:
+		return 0, usagef("--classes %d: the data has %d classes", o.classes, n)
+	case o.classes > 0:
+		return o.classes, nil
+	case n > 0:
+		return n, nil
+	}
+	return 0, usagef("--data %s does not record its classes (no class folders or manifest classes): give --classes N", o.data)
+}
+
+// maxClasses bounds the model's head (ThinNet's 512×classes weights, with
+// their gradients and momentum, take 6 GB at the bound): a class count
+// above it comes from a mistake or from damaged labels.
+const maxClasses = 1 << 20
+
+// abbrev lists the first few of names.
+func abbrev(names []string) string {
+	if len(names) > 4 {
+		return strings.Join(names[:4], ", ") + ", …"
+	}
+	return strings.Join(names, ", ")
 }
 
 func joinLines(s []string) string {

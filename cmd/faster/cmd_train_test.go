@@ -79,11 +79,23 @@ func TestTrainCLI(t *testing.T) {
 	if _, err := os.Stat(ckpt); err != nil {
 		t.Errorf("no checkpoint: %v", err)
 	}
-	// A rerun with the same --epochs resumes at the end: nothing to train.
+	// A rerun with the same --epochs resumes at the end: nothing to train,
+	// and it says so and evaluates the checkpoint (it printed "accuracy
+	// 0.00%"): the same accuracy as the run that wrote it.
 	code, out, errs = runCLI(t, "train", "--data", dir, "--limit", n, "--test-limit", n, "--batch", batch, "--epochs", epochs,
 		"--threads", "1", "--checkpoint", ckpt)
-	if code != 0 || !strings.Contains(errs, "resuming from") || !strings.Contains(out, "0 images") {
+	if code != 0 || !strings.Contains(errs, "already complete") || !strings.Contains(out, "already trained "+epochs+" epoch(s)") {
 		t.Errorf("resume: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "train", "--data", dir, "--limit", n, "--test-limit", n, "--batch", batch, "--epochs", "1",
+		"--threads", "1", "--checkpoint", ckpt, "--json")
+	var again trainSummary
+	if code != 0 || json.Unmarshal([]byte(out), &again) != nil {
+		t.Fatalf("resume --json: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if !again.AlreadyDone || again.Images != 0 || again.TestAccuracy != sum["test_accuracy"].(float64) || again.TestLoss != sum["test_loss"].(float64) {
+		t.Errorf("resume --json: %+v; want already complete with the test accuracy %v and loss %v of the run that saved it",
+			again, sum["test_accuracy"], sum["test_loss"])
 	}
 }
 

@@ -22,6 +22,7 @@ type loaderFlags struct {
 	drop       bool
 	global     bool
 	shuffle    loader.ShuffleMode
+	labelOff   int
 }
 
 // register adds the flags to f; transforms lists the accepted transforms
@@ -40,6 +41,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.VarPF(shuffleFlag{&lf.shuffle, loader.ShuffleOff}, "no-shuffle", "", "read in the source order").NoOptDefVal = "true"
 	f.BoolVar(&lf.drop, "drop", false, "every rank takes the whole batches of the smallest rank's samples, without repeats (default: ranks short of the largest one's count repeat samples, and the last batch may be partial, the same size on every rank)")
 	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
+	f.IntVar(&lf.labelOff, "label-offset", 0, "add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
 }
 
 // options returns the loader options the flags describe, with workers
@@ -49,6 +51,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 		Transform: loader.Transform(lf.transform), Resolution: lf.resolution, Layout: loader.Layout(lf.layout),
 		Batch: lf.batch, Workers: workers, NumShards: lf.numShards, ShardIdx: lf.shardIndex,
 		Seed: lf.seed, Split: lf.split, Drop: lf.drop, GlobalShuffle: lf.global, Shuffle: lf.shuffle,
+		LabelOffset: lf.labelOff,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/pipeline"
@@ -67,10 +68,14 @@ func isIDX(data string) bool {
 // openStreams opens the train and test pipelines of a packed dataset (its
 // train and test splits) or of an ImageFolder tree (with testData for the
 // test images), at resolution res (0: the packed images' width, else 224).
-// With world > 1 each rank reads its own share of both (rank of world).
-func openStreams(data, testData string, res, batch int, seed uint64, rank, world int) (trainS, testS *loaderStream, err error) {
-	if _, err := os.Stat(data); err != nil {
-		return nil, nil, err
+// base gives the options both share: the local batch, the seed (of the
+// train pipeline), this rank's share (ShardIdx of NumShards), the labels'
+// offset and class count.
+func openStreams(data, testData string, res int, base loader.Options) (trainS, testS *loaderStream, err error) {
+	if !strings.ContainsAny(data, "*?[") { // a glob of shards is the loader's to match
+		if _, err := os.Stat(data); err != nil {
+			return nil, nil, err
+		}
 	}
 	packed := false
 	if m, err := shard.LoadManifest(data); err == nil && len(m.Splits) > 0 {
@@ -88,8 +93,9 @@ func openStreams(data, testData string, res, batch int, seed uint64, rank, world
 	if testData == "" {
 		return nil, nil, usagef("--data %s is not a packed dataset with a test split: give --test-data", data)
 	}
-	tl, err := loader.Open(data, loader.Options{Transform: loader.Train, Resolution: res, Batch: batch, Drop: true, Seed: seed, Split: "train",
-		NumShards: world, ShardIdx: rank})
+	to := base
+	to.Transform, to.Resolution, to.Drop, to.Split = loader.Train, res, true, "train"
+	tl, err := loader.Open(data, to)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,8 +103,9 @@ func openStreams(data, testData string, res, batch int, seed uint64, rank, world
 	if packed && testData == data {
 		split = "test"
 	}
-	el, err := loader.Open(testData, loader.Options{Transform: loader.Eval, Resolution: res, Batch: batch, Split: split,
-		NumShards: world, ShardIdx: rank})
+	eo := base
+	eo.Transform, eo.Resolution, eo.Split, eo.Seed = loader.Eval, res, split, 0
+	el, err := loader.Open(testData, eo)
 	if err != nil {
 		tl.Close()
 		return nil, nil, fmt.Errorf("test data: %w", err)

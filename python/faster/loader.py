@@ -130,12 +130,15 @@ class Loader:
     set_epoch(e) makes the next iteration epoch e exactly, whatever ran
     before: a loader started fresh at epoch e (a resumed job) yields what a
     long-running one yields at epoch e, on every kind of data.
+
+    label_offset is added to every stored label: -1 for TensorFlow's
+    ImageNet shards, whose image/class/label counts from 1.
     """
 
     def __init__(self, data, batch_size=256, transform="train", rank=None, world_size=None,
                  seed=0, epoch=0, workers=0, resolution=224, layout="f32-chw", binary=None,
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
-                 shuffle=None):
+                 shuffle=None, label_offset=0):
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
@@ -161,7 +164,8 @@ class Loader:
                 "--resolution", str(resolution), "--layout", layout,
                 "--workers", str(workers), "--num-shards", str(self.world_size),
                 "--shard-index", str(self.rank), "--seed", str(seed), "--split", split,
-                "--slots", str(slots), "--shm-dir", shm_dir]
+                "--slots", str(slots), "--shm-dir", shm_dir,
+                "--label-offset", str(int(label_offset))]
         if drop_last:
             args.append("--drop")
         if shuffle is not None:

@@ -306,6 +306,13 @@ class LoaderTest(unittest.TestCase):
             faster.Loader(os.path.join(self.data, "no-such-dir"), batch_size=2)
         self.assertIn("no-such-dir", str(cm.exception))
 
+    def test_label_offset_reaches_the_server(self):
+        # The test data is an ImageFolder, whose labels are folder indices:
+        # the server refuses an offset, so the option got there.
+        with self.assertRaises(faster.ServerError) as cm:
+            faster.Loader(self.data, batch_size=2, label_offset=-1)
+        self.assertIn("label offset -1", str(cm.exception))
+
     def test_client_killed(self):
         # A consumer holding every slot (the server blocks on the ring) dies.
         script = textwrap.dedent("""
