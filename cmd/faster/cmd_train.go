@@ -48,6 +48,7 @@ type trainOptions struct {
 	limit       int
 	testLimit   int
 	checkpoint  string
+	ckptEvery   int
 	testData    string
 	resolution  int
 	classes     int
@@ -126,6 +127,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.IntVar(&o.limit, "limit", 0, "train on the first N training images only (0: all)")
 		f.IntVar(&o.testLimit, "test-limit", 0, "evaluate on the first N test images only (0: all)")
 		f.StringVar(&o.checkpoint, "checkpoint", "", "save state to FILE after each epoch; resume from it when it exists")
+		f.IntVar(&o.ckptEvery, "checkpoint-every", 0, "with --checkpoint: also save every N steps within an epoch (a killed run resumes there)")
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
 		addParallelFlags(f, &o)
 		return c
@@ -253,6 +255,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	problems = append(problems, checkHyper(o)...)
 	if o.classes < 0 {
 		problems = append(problems, "--classes must be positive")
+	}
+	if o.ckptEvery < 0 || (o.ckptEvery > 0 && o.checkpoint == "") {
+		problems = append(problems, "--checkpoint-every takes a positive step count, with --checkpoint")
 	}
 	for _, f := range o.filters {
 		if f < 1 || o.model != "thinnet" {
@@ -448,6 +453,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		line := newTrainLine(lineOut, fmt.Sprintf("epoch %d/%d", epoch, o.epochs), int64((steps-tr.Step)*o.batch))
 		onStep := func(r train.StepResult) error {
 			line.step(r.Loss, r.Images)
+			// Mid-epoch checkpoints (the epoch's last step is saved below,
+			// after the epoch ends). Rank 0 writes; the ranks are in step.
+			if o.checkpoint != "" && o.ckptEvery > 0 && rank == 0 && r.Step%o.ckptEvery == 0 && r.Step < r.Steps {
+				if err := tr.SaveCheckpoint(o.checkpoint); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		var res train.EpochResult
