@@ -56,7 +56,8 @@ func (d *IndexedDataset[T]) Named(name string) *IndexedDataset[T] { d.name = nam
 func (d *IndexedDataset[T]) Bytes(size func(T) int) *IndexedDataset[T] { d.size = size; return d }
 
 // Shuffle visits the indices in a random permutation drawn each epoch from
-// seed and the epoch the context names (EpochFrom). Every rank must use the same seed: the ranks
+// seed and the epoch the context names (EpochFrom): a Permutation, computed
+// index by index, so the order costs no memory per element. Every rank must use the same seed: the ranks
 // shard the same permutation (as PyTorch's DistributedSampler does).
 func (d *IndexedDataset[T]) Shuffle(seed uint64) *IndexedDataset[T] {
 	d.shuffle, d.seed = true, seed
@@ -98,9 +99,9 @@ func (d *IndexedDataset[T]) Iter(ctx context.Context) iter.Seq2[T, error] {
 		m := meter{s: &d.stage}
 		defer m.flush()
 		n := d.src.Len()
-		var perm []int
+		var perm *Permutation // computed per position: no memory per element
 		if d.shuffle {
-			perm = epochRand(d.seed, epoch, saltIndexed).Perm(n)
+			perm = NewPermutation(n, d.seed, epoch, saltIndexed)
 		}
 		done := ctx.Done()
 		var zero T
@@ -113,7 +114,7 @@ func (d *IndexedDataset[T]) Iter(ctx context.Context) iter.Seq2[T, error] {
 			}
 			idx := pos
 			if perm != nil {
-				idx = perm[pos]
+				idx = perm.At(pos)
 			}
 			x, err := d.src.Get(idx)
 			t1 := nanotime()
