@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -397,5 +398,64 @@ func TestDstInsideSrc(t *testing.T) {
 	}
 	if got := listTree(t, dst); len(got) != 1 || !got["a/1.jpg"] {
 		t.Errorf("dst holds %v", got)
+	}
+}
+
+// TestRerunRemovesLeftoverTemps: the hidden temporary files a SIGKILLed
+// run leaves (".X.tmp-N", empty or partial) are removed by the next run,
+// in every output folder (before: they stayed for ever).
+func TestRerunRemovesLeftoverTemps(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	writeTree(t, src, map[string][]byte{"a/1.jpg": photo(t, 200, 150), "2.jpg": photo(t, 90, 60)})
+	if _, err := Run(context.Background(), src, dst, Options{MaxSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+	left := []string{filepath.Join(dst, ".2.jpg.tmp-123"), filepath.Join(dst, "a", ".1.jpg.tmp-456789")}
+	for _, p := range left {
+		os.WriteFile(p, nil, 0o644)
+	}
+	if _, err := Run(context.Background(), src, dst, Options{MaxSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s left behind", p)
+		}
+	}
+}
+
+// TestSymlinksAndSpecialFiles: a symlinked folder is mirrored (as
+// ImageFolder and torchvision follow it), a loop is walked once, and a
+// FIFO, a device or a dangling link is a counted failure naming it, never
+// read (before: the linked folder's images were dropped silently, a FIFO
+// ignored without a word).
+func TestSymlinksAndSpecialFiles(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	writeTree(t, src, map[string][]byte{"a/1.jpg": photo(t, 200, 150)})
+	other := t.TempDir()
+	writeTree(t, other, map[string][]byte{"2.jpg": photo(t, 90, 60)})
+	os.Symlink(other, filepath.Join(src, "linked"))
+	os.Symlink("..", filepath.Join(src, "a", "up"))
+	os.Symlink("/dev/null", filepath.Join(src, "a", "null.jpg"))
+	os.Symlink("missing", filepath.Join(src, "a", "gone.jpg"))
+	if err := syscall.Mkfifo(filepath.Join(src, "a", "pipe.jpg"), 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	res, err := Run(context.Background(), src, dst, Options{MaxSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := listTree(t, dst)
+	if !got["a/1.jpg"] || !got["linked/2.jpg"] || len(got) != 2 {
+		t.Fatalf("dst holds %v", got)
+	}
+	failed := map[string]bool{}
+	for _, f := range res.Failures {
+		failed[f.Path] = true
+	}
+	for _, p := range []string{"a/null.jpg", "a/gone.jpg", "a/pipe.jpg", "a/up"} {
+		if !failed[p] {
+			t.Errorf("%s: not a failure (%+v)", p, res.Failures)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/source"
 )
 
@@ -147,44 +148,97 @@ func walk(ctx context.Context, src, dst string, res *Result) ([]job, error) {
 		return nil, err
 	}
 	var jobs []job
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		rel, rerr := filepath.Rel(src, p)
-		if rerr != nil {
-			return rerr
-		}
-		if err != nil {
-			if p == src {
-				return fmt.Errorf("%w: %w", ErrSource, err)
-			}
-			res.Failed++
-			res.Failures = append(res.Failures, Failure{filepath.ToSlash(rel), err.Error()})
-			return nil
-		}
-		if d.IsDir() {
-			if abs, _ := filepath.Abs(p); abs == absDst {
-				return filepath.SkipDir
-			}
-			if rel != "." {
-				return os.MkdirAll(filepath.Join(dst, rel), 0o777)
-			}
-			return nil
-		}
-		info, err := os.Stat(p) // follows symlinks
-		if err != nil {
-			res.Failed++
-			res.Failures = append(res.Failures, Failure{filepath.ToSlash(rel), err.Error()})
-			return nil
-		}
-		if !info.Mode().IsRegular() {
-			return nil // sockets, devices, links to folders
-		}
-		jobs = append(jobs, job{rel: rel, info: info, image: source.IsImageName(p)})
-		return nil
-	})
+	w := walker{ctx: ctx, src: src, dst: dst, absDst: absDst, res: res, jobs: &jobs}
+	err = w.dir(src, ".", nil)
 	return jobs, err
+}
+
+// walker lists a source tree as ImageFolder (and torchvision) does:
+// symlinks to folders are followed, except into a folder already on the
+// path (a loop); every entry that is neither a folder nor a regular file
+// (a FIFO, a device, a socket, a dangling link) is a Failure, never read.
+type walker struct {
+	ctx      context.Context
+	src, dst string
+	absDst   string
+	res      *Result
+	jobs     *[]job
+}
+
+func (w *walker) fail(rel string, err error) {
+	w.res.Failed++
+	w.res.Failures = append(w.res.Failures, Failure{filepath.ToSlash(rel), err.Error()})
+}
+
+// dir lists folder p (rel to the source), whose ancestors are given.
+func (w *walker) dir(p, rel string, ancestors []fs.FileInfo) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		if rel == "." {
+			return fmt.Errorf("%w: %w", ErrSource, err)
+		}
+		w.fail(rel, err)
+		return nil
+	}
+	for _, a := range ancestors {
+		if os.SameFile(a, st) {
+			w.fail(rel, errors.New("symlink loop: the folder is already being walked"))
+			return nil
+		}
+	}
+	if abs, _ := filepath.Abs(p); abs == w.absDst {
+		return nil // the destination inside the source: not an input
+	}
+	ancestors = append(ancestors, st)
+	if rel != "." {
+		if err := os.MkdirAll(filepath.Join(w.dst, rel), 0o777); err != nil {
+			return err
+		}
+	}
+	removeTemps(filepath.Join(w.dst, rel))
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		if rel == "." {
+			return fmt.Errorf("%w: %w", ErrSource, err)
+		}
+		w.fail(rel, err)
+		return nil
+	}
+	for _, e := range ents {
+		cp, crel := filepath.Join(p, e.Name()), filepath.Join(rel, e.Name())
+		info, err := os.Stat(cp) // follows symlinks
+		switch {
+		case err != nil:
+			if _, lerr := os.Lstat(cp); lerr == nil && e.Type()&fs.ModeSymlink != 0 {
+				err = &source.FileError{Path: cp, Reason: "dangling symlink or symlink loop", Err: err}
+			}
+			w.fail(crel, err)
+		case info.IsDir():
+			if err := w.dir(cp, crel, ancestors); err != nil {
+				return err
+			}
+		case !info.Mode().IsRegular():
+			w.fail(crel, &source.FileError{Path: cp, Reason: "not a regular file (" + info.Mode().Type().String() + ")"})
+		default:
+			*w.jobs = append(*w.jobs, job{rel: crel, info: info, image: source.IsImageName(cp)})
+		}
+	}
+	return nil
+}
+
+// removeTemps deletes the temporary files a killed run left in an output
+// folder (".NAME.tmp-N", see writeFile): no run is writing them, as two
+// runs into one destination are not supported.
+func removeTemps(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Type().IsRegular() && atomicfile.IsTemp(e.Name()) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // worker holds the per-goroutine state: the resizer's tables and
@@ -260,11 +314,14 @@ func (w *worker) fail(j job, err error) {
 
 // read reads a whole file into the worker's read buffer.
 func (w *worker) read(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, size, err := source.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if size > source.MaxFileSize {
+		return nil, &source.FileError{Path: path, Reason: fmt.Sprintf("%d bytes, above the %d-byte cap on one image", size, source.MaxFileSize)}
+	}
 	buf := w.rbuf[:0]
 	for {
 		if len(buf) == cap(buf) {

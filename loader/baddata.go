@@ -40,12 +40,16 @@ type BadSample struct {
 var ErrTooManyBad = errors.New("loader: too many bad samples")
 
 // isBadData reports whether err is damage in the data rather than a
-// failure to read it.
+// failure to read it: the one definition of a bad sample (see
+// docs/badinput.md). A path that is no regular file (a FIFO, a device, a
+// directory named .JPEG, a dangling symlink, a loop) or above the size
+// cap, and an image above the pixel limit, are bad samples too.
 func isBadData(err error) bool {
 	return errors.Is(err, tfrecord.ErrCorrupt) || errors.Is(err, source.ErrCorrupt) ||
 		errors.Is(err, source.ErrNotImage) || errors.Is(err, imgcodec.ErrCorrupt) ||
 		errors.Is(err, imgcodec.ErrUnknownFormat) || errors.Is(err, imgcodec.ErrUnsupported) ||
-		errors.Is(err, tfexample.ErrMalformed)
+		errors.Is(err, tfexample.ErrMalformed) || errors.Is(err, source.ErrBadFile) ||
+		errors.Is(err, imgcodec.ErrTooLarge)
 }
 
 // badOf describes err as a quarantine entry.

@@ -2,15 +2,16 @@ package loader
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/storage"
 )
 
@@ -31,9 +32,14 @@ type shardFS interface {
 
 type localFiles struct{}
 
-func (localFiles) open(_ context.Context, name string) (io.ReadCloser, error) { return os.Open(name) }
+// Only regular files are read (a FIFO would block the reader forever).
+func (localFiles) open(_ context.Context, name string) (io.ReadCloser, error) {
+	f, _, err := source.OpenFile(name)
+	return f, err
+}
 func (localFiles) openAt(_ context.Context, name string) (io.ReaderAt, error) {
-	return os.Open(name) // an *os.File: its owner closes it (io.Closer)
+	f, _, err := source.OpenFile(name)
+	return f, err // an *os.File: its owner closes it (io.Closer)
 }
 func (localFiles) display(name string) string { return name }
 func (localFiles) manifest(_ context.Context, name string) (*shard.Manifest, error) {
@@ -58,11 +64,14 @@ func (f storeFiles) manifest(ctx context.Context, _ string) (*shard.Manifest, er
 		return nil, err
 	}
 	defer r.Close()
-	var m shard.Manifest
-	if err := json.NewDecoder(r).Decode(&m); err != nil {
+	b, err := io.ReadAll(io.LimitReader(r, shard.MaxManifestSize+1))
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.s.URL(shard.ManifestName), err)
 	}
-	return &m, nil
+	if len(b) > shard.MaxManifestSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", f.s.URL(shard.ManifestName), shard.MaxManifestSize)
+	}
+	return shard.ParseManifest(b, f.s.URL(shard.ManifestName))
 }
 func (f storeFiles) close() error { return f.s.Close() }
 
@@ -74,11 +83,20 @@ func remoteShards(ctx context.Context, url, split string) (storeFiles, []string,
 		return storeFiles{}, nil, err
 	}
 	f := storeFiles{s}
-	if m, err := f.manifest(ctx, ""); err == nil && len(m.Splits) > 0 {
+	m, err := f.manifest(ctx, "")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.Close()
+		return f, nil, err // an unreadable manifest is an error, never "no manifest"
+	}
+	if m != nil && len(m.Splits) > 0 {
 		sp := m.Splits[split]
 		if sp == nil {
 			s.Close()
 			return f, nil, fmt.Errorf("%s: manifest has no split %q", url, split)
+		}
+		if !sp.Complete {
+			s.Close()
+			return f, nil, fmt.Errorf("%s: split %q: this pack did not finish: rerun faster pack", url, split)
 		}
 		var names []string
 		for _, sh := range sp.Shards {

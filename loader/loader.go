@@ -96,6 +96,11 @@ type Options struct {
 	// Quarantine, if set, is called with each skipped bad sample, from the
 	// goroutine iterating the epoch.
 	Quarantine func(BadSample)
+	// MaxBatchMemory is the most bytes the batches in flight may take
+	// (Prefetch+2 batches of Batch rows at the largest resolution);
+	// Open refuses options above it up front instead of running out of
+	// memory. 0 = half the machine's physical memory.
+	MaxBatchMemory int64
 	// Resume, if set, continues the epoch it names from that position (see
 	// State): this rank serves its stride of the samples not yet served.
 	// Needs an indexed source (ImageFolder, LMDB, WebDataset, or shards
@@ -172,6 +177,9 @@ func (o *Options) ensureDefaults() error {
 			break
 		}
 	}
+	if len(errs) == 0 {
+		errs = append(errs, o.checkMemory())
+	}
 	return errors.Join(errs...)
 }
 
@@ -184,6 +192,52 @@ const (
 	ShuffleOn                      // shuffle, whatever the transform
 	ShuffleOff                     // keep the source order
 )
+
+// checkMemory refuses a resolution above the decoder's pixel limit and
+// batches in flight above the memory budget.
+func (o *Options) checkMemory() error {
+	res := o.Resolution
+	for _, r := range o.Schedule {
+		res = max(res, r)
+	}
+	if int64(res)*int64(res) > imgcodec.DefaultMaxPixels {
+		return fmt.Errorf("resolution %d: %d pixels per image, above the decoder's limit of %d", res, int64(res)*int64(res), int64(imgcodec.DefaultMaxPixels))
+	}
+	if o.Transform == None {
+		return nil
+	}
+	row := int64(res) * int64(res) * 3
+	if o.Layout == F32CHW {
+		row *= 4
+	}
+	budget, what := o.MaxBatchMemory, "the memory budget"
+	if budget == 0 {
+		budget, what = physicalMemory()/2, "half the machine's memory"
+	}
+	batches := int64(o.Prefetch + 2)
+	if need := row * int64(o.Batch) * batches; need/batches/int64(o.Batch) != row || need > budget {
+		return fmt.Errorf("resolution %d, batch %d: the %d batches in flight need %.1f GB, above %s (%.1f GB); lower the batch or the resolution",
+			res, o.Batch, batches, float64(row)*float64(o.Batch)*float64(batches)/1e9, what, float64(budget)/1e9)
+	}
+	return nil
+}
+
+// physicalMemory is the machine's memory in bytes (Linux: MemTotal), or 16
+// GiB when it cannot be read.
+func physicalMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				var kb int64
+				if _, err := fmt.Sscan(rest, &kb); err == nil && kb > 0 {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 16 << 30
+}
 
 // Sample is an encoded sample as read from storage.
 type Sample struct {
@@ -312,7 +366,10 @@ func (l *Loader) init(path string) error {
 	if source.IsLMDB(path) {
 		return l.initLMDB(path)
 	}
-	if !strings.ContainsAny(path, "*?[") {
+	// A packed directory is read through its manifest (its splits), never
+	// by globbing.
+	_, noManifest := os.Lstat(filepath.Join(path, shard.ManifestName))
+	if !strings.ContainsAny(path, "*?[") && noManifest != nil {
 		if files := source.WDSFiles(path); len(files) > 0 {
 			return l.initWDS(files)
 		}
@@ -351,10 +408,17 @@ func shardFiles(path, split string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{path}, nil
 	}
-	if m, err := shard.LoadManifest(path); err == nil && len(m.Splits) > 0 {
+	m, err := shard.LoadManifest(path)
+	if err != nil {
+		return nil, err // an unreadable manifest is an error, never "no manifest"
+	}
+	if len(m.Splits) > 0 {
 		sp := m.Splits[split]
 		if sp == nil {
 			return nil, fmt.Errorf("%s: manifest has no split %q", path, split)
+		}
+		if !sp.Complete {
+			return nil, fmt.Errorf("%s: split %q: this pack did not finish: rerun faster pack", path, split)
 		}
 		var files []string
 		for _, s := range sp.Shards {
@@ -362,10 +426,10 @@ func shardFiles(path, split string) ([]string, error) {
 		}
 		return files, nil
 	}
-	m, _ := filepath.Glob(filepath.Join(path, "*.tfrecord"))
-	slices.Sort(m)
-	if len(m) > 0 {
-		return m, nil
+	g, _ := filepath.Glob(filepath.Join(path, "*.tfrecord"))
+	slices.Sort(g)
+	if len(g) > 0 {
+		return g, nil
 	}
 	return nil, nil
 }

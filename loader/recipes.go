@@ -1,10 +1,11 @@
 package loader
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"path"
@@ -207,9 +208,9 @@ func (l *Loader) initFolder(src *source.ImageFolder) error {
 	return l.initIndexedSource("imagefolder", len(items), src.Classes(), func(i int) (Sample, error) {
 		it := items[i]
 		p := filepath.Join(root, filepath.FromSlash(it.Key))
-		data, err := os.ReadFile(p)
+		data, err := source.ReadFile(p, 0)
 		if err != nil {
-			return Sample{}, err
+			return Sample{Key: it.Key, path: p, off: -1}, err
 		}
 		return Sample{Key: it.Key, Label: it.Label, Data: data, ID: uint64(i), path: p, off: -1}, nil
 	})
@@ -243,6 +244,14 @@ func (l *Loader) initWDS(files []string) error {
 		return err
 	}
 	l.closer = w.Close
+	if err := checkWDSManifest(files, w); err != nil {
+		if !l.opts.BadData.Skip || !isBadData(err) {
+			return err
+		}
+		if err := l.q.add(*badOf(err, files[0], 0, ""), 0, l.opts.BadData, max(len(w.Items()), 1)); err != nil {
+			return err
+		}
+	}
 	for _, d := range w.Damage() {
 		err := &source.CorruptError{Path: d.Path, Offset: d.Offset, Reason: d.Reason}
 		if !l.opts.BadData.Skip {
@@ -263,6 +272,48 @@ func (l *Loader) initWDS(files []string) error {
 		}
 		return Sample{Key: s.Key, Label: s.Label, Data: s.Data, ID: uint64(i), path: path, off: off}, nil
 	})
+}
+
+// checkWDSManifest checks the tars a manifest beside them lists: finished,
+// with the manifest's size and sample count.
+func checkWDSManifest(files []string, w *source.WDS) error {
+	m, err := shard.LoadManifest(filepath.Dir(files[0]))
+	if err != nil {
+		return err
+	}
+	infos := map[string]*shard.ShardInfo{}
+	for _, sp := range m.Splits {
+		for i := range sp.Shards {
+			infos[sp.Shards[i].Name] = &sp.Shards[i]
+		}
+	}
+	damaged := map[string]bool{} // its losses are reported as damage
+	for _, d := range w.Damage() {
+		damaged[d.Path] = true
+	}
+	samples := map[string]int64{}
+	for i := range w.Items() {
+		p, _ := w.Where(i)
+		samples[p]++
+	}
+	for _, f := range files {
+		info := infos[filepath.Base(f)]
+		if info == nil {
+			continue
+		}
+		st, err := os.Stat(f)
+		switch {
+		case err != nil:
+			return err
+		case !info.Complete:
+			return fmt.Errorf("%s: the manifest marks this shard unfinished: this pack did not finish: rerun faster pack", f)
+		case st.Size() != info.Bytes:
+			return &source.CorruptError{Path: f, Offset: min(st.Size(), info.Bytes), Reason: fmt.Sprintf("%d bytes, the manifest records %d: the shard was cut short or rewritten after packing (rerun faster pack)", st.Size(), info.Bytes)}
+		case samples[f] != info.Records && !damaged[f]:
+			return &source.CorruptError{Path: f, Offset: -1, Reason: fmt.Sprintf("%d samples, the manifest records %d (a stale index or a rewritten shard)", samples[f], info.Records)}
+		}
+	}
+	return nil
 }
 
 // initIndexedSource builds the pipeline of a random-access source of n
@@ -306,25 +357,58 @@ func (l *Loader) initIndexedSource(kind string, n int, labels []string, load fun
 func (l *Loader) initShards(files []string) error {
 	o := l.opts
 	l.kind = "shards"
+	m, err := l.fs.manifest(context.Background(), files[0])
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err // an unreadable manifest is an error, never "no manifest"
+	}
+	infos := map[string]*shard.ShardInfo{}
+	if m != nil {
+		if sp := m.Splits[o.Split]; sp != nil {
+			l.labels = sp.Classes
+		}
+		for _, sp := range m.Splits {
+			for i := range sp.Shards {
+				infos[sp.Shards[i].Name] = &sp.Shards[i]
+			}
+		}
+	}
 	counts := make([]int, len(files))
+	indexes := make([][]tfrecord.IndexEntry, len(files))
+	sizes := make([]int64, len(files))
 	known := true
 	for i, f := range files {
-		n, err := l.countRecords(f)
+		info := infos[path.Base(filepath.ToSlash(f))]
+		n, idx, size, err := l.shardIndex(f, info)
 		if err != nil {
-			return err
+			if !o.BadData.Skip || !isBadData(err) {
+				return err
+			}
+			// The skip policy: list the shard's damage and read it
+			// without trusting its counts: its records are CRC-checked
+			// as they are read, and the bad ones listed too.
+			hint := 1
+			if info != nil {
+				hint = max(int(info.Records), 1)
+			}
+			if qerr := l.q.add(*badOf(err, l.fs.display(f), 0, ""), 0, o.BadData, hint); qerr != nil {
+				return qerr
+			}
+			// Steps are planned from the manifest's count, the same on
+			// every rank; what the damage costs is made up by repeats.
+			n, idx = -1, nil
+			if info != nil {
+				n = int(info.Records)
+			}
+			if o.GlobalShuffle {
+				if idx, err = l.plainIndex(f); err != nil {
+					return err
+				}
+			}
 		}
 		if n < 0 {
 			known = false
 		}
-		counts[i] = n
-	}
-	if m, err := l.fs.manifest(context.Background(), files[0]); err == nil {
-		if sp := m.Splits[o.Split]; sp != nil {
-			l.labels = sp.Classes
-		}
-	}
-	if !known {
-		known = l.manifestCounts(files, counts)
+		counts[i], indexes[i], sizes[i] = n, idx, size
 	}
 	if !known && o.NumShards > 1 {
 		return fmt.Errorf("%s: the shards' record counts are unknown (no .idx index beside each shard and no manifest): every rank must know every shard's count to take the same number of steps; write the indexes (faster pack writes them)", files[0])
@@ -354,7 +438,7 @@ func (l *Loader) initShards(files []string) error {
 		rows = l.epochRows(per)
 	}
 	if o.GlobalShuffle {
-		return l.initIndexed(files, counts)
+		return l.initIndexed(files, indexes, sizes)
 	}
 	id := map[string]uint64{}
 	for i, f := range files {
@@ -377,47 +461,105 @@ func (l *Loader) initShards(files []string) error {
 	return nil
 }
 
-// manifestCounts fills the unknown counts (-1) of files from the record
-// counts of the dataset's manifest and reports whether all are known.
-func (l *Loader) manifestCounts(files []string, counts []int) bool {
-	m, err := l.fs.manifest(context.Background(), files[0])
-	if err != nil || m.Splits[l.opts.Split] == nil {
-		return false
+// shardIndex reads a shard's .idx, checked against the shard's size, and
+// checks both against the manifest's record of the shard (info, nil if the
+// manifest does not list it). It returns the record count and the index,
+// or -1 and nil when there is neither an index nor a manifest entry.
+func (l *Loader) shardIndex(name string, info *shard.ShardInfo) (n int, _ []tfrecord.IndexEntry, size int64, _ error) {
+	ctx := context.Background()
+	display := l.fs.display(name)
+	ra, err := l.fs.openAt(ctx, name)
+	if err != nil {
+		return 0, nil, 0, err
 	}
-	byName := map[string]int64{}
-	for _, s := range m.Splits[l.opts.Split].Shards {
-		byName[s.Name] = s.Records
+	size, err = readerSize(ra)
+	if c, ok := ra.(io.Closer); ok {
+		c.Close()
 	}
-	for i, f := range files {
-		if counts[i] >= 0 {
-			continue
-		}
-		n, ok := byName[path.Base(filepath.ToSlash(f))]
-		if !ok {
-			return false
-		}
-		counts[i] = int(n)
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("%s: %w", display, err)
 	}
-	return true
+	n, entries, err := l.checkIndex(name, display, size, info)
+	return n, entries, size, err
 }
 
-// countRecords counts a shard's records from its .idx file (one line per
-// record), or returns -1 when there is none.
-func (l *Loader) countRecords(name string) (int, error) {
-	f, err := l.fs.open(context.Background(), indexName(name))
-	if err != nil {
-		return -1, nil
-	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) > 0 {
-			n++
+// checkIndex is shardIndex once the shard's size is known.
+func (l *Loader) checkIndex(name, display string, size int64, info *shard.ShardInfo) (int, []tfrecord.IndexEntry, error) {
+	ctx := context.Background()
+	if info != nil {
+		if !info.Complete {
+			return 0, nil, fmt.Errorf("%s: the manifest marks this shard unfinished: this pack did not finish: rerun faster pack", display)
+		}
+		if size != info.Bytes {
+			return 0, nil, &tfrecord.CorruptError{Path: display, Offset: min(size, info.Bytes), Reason: fmt.Sprintf("%d bytes, the manifest records %d: the shard was cut short or rewritten after packing (rerun faster pack)", size, info.Bytes)}
 		}
 	}
-	return n, sc.Err()
+	ip := indexName(name)
+	h, err := l.fs.open(ctx, ip)
+	if errors.Is(err, fs.ErrNotExist) {
+		if info != nil {
+			return int(info.Records), nil, nil
+		}
+		return -1, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	defer h.Close()
+	entries, err := tfrecord.ReadIndexFor(h, l.fs.display(ip), display, size)
+	if err != nil {
+		return 0, nil, err
+	}
+	if entries == nil {
+		entries = []tfrecord.IndexEntry{} // an index of an empty shard
+	}
+	if info != nil && int64(len(entries)) != info.Records {
+		return 0, nil, &tfrecord.CorruptError{Path: l.fs.display(ip), Offset: 0, Reason: fmt.Sprintf("stale index: %d records, the manifest records %d for %s", len(entries), info.Records, display), Err: tfrecord.ErrStaleIndex}
+	}
+	return len(entries), entries, nil
 }
+
+// plainIndex reads a shard's .idx without checking it against the shard
+// (the skip policy, once the check failed): entries past the shard's end
+// are bad samples when read.
+func (l *Loader) plainIndex(name string) ([]tfrecord.IndexEntry, error) {
+	ip := indexName(name)
+	h, err := l.fs.open(context.Background(), ip)
+	if err != nil {
+		return nil, fmt.Errorf("global shuffle needs an .idx index beside every shard: %w", err)
+	}
+	defer h.Close()
+	entries, err := tfrecord.ReadIndex(h, l.fs.display(ip))
+	if err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		entries = []tfrecord.IndexEntry{}
+	}
+	return entries, nil
+}
+
+// readerSize is the size of a file opened for random access.
+func readerSize(ra io.ReaderAt) (int64, error) {
+	switch f := ra.(type) {
+	case interface{ Size() int64 }:
+		return f.Size(), nil
+	case interface{ Stat() (os.FileInfo, error) }:
+		st, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		if !st.Mode().IsRegular() {
+			return 0, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+		}
+		return st.Size(), nil
+	}
+	return 0, errors.New("size unknown")
+}
+
+// maxRecordSize is the largest TFRecord record read as one sample: the
+// cap on one sample's file plus room for its features.
+const maxRecordSize = source.MaxFileSize + 1<<20
 
 // remoteReadBudget caps the concurrent random reads of records from a
 // storage URL (GlobalShuffle over s3://, gs://, http(s)://).
@@ -442,7 +584,7 @@ func (r recordFile) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 		}
 		defer f.Close()
 		path := r.fs.display(r.name)
-		rd := tfrecord.NewReader(f, tfrecord.WithName(path))
+		rd := tfrecord.NewReader(f, tfrecord.WithName(path), tfrecord.WithMaxRecordSize(maxRecordSize))
 		for i := uint64(0); ; i++ {
 			if err := ctx.Err(); err != nil {
 				yield(Sample{}, err)
@@ -532,23 +674,13 @@ type recordRef struct {
 // initIndexed reads shards through their indexes: one global permutation of
 // all records per epoch (shuffled by index), sharded across ranks by
 // stride, each record fetched with one ReadAt.
-func (l *Loader) initIndexed(files []string, counts []int) error {
+func (l *Loader) initIndexed(files []string, indexes [][]tfrecord.IndexEntry, sizes []int64) error {
 	var refs []recordRef
 	for fi, f := range files {
-		if counts[fi] < 0 {
+		if indexes[fi] == nil {
 			return fmt.Errorf("%s: global shuffle needs an .idx index beside every shard", f)
 		}
-		ip := indexName(f)
-		h, err := l.fs.open(context.Background(), ip)
-		if err != nil {
-			return err
-		}
-		entries, err := tfrecord.ReadIndex(h, l.fs.display(ip))
-		h.Close()
-		if err != nil {
-			return err
-		}
-		for ri, e := range entries {
+		for ri, e := range indexes[fi] {
 			refs = append(refs, recordRef{fi, ri, e})
 		}
 	}
@@ -559,6 +691,12 @@ func (l *Loader) initIndexed(files []string, counts []int) error {
 		f, err := l.files.get(r.file)
 		if err != nil {
 			return Sample{}, err
+		}
+		if r.e.Size > maxRecordSize {
+			return Sample{path: name, off: r.e.Offset}, &tfrecord.CorruptError{Path: name, Offset: r.e.Offset, Reason: fmt.Sprintf("record of %d bytes, above the %d-byte cap on one sample", r.e.Size, maxRecordSize)}
+		}
+		if size := sizes[r.file]; r.e.Offset > size-r.e.Size { // a stale index under the skip policy
+			return Sample{path: name, off: r.e.Offset}, &tfrecord.CorruptError{Path: name, Offset: r.e.Offset, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", max(size-r.e.Offset, 0), r.e.Size), Err: io.ErrUnexpectedEOF}
 		}
 		buf := make([]byte, r.e.Size)
 		if n, err := f.ReadAt(buf, r.e.Offset); err != nil {

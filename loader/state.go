@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/source"
 )
 
 // StateVersion is the version of the State JSON written by this package.
@@ -79,16 +79,25 @@ func MergeStates(states ...State) (State, error) {
 
 // LoadState reads a State saved with SaveState.
 func LoadState(path string) (State, error) {
-	var s State
-	b, err := os.ReadFile(path)
+	b, err := source.ReadFile(path, maxStateSize) // a regular file: a FIFO would block
 	if err != nil {
-		return s, err
+		return State{}, err
 	}
+	return ParseState(b, path)
+}
+
+// maxStateSize bounds a State file (a few integers per rank and run).
+const maxStateSize = 64 << 20
+
+// ParseState decodes a State as written by SaveState; name is used in
+// errors.
+func ParseState(b []byte, name string) (State, error) {
+	var s State
 	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
+		return s, fmt.Errorf("%s: %w", name, err)
 	}
 	if s.Version != StateVersion {
-		return s, fmt.Errorf("%s: state version %d, this build reads %d", path, s.Version, StateVersion)
+		return s, fmt.Errorf("%s: state version %d, this build reads %d", name, s.Version, StateVersion)
 	}
 	return s, nil
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
+	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfexample"
 	"github.com/faster-training/faster/tfrecord"
 )
@@ -46,7 +46,7 @@ type ShardSummary struct {
 // it: record count, the feature keys with their types and how many records
 // hold each, and the labels and filenames of the first `first` records.
 func Inspect(ctx context.Context, path string, first int) (*ShardSummary, error) {
-	f, err := os.Open(path)
+	f, _, err := source.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}

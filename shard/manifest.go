@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/source"
 )
 
 // ManifestName is the manifest's file name inside a packed dataset.
@@ -57,25 +61,76 @@ type Skip struct {
 }
 
 // LoadManifest reads dir/manifest.json. A missing file gives an empty
-// manifest and no error.
+// manifest and no error; one that cannot be read or parsed, or that fails
+// ParseManifest's checks, is an error naming the file.
 func LoadManifest(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestName)
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return &Manifest{Version: ManifestVersion, Format: "tfrecord", Splits: map[string]*Split{}}, nil
 	}
+	b, err := source.ReadFile(p, MaxManifestSize)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("manifest: %w", err)
 	}
+	return ParseManifest(b, p)
+}
+
+// MaxManifestSize is the largest manifest read (64 MiB: about 200,000
+// shards).
+const MaxManifestSize = 64 << 20
+
+// ParseManifest decodes a manifest (name is used in errors) and checks
+// what no packer writes and no reader may follow: a version other than
+// ManifestVersion, a format other than tfrecord or wds, a shard or index
+// name that is not a local path inside the dataset directory, a shard
+// listed twice, a split whose shard count differs from its list, negative
+// counts.
+func ParseManifest(b []byte, name string) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("%s: manifest version %d, this build reads %d", p, m.Version, ManifestVersion)
+		return nil, fmt.Errorf("%s: manifest version %d, this build reads %d", name, m.Version, ManifestVersion)
+	}
+	if m.Format != "" && m.Format != FormatTFRecord && m.Format != FormatWDS {
+		return nil, fmt.Errorf("%s: format %q: want %s or %s", name, m.Format, FormatTFRecord, FormatWDS)
 	}
 	if m.Splits == nil {
 		m.Splits = map[string]*Split{}
+	}
+	seen := map[string]string{}
+	for _, split := range slices.Sorted(maps.Keys(m.Splits)) {
+		sp := m.Splits[split]
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("%s: split %q: %s", name, split, fmt.Sprintf(format, a...))
+		}
+		if sp == nil {
+			return nil, bad("null")
+		}
+		if sp.NumShards != len(sp.Shards) {
+			return nil, bad("num_shards is %d but %d shards are listed", sp.NumShards, len(sp.Shards))
+		}
+		if sp.Records < 0 || sp.Bytes < 0 {
+			return nil, bad("negative counts (%d records, %d bytes)", sp.Records, sp.Bytes)
+		}
+		for i, sh := range sp.Shards {
+			for j, f := range []string{sh.Name, sh.Index} {
+				if f == "" && j == 1 {
+					continue // an index is optional
+				}
+				if !filepath.IsLocal(f) || strings.ContainsRune(f, '\\') {
+					return nil, bad("shard %d names %q, a path outside the dataset directory", i, f)
+				}
+				if other, dup := seen[f]; dup {
+					return nil, bad("shard %d names %q, listed already (split %q)", i, f, other)
+				}
+				seen[f] = split
+			}
+			if sh.Records < 0 || sh.Bytes < 0 {
+				return nil, bad("shard %q: negative counts (%d records, %d bytes)", sh.Name, sh.Records, sh.Bytes)
+			}
+		}
 	}
 	return &m, nil
 }

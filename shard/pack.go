@@ -92,9 +92,17 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	}
 	n = min(n, len(items))
 
+	if err := refuseInside(srcPath, dst); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return nil, err
 	}
+	unlock, err := lockDir(dst)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	removeTemps(dst)
 	m, err := LoadManifest(dst)
 	if err != nil {
@@ -118,10 +126,15 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	}
 	res := &PackResult{Split: opts.Split, Shards: n}
 	var todo []int
+	byKey := map[string]int{}
+	for i, it := range items {
+		byKey[it.Key] = i
+	}
 	for k := range n {
 		name := FormatName(opts.Format, opts.Split, k, n)
 		sp.Shards[k] = ShardInfo{Name: name, Index: IndexName(name)}
-		if old != nil && old.Fingerprint == fp && k < len(old.Shards) && shardIntact(dst, old.Shards[k]) {
+		if old != nil && old.Fingerprint == fp && k < len(old.Shards) && shardIntact(dst, old.Shards[k]) &&
+			!skippedNowReadable(src, byKey, old.Shards[k].Skipped) {
 			sp.Shards[k] = old.Shards[k]
 			res.KeptShards++
 			if opts.Progress != nil {
@@ -221,6 +234,60 @@ func shardIntact(dir string, s ShardInfo) bool {
 	}
 	_, err = os.Stat(filepath.Join(dir, s.Index))
 	return err == nil
+}
+
+// skippedNowReadable reports whether any input a shard skipped loads now
+// (a file that was unreadable for a transient reason: permissions, an I/O
+// error, a file still being written): then the shard is packed again.
+func skippedNowReadable(src source.Source, byKey map[string]int, skipped []Skip) bool {
+	for _, s := range skipped {
+		if i, ok := byKey[s.Path]; ok {
+			if _, err := src.Load(i); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refuseInside refuses a destination inside the source folder: on the
+// next run it would be listed as part of the dataset (an ImageFolder
+// class of its own, shifting every label after it).
+func refuseInside(srcPath, dst string) error {
+	st, err := os.Stat(srcPath)
+	if err != nil || !st.IsDir() {
+		return nil
+	}
+	absSrc, err1 := realPath(srcPath)
+	absDst, err2 := realPath(dst)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	if rel, err := filepath.Rel(absSrc, absDst); err == nil && filepath.IsLocal(rel) || absSrc == absDst {
+		return fmt.Errorf("destination %s is inside the source %s: a rerun would read the shards as part of the dataset; pack into a folder outside it", dst, srcPath)
+	}
+	return nil
+}
+
+// realPath is the absolute path of p with symlinks resolved, for the part
+// of p that exists.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for cur := abs; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
 }
 
 // removeTemps deletes temporary files left by an interrupted run.

@@ -237,7 +237,7 @@ func TestPackResumeAfterInterrupt(t *testing.T) {
 	complete := 0
 	ents, _ := os.ReadDir(dst)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") && e.Name() != LockName {
 			t.Fatalf("temporary file left: %s", e.Name())
 		}
 		if !strings.HasSuffix(e.Name(), ".tfrecord") {

@@ -170,6 +170,9 @@ func expand(p string) ([]target, []Problem, error) {
 	}
 	var ts []target
 	var probs []Problem
+	if len(m.Splits) == 0 {
+		probs = append(probs, Problem{Path: mp, Offset: -1, Reason: "the manifest lists no splits"})
+	}
 	names := make([]string, 0, len(m.Splits))
 	for name := range m.Splits {
 		names = append(names, name)
@@ -185,7 +188,10 @@ func expand(p string) ([]target, []Problem, error) {
 			s := &sp.Shards[i]
 			records += s.Records
 			if !s.Complete {
-				continue // reported with the split
+				if sp.Complete {
+					probs = append(probs, Problem{Path: mp, Offset: -1, Reason: fmt.Sprintf("split %q is complete but marks shard %s incomplete", name, s.Name)})
+				}
+				continue // else reported with the split
 			}
 			ts = append(ts, target{path: filepath.Join(p, s.Name), want: s})
 		}
@@ -196,15 +202,27 @@ func expand(p string) ([]target, []Problem, error) {
 	return ts, probs, nil
 }
 
+// unwrapPath drops the path an error names (the problem names it).
+func unwrapPath(err error) error {
+	var fe *source.FileError
+	if errors.As(err, &fe) {
+		return errors.New(fe.Reason)
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
+}
+
 // verifyShard reads a shard once, checking CRCs and hashing it, then
 // compares its index and the manifest's figures.
 func verifyShard(ctx context.Context, t target, progress func(int64)) (records, size int64, probs []Problem) {
 	bad := func(off int64, format string, a ...any) {
 		probs = append(probs, Problem{Path: t.path, Offset: off, Reason: fmt.Sprintf(format, a...)})
 	}
-	f, err := os.Open(t.path)
+	f, _, err := source.OpenFile(t.path)
 	if err != nil {
-		bad(-1, "%v", errors.Unwrap(err))
+		bad(-1, "%v", unwrapPath(err))
 		return 0, 0, probs
 	}
 	defer f.Close()
@@ -244,7 +262,7 @@ func verifyShard(ctx context.Context, t target, progress func(int64)) (records, 
 
 	// The index beside the shard.
 	ip := t.indexPath(IndexName(filepath.Base(t.path)))
-	if idxf, err := os.Open(ip); err == nil {
+	if idxf, _, err := source.OpenFile(ip); err == nil {
 		entries, err := tfrecord.ReadIndex(idxf, ip)
 		idxf.Close()
 		if err != nil {

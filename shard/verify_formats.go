@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -23,9 +22,9 @@ func verifyTar(ctx context.Context, t target, progress func(int64)) (records, si
 	bad := func(off int64, format string, a ...any) {
 		probs = append(probs, Problem{Path: t.path, Offset: off, Reason: fmt.Sprintf(format, a...)})
 	}
-	f, err := os.Open(t.path)
+	f, _, err := source.OpenFile(t.path)
 	if err != nil {
-		bad(-1, "%v", errors.Unwrap(err))
+		bad(-1, "%v", unwrapPath(err))
 		return 0, 0, probs
 	}
 	defer f.Close()
@@ -89,7 +88,7 @@ func verifyTar(ctx context.Context, t target, progress func(int64)) (records, si
 	records, size = int64(len(found)), cr.n
 
 	ip := t.indexPath(IndexName(filepath.Base(t.path)))
-	if b, err := os.ReadFile(ip); err == nil {
+	if b, err := source.ReadFile(ip, MaxManifestSize); err == nil {
 		probs = append(probs, compareWDSIndex(ip, b, found)...)
 	} else if t.want != nil {
 		probs = append(probs, Problem{Path: ip, Offset: -1, Reason: "index file missing"})

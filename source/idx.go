@@ -74,26 +74,38 @@ func ReadIDX(r io.Reader, name string) (*IDXFile, error) {
 			return nil, bad(4+4*i, "dimensions %v exceed %d bytes", f.Dims[:i+1], maxIDXBytes)
 		}
 	}
-	data := make([]byte, 0, min(total, 1<<20))
-	buf := bytes.NewBuffer(data)
-	n, err := io.Copy(buf, io.LimitReader(br, total+1))
+	// Read the first MiB, then (only if the data goes on) allocate the
+	// whole size once: a forged header costs at most a MiB, real data
+	// its size, never twice its size as a growing buffer would.
+	off := 4 + 4*nd
+	data := make([]byte, min(total, 1<<20))
+	n, err := io.ReadFull(br, data)
+	if err == nil && int64(n) < total {
+		all := make([]byte, total)
+		copy(all, data)
+		var m int
+		m, err = io.ReadFull(br, all[n:])
+		data, n = all, n+m
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, bad(off+n, "data truncated: %d of %d bytes", n, total)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	off := 4 + 4*nd
-	if n < total {
-		return nil, bad(off+int(n), "data truncated: %d of %d bytes", n, total)
-	}
-	if n > total {
+	// Reading on to the end also makes gzip check its CRC.
+	if k, err := br.Read(make([]byte, 1)); k > 0 {
 		return nil, bad(off+int(total), "trailing data after %d bytes", total)
+	} else if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	f.Data = buf.Bytes()
+	f.Data = data
 	return f, nil
 }
 
 // ReadIDXFile reads an IDX file from disk.
 func ReadIDXFile(path string) (*IDXFile, error) {
-	fh, err := os.Open(path)
+	fh, _, err := OpenFile(path)
 	if err != nil {
 		return nil, err
 	}

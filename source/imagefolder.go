@@ -50,17 +50,7 @@ func OpenImageFolder(root string) (*ImageFolder, error) {
 	}
 	for label, class := range d.classes {
 		var files []string
-		err := filepath.WalkDir(filepath.Join(root, class), func(p string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if e.IsDir() {
-				return nil
-			}
-			files = append(files, p)
-			return nil
-		})
-		if err != nil {
+		if err := walkFiles(filepath.Join(root, class), nil, &files); err != nil {
 			return nil, err
 		}
 		// torchvision sorts os.walk's (dir, subdirs, files) tuples, which
@@ -89,6 +79,40 @@ func OpenImageFolder(root string) (*ImageFolder, error) {
 	return d, nil
 }
 
+// walkFiles appends the files under dir to out as torchvision's
+// ImageFolder finds them (os.walk with followlinks=True): a symlink to a
+// directory is walked into, anything else that is not a directory (a
+// regular file, a symlink to one, a dangling symlink, a FIFO) is a file.
+// Unlike os.walk it never enters a directory that is already on the path
+// from the class folder (a symlink loop). ancestors holds that path.
+func walkFiles(dir string, ancestors []fs.FileInfo, out *[]string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	for _, a := range ancestors {
+		if os.SameFile(a, st) {
+			return nil // a loop: this directory is being walked already
+		}
+	}
+	ancestors = append(ancestors, st)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() || e.Type()&fs.ModeSymlink != 0 && isDir(p) {
+			if err := walkFiles(p, ancestors, out); err != nil {
+				return err
+			}
+			continue
+		}
+		*out = append(*out, p)
+	}
+	return nil
+}
+
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
@@ -115,7 +139,7 @@ func (d *ImageFolder) Root() string { return d.root }
 func (d *ImageFolder) Load(i int) (Sample, error) {
 	it := d.items[i]
 	p := filepath.Join(d.root, filepath.FromSlash(it.Key))
-	data, err := os.ReadFile(p)
+	data, err := ReadFile(p, 0)
 	if err != nil {
 		return Sample{}, err
 	}

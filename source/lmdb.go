@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +26,21 @@ func IsLMDB(path string) bool {
 	return filepath.Base(path) == "data.mdb"
 }
 
+// checkLMDBFiles refuses an environment whose data or lock file is not a
+// regular file (a FIFO would block the C library's open for ever).
+func checkLMDBFiles(path string, dir bool) error {
+	files := []string{path, path + "-lock"}
+	if dir {
+		files = []string{filepath.Join(path, "data.mdb"), filepath.Join(path, "lock.mdb")}
+	}
+	for _, p := range files {
+		if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
+			return &FileError{Path: p, Reason: "not a regular file (" + modeName(st.Mode()) + ")"}
+		}
+	}
+	return nil
+}
+
 // caffeKeyRE matches the keys Caffe's convert_imageset writes:
 // "%08d_<path>".
 var caffeKeyRE = regexp.MustCompile(`^[0-9]+_`)
@@ -40,6 +56,16 @@ func lmdbItemKey(k []byte) string {
 
 // lmdbClasses names labels 0 … max by their numbers: Caffe LMDBs carry no
 // class names.
+// MaxLabel is the largest class label a container may store (about a
+// million classes): a larger one is damage, not a class, and makes its
+// sample bad instead of making the class list that long.
+const MaxLabel = 1<<20 - 1
+
+// labelError is the damage of a label above MaxLabel.
+func labelError(path, key string, off int64, label int) error {
+	return &CorruptError{Path: path, Key: key, Offset: off, Reason: fmt.Sprintf("label %d above the limit of %d", label, MaxLabel)}
+}
+
 func lmdbClasses(maxLabel int) []string {
 	c := make([]string, maxLabel+1)
 	for i := range c {
@@ -55,6 +81,9 @@ func datumSample(it Item, path string, val []byte) (Sample, error) {
 		var s Sample
 		s.Item = it
 		s.Data, s.Format, s.Width, s.Height, err = d.Image()
+		if err == nil && d.Label > MaxLabel {
+			return Sample{Item: it}, labelError(path, it.Key, -1, d.Label)
+		}
 		if err == nil {
 			s.Label = d.Label
 			s.Size = int64(len(s.Data))

@@ -30,6 +30,9 @@ func OpenLMDB(path string) (*LMDB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLMDBFiles(path, st.IsDir()); err != nil {
+		return nil, err
+	}
 	env, err := lmdb.NewEnv()
 	if err != nil {
 		return nil, err
@@ -73,7 +76,9 @@ func OpenLMDB(path string) (*LMDB, error) {
 			// label 0 here and is reported by Load.
 			if d, err := DecodeDatum(v); err == nil {
 				it.Label = max(d.Label, 0)
-				maxLabel = max(maxLabel, it.Label)
+				if it.Label <= MaxLabel {
+					maxLabel = max(maxLabel, it.Label)
+				}
 			}
 			db.keys = append(db.keys, slices.Clone(k))
 			db.items = append(db.items, it)

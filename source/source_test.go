@@ -149,13 +149,56 @@ func TestImageFolderLoad(t *testing.T) {
 // The same tree through torchvision.datasets.ImageFolder gives the same
 // classes, order and labels.
 func TestImageFolderMatchesTorchvision(t *testing.T) {
+	root, _ := testTree(t)
+	matchTorchvision(t, root)
+}
+
+// Symlinked class folders, symlinked subfolders and symlinked files are
+// followed as torchvision follows them (os.walk(followlinks=True)): the same
+// classes and the same samples (before: a linked class folder kept its
+// class and lost its images).
+func TestImageFolderSymlinksMatchTorchvision(t *testing.T) {
+	root, files := testTree(t)
+	outside := makeTree(t, map[string][]byte{"x1.jpg": files["ant/b.jpg"], "x2.JPEG": files["ant/b.jpg"], "sub/x3.png": files["zebra/z0.PNG"]})
+	os.Symlink(outside, filepath.Join(root, "linked"))                                        // a class folder
+	os.Symlink(outside, filepath.Join(root, "ant", "inner"))                                  // a folder inside a class
+	os.Symlink(filepath.Join(outside, "x1.jpg"), filepath.Join(root, "zebra", "alias.jpg"))   // a file
+	os.Symlink(filepath.Join(root, "Bee", "deep"), filepath.Join(root, "zebra", "deep-link")) // a folder of another class
+	d := matchTorchvision(t, root)
+	n := 0
+	for _, it := range d.Items() {
+		if ClassOf(it.Key) == "linked" {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("the linked class lists %d images, want 3", n)
+	}
+}
+
+// TestImageFolderSymlinkLoop: a folder linking to itself or to a parent
+// is walked once (torchvision would recurse until the path is too long).
+func TestImageFolderSymlinkLoop(t *testing.T) {
+	root, _ := testTree(t)
+	os.Symlink(".", filepath.Join(root, "ant", "self"))
+	os.Symlink("..", filepath.Join(root, "zebra", "sub", "up"))
+	d, err := OpenImageFolder(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Items()) != 10 {
+		t.Fatalf("%d items, want the 10 of the tree without the loops", len(d.Items()))
+	}
+}
+
+func matchTorchvision(t *testing.T, root string) *ImageFolder {
+	t.Helper()
 	if err := exec.Command("/usr/bin/python3", "-c", "import torchvision").Run(); err != nil {
 		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
 			t.Fatal("python3 torchvision missing: run scripts/setup.sh")
 		}
 		t.Skip("python3 torchvision missing")
 	}
-	root, _ := testTree(t)
 	out, err := exec.Command("/usr/bin/python3", "-c", `
 import json, sys, os
 from torchvision.datasets import ImageFolder
@@ -172,7 +215,10 @@ print(json.dumps({"classes": d.classes, "samples": [[os.path.relpath(p, sys.argv
 	if err := json.Unmarshal(out, &tv); err != nil {
 		t.Fatal(err)
 	}
-	d, _ := OpenImageFolder(root)
+	d, err := OpenImageFolder(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if strings.Join(tv.Classes, ",") != strings.Join(d.Classes(), ",") {
 		t.Fatalf("classes: torchvision %v, ours %v", tv.Classes, d.Classes())
 	}
@@ -185,6 +231,7 @@ print(json.dumps({"classes": d.classes, "samples": [[os.path.relpath(p, sys.argv
 			t.Errorf("sample %d: torchvision %v, ours %s %d", i, s, it.Key, it.Label)
 		}
 	}
+	return d
 }
 
 func idxBytes(dims []int, data []byte) []byte {

@@ -40,7 +40,8 @@ type wdsSample struct {
 	key     string // webdataset key
 	hdrOff  int64  // offset of the sample's first header (or first data, from an index)
 	members []wdsMember
-	img     int // index into members, -1 if none
+	img     int    // index into members, -1 if none
+	badLbl  string // why its label is unusable (Load reports it), "" if fine
 }
 
 // Damage is a region of a container file that could not be read.
@@ -103,9 +104,14 @@ func OpenWDS(files []string) (*WDS, error) {
 	}
 	d := &WDS{files: files, open: make([]*os.File, len(files))}
 	for fi, f := range files {
-		var err error
+		tf, size, err := OpenFile(f)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		tf.Close()
 		if _, e := os.Stat(WDSIndexName(f)); e == nil {
-			err = d.listIndexed(fi)
+			err = d.listIndexed(fi, size)
 		} else {
 			err = d.listTar(fi)
 		}
@@ -121,7 +127,9 @@ func OpenWDS(files []string) (*WDS, error) {
 			d.Close()
 			return nil, err
 		}
-		maxLabel = max(maxLabel, it.Label)
+		if it.Label <= MaxLabel { // else Load reports it
+			maxLabel = max(maxLabel, it.Label)
+		}
 		d.items = append(d.items, it)
 	}
 	if len(d.samples) == 0 && len(d.damage) == 0 {
@@ -134,17 +142,11 @@ func OpenWDS(files []string) (*WDS, error) {
 
 // listTar scans a tar file's headers.
 func (d *WDS) listTar(fi int) error {
-	name := d.files[fi]
-	f, err := os.Open(name)
+	f, size, err := OpenFile(d.files[fi])
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	size := st.Size()
 	var start int64
 	for start < size {
 		next, dmg := d.scanFrom(fi, f, start, size)
@@ -265,15 +267,15 @@ func (o *offsetReader) Seek(offset int64, whence int) (int64, error) {
 	return n, err
 }
 
-// listIndexed reads a DALI wds2idx index.
-func (d *WDS) listIndexed(fi int) error {
+// listIndexed reads a DALI wds2idx index of tar file fi, size bytes long.
+func (d *WDS) listIndexed(fi int, size int64) error {
 	ip := WDSIndexName(d.files[fi])
-	f, err := os.Open(ip)
+	f, _, err := OpenFile(ip)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	samples, err := readWDSIndex(f, ip)
+	samples, err := readWDSIndex(f, ip, d.files[fi], size)
 	if err != nil {
 		return err
 	}
@@ -285,8 +287,12 @@ func (d *WDS) listIndexed(fi int) error {
 }
 
 // readWDSIndex parses a DALI wds2idx index (version v1.2 or v1.1:
-// "ext offset size name" per member; v1.0: "ext offset size").
-func readWDSIndex(r io.Reader, name string) ([]wdsSample, error) {
+// "ext offset size name" per member; v1.0: "ext offset size") of the tar
+// file tarName, tarSize bytes long. Every member must lie inside the tar,
+// after the member before it, and the sample
+// count must be the header's: else the index is stale (written for
+// another version of the tar), a *CorruptError naming the index line.
+func readWDSIndex(r io.Reader, name, tarName string, tarSize int64) ([]wdsSample, error) {
 	br := bufio.NewReader(r)
 	var out []wdsSample
 	var off int64
@@ -295,6 +301,8 @@ func readWDSIndex(r io.Reader, name string) ([]wdsSample, error) {
 		return &CorruptError{Path: name, Offset: lineOff, Reason: fmt.Sprintf("index line %d: %s", line, fmt.Sprintf(format, a...))}
 	}
 	per := 4
+	want := -1
+	var next int64 // members do not overlap
 	for {
 		s, err := br.ReadString('\n')
 		if err == io.EOF && s == "" {
@@ -309,8 +317,13 @@ func readWDSIndex(r io.Reader, name string) ([]wdsSample, error) {
 		f := strings.Fields(s)
 		if line == 1 {
 			if len(f) != 2 || !strings.HasPrefix(f[0], "v1.") {
-				return nil, bad(lineOff, "want \"v1.2 <samples>\", got %q", strings.TrimSpace(s))
+				return nil, bad(lineOff, "want \"v1.2 <samples>\", got %q", shorten(strings.TrimSpace(s)))
 			}
+			n, err := strconv.Atoi(f[1])
+			if err != nil || n < 0 {
+				return nil, bad(lineOff, "bad sample count %q", shorten(f[1]))
+			}
+			want = n
 			if f[0] == "v1.0" {
 				per = 3
 			}
@@ -322,13 +335,20 @@ func readWDSIndex(r io.Reader, name string) ([]wdsSample, error) {
 		if len(f)%per != 0 {
 			return nil, bad(lineOff, "%d fields, want groups of %d", len(f), per)
 		}
+		if len(out) == want {
+			return nil, bad(lineOff, "stale index: more samples than the %d it lists for %s", want, tarName)
+		}
 		smp := wdsSample{img: -1, hdrOff: -1}
 		for j := 0; j < len(f); j += per {
 			o, e1 := strconv.ParseInt(f[j+1], 10, 64)
 			sz, e2 := strconv.ParseInt(f[j+2], 10, 64)
 			if e1 != nil || e2 != nil || o < 0 || sz < 0 {
-				return nil, bad(lineOff, "bad numbers %q %q", f[j+1], f[j+2])
+				return nil, bad(lineOff, "bad numbers %q %q", shorten(f[j+1]), shorten(f[j+2]))
 			}
+			if o < next || sz > tarSize || o > tarSize-sz {
+				return nil, bad(lineOff, "stale index: member %q at offset %d (%d bytes) does not fit %s (%d bytes; the member before it ends at %d)", shorten(f[j]), o, sz, tarName, tarSize, next)
+			}
+			next = o + sz
 			m := wdsMember{ext: f[j], off: o, size: sz}
 			if per == 4 && smp.key == "" {
 				smp.key, _ = wdsSplit(f[j+3])
@@ -343,7 +363,18 @@ func readWDSIndex(r io.Reader, name string) ([]wdsSample, error) {
 	if line == 0 {
 		return nil, bad(0, "empty index")
 	}
+	if len(out) != want {
+		return nil, bad(off, "stale index: %d samples, its header says %d, for %s", len(out), want, tarName)
+	}
 	return out, nil
+}
+
+// shorten cuts s for an error message.
+func shorten(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return s[:80] + "…"
 }
 
 // WriteWDSIndex writes a DALI wds2idx v1.2 index of the given samples.
@@ -393,6 +424,8 @@ func (d *WDS) describe(s *wdsSample) (Item, error) {
 			}
 			if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				label = &v
+			} else {
+				s.badLbl = fmt.Sprintf("member %s: label %q is not an integer", m.ext, shorten(strings.TrimSpace(string(b))))
 			}
 		case last == "json" && m.size < 1<<20:
 			b, err := d.readMember(s.file, m)
@@ -403,16 +436,23 @@ func (d *WDS) describe(s *wdsSample) (Item, error) {
 				Label    *int   `json:"label"`
 				Filename string `json:"filename"`
 			}
-			if json.Unmarshal(b, &meta) == nil {
+			if err := json.Unmarshal(b, &meta); err == nil {
 				if label == nil && meta.Label != nil {
 					label = meta.Label
 				}
 				filename = meta.Filename
+			} else if label == nil {
+				s.badLbl = fmt.Sprintf("member %s: %v", m.ext, err)
 			}
 		}
 	}
 	if label != nil {
 		it.Label = max(*label, 0)
+		if *label < 0 {
+			s.badLbl = fmt.Sprintf("negative label %d", *label)
+		} else {
+			s.badLbl = "" // a good label in another member
+		}
 	}
 	if filename != "" {
 		it.Key = filename
@@ -424,7 +464,7 @@ func (d *WDS) file(i int) (*os.File, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.open[i] == nil {
-		f, err := os.Open(d.files[i])
+		f, _, err := OpenFile(d.files[i])
 		if err != nil {
 			return nil, err
 		}
@@ -437,6 +477,9 @@ func (d *WDS) readMember(fi int, m wdsMember) ([]byte, error) {
 	f, err := d.file(fi)
 	if err != nil {
 		return nil, err
+	}
+	if m.size > MaxFileSize {
+		return nil, &CorruptError{Path: d.files[fi], Offset: m.off, Reason: fmt.Sprintf("member %s: %d bytes, above the %d-byte cap on one sample", m.ext, m.size, MaxFileSize)}
 	}
 	b := make([]byte, m.size)
 	n, err := f.ReadAt(b, m.off)
@@ -493,6 +536,12 @@ func (d *WDS) Load(i int) (Sample, error) {
 	it := d.items[i]
 	if s.img < 0 {
 		return Sample{Item: it}, &CorruptError{Path: d.files[s.file], Key: s.key, Offset: s.hdrOff, Reason: "sample has no image member"}
+	}
+	if it.Label > MaxLabel {
+		return Sample{Item: it}, labelError(d.files[s.file], s.key, s.hdrOff, it.Label)
+	}
+	if s.badLbl != "" {
+		return Sample{Item: it}, &CorruptError{Path: d.files[s.file], Key: s.key, Offset: s.hdrOff, Reason: s.badLbl}
 	}
 	data, err := d.readMember(s.file, s.members[s.img])
 	if err != nil {

@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -127,11 +130,23 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 }
 
 func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Writer) error {
-	if o.steps < 0 || o.epochs < 1 || o.consumerRate < 0 {
-		return usagef("--epochs must be at least 1, --steps and --consumer-rate not negative")
+	if o.steps < 0 || o.epochs < 1 || !(o.consumerRate >= 0) || math.IsInf(o.consumerRate, 0) {
+		return usagef("--epochs must be at least 1, --steps not negative, --consumer-rate a finite rate >= 0 (got %g)", o.consumerRate)
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	// Output files are checked before the run, not after it.
+	for _, f := range []struct{ flag, path string }{{"--dump-keys", o.dumpKeys}, {"--save-state", o.saveState}, {"--plot", o.plot}, {"--quarantine", o.quarantine}} {
+		if st, err := os.Stat(f.path); f.path != "" && err == nil && st.IsDir() {
+			return usagef("%s %s: a directory; give a file name", f.flag, f.path)
+		}
 	}
 	if len(o.workers) == 0 {
 		o.workers = []int{0}
+	}
+	for i, w := range o.workers {
+		o.workers[i] = capWorkers(stderr, "--workers", w, runtime.NumCPU())
 	}
 	if _, err := o.badPolicy(); err != nil {
 		return err
@@ -190,6 +205,13 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	}
 	for _, r := range results {
 		fmt.Fprintf(stdout, "%s (workers %s): %s; sample digest %s\n", r.Data, workersLabel(r.Workers), r.Verdict.Detail, r.SampleDigest[:16])
+		if r.Bad > 0 {
+			where := "rerun with --quarantine FILE to list them"
+			if o.quarantine != "" {
+				where = "listed in " + o.quarantine
+			}
+			fmt.Fprintf(stdout, "%s: skipped %d bad samples (%s)\n", r.Data, r.Bad, where)
+		}
 	}
 	return nil
 }
@@ -240,7 +262,7 @@ func workersLabel(w int) string {
 	return strconv.Itoa(w)
 }
 
-func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers int, keys *bufio.Writer, stderr io.Writer) (*loadResult, error) {
+func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers int, keys *bufio.Writer, stderr io.Writer) (_ *loadResult, retErr error) {
 	policy, _ := o.badPolicy()
 	var resume *loader.State
 	if len(o.resumeFrom) > 0 {
@@ -275,7 +297,8 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 		return nil, err
 	}
 	defer l.Close()
-	// The quarantine list is written even when the budget stops the run.
+	// The quarantine list is written even when the budget stops the run;
+	// failing to write it fails the run (the list would be lost).
 	defer func() {
 		if qw == nil {
 			return
@@ -284,8 +307,12 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 			line, _ := json.Marshal(b)
 			qw.Write(append(line, '\n'))
 		}
-		if qw.Flush() == nil {
-			qf.Commit()
+		err := qw.Flush()
+		if err == nil {
+			err = qf.Commit()
+		}
+		if err != nil {
+			retErr = errors.Join(retErr, fmt.Errorf("--quarantine %s: %w", o.quarantine, err))
 		}
 	}()
 	r := &loadResult{Data: data, Kind: l.Kind(), Transform: o.transform, Workers: workers, Batch: o.batch,

@@ -131,7 +131,7 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 	if _, err := os.Stat(o.data); err != nil {
 		return err
 	}
-	threads := o.threads
+	threads := capWorkers(stderr, "--threads", o.threads, runtime.NumCPU())
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +39,9 @@ tf.train.Example records with a DALI tfrecord2idx .idx beside each, or, with
 --format wds, DST/<split>-NNNNN-of-NNNNN.tar WebDataset shards (<key>.jpg,
 <key>.cls, <key>.json per sample) with a DALI wds2idx .idx beside each; and
 DST/manifest.json.
-Writes are atomic; a rerun keeps the shards the manifest lists as complete.
+Writes are atomic; a rerun keeps the shards the manifest lists as complete,
+except those that skipped a file that now loads. DST is locked while a pack
+writes it (a second pack into it fails at once) and must not lie inside SRC.
 Unreadable or non-image files are skipped and listed (or stop the run with --strict).
 
 Exit status: 0 packed; 1 failed (or a bad file under --strict); 2 usage error.`,
@@ -78,6 +81,7 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if o.shards < 0 || o.workers < 0 {
 		return usagef("--shards and --workers must not be negative")
 	}
+	o.workers = capWorkers(stderr, "--workers", o.workers, runtime.NumCPU())
 	src, err := source.Open(o.src, o.from, o.split)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +37,9 @@ shorter edge is exactly N (aspect kept, rounded like resize_imagenet.py) and
 written under the same name: PNG for .png, JPEG of --quality otherwise.
 Smaller images are copied byte for byte; other files are copied or skipped
 (--non-images). Writes are atomic; a rerun skips outputs that are complete
-and newer than their source. Corrupt or empty files are listed and skipped.
+and newer than their source, and removes the temporary files a killed run
+left. Symlinked folders are followed (a loop once). Corrupt or empty files,
+FIFOs, devices and dangling links are listed and skipped, never read.
 
 Exit status: 0 done; 1 some files failed or an I/O error; 2 usage error;
 130 interrupted (no partial file is left behind).`,
@@ -81,6 +84,7 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 	if len(problems) > 0 {
 		return usagef("resize: %v", errors.Join(problems...))
 	}
+	o.workers = capWorkers(stderr, "--workers", o.workers, runtime.NumCPU())
 	bar := progress.New(stderr, "resize", 0, "images")
 	defer bar.Done()
 	res, err := downscale.Run(ctx, o.src, o.dst, downscale.Options{

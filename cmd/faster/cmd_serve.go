@@ -70,6 +70,9 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.slots < 1 {
 		return usagef("--slots %d: must be at least 1", o.slots)
 	}
+	if err := o.check(); err != nil {
+		return err
+	}
 	lo := o.options(o.workers)
 	l, err := loader.Open(o.data, lo)
 	if err != nil {

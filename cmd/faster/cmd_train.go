@@ -345,7 +345,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if o.amp {
 		prec, _ = train.ParsePrecision(o.ampDtype)
 	}
-	threads := o.threads
+	threads := capWorkers(stderr, "--threads", o.threads, runtime.NumCPU())
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +49,7 @@ Exit status: 0 all good; 1 a problem was found (or a file could not be read); 2 
 func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) error {
 	bar := progress.New(stderr, "verify", 0, "bytes")
 	defer bar.Done()
+	o.workers = capWorkers(stderr, "--workers", o.workers, runtime.NumCPU())
 	rep, err := shard.Verify(ctx, o.paths, shard.VerifyOptions{
 		Workers:  o.workers,
 		Progress: func(b int64) { bar.Add(0, b) },

@@ -44,6 +44,20 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.IntVar(&lf.labelOff, "label-offset", 0, "add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
 }
 
+// check refuses values the loader would read as "use the default" (0) or
+// cannot use: a usage error naming the flag.
+func (lf *loaderFlags) check() error {
+	switch {
+	case lf.batch < 1:
+		return usagef("--batch %d: must be at least 1", lf.batch)
+	case lf.resolution < 1:
+		return usagef("--resolution %d: must be at least 1", lf.resolution)
+	case lf.numShards < 1 || lf.shardIndex < 0 || lf.shardIndex >= lf.numShards:
+		return usagef("--shard-index %d of --num-shards %d: want 0 <= index < shards", lf.shardIndex, lf.numShards)
+	}
+	return nil
+}
+
 // options returns the loader options the flags describe, with workers
 // decode workers (0 = auto).
 func (lf *loaderFlags) options(workers int) loader.Options {

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -105,9 +106,38 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	}
 }
 
+// interruptGrace is how long an interrupted command may take to stop
+// (close files, remove temporaries) before the process exits anyway.
+const interruptGrace = 5 * time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	code := runUntilInterrupted(ctx, stop, time.After, func() int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) }, os.Stderr)
 	os.Exit(code)
+}
+
+// runUntilInterrupted runs cmd and returns its exit status. After SIGINT
+// or SIGTERM (ctx done) it restores the default signal handling, so that a
+// second signal kills the process at once, and waits for cmd at most the
+// grace period (after(interruptGrace) fires), whatever cmd is blocked on;
+// then it returns 130. Writes are atomic, so exiting early leaves at most
+// temporary files, which the next run removes. after is time.After, a
+// parameter so that tests decide when the grace period ends.
+func runUntilInterrupted(ctx context.Context, stop func(), after func(time.Duration) <-chan time.Time, cmd func() int, stderr io.Writer) int {
+	done := make(chan int, 1)
+	go func() { done <- cmd() }() // owned here: either it returns or the process exits
+	select {
+	case code := <-done:
+		stop()
+		return code
+	case <-ctx.Done():
+	}
+	stop()
+	select {
+	case code := <-done:
+		return code
+	case <-after(interruptGrace):
+		fmt.Fprintln(stderr, "faster: interrupted (the command did not stop in time; exiting)")
+		return 130
+	}
 }

@@ -139,6 +139,10 @@ class Loader:
                  seed=0, epoch=0, workers=0, resolution=224, layout="f32-chw", binary=None,
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0):
+        for name, v, least in (("batch_size", batch_size, 1), ("resolution", resolution, 1),
+                               ("slots", slots, 1), ("workers", workers, 0)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise ValueError("faster: %s=%r: want an integer of at least %d" % (name, v, least))
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"

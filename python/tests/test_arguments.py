@@ -1,0 +1,20 @@
+"""Arguments are checked before any server starts (no binary needed)."""
+import unittest
+
+import faster
+
+
+class ArgumentTest(unittest.TestCase):
+    def test_bad_sizes_are_refused(self):
+        # Before: batch_size=0 was served at 256 and len() raised
+        # ZeroDivisionError.
+        for kw in (dict(batch_size=0), dict(batch_size=-3), dict(batch_size=2.5), dict(batch_size=True),
+                   dict(resolution=0), dict(slots=0), dict(workers=-1)):
+            with self.subTest(**kw):
+                with self.assertRaises(ValueError) as cm:
+                    faster.Loader("/nonexistent", **kw)
+                self.assertIn(next(iter(kw)), str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
