@@ -127,4 +127,3 @@ func BenchmarkPermutation(b *testing.B) {
 		})
 	}
 }
-
