@@ -118,10 +118,13 @@ func TestStaleIndexOrShard(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		n := len(runEpoch(t, l, 0).keys)
+		// The epoch keeps the 12 rows the manifest plans (the same steps on
+		// every rank): 11 records and one repeat making up the lost one.
+		got := runEpoch(t, l, 0)
+		n := len(got.first)
 		bad := l.Bad()
-		if n != 11 || len(bad) != 1 || bad[0].Path != data {
-			t.Fatalf("served %d of 12 with %v quarantined; want 11 and the cut shard listed", n, bad)
+		if n != 11 || len(got.keys) != 12 || got.repeats != 1 || len(bad) != 1 || bad[0].Path != data {
+			t.Fatalf("served %d of 12 (%d rows, %d repeats) with %v quarantined; want 11, 12 rows, 1 repeat and the cut shard listed", n, len(got.keys), got.repeats, bad)
 		}
 	})
 	t.Run("record count disagrees with the manifest", func(t *testing.T) {
@@ -216,8 +219,8 @@ func TestBadFilesAreBadSamples(t *testing.T) {
 	}
 	defer l.Close()
 	got := runEpoch(t, l, 0)
-	if len(got.keys) != 6 {
-		t.Fatalf("%d good samples, want 6", len(got.keys))
+	if len(got.first) != 6 || len(got.keys) != 12 || got.repeats != 6 {
+		t.Fatalf("%d good samples in %d rows (%d repeats), want 6 in the 12 planned rows", len(got.first), len(got.keys), got.repeats)
 	}
 	quarantined := map[string]bool{}
 	for _, b := range l.Bad() {

@@ -526,7 +526,7 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 		return func(yield func(*Batch, error) bool) {
 			l.cur.Store(int64(e))
 			for b, err := range ds.Iter(ctx) {
-				if !yield(b, err) {
+				if !yield(b, l.explainEmpty(err)) {
 					return
 				}
 			}
@@ -541,6 +541,7 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 		l.stMu.Unlock()
 		failed := false
 		for b, err := range ds.Iter(ctx) {
+			err = l.explainEmpty(err)
 			if err == nil && b != nil {
 				l.advance(b)
 			} else if err != nil {
@@ -552,10 +553,24 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 		}
 		if !failed && ctx.Err() == nil {
 			l.stMu.Lock()
-			l.stCons, l.stDone = len(plan), true
+			l.stCons, l.stDone = plan.Len(), true
 			l.stMu.Unlock()
 		}
 	}
+}
+
+// explainEmpty names what emptied an epoch whose every sample was bad (the
+// padding that evens out ranks has nothing to repeat): the skipped samples.
+func (l *Loader) explainEmpty(err error) error {
+	if !errors.Is(err, pipeline.ErrNothingToRepeat) {
+		return err
+	}
+	bad := l.Bad()
+	if len(bad) == 0 {
+		return fmt.Errorf("this rank's part of the epoch is empty: %w", err)
+	}
+	b := bad[0]
+	return fmt.Errorf("every sample of this rank's epoch was bad and skipped (%d listed; the first: %s, offset %d: %s): nothing to serve: %w", len(bad), b.Path, b.Offset, b.Reason, err)
 }
 
 // Stats returns the per-stage statistics and verdict of the pipeline that

@@ -11,8 +11,11 @@ type planKey struct{}
 
 // planOf returns the epoch's order for this rank: the samples' global
 // indices, in the order served.
-func planOf(ctx context.Context) []int {
-	p, _ := ctx.Value(planKey{}).([]int)
+func planOf(ctx context.Context) ordering {
+	p, _ := ctx.Value(planKey{}).(ordering)
+	if p == nil {
+		return identity(0)
+	}
 	return p
 }
 
@@ -22,23 +25,17 @@ func (l *Loader) resumes(e int) bool {
 }
 
 // order returns what is left of epoch e to serve over all ranks.
-func (l *Loader) order(e int) []int {
+func (l *Loader) order(e int) ordering {
 	if l.resumes(e) {
-		return l.resume
+		return listed(l.resume)
 	}
 	return epochPerm(l.opts.Seed, e, l.n, l.shuffles())
 }
 
 // plan returns this rank's part of epoch e's order: positions rank,
-// rank+world, … of what is left.
-func (l *Loader) plan(e int) []int {
-	all := l.order(e)
-	o := l.opts
-	p := make([]int, 0, strideLen(len(all), o.NumShards, o.ShardIdx))
-	for i := o.ShardIdx; i < len(all); i += o.NumShards {
-		p = append(p, all[i])
-	}
-	return p
+// rank+world, … of what is left (computed, not listed).
+func (l *Loader) plan(e int) ordering {
+	return stride{of: l.order(e), rank: l.opts.ShardIdx, world: l.opts.NumShards}
 }
 
 // rankCounts returns how many samples each rank serves of n left.
@@ -53,7 +50,7 @@ func (l *Loader) rankCounts(n int) []int {
 // positions is the list stage of indexed sources: it yields the positions
 // 0 … len(plan)-1 of the epoch's plan.
 func positions(ctx context.Context, i int) (int, error) {
-	if i >= len(planOf(ctx)) {
+	if i >= planOf(ctx).Len() {
 		return 0, io.EOF
 	}
 	return i, nil

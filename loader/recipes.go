@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -332,7 +333,7 @@ func (l *Loader) initIndexedSource(kind string, n int, labels []string, load fun
 		}
 		list := pipeline.FromFunc(positions).Named("list").Role(pipeline.RoleNone)
 		readStage := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
-			s, err := load(planOf(ctx)[pos])
+			s, err := load(planOf(ctx).At(pos))
 			s.pos = pos
 			if err != nil {
 				if o.BadData.Skip && isBadData(err) {
@@ -666,27 +667,49 @@ func (fs *fileSet) close() error {
 	return first
 }
 
-type recordRef struct {
-	file, rec int
-	e         tfrecord.IndexEntry
+// recordTable finds a record of all shards by its global index: the
+// shards' parsed indexes as they are (16 bytes a record, the index's own
+// offset and size) and the first global index of each shard (a word a
+// shard), searched in O(log shards). No table of references per record.
+type recordTable struct {
+	indexes [][]tfrecord.IndexEntry
+	first   []int // first[f] = global index of shard f's record 0; first[len] = total
+}
+
+func newRecordTable(indexes [][]tfrecord.IndexEntry) recordTable {
+	t := recordTable{indexes: indexes, first: make([]int, len(indexes)+1)}
+	for f, idx := range indexes {
+		t.first[f+1] = t.first[f] + len(idx)
+	}
+	return t
+}
+
+func (t recordTable) len() int { return t.first[len(t.indexes)] }
+
+// at returns the shard, the record within it and its index entry.
+func (t recordTable) at(i int) (file, rec int, e tfrecord.IndexEntry) {
+	file = sort.Search(len(t.indexes), func(f int) bool { return t.first[f+1] > i })
+	rec = i - t.first[file]
+	return file, rec, t.indexes[file][rec]
 }
 
 // initIndexed reads shards through their indexes: one global permutation of
 // all records per epoch (shuffled by index), sharded across ranks by
 // stride, each record fetched with one ReadAt.
 func (l *Loader) initIndexed(files []string, indexes [][]tfrecord.IndexEntry, sizes []int64) error {
-	var refs []recordRef
 	for fi, f := range files {
 		if indexes[fi] == nil {
 			return fmt.Errorf("%s: global shuffle needs an .idx index beside every shard", f)
 		}
-		for ri, e := range indexes[fi] {
-			refs = append(refs, recordRef{fi, ri, e})
-		}
 	}
+	table := newRecordTable(indexes)
 	l.files = &fileSet{fs: l.fs, names: files, open: make([]io.ReaderAt, len(files))}
-	return l.initIndexedSource("shards", len(refs), l.labels, func(i int) (Sample, error) {
-		r := refs[i]
+	return l.initIndexedSource("shards", table.len(), l.labels, func(i int) (Sample, error) {
+		var r struct {
+			file, rec int
+			e         tfrecord.IndexEntry
+		}
+		r.file, r.rec, r.e = table.at(i)
 		name := l.fs.display(files[r.file])
 		f, err := l.files.get(r.file)
 		if err != nil {

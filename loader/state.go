@@ -4,15 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/source"
 )
 
 // StateVersion is the version of the State JSON written by this package.
-const StateVersion = 1
+const StateVersion = 2 // 2: orders from pipeline.Permutation (1: math/rand's Perm)
 
 // State is a loader's exact position within an epoch, small enough to save
 // at every step. The epoch's order is a deterministic function of (Seed,
@@ -111,16 +111,41 @@ func SaveState(path string, s State) error {
 	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// epochPerm is the epoch's global order of n samples.
-func epochPerm(seed uint64, epoch, n int, shuffle bool) []int {
+// ordering is an epoch's order of samples, by position: the global order,
+// one rank's part of it, or what a resumed epoch has left. Computed orders
+// (identity, Permutation, a rank's stride) take no memory per sample.
+type ordering interface {
+	Len() int
+	At(pos int) int // the sample's global index
+}
+
+type identity int
+
+func (n identity) Len() int     { return int(n) }
+func (identity) At(pos int) int { return pos }
+
+type listed []int
+
+func (l listed) Len() int       { return len(l) }
+func (l listed) At(pos int) int { return l[pos] }
+
+// stride is positions rank, rank+world, … of an ordering.
+type stride struct {
+	of          ordering
+	rank, world int
+}
+
+func (s stride) Len() int       { return strideLen(s.of.Len(), s.world, s.rank) }
+func (s stride) At(pos int) int { return s.of.At(s.rank + pos*s.world) }
+
+// epochPerm is the epoch's global order of n samples: a keyed permutation
+// computed position by position (pipeline.Permutation), so 100 million
+// samples cost no memory for the order.
+func epochPerm(seed uint64, epoch, n int, shuffle bool) ordering {
 	if !shuffle {
-		p := make([]int, n)
-		for i := range p {
-			p[i] = i
-		}
-		return p
+		return identity(n)
 	}
-	return rand.New(rand.NewPCG(seed, mix64(uint64(epoch)^0x726573756d65))).Perm(n)
+	return pipeline.NewPermutation(n, seed, int64(epoch), 0x726573756d65)
 }
 
 // mix64 is SplitMix64's finaliser.
@@ -133,32 +158,41 @@ func mix64(x uint64) uint64 {
 
 // remaining applies the segments to the epoch's order: what is left to
 // serve, in order.
-func remaining(order []int, segs []Segment) ([]int, error) {
+func remaining(ord ordering, segs []Segment) ([]int, error) {
 	for si, seg := range segs {
 		if seg.World < 1 || len(seg.Consumed) != seg.World {
 			return nil, fmt.Errorf("%w: segment %d: world %d with %d counts", ErrResume, si, seg.World, len(seg.Consumed))
 		}
-		served := make([]bool, len(order))
+		n := ord.Len()
+		served := make([]uint64, (n+63)/64) // a bit per position
 		for r, c := range seg.Consumed {
 			if c < 0 {
 				return nil, fmt.Errorf("%w: segment %d lacks rank %d's count (merge the ranks' states)", ErrResume, si, r)
 			}
-			if c > strideLen(len(order), seg.World, r) {
-				return nil, fmt.Errorf("%w: segment %d: rank %d consumed %d of %d", ErrResume, si, r, c, strideLen(len(order), seg.World, r))
+			if c > strideLen(n, seg.World, r) {
+				return nil, fmt.Errorf("%w: segment %d: rank %d consumed %d of %d", ErrResume, si, r, c, strideLen(n, seg.World, r))
 			}
 			for k := range c {
-				served[r+k*seg.World] = true
+				p := r + k*seg.World
+				served[p/64] |= 1 << (p % 64)
 			}
 		}
-		next := make([]int, 0, len(order))
-		for p, g := range order {
-			if !served[p] {
-				next = append(next, g)
+		next := make(listed, 0, n)
+		for p := range n {
+			if served[p/64]&(1<<(p%64)) == 0 {
+				next = append(next, ord.At(p))
 			}
 		}
-		order = next
+		ord = next
 	}
-	return order, nil
+	if l, ok := ord.(listed); ok {
+		return l, nil
+	}
+	out := make([]int, ord.Len())
+	for i := range out {
+		out[i] = ord.At(i)
+	}
+	return out, nil
 }
 
 // strideLen is the size of part i of n parts of total taken by stride.

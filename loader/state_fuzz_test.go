@@ -36,7 +36,7 @@ func FuzzState(f *testing.F) {
 		if err != nil {
 			return
 		}
-		left := len(order)
+		left := order.Len()
 		for _, seg := range s.Segments {
 			for _, c := range seg.Consumed {
 				left -= c

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"iter"
@@ -146,6 +147,10 @@ func (b *BatchDataset[T]) Exactly(k int) *BatchDataset[T] {
 	b.exactly = k
 	return b
 }
+
+// ErrNothingToRepeat is the error of a Fill whose input had no element at
+// all in an epoch (empty, or every element skipped upstream).
+var ErrNothingToRepeat = errors.New("pipeline: nothing to serve")
 
 // Fill makes every epoch yield exactly rows elements in its batches, the
 // way PyTorch's DistributedSampler evens out data-parallel ranks: the input
@@ -301,7 +306,7 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 				break
 			}
 			if n == 0 {
-				yield(nil, fmt.Errorf("pipeline: %s: cannot fill the epoch to %d rows: %d taken and the input has no element to repeat", b.name, b.rows, total))
+				yield(nil, fmt.Errorf("%w: %s: cannot fill the epoch to %d rows: %d taken and the input has no element to repeat", ErrNothingToRepeat, b.name, b.rows, total))
 				return
 			}
 		}
