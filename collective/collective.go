@@ -1,8 +1,10 @@
 // Package collective runs collective operations — all-reduce, broadcast,
 // barrier — over a group of ranks, the way torch.distributed does: ranks
-// meet through a key-value store served by rank 0 at MASTER_ADDR:MASTER_PORT
-// (env RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, as torchrun sets them),
-// then a collective library (Gloo, in collective/gloo) connects them.
+// meet through a key-value store at MASTER_ADDR:MASTER_PORT, served by the
+// launcher (torchrun's agent, or package launch) or else by rank 0, in
+// torch's TCPStore protocol (env RANK, WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE…, as torchrun sets them), then
+// a collective library (Gloo, in collective/gloo) connects them.
 //
 // Local groups (NewLocal) run the same operations between goroutines of
 // one process; data-parallel training uses them for its replicas.
@@ -52,6 +54,20 @@ type Config struct {
 	// that dies makes the operations of the others fail as soon as its
 	// connections close, well before the timeout.
 	Timeout time.Duration
+	// AgentStore says that a launcher serves the store at Addr:Port
+	// (torchrun's agent, or launch.Run): no rank serves it, rank 0
+	// included (TORCHELASTIC_USE_AGENT_STORE=True).
+	AgentStore bool
+	// StorePrefix goes in front of every store key of the group, as
+	// torch's PrefixStore: "/worker/attempt_<n>/" under an agent store, n
+	// being TORCHELASTIC_RESTART_COUNT, so that a restarted group does not
+	// read its predecessor's keys.
+	StorePrefix string
+	// LocalRank and LocalSize place the rank on its machine (LOCAL_RANK,
+	// LOCAL_WORLD_SIZE; 0 when unset), GroupRank is the machine's index
+	// (GROUP_RANK). They decide no collective; they size a rank's share of
+	// the machine (threads).
+	LocalRank, LocalSize, GroupRank int
 }
 
 // ErrPeer marks a failure caused by another rank (it died, closed its

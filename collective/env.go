@@ -19,9 +19,13 @@ const DefaultTimeout = 60 * time.Second
 //
 //	RANK                       this rank, 0 <= RANK < WORLD_SIZE (default 0)
 //	WORLD_SIZE                 the number of ranks (default 1)
-//	MASTER_ADDR                where rank 0 serves the store (default 127.0.0.1)
+//	MASTER_ADDR                where the store is served (default 127.0.0.1)
 //	MASTER_PORT                its port; required when WORLD_SIZE > 1
 //	FASTER_COLLECTIVE_TIMEOUT  a Go duration such as "90s" (default 0: 60 s)
+//	TORCHELASTIC_USE_AGENT_STORE  "True": the launcher serves the store
+//	TORCHELASTIC_RESTART_COUNT    with it, the group's attempt (default 0)
+//	LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK
+//	                           the rank's place on its machine (default 0)
 //
 // An error names the variable and its bad value.
 func FromEnv() (Config, error) {
@@ -53,6 +57,30 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 		}
 	} else if c.Size > 1 {
 		return Config{}, fmt.Errorf("collective: MASTER_PORT is not set (required when WORLD_SIZE=%d > 1)", c.Size)
+	}
+	// torch compares with str(True); so do we.
+	if v, _ := lookup("TORCHELASTIC_USE_AGENT_STORE"); v == "True" {
+		c.AgentStore = true
+		attempt := 0
+		if v, ok := lookup("TORCHELASTIC_RESTART_COUNT"); ok && v != "" {
+			if attempt, err = strconv.Atoi(v); err != nil || attempt < 0 {
+				return Config{}, fmt.Errorf("collective: TORCHELASTIC_RESTART_COUNT=%q: want a non-negative integer", v)
+			}
+		}
+		c.StorePrefix = "/worker/attempt_" + strconv.Itoa(attempt) + "/"
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"LOCAL_RANK", &c.LocalRank}, {"LOCAL_WORLD_SIZE", &c.LocalSize}, {"GROUP_RANK", &c.GroupRank}} {
+		if v, ok := lookup(f.name); ok && v != "" {
+			if *f.dst, err = strconv.Atoi(v); err != nil || *f.dst < 0 {
+				return Config{}, fmt.Errorf("collective: %s=%q: want a non-negative integer", f.name, v)
+			}
+		}
+	}
+	if c.LocalSize > 0 && c.LocalRank >= c.LocalSize {
+		return Config{}, fmt.Errorf("collective: LOCAL_RANK=%d: want less than LOCAL_WORLD_SIZE=%d", c.LocalRank, c.LocalSize)
 	}
 	if v, ok := lookup("FASTER_COLLECTIVE_TIMEOUT"); ok && v != "" {
 		if c.Timeout, err = time.ParseDuration(v); err != nil || c.Timeout < 0 {

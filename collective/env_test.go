@@ -27,6 +27,18 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"MASTER_PORT": "x"}, err: `MASTER_PORT="x"`},
 		{env: map[string]string{"FASTER_COLLECTIVE_TIMEOUT": "10"}, err: `FASTER_COLLECTIVE_TIMEOUT="10"`},
 		{env: map[string]string{"FASTER_COLLECTIVE_TIMEOUT": "-1s"}, err: `FASTER_COLLECTIVE_TIMEOUT="-1s"`},
+		// torchrun's worker environment (static rendezvous, two nodes of two).
+		{
+			env: map[string]string{"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1",
+				"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RESTART_COUNT": "2"},
+			want: Config{Rank: 3, Size: 4, Addr: "10.0.0.1", Port: 29500, AgentStore: true, StorePrefix: "/worker/attempt_2/",
+				LocalRank: 1, LocalSize: 2, GroupRank: 1},
+		},
+		{env: map[string]string{"TORCHELASTIC_USE_AGENT_STORE": "False", "TORCHELASTIC_RESTART_COUNT": "1"}, want: Config{Size: 1, Addr: "127.0.0.1"}},
+		{env: map[string]string{"TORCHELASTIC_USE_AGENT_STORE": "True"}, want: Config{Size: 1, Addr: "127.0.0.1", AgentStore: true, StorePrefix: "/worker/attempt_0/"}},
+		{env: map[string]string{"TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RESTART_COUNT": "x"}, err: `TORCHELASTIC_RESTART_COUNT="x"`},
+		{env: map[string]string{"LOCAL_WORLD_SIZE": "-2"}, err: `LOCAL_WORLD_SIZE="-2"`},
+		{env: map[string]string{"LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"}, err: `LOCAL_RANK=2: want less than LOCAL_WORLD_SIZE=2`},
 	}
 	for _, tt := range tests {
 		got, err := configFrom(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })

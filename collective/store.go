@@ -7,30 +7,40 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// storeGrace is how long past a request's own timeout a client waits for
-// the server's answer before it gives the connection up.
+// storeGrace is how long past a call's own timeout a client waits for the
+// server's answer before it gives the connection up.
 const storeGrace = 5 * time.Second
 
-// Store is a client of a StoreServer, the rendezvous key-value store of a
-// group, like torch's TCPStore. Its methods may be called from several
-// goroutines; they take turns on one connection. When the server dies or
-// goes silent the call fails with an error wrapping ErrPeer, and so does
-// every later call.
+// Store is a client of a rendezvous store in torch's TCPStore protocol: a
+// StoreServer, torchrun's agent store, or a torch.distributed.TCPStore
+// with is_master=True. Its methods may be called from several goroutines;
+// they take turns on one connection. When the server dies or goes silent
+// the call fails with an error wrapping ErrPeer, and so does every later
+// call. A wait that times out leaves the store usable (on a new
+// connection: torch's protocol cannot cancel a wait).
 type Store struct {
 	addr    string
 	timeout time.Duration
-	conn    net.Conn
 	closed  atomic.Bool
 
-	mu  sync.Mutex // guards the fields below and the use of conn
-	br  *bufio.Reader
-	buf []byte
-	err error // sticky
+	// live is the connection in use, for Close (which must not wait for
+	// a call in progress: closing the connection is what ends it).
+	live atomic.Pointer[liveConn]
+
+	mu   sync.Mutex // guards the fields below and the use of conn
+	conn net.Conn   // nil after a timed-out wait, until the next call
+	br   *bufio.Reader
+	buf  []byte
+	err  error // sticky
+	// local is the local address of the first connection.
+	local net.Addr
 }
 
 // DialStore connects to the store server at addr (host:port), retrying
@@ -40,24 +50,32 @@ func DialStore(addr string, timeout time.Duration) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	deadline := time.Now().Add(timeout)
+	s := &Store{addr: addr, timeout: timeout}
+	if err := s.connect(time.Now().Add(timeout)); err != nil {
+		return nil, err
+	}
+	s.local = s.conn.LocalAddr()
+	return s, nil
+}
+
+// connect dials until deadline and probes the server with a query that
+// every TCPStore answers (the number of keys). s.mu is held, or s is new.
+func (s *Store) connect(deadline time.Time) error {
 	backoff := 10 * time.Millisecond
 	var last error
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("collective: store at %s did not answer within %v (last error: %v): %w", addr, timeout, last, ErrPeer)
+			return fmt.Errorf("collective: store at %s did not answer within %v (last error: %v): %w", s.addr, s.timeout, last, ErrPeer)
 		}
-		conn, err := net.DialTimeout("tcp", addr, left)
+		conn, err := net.DialTimeout("tcp", s.addr, left)
 		if err == nil {
-			var s *Store
-			s, err = handshake(conn, addr, timeout, deadline)
-			if err == nil {
-				return s, nil
+			if err = s.probe(conn, deadline); err == nil {
+				return nil
 			}
 			conn.Close()
 			if errors.Is(err, errNotStore) {
-				return nil, err
+				return err
 			}
 		}
 		last = err
@@ -66,44 +84,86 @@ func DialStore(addr string, timeout time.Duration) (*Store, error) {
 	}
 }
 
-var errNotStore = errors.New("not a faster store server")
+var errNotStore = errors.New("not a TCPStore server")
 
-func handshake(conn net.Conn, addr string, timeout time.Duration, deadline time.Time) (*Store, error) {
-	conn.SetDeadline(deadline)
-	if _, err := conn.Write(storeMagic[:]); err != nil {
-		return nil, err
-	}
-	var magic [len(storeMagic)]byte
-	if _, err := io.ReadFull(conn, magic[:]); err != nil {
-		return nil, err
-	}
-	if magic != storeMagic {
-		return nil, fmt.Errorf("collective: store at %s: %w (it answered %q)", addr, errNotStore, magic[:])
-	}
-	conn.SetDeadline(time.Time{})
+func (s *Store) probe(conn net.Conn, deadline time.Time) error {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &Store{addr: addr, timeout: timeout, conn: conn, br: bufio.NewReader(conn)}, nil
+	conn.SetDeadline(deadline)
+	defer conn.SetDeadline(time.Time{})
+	if _, err := conn.Write([]byte{qNumKeys}); err != nil {
+		return err
+	}
+	br := bufio.NewReader(conn)
+	n, err := (wireReader{br}).uint64()
+	if err == nil && n > 1<<40 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], n)
+		return fmt.Errorf("collective: store at %s: %w: it answered a number-of-keys query with %q", s.addr, errNotStore, b[:])
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+			// Accepted, then closed on the first query: not a TCPStore of
+			// torch 1.13's protocol (a torch 2.x store refuses clients that
+			// do not validate first).
+			return fmt.Errorf("collective: store at %s: %w: it closed the connection on a number-of-keys query (a torch 2.x store? this client speaks torch 1.13's TCPStore protocol)", s.addr, errNotStore)
+		}
+		return err
+	}
+	s.conn, s.br = conn, br
+	s.live.Store(&liveConn{conn})
+	return nil
+}
+
+type liveConn struct{ net.Conn }
+
+func isReset(err error) bool {
+	var se *os.SyscallError
+	return errors.As(err, &se) && strings.Contains(se.Error(), "reset")
 }
 
 // LocalAddr is the local address of the connection to the server: an
 // address of this host that the server's host can reach.
-func (s *Store) LocalAddr() net.Addr { return s.conn.LocalAddr() }
+func (s *Store) LocalAddr() net.Addr { return s.local }
 
 // Timeout is the timeout the store was dialed with.
 func (s *Store) Timeout() time.Duration { return s.timeout }
 
-// Set sets key to a copy of v.
+// wireKey is the key torch's TCPStore sends for key.
+func wireKey(key string) string { return "/" + key }
+
+// Set sets key to a copy of v. It returns once the server has applied it
+// (torch's set has no answer: a number-of-keys query follows on the same
+// connection, and its answer comes after the set was applied), so a rank
+// that sets a key and then meets the others in a collective knows they
+// can read it.
 func (s *Store) Set(key string, v []byte) error {
-	_, err := s.call(&storeRequest{op: opSet, key: key, value: v}, s.timeout)
-	return err
+	return s.do(func() error {
+		if err := s.send(&query{typ: qSet, key: wireKey(key), value: v}, &query{typ: qNumKeys}); err != nil {
+			return err
+		}
+		_, err := s.readUint64(s.timeout)
+		return err
+	})
 }
 
 // Get returns the value of key, waiting until some rank sets it or the
 // timeout passes.
 func (s *Store) Get(key string) ([]byte, error) {
-	return s.call(&storeRequest{op: opGet, key: key, timeout: timeoutMillis(s.timeout)}, s.timeout+storeGrace)
+	var v []byte
+	err := s.do(func() error {
+		if err := s.wait([]string{key}, s.timeout); err != nil {
+			return err
+		}
+		if err := s.send(&query{typ: qGet, key: wireKey(key)}); err != nil {
+			return err
+		}
+		var err error
+		v, err = s.readBytes(s.timeout)
+		return err
+	})
+	return v, err
 }
 
 // Wait waits until every key is set or the timeout passes.
@@ -113,20 +173,47 @@ func (s *Store) Wait(keys []string) error {
 
 // WaitTimeout is Wait with its own timeout.
 func (s *Store) WaitTimeout(keys []string, timeout time.Duration) error {
-	_, err := s.call(&storeRequest{op: opWait, keys: keys, timeout: timeoutMillis(timeout)}, timeout+storeGrace)
-	return err
+	return s.do(func() error { return s.wait(keys, timeout) })
+}
+
+// Check reports whether every key is set, without waiting.
+func (s *Store) Check(keys []string) (bool, error) {
+	var ready bool
+	err := s.do(func() error {
+		wk := make([]string, len(keys))
+		for i, k := range keys {
+			wk[i] = wireKey(k)
+		}
+		if err := s.send(&query{typ: qCheck, keys: wk}); err != nil {
+			return err
+		}
+		s.conn.SetReadDeadline(time.Now().Add(s.timeout + storeGrace))
+		b, err := s.br.ReadByte()
+		if err != nil {
+			return err
+		}
+		if b != checkReady && b != checkNotReady {
+			return fmt.Errorf("%w: check answered %d", errFrame, b)
+		}
+		ready = b == checkReady
+		return nil
+	})
+	return ready, err
 }
 
 // Add adds delta to the counter at key (0 if unset) and returns the sum.
+// The counter is held as decimal text, as torch's is.
 func (s *Store) Add(key string, delta int64) (int64, error) {
-	v, err := s.call(&storeRequest{op: opAdd, key: key, delta: delta}, s.timeout)
-	if err != nil {
-		return 0, err
-	}
-	if len(v) != 8 {
-		return 0, s.fail(fmt.Errorf("add %q: answer of %d bytes", key, len(v)))
-	}
-	return int64(binary.BigEndian.Uint64(v)), nil
+	var sum uint64
+	err := s.do(func() error {
+		if err := s.send(&query{typ: qAdd, key: wireKey(key), delta: delta}); err != nil {
+			return err
+		}
+		var err error
+		sum, err = s.readUint64(s.timeout)
+		return err
+	})
+	return int64(sum), err
 }
 
 // Close closes the connection; calls in progress and later fail.
@@ -134,8 +221,66 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return s.conn.Close()
+	// A call in progress holds s.mu: close its connection under it, so
+	// that the call returns.
+	if c := s.live.Load(); c != nil {
+		return c.Close()
+	}
+	return nil
 }
+
+// timeoutError is a wait that ran out; the connection is given up but the
+// store stays usable.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string { return e.msg }
+func (e *timeoutError) Unwrap() error { return ErrPeer }
+
+// do runs one call under s.mu: it reconnects after a timed-out wait, and
+// turns a failure of the connection into the sticky error.
+func (s *Store) do(call func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if s.closed.Load() {
+		return s.fail(nil)
+	}
+	if s.conn == nil {
+		if err := s.connect(time.Now().Add(s.timeout)); err != nil {
+			s.err = err
+			return err
+		}
+		if s.closed.Load() { // Close ran while we dialed
+			s.conn.Close()
+			return s.fail(nil)
+		}
+	}
+	err := call()
+	var te *timeoutError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te):
+		// The server still holds the wait and will answer it some day:
+		// this connection's answers can no longer be matched to queries.
+		s.conn.Close()
+		s.conn = nil
+		return fmt.Errorf("collective: store %s: %w", s.addr, err)
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err // nothing was sent
+	}
+	return s.fail(err)
+}
+
+// usageError is a call refused before anything was sent.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
 
 // fail records a broken connection; s.mu is held.
 func (s *Store) fail(err error) error {
@@ -144,52 +289,63 @@ func (s *Store) fail(err error) error {
 	} else {
 		s.err = fmt.Errorf("collective: store %s: %v: %w", s.addr, err, ErrPeer)
 	}
-	s.conn.Close()
+	if s.conn != nil {
+		s.conn.Close()
+	}
 	return s.err
 }
 
-// call sends req and returns the payload of a statusOK answer. The answer
-// must come within wait.
-func (s *Store) call(req *storeRequest, wait time.Duration) ([]byte, error) {
-	if len(req.key) > maxStoreKey {
-		return nil, fmt.Errorf("collective: store: key of %d bytes exceeds %d", len(req.key), maxStoreKey)
-	}
-	for _, k := range req.keys {
-		if len(k) > maxStoreKey {
-			return nil, fmt.Errorf("collective: store: key of %d bytes exceeds %d", len(k), maxStoreKey)
+// send writes queries in one write; s.mu is held.
+func (s *Store) send(qs ...*query) error {
+	s.buf = s.buf[:0]
+	for _, q := range qs {
+		var err error
+		if s.buf, err = appendQuery(s.buf, q); err != nil {
+			return &usageError{err}
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return nil, s.err
+	s.conn.SetWriteDeadline(time.Now().Add(s.timeout))
+	_, err := s.conn.Write(s.buf)
+	return err
+}
+
+// wait sends a wait for keys and reads its answer within timeout; s.mu is
+// held.
+func (s *Store) wait(keys []string, timeout time.Duration) error {
+	wk := make([]string, len(keys))
+	for i, k := range keys {
+		wk[i] = wireKey(k)
 	}
-	if s.closed.Load() {
-		return nil, s.fail(nil)
+	if err := s.send(&query{typ: qWait, keys: wk}); err != nil {
+		return err
 	}
-	var err error
-	if s.buf, err = appendRequest(s.buf[:0], req); err != nil {
-		return nil, err
-	}
-	s.conn.SetDeadline(time.Now().Add(wait))
-	if _, err := s.conn.Write(s.buf); err != nil {
-		return nil, s.fail(err)
-	}
-	body, err := readFrame(s.br, s.buf)
+	s.conn.SetReadDeadline(time.Now().Add(timeout))
+	b, err := s.br.ReadByte()
 	if err != nil {
-		return nil, s.fail(err)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !s.closed.Load() {
+			what := fmt.Sprintf("keys %q not all set", keys)
+			if len(keys) == 1 {
+				what = fmt.Sprintf("key %q not set", keys[0])
+			}
+			return &timeoutError{fmt.Sprintf("%s within %v", what, timeout)}
+		}
+		return err
 	}
-	s.buf = body
-	if len(body) == 0 {
-		return nil, s.fail(fmt.Errorf("%w: empty answer", errFrame))
+	if b != waitStop {
+		return fmt.Errorf("%w: wait answered %d", errFrame, b)
 	}
-	switch body[0] {
-	case statusOK:
-		return append([]byte(nil), body[1:]...), nil
-	case statusTimeout:
-		return nil, fmt.Errorf("collective: store %s: key %q not set within %v: %w", s.addr, body[1:], time.Duration(req.timeout)*time.Millisecond, ErrPeer)
-	case statusError:
-		return nil, fmt.Errorf("collective: store %s: server: %s", s.addr, body[1:])
-	}
-	return nil, s.fail(fmt.Errorf("%w: unknown status %d", errFrame, body[0]))
+	return nil
+}
+
+// readUint64 reads an int64 answer; s.mu is held.
+func (s *Store) readUint64(timeout time.Duration) (uint64, error) {
+	s.conn.SetReadDeadline(time.Now().Add(timeout + storeGrace))
+	return wireReader{s.br}.uint64()
+}
+
+// readBytes reads a byte-string answer; s.mu is held.
+func (s *Store) readBytes(timeout time.Duration) ([]byte, error) {
+	s.conn.SetReadDeadline(time.Now().Add(timeout + storeGrace))
+	return wireReader{s.br}.bytes(maxStoreValue)
 }

@@ -5,19 +5,24 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// StoreServer serves a rendezvous store: rank 0 runs it at
-// MASTER_ADDR:MASTER_PORT and every rank, rank 0 included, talks to it
-// through a Store. Keys are never deleted; values live until Close.
+// StoreServer serves a rendezvous store in torch's TCPStore protocol (see
+// store_wire.go): the launcher (or rank 0, when no launcher serves one)
+// runs it at MASTER_ADDR:MASTER_PORT and every rank talks to it through a
+// Store; torch's TCPStore clients may use it too. Keys live until deleted
+// or Close.
 //
-// The server runs one goroutine to accept connections and one for each
-// connection; Close stops and joins them all.
+// The server runs one goroutine to accept connections and two for each
+// connection (one reads queries, one answers them, so that a pending wait
+// does not hold the connection's later queries); Close stops and joins
+// them all.
 type StoreServer struct {
 	ln   net.Listener
 	done chan struct{} // closed by Close
@@ -47,8 +52,7 @@ func ListenStore(addr string) (*StoreServer, error) {
 		changed: make(chan struct{}),
 		conns:   map[net.Conn]struct{}{},
 	}
-	s.wg.Add(1)
-	go s.accept()
+	s.wg.Go(s.accept)
 	return s, nil
 }
 
@@ -76,7 +80,6 @@ func (s *StoreServer) Close() error {
 }
 
 func (s *StoreServer) accept() {
-	defer s.wg.Done()
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -106,8 +109,9 @@ func (s *StoreServer) accept() {
 	}
 }
 
-// serve answers the requests of one connection until it fails or the
-// server closes.
+// serve answers the queries of one connection until it fails or the
+// server closes. A reader goroutine decodes the queries; this one answers
+// them and the waits, whose answers go out when their keys appear.
 func (s *StoreServer) serve(c net.Conn) {
 	defer s.wg.Done()
 	defer func() {
@@ -116,85 +120,88 @@ func (s *StoreServer) serve(c net.Conn) {
 		s.mu.Unlock()
 		c.Close()
 	}()
-	var magic [len(storeMagic)]byte
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadFull(c, magic[:]); err != nil || magic != storeMagic {
-		return
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
 	}
-	if _, err := c.Write(storeMagic[:]); err != nil {
-		return
-	}
-	c.SetDeadline(time.Time{})
-	br := bufio.NewReader(c)
-	var in, out []byte
+	queries := make(chan query) // unbuffered: the reader waits for each answer
+	readerDone := make(chan struct{})
+	quit := make(chan struct{}) // closed when the answers stop
+	s.wg.Go(func() {
+		defer close(readerDone)
+		br := bufio.NewReader(c)
+		for first := true; ; first = false {
+			q, err := readQuery(br, first)
+			if err != nil {
+				return // EOF, a broken connection, a malformed query: hang up
+			}
+			select {
+			case queries <- q:
+			case <-quit:
+				return
+			}
+		}
+	})
+	// After the answers stop, close the connection so that the reader
+	// stops too, and wait for it.
+	defer func() { close(quit); c.Close(); <-readerDone }()
+
+	var out []byte
+	var waits [][]string // pending waits, in the order they came
 	for {
-		body, err := readFrame(br, in)
-		if err != nil {
-			return
+		var changed chan struct{}
+		if len(waits) > 0 {
+			s.mu.Lock()
+			changed = s.changed
+			// Answer the waits whose keys are all set now.
+			kept := waits[:0]
+			for _, keys := range waits {
+				if s.hasAllLocked(keys) {
+					out = append(out, waitStop)
+				} else {
+					kept = append(kept, keys)
+				}
+			}
+			waits = kept
+			s.mu.Unlock()
+			if len(out) > 0 {
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+				out = out[:0]
+			}
+			if len(waits) == 0 {
+				changed = nil
+			}
 		}
-		in = body
-		req, err := decodeRequest(body)
-		if err != nil {
-			out, _ = appendResponse(out[:0], statusError, []byte(err.Error()))
-			c.Write(out)
+		select {
+		case q := <-queries:
+			var ok bool
+			if out, ok = s.answer(out[:0], &q, &waits); !ok {
+				return
+			}
+			if len(out) > 0 {
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+				out = out[:0]
+			}
+		case <-changed:
+		case <-readerDone:
 			return
-		}
-		status, payload := s.handle(&req)
-		if status == statusHangUp {
-			return
-		}
-		if out, err = appendResponse(out[:0], status, payload); err != nil {
-			return
-		}
-		if _, err := c.Write(out); err != nil {
+		case <-s.done:
 			return
 		}
 	}
 }
 
-// handle runs one request and returns the response status and payload.
-func (s *StoreServer) handle(req *storeRequest) (byte, []byte) {
-	switch req.op {
-	case opSet:
-		s.mu.Lock()
-		s.data[req.key] = append([]byte(nil), req.value...)
-		s.notifyLocked()
-		s.mu.Unlock()
-		return statusOK, nil
-	case opAdd:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		var v int64
-		if old, ok := s.data[req.key]; ok {
-			if len(old) != 8 {
-				return statusError, []byte(fmt.Sprintf("key %q holds %d bytes, not a counter", req.key, len(old)))
-			}
-			v = int64(binary.BigEndian.Uint64(old))
+// hasAllLocked reports whether every key is set; s.mu is held.
+func (s *StoreServer) hasAllLocked(keys []string) bool {
+	for _, k := range keys {
+		if _, ok := s.data[k]; !ok {
+			return false
 		}
-		v += req.delta
-		s.data[req.key] = binary.BigEndian.AppendUint64(nil, uint64(v))
-		s.notifyLocked()
-		return statusOK, binary.BigEndian.AppendUint64(nil, uint64(v))
-	case opGet, opWait:
-		keys := req.keys
-		if req.op == opGet {
-			keys = []string{req.key}
-		}
-		missing, ok := s.wait(keys, time.Duration(req.timeout)*time.Millisecond)
-		if !ok {
-			return statusHangUp, nil
-		}
-		if missing != "" {
-			return statusTimeout, []byte(missing)
-		}
-		if req.op == opWait {
-			return statusOK, nil
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return statusOK, s.data[req.key]
 	}
-	return statusError, []byte(fmt.Sprintf("unknown op %d", req.op))
+	return true
 }
 
 // notifyLocked wakes the waiters; s.mu is held.
@@ -203,37 +210,75 @@ func (s *StoreServer) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
-// statusHangUp, never sent, tells serve to close the connection.
-const statusHangUp = 255
-
-// wait blocks until every key is set and returns "", or returns the first
-// missing key after timeout. It returns ok false when the server closes.
-func (s *StoreServer) wait(keys []string, timeout time.Duration) (missing string, ok bool) {
-	var timer *time.Timer
-	for {
-		s.mu.Lock()
-		missing = ""
-		for _, k := range keys {
-			if _, ok := s.data[k]; !ok {
-				missing = k
-				break
+// answer runs query q and appends its answer to out. A wait whose keys are
+// missing joins waits instead (answered by serve). ok is false when the
+// connection must be closed (a query this server refuses).
+func (s *StoreServer) answer(out []byte, q *query, waits *[][]string) (_ []byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch q.typ {
+	case qSet:
+		s.data[q.key] = slices.Clone(q.value)
+		s.notifyLocked()
+	case qCompareSet:
+		old, exists := s.data[q.key]
+		switch {
+		case !exists && len(q.value) == 0:
+			// torch: a missing key counts as holding the empty value.
+			s.data[q.key] = slices.Clone(q.desired)
+			s.notifyLocked()
+			out = appendBytes(out, q.desired)
+		case !exists:
+			out = appendBytes(out, q.value) // torch answers the expected value
+		case string(old) == string(q.value):
+			s.data[q.key] = slices.Clone(q.desired)
+			s.notifyLocked()
+			out = appendBytes(out, q.desired)
+		default:
+			out = appendBytes(out, old)
+		}
+	case qGet:
+		v, exists := s.data[q.key]
+		if !exists {
+			return out, false // torch's server fails the same way: clients wait first
+		}
+		out = appendBytes(out, v)
+	case qAdd:
+		sum := q.delta
+		if old, exists := s.data[q.key]; exists {
+			n, err := strconv.ParseInt(string(old), 10, 64)
+			if err != nil {
+				return out, false // not a counter: torch's server fails too
 			}
+			sum += n
 		}
-		changed := s.changed
-		s.mu.Unlock()
-		if missing == "" {
-			return "", true
+		s.data[q.key] = strconv.AppendInt(nil, sum, 10)
+		s.notifyLocked()
+		out = binary.LittleEndian.AppendUint64(out, uint64(sum))
+	case qCheck:
+		if s.hasAllLocked(q.keys) {
+			out = append(out, checkReady)
+		} else {
+			out = append(out, checkNotReady)
 		}
-		if timer == nil {
-			timer = time.NewTimer(timeout)
-			defer timer.Stop()
+	case qWait:
+		if s.hasAllLocked(q.keys) {
+			out = append(out, waitStop)
+		} else {
+			*waits = append(*waits, q.keys)
 		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return missing, true
-		case <-s.done:
-			return "", false
+	case qNumKeys:
+		out = binary.LittleEndian.AppendUint64(out, uint64(len(s.data)))
+	case qDeleteKey:
+		n := 0
+		if _, exists := s.data[q.key]; exists {
+			delete(s.data, q.key)
+			n = 1
+			s.notifyLocked()
 		}
+		out = binary.LittleEndian.AppendUint64(out, uint64(n))
+	default: // qWatchKey: torch's callback socket is not served
+		return out, false
 	}
+	return out, true
 }

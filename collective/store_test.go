@@ -1,10 +1,13 @@
 package collective
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -84,6 +87,12 @@ func TestStore(t *testing.T) {
 	if err := b.Wait(nil); err != nil {
 		t.Fatal(err)
 	}
+	if ok, err := b.Check([]string{"addr/1", "empty"}); !ok || err != nil {
+		t.Fatalf("Check of set keys = %v, %v", ok, err)
+	}
+	if ok, err := b.Check([]string{"addr/1", "unset"}); ok || err != nil {
+		t.Fatalf("Check with an unset key = %v, %v", ok, err)
+	}
 
 	var wg sync.WaitGroup
 	for range 8 {
@@ -102,9 +111,6 @@ func TestStore(t *testing.T) {
 	if n, err := b.Add("n", -100); err != nil || n != -20 {
 		t.Fatalf("Add = %d, %v; want -20", n, err)
 	}
-	if _, err := b.Add("addr/1", 1); err == nil || !strings.Contains(err.Error(), "not a counter") {
-		t.Fatalf("Add on a value: %v", err)
-	}
 	big := bytes.Repeat([]byte{7}, 1<<20)
 	if err := a.Set("big", big); err != nil {
 		t.Fatal(err)
@@ -115,8 +121,18 @@ func TestStore(t *testing.T) {
 	if err := a.Set(strings.Repeat("k", maxStoreKey+1), nil); err == nil {
 		t.Fatal("Set with a huge key succeeded")
 	}
-	if err := a.Set("huge", make([]byte, maxStoreFrame)); err == nil {
-		t.Fatal("Set of a value over the frame limit succeeded")
+	if err := a.Set("huge", make([]byte, maxStoreValue+1)); err == nil {
+		t.Fatal("Set of a value over the limit succeeded")
+	}
+	// Refused calls sent nothing: the store is still usable.
+	if v, err := a.Get("addr/1"); err != nil || string(v) != "hello" {
+		t.Fatalf("Get after refused calls = %q, %v", v, err)
+	}
+	// torch's server fails a connection that adds to a value that is not
+	// a number; so does ours, and the client's error says the server hung
+	// up.
+	if _, err := b.Add("addr/1", 1); !errors.Is(err, ErrPeer) {
+		t.Fatalf("Add on a value: %v", err)
 	}
 	if err := a.Set("after", []byte("ok")); err != nil {
 		t.Fatalf("Set after a refused one: %v", err)
@@ -126,21 +142,27 @@ func TestStore(t *testing.T) {
 func TestStoreTimeout(t *testing.T) {
 	checkGoroutines(t)
 	srv := startStore(t)
-	s := dial(t, srv, 100*time.Millisecond)
+	// The store's own timeout is long (dialing and reconnecting must not
+	// depend on the machine's speed); the waits have short ones. Load can
+	// only lengthen a wait, so the lower bound holds anywhere.
+	s := dial(t, srv, 30*time.Second)
 	start := time.Now()
-	_, err := s.Get("never")
-	if !errors.Is(err, ErrPeer) || !strings.Contains(err.Error(), `"never" not set within 100ms`) {
-		t.Fatalf("Get = %v", err)
-	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Fatalf("Get returned after %v", d)
-	}
-	if err := s.Wait([]string{"never"}); !errors.Is(err, ErrPeer) {
+	err := s.WaitTimeout([]string{"never"}, 100*time.Millisecond)
+	if !errors.Is(err, ErrPeer) || !strings.Contains(err.Error(), `key "never" not set within 100ms`) {
 		t.Fatalf("Wait = %v", err)
 	}
-	// A timeout leaves the connection usable.
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Fatalf("Wait returned after %v", d)
+	}
+	if err := s.WaitTimeout([]string{"never", "nor"}, time.Millisecond); !errors.Is(err, ErrPeer) || !strings.Contains(err.Error(), `keys ["never" "nor"] not all set within 1ms`) {
+		t.Fatalf("Wait = %v", err)
+	}
+	// A timeout leaves the store usable (on a new connection).
 	if err := s.Set("k", []byte("v")); err != nil {
 		t.Fatal(err)
+	}
+	if v, err := s.Get("k"); err != nil || string(v) != "v" {
+		t.Fatalf("Get after a timeout = %q, %v", v, err)
 	}
 }
 
@@ -203,10 +225,20 @@ func TestStoreNotAStore(t *testing.T) {
 		}
 		c.Write([]byte("HTTP/1.1 400\r\n"))
 		c.Close()
+		// Then a server that hangs up at once, as torch 2.x's does on a
+		// query that did not validate first.
+		if c, err = ln.Accept(); err != nil {
+			return
+		}
+		c.Close()
 	}()
 	_, err = DialStore(ln.Addr().String(), 5*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "not a faster store server") {
-		t.Fatalf("DialStore = %v", err)
+	if err == nil || !strings.Contains(err.Error(), "not a TCPStore server") || !strings.Contains(err.Error(), "HTTP/1.1") {
+		t.Fatalf("DialStore (HTTP) = %v", err)
+	}
+	_, err = DialStore(ln.Addr().String(), 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "torch 2.x") {
+		t.Fatalf("DialStore (hang-up) = %v", err)
 	}
 }
 
@@ -272,97 +304,219 @@ func TestStoreClientClose(t *testing.T) {
 	srv.Close()
 }
 
-// TestStoreServerRejects sends frames by hand and checks that the server
-// refuses absurd lengths without allocating them.
+// TestStoreServerRejects sends queries by hand and checks that the server
+// hangs up on absurd lengths without allocating them, on unknown query
+// types, and on torch 2.x's validation query.
 func TestStoreServerRejects(t *testing.T) {
 	checkGoroutines(t)
 	srv := startStore(t)
-	for _, frame := range [][]byte{
-		binary.BigEndian.AppendUint32(nil, 1<<31),                                             // huge length
-		binary.BigEndian.AppendUint32(nil, 0),                                                 // empty body
-		append(binary.BigEndian.AppendUint32(nil, 1), 99),                                     // unknown op
-		append(binary.BigEndian.AppendUint32(nil, 9), opWait, 0, 0, 0, 1, 255, 255, 255, 255), // key count overruns
+	le := binary.LittleEndian
+	for _, q := range [][]byte{
+		le.AppendUint64([]byte{qSet}, 1<<62),                    // huge key
+		le.AppendUint64(appendString([]byte{qSet}, "k"), 1<<40), // huge value
+		le.AppendUint64([]byte{qWait}, 1<<40),                   // key count
+		{99},                                                    // unknown type
+		{qWatchKey, 1, 0, 0, 0, 0, 0, 0, 0, 'k'},                // torch's callback socket
+		le.AppendUint32([]byte{0}, qValidateMagic),              // torch 2.x
+		appendString([]byte{qGet}, "/missing"),                  // get before wait
+		append(appendBytes(appendString([]byte{qSet}, "/s"), []byte("x")), // a value
+			le.AppendUint64(appendString([]byte{qAdd}, "/s"), 1)...), // that is not a counter
 	} {
 		c, err := net.Dial("tcp", srv.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		c.Write(storeMagic[:])
-		c.Write(frame)
+		c.Write(q)
 		var buf bytes.Buffer
-		buf.ReadFrom(c) // until the server hangs up
+		_, err = buf.ReadFrom(c) // until the server hangs up
 		c.Close()
-		if b := buf.Bytes(); len(b) < len(storeMagic) || !bytes.Equal(b[:len(storeMagic)], storeMagic[:]) {
-			t.Fatalf("frame %x: answer %q", frame, b)
+		if err != nil || buf.Len() != 0 {
+			t.Errorf("query %x: answer %x, %v; want a hang-up", q, buf.Bytes(), err)
 		}
 	}
 }
 
-func TestFrameRoundTrip(t *testing.T) {
-	for _, req := range seedRequests() {
-		frame, err := appendRequest(nil, &req)
+// torchSession is a conversation between torch 1.13's Python TCPStore
+// client and server, captured on the wire: per connection, what the client
+// sent and what the server answered, in order. Client calls: TCPStore(…,
+// world_size=2, is_master=False) (which adds to "init/"), set("k1", "v1"),
+// get("k1"), add("cnt", 5), wait(["k1"]), num_keys(), compare_set("k1",
+// "v1", "v2"), delete_key("k1"), PrefixStore("/worker/attempt_0",
+// client).set("x", "1"), get("cnt").
+var torchSession = []struct{ query, answer string }{
+	{"030500000000000000696e69742f0100000000000000", "0100000000000000"},
+	{"0003000000000000002f6b3102000000000000007631", ""},
+	{"05010000000000000003000000000000002f6b31", "00"},
+	{"0203000000000000002f6b31", "02000000000000007631"},
+	{"0304000000000000002f636e740500000000000000", "0500000000000000"},
+	{"05010000000000000003000000000000002f6b31", "00"},
+	{"06", "0300000000000000"},
+	{"0103000000000000002f6b310200000000000000763102000000000000007632", "02000000000000007632"},
+	{"0803000000000000002f6b31", "0100000000000000"},
+	{"0014000000000000002f2f776f726b65722f617474656d70745f302f78010000000000000031", ""},
+	{"05010000000000000004000000000000002f636e74", "00"},
+	{"0204000000000000002f636e74", "010000000000000035"},
+}
+
+// Our server answers torch's client byte for byte as torch's server did.
+func TestStoreServerSpeaksTorch(t *testing.T) {
+	checkGoroutines(t)
+	srv := startStore(t)
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	for _, x := range torchSession {
+		q, _ := hex.DecodeString(x.query)
+		want, _ := hex.DecodeString(x.answer)
+		if _, err := c.Write(q); err != nil {
+			t.Fatal(err)
+		}
+		// A set has no answer: ask for the number of keys to know it was
+		// applied, and drop that answer.
+		if len(want) == 0 {
+			c.Write([]byte{qNumKeys})
+			want = make([]byte, 8)
+		}
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatalf("query %s: %v", x.query, err)
+		}
+		if x.answer != "" && !bytes.Equal(got, want) {
+			t.Fatalf("query %s: answer %x, torch's server answered %s", x.query, got, x.answer)
+		}
+	}
+}
+
+// Our client sends what torch's client sends for the same calls.
+func TestStoreClientSpeaksTorch(t *testing.T) {
+	want := func(i int) []byte { b, _ := hex.DecodeString(torchSession[i].query); return b }
+	for _, c := range []struct {
+		q   query
+		idx int
+	}{
+		{query{typ: qSet, key: wireKey("k1"), value: []byte("v1")}, 1},
+		{query{typ: qWait, keys: []string{wireKey("k1")}}, 2},
+		{query{typ: qGet, key: wireKey("k1")}, 3},
+		{query{typ: qAdd, key: wireKey("cnt"), delta: 5}, 4},
+		{query{typ: qNumKeys}, 6},
+		{query{typ: qSet, key: wireKey("/worker/attempt_0/x"), value: []byte("1")}, 9},
+	} {
+		got, err := appendQuery(nil, &c.q)
+		if err != nil || !bytes.Equal(got, want(c.idx)) {
+			t.Errorf("%+v: %x, %v; torch sends %x", c.q, got, err, want(c.idx))
+		}
+	}
+}
+
+// A wait pending on a connection does not hold the connection's later
+// queries, and is answered when its key appears (torch's server does the
+// same; its client never relies on it, but a client may).
+func TestStoreServerWaitsAside(t *testing.T) {
+	checkGoroutines(t)
+	srv := startStore(t)
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var q []byte
+	q, _ = appendQuery(q, &query{typ: qWait, keys: []string{"/late"}})
+	q, _ = appendQuery(q, &query{typ: qAdd, key: "/n", delta: 7})
+	c.Write(q)
+	got := make([]byte, 8)
+	if _, err := io.ReadFull(c, got); err != nil || binary.LittleEndian.Uint64(got) != 7 {
+		t.Fatalf("add behind a pending wait: %x, %v", got, err)
+	}
+	other := dial(t, srv, 5*time.Second)
+	if err := other.Set("late", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, got[:1]); err != nil || got[0] != waitStop {
+		t.Fatalf("the pending wait: %x, %v", got[:1], err)
+	}
+}
+
+func seedQueries() []query {
+	return []query{
+		{typ: qSet, key: "k", value: []byte("v")},
+		{typ: qSet, key: "", value: []byte{}},
+		{typ: qCompareSet, key: "k", value: []byte{}, desired: []byte("d")},
+		{typ: qGet, key: "rank/1"},
+		{typ: qAdd, key: "n", delta: -3},
+		{typ: qCheck, keys: []string{"a"}},
+		{typ: qWait, keys: []string{"a", "bb"}},
+		{typ: qWait, keys: []string{}},
+		{typ: qNumKeys},
+		{typ: qDeleteKey, key: "k"},
+	}
+}
+
+func TestQueryRoundTrip(t *testing.T) {
+	for _, q := range seedQueries() {
+		b, err := appendQuery(nil, &q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, err := readFrame(bytes.NewReader(frame), nil)
+		got, err := readQuery(bufio.NewReader(bytes.NewReader(b)), false)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%+v: %v", q, err)
 		}
-		got, err := decodeRequest(body)
-		if err != nil {
-			t.Fatalf("%+v: %v", req, err)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(req) {
-			t.Fatalf("got %+v, want %+v", got, req)
+		if fmt.Sprint(got) != fmt.Sprint(q) {
+			t.Fatalf("got %+v, want %+v", got, q)
 		}
 	}
 }
 
-func seedRequests() []storeRequest {
-	return []storeRequest{
-		{op: opSet, key: "k", value: []byte("v")},
-		{op: opSet, key: "", value: []byte{}},
-		{op: opGet, key: "rank/1", timeout: 1000},
-		{op: opWait, keys: []string{"a", "bb"}, timeout: 5},
-		{op: opWait, keys: []string{}, timeout: 0},
-		{op: opAdd, key: "n", delta: -3},
-	}
-}
-
-// FuzzStoreFrame feeds arbitrary bytes to the frame reader and request
-// decoder: they must not panic or allocate absurd amounts, and every
-// request they accept must encode back to the same bytes.
+// FuzzStoreFrame feeds arbitrary bytes to the query reader: it must not
+// panic or allocate absurd amounts, and every query it accepts must encode
+// back to the bytes it read.
 func FuzzStoreFrame(f *testing.F) {
-	for _, req := range seedRequests() {
-		frame, _ := appendRequest(nil, &req)
-		f.Add(frame)
+	for _, q := range seedQueries() {
+		b, _ := appendQuery(nil, &q)
+		f.Add(b)
 	}
-	f.Add(binary.BigEndian.AppendUint32(nil, 1<<31))
-	f.Add(append(binary.BigEndian.AppendUint32(nil, 9), opWait, 0, 0, 0, 1, 255, 255, 255, 255))
+	for _, x := range torchSession {
+		b, _ := hex.DecodeString(x.query)
+		f.Add(b)
+	}
+	f.Add(binary.LittleEndian.AppendUint64([]byte{qWait}, 1<<40))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := bytes.NewReader(data)
-		for {
-			start := len(data) - r.Len()
-			body, err := readFrame(r, nil)
+		cr := &countingReader{r: bytes.NewReader(data)}
+		br := bufio.NewReaderSize(cr, 16)
+		for first := true; ; first = false {
+			start := cr.n - br.Buffered()
+			q, err := readQuery(br, first)
 			if err != nil {
+				if err != io.EOF && !errors.Is(err, errFrame) && err != io.ErrUnexpectedEOF && err != errTorch2 {
+					t.Fatalf("error %v is not io.EOF, io.ErrUnexpectedEOF, errTorch2 or errFrame", err)
+				}
 				return
 			}
-			frame := data[start : len(data)-r.Len()]
-			req, err := decodeRequest(body)
+			end := cr.n - br.Buffered()
+			again, err := appendQuery(nil, &q)
 			if err != nil {
-				if !errors.Is(err, errFrame) {
-					t.Fatalf("decode error %v does not wrap errFrame", err)
-				}
-				continue
+				t.Fatalf("re-encode %+v: %v", q, err)
 			}
-			again, err := appendRequest(nil, &req)
-			if err != nil {
-				t.Fatalf("re-encode %+v: %v", req, err)
-			}
-			if !bytes.Equal(again, frame) {
-				t.Fatalf("round trip:\n in %x\nout %x", frame, again)
+			if !bytes.Equal(again, data[start:end]) {
+				t.Fatalf("round trip:\n in %x\nout %x", data[start:end], again)
 			}
 		}
 	})
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

@@ -186,7 +186,7 @@ func TestConsumerGone(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Serve: %v", err)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(30 * time.Second): // a hang guard, not a speed check
 				t.Fatal("Serve did not return after the consumer left")
 			}
 			if f := shmFiles(t, o.Dir); len(f) > 0 {

@@ -36,7 +36,7 @@ func TestS3ServerRestart(t *testing.T) {
 	}
 	s, err := Open(ctx, srv.RootURL("r"), &Options{
 		ReadAheadBuffers: 4, BufferSize: 256 << 10,
-		Retry: RetryPolicy{InitialBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, Deadline: 20 * time.Second},
+		Retry: RetryPolicy{InitialBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, Deadline: 50 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,16 @@ func TestS3ServerRestart(t *testing.T) {
 		rest = n
 		done <- err
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	// Restart once the reader has met the outage (a failed attempt, so a
+	// retry pending), not after a fixed pause: how long the reader takes to
+	// get there depends on the machine's load, and the test must not.
+	for r.Retries() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the read ended (%v) without retrying while the server was down", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	if err := srv.Restart(); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
@@ -74,10 +83,7 @@ func TestS3ServerRestart(t *testing.T) {
 	if got, want := h.Sum(nil), sha256.Sum256(data); !bytes.Equal(got, want[:]) {
 		t.Errorf("sha256 differs: bytes lost or duplicated")
 	}
-	if r.Retries() == 0 {
-		t.Errorf("no retries: the restart did not interrupt the read (the test proves nothing)")
-	}
-	t.Logf("%d retries across a %v outage", r.Retries(), 1500*time.Millisecond)
+	t.Logf("%d retries across the outage", r.Retries())
 	r.Close()
 	checkNoFillers(t)
 }
@@ -221,18 +227,21 @@ func TestRetryDeadline(t *testing.T) {
 	if !errors.As(err, &se) || se.URL != hs.URL+"/d/x.bin" || se.Offset != 0 {
 		t.Fatalf("error %v does not name the URL and offset", err)
 	}
-	if el := time.Since(start); el < 200*time.Millisecond || el > 5*time.Second {
-		t.Errorf("gave up after %v, want about the 200ms deadline", el)
+	// Load can only lengthen the wait, never shorten it: the lower bound
+	// holds on any machine (testCtx's minute bounds a hang).
+	if el := time.Since(start); el < 200*time.Millisecond {
+		t.Errorf("gave up after %v, before the 200ms deadline", el)
 	}
-	// Permanent errors are not retried.
+	// Permanent errors are not retried: one request, however long it took.
+	var requests atomic.Int64
 	hs2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
 		http.Error(w, "no", http.StatusForbidden)
 	}))
 	defer hs2.Close()
 	s2, _ := Open(testCtx(t), hs2.URL, nil)
 	defer s2.Close()
-	start = time.Now()
-	if _, err := s2.Stat(testCtx(t), "x"); err == nil || time.Since(start) > time.Second {
-		t.Errorf("403: err %v after %v; want an immediate error", err, time.Since(start))
+	if _, err := s2.Stat(testCtx(t), "x"); err == nil || requests.Load() != 1 {
+		t.Errorf("403: err %v after %d requests; want an error after one", err, requests.Load())
 	}
 }

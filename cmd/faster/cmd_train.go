@@ -59,6 +59,7 @@ type trainOptions struct {
 	strategy  string // single, dp, ddp
 	devices   int
 	nproc     int
+	nodes     nodeOptions // --nnodes, --node-rank, --master-addr, --master-port
 	syncBN    bool
 	amp       bool
 	ampDtype  string
@@ -92,7 +93,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				cmd.Flags().Visit(func(f *pflag.Flag) {
-					if f.Name == "nproc" {
+					if launcherFlags[f.Name] {
 						return
 					}
 					v := f.Value.String()
@@ -270,7 +271,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return usagef("%s", joinLines(problems))
 	}
 	if o.strategy == "ddp" && o.nproc > 0 && os.Getenv(launchEnv) == "" {
-		return launch(ctx, o, stdout, stderr)
+		return runLaunch(ctx, o, stdout, stderr)
 	}
 	// One rank of distributed training joins its group first: the data
 	// each rank reads depends on its rank.
@@ -282,6 +283,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			return usagef("--strategy ddp: %v (or use --nproc N to start N processes here)", err)
 		}
 		cfg.Timeout = o.timeout
+		o.threads = rankThreads(o.threads, cfg)
 		if comm, err = collective.Open("gloo", cfg); err != nil {
 			return err
 		}

@@ -1,25 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/faster-training/faster/collective"
 	_ "github.com/faster-training/faster/collective/gloo" // registers "gloo" when built with cgo
+	"github.com/faster-training/faster/launch"
 	"github.com/faster-training/faster/train"
 )
 
@@ -31,6 +27,10 @@ func addParallelFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.StringVar(&o.strategy, "strategy", "single", "single (one device), dp (one process splits each batch over --devices) or ddp (one process per device, gradients all-reduced through Gloo)")
 	f.IntVar(&o.devices, "devices", 0, "devices for --strategy dp, each a oneDNN engine with --threads/N threads (default 2)")
 	f.IntVar(&o.nproc, "nproc", 0, "with --strategy ddp: start N processes on this machine (else RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT say which rank this is, as with torchrun)")
+	f.IntVar(&o.nodes.nnodes, "nnodes", 1, "with --nproc: machines taking part, each running `faster train --nproc N --node-rank R` with the same flags")
+	f.IntVar(&o.nodes.nodeRank, "node-rank", 0, "with --nnodes: this machine's index, 0 … nnodes-1 (node 0 serves the rendezvous store)")
+	f.StringVar(&o.nodes.masterAddr, "master-addr", "", "with --nnodes > 1: an address of node 0 that every node reaches")
+	f.IntVar(&o.nodes.masterPort, "master-port", 0, "with --nproc: the rendezvous store's port on node 0 (default 29500 with several nodes, a free port on one)")
 	f.BoolVar(&o.syncBN, "sync-bn", false, "with dp or ddp: BatchNorm uses the statistics of the whole batch across devices (SyncBN; off by default, as in torch: it adds two blocking all-reduces per BatchNorm layer per step)")
 	f.BoolVar(&o.amp, "amp", false, "mixed precision: convolutions and matrix products in --amp-dtype, fp32 master weights")
 	f.StringVar(&o.ampDtype, "amp-dtype", "bf16", "bf16, or fp16 (with dynamic loss scaling like torch's GradScaler)")
@@ -63,6 +63,7 @@ func checkParallel(o *trainOptions) []string {
 	if o.nproc < 0 || (o.nproc > 0 && o.strategy != "ddp") {
 		problems = append(problems, "--nproc N (N ≥ 1) goes with --strategy ddp")
 	}
+	problems = append(problems, checkNodes(o)...)
 	if _, err := train.ParsePrecision(o.ampDtype); err != nil || o.ampDtype == "fp32" {
 		problems = append(problems, fmt.Sprintf("--amp-dtype %q: want bf16 or fp16", o.ampDtype))
 	}
@@ -114,118 +115,85 @@ func setupParallel(o trainOptions, tr *train.Trainer, comm collective.Comm, newN
 	return closeAll, nil
 }
 
-// launch starts o.nproc ranks of this command on this machine, as torchrun
-// does: each gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT.
-// Rank 0's output is this command's; the others' stderr is prefixed with
-// their rank. When a rank fails the others fail on their own (their
-// collectives see the dead peer); any still running after a grace period
-// are killed.
-func launch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
+// nodeOptions are the flags of `faster train --nproc` across machines.
+type nodeOptions struct {
+	nnodes, nodeRank int
+	masterAddr       string
+	masterPort       int
+}
+
+// launcherFlags are the flags the launcher takes for itself: its children
+// do not see them.
+var launcherFlags = map[string]bool{"nproc": true, "nnodes": true, "node-rank": true, "master-addr": true, "master-port": true}
+
+// defaultMasterPort is torchrun's default --master-port.
+const defaultMasterPort = 29500
+
+// checkNodes validates the multi-node flags.
+func checkNodes(o *trainOptions) []string {
+	n := &o.nodes
+	var problems []string
+	if n.nnodes < 1 {
+		problems = append(problems, "--nnodes must be positive")
+	}
+	if n.nodeRank < 0 || n.nodeRank >= max(n.nnodes, 1) {
+		problems = append(problems, fmt.Sprintf("--node-rank %d: want 0 … --nnodes-1", n.nodeRank))
+	}
+	if (n.nnodes > 1 || n.nodeRank > 0 || n.masterAddr != "" || n.masterPort != 0) && o.nproc == 0 {
+		problems = append(problems, "--nnodes, --node-rank, --master-addr and --master-port go with --nproc")
+	}
+	if n.masterPort < 0 || n.masterPort > 65535 {
+		problems = append(problems, fmt.Sprintf("--master-port %d: want 1-65535", n.masterPort))
+	}
+	if n.nnodes > 1 {
+		if n.masterAddr == "" {
+			problems = append(problems, "--nnodes > 1 needs --master-addr: an address of node 0 that every node reaches")
+		}
+		if n.masterPort == 0 {
+			n.masterPort = defaultMasterPort
+		}
+	}
+	return problems
+}
+
+// rankThreads is a rank's --threads: as given, or this machine's CPUs
+// divided among the ranks on it (LOCAL_WORLD_SIZE, which torchrun and our
+// launcher set).
+func rankThreads(threads int, cfg collective.Config) int {
+	if threads > 0 || cfg.LocalSize < 1 {
+		return threads
+	}
+	return max(1, runtime.NumCPU()/cfg.LocalSize)
+}
+
+// runLaunch starts o.nproc ranks of this command on this machine (node
+// o.nodes.nodeRank of o.nodes.nnodes), as torchrun does; see package
+// launch. Rank 0's output is this command's; the others' stderr is
+// prefixed with their rank.
+func runLaunch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	args := append([]string{"train"}, o.argv...)
-	if o.threads == 0 {
-		args = append(args, "--threads="+strconv.Itoa(max(1, runtime.NumCPU()/o.nproc)))
-	}
-	type exit struct {
-		rank int
-		err  error
-	}
-	exits := make(chan exit, o.nproc)
-	// Rank 0 writes to stderr directly when it is a file (a terminal keeps
-	// rank 0's progress line); other writers are shared through a lock.
-	errOut := stderr
-	if _, ok := stderr.(*os.File); !ok {
-		errOut = &lockedWriter{w: stderr}
-	}
-	var procs []*exec.Cmd
-	var copies sync.WaitGroup
-	for r := range o.nproc {
-		c := exec.Command(exe, args...)
-		c.Env = append(os.Environ(), launchEnv+"=1", "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
-			"WORLD_SIZE="+strconv.Itoa(o.nproc), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		if r == 0 {
-			c.Stdout, c.Stderr = stdout, errOut
-		} else {
-			pipe, err := c.StderrPipe()
-			if err != nil {
-				return err
-			}
-			copies.Add(1)
-			go func() {
-				defer copies.Done()
-				prefixLines(errOut, pipe, fmt.Sprintf("[rank %d] ", r))
-			}()
-		}
-		if err := c.Start(); err != nil {
-			for _, p := range procs {
-				p.Process.Kill()
-				p.Wait()
-			}
-			return fmt.Errorf("launch rank %d: %w", r, err)
-		}
-		procs = append(procs, c)
-	}
-	for r, c := range procs {
-		go func() { exits <- exit{r, c.Wait()} }()
-	}
-	var failed []string
-	interrupted := false
-	var grace <-chan time.Time
-	for left := o.nproc; left > 0; {
-		select {
-		case e := <-exits:
-			left--
-			if e.err != nil {
-				var ee *exec.ExitError
-				if errors.As(e.err, &ee) && ee.ExitCode() == 130 {
-					interrupted = true
-				}
-				failed = append(failed, fmt.Sprintf("rank %d: %v", e.rank, e.err))
-				if grace == nil {
-					grace = time.After(15 * time.Second)
-				}
-			}
-		case <-ctx.Done():
-			for _, p := range procs {
-				p.Process.Signal(syscall.SIGINT)
-			}
-			if grace == nil {
-				grace = time.After(15 * time.Second)
-			}
-		case <-grace:
-			for _, p := range procs {
-				p.Process.Kill() // the ranks that did not stop on their own
-			}
-			grace = make(chan time.Time) // never again
-		}
-	}
-	copies.Wait()
+	err = launch.Run(ctx, launch.Options{
+		Command: exe, Args: append([]string{"train"}, o.argv...),
+		Env:   append(os.Environ(), launchEnv+"=1"),
+		NProc: o.nproc, NNodes: o.nodes.nnodes, NodeRank: o.nodes.nodeRank,
+		MasterAddr: o.nodes.masterAddr, MasterPort: o.nodes.masterPort,
+		Stdout: stdout, Stderr: stderr,
+	})
+	var le *launch.Error
 	switch {
-	case interrupted || ctx.Err() != nil:
+	case errors.As(err, &le):
+		what := fmt.Sprintf("train --nproc %d", o.nproc)
+		if o.nodes.nnodes > 1 {
+			what += fmt.Sprintf(" (node %d of %d)", o.nodes.nodeRank, o.nodes.nnodes)
+		}
+		return &failError{what + ": " + le.Error()}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return context.Canceled
-	case len(failed) > 0:
-		return &failError{fmt.Sprintf("train --nproc %d: %s", o.nproc, strings.Join(failed, "; "))}
 	}
-	return nil
-}
-
-// lockedWriter serialises writes from several goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return err
 }
 
 // freePort asks the kernel for a TCP port free on the loopback interface.
@@ -236,15 +204,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// prefixLines copies r to w line by line, each line prefixed.
-func prefixLines(w io.Writer, r io.Reader, prefix string) {
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 64<<10), 1<<20)
-	for s.Scan() {
-		fmt.Fprintf(w, "%s%s\n", prefix, s.Text())
-	}
 }
 
 // reportTuning prints the autotuner's choices, one line per op.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime/cgo"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -27,7 +28,8 @@ func init() {
 	collective.Register("gloo", func(c collective.Config) (collective.Comm, error) { return Open(c) })
 }
 
-// rootPrefix is the store key prefix of the communicator Open returns.
+// rootPrefix is the store key prefix of the communicator Open returns,
+// after the group's Config.StorePrefix.
 const rootPrefix = "gloo/"
 
 // group is what a communicator and its forks share on one rank: the store
@@ -35,10 +37,11 @@ const rootPrefix = "gloo/"
 type group struct {
 	rank, size int
 	timeout    time.Duration
-	host       string // the address Gloo devices listen on
-	iface      string // or the interface
+	host       string   // the address Gloo devices listen on
+	iface      string   // or the interface
+	hosts      []string // every rank's host, by rank, to name a lost peer
 	store      *collective.Store
-	server     *collective.StoreServer // rank 0 only
+	server     *collective.StoreServer // rank 0 only, without an agent store
 
 	mu   sync.Mutex
 	refs int
@@ -72,15 +75,17 @@ type comm struct {
 var _ collective.Comm = (*comm)(nil)
 
 // Open joins the group that c describes. Rank 0 serves the rendezvous
-// store; Open returns once every rank has connected to every other, or
-// fails after c.Timeout (60 s if zero).
+// store, unless c.AgentStore says a launcher serves it (torchrun's agent
+// owns MASTER_PORT then: binding it would fail); Open returns once every
+// rank has connected to every other, or fails after c.Timeout (60 s if
+// zero).
 func Open(c collective.Config) (collective.Comm, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	g := &group{rank: c.Rank, size: c.Size, timeout: c.EffectiveTimeout(), iface: os.Getenv("GLOO_SOCKET_IFNAME")}
 	addr := c.StoreAddr()
-	if c.Rank == 0 {
+	if c.Rank == 0 && !c.AgentStore {
 		// Serve on every interface, as torch's TCPStore does, but dial
 		// MASTER_ADDR: the local address of that connection is one the
 		// other ranks can reach.
@@ -107,7 +112,28 @@ func Open(c collective.Config) (collective.Comm, error) {
 	} else {
 		g.host = c.Addr
 	}
-	cm, err := g.connect(rootPrefix)
+	// Publish this rank's host: an error that names a peer's address can
+	// then name its rank.
+	hostKey := func(r int) string { return c.StorePrefix + rootPrefix + "host/" + strconv.Itoa(r) }
+	cm, err := func() (*comm, error) {
+		if err := store.Set(hostKey(c.Rank), []byte(g.host)); err != nil {
+			return nil, fmt.Errorf("collective: gloo rendezvous (rank %d of %d): %w", c.Rank, c.Size, err)
+		}
+		cm, err := g.connect(c.StorePrefix + rootPrefix)
+		if err != nil {
+			return nil, err
+		}
+		// Every rank set its host before it connected: no wait.
+		for r := range c.Size {
+			h, err := store.Get(hostKey(r))
+			if err != nil {
+				cm.Close()
+				return nil, fmt.Errorf("collective: gloo rendezvous (rank %d of %d): %w", c.Rank, c.Size, err)
+			}
+			g.hosts = append(g.hosts, string(h))
+		}
+		return cm, nil
+	}()
 	if err != nil {
 		store.Close()
 		if g.server != nil {
@@ -116,6 +142,34 @@ func Open(c collective.Config) (collective.Comm, error) {
 		return nil, err
 	}
 	return cm, nil
+}
+
+// lostPeer names the rank an error of Gloo's is about, from the peer
+// address Gloo's message gives ("[10.0.0.2]:41234"): the rank on that host
+// when it is the only one there, the other rank in a group of two.
+func (g *group) lostPeer(msg string) string {
+	if g.size == 2 {
+		return fmt.Sprintf(" (lost rank %d)", 1-g.rank)
+	}
+	i := strings.Index(msg, "[")
+	j := strings.Index(msg, "]:")
+	if i < 0 || j < i {
+		return ""
+	}
+	host := msg[i+1 : j]
+	peer := -1
+	for r, h := range g.hosts {
+		if h == host && r != g.rank {
+			if peer >= 0 {
+				return "" // several ranks on that host
+			}
+			peer = r
+		}
+	}
+	if peer < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (lost rank %d at %s)", peer, host)
 }
 
 // connect makes a communicator whose Gloo rendezvous uses the store keys
@@ -162,7 +216,7 @@ func (g *group) errorOf(op string, rc C.int, cerr *C.char) error {
 		C.free(unsafe.Pointer(cerr))
 	}
 	if rc == C.FG_EIO {
-		return fmt.Errorf("collective: gloo %s (rank %d of %d): %s: %w", op, g.rank, g.size, msg, collective.ErrPeer)
+		return fmt.Errorf("collective: gloo %s (rank %d of %d): %s%s: %w", op, g.rank, g.size, msg, g.lostPeer(msg), collective.ErrPeer)
 	}
 	return fmt.Errorf("collective: gloo %s (rank %d of %d): %s", op, g.rank, g.size, msg)
 }

@@ -107,9 +107,15 @@ type ranks struct {
 
 // spawn starts ranks 1..size-1 of a group running scenario name with the
 // store at port, and returns rank 0's config.
-func spawn(t testing.TB, name string, size, iters int, timeout time.Duration) (collective.Config, *ranks) {
+func spawn(t testing.TB, name string, size, iters int, timeout time.Duration, env ...string) (collective.Config, *ranks) {
 	t.Helper()
-	cfg := collective.Config{Rank: 0, Size: size, Addr: "127.0.0.1", Port: freePort(t), Timeout: timeout}
+	return spawnAt(t, name, size, iters, timeout, freePort(t), env...)
+}
+
+// spawnAt is spawn with the store at port and env added to the children's.
+func spawnAt(t testing.TB, name string, size, iters int, timeout time.Duration, port int, env ...string) (collective.Config, *ranks) {
+	t.Helper()
+	cfg := collective.Config{Rank: 0, Size: size, Addr: "127.0.0.1", Port: port, Timeout: timeout}
 	rs := &ranks{t: t}
 	dir := t.TempDir()
 	for r := 1; r < size; r++ {
@@ -120,6 +126,7 @@ func spawn(t testing.TB, name string, size, iters int, timeout time.Duration) (c
 			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(size),
 			"MASTER_ADDR="+cfg.Addr, "MASTER_PORT="+strconv.Itoa(cfg.Port),
 			"FASTER_COLLECTIVE_TIMEOUT="+timeout.String())
+		cmd.Env = append(cmd.Env, env...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -164,6 +171,7 @@ func (rs *ranks) wait() [][]string {
 func runGroup(t *testing.T, name string, size int) {
 	t.Helper()
 	cfg, rs := spawn(t, name, size, 0, 30*time.Second)
+	rank0Config = cfg
 	c, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -272,12 +280,59 @@ func broadcastScenario(c collective.Comm, _ int) ([]string, error) {
 	return digests, nil
 }
 
+// barrierScenario checks that no rank leaves a barrier before every rank
+// has entered it, without trusting timing: before barrier i each rank sets
+// the store key arrived/i/<rank>, and after it finds every rank's key set.
+// In each round one rank enters late: first it waits (up to lateWait) for
+// the on-time rank to announce passed/i, which a real barrier never lets
+// it do. Against a barrier that returns at once, the on-time rank passes,
+// finds the late rank's key missing and fails (and the late rank finds
+// passed/i); with a real one the checks hold on any machine, whatever the
+// load (only the wait for passed/i runs out).
 func barrierScenario(c collective.Comm, _ int) ([]string, error) {
-	for i := range 20 {
-		if c.Rank() == i%c.Size() {
-			time.Sleep(10 * time.Millisecond)
+	cfg, err := collective.FromEnv()
+	if err != nil || c.Rank() == 0 {
+		cfg = rank0Config // rank 0 runs in the test process
+	}
+	store, err := collective.DialStore(cfg.StoreAddr(), cfg.EffectiveTimeout())
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	const rounds, lateWait = 6, 50 * time.Millisecond
+	key := func(what string, i, r int) string { return fmt.Sprintf("barrier-test/%s/%d/%d", what, i, r) }
+	for i := range rounds {
+		late := i % c.Size()
+		if c.Rank() == late {
+			for r := range c.Size() {
+				if r == late {
+					continue
+				}
+				// The wait runs out (the verdict does not depend on
+				// when); finding the key is the failure.
+				if store.WaitTimeout([]string{key("passed", i, r)}, lateWait) == nil {
+					return nil, fmt.Errorf("round %d: rank %d left the barrier before rank %d entered it", i, r, late)
+				}
+			}
+		}
+		if err := store.Set(key("arrived", i, c.Rank()), []byte{1}); err != nil {
+			return nil, err
 		}
 		if err := c.Barrier(); err != nil {
+			return nil, err
+		}
+		for r := range c.Size() {
+			// After a real barrier every key is set (Set returns once the
+			// server applied it): look without waiting.
+			ok, err := store.Check([]string{key("arrived", i, r)})
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("round %d: rank %d left the barrier before rank %d entered it", i, c.Rank(), r)
+			}
+		}
+		if err := store.Set(key("passed", i, c.Rank()), []byte{1}); err != nil {
 			return nil, err
 		}
 	}
@@ -291,6 +346,10 @@ func barrierScenario(c collective.Comm, _ int) ([]string, error) {
 	}
 	return nil, nil
 }
+
+// rank0Config is the config of the rank 0 that runGroup runs in the test
+// process (whose environment names no group).
+var rank0Config collective.Config
 
 // forkScenario runs all-reduces on c and on a fork of it at once, from
 // two goroutines.
@@ -372,11 +431,52 @@ func TestAllReduce(t *testing.T) {
 
 func TestBroadcast(t *testing.T) { runGroup(t, "broadcast", 2) }
 
-func TestBarrier(t *testing.T) { runGroup(t, "barrier", 2) }
+func TestBarrier(t *testing.T) {
+	runGroup(t, "barrier", 2)
+	runGroup(t, "barrier", 3)
+}
 
 func TestFork(t *testing.T) {
 	checkGoroutines(t)
 	runGroup(t, "fork", 2)
+}
+
+// Under a launcher's store (torchrun's agent, launch.Run) no rank serves
+// one: rank 0 is a client like the others, and the keys are under the
+// attempt's prefix.
+func TestAgentStore(t *testing.T) {
+	checkGoroutines(t)
+	srv, err := collective.ListenStore("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	port := srv.Addr().(*net.TCPAddr).Port
+	cfg, rs := spawnAt(t, "allreduce", 2, 0, 30*time.Second, port, "TORCHELASTIC_USE_AGENT_STORE=True", "TORCHELASTIC_RESTART_COUNT=3")
+	cfg.AgentStore, cfg.StorePrefix = true, "/worker/attempt_3/"
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests, err := allReduceScenario(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	for r, d := range rs.wait() {
+		if !slices.Equal(d, digests) {
+			t.Errorf("rank %d digests differ from rank 0's", r+1)
+		}
+	}
+	// The rendezvous used the attempt's keys.
+	s, err := collective.DialStore(srv.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ok, err := s.Check([]string{"/worker/attempt_3/gloo/0"}); !ok || err != nil {
+		t.Errorf("no rendezvous key under the attempt's prefix: %v, %v", ok, err)
+	}
 }
 
 func TestThreeRanks(t *testing.T) {
@@ -416,21 +516,17 @@ func TestRegistered(t *testing.T) {
 }
 
 // TestPeerKilled kills rank 1 with SIGKILL while both ranks loop over
-// all-reduces: rank 0's call must fail with ErrPeer, well before the 30 s
-// timeout.
+// all-reduces: rank 0's call must fail with ErrPeer as soon as the dead
+// rank's connections close, well before the 30 s timeout.
 func TestPeerKilled(t *testing.T) {
-	cfg, rs := spawn(t, "loop", 2, 0, 30*time.Second)
+	const timeout = 30 * time.Second
+	cfg, rs := spawn(t, "loop", 2, 0, timeout)
 	c, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	killed := make(chan time.Time, 1)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		killed <- time.Now()
-		rs.cmds[0].Process.Kill()
-	}()
+	looping := make(chan struct{})
 	done := make(chan error, 1)
 	calls := 0
 	go func() {
@@ -441,17 +537,32 @@ func TestPeerKilled(t *testing.T) {
 				done <- err
 				return
 			}
+			if calls == 2 {
+				close(looping) // both ranks are in the loop
+			}
 		}
 	}()
 	select {
+	case <-looping:
 	case err := <-done:
-		took := time.Since(<-killed)
-		if !errors.Is(err, collective.ErrPeer) {
-			t.Fatalf("all-reduce after the kill = %v, want ErrPeer", err)
+		t.Fatalf("all-reduce before the kill: %v", err)
+	}
+	killed := time.Now()
+	rs.cmds[0].Process.Kill()
+	select {
+	case err := <-done:
+		took := time.Since(killed)
+		if !errors.Is(err, collective.ErrPeer) || !strings.Contains(err.Error(), "(lost rank 1)") {
+			t.Fatalf("all-reduce after the kill = %v, want ErrPeer naming rank 1", err)
 		}
 		t.Logf("all-reduce %d failed %v after the kill: %v", calls, took, err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("all-reduce still blocked 60 s after rank 1 was killed")
+		// Milliseconds when idle; the bound tells the closed connection
+		// from the timeout with room for any load.
+		if took > timeout/3 {
+			t.Errorf("all-reduce failed %v after the kill: the timeout's doing (%v), not the closed connection's", took, timeout)
+		}
+	case <-time.After(2 * timeout):
+		t.Fatal("all-reduce still blocked long after rank 1 was killed")
 	}
 	if err := c.Barrier(); !errors.Is(err, collective.ErrPeer) {
 		t.Fatalf("later barrier = %v, want the sticky ErrPeer", err)

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cliEnv makes the test binary run as the faster CLI (TestMain).
+const cliEnv = "FASTER_TEST_AS_CLI"
+
+// machines are two network namespaces joined by a veth link: two
+// "machines" with their own loopback and addresses 10.211.0.1 and
+// 10.211.0.2, whose traffic crosses a real (virtual) network link. The
+// link lives inside the namespaces only: nothing of the host's network
+// changes.
+type machines struct {
+	t     *testing.T
+	ns    [2]string
+	addrs [2]string
+	veth  [2]string
+}
+
+// newMachines makes the namespaces, or skips where the kernel or the
+// privileges do not allow it (and fails instead under
+// FASTER_REQUIRE_DATA=1).
+func newMachines(t *testing.T) *machines {
+	t.Helper()
+	needGloo(t)
+	skip := func(why string) {
+		t.Helper()
+		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
+			t.Fatalf("network namespaces: %s", why)
+		}
+		t.Skipf("network namespaces: %s", why)
+	}
+	if os.Geteuid() != 0 {
+		skip("not root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		skip("no ip (iproute2)")
+	}
+	id := strconv.Itoa(os.Getpid())
+	m := &machines{t: t, ns: [2]string{"faster-" + id + "-a", "faster-" + id + "-b"}, addrs: [2]string{"10.211.0.1", "10.211.0.2"},
+		veth: [2]string{"fv" + id + "a", "fv" + id + "b"}} // at most 15 bytes
+	veth := m.veth
+	t.Cleanup(m.remove)
+	for _, args := range [][]string{
+		{"netns", "add", m.ns[0]},
+		{"netns", "add", m.ns[1]},
+		{"-n", m.ns[0], "link", "add", veth[0], "type", "veth", "peer", "name", veth[1], "netns", m.ns[1]},
+		{"-n", m.ns[0], "addr", "add", m.addrs[0] + "/24", "dev", veth[0]},
+		{"-n", m.ns[1], "addr", "add", m.addrs[1] + "/24", "dev", veth[1]},
+		{"-n", m.ns[0], "link", "set", veth[0], "up"},
+		{"-n", m.ns[1], "link", "set", veth[1], "up"},
+		{"-n", m.ns[0], "link", "set", "lo", "up"},
+		{"-n", m.ns[1], "link", "set", "lo", "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			skip(fmt.Sprintf("ip %s: %v: %s", strings.Join(args, " "), err, out))
+		}
+	}
+	return m
+}
+
+// kill SIGKILLs every process of machine i: the machine dies.
+func (m *machines) kill(i int) {
+	out, _ := exec.Command("ip", "netns", "pids", m.ns[i]).Output()
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func (m *machines) remove() {
+	for i := range m.ns {
+		m.kill(i)
+		exec.Command("ip", "netns", "del", m.ns[i]).Run()
+	}
+}
+
+// start runs the test binary as `faster args…` on machine i.
+func (m *machines) start(i int, stderr *bytes.Buffer, args ...string) *exec.Cmd {
+	m.t.Helper()
+	c := exec.Command("ip", append([]string{"netns", "exec", m.ns[i], os.Args[0]}, args...)...)
+	c.Env = append(os.Environ(), cliEnv+"=1")
+	c.Stderr = stderr
+	if err := c.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	return c
+}
+
+// nodeArgs are the launcher flags of machine i of two, one rank each,
+// node 0 serving the store.
+func (m *machines) nodeArgs(i int) []string {
+	return []string{"--nproc", "1", "--nnodes", "2", "--node-rank", strconv.Itoa(i), "--master-addr", m.addrs[0], "--master-port", "29500"}
+}
+
+// Two machines of one rank each, over the veth link, train the weights of
+// two ranks on one machine, bit for bit.
+func TestTrainTwoMachines(t *testing.T) {
+	m := newMachines(t)
+	dir := writeTrainIDX(t, 256)
+	tmp := t.TempDir()
+	train := func(ckpt string) []string {
+		return []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "128", "--test-limit", "64", "--batch", "32",
+			"--epochs", "1", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt}
+	}
+	one := filepath.Join(tmp, "one.ckpt")
+	if code, _, errs := runCLI(t, append(train(one), "--nproc", "2")...); code != 0 {
+		t.Fatalf("--nproc 2: exit %d\n%s", code, errs)
+	}
+	two := filepath.Join(tmp, "two.ckpt")
+	var errs [2]bytes.Buffer
+	var nodes [2]*exec.Cmd
+	for i := range 2 {
+		nodes[i] = m.start(i, &errs[i], append(train(two), m.nodeArgs(i)...)...)
+	}
+	for i, c := range nodes {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("machine %d: %v\n%s", i, err, errs[i].String())
+		}
+	}
+	want, got := checkpointWeights(t, one, 4, 8), checkpointWeights(t, two, 4, 8)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("tensor %d differs between two machines and one", i)
+		}
+	}
+}
+
+// A machine that dies (every process SIGKILLed) makes the other fail
+// with an error naming the lost rank, as soon as the kernel resets the
+// connections, not after the collective timeout.
+func TestTrainMachineDies(t *testing.T) {
+	m := newMachines(t)
+	dir := writeTrainIDX(t, 1024)
+	ckpt := filepath.Join(t.TempDir(), "w.ckpt")
+	const timeout = 60 * time.Second
+	args := []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "256", "--test-limit", "32", "--batch", "32",
+		"--epochs", "1000", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt,
+		"--collective-timeout", timeout.String()}
+	var errs [2]bytes.Buffer
+	n0 := m.start(0, &errs[0], append(args, m.nodeArgs(0)...)...)
+	n1 := m.start(1, &errs[1], append(args, m.nodeArgs(1)...)...)
+	done := make(chan error, 1)
+	go func() { done <- n0.Wait() }()
+	// Kill machine 1 once both train: rank 0 saved its first epoch.
+	for {
+		if _, err := os.Stat(ckpt); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("machine 0 ended before the kill: %v\n%s", err, errs[0].String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	killed := time.Now()
+	m.kill(1)
+	n1.Wait()
+	select {
+	case err := <-done:
+		took := time.Since(killed)
+		msg := errs[0].String()
+		t.Logf("machine 0 exited %v after machine 1 died: %v\n%s", took.Round(time.Millisecond), err, strings.TrimSpace(msg))
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Errorf("machine 0: %v, want exit status 1", err)
+		}
+		if !strings.Contains(msg, "lost rank 1") {
+			t.Errorf("machine 0's error does not name the lost rank: %s", msg)
+		}
+		// Milliseconds on an idle machine; the bound tells the reset
+		// connection from the timeout with room for any load.
+		if took > timeout/3 {
+			t.Errorf("machine 0 failed %v after the kill: the timeout's doing (%v)", took, timeout)
+		}
+	case <-time.After(timeout + 30*time.Second):
+		t.Fatalf("machine 0 still running %v after machine 1 died\n%s", timeout+30*time.Second, errs[0].String())
+	}
+}
+
+// A cut link (the veth taken down: no reset, packets just stop) fails the
+// ranks after the collective timeout, not never.
+func TestTrainLinkCut(t *testing.T) {
+	m := newMachines(t)
+	dir := writeTrainIDX(t, 1024)
+	ckpt := filepath.Join(t.TempDir(), "w.ckpt")
+	const timeout = 3 * time.Second
+	args := []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "256", "--test-limit", "32", "--batch", "32",
+		"--epochs", "1000", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt,
+		"--collective-timeout", timeout.String()}
+	var errs [2]bytes.Buffer
+	var done [2]chan error
+	for i := range 2 {
+		c := m.start(i, &errs[i], append(args, m.nodeArgs(i)...)...)
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- c.Wait() }()
+	}
+	for {
+		if _, err := os.Stat(ckpt); err == nil {
+			break
+		}
+		select {
+		case err := <-done[0]:
+			t.Fatalf("machine 0 ended before the cut: %v\n%s", err, errs[0].String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if out, err := exec.Command("ip", "-n", m.ns[0], "link", "set", m.veth[0], "down").CombinedOutput(); err != nil {
+		t.Fatalf("link down: %v: %s", err, out)
+	}
+	for i := range 2 {
+		select {
+		case err := <-done[i]:
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+				t.Errorf("machine %d: %v, want exit status 1\n%s", i, err, errs[i].String())
+			}
+			t.Logf("machine %d: %s", i, strings.TrimSpace(errs[i].String()))
+		case <-time.After(timeout + 60*time.Second): // a hang guard
+			t.Fatalf("machine %d still running long after the link was cut\n%s", i, errs[i].String())
+		}
+	}
+}
+
+// A run that loses a machine resumes from its checkpoint, on both
+// machines again, to the weights of a run that was never interrupted.
+func TestTrainTwoMachinesResume(t *testing.T) {
+	if raceEnabled {
+		t.Skip("four runs of two race-built ranks are slow; make accuracy runs it")
+	}
+	m := newMachines(t)
+	dir := writeTrainIDX(t, 256)
+	tmp := t.TempDir()
+	train := func(ckpt string) []string {
+		return []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "128", "--test-limit", "32", "--batch", "32",
+			"--epochs", "3", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt}
+	}
+	both := func(ckpt string) [2]error {
+		var errs [2]bytes.Buffer
+		var nodes [2]*exec.Cmd
+		for i := range 2 {
+			nodes[i] = m.start(i, &errs[i], append(train(ckpt), m.nodeArgs(i)...)...)
+		}
+		var res [2]error
+		for i, c := range nodes {
+			if res[i] = c.Wait(); res[i] != nil {
+				res[i] = fmt.Errorf("%w: %s", res[i], errs[i].String())
+			}
+		}
+		return res
+	}
+	whole := filepath.Join(tmp, "whole.ckpt")
+	if res := both(whole); res[0] != nil || res[1] != nil {
+		t.Fatalf("uninterrupted run: %v", res)
+	}
+	// Interrupted: machine 1 dies once the first epoch is saved (or later:
+	// whenever it is, the rerun must end at the same weights).
+	cut := filepath.Join(tmp, "cut.ckpt")
+	var errs [2]bytes.Buffer
+	n0 := m.start(0, &errs[0], append(train(cut), m.nodeArgs(0)...)...)
+	n1 := m.start(1, &errs[1], append(train(cut), m.nodeArgs(1)...)...)
+	done := make(chan error, 1)
+	go func() { done <- n0.Wait() }()
+	var err0 error
+wait:
+	for {
+		if _, err := os.Stat(cut); err == nil {
+			m.kill(1)
+			err0 = <-done
+			break
+		}
+		select {
+		case err0 = <-done:
+			break wait
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	m.kill(1)
+	n1.Wait()
+	t.Logf("machine 0 after machine 1 died: %v (nil: it had finished)\n%s", err0, strings.TrimSpace(errs[0].String()))
+	if res := both(cut); res[0] != nil || res[1] != nil {
+		t.Fatalf("rerun from the checkpoint: %v", res)
+	}
+	want, got := checkpointWeights(t, whole, 4, 8), checkpointWeights(t, cut, 4, 8)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("tensor %d: the resumed run differs from the uninterrupted one\n%s", i, errs[0].String())
+		}
+	}
+}
+
+// torchrun across two machines (static rendezvous: node 0's agent serves
+// the store the agents and the ranks meet at) trains the weights of two
+// ranks on one machine, bit for bit.
+func TestTorchrunTwoMachines(t *testing.T) {
+	const torchrun = "/usr/bin/torchrun"
+	if _, err := os.Stat(torchrun); err != nil {
+		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
+			t.Fatal("torchrun missing: run scripts/setup.sh (python3-torch)")
+		}
+		t.Skip("torchrun missing (python3-torch)")
+	}
+	if raceEnabled {
+		t.Skip("slow under -race; make accuracy runs it")
+	}
+	m := newMachines(t)
+	dir := writeTrainIDX(t, 256)
+	tmp := t.TempDir()
+	train := func(ckpt string) []string {
+		return []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "128", "--test-limit", "64", "--batch", "32",
+			"--epochs", "1", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt}
+	}
+	one := filepath.Join(tmp, "one.ckpt")
+	if code, _, errs := runCLI(t, append(train(one), "--nproc", "2")...); code != 0 {
+		t.Fatalf("--nproc 2: exit %d\n%s", code, errs)
+	}
+	two := filepath.Join(tmp, "two.ckpt")
+	var outs [2]bytes.Buffer
+	var nodes [2]*exec.Cmd
+	for i := range 2 {
+		args := []string{"netns", "exec", m.ns[i], torchrun, "--nnodes", "2", "--nproc_per_node", "1", "--node_rank", strconv.Itoa(i),
+			"--master_addr", m.addrs[0], "--master_port", "29500", "--no_python", "--redirects", "1", "--tee", "1", os.Args[0]}
+		c := exec.Command("ip", append(args, train(two)...)...)
+		c.Env = append(os.Environ(), launchEnv+"=1", "OMP_NUM_THREADS=1") // the test binary stands in for faster
+		c.Stdout, c.Stderr = &outs[i], &outs[i]
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = c
+	}
+	for i, c := range nodes {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("torchrun on machine %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	want, got := checkpointWeights(t, one, 4, 8), checkpointWeights(t, two, 4, 8)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("tensor %d differs between torchrun on two machines and our launcher on one", i)
+		}
+	}
+}
