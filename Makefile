@@ -55,9 +55,9 @@ testnocgo: s3server
 # through the CLI, the decoder's steady-state allocations, and ranks under
 # torch's torchrun (on one machine, and on two network namespaces), and a
 # two-machine run resumed from its checkpoint. A skip here is a failure: nothing else runs them.
-ACCURACY_TESTS := TestTrainAMPAccuracy|TestTrainFashionMNISTSubset|TestTrainOnPackedShards|TestTrainCLIResNet18|TestDecodeAllocs|TestTrainUnderTorchrun|TestTorchrunTwoMachines|TestTrainTwoMachinesResume
+ACCURACY_TESTS := TestTrainAMPAccuracy|TestTrainFashionMNISTSubset|TestTrainOnPackedShards|TestTrainCLIResNet18|TestDecodeAllocs|TestTrainUnderTorchrun|TestTorchrunTwoMachines|TestTrainTwoMachinesResume|TestJourney
 accuracy:
-	@out=$$(mktemp); FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -count=1 -timeout 20m -run '^($(ACCURACY_TESTS))$$' -v ./cmd/faster ./imgcodec >$$out 2>&1; rc=$$?; \
+	@out=$$(mktemp); FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -count=1 -timeout 45m -run '^($(ACCURACY_TESTS))$$' -v ./cmd/faster ./imgcodec >$$out 2>&1; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then cat $$out; else grep -E -- '^(---|ok|FAIL|PASS)|accuracy' $$out; fi; \
 	  if grep -q -- '--- SKIP' $$out; then echo "accuracy: a test was skipped, and no other step runs it"; rc=1; fi; \
 	  rm -f $$out; exit $$rc
@@ -72,6 +72,8 @@ fuzz:
 
 bench: setup build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	# The larger journey: 200 classes x 12 photographs through every room.
+	FASTER_JOURNEY=large FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 60m -run '^TestJourney$$' -v ./cmd/faster
 
 vet:
 	$(GO) vet ./...
