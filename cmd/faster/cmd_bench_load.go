@@ -33,9 +33,7 @@ type benchLoadOptions struct {
 	steps        int
 	dropCaches   bool
 	dumpKeys     string
-	onError      string
-	maxBad       string
-	quarantine   string
+	badDataFlags
 	resumeFrom   []string
 	saveState    string
 	consumerRate float64
@@ -117,9 +115,7 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.IntVar(&o.steps, "steps", 0, "stop after this many batches in all (overrides --epochs)")
 		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
 		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order (without the repeats that even out the ranks)")
-		f.StringVar(&o.onError, "on-error", "stop", "damaged samples: stop or skip")
-		f.StringVar(&o.maxBad, "max-bad", "", "with --on-error skip: fail when more than N (or P%) samples of an epoch are bad (default: no limit)")
-		f.StringVar(&o.quarantine, "quarantine", "", "with --on-error skip: write the skipped samples (JSON lines: path, offset, reason) to this file")
+		o.registerBad(f)
 		f.StringArrayVar(&o.resumeFrom, "resume-from", nil, "resume the epoch from a saved state (repeat for the states of several ranks)")
 		f.StringVar(&o.saveState, "save-state", "", "write the loader's position (JSON) to this file at the end")
 		f.Float64Var(&o.consumerRate, "consumer-rate", 0, "simulate a trainer taking this many images/s")
@@ -217,43 +213,7 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 }
 
 // badPolicy parses --on-error and --max-bad.
-func (o benchLoadOptions) badPolicy() (loader.BadDataPolicy, error) {
-	var p loader.BadDataPolicy
-	switch o.onError {
-	case "", "stop":
-		if o.maxBad != "" || o.quarantine != "" {
-			return p, usagef("--max-bad and --quarantine need --on-error skip")
-		}
-		return p, nil
-	case "skip":
-		p.Skip = true
-	default:
-		return p, usagef("--on-error %q: want stop or skip", o.onError)
-	}
-	if o.maxBad == "" {
-		return p, nil
-	}
-	if pct, ok := strings.CutSuffix(o.maxBad, "%"); ok {
-		f, err := strconv.ParseFloat(pct, 64)
-		if err != nil || f < 0 || f > 100 {
-			return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", o.maxBad)
-		}
-		p.MaxBadFraction = f / 100
-		if f == 0 {
-			p.Skip = false
-		}
-		return p, nil
-	}
-	n, err := strconv.Atoi(o.maxBad)
-	if err != nil || n < 0 {
-		return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", o.maxBad)
-	}
-	p.MaxBad = n
-	if n == 0 { // no bad sample tolerated: the stop policy
-		p.Skip = false
-	}
-	return p, nil
-}
+func (o benchLoadOptions) badPolicy() (loader.BadDataPolicy, error) { return o.policy() }
 
 func workersLabel(w int) string {
 	if w == 0 {

@@ -19,6 +19,7 @@ type serveOptions struct {
 	socket string // listen here for one consumer
 	fd     int    // or use this inherited, connected socket
 	loaderFlags
+	badDataFlags
 	workers int
 	slots   int
 	shmDir  string
@@ -41,6 +42,10 @@ are specified in the documentation of package serve.
 Serve exits when the consumer closes the connection, and removes the
 shared-memory file on every way out.
 
+Damaged samples: --on-error stop (default) fails the session at the first,
+naming file and offset; --on-error skip skips them within --max-bad and lists
+them in --quarantine FILE (written when the session ends), as bench load does.
+
 Exit status: 0 the consumer left; 1 failed (unreadable data, a protocol
 error); 2 usage error; 130 interrupted.`,
 			Args: exactArgs(1),
@@ -53,6 +58,7 @@ error); 2 usage error; 130 interrupted.`,
 		f.StringVar(&o.socket, "socket", "", "listen on this Unix socket path for one consumer")
 		f.IntVar(&o.fd, "fd", -1, "use this inherited file descriptor, a connected stream socket")
 		o.register(f, "train or eval")
+		o.registerBad(f)
 		f.IntVar(&o.workers, "workers", 0, "decode workers (0 = auto)")
 		f.IntVar(&o.slots, "slots", 4, "batches in the shared-memory ring (the prefetch depth)")
 		f.StringVar(&o.shmDir, "shm-dir", "/dev/shm", "directory of the shared-memory file")
@@ -73,7 +79,17 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if err := o.check(); err != nil {
 		return err
 	}
+	policy, err := o.policy()
+	if err != nil {
+		return err
+	}
+	writeQ, abortQ, err := o.openQuarantine()
+	if err != nil {
+		return err
+	}
+	defer abortQ()
 	lo := o.options(o.workers)
+	lo.BadData = policy
 	l, err := loader.Open(o.data, lo)
 	if err != nil {
 		return err
@@ -85,7 +101,13 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	}
 	so := serve.ForLoader(l, lo)
 	so.Slots, so.Dir = o.slots, o.shmDir
-	return serve.Serve(ctx, conn, l, so)
+	err = serve.Serve(ctx, conn, l, so)
+	// The skipped samples are listed however the session ended; a list that
+	// cannot be written fails the command.
+	if bad := l.Bad(); len(bad) > 0 {
+		fmt.Fprintf(stderr, "faster: serve: skipped %d bad samples%s\n", len(bad), map[bool]string{true: " (listed in " + o.quarantine + ")", false: ""}[o.quarantine != ""])
+	}
+	return errors.Join(err, writeQ(l.Bad()))
 }
 
 // serveConn returns the consumer's connection: the inherited descriptor, or

@@ -30,6 +30,7 @@ import (
 )
 
 type trainOptions struct {
+	badDataFlags
 	data        string
 	model       string
 	filters     []int
@@ -129,6 +130,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.IntVar(&o.testLimit, "test-limit", 0, "evaluate on the first N test images only (0: all)")
 		f.StringVar(&o.checkpoint, "checkpoint", "", "save state to FILE after each epoch; resume from it when it exists")
 		f.IntVar(&o.ckptEvery, "checkpoint-every", 0, "with --checkpoint: also save every N steps within an epoch (a killed run resumes there)")
+		o.registerBad(f)
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
 		addParallelFlags(f, &o)
 		return c
@@ -242,7 +244,7 @@ func loadImages(dir, split string, limit int) (*train.Images, []string, error) {
 	return d, src.Classes(), nil
 }
 
-func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
+func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (retErr error) {
 	var problems []string
 	if o.data == "" {
 		problems = append(problems, "--data is required")
@@ -318,12 +320,34 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if o.limit > 0 || o.testLimit > 0 {
 			return usagef("--limit and --test-limit apply to IDX data only")
 		}
-		lo := loader.Options{Batch: o.batch / world, Seed: o.seed, NumShards: world, ShardIdx: rank, LabelOffset: o.labelOffset, Classes: o.classes}
+		policy, err := o.policy()
+		if err != nil {
+			return err
+		}
+		bad := o.badDataFlags
+		if world > 1 && bad.quarantine != "" {
+			bad.quarantine += fmt.Sprintf(".rank%d", rank) // each rank lists what it skipped
+		}
+		writeQ, abortQ, err := bad.openQuarantine()
+		if err != nil {
+			return err
+		}
+		defer abortQ()
+		lo := loader.Options{Batch: o.batch / world, Seed: o.seed, NumShards: world, ShardIdx: rank, LabelOffset: o.labelOffset, Classes: o.classes, BadData: policy}
 		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, lo); err != nil {
 			return err
 		}
 		defer trainStream.l.Close()
 		defer testStream.l.Close()
+		defer func() {
+			// The skipped samples of training and evaluation, listed however
+			// the run ended; a list that cannot be written fails the run.
+			list := append(trainStream.l.Bad(), testStream.l.Bad()...)
+			if len(list) > 0 {
+				fmt.Fprintf(stderr, "faster: train: rank %d skipped %d bad samples\n", rank, len(list))
+			}
+			retErr = errors.Join(retErr, writeQ(list))
+		}()
 		names, testNames = trainStream.l.Classes(), testStream.l.Classes()
 	}
 	classes, err := trainClasses(o, names, testNames)

@@ -133,12 +133,19 @@ class Loader:
 
     label_offset is added to every stored label: -1 for TensorFlow's
     ImageNet shards, whose image/class/label counts from 1.
+
+    Damaged samples: on_error="stop" (default) raises ServerError at the
+    first, naming file and offset; on_error="skip" skips them (the padding
+    that keeps ranks in step makes up for them), fails only beyond max_bad (a
+    count, or a percentage string like "0.1%"), and lists them in the file
+    quarantine (JSON lines) when the loader closes, as `faster bench load
+    --on-error skip` does.
     """
 
     def __init__(self, data, batch_size=256, transform="train", rank=None, world_size=None,
                  seed=0, epoch=0, workers=0, resolution=224, layout="f32-chw", binary=None,
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
-                 shuffle=None, label_offset=0):
+                 shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None):
         for name, v, least in (("batch_size", batch_size, 1), ("resolution", resolution, 1),
                                ("slots", slots, 1), ("workers", workers, 0)):
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
@@ -174,6 +181,16 @@ class Loader:
             args.append("--drop")
         if shuffle is not None:
             args.append("--shuffle" if shuffle else "--no-shuffle")
+        if on_error not in ("stop", "skip"):
+            raise ValueError("faster: on_error=%r: want 'stop' or 'skip'" % (on_error,))
+        if on_error == "skip":
+            args += ["--on-error", "skip"]
+            if max_bad is not None:
+                args += ["--max-bad", str(max_bad)]
+            if quarantine is not None:
+                args += ["--quarantine", os.fspath(quarantine)]
+        elif max_bad is not None or quarantine is not None:
+            raise ValueError("faster: max_bad= and quarantine= need on_error='skip'")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
         self._err = tempfile.TemporaryFile()

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/loader"
+)
+
+// badDataFlags are the damaged-sample policy flags every command that
+// reads a dataset takes (bench load, serve, train): one definition of what
+// --on-error skip, --max-bad and --quarantine mean.
+type badDataFlags struct {
+	onError    string
+	maxBad     string
+	quarantine string
+}
+
+func (b *badDataFlags) registerBad(f *pflag.FlagSet) {
+	f.StringVar(&b.onError, "on-error", "stop", "damaged samples: stop or skip")
+	f.StringVar(&b.maxBad, "max-bad", "", "with --on-error skip: fail when more than N (or P%) samples of an epoch are bad (default: no limit)")
+	f.StringVar(&b.quarantine, "quarantine", "", "with --on-error skip: write the skipped samples (JSON lines: path, offset, reason) to this file")
+}
+
+// policy parses --on-error and --max-bad.
+func (b badDataFlags) policy() (loader.BadDataPolicy, error) {
+	var p loader.BadDataPolicy
+	switch b.onError {
+	case "", "stop":
+		if b.maxBad != "" || b.quarantine != "" {
+			return p, usagef("--max-bad and --quarantine need --on-error skip")
+		}
+		return p, nil
+	case "skip":
+		p.Skip = true
+	default:
+		return p, usagef("--on-error %q: want stop or skip", b.onError)
+	}
+	if b.maxBad == "" {
+		return p, nil
+	}
+	if pct, ok := strings.CutSuffix(b.maxBad, "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		if err != nil || f < 0 || f > 100 {
+			return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", b.maxBad)
+		}
+		p.MaxBadFraction = f / 100
+		if f == 0 {
+			p.Skip = false
+		}
+		return p, nil
+	}
+	n, err := strconv.Atoi(b.maxBad)
+	if err != nil || n < 0 {
+		return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", b.maxBad)
+	}
+	p.MaxBad = n
+	if n == 0 { // no bad sample tolerated: the stop policy
+		p.Skip = false
+	}
+	return p, nil
+}
+
+// openQuarantine creates the --quarantine file up front (so a path that
+// cannot be written fails before the run, not after it) and returns the
+// function that writes the list into it, atomically, at the end: its error
+// fails the run, for a lost list would be a silent loss. Without
+// --quarantine both are no-ops.
+func (b badDataFlags) openQuarantine() (write func([]loader.BadSample) error, abort func(), err error) {
+	if b.quarantine == "" {
+		return func([]loader.BadSample) error { return nil }, func() {}, nil
+	}
+	f, err := atomicfile.Create(b.quarantine, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--quarantine %s: %w", b.quarantine, err)
+	}
+	write = func(list []loader.BadSample) error {
+		w := bufio.NewWriter(f)
+		for _, s := range list {
+			line, _ := json.Marshal(s)
+			w.Write(append(line, '\n'))
+		}
+		err := w.Flush()
+		if err == nil {
+			err = f.Commit()
+		}
+		if err != nil {
+			return fmt.Errorf("--quarantine %s: %w", b.quarantine, err)
+		}
+		return nil
+	}
+	return write, func() { f.Abort() }, nil
+}
