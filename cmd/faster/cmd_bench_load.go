@@ -27,12 +27,12 @@ import (
 
 type benchLoadOptions struct {
 	loaderFlags
-	data         []string
-	workers      []int // one row per value (0 = auto)
-	epochs       int
-	steps        int
-	dropCaches   bool
-	dumpKeys     string
+	data       []string
+	workers    []int // one row per value (0 = auto)
+	epochs     int
+	steps      int
+	dropCaches bool
+	dumpKeys   string
 	badDataFlags
 	resumeFrom   []string
 	saveState    string
