@@ -9,7 +9,9 @@ Timed from the first request for a batch to the end of the last epoch (the
 loaders' start-up is outside: both build their file lists before).
 
 Usage: PYTHONPATH=python FASTER_BIN=bin/faster /usr/bin/python3 bench/serve_loop.py \
-           --loader faster|torchvision ROOT [--workers N] [--batch B] [--epochs E]
+           --loader faster|torchvision ROOT [--workers N] [--batch B] [--epochs E] [--layout u8-hwc]
+With --layout u8-hwc faster hands uint8 NHWC rows over (normalisation is
+the accelerator's work, docs/serve.md); the loop touches them the same way.
 Prints one JSON line.
 """
 import argparse
@@ -27,12 +29,14 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--resolution", type=int, default=224)
+    ap.add_argument("--layout", default="f32-chw", choices=("f32-chw", "u8-hwc"),
+                    help="faster only: u8-hwc hands uint8 NHWC over, to normalise on the accelerator")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.loader == "faster":
         import faster
         dl = faster.Loader(a.root, batch_size=a.batch, transform="train", resolution=a.resolution,
-                           workers=a.workers, output="torch")
+                           workers=a.workers, layout=a.layout, output="torch")
         name = "faster.Loader (faster serve, shared memory)"
     else:
         from torch.utils.data import DataLoader

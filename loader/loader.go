@@ -10,7 +10,12 @@
 //
 //	ImageFolder:  indices ─shuffle(seed, epoch)─shard(n,i)─► read (ParallelMap, io) ─► decode+augment (ParallelMap, Auto)
 //	shards:       files ─shard(n,i)─shuffle─► interleave(read records) ─► shuffle buffer ─► decode+augment
-//	              ─► batch (pooled arena: float32 CHW or uint8 HWC) ─► prefetch
+//	              ─► batch (pooled arena, or the caller's memory: float32 CHW or uint8 HWC) ─► prefetch
+//
+// A context carrying a pipeline.Allocator (pipeline.WithAllocator) makes the
+// batch stage write its rows into the allocator's memory instead of its own
+// arenas: package serve passes its shared-memory ring, so rows are decoded
+// straight into the slot the consumer reads.
 //
 // Every sample's augmentation draws from its own RNG, seeded by (seed,
 // epoch, sample id), so results do not depend on the number of workers or
@@ -101,6 +106,14 @@ type Options struct {
 	// Open refuses options above it up front instead of running out of
 	// memory. 0 = half the machine's physical memory.
 	MaxBatchMemory int64
+	// CacheDir, if set, keeps the shards (and indexes) of a dataset read
+	// from a storage URL (s3://, gs://, http(s)://) on local disk in that
+	// directory, under CacheSize bytes (storage.DefaultCacheSize when 0),
+	// evicting whole files least recently used first, so that the next
+	// epoch, or the next run, reads them locally (see storage.Cache).
+	// Ranks may share the directory. Local datasets ignore it.
+	CacheDir  string
+	CacheSize int64
 	// Resume, if set, continues the epoch it names from that position (see
 	// State): this rank serves its stride of the samples not yet served.
 	// Needs an indexed source (ImageFolder, LMDB, WebDataset, or shards
@@ -361,6 +374,13 @@ func (l *Loader) init(path string) error {
 			return err
 		}
 		l.fs = fs
+		if l.opts.CacheDir != "" {
+			cf, err := newCachedFiles(context.Background(), fs, l.opts.CacheDir, l.opts.CacheSize)
+			if err != nil {
+				return err // Open's Close closes fs
+			}
+			l.fs = cf
+		}
 		return l.initShards(files)
 	}
 	if source.IsLMDB(path) {

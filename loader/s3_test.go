@@ -150,8 +150,9 @@ func TestShardsOverS3Restart(t *testing.T) {
 }
 
 // BenchmarkShardsLocalVsS3 runs train epochs over the same shards from
-// local disk and from the loopback S3 server, alternating, and reports
-// both rates and their ratio. It reads the shards bench/run_load.sh packs
+// local disk, from the loopback S3 server, and from the S3 server through
+// a local cache (Options.CacheDir, filled by a first epoch that is not
+// timed), alternating, and reports the rates and the ratios to local. It reads the shards bench/run_load.sh packs
 // ($FASTER_IMAGEFOLDER-shards, default /tmp/faster-imagefolder-shards) —
 // real photographs — or small generated ones when those are missing.
 func BenchmarkShardsLocalVsS3(b *testing.B) {
@@ -182,6 +183,13 @@ func benchLocalVsS3(b *testing.B, shards, url string, o Options) {
 		b.Fatal(err)
 	}
 	defer remote.Close()
+	co := o
+	co.CacheDir = b.TempDir()
+	cached, err := Open(url, co)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cached.Close()
 	epoch := func(l *Loader, e int) (int, time.Duration) {
 		t0 := time.Now()
 		n := 0
@@ -194,15 +202,24 @@ func benchLocalVsS3(b *testing.B, shards, url string, o Options) {
 		}
 		return n, time.Since(t0)
 	}
-	var nl, nr int
-	var tl, tr time.Duration
+	epoch(cached, 1<<20) // fills the cache
+	var nl, nr, nc int
+	var tl, tr, tc time.Duration
 	for i := 0; b.Loop(); i++ {
 		n, d := epoch(local, i)
 		nl, tl = nl+n, tl+d
 		n, d = epoch(remote, i)
 		nr, tr = nr+n, tr+d
+		n, d = epoch(cached, i)
+		nc, tc = nc+n, tc+d
 	}
-	b.ReportMetric(float64(nl)/tl.Seconds(), "local-images/s")
+	if st := cached.CacheStats(); st.Passthrough.Load() > 0 || st.Fetches.Load() == 0 {
+		b.Fatalf("cache: %d fetches, %d did not fit", st.Fetches.Load(), st.Passthrough.Load())
+	}
+	lr := float64(nl) / tl.Seconds()
+	b.ReportMetric(lr, "local-images/s")
 	b.ReportMetric(float64(nr)/tr.Seconds(), "s3-images/s")
-	b.ReportMetric((float64(nr)/tr.Seconds())/(float64(nl)/tl.Seconds()), "s3/local")
+	b.ReportMetric(float64(nc)/tc.Seconds(), "s3-cached-images/s")
+	b.ReportMetric((float64(nr)/tr.Seconds())/lr, "s3/local")
+	b.ReportMetric((float64(nc)/tc.Seconds())/lr, "s3-cached/local")
 }

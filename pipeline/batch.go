@@ -1,8 +1,8 @@
 package pipeline
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"unsafe"
@@ -60,10 +60,15 @@ type Minibatch[T any] struct {
 	// Data is the contiguous arena when the stage has one (see Arena):
 	// RowBytes bytes per row, len(Items)*RowBytes in all, 8-byte aligned;
 	// padding rows are zero. Nil without an arena.
+	//
+	// Under a context carrying an Allocator (WithAllocator), Data is the
+	// allocator's memory, which Release gives back (see Detach).
 	Data     []byte
 	RowBytes int
 
-	pool chan *Minibatch[T]
+	pool  chan *Minibatch[T]
+	alloc Allocator // where Data came from, if not the stage's pool
+	mem   int       // its id there
 }
 
 // Row returns row i of the arena.
@@ -77,6 +82,10 @@ func (b *Minibatch[T]) Release() {
 		return
 	}
 	b.pool = nil
+	if a := b.alloc; a != nil {
+		b.alloc, b.Data = nil, nil
+		a.Free(b.mem)
+	}
 	clear(b.Items) // drop references held by the elements
 	b.Items = b.Items[:0]
 	b.Valid, b.Index, b.Repeats = 0, 0, 0
@@ -84,6 +93,21 @@ func (b *Minibatch[T]) Release() {
 	case p <- b:
 	default: // pool full: let the GC have it
 	}
+}
+
+// Detach takes the batch's Data away from it when it came from an
+// Allocator and returns it with its id: Data becomes nil, Release no longer
+// frees the memory, and the caller, who now owns it, gives it back with the
+// allocator's Free(id) when done (a server does that when its consumer
+// hands the slot back). ok is false, and nothing changes, when Data is the
+// stage's own arena (or nil).
+func (b *Minibatch[T]) Detach() (data []byte, id int, ok bool) {
+	if b.alloc == nil {
+		return nil, 0, false
+	}
+	data, id = b.Data, b.mem
+	b.alloc, b.Data = nil, nil
+	return data, id, true
 }
 
 // Float32s views an 8-byte aligned byte slice, such as Minibatch.Data or a
@@ -200,7 +224,7 @@ func (b *BatchDataset[T]) PoolSize(n int) *BatchDataset[T] {
 	return b
 }
 
-func (b *BatchDataset[T]) get(pool chan *Minibatch[T], index int) *Minibatch[T] {
+func (b *BatchDataset[T]) get(pool chan *Minibatch[T], index int, a Allocator) *Minibatch[T] {
 	var mb *Minibatch[T]
 	select {
 	case mb = <-pool:
@@ -211,7 +235,9 @@ func (b *BatchDataset[T]) get(pool chan *Minibatch[T], index int) *Minibatch[T] 
 		mb.Items = make([]T, 0, b.size)
 	}
 	mb.Items = mb.Items[:0]
-	if n := b.size * b.rowBytes; n > 0 {
+	if a != nil && b.rowBytes > 0 {
+		mb.Data = nil // taken from a by memory when the first row joins
+	} else if n := b.size * b.rowBytes; n > 0 {
 		if cap(mb.Data) < n {
 			words := make([]uint64, (n+7)/8)
 			mb.Data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
@@ -222,6 +248,24 @@ func (b *BatchDataset[T]) get(pool chan *Minibatch[T], index int) *Minibatch[T] 
 	}
 	mb.RowBytes, mb.Valid, mb.Index, mb.Repeats, mb.pool = b.rowBytes, 0, index, 0, pool
 	return mb
+}
+
+// memory gives mb its Data from a, if it has none yet.
+func (b *BatchDataset[T]) memory(ctx context.Context, mb *Minibatch[T], a Allocator) error {
+	if a == nil || b.rowBytes == 0 || mb.alloc != nil {
+		return nil
+	}
+	n := b.size * b.rowBytes
+	buf, id, err := a.Alloc(ctx, n)
+	if err != nil {
+		return err
+	}
+	mb.alloc, mb.mem = a, id
+	if len(buf) < n {
+		return fmt.Errorf("pipeline: %s: allocator gave %d bytes for a batch of %d", b.name, len(buf), n)
+	}
+	mb.Data = buf[:n]
+	return nil
 }
 
 // Iter implements Dataset.
@@ -238,6 +282,10 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 		mt := meter{s: &b.stage}
 		defer mt.flush()
 		pool := b.pool
+		var alloc Allocator
+		if b.fill != nil {
+			alloc = AllocatorFrom(ctx)
+		}
 		if b.exactly == 0 || b.rows == 0 {
 			return
 		}
@@ -256,7 +304,7 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 			mt.tick()
 			return b.exactly < 0 || index < b.exactly
 		}
-		mb := b.get(pool, 0)
+		mb := b.get(pool, 0, alloc)
 		defer func() {
 			if mb != nil {
 				mb.Release()
@@ -279,6 +327,15 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 					mb.Repeats++
 				}
 				if b.fill != nil {
+					if row == 0 && alloc != nil {
+						if err := b.memory(ctx, mb, alloc); err != nil {
+							yield(nil, err)
+							return
+						}
+						t := nanotime() // waiting for memory is waiting on the consumer
+						mt.blockedOut += t - t1
+						t1 = t
+					}
 					if err := b.fill(mb.Row(row), x); err != nil {
 						yield(nil, err)
 						return
@@ -296,7 +353,7 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 					if !emit(out, t2) {
 						return
 					}
-					mb = b.get(pool, index)
+					mb = b.get(pool, index, alloc)
 				}
 				if total == b.rows {
 					break passes
@@ -320,6 +377,10 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 				mb.Valid = n
 				mb.Data = mb.Data[:n*b.rowBytes]
 			case Pad:
+				if err := b.memory(ctx, mb, alloc); err != nil {
+					yield(nil, err)
+					return
+				}
 				mb.Valid = n
 				var zero T
 				for len(mb.Items) < b.size {
@@ -337,7 +398,11 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 		}
 		for b.exactly > index {
 			if mb == nil {
-				mb = b.get(pool, index)
+				mb = b.get(pool, index, alloc)
+			}
+			if err := b.memory(ctx, mb, alloc); err != nil {
+				yield(nil, err)
+				return
 			}
 			var zero T
 			for len(mb.Items) < b.size {

@@ -124,6 +124,9 @@
 //     elements per open input.
 //   - Shuffle: size elements. FromIndexed with Shuffle: one permutation of
 //     Len() ints per epoch.
+//   - Batch with an Allocator in the context (WithAllocator): the batches'
+//     memory is the allocator's (a server's shared-memory slots), and its
+//     bound is the allocator's; Release gives it back, Detach keeps it.
 //   - Batch: one batch being filled; released batches are kept in a pool of
 //     PoolSize (default DefaultBatchPool) for reuse, and beyond that left to
 //     the garbage collector. With the consumer releasing each batch, the

@@ -76,6 +76,22 @@
 // the server cancels its pipeline, unlinks the file and Serve returns nil.
 // When the server dies, the consumer reads EOF.
 //
+// # No copy
+//
+// Serve passes the ring to the Source as a pipeline.Allocator, in the
+// epoch's context (pipeline.WithAllocator): a loader's batch stage takes a
+// free slot when a batch's first row is ready and its decode workers write
+// the rows straight into the slot's images, which the server then
+// announces as they are, writing only the slot header and labels beside
+// them. The batch being filled and the loader's prefetch queue hold slots
+// too, so a stage waiting for a slot while the consumer holds the others is
+// the backpressure. 'F' and 'C' frames are applied as they arrive (not
+// between batches), so a consumer that cancels while it holds every slot
+// still gets its 'D'; slots a pipeline dropped unreleased (a prefetch queue
+// cut short) come back when the epoch's iteration returns. A Source whose
+// batches have memory of their own is copied into a free slot instead.
+// Options.Counters counts both kinds.
+//
 // Serve runs one session on one connection; it is not safe to call it twice
 // on the same connection. Different sessions share nothing.
 package serve

@@ -13,11 +13,17 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/pipeline"
 )
 
-// Source produces the batches of an epoch; *loader.Loader is one.
+// Source produces the batches of an epoch; *loader.Loader is one. The
+// context Serve passes carries the ring as a pipeline.Allocator
+// (pipeline.WithAllocator): a Source built on a pipeline Batch stage with an
+// Arena, as a loader is, writes its rows straight into the slots. A Source
+// must not touch a batch's memory once its iteration has returned.
 type Source interface {
 	IterEpoch(ctx context.Context, epoch int) iter.Seq2[*loader.Batch, error]
 }
@@ -27,7 +33,7 @@ var _ Source = (*loader.Loader)(nil)
 // Options configure Serve. Batch, DType and Shape describe a slot and have
 // no default (ForLoader fills them from a loader's options).
 type Options struct {
-	Slots   int      // ring depth (batches in shared memory); 4
+	Slots   int      // ring depth (batches in shared memory, those a loader is decoding into included); 4
 	Dir     string   // directory of the shared-memory file; /dev/shm
 	Batch   int      // rows per slot
 	DType   string   // "float32" or "uint8"
@@ -38,6 +44,18 @@ type Options struct {
 	Classes []string // class names, told to the consumer
 	Rank    int      // told to the consumer
 	World   int      // told to the consumer; 1
+	// Counters, if set, is where the session counts what it served and
+	// how (rows written in place or copied).
+	Counters *Counters
+}
+
+// Counters count a session's batches. With a loader as the Source every
+// batch is decoded straight into its slot and CopiedBytes stays 0; a
+// Source whose batches have memory of their own is copied into the slots.
+type Counters struct {
+	Batches     atomic.Int64 // batches announced
+	InPlace     atomic.Int64 // of them, written straight into their slot
+	CopiedBytes atomic.Int64 // bytes of rows copied into slots
 }
 
 // ForLoader returns the Options describing the batches of a loader opened
@@ -98,12 +116,21 @@ type session struct {
 	mem   *shm
 	hello Hello
 
-	cmds chan frame    // frames from the consumer
-	gone chan struct{} // closed when the consumer's side is closed
-	rerr error         // why the reader stopped (read after gone is closed)
+	ring   *ring
+	epochs chan int64    // epochs the consumer asked for ('E')
+	gone   chan struct{} // closed when the consumer's side is closed
+	rerr   error         // why the reader stopped (read after gone is closed)
 
-	free  []int  // slots the server may write
-	held  []bool // slots announced and not yet freed
+	// The reader applies 'F' and 'C' itself (the server may be waiting
+	// for a batch whose stage waits for a slot); mu guards the epoch's
+	// cancellation state it shares with the server.
+	mu        sync.Mutex
+	requested int                // epochs asked for
+	finished  int                // epochs ended ('D' about to go or sent)
+	cancelReq int                // the last epoch the consumer cancelled
+	stop      context.CancelFunc // stops the running epoch (requested-th), or nil
+	cancelled bool               // the running epoch was cancelled
+
 	ready []byte // scratch for 'R' frames
 }
 
@@ -132,11 +159,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 	defer mem.close()
 	s := &session{
 		conn: conn, w: bufio.NewWriterSize(conn, 64<<10), src: src, o: o, mem: mem,
-		cmds: make(chan frame, o.Slots+4), gone: make(chan struct{}),
-		held: make([]bool, o.Slots),
-	}
-	for i := range o.Slots {
-		s.free = append(s.free, i)
+		epochs: make(chan int64, 1), gone: make(chan struct{}),
 	}
 	s.hello = Hello{
 		Version: Version, Path: mem.path, Size: size, Slots: o.Slots, SlotBytes: slotBytes,
@@ -145,6 +168,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		Len: o.Len, Steps: o.Steps, Samples: o.Samples, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
 	}
 	putHeader(mem.mem, &s.hello)
+	s.ring = newRing(mem.mem, &s.hello)
 
 	// The session's context ends with the parent (a signal) or when the
 	// consumer's side closes, which also stops a pipeline stuck in I/O.
@@ -185,24 +209,71 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 
 var errConsumerGone = errors.New("serve: consumer closed the connection")
 
-// read forwards the consumer's frames to s.cmds until EOF or an error, then
-// closes s.gone.
+// read applies the consumer's frames until EOF or an error, then closes
+// s.gone: 'A', 'F' and 'C' here, 'E' passed on to the server's loop.
 func (s *session) read(ctx context.Context) {
 	defer close(s.gone)
 	r := bufio.NewReaderSize(s.conn, 4096)
+	var buf []byte
 	for {
-		typ, p, err := readFrame(r, nil)
+		typ, p, err := readFrame(r, buf)
+		if err == nil {
+			buf = p[:0]
+			err = s.apply(ctx, typ, p)
+		}
 		if err != nil {
 			s.rerr = err
 			return
 		}
-		select {
-		case s.cmds <- frame{typ, p}:
-		case <-ctx.Done():
-			s.rerr = ctx.Err()
-			return
-		}
 	}
+}
+
+// apply applies one frame from the consumer.
+func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
+	switch typ {
+	case FrameAttach:
+		s.mem.unlink()
+	case FrameFree:
+		if len(p) != 4 {
+			return fmt.Errorf("%w: free frame of %d bytes", ErrProtocol, len(p))
+		}
+		return s.ring.consumerFree(int(binary.LittleEndian.Uint32(p)))
+	case FrameCancel:
+		s.mu.Lock()
+		if s.requested > s.finished { // else no epoch runs: nothing to stop
+			s.cancelReq = s.requested
+			if s.stop != nil {
+				s.cancelled = true
+				s.stop()
+			}
+		}
+		s.mu.Unlock()
+	case FrameEpoch:
+		if len(p) != 8 {
+			return fmt.Errorf("%w: epoch frame of %d bytes", ErrProtocol, len(p))
+		}
+		e := int64(binary.LittleEndian.Uint64(p))
+		if e < 0 || e > 1<<31 {
+			return fmt.Errorf("%w: epoch %d", ErrProtocol, e)
+		}
+		s.mu.Lock()
+		busy := s.requested > s.finished
+		if !busy {
+			s.requested++
+		}
+		s.mu.Unlock()
+		if busy {
+			return fmt.Errorf("%w: epoch requested while one runs", ErrProtocol)
+		}
+		select {
+		case s.epochs <- e: // never blocks: one epoch at a time
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	default:
+		return fmt.Errorf("%w: unknown frame type %q from the consumer", ErrProtocol, typ)
+	}
+	return nil
 }
 
 // goneErr reports why the consumer's side ended.
@@ -255,21 +326,8 @@ func (s *session) run(ctx context.Context) error {
 	}
 	for {
 		select {
-		case f := <-s.cmds:
-			if f.typ == FrameEpoch {
-				if len(f.payload) != 8 {
-					return fmt.Errorf("%w: epoch frame of %d bytes", ErrProtocol, len(f.payload))
-				}
-				e := int64(binary.LittleEndian.Uint64(f.payload))
-				if e < 0 || e > 1<<31 {
-					return fmt.Errorf("%w: epoch %d", ErrProtocol, e)
-				}
-				if err := s.epoch(ctx, int(e)); err != nil {
-					return err
-				}
-				continue
-			}
-			if _, err := s.handle(f); err != nil {
+		case e := <-s.epochs:
+			if err := s.epoch(ctx, int(e)); err != nil {
 				return err
 			}
 		case <-s.gone:
@@ -280,102 +338,57 @@ func (s *session) run(ctx context.Context) error {
 	}
 }
 
-// handle applies a frame other than 'E'; it reports whether it was a
-// cancel.
-func (s *session) handle(f frame) (cancel bool, err error) {
-	switch f.typ {
-	case FrameAttach:
-		s.mem.unlink()
-	case FrameFree:
-		if len(f.payload) != 4 {
-			return false, fmt.Errorf("%w: free frame of %d bytes", ErrProtocol, len(f.payload))
-		}
-		i := int(binary.LittleEndian.Uint32(f.payload))
-		if i >= len(s.held) || !s.held[i] {
-			return false, fmt.Errorf("%w: free of slot %d, which the consumer does not hold", ErrProtocol, i)
-		}
-		s.held[i] = false
-		s.free = append(s.free, i)
-	case FrameCancel:
-		return true, nil
-	case FrameEpoch:
-		return false, fmt.Errorf("%w: epoch requested while one runs", ErrProtocol)
-	default:
-		return false, fmt.Errorf("%w: unknown frame type %q from the consumer", ErrProtocol, f.typ)
-	}
-	return false, nil
-}
-
-// epoch runs epoch e: every batch goes into a free slot (waiting for one
-// while the consumer holds them all), then 'D'.
+// epoch runs epoch e: every batch goes into a slot (its stage waiting for
+// one while the consumer holds them all), then 'D'.
 func (s *session) epoch(ctx context.Context, e int) error {
 	ectx, stop := context.WithCancel(ctx)
 	defer stop()
+	s.mu.Lock()
+	s.stop, s.cancelled = stop, s.cancelReq == s.requested
+	if s.cancelled {
+		stop() // cancelled before it started
+	}
+	s.mu.Unlock()
+	isCancelled := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cancelled
+	}
 	var batches, images int64
-	cancelled := false
-	// poll applies the frames waiting (or, with block, waits for one).
-	poll := func(block bool) error {
-		for {
-			var f frame
-			if block {
-				select {
-				case f = <-s.cmds:
-				case <-s.gone:
-					return s.goneErr()
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			} else {
-				select {
-				case f = <-s.cmds:
-				case <-s.gone:
-					return s.goneErr()
-				default:
+	err := func() error {
+		defer s.ring.reclaim() // what the pipeline dropped unreleased, once it has returned
+		for b, err := range s.src.IterEpoch(pipeline.WithAllocator(ectx, s.ring), e) {
+			if err != nil {
+				if ectx.Err() != nil && isCancelled() {
 					return nil
 				}
-			}
-			c, err := s.handle(f)
-			if err != nil {
 				return err
 			}
-			if c {
-				cancelled = true
-				stop()
-			}
-			if block {
+			if isCancelled() {
+				b.Release()
 				return nil
 			}
-		}
-	}
-	for b, err := range s.src.IterEpoch(ectx, e) {
-		if err != nil {
-			if cancelled && ectx.Err() != nil {
-				break
-			}
-			return err
-		}
-		if err := poll(false); err != nil {
+			valid := b.Valid
+			err = s.put(ectx, e, b)
 			b.Release()
-			return err
-		}
-		for len(s.free) == 0 && !cancelled {
-			if err := poll(true); err != nil {
-				b.Release()
+			if err != nil {
+				if ectx.Err() != nil && isCancelled() {
+					return nil
+				}
 				return err
 			}
+			batches++
+			images += int64(valid)
 		}
-		if cancelled {
-			b.Release()
-			break
-		}
-		valid := b.Valid
-		err = s.put(e, b)
-		b.Release()
-		if err != nil {
-			return err
-		}
-		batches++
-		images += int64(valid)
+		return nil
+	}()
+	s.mu.Lock()
+	cancelled := s.cancelled
+	s.stop, s.cancelled = nil, false
+	s.finished = s.requested // before 'D': the consumer may ask for the next at once
+	s.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	if !cancelled {
 		if err := ctx.Err(); err != nil {
@@ -393,8 +406,10 @@ func (s *session) epoch(ctx context.Context, e int) error {
 	return s.send(FrameEnd, end[:])
 }
 
-// put copies batch b of epoch e into a free slot and announces it.
-func (s *session) put(e int, b *loader.Batch) error {
+// put announces batch b of epoch e in its slot: the one its rows were
+// written into, or, for a batch with memory of its own, a free slot it is
+// copied into (waiting for one while the consumer holds them all).
+func (s *session) put(ctx context.Context, e int, b *loader.Batch) error {
 	h := &s.hello
 	if b.Valid > h.Batch || len(b.Items) > h.Batch || b.Repeats < 0 || b.Repeats > b.Valid {
 		return fmt.Errorf("batch %d has %d rows; slots hold %d", b.Index, len(b.Items), h.Batch)
@@ -402,16 +417,36 @@ func (s *session) put(e int, b *loader.Batch) error {
 	if b.Valid > 0 && (b.RowBytes != h.RowBytes || len(b.Data) < b.Valid*h.RowBytes) {
 		return fmt.Errorf("batch %d: rows of %d bytes (%d in all); slots hold rows of %d bytes", b.Index, b.RowBytes, len(b.Data), h.RowBytes)
 	}
-	i := s.free[len(s.free)-1]
-	s.free = s.free[:len(s.free)-1]
-	slot := s.mem.mem[h.HeaderBytes+int64(i)*h.SlotBytes:][:h.SlotBytes]
+	n := b.Valid * h.RowBytes
+	data, id, inPlace := b.Detach()
+	if inPlace {
+		if n > 0 && &data[0] != &s.ring.slot(id & 0xffff)[h.ImagesOffset] {
+			s.ring.Free(id)
+			return fmt.Errorf("batch %d: memory that is not its slot's", b.Index)
+		}
+	} else {
+		var dst []byte
+		var err error
+		dst, id, err = s.ring.Alloc(ctx, n)
+		if err != nil {
+			return err
+		}
+		copy(dst, b.Data[:n])
+		if c := s.o.Counters; c != nil {
+			c.CopiedBytes.Add(int64(n))
+		}
+	}
+	i, err := s.ring.announce(id)
+	if err != nil {
+		return err
+	}
+	slot := s.ring.slot(i)
 	le := binary.LittleEndian
 	le.PutUint64(slot[0:], uint64(e))
 	le.PutUint64(slot[8:], uint64(b.Index))
 	le.PutUint64(slot[16:], uint64(b.Valid))
 	le.PutUint64(slot[24:], uint64(len(b.Items)))
 	le.PutUint64(slot[32:], uint64(b.Repeats))
-	copy(slot[h.ImagesOffset:], b.Data[:b.Valid*h.RowBytes])
 	labels := slot[h.LabelsOffset:]
 	r := append(s.ready[:0], make([]byte, readyFixed)...)
 	le.PutUint32(r[0:], uint32(i))
@@ -432,6 +467,11 @@ func (s *session) put(e int, b *loader.Batch) error {
 	if len(r)+1 > MaxFrame {
 		return fmt.Errorf("batch %d: keys of %d bytes exceed a frame", b.Index, len(r))
 	}
-	s.held[i] = true
+	if c := s.o.Counters; c != nil {
+		c.Batches.Add(1)
+		if inPlace {
+			c.InPlace.Add(1)
+		}
+	}
 	return s.send(FrameReady, r)
 }

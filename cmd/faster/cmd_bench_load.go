@@ -66,6 +66,17 @@ type loadResult struct {
 	Bad           int                   `json:"bad"`
 	Quarantined   []loader.BadSample    `json:"quarantined,omitempty"`
 	State         *loader.State         `json:"state,omitempty"`
+	Cache         *cacheResult          `json:"cache,omitempty"` // with --cache-dir on a storage URL
+}
+
+// cacheResult is what the shard cache did during the run.
+type cacheResult struct {
+	Hits        int64 `json:"hits"`
+	Fetches     int64 `json:"fetches"`
+	FetchBytes  int64 `json:"fetch_bytes"`
+	Refetches   int64 `json:"refetches"`
+	Evictions   int64 `json:"evictions"`
+	Passthrough int64 `json:"passthrough"`
 }
 
 func init() {
@@ -350,6 +361,10 @@ epochs:
 	r.SampleDigest = hex.EncodeToString(h.Sum(nil))
 	r.Quarantined = l.Bad()
 	r.Bad = len(r.Quarantined)
+	if cs := l.CacheStats(); cs != nil {
+		r.Cache = &cacheResult{Hits: cs.Hits.Load(), Fetches: cs.Fetches.Load(), FetchBytes: cs.FetchBytes.Load(),
+			Refetches: cs.Refetches.Load(), Evictions: cs.Evictions.Load(), Passthrough: cs.Passthrough.Load()}
+	}
 	if o.saveState != "" {
 		s, err := l.State()
 		if err != nil {

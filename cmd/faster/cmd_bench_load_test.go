@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -11,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/storage/s3test"
 )
 
 func writeFolder(t *testing.T, classes, per int) string {
@@ -99,5 +102,67 @@ func TestBenchLoadCLI(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "bench", "load", root, "--workers", "x"); code != 2 {
 		t.Fatalf("bad --workers: exit %d", code)
+	}
+}
+
+// --cache-dir on a dataset in S3: the second run reads every shard from the
+// cache (no fetch), and both serve the samples of the local shards.
+func TestBenchLoadCacheCLI(t *testing.T) {
+	root := writeFolder(t, 3, 6)
+	shards := filepath.Join(t.TempDir(), "shards")
+	if code, _, errs := runCLI(t, "pack", root, shards, "--shards", "3"); code != 0 {
+		t.Fatal(errs)
+	}
+	s3test.SetEnv()
+	srv, err := s3test.Start()
+	if err != nil {
+		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+			t.Fatalf("S3 test server: %v", err)
+		}
+		t.Skipf("S3 test server unavailable: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	if err := srv.CreateBucket(context.Background(), s3test.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(shards)
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(shards, e.Name()))
+		if err := srv.Put(context.Background(), s3test.Bucket, "cli/"+e.Name(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		Images       int64  `json:"images"`
+		SampleDigest string `json:"sample_digest"`
+		Cache        *struct {
+			Hits, Fetches int64
+		} `json:"cache"`
+	}
+	run := func(data string, extra ...string) result {
+		t.Helper()
+		args := append([]string{"bench", "load", data, "--batch", "4", "--resolution", "24", "--seed", "2", "--epochs", "2", "--json"}, extra...)
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return r
+	}
+	local := run(shards)
+	cache := t.TempDir()
+	first := run(srv.RootURL("cli"), "--cache-dir", cache, "--cache-size", "64M")
+	second := run(srv.RootURL("cli"), "--cache-dir", cache, "--cache-size", "64M")
+	if first.SampleDigest != local.SampleDigest || second.SampleDigest != local.SampleDigest || local.Images != 36 {
+		t.Fatalf("digests: local %s (%d images), first %s, second %s", local.SampleDigest, local.Images, first.SampleDigest, second.SampleDigest)
+	}
+	if first.Cache == nil || first.Cache.Fetches != 6 || second.Cache == nil || second.Cache.Fetches != 0 || second.Cache.Hits < 6 {
+		t.Fatalf("cache: first %+v, second %+v; want 6 fetches (3 shards, 3 indexes), then none and a hit per shard and epoch", first.Cache, second.Cache)
+	}
+	if code, _, _ := runCLI(t, "bench", "load", shards, "--cache-size", "lots"); code != 2 {
+		t.Fatalf("--cache-size lots: exit %d, want 2 (usage)", code)
 	}
 }

@@ -60,7 +60,7 @@ error); 2 usage error; 130 interrupted.`,
 		o.register(f, "train or eval")
 		o.registerBad(f)
 		f.IntVar(&o.workers, "workers", 0, "decode workers (0 = auto)")
-		f.IntVar(&o.slots, "slots", 4, "batches in the shared-memory ring (the prefetch depth)")
+		f.IntVar(&o.slots, "slots", 4, "batches in the shared-memory ring for the consumer (the prefetch depth); the file holds 3 more, for the batches the loader decodes into it")
 		f.StringVar(&o.shmDir, "shm-dir", "/dev/shm", "directory of the shared-memory file")
 		return c
 	})
@@ -100,7 +100,9 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		return err
 	}
 	so := serve.ForLoader(l, lo)
-	so.Slots, so.Dir = o.slots, o.shmDir
+	// The loader decodes straight into the ring: its batch being filled and
+	// its prefetch queue (2) take slots too.
+	so.Slots, so.Dir = o.slots+3, o.shmDir
 	err = serve.Serve(ctx, conn, l, so)
 	// The skipped samples are listed however the session ended; a list that
 	// cannot be written fails the command.

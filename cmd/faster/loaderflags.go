@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -23,6 +25,52 @@ type loaderFlags struct {
 	global     bool
 	shuffle    loader.ShuffleMode
 	labelOff   int
+	cache      cacheFlags
+}
+
+// cacheFlags are --cache-dir and --cache-size: the local cache of shards
+// read from a storage URL (loader.Options.CacheDir).
+type cacheFlags struct {
+	dir  string
+	size sizeFlag
+}
+
+func (cf *cacheFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&cf.dir, "cache-dir", "", "keep shards read from s3://, gs:// or http(s):// in this local directory, so later epochs and runs read them locally (ranks may share it)")
+	f.Var(&cf.size, "cache-size", "cap of --cache-dir, whole shards evicted least recently used first, e.g. 50G (k, M, G, T: powers of 1024; default 50G)")
+}
+
+// apply sets the cache fields of o.
+func (cf *cacheFlags) apply(o *loader.Options) {
+	o.CacheDir, o.CacheSize = cf.dir, int64(cf.size)
+}
+
+// sizeFlag is a byte count with an optional k, M, G or T suffix (powers
+// of 1024).
+type sizeFlag int64
+
+func (s *sizeFlag) String() string {
+	if *s == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*s), 10)
+}
+func (s *sizeFlag) Type() string { return "size" }
+func (s *sizeFlag) Set(v string) error {
+	mult := int64(1)
+	num := strings.TrimSuffix(strings.TrimSuffix(v, "B"), "i")
+	if k := len(num); k > 0 {
+		if i := strings.IndexByte("kKMGT", num[k-1]); i >= 0 {
+			mult = int64(1) << (10 * max(i, 1)) // k and K are both 2^10
+			num = num[:k-1]
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return fmt.Errorf("%q: want a positive byte count such as 50G", v)
+	}
+	*s = sizeFlag(n * mult)
+	return nil
 }
 
 // register adds the flags to f; transforms lists the accepted transforms
@@ -40,6 +88,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 		"read in a new random order every epoch, drawn from --seed and the epoch (the default, except with --transform eval)").NoOptDefVal = "true"
 	f.VarPF(shuffleFlag{&lf.shuffle, loader.ShuffleOff}, "no-shuffle", "", "read in the source order").NoOptDefVal = "true"
 	f.BoolVar(&lf.drop, "drop", false, "every rank takes the whole batches of the smallest rank's samples, without repeats (default: ranks short of the largest one's count repeat samples, and the last batch may be partial, the same size on every rank)")
+	lf.cache.register(f)
 	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 	f.IntVar(&lf.labelOff, "label-offset", 0, "add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
 }
@@ -61,12 +110,14 @@ func (lf *loaderFlags) check() error {
 // options returns the loader options the flags describe, with workers
 // decode workers (0 = auto).
 func (lf *loaderFlags) options(workers int) loader.Options {
-	return loader.Options{
+	o := loader.Options{
 		Transform: loader.Transform(lf.transform), Resolution: lf.resolution, Layout: loader.Layout(lf.layout),
 		Batch: lf.batch, Workers: workers, NumShards: lf.numShards, ShardIdx: lf.shardIndex,
 		Seed: lf.seed, Split: lf.split, Drop: lf.drop, GlobalShuffle: lf.global, Shuffle: lf.shuffle,
 		LabelOffset: lf.labelOff,
 	}
+	lf.cache.apply(&o)
+	return o
 }
 
 // shuffleFlag is --shuffle or --no-shuffle: both set one mode, the last

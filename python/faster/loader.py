@@ -124,8 +124,9 @@ class Loader:
     "u8-hwc": uint8 NHWC to normalise on the accelerator), workers (decode
     threads; 0 = all cores), seed, shuffle (None: shuffle unless transform
     is "eval"; True/False to choose), split (of a packed dataset), slots
-    (batches in the shared ring, the prefetch depth; memory is slots x batch
-    bytes).
+    (batches in the shared ring for this process, the prefetch depth; the
+    server decodes straight into the ring, whose file holds slots + 3 batches
+    for that: memory is (slots + 3) x batch bytes).
 
     set_epoch(e) makes the next iteration epoch e exactly, whatever ran
     before: a loader started fresh at epoch e (a resumed job) yields what a
