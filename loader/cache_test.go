@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,6 +23,8 @@ import (
 type countingProxy struct {
 	srv         *httptest.Server
 	reqs, bytes atomic.Int64
+	mu          sync.Mutex
+	paths       []string // requested since reset
 }
 
 type countingBody struct {
@@ -48,13 +51,37 @@ func newCountingProxy(t testing.TB, endpoint string) *countingProxy {
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.reqs.Add(1)
+		p.mu.Lock()
+		p.paths = append(p.paths, r.Method+" "+r.URL.Path)
+		p.mu.Unlock()
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(p.srv.Close)
 	return p
 }
 
-func (p *countingProxy) reset() { p.reqs.Store(0); p.bytes.Store(0) }
+func (p *countingProxy) reset() {
+	p.reqs.Store(0)
+	p.bytes.Store(0)
+	p.mu.Lock()
+	p.paths = nil
+	p.mu.Unlock()
+}
+
+// shardRequests returns the requests since reset other than for the
+// manifest (which a run always reads from the source: it is what the cache
+// is checked against).
+func (p *countingProxy) shardRequests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, q := range p.paths {
+		if !strings.HasSuffix(q, "/manifest.json") {
+			out = append(out, q)
+		}
+	}
+	return out
+}
 
 // cachedS3 serves shards from the S3 test server behind a counting proxy
 // and returns the proxied s3:// URL.
@@ -102,21 +129,32 @@ func TestShardsS3CacheEpoch2Local(t *testing.T) {
 		local.Close()
 		o.CacheDir = t.TempDir()
 		for run := range 2 { // run 1: a new loader over the cache run 0 filled
+			// Open checks every shard's size and index against the
+			// manifest: that is where run 0 fills the cache, so the
+			// count starts before it.
+			proxy.reset()
 			remote, err := Open(url, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for e := range 2 {
-				proxy.reset()
+				if e > 0 {
+					proxy.reset()
+				}
 				got := runEpoch(t, remote, e)
 				if !sameEpoch(got, want[e]) {
 					t.Fatalf("global=%v run %d epoch %d: cached S3 samples differ from local (%d vs %d keys)", global, run, e, len(got.keys), len(want[e].keys))
 				}
-				if (run > 0 || e > 0) && (proxy.reqs.Load() != 0 || proxy.bytes.Load() != 0) {
+				if e > 0 && (proxy.reqs.Load() != 0 || proxy.bytes.Load() != 0) {
 					t.Fatalf("global=%v run %d epoch %d: %d requests, %d bytes to the server; want none", global, run, e, proxy.reqs.Load(), proxy.bytes.Load())
 				}
+				if run > 0 && e == 0 {
+					if q := proxy.shardRequests(); len(q) != 0 {
+						t.Fatalf("global=%v run %d: opening and epoch 0 asked the server for %q; want the manifest only", global, run, q)
+					}
+				}
 				if run == 0 && e == 0 && proxy.bytes.Load() == 0 {
-					t.Fatalf("global=%v: the first epoch read nothing from the server (the test proves nothing)", global)
+					t.Fatalf("global=%v: opening and the first epoch read nothing from the server (the test proves nothing)", global)
 				}
 			}
 			st := remote.CacheStats()
@@ -172,12 +210,12 @@ func TestShardsS3CacheDamagedRefetched(t *testing.T) {
 	if err := os.Remove(tf[2] + ".meta"); err != nil {
 		t.Fatal(err)
 	}
+	proxy.reset() // Open checks the shards: the refetches start there
 	remote, err := Open(url, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer remote.Close()
-	proxy.reset()
 	got := runEpoch(t, remote, 0)
 	if !sameEpoch(got, want) {
 		t.Fatalf("after damage: samples differ from local (%d vs %d keys)", len(got.keys), len(want.keys))
