@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/loader"
 )
 
@@ -101,7 +102,7 @@ func TestPython(t *testing.T) {
 	}
 	cmd := exec.Command(python, "-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v")
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python"), "FASTER_BIN="+bin,
-		"FASTER_TEST_EXPECT="+expect, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
+		"FASTER_TEST_EXPECT="+expect, "FASTER_JPEG_BACKEND="+imgcodec.Backend, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
 	cmd.Dir = tmp
 	out, err := cmd.CombinedOutput()
 	if err != nil {

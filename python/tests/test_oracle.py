@@ -9,7 +9,10 @@ PIL's own build), resize with the same antialiased triangle filter (ours
 in float32, PIL in fixed point with 8-bit intermediate rounding between
 its horizontal and vertical passes), so pixels may differ by rounding: at
 most 1/255 before normalisation on any value, and at most 0.05/255 on
-average (measured here: identical). A wrong filter, crop offset, channel order, mean/std or
+average (measured here: identical); with the pure-Go decoder of a
+CGO_ENABLED=0 build (Go's image/jpeg upsamples chroma without libjpeg's
+smoothing, so colour edges differ), 10 levels at the 99th percentile and 1.0
+on average (measured: 8 and 0.49). A wrong filter, crop offset, channel order, mean/std or
 resolution gives errors of tens of levels.
 """
 import glob
@@ -26,6 +29,14 @@ import faster
 REQUIRE = os.environ.get("FASTER_REQUIRE_DATA") == "1"
 PHOTOS = sorted(glob.glob("/usr/share/backgrounds/mate/nature/*.jpg"))[:6]
 HAVE_TV = importlib.util.find_spec("torchvision") is not None
+# The server's JPEG decoder (serve.TestPython says which): libjpeg-turbo,
+# as PIL's, or the pure-Go fallback of a CGO_ENABLED=0 build (Go's
+# image/jpeg: another IDCT and chroma upsampling, a few levels apart on
+# edges, within 0.5 levels on average here).
+PURE_GO = os.environ.get("FASTER_JPEG_BACKEND") == "pure-go"
+# Bounds: on the 99th percentile of each image's differences (a few
+# edge pixels may differ more under the pure-Go decoder) and on the mean.
+MAX_LEVELS, MEAN_LEVELS = (10.0, 1.0) if PURE_GO else (1.0, 0.05)
 
 
 class TorchvisionOracle(unittest.TestCase):
@@ -64,16 +75,19 @@ class TorchvisionOracle(unittest.TestCase):
                     got = np.asarray(b.images[row])
                     self.assertEqual(got.shape, (3, 224, 224), key)
                     diff = np.abs(got - want) * std * 255  # in 8-bit levels
-                    worst = max(worst, float(diff.max()))
+                    high = float(np.percentile(diff, 99))
+                    worst = max(worst, high)
                     total += float(diff.sum())
                     count += diff.size
-                    self.assertLessEqual(float(diff.max()), 1.0, "%s: max difference %.2f levels" % (key, diff.max()))
+                    if not PURE_GO:
+                        self.assertLessEqual(float(diff.max()), 1.0, "%s: max difference %.2f levels" % (key, diff.max()))
+                    self.assertLessEqual(high, MAX_LEVELS, "%s: 99th percentile of the differences %.2f levels (max %.2f)" % (key, high, diff.max()))
                     seen += 1
         finally:
             loader.close()
         self.assertEqual(seen, len(PHOTOS))
-        self.assertLessEqual(total / count, 0.05, "mean difference %.3f levels" % (total / count))
-        print("torchvision oracle: %d photos, max %.2f levels, mean %.3f levels" % (seen, worst, total / count))
+        self.assertLessEqual(total / count, MEAN_LEVELS, "mean difference %.3f levels" % (total / count))
+        print("torchvision oracle (%s): %d photos, 99th percentile %.2f levels, mean %.3f levels" % ("pure-go" if PURE_GO else "libjpeg-turbo", seen, worst, total / count))
 
 
 if __name__ == "__main__":
