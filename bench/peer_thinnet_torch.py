@@ -15,6 +15,20 @@ PyTorch's fastest path. Prints a JSON summary with the same keys as
 batch, as `faster train --strategy ddp` does); --amp runs the forward pass
 under torch.autocast("cpu", dtype=torch.bfloat16).
 
+The fast recipe, flag by flag as `faster train` (--recipe fast sets them
+where not given): --schedule onecycle (torch.optim.lr_scheduler.OneCycleLR,
+cycle_momentum=False, stepped after each step), --label-smoothing
+(nn.CrossEntropyLoss(label_smoothing)), --nesterov (torch.optim.SGD),
+--resolution-schedule (per epoch; each batch resized with
+F.interpolate(bilinear, antialias=True), the test split at full size),
+--ema (torch.optim.swa_utils.AveragedModel(use_buffers=True) with avg_fn
+decay*avg + (1-decay)*p, evaluated instead of the model; --ema-warmup:
+decay min(decay, (1+n)/(10+n)) after n updates), --tta flip (mean
+of the logits of each image and its mirror). --eval-every N evaluates on
+the test split every N steps (outside the training clock) into "curve";
+--target-accuracy A stops at the first evaluation reaching A and reports
+"seconds_to_target".
+
 Run with Debian's python3-torch: /usr/bin/python3 bench/peer_thinnet_torch.py --data DIR
 """
 import argparse
@@ -29,6 +43,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 def read_idx(path):
@@ -57,6 +72,17 @@ def load(d, prefix, limit):
     return x.unsqueeze(1).contiguous(), torch.from_numpy(y.astype(np.int64))
 
 
+def progressive(full, epochs):
+    """faster train's progressiveSchedule: 70% of full up to full, even sides."""
+    if epochs <= 1:
+        return [full]
+    even = lambda v: 2 * int(round(v / 2))  # Go's math.Round halves away from 0; the values here are never halves
+    lo = even(0.7 * full)
+    out = [min(full, even(lo + (full - lo) * i / (epochs - 1))) for i in range(epochs)]
+    out[-1] = full
+    return out
+
+
 def thinnet(in_channels=1, classes=10, filters=(32, 64, 128), blocks=(2, 2, 2)):
     layers, cin = [], in_channels
     for f, b in zip(filters, blocks):
@@ -81,7 +107,33 @@ def main():
     ap.add_argument("--ddp", type=int, default=0, help="processes of DistributedDataParallel (gloo)")
     ap.add_argument("--amp", action="store_true", help="bf16 autocast")
     ap.add_argument("--port", type=int, default=29533)
+    ap.add_argument("--filters", default="32,64,128", help="ThinNet's stage widths")
+    ap.add_argument("--recipe", default="", choices=["", "fast"])
+    ap.add_argument("--schedule", default=None, choices=["constant", "onecycle"])
+    ap.add_argument("--pct-start", type=float, default=0.3)
+    ap.add_argument("--div-factor", type=float, default=25.0)
+    ap.add_argument("--final-div-factor", type=float, default=1e4)
+    ap.add_argument("--label-smoothing", type=float, default=None)
+    ap.add_argument("--nesterov", action="store_true", default=None)
+    ap.add_argument("--ema", type=float, default=None)
+    ap.add_argument("--ema-warmup", action="store_true", default=None)
+    ap.add_argument("--tta", default=None, choices=["none", "flip"])
+    ap.add_argument("--resolution-schedule", default=None, help="e.g. 20,24,28 or auto")
+    ap.add_argument("--eval-every", type=int, default=0)
+    ap.add_argument("--target-accuracy", type=float, default=0.0)
     a = ap.parse_args()
+    # faster train's fastRecipe (cmd/faster/train_recipe.go), where not given.
+    fast = {"schedule": "onecycle", "lr": 0.2, "weight_decay": 5e-4, "label_smoothing": 0.1, "nesterov": True,
+            "ema": 0.99, "ema_warmup": True, "tta": "flip", "resolution_schedule": "auto"}
+    plain = {"schedule": "constant", "label_smoothing": 0.0, "nesterov": False, "ema": 0.0, "ema_warmup": False, "tta": "none",
+             "resolution_schedule": ""}
+    given = {k.lstrip("-").split("=")[0].replace("-", "_") for k in sys.argv[1:] if k.startswith("--")}
+    for k, v in (fast if a.recipe == "fast" else {}).items():
+        if k not in given:
+            setattr(a, k, v)
+    for k, v in plain.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
     if a.ddp > 1:
         mp.spawn(run, args=(a,), nprocs=a.ddp)
     else:
@@ -98,42 +150,111 @@ def run(rank, a):
     torch.manual_seed(a.seed)
     xtr, ytr = load(a.data, "train", a.limit)
     xte, yte = load(a.data, "t10k", a.test_limit)
-    model = thinnet()
+    filters = [int(f) for f in a.filters.split(",")]
+    model = thinnet(filters=filters, blocks=[2] * len(filters))
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
-    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay,
+                          nesterov=a.nesterov)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
     steps = len(xtr) // a.batch
     local = a.batch // world
-    images, seconds, per_epoch = 0, 0.0, []
+    sched = None
+    if a.schedule == "onecycle":
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=a.epochs * steps, pct_start=a.pct_start,
+                                                    div_factor=a.div_factor, final_div_factor=a.final_div_factor,
+                                                    anneal_strategy="cos", cycle_momentum=False)
+    ema = None
+    if a.ema > 0:
+        def avg_fn(avg, p, n, d=a.ema):
+            if a.ema_warmup:  # TensorFlow's num_updates warm-up, as faster's EMA.Warmup
+                d = min(d, (1 + float(n)) / (10 + float(n)))
+            return d * avg + (1 - d) * p
+        ema = torch.optim.swa_utils.AveragedModel(model, avg_fn=avg_fn, use_buffers=True)
+    full = xtr.shape[-1]
+    res = []
+    if a.resolution_schedule == "auto":
+        res = progressive(full, a.epochs)
+    elif a.resolution_schedule:
+        res = [int(v) for v in a.resolution_schedule.split(",")]
+
+    def evaluate():
+        m = ema.module if ema is not None and ema.n_averaged > 0 else model
+        m.eval()
+        correct, loss, t0 = 0, 0.0, time.perf_counter()
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp):
+            for i in range(0, len(xte), a.batch):
+                x = xte[i:i + a.batch]
+                out = m(x)
+                if a.tta == "flip":
+                    out = (out + m(x.flip(3))) / 2
+                out = out.float()
+                loss += float(F.cross_entropy(out, yte[i:i + a.batch], reduction="sum"))
+                correct += int((out.argmax(1) == yte[i:i + a.batch]).sum())
+        model.train()
+        return correct / len(xte), loss / len(xte), time.perf_counter() - t0
+
+    images, seconds, per_epoch, curve, eval_seconds = 0, 0.0, [], [], 0.0
+    to_target, steps_to_target, acc, gstep = None, 0, 0.0, 0
+
+    def point():
+        nonlocal to_target, steps_to_target, eval_seconds, acc
+        acc, tl, es = evaluate()
+        eval_seconds += es
+        curve.append({"step": gstep, "epoch": gstep / steps, "seconds": seconds, "test_accuracy": acc, "test_loss": tl})
+        if a.target_accuracy > 0 and to_target is None and acc >= a.target_accuracy:
+            to_target, steps_to_target = seconds, gstep
+        return to_target is not None
+
+    done = False
     for epoch in range(a.epochs):
+        if done:
+            break
+        side = res[min(epoch, len(res) - 1)] if res else full
         model.train()
         perm = torch.randperm(len(xtr))  # same seed on every rank: the same global batches
-        t0, tot = time.perf_counter(), 0.0
+        t0, tot, dt, n = time.perf_counter(), 0.0, 0.0, 0
         for s in range(steps):
             idx = perm[s * a.batch + rank * local:s * a.batch + (rank + 1) * local]
             x, y = xtr[idx], ytr[idx]
+            if side != full:
+                x = F.interpolate(x, size=(side, side), mode="bilinear", antialias=True, align_corners=False)
             opt.zero_grad(set_to_none=True)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp):
                 loss = loss_fn(net(x), y)
             loss.backward()
             opt.step()
+            if sched is not None:
+                sched.step()
+            if ema is not None:
+                ema.update_parameters(model)
             tot += float(loss)
-        dt = time.perf_counter() - t0
-        images += steps * a.batch
-        seconds += dt
-        model.eval()
-        correct = 0
-        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp):
-            for i in range(0, len(xte), a.batch):
-                correct += int((model(xte[i:i + a.batch]).argmax(1) == yte[i:i + a.batch]).sum())
-        acc = correct / len(xte)
-        per_epoch.append({"epoch": epoch + 1, "train_loss": tot / max(steps, 1), "test_accuracy": acc,
-                          "images": steps * a.batch, "seconds": dt, "images_per_sec": steps * a.batch / dt})
+            n += 1
+            gstep += 1
+            if a.eval_every > 0 and gstep % a.eval_every == 0 and s < steps - 1:
+                now = time.perf_counter()
+                dt += now - t0
+                seconds += now - t0
+                if point():
+                    done = True
+                    break
+                t0 = time.perf_counter()
+        if not done:
+            now = time.perf_counter()
+            dt += now - t0
+            seconds += now - t0
+            done = point()
+        images += n * a.batch
+        per_epoch.append({"epoch": epoch + 1, "train_loss": tot / max(n, 1), "test_accuracy": acc, "resolution": side,
+                          "images": n * a.batch, "seconds": dt, "images_per_sec": n * a.batch / max(dt, 1e-9)})
     if rank == 0:
         print(json.dumps({"model": "thinnet", "backend": "pytorch-%s" % torch.__version__, "threads": a.threads,
                           "strategy": "ddp" if world > 1 else "single", "world_size": world, "amp": a.amp,
                           "batch": a.batch, "lr": a.lr, "epochs": a.epochs, "images": images, "seconds": seconds,
-                          "images_per_sec": images / seconds, "test_accuracy": per_epoch[-1]["test_accuracy"],
+                          "images_per_sec": images / seconds, "test_accuracy": acc,
+                          "recipe": a.recipe, "schedule": a.schedule, "label_smoothing": a.label_smoothing,
+                          "nesterov": a.nesterov, "ema": a.ema, "ema_warmup": a.ema_warmup, "tta": a.tta, "resolution_schedule": res,
+                          "curve": curve, "eval_seconds": eval_seconds, "target_accuracy": a.target_accuracy,
+                          "seconds_to_target": to_target, "steps_to_target": steps_to_target,
                           "per_epoch": per_epoch}, indent=2))
     if world > 1:
         dist.destroy_process_group()

@@ -23,7 +23,8 @@ import (
 // with its length, the trainer's position (epoch, step), the class count
 // of the model's head and, in mixed precision with a GradScaler, the
 // scaler's state (torch's GradScaler.state_dict: scale, growth tracker
-// and factors), so that a resumed run takes the same steps.
+// and factors), and with an EMA of the weights its update count and
+// average ("ema:" tensors), so that a resumed run takes the same steps.
 const checkpointMagic = "FSTRCKP1"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -43,6 +44,7 @@ type ckptHeader struct {
 	Batch   int          `json:"batch"`
 	Classes int          `json:"classes,omitempty"`
 	Scaler  *ckptScaler  `json:"grad_scaler,omitempty"`
+	EMA     int          `json:"ema_updates,omitempty"`
 	Tensors []ckptTensor `json:"tensors"`
 }
 
@@ -72,6 +74,11 @@ func (t *Trainer) stateTensors() (names []string, vals [][]float32) {
 			names, vals = append(names, "momentum:"+p.Name), append(vals, t.Opt.Velocity[i])
 		}
 	}
+	if t.EMA != nil && t.EMA.Values != nil {
+		for i, p := range emaTensors(t.Net) {
+			names, vals = append(names, "ema:"+p.Name), append(vals, t.EMA.Values[i])
+		}
+	}
 	return names, vals
 }
 
@@ -80,6 +87,9 @@ func (t *Trainer) stateTensors() (names []string, vals [][]float32) {
 func (t *Trainer) SaveCheckpoint(path string) error {
 	names, vals := t.stateTensors()
 	h := ckptHeader{Epoch: t.Epoch, Step: t.Step, Seed: t.Seed, Batch: t.Batch, Classes: t.Classes}
+	if t.EMA != nil {
+		h.EMA = t.EMA.Updates
+	}
 	if s := t.Scaler; s != nil {
 		h.Scaler = &ckptScaler{Scale: s.Scale, GrowthFactor: s.GrowthFactor, BackoffFactor: s.BackoffFactor,
 			GrowthInterval: s.GrowthInterval, Growth: s.growth, Skipped: s.Skipped}
@@ -155,6 +165,18 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 	if !hasMomentum {
 		t.Opt.Velocity = nil
 	}
+	// The EMA's average exists once it was updated.
+	if h.EMA > 0 {
+		if t.EMA == nil {
+			return bad("saved with an EMA of the weights (%d updates); resume with the EMA", h.EMA)
+		}
+		t.EMA.Values = make([][]float32, len(emaTensors(t.Net)))
+		for i, p := range emaTensors(t.Net) {
+			t.EMA.Values[i] = make([]float32, len(p.Value))
+		}
+	} else if t.EMA != nil {
+		t.EMA.Values = nil
+	}
 	names, vals := t.stateTensors()
 	if len(names) != len(h.Tensors) {
 		return bad("%d tensors, the model has %d", len(h.Tensors), len(names))
@@ -180,6 +202,9 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 		}
 		*t.Scaler = GradScaler{Scale: sc.Scale, GrowthFactor: sc.GrowthFactor, BackoffFactor: sc.BackoffFactor,
 			GrowthInterval: sc.GrowthInterval, Skipped: sc.Skipped, growth: sc.Growth}
+	}
+	if t.EMA != nil {
+		t.EMA.Updates = h.EMA
 	}
 	t.Epoch, t.Step, t.Seed = h.Epoch, h.Step, h.Seed
 	return nil

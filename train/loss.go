@@ -9,6 +9,11 @@ import (
 // CrossEntropy is softmax cross-entropy averaged over the batch (PyTorch's
 // nn.CrossEntropyLoss), computed on the host from the logits.
 type CrossEntropy struct {
+	// LabelSmoothing ε in [0, 1] mixes the one-hot target with the uniform
+	// distribution, as nn.CrossEntropyLoss(label_smoothing=ε): the target
+	// of class j is (1−ε)·[j = label] + ε/K, and the loss of a sample
+	// (1−ε)·(−log p_label) + ε/K·Σ_j (−log p_j).
+	LabelSmoothing float64
 	// GradScale multiplies the gradient Forward returns (0 means 1): loss
 	// scaling, and the weight of one device's share of a batch.
 	GradScale float64
@@ -55,7 +60,15 @@ func (c *CrossEntropy) Forward(logits Tensor, labels []int, grad bool) (Result, 
 			sum += math.Exp(float64(v) - m)
 		}
 		lse := m + math.Log(sum)
-		r.Loss += lse - float64(row[y])
+		if eps := c.LabelSmoothing; eps != 0 {
+			all := 0.0
+			for _, v := range row {
+				all += lse - float64(v)
+			}
+			r.Loss += (1-eps)*(lse-float64(row[y])) + eps/float64(k)*all
+		} else {
+			r.Loss += lse - float64(row[y])
+		}
 		// The label's rank among the logits. A NaN ranks above every
 		// number (torch.topk's order), so a NaN logit of the label is
 		// never correct, and a NaN elsewhere pushes the label down.
@@ -70,7 +83,14 @@ func (c *CrossEntropy) Forward(logits Tensor, labels []int, grad bool) (Result, 
 			}
 			c.grad[i*k+j] = float32(math.Exp(float64(v)-lse) / float64(n))
 		}
-		c.grad[i*k+y] -= 1 / float32(n)
+		if eps := c.LabelSmoothing; eps != 0 {
+			for j := range row {
+				c.grad[i*k+j] -= float32(eps / float64(k) / float64(n))
+			}
+			c.grad[i*k+y] -= float32((1 - eps) / float64(n))
+		} else {
+			c.grad[i*k+y] -= 1 / float32(n)
+		}
 		if rank == 0 {
 			r.Correct1++
 		}

@@ -32,13 +32,13 @@ type device struct {
 
 // forwardBackward runs slot s through the device's network, the loss
 // gradient multiplied by scale, leaving the parameter gradients in params.
-func (d *device) forwardBackward(s int, scale float64) {
+func (d *device) forwardBackward(s int, scale, smoothing float64) {
 	d.res, d.err = func() (Result, error) {
 		logits, err := d.net.Forward(d.x[s], true)
 		if err != nil {
 			return Result{}, err
 		}
-		d.ce.GradScale = scale
+		d.ce.GradScale, d.ce.LabelSmoothing = scale, smoothing
 		r, dl, err := d.ce.Forward(logits, d.ys[s], true)
 		if err != nil {
 			return Result{}, err
@@ -123,11 +123,11 @@ func (t *Trainer) forwardBackward(s int) (Result, error) {
 	waits := make(chan struct{}, len(t.devs))
 	for _, d := range t.devs[1:] {
 		d.jobs <- func() {
-			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local)
+			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local, t.LabelSmoothing)
 			waits <- struct{}{}
 		}
 	}
-	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local)
+	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local, t.LabelSmoothing)
 	var errs []error
 	if first.err != nil {
 		errs = append(errs, first.err)
@@ -354,17 +354,24 @@ func (d *distributed) close() {
 // distributed training each rank evaluates its share of data and the
 // metrics are summed over the ranks, every rank getting the totals; the
 // buffers (running statistics) are first broadcast from rank 0, as
-// DistributedDataParallel does before each forward pass.
+// DistributedDataParallel does before each forward pass. With EMA set it
+// evaluates the average of the weights; with EvalFlip, with flip
+// test-time augmentation.
 func (t *Trainer) Evaluate(ctx context.Context, data Dataset, batch int) (Metrics, error) {
+	opts := EvalOptions{Flip: t.EvalFlip}
+	if t.EMA != nil {
+		t.EMA.Swap(t.Net)
+		defer t.EMA.Swap(t.Net)
+	}
 	if t.dist == nil {
-		return Evaluate(ctx, t.Backend, t.Net, data, batch)
+		return EvaluateWith(ctx, t.Backend, t.Net, data, batch, opts)
 	}
 	if err := t.syncBuffers(); err != nil {
 		return Metrics{}, err
 	}
 	r, n := t.dist.comm.Rank(), t.dist.comm.Size()
 	lo, hi := data.Len()*r/n, data.Len()*(r+1)/n
-	m, err := Evaluate(ctx, t.Backend, t.Net, &rangeData{data, lo, hi}, batch)
+	m, err := EvaluateWith(ctx, t.Backend, t.Net, &rangeData{data, lo, hi}, batch, opts)
 	if err != nil {
 		return m, err
 	}
@@ -374,13 +381,18 @@ func (t *Trainer) Evaluate(ctx context.Context, data Dataset, batch int) (Metric
 // EvaluateStream is Evaluate over one epoch of a Stream; in distributed
 // training each rank's stream holds its share of the data.
 func (t *Trainer) EvaluateStream(ctx context.Context, data Stream, epoch int) (Metrics, error) {
+	opts := EvalOptions{Flip: t.EvalFlip}
+	if t.EMA != nil {
+		t.EMA.Swap(t.Net)
+		defer t.EMA.Swap(t.Net)
+	}
 	if t.dist == nil {
-		return EvaluateStream(ctx, t.Backend, t.Net, data, epoch)
+		return EvaluateStreamWith(ctx, t.Backend, t.Net, data, epoch, opts)
 	}
 	if err := t.syncBuffers(); err != nil {
 		return Metrics{}, err
 	}
-	m, err := EvaluateStream(ctx, t.Backend, t.Net, data, epoch)
+	m, err := EvaluateStreamWith(ctx, t.Backend, t.Net, data, epoch, opts)
 	if err != nil {
 		return m, err
 	}

@@ -100,6 +100,16 @@ type Trainer struct {
 	// pin_memory + non_blocking).
 	NoOverlap bool
 
+	// LabelSmoothing is the loss's ε (CrossEntropy.LabelSmoothing).
+	LabelSmoothing float64
+	// EMA, when set, is updated after every step that updates the weights,
+	// and Evaluate and EvaluateStream evaluate its average instead of the
+	// weights being trained.
+	EMA *EMA
+	// EvalFlip makes Evaluate and EvaluateStream average each image's
+	// logits with those of its mirror image (flip test-time augmentation).
+	EvalFlip bool
+
 	devs    []*device // devs[0] runs on the trainer's Backend and Net
 	dist    *distributed
 	scratch [][]float32 // ZeroGrad: where the backward pass writes
@@ -436,6 +446,9 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 		if nonFiniteParams(params) != nil {
 			return StepResult{}, t.nonFinite(s, "the update left parameters that are not finite", lr)
 		}
+		if t.EMA != nil {
+			t.EMA.Update(t.Net)
+		}
 	}
 	t.Step++
 	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr, Skipped: skipped}
@@ -495,12 +508,25 @@ type Metrics struct {
 	Seconds float64 `json:"seconds"`
 }
 
+// EvalOptions are choices of how a model is evaluated.
+type EvalOptions struct {
+	// Flip averages the logits of each image and of its mirror image
+	// (left-right; flip test-time augmentation).
+	Flip bool
+}
+
 // Evaluate runs net in inference mode over all of data in batches of
 // batch (the last one smaller).
 func Evaluate(ctx context.Context, b Backend, net Layer, data Dataset, batch int) (Metrics, error) {
+	return EvaluateWith(ctx, b, net, data, batch, EvalOptions{})
+}
+
+// EvaluateWith is Evaluate with options.
+func EvaluateWith(ctx context.Context, b Backend, net Layer, data Dataset, batch int, opts EvalOptions) (Metrics, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e := newEvaluator(b, net, data)
+	e.flip = opts.Flip
 	defer e.close()
 	c, h, w := data.Shape()
 	idx := make([]int, 0, batch)
@@ -525,9 +551,15 @@ func Evaluate(ctx context.Context, b Backend, net Layer, data Dataset, batch int
 // EvaluateStream is Evaluate over one epoch of a Stream (its batches may
 // be smaller at the end).
 func EvaluateStream(ctx context.Context, b Backend, net Layer, data Stream, epoch int) (Metrics, error) {
+	return EvaluateStreamWith(ctx, b, net, data, epoch, EvalOptions{})
+}
+
+// EvaluateStreamWith is EvaluateStream with options.
+func EvaluateStreamWith(ctx context.Context, b Backend, net Layer, data Stream, epoch int, opts EvalOptions) (Metrics, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e := newEvaluator(b, net, data)
+	e.flip = opts.Flip
 	defer e.close()
 	c, h, w := data.Shape()
 	for bt, err := range data.Epoch(ctx, epoch, 0) {
@@ -552,6 +584,9 @@ type evaluator struct {
 	start   time.Time
 	m       Metrics
 	c1, c5  int
+	flip    bool
+	logits  []float32 // flip: the unflipped images' logits
+	flipped []float32
 }
 
 func newEvaluator(b Backend, net Layer, data interface{ Shape() (c, h, w int) }) *evaluator {
@@ -574,6 +609,12 @@ func (e *evaluator) add(xs []float32, ys []int) error {
 	if err != nil {
 		return err
 	}
+	if e.flip {
+		if logits, err = e.addFlipped(x, xs, logits); err != nil {
+			return err
+		}
+		defer logits.Release()
+	}
 	r, _, err := e.ce.Forward(logits, ys, false)
 	if err != nil {
 		return err
@@ -583,6 +624,45 @@ func (e *evaluator) add(xs []float32, ys []int) error {
 	e.c5 += r.Correct5
 	e.m.Samples += n
 	return nil
+}
+
+// addFlipped runs the mirror images of xs (in x, which it overwrites)
+// and returns a new tensor of the mean of their logits and logits.
+func (e *evaluator) addFlipped(x Tensor, xs []float32, logits Tensor) (Tensor, error) {
+	e.logits = slices.Grow(e.logits[:0], Numel(logits.Shape()))[:Numel(logits.Shape())]
+	if err := logits.Read(e.logits); err != nil {
+		return nil, err
+	}
+	e.flipped = slices.Grow(e.flipped[:0], len(xs))[:len(xs)]
+	for r := 0; r < len(xs); r += e.w {
+		src, dst := xs[r:r+e.w], e.flipped[r:r+e.w]
+		for i, v := range src {
+			dst[e.w-1-i] = v
+		}
+	}
+	if err := x.Write(e.flipped); err != nil {
+		return nil, err
+	}
+	fl, err := e.net.Forward(x, false)
+	if err != nil {
+		return nil, err
+	}
+	mean := make([]float32, len(e.logits))
+	if err := fl.Read(mean); err != nil {
+		return nil, err
+	}
+	for i, v := range e.logits {
+		mean[i] = (mean[i] + v) / 2
+	}
+	out, err := e.b.NewTensor(logits.Shape()...)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Write(mean); err != nil {
+		out.Release()
+		return nil, err
+	}
+	return out, nil
 }
 
 func (e *evaluator) result() Metrics {

@@ -40,6 +40,19 @@ type benchTrainOptions struct {
 	filters    []int
 	plot       string
 	json       bool
+
+	// Time to accuracy (cmd_bench_train_tta.go).
+	targetAccuracy float64
+	evalEvery      int
+	recipe         string
+	recipeAblation bool
+	rounds         int
+	seed           uint64
+	peer           string
+	python         string
+	noPeer         bool
+	curve          string
+	lrSet          bool
 }
 
 // trainCell is one cell of the seed's "Model Running" table.
@@ -84,9 +97,20 @@ cell. Every cell also uses the default overlapped input and set_to_none
 gradients; --ablation (default on) adds single-device runs without each, to
 show what they gain. --json prints a "cells" list; --plot writes a PNG chart.
 
+With --target-accuracy A it measures time to accuracy instead: faster train
+and the PyTorch peer (bench/peer_thinnet_torch.py, run with --python) train
+the same ThinNet (--filters) with the same recipe (--recipe) and
+hyper-parameters, each evaluating on the test split every --eval-every
+steps outside its training clock and stopping at the first evaluation that
+reaches A, for --rounds rounds alternating which engine goes first. It
+prints the training seconds each took to reach A and their ratio; --curve
+writes every run's accuracy curve as JSON, --plot a PNG of accuracy against
+training seconds.
+
 Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				o.lrSet = cmd.Flags().Changed("lr")
 				return runBenchTrain(cmd.Context(), o, stdout, stderr)
 			},
 		}
@@ -107,6 +131,16 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet stage widths (default: the seed's 32,64,128)")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s per cell to this file")
 		f.BoolVar(&o.json, "json", false, "print JSON")
+		f.Float64Var(&o.targetAccuracy, "target-accuracy", 0, "time to accuracy instead of the table: seconds until the test accuracy first reaches this fraction (e.g. 0.9), ours and the PyTorch peer's")
+		f.IntVar(&o.evalEvery, "eval-every", 20, "time to accuracy: evaluate on the test split every N steps (outside the clock)")
+		f.StringVar(&o.recipe, "recipe", "", "time to accuracy: the training recipe both engines use (fast; --lr, when given, overrides its rate)")
+		f.BoolVar(&o.recipeAblation, "recipe-ablation", false, "time to accuracy: also run ours with each part of --recipe fast turned off")
+		f.IntVar(&o.rounds, "rounds", 1, "time to accuracy: rounds of ours and PyTorch, alternating which goes first")
+		f.Uint64Var(&o.seed, "seed", 1, "time to accuracy: seed of both engines' weights and shuffles")
+		f.StringVar(&o.peer, "peer", "bench/peer_thinnet_torch.py", "time to accuracy: the PyTorch peer script")
+		f.StringVar(&o.python, "python", "/usr/bin/python3", "time to accuracy: the Python with torch (Debian's)")
+		f.BoolVar(&o.noPeer, "no-peer", false, "time to accuracy: run ours only")
+		f.StringVar(&o.curve, "curve", "", "time to accuracy: write the JSON of every run's accuracy curve to this file")
 		return c
 	})
 }
@@ -134,6 +168,9 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 	threads := capWorkers(stderr, "--threads", o.threads, runtime.NumCPU())
 	if threads == 0 {
 		threads = runtime.NumCPU()
+	}
+	if o.targetAccuracy != 0 {
+		return runTimeToAccuracy(ctx, o, threads, stdout, stderr)
 	}
 	sum := benchTrainSummary{Model: "thinnet", Data: o.data, Batch: o.batch, Epochs: o.epochs, Threads: threads}
 	run := func(strategy, variant string, extra ...string) (trainCell, error) {

@@ -56,6 +56,21 @@ type trainOptions struct {
 	labelOffset int
 	json        bool
 
+	// The fast recipe (train_recipe.go).
+	recipe         string
+	schedule       string
+	pctStart       float64
+	divFactor      float64
+	finalDivFactor float64
+	labelSmoothing float64
+	nesterov       bool
+	ema            float64
+	emaWarmup      bool
+	tta            string
+	resSchedule    string
+	evalEvery      int
+	targetAccuracy float64
+
 	// The seed's speed-ups (train_parallel.go).
 	strategy  string // single, dp, ddp
 	devices   int
@@ -93,6 +108,9 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 130 interrupted (after saving the checkpoint, if any).`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := applyRecipe(cmd.Flags(), &o); err != nil {
+					return err
+				}
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					if launcherFlags[f.Name] {
 						return
@@ -132,6 +150,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.IntVar(&o.ckptEvery, "checkpoint-every", 0, "with --checkpoint: also save every N steps within an epoch (a killed run resumes there)")
 		o.registerBad(f)
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
+		addRecipeFlags(f, &o)
 		addParallelFlags(f, &o)
 		return c
 	})
@@ -177,7 +196,19 @@ type epochSummary struct {
 	Images       int     `json:"images"`
 	Seconds      float64 `json:"seconds"`
 	ImagesPerSec float64 `json:"images_per_sec"`
+	Resolution   int     `json:"resolution,omitempty"` // the training side (progressive resizing)
 }
+
+// curvePoint is one evaluation of the test split during training.
+type curvePoint struct {
+	Step         int     `json:"step"`    // global steps trained
+	Epoch        float64 `json:"epoch"`   // the same in epochs
+	Seconds      float64 `json:"seconds"` // training seconds so far, evaluation excluded
+	TestAccuracy float64 `json:"test_accuracy"`
+	TestLoss     metric  `json:"test_loss"`
+}
+
+func ptr[T any](v T) *T { return &v }
 
 type trainSummary struct {
 	Model        string             `json:"model"`
@@ -215,6 +246,25 @@ type trainSummary struct {
 	// little-endian, in state_dict order): equal digests, equal models.
 	WeightsSHA256 string         `json:"weights_sha256"`
 	PerEpoch      []epochSummary `json:"per_epoch"`
+
+	// The recipe (train_recipe.go).
+	Recipe         string  `json:"recipe,omitempty"`
+	Schedule       string  `json:"schedule"`
+	LabelSmoothing float64 `json:"label_smoothing"`
+	Nesterov       bool    `json:"nesterov"`
+	EMA            float64 `json:"ema"`
+	EMAWarmup      bool    `json:"ema_warmup,omitempty"`
+	TTA            string  `json:"tta"`
+	Resolutions    []int   `json:"resolution_schedule,omitempty"`
+	// Curve lists every evaluation (each --eval-every steps and each
+	// epoch's end); EvalSeconds is their time, outside Seconds.
+	Curve          []curvePoint `json:"curve"`
+	EvalSeconds    float64      `json:"eval_seconds"`
+	TargetAccuracy float64      `json:"target_accuracy,omitempty"`
+	// SecondsToTarget is the training time until an evaluation first
+	// reached TargetAccuracy (null: never), at StepsToTarget steps.
+	SecondsToTarget *float64 `json:"seconds_to_target"`
+	StepsToTarget   int      `json:"steps_to_target,omitempty"`
 }
 
 // idxStats are the per-pixel mean and standard deviation (of v/255) of
@@ -256,6 +306,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		problems = append(problems, "--epochs and --batch must be positive; --threads, --norm-threads, --limit, --test-limit not negative")
 	}
 	problems = append(problems, checkHyper(o)...)
+	problems = append(problems, checkRecipe(o)...)
 	if o.classes < 0 {
 		problems = append(problems, "--classes must be positive")
 	}
@@ -300,6 +351,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	// Two kinds of data: IDX images held in memory (train.Dataset), or an
 	// input pipeline over packed shards or an ImageFolder (train.Stream).
+	resSched, _ := parseResSchedule(o.resSchedule) // checked above
 	var (
 		trainSet, testSet       *train.Images
 		trainStream, testStream *loaderStream
@@ -334,7 +386,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		}
 		defer abortQ()
 		lo := loader.Options{Batch: o.batch / world, Seed: o.seed, NumShards: world, ShardIdx: rank, LabelOffset: o.labelOffset, Classes: o.classes, BadData: policy}
-		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, lo); err != nil {
+		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, lo, resSched, o.epochs); err != nil {
 			return err
 		}
 		defer trainStream.l.Close()
@@ -366,6 +418,15 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	if trainLen < o.batch {
 		return usagef("--batch %d is larger than the %d training images", o.batch, trainLen)
+	}
+	if trainSet != nil && slices.Equal(resSched, []int{0}) {
+		resSched = progressiveSchedule(inH, o.epochs)
+	} else if trainStream != nil {
+		resSched = trainStream.sched
+	}
+	steps := trainLen / o.batch
+	if trainStream != nil {
+		steps = trainStream.Steps() // the same on every rank
 	}
 	prec, _ := train.ParsePrecision("fp32")
 	if o.amp {
@@ -405,13 +466,14 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	defer b.Close()
 	defer net.Close()
-	var sched train.Schedule = train.Constant(o.lr)
-	if o.warmup > 0 || o.stepEpochs > 0 {
-		sched = train.WarmupStep{Base: o.lr, WarmupEpochs: o.warmup, StepEpochs: o.stepEpochs, Gamma: o.gamma}
-	}
-	tr := train.NewTrainer(b, net, &train.SGD{Momentum: float32(o.momentum), WeightDecay: float32(o.weightDecay)}, sched, o.batch, o.seed)
+	opt := &train.SGD{Momentum: float32(o.momentum), WeightDecay: float32(o.weightDecay), Nesterov: o.nesterov}
+	tr := train.NewTrainer(b, net, opt, newSchedule(o, steps), o.batch, o.seed)
 	defer tr.Close()
 	tr.Classes = classes
+	tr.LabelSmoothing, tr.EvalFlip = o.labelSmoothing, o.tta == "flip"
+	if o.ema > 0 {
+		tr.EMA = &train.EMA{Decay: o.ema, Warmup: o.emaWarmup} // before loading: a checkpoint holds its average
+	}
 	if o.amp && prec == train.Float16 {
 		tr.Scaler = train.NewGradScaler() // before loading: a checkpoint holds its state
 	}
@@ -435,7 +497,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 
 	sum := trainSummary{Model: o.model, Backend: b.Name(), Strategy: o.strategy, Devices: o.devices, WorldSize: world, SyncBN: o.syncBN && o.strategy != "single",
 		Precision: prec.String(), Overlap: !o.noOverlap, ZeroGrad: "set_to_none", Threads: b.Threads(), NormThreads: o.normThreads, Batch: o.batch, LR: o.lr,
-		Epochs: o.epochs, Classes: classes, TrainImages: trainLen, TestImages: testLen, PerEpoch: []epochSummary{}}
+		Epochs: o.epochs, Classes: classes, TrainImages: trainLen, TestImages: testLen, PerEpoch: []epochSummary{},
+		Recipe: o.recipe, Schedule: scheduleName(o), LabelSmoothing: o.labelSmoothing, Nesterov: o.nesterov, EMA: o.ema, EMAWarmup: o.emaWarmup, TTA: o.tta,
+		Resolutions: resSched, Curve: []curvePoint{}, TargetAccuracy: o.targetAccuracy}
 	if o.zeroGrad {
 		sum.ZeroGrad = "zero"
 	}
@@ -470,12 +534,34 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 			tr.Epoch, o.checkpoint, m.Loss, 100*m.Top1, 100*m.Top5, m.Samples)
 		return nil
 	}
-	steps := tr.StepsPerEpoch(trainLen)
-	if trainStream != nil {
-		steps = trainStream.Steps() // the same on every rank
+	// Each epoch trains in stretches of --eval-every steps (TrainEpoch
+	// stops at ErrStop and resumes where it stopped); an evaluation ends
+	// each stretch and the epoch. The clock (sum.Seconds) counts training
+	// only, so the curve's seconds and the time to the target exclude
+	// evaluation.
+	reached := false
+	var lastEval train.Metrics
+	evalAt := -1 // the global step of lastEval
+	point := func(m train.Metrics) {
+		g := tr.Epoch*steps + tr.Step
+		lastEval, evalAt = m, g
+		sum.EvalSeconds += m.Seconds
+		sum.Curve = append(sum.Curve, curvePoint{Step: g, Epoch: float64(g) / float64(steps), Seconds: sum.Seconds, TestAccuracy: m.Top1, TestLoss: metric(m.Loss)})
+		if o.targetAccuracy > 0 && !reached && m.Top1 >= o.targetAccuracy {
+			reached = true
+			sum.SecondsToTarget, sum.StepsToTarget = ptr(sum.Seconds), g
+		}
 	}
-	for tr.Epoch < o.epochs {
+	for tr.Epoch < o.epochs && !reached {
 		epoch := tr.Epoch + 1
+		var data train.Dataset = trainSet
+		side := resolutionAt(resSched, tr.Epoch, inH)
+		if trainSet != nil && side != inH {
+			data = train.NewResized(trainSet, side, side)
+		}
+		if trainStream != nil {
+			trainStream.SetEpoch(tr.Epoch)
+		}
 		line := newTrainLine(lineOut, fmt.Sprintf("epoch %d/%d", epoch, o.epochs), int64((steps-tr.Step)*o.batch))
 		onStep := func(r train.StepResult) error {
 			line.step(r.Loss, r.Images)
@@ -486,42 +572,73 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 					return err
 				}
 			}
+			if o.evalEvery > 0 && ((r.Epoch-1)*steps+r.Step)%o.evalEvery == 0 {
+				return train.ErrStop
+			}
 			return nil
 		}
-		var res train.EpochResult
-		if trainSet != nil {
-			res, err = tr.TrainEpoch(ctx, trainSet, onStep)
-		} else {
-			res, err = tr.TrainStream(ctx, trainStream, onStep)
+		var total train.EpochResult // the epoch's stretches together
+		correct := 0.0
+		for tr.Epoch < epoch && !reached {
+			var res train.EpochResult
+			if trainStream == nil {
+				res, err = tr.TrainEpoch(ctx, data, onStep)
+			} else {
+				res, err = tr.TrainStream(ctx, trainStream, onStep)
+			}
+			sum.Images += res.Images
+			sum.Seconds += res.Seconds
+			total.Images += res.Images
+			total.Seconds += res.Seconds
+			total.Loss += res.Loss * float64(res.Images)
+			correct += res.Accuracy * float64(res.Images)
+			if err != nil {
+				line.done()
+				if o.checkpoint != "" && ctx.Err() != nil && rank == 0 {
+					if serr := tr.SaveCheckpoint(o.checkpoint); serr == nil {
+						fmt.Fprintf(stderr, "saved %s at epoch %d step %d\n", o.checkpoint, tr.Epoch+1, tr.Step)
+					}
+				}
+				return err
+			}
+			if tr.Epoch < epoch && tr.Step < steps { // stopped for an evaluation mid-epoch
+				m, err := evaluate()
+				if err != nil {
+					line.done()
+					return err
+				}
+				point(m)
+			}
 		}
 		line.done()
-		sum.Images += res.Images
-		sum.Seconds += res.Seconds
-		if err != nil {
-			if o.checkpoint != "" && ctx.Err() != nil && rank == 0 {
-				if serr := tr.SaveCheckpoint(o.checkpoint); serr == nil {
-					fmt.Fprintf(stderr, "saved %s at epoch %d step %d\n", o.checkpoint, tr.Epoch+1, tr.Step)
-				}
-			}
-			return err
+		if total.Images > 0 {
+			total.Loss /= float64(total.Images)
+			total.Accuracy = correct / float64(total.Images)
 		}
 		if o.checkpoint != "" && rank == 0 {
 			if err := tr.SaveCheckpoint(o.checkpoint); err != nil {
 				return err
 			}
 		}
-		m, err := evaluate()
-		if err != nil {
-			return err
+		m := lastEval
+		if !reached && evalAt != tr.Epoch*steps { // not evaluated at this step yet
+			if m, err = evaluate(); err != nil {
+				return err
+			}
+			point(m)
 		}
-		es := epochSummary{Epoch: epoch, TrainLoss: res.Loss, TrainAcc: res.Accuracy, TestLoss: m.Loss, TestAccuracy: m.Top1,
-			TestTop5: m.Top5, Images: res.Images, Seconds: res.Seconds, ImagesPerSec: float64(res.Images) / max(res.Seconds, 1e-9)}
+		es := epochSummary{Epoch: epoch, TrainLoss: total.Loss, TrainAcc: total.Accuracy, TestLoss: m.Loss, TestAccuracy: m.Top1, Resolution: side,
+			TestTop5: m.Top5, Images: total.Images, Seconds: total.Seconds, ImagesPerSec: float64(total.Images) / max(total.Seconds, 1e-9)}
 		sum.PerEpoch = append(sum.PerEpoch, es)
 		sum.TestAccuracy, sum.TestTop5, sum.TestLoss = m.Top1, m.Top5, m.Loss
 		if !o.json {
 			fmt.Fprintf(stdout, "epoch %d/%d: train loss %.4f acc %.2f%%, test loss %.4f acc %.2f%% top-5 %.2f%%, %d images in %.1f s (%.1f images/s)\n",
-				epoch, o.epochs, res.Loss, 100*res.Accuracy, m.Loss, 100*m.Top1, 100*m.Top5, res.Images, res.Seconds, es.ImagesPerSec)
+				epoch, o.epochs, total.Loss, 100*total.Accuracy, m.Loss, 100*m.Top1, 100*m.Top5, total.Images, total.Seconds, es.ImagesPerSec)
 		}
+	}
+	if reached && !o.json {
+		fmt.Fprintf(stdout, "reached test accuracy %.2f%% (target %.2f%%) after %d steps, %.1f s of training (evaluation excluded)\n",
+			100*lastEval.Top1, 100*o.targetAccuracy, sum.StepsToTarget, *sum.SecondsToTarget)
 	}
 	sum.WallSeconds = time.Since(wall).Seconds()
 	sum.WeightsSHA256 = weightsDigest(net)

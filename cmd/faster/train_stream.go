@@ -19,9 +19,15 @@ import (
 // train or eval recipe decodes and augments ahead of the training step.
 type loaderStream struct {
 	l      *loader.Loader
-	res    int
+	res    int   // of the epoch being trained (SetEpoch)
+	full   int   // the resolution without a schedule
+	sched  []int // the loader's resolution schedule, if any
 	labels []int
 }
+
+// SetEpoch makes Shape that of epoch e (0-based) under the resolution
+// schedule.
+func (s *loaderStream) SetEpoch(e int) { s.res = resolutionAt(s.sched, e, s.full) }
 
 var _ train.Stream = (*loaderStream)(nil)
 
@@ -70,8 +76,10 @@ func isIDX(data string) bool {
 // test images), at resolution res (0: the packed images' width, else 224).
 // base gives the options both share: the local batch, the seed (of the
 // train pipeline), this rank's share (ShardIdx of NumShards), the labels'
-// offset and class count.
-func openStreams(data, testData string, res int, base loader.Options) (trainS, testS *loaderStream, err error) {
+// offset and class count. sched is the train pipeline's resolution
+// schedule (progressive resizing; nil: none, {0}: progressiveSchedule);
+// the test pipeline stays at res.
+func openStreams(data, testData string, res int, base loader.Options, sched []int, epochs int) (trainS, testS *loaderStream, err error) {
 	if !strings.ContainsAny(data, "*?[") { // a glob of shards is the loader's to match
 		if _, err := os.Stat(data); err != nil {
 			return nil, nil, err
@@ -93,8 +101,11 @@ func openStreams(data, testData string, res int, base loader.Options) (trainS, t
 	if testData == "" {
 		return nil, nil, usagef("--data %s is not a packed dataset with a test split: give --test-data", data)
 	}
+	if len(sched) == 1 && sched[0] == 0 {
+		sched = progressiveSchedule(res, epochs)
+	}
 	to := base
-	to.Transform, to.Resolution, to.Drop, to.Split = loader.Train, res, true, "train"
+	to.Transform, to.Resolution, to.Drop, to.Split, to.Schedule = loader.Train, res, true, "train", sched
 	tl, err := loader.Open(data, to)
 	if err != nil {
 		return nil, nil, err
@@ -110,7 +121,7 @@ func openStreams(data, testData string, res int, base loader.Options) (trainS, t
 		tl.Close()
 		return nil, nil, fmt.Errorf("test data: %w", err)
 	}
-	return &loaderStream{l: tl, res: res}, &loaderStream{l: el, res: res}, nil
+	return &loaderStream{l: tl, res: resolutionAt(sched, 0, res), full: res, sched: sched}, &loaderStream{l: el, res: res, full: res}, nil
 }
 
 // packedWidth is the width of the first image of a packed train split, or
