@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"runtime/cgo"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -83,6 +85,12 @@ func Open(c collective.Config) (collective.Comm, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	// Gloo's C++ threads write to peers' sockets; a write to a peer that
+	// died raises SIGPIPE on a non-Go thread, which Go's runtime turns into
+	// the death of the process ("signal: broken pipe") before the error
+	// that names the lost rank is reported. Ignored, the write returns
+	// EPIPE and Gloo throws, as it should.
+	signal.Ignore(syscall.SIGPIPE)
 	g := &group{rank: c.Rank, size: c.Size, timeout: c.EffectiveTimeout(), iface: os.Getenv("GLOO_SOCKET_IFNAME")}
 	addr := c.StoreAddr()
 	if c.Rank == 0 && !c.AgentStore {
