@@ -304,10 +304,14 @@ func journeyTorch(t *testing.T, packed string, classes, records int) {
 			c.Process.Kill()
 		}
 	})
+	var failed []string
 	for r, c := range cmds {
 		if err := c.Wait(); err != nil {
-			t.Fatalf("rank %d: %v\n%s", r, err, errs[r].String())
+			failed = append(failed, fmt.Sprintf("rank %d: %v", r, err))
 		}
+	}
+	if failed != nil {
+		t.Fatalf("%s\nrank 0's stderr:\n%s\nrank 1's stderr:\n%s", strings.Join(failed, "; "), errs[0].String(), errs[1].String())
 	}
 	timer.Stop()
 	var res struct {

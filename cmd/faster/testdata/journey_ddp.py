@@ -11,6 +11,7 @@ fresh loader's epoch-1 keys per rank.
 
 usage: journey_ddp.py DATA RESOLUTION BATCH CLASSES
 """
+import faulthandler
 import json
 import os
 import sys
@@ -40,6 +41,9 @@ def keys_of(loader, epoch, model=None, opt=None):
 
 
 def main():
+    # A hang prints every thread's Python stack before the test's guard
+    # (5 minutes) kills the rank, so the failure says where it stuck.
+    faulthandler.dump_traceback_later(240, exit=True)
     data, res, batch, classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
