@@ -180,10 +180,11 @@ func TestTrainMachineDies(t *testing.T) {
 		if !strings.Contains(msg, "lost rank 1") {
 			t.Errorf("machine 0's error does not name the lost rank: %s", msg)
 		}
-		// Milliseconds on an idle machine; the bound tells the reset
-		// connection from the timeout with room for any load.
-		if took > timeout/3 {
-			t.Errorf("machine 0 failed %v after the kill: the timeout's doing (%v)", took, timeout)
+		// The reset connection, not the timeout, ended it: the error is a
+		// lost peer's, not an expired wait's (a property the machine's load
+		// cannot change; the time above is only logged).
+		if low := strings.ToLower(msg); strings.Contains(low, "timed out") || strings.Contains(low, "timeout") {
+			t.Errorf("machine 0 failed by the collective timeout, not by the lost connection: %s", msg)
 		}
 	case <-time.After(timeout + 30*time.Second):
 		t.Fatalf("machine 0 still running %v after machine 1 died\n%s", timeout+30*time.Second, errs[0].String())
@@ -225,6 +226,10 @@ func TestTrainLinkCut(t *testing.T) {
 		case err := <-done[i]:
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 				t.Errorf("machine %d: %v, want exit status 1\n%s", i, err, errs[i].String())
+			}
+			// No reset reaches a cut link: the collective timeout ends it.
+			if !strings.Contains(strings.ToLower(errs[i].String()), "timed out") {
+				t.Errorf("machine %d: want a collective timeout: %s", i, errs[i].String())
 			}
 			t.Logf("machine %d: %s", i, strings.TrimSpace(errs[i].String()))
 		case <-time.After(timeout + 60*time.Second): // a hang guard
