@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,20 +105,31 @@ func (m *machines) nodeArgs(i int) []string {
 	return []string{"--nproc", "1", "--nnodes", "2", "--node-rank", strconv.Itoa(i), "--master-addr", m.addrs[0], "--master-port", "29500"}
 }
 
+// twoRankArgs is the small DDP run the two-machine tests compare.
+func twoRankArgs(dir, ckpt string) []string {
+	return []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "128", "--test-limit", "64", "--batch", "32",
+		"--epochs", "1", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt}
+}
+
+// oneMachineRun trains twoRankArgs with two ranks on this machine and
+// returns its checkpoint: the weights the two-machine runs must match.
+func oneMachineRun(t *testing.T, dir, tmp string) string {
+	t.Helper()
+	one := filepath.Join(tmp, "one.ckpt")
+	if code, _, errs := runCLI(t, append(twoRankArgs(dir, one), "--nproc", "2")...); code != 0 {
+		t.Fatalf("--nproc 2: exit %d\n%s", code, errs)
+	}
+	return one
+}
+
 // Two machines of one rank each, over the veth link, train the weights of
 // two ranks on one machine, bit for bit.
 func TestTrainTwoMachines(t *testing.T) {
 	m := newMachines(t)
 	dir := writeTrainIDX(t, 256)
 	tmp := t.TempDir()
-	train := func(ckpt string) []string {
-		return []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "128", "--test-limit", "64", "--batch", "32",
-			"--epochs", "1", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt}
-	}
-	one := filepath.Join(tmp, "one.ckpt")
-	if code, _, errs := runCLI(t, append(train(one), "--nproc", "2")...); code != 0 {
-		t.Fatalf("--nproc 2: exit %d\n%s", code, errs)
-	}
+	train := func(ckpt string) []string { return twoRankArgs(dir, ckpt) }
+	one := oneMachineRun(t, dir, tmp)
 	two := filepath.Join(tmp, "two.ckpt")
 	var errs [2]bytes.Buffer
 	var nodes [2]*exec.Cmd
@@ -131,12 +141,7 @@ func TestTrainTwoMachines(t *testing.T) {
 			t.Fatalf("machine %d: %v\n%s", i, err, errs[i].String())
 		}
 	}
-	want, got := checkpointWeights(t, one, 4, 8), checkpointWeights(t, two, 4, 8)
-	for i := range want {
-		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("tensor %d differs between two machines and one", i)
-		}
-	}
+	sameWeights(t, one, two, "tensor %d differs between two machines and one")
 }
 
 // A machine that dies (every process SIGKILLed) makes the other fail
@@ -297,12 +302,7 @@ wait:
 	if res := both(cut); res[0] != nil || res[1] != nil {
 		t.Fatalf("rerun from the checkpoint: %v", res)
 	}
-	want, got := checkpointWeights(t, whole, 4, 8), checkpointWeights(t, cut, 4, 8)
-	for i := range want {
-		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("tensor %d: the resumed run differs from the uninterrupted one\n%s", i, errs[0].String())
-		}
-	}
+	sameWeights(t, whole, cut, "tensor %d: the resumed run differs from the uninterrupted one\n%s", errs[0].String())
 }
 
 // torchrun across two machines (static rendezvous: node 0's agent serves
@@ -322,14 +322,8 @@ func TestTorchrunTwoMachines(t *testing.T) {
 	m := newMachines(t)
 	dir := writeTrainIDX(t, 256)
 	tmp := t.TempDir()
-	train := func(ckpt string) []string {
-		return []string{"train", "--strategy", "ddp", "--data", dir, "--limit", "128", "--test-limit", "64", "--batch", "32",
-			"--epochs", "1", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--checkpoint", ckpt}
-	}
-	one := filepath.Join(tmp, "one.ckpt")
-	if code, _, errs := runCLI(t, append(train(one), "--nproc", "2")...); code != 0 {
-		t.Fatalf("--nproc 2: exit %d\n%s", code, errs)
-	}
+	train := func(ckpt string) []string { return twoRankArgs(dir, ckpt) }
+	one := oneMachineRun(t, dir, tmp)
 	two := filepath.Join(tmp, "two.ckpt")
 	var outs [2]bytes.Buffer
 	var nodes [2]*exec.Cmd
@@ -349,10 +343,5 @@ func TestTorchrunTwoMachines(t *testing.T) {
 			t.Fatalf("torchrun on machine %d: %v\n%s", i, err, outs[i].String())
 		}
 	}
-	want, got := checkpointWeights(t, one, 4, 8), checkpointWeights(t, two, 4, 8)
-	for i := range want {
-		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("tensor %d differs between torchrun on two machines and our launcher on one", i)
-		}
-	}
+	sameWeights(t, one, two, "tensor %d differs between torchrun on two machines and our launcher on one")
 }

@@ -46,6 +46,19 @@ func needGloo(t *testing.T) {
 	t.Skip("gloo needs a cgo build")
 }
 
+// sameWeights fails the test unless the checkpoints want and got (of the
+// ThinNet with widths 4,8) hold the same tensors bit for bit; format names
+// the differing tensor's index first, then args.
+func sameWeights(t *testing.T, want, got, format string, args ...any) {
+	t.Helper()
+	w, g := checkpointWeights(t, want, 4, 8), checkpointWeights(t, got, 4, 8)
+	for i := range w {
+		if !slices.Equal(g[i], w[i]) {
+			t.Fatalf(format, append([]any{i}, args...)...)
+		}
+	}
+}
+
 // checkpointWeights loads a checkpoint of a ThinNet (1 channel, 10
 // classes, stage widths filters) and returns its parameters and buffers.
 func checkpointWeights(t *testing.T, path string, filters ...int) [][]float32 {
@@ -471,12 +484,7 @@ func TestTrainMultiNodeLauncher(t *testing.T) {
 			t.Fatalf("a node exited %d\n%s", r.code, r.errs)
 		}
 	}
-	want, got := checkpointWeights(t, one, 4, 8), checkpointWeights(t, two, 4, 8)
-	for i := range want {
-		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("tensor %d differs between one launcher of two ranks and two launchers of one", i)
-		}
-	}
+	sameWeights(t, one, two, "tensor %d differs between one launcher of two ranks and two launchers of one")
 	for _, args := range [][]string{
 		{"--nproc", "1", "--nnodes", "2"},                                           // no --master-addr
 		{"--nproc", "1", "--nnodes", "2", "--node-rank", "2", "--master-addr", "h"}, // out of range
