@@ -116,33 +116,51 @@ func (t *Trainer) SaveCheckpoint(path string) error {
 	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
 }
 
+// CheckpointPosition returns the epoch and step a checkpoint resumes at
+// (epochs completed, steps into the next), after checking its CRC.
+func CheckpointPosition(path string) (epoch, step int, err error) {
+	h, _, _, err := readCheckpoint(path)
+	return h.Epoch, h.Step, err
+}
+
+// readCheckpoint reads and checks a checkpoint file: its header, its body
+// (without the trailing CRC) and the offset of the first tensor.
+func readCheckpoint(path string) (h ckptHeader, body []byte, off int, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return h, nil, 0, err
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%s: %w: %s", path, ErrCheckpoint, fmt.Sprintf(format, a...))
+	}
+	if len(data) < len(checkpointMagic)+8 || string(data[:len(checkpointMagic)]) != checkpointMagic {
+		return h, nil, 0, bad("not a checkpoint")
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return h, nil, 0, bad("checksum mismatch")
+	}
+	hl := int(binary.LittleEndian.Uint32(body[len(checkpointMagic):]))
+	off = len(checkpointMagic) + 4
+	if hl > len(body)-off {
+		return h, nil, 0, bad("header length %d", hl)
+	}
+	if err := json.Unmarshal(body[off:off+hl], &h); err != nil {
+		return h, nil, 0, bad("header: %v", err)
+	}
+	return h, body, off + hl, nil
+}
+
 // LoadCheckpoint restores what SaveCheckpoint wrote into t, whose model
 // must have the same tensors. Errors wrap ErrCheckpoint (or the I/O error).
 func (t *Trainer) LoadCheckpoint(path string) error {
-	data, err := os.ReadFile(path)
+	h, body, off, err := readCheckpoint(path)
 	if err != nil {
 		return err
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%s: %w: %s", path, ErrCheckpoint, fmt.Sprintf(format, a...))
 	}
-	if len(data) < len(checkpointMagic)+8 || string(data[:len(checkpointMagic)]) != checkpointMagic {
-		return bad("not a checkpoint")
-	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
-		return bad("checksum mismatch")
-	}
-	hl := int(binary.LittleEndian.Uint32(body[len(checkpointMagic):]))
-	off := len(checkpointMagic) + 4
-	if hl > len(body)-off {
-		return bad("header length %d", hl)
-	}
-	var h ckptHeader
-	if err := json.Unmarshal(body[off:off+hl], &h); err != nil {
-		return bad("header: %v", err)
-	}
-	off += hl
 	if h.Classes != 0 && t.Classes != 0 && h.Classes != t.Classes {
 		return fmt.Errorf("%s: %w: %w: saved by a model of %d classes, this one has %d", path, ErrCheckpoint, ErrClasses, h.Classes, t.Classes)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/train"
 )
 
 // journeySize is the journey's dataset: classes, train images per class,
@@ -238,29 +239,12 @@ func killMidEpoch(t *testing.T, ckpt string, args []string) {
 			t.Fatalf("no mid-epoch checkpoint of epoch 2 within 5 minutes: %s", stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
-		if h, err := readCheckpointPosition(ckpt); err == nil && h.Epoch == 1 && h.Step > 0 {
+		if epoch, step, err := train.CheckpointPosition(ckpt); err == nil && epoch == 1 && step > 0 {
 			break
 		}
 	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-done
-}
-
-// readCheckpointPosition reads the epoch and step of a checkpoint (its JSON
-// header, after an 8-byte magic and a 4-byte length; see train/checkpoint.go).
-func readCheckpointPosition(path string) (struct{ Epoch, Step int }, error) {
-	var h struct{ Epoch, Step int }
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return h, err
-	}
-	i := bytes.IndexByte(b, '{')
-	if i < 0 {
-		return h, fmt.Errorf("%s: no header", path)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b[i:]))
-	err = dec.Decode(&h)
-	return h, err
 }
 
 // journeyTorch runs cmd/faster/testdata/journey_ddp.py as two torch DDP
