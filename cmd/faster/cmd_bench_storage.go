@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -334,12 +333,12 @@ func runStorageCell(ctx context.Context, g *blkio.Group, cl storageClass, r stor
 	repl := strings.NewReplacer("{faster}", shellQuote(self), "{path}", shellQuote(r.Path),
 		"{flags}", strings.Join(quoteAll(r.Flags), " "), "{epochs}", strconv.Itoa(o.epochs),
 		"{workers}", strconv.Itoa(o.workers), "{batch}", strconv.Itoa(o.batch))
-	cmd := g.Command("/bin/sh", "-c", repl.Replace(e.Cmd))
+	cmd := g.Command(ctx, "/bin/sh", "-c", repl.Replace(e.Cmd))
 	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
-	if err := runUntilDone(ctx, cmd); err != nil {
+	if err := cmd.Run(); err != nil {
 		return fail(fmt.Errorf("%v: %s", err, lastLines(errOut.String(), 3)))
 	}
 	wall := time.Since(start).Seconds()
@@ -381,23 +380,6 @@ func saturated(l blkio.Limits, bytes, reads int64, seconds float64) bool {
 	}
 	return (l.ReadBPS > 0 && float64(bytes)/seconds >= 0.8*float64(l.ReadBPS)) ||
 		(l.ReadIOPS > 0 && float64(reads)/seconds >= 0.8*float64(l.ReadIOPS))
-}
-
-// runUntilDone runs cmd, killing it if ctx ends first.
-func runUntilDone(ctx context.Context, cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		cmd.Process.Kill()
-		<-done
-		return ctx.Err()
-	}
 }
 
 // warm reads every file under path once, so a "cache" run reads memory.

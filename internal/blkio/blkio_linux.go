@@ -4,6 +4,7 @@ package blkio
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -95,11 +96,11 @@ func (g *Group) write(file, line string) error {
 }
 
 // Command returns a command that runs name with args inside the group from
-// its first instruction on.
-func (g *Group) Command(name string, args ...string) *exec.Cmd {
+// its first instruction on, killed if ctx ends first.
+func (g *Group) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	procs := filepath.Join(g.dir, "cgroup.procs")
 	script := `echo $$ > "$0" && exec "$@"`
-	return exec.Command("/bin/sh", append([]string{"-c", script, procs, name}, args...)...)
+	return exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, procs, name}, args...)...)
 }
 
 // Stats returns the bytes and read requests the group's processes took
@@ -168,12 +169,7 @@ func DeviceOf(path string) (string, error) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return "", fmt.Errorf("blkio: %w", &os.PathError{Op: "stat", Path: path, Err: err})
 	}
-	dev := uint64(st.Dev)
-	major := (dev >> 8) & 0xfff
-	major |= (dev >> 32) &^ 0xfff
-	minor := dev & 0xff
-	minor |= (dev >> 12) &^ 0xff
-	id := fmt.Sprintf("%d:%d", major, minor)
+	id := fmt.Sprintf("%d:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
 	sys := filepath.Join("/sys/dev/block", id)
 	if _, err := os.Stat(sys); err != nil {
 		return "", fmt.Errorf("%w: %s is on device %s, which is not a block device (tmpfs, overlay or network file system?)", ErrUnavailable, path, id)

@@ -3,6 +3,7 @@
 package blkio
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -26,7 +27,9 @@ func (g *Group) Dir() string { return "" }
 func (g *Group) Limit(string, Limits) error { return unavailable() }
 
 // Command runs name unthrottled.
-func (g *Group) Command(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
+func (g *Group) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, name, args...)
+}
 
 // Stats fails: Linux only.
 func (g *Group) Stats(string) (Stats, error) { return Stats{}, unavailable() }

@@ -1,6 +1,7 @@
 package blkio_test
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -63,7 +64,7 @@ func TestGroupCountsReads(t *testing.T) {
 	if err := blkio.DropCaches(); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := g.Command("cat", file).Output(); err != nil || len(out) != len(buf) {
+	if out, err := g.Command(context.Background(), "cat", file).Output(); err != nil || len(out) != len(buf) {
 		t.Fatalf("cat in the group: %d bytes, %v", len(out), err)
 	}
 	st, err := g.Stats(dev)

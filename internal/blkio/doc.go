@@ -16,7 +16,7 @@
 //	dev, err := blkio.DeviceOf("/data/imagenet")
 //	err = g.Limit(dev, blkio.HDD)
 //	blkio.Evict("/data/imagenet")
-//	cmd := g.Command("faster", "bench", "load", "/data/imagenet", "--json")
+//	cmd := g.Command(ctx, "faster", "bench", "load", "/data/imagenet", "--json")
 //	out, err := cmd.Output()
 //	st, err := g.Stats(dev) // bytes and reads the group took from dev
 //	g.Remove()
