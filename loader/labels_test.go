@@ -84,6 +84,19 @@ func writeTFShard(t *testing.T, recs []tfRecord) (string, []int64) {
 
 // labelsOf runs one epoch in file order and returns key → label, or the
 // epoch's error.
+// loadLabels opens path with o, runs epoch 0 (labelsOf) and returns the
+// labels, the quarantined samples and the epoch's error.
+func loadLabels(t *testing.T, path string, o Options) (map[string]int, []BadSample, error) {
+	t.Helper()
+	l, err := Open(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, err := labelsOf(l)
+	return got, l.Bad(), err
+}
+
 func labelsOf(l *Loader) (map[string]int, error) {
 	got := map[string]int{}
 	for b, err := range l.IterEpoch(context.Background(), 0) {
@@ -110,12 +123,7 @@ func TestLabelOffsetTFShard(t *testing.T) {
 	path, offs := writeTFShard(t, recs)
 	for _, global := range []bool{false, true} {
 		o := Options{Transform: Eval, Resolution: 8, Batch: 4, LabelOffset: -1, Classes: 5, GlobalShuffle: global}
-		l, err := Open(path, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := labelsOf(l)
-		l.Close()
+		got, _, err := loadLabels(t, path, o)
 		if err != nil {
 			t.Fatalf("global %v: %v", global, err)
 		}
@@ -130,25 +138,14 @@ func TestLabelOffsetTFShard(t *testing.T) {
 
 		// No offset: stored label 5 is outside the 5 classes.
 		o.LabelOffset = 0
-		l, err = Open(path, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = labelsOf(l)
-		l.Close()
+		_, _, err = loadLabels(t, path, o)
 		var ce *source.CorruptError
 		if !errors.As(err, &ce) || ce.Path != path || ce.Offset != offs[4] || !strings.Contains(ce.Reason, "label 5") {
 			t.Errorf("global %v: label 5 of 5 classes: got %v, want a CorruptError at %s offset %d", global, err, path, offs[4])
 		}
 		// Skipped and quarantined under the skip policy: records 4 and 9.
 		o.BadData = BadDataPolicy{Skip: true}
-		l, err = Open(path, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err = labelsOf(l)
-		bad := l.Bad()
-		l.Close()
+		got, bad, err := loadLabels(t, path, o)
 		var at []int64
 		for _, b := range bad {
 			at = append(at, b.Offset)
@@ -168,24 +165,13 @@ func TestRecordWithoutLabel(t *testing.T) {
 	path, offs := writeTFShard(t, recs)
 	for _, global := range []bool{false, true} {
 		o := Options{Transform: None, Batch: 2, GlobalShuffle: global}
-		l, err := Open(path, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := labelsOf(l)
-		l.Close()
+		got, _, err := loadLabels(t, path, o)
 		var ce *tfrecord.CorruptError
 		if !errors.As(err, &ce) || ce.Path != path || ce.Offset != offs[2] || !strings.Contains(ce.Reason, "image/class/label") {
 			t.Fatalf("global %v: got %v (labels %v), want a CorruptError at offset %d", global, err, got, offs[2])
 		}
 		o.BadData = BadDataPolicy{Skip: true}
-		l, err = Open(path, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err = labelsOf(l)
-		bad := l.Bad()
-		l.Close()
+		got, bad, err := loadLabels(t, path, o)
 		if err != nil || len(got) != 3 || len(bad) != 1 || bad[0].Offset != offs[2] || bad[0].Key != "nolabel.JPEG" {
 			t.Errorf("global %v: skip: labels %v, bad %+v, err %v", global, got, bad, err)
 		}
