@@ -359,16 +359,23 @@ var torchSession = []struct{ query, answer string }{
 	{"0204000000000000002f636e74", "010000000000000035"},
 }
 
-// Our server answers torch's client byte for byte as torch's server did.
-func TestStoreServerSpeaksTorch(t *testing.T) {
-	checkGoroutines(t)
-	srv := startStore(t)
+// dialStore connects to srv with a hang guard of 10 s on the connection;
+// the test closes it.
+func dialStore(t *testing.T, srv *StoreServer) net.Conn {
+	t.Helper()
 	c, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+// Our server answers torch's client byte for byte as torch's server did.
+func TestStoreServerSpeaksTorch(t *testing.T) {
+	checkGoroutines(t)
+	c := dialStore(t, startStore(t))
 	for _, x := range torchSession {
 		q, _ := hex.DecodeString(x.query)
 		want, _ := hex.DecodeString(x.answer)
@@ -418,12 +425,7 @@ func TestStoreClientSpeaksTorch(t *testing.T) {
 func TestStoreServerWaitsAside(t *testing.T) {
 	checkGoroutines(t)
 	srv := startStore(t)
-	c, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialStore(t, srv)
 	var q []byte
 	q, _ = appendQuery(q, &query{typ: qWait, keys: []string{"/late"}})
 	q, _ = appendQuery(q, &query{typ: qAdd, key: "/n", delta: 7})
