@@ -67,6 +67,16 @@ func (b badDataFlags) policy() (loader.BadDataPolicy, error) {
 	return p, nil
 }
 
+// forRank returns the flags of rank of world ranks: with several ranks each
+// lists what it skipped in FILE.rankN, so that ranks sharing the flags
+// never write one file.
+func (b badDataFlags) forRank(rank, world int) badDataFlags {
+	if world > 1 && b.quarantine != "" {
+		b.quarantine += fmt.Sprintf(".rank%d", rank)
+	}
+	return b
+}
+
 // openQuarantine creates the --quarantine file up front (so a path that
 // cannot be written fails before the run, not after it) and returns the
 // function that writes the list into it, atomically, at the end: its error

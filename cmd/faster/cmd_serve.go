@@ -44,7 +44,8 @@ shared-memory file on every way out.
 
 Damaged samples: --on-error stop (default) fails the session at the first,
 naming file and offset; --on-error skip skips them within --max-bad and lists
-them in --quarantine FILE (written when the session ends), as bench load does.
+them in --quarantine FILE (written when the session ends; FILE.rankN with
+--num-shards above 1, so ranks never share one), as bench load does.
 
 Exit status: 0 the consumer left; 1 failed (unreadable data, a protocol
 error); 2 usage error; 130 interrupted.`,
@@ -83,7 +84,8 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	writeQ, abortQ, err := o.openQuarantine()
+	flags := o.forRank(o.shardIndex, o.numShards)
+	writeQ, abortQ, err := flags.openQuarantine()
 	if err != nil {
 		return err
 	}
@@ -107,7 +109,11 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	// The skipped samples are listed however the session ended; a list that
 	// cannot be written fails the command.
 	if bad := l.Bad(); len(bad) > 0 {
-		fmt.Fprintf(stderr, "faster: serve: skipped %d bad samples%s\n", len(bad), map[bool]string{true: " (listed in " + o.quarantine + ")", false: ""}[o.quarantine != ""])
+		where := ""
+		if flags.quarantine != "" {
+			where = " (listed in " + flags.quarantine + ")"
+		}
+		fmt.Fprintf(stderr, "faster: serve: skipped %d bad samples%s\n", len(bad), where)
 	}
 	return errors.Join(err, writeQ(l.Bad()))
 }

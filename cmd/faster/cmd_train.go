@@ -376,11 +376,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		if err != nil {
 			return err
 		}
-		bad := o.badDataFlags
-		if world > 1 && bad.quarantine != "" {
-			bad.quarantine += fmt.Sprintf(".rank%d", rank) // each rank lists what it skipped
-		}
-		writeQ, abortQ, err := bad.openQuarantine()
+		writeQ, abortQ, err := o.forRank(rank, world).openQuarantine()
 		if err != nil {
 			return err
 		}

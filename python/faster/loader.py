@@ -139,8 +139,8 @@ class Loader:
     first, naming file and offset; on_error="skip" skips them (the padding
     that keeps ranks in step makes up for them), fails only beyond max_bad (a
     count, or a percentage string like "0.1%"), and lists them in the file
-    quarantine (JSON lines) when the loader closes, as `faster bench load
-    --on-error skip` does.
+    quarantine (JSON lines; quarantine.rankN with world_size above 1) when
+    the loader closes, as `faster bench load --on-error skip` does.
     """
 
     def __init__(self, data, batch_size=256, transform="train", rank=None, world_size=None,

@@ -57,6 +57,26 @@ class BadDataPolicy(unittest.TestCase):
             listed = [json.loads(line) for line in f]
         self.assertEqual([os.path.basename(x["path"]) for x in listed], ["zz_corrupt.jpg"])
 
+    def test_ranks_keep_their_own_lists(self):
+        # Ranks given one quarantine= write FILE.rankN each: together they
+        # list the bad sample once, and no rank overwrites another's list.
+        q = os.path.join(self.tmp, "bad.jsonl")
+        keys = []
+        for rank in range(2):
+            loader = faster.Loader(self.data, batch_size=2, transform="eval", resolution=16, output="numpy",
+                                   rank=rank, world_size=2, on_error="skip", quarantine=q)
+            try:
+                keys += self.keys(loader)
+            finally:
+                loader.close()
+        listed = []
+        for rank in range(2):
+            with open("%s.rank%d" % (q, rank)) as f:
+                listed += [json.loads(line) for line in f]
+        self.assertEqual([os.path.basename(x["path"]) for x in listed], ["zz_corrupt.jpg"])
+        self.assertEqual(sorted(set(keys)), sorted(keys))
+        self.assertEqual(len(keys), self.total - 1)
+
     def test_budget_stops(self):
         loader = faster.Loader(self.data, batch_size=4, transform="eval", resolution=16, output="numpy",
                                on_error="skip", max_bad=0)
