@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faster-training/faster/collective"
+	"github.com/faster-training/faster/internal/sysmem"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/progress"
 	"github.com/faster-training/faster/source"
@@ -45,6 +46,7 @@ type trainOptions struct {
 	gamma       float64
 	threads     int
 	normThreads int
+	maxMemory   sizeFlag
 	seed        uint64
 	limit       int
 	testLimit   int
@@ -142,6 +144,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.Float64Var(&o.stepEpochs, "step-epochs", 0, "multiply the rate by --gamma every this many epochs (0: never)")
 		f.Float64Var(&o.gamma, "gamma", 0.1, "step-decay factor")
 		f.IntVar(&o.threads, "threads", 0, "compute threads (default: number of CPUs)")
+		f.Var(&o.maxMemory, "max-memory", "the most memory one training step may hold, models' activations and parameters (k, M, G suffixes; default: half this machine's or container's memory, shared by the ranks on it)")
 		f.IntVar(&o.normThreads, "norm-threads", 0, "threads for BatchNorm (default: --threads; 1 can be faster on busy cores)")
 		f.Uint64Var(&o.seed, "seed", 1, "seed for initial weights and shuffling")
 		f.IntVar(&o.limit, "limit", 0, "train on the first N training images only (0: all)")
@@ -329,7 +332,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	// One rank of distributed training joins its group first: the data
 	// each rank reads depends on its rank.
 	var comm collective.Comm
-	rank, world := 0, 1
+	rank, world, localRanks := 0, 1, 1
 	if o.strategy == "ddp" {
 		cfg, err := collective.FromEnv()
 		if err != nil {
@@ -337,6 +340,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		}
 		cfg.Timeout = o.timeout
 		o.threads = rankThreads(o.threads, cfg)
+		localRanks = max(cfg.LocalSize, 1)
 		if comm, err = collective.Open("gloo", cfg); err != nil {
 			return err
 		}
@@ -462,6 +466,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	defer b.Close()
 	defer net.Close()
+	if err := checkStepMemory(net, o, inC, inH, world, localRanks); err != nil {
+		return err
+	}
 	opt := &train.SGD{Momentum: float32(o.momentum), WeightDecay: float32(o.weightDecay), Nesterov: o.nesterov}
 	tr := train.NewTrainer(b, net, opt, newSchedule(o, steps), o.batch, o.seed)
 	defer tr.Close()
@@ -815,4 +822,30 @@ func (l *trainLine) done() {
 		l.wg.Wait()
 		l.bar.Done()
 	})
+}
+
+// checkStepMemory refuses, before anything is allocated, a model and
+// batch whose training step would not fit: the activations and parameters
+// of o.batch/world images of inC×side×side (the largest side of the run)
+// against --max-memory, by default half the memory of this machine (or
+// its container) shared by the localRanks ranks on it. The loader budgets
+// its batches in flight in the same way (loader.Options.MaxBatchMemory).
+func checkStepMemory(net train.Layer, o trainOptions, inC, side, world, localRanks int) error {
+	n := o.batch / world
+	m, err := train.EstimateMemory(net, n, inC, side, side)
+	if err != nil {
+		return usagef("--model %s at %d×%d×%d, batch %d: %v", o.model, inC, side, side, n, err)
+	}
+	budget, what := int64(o.maxMemory), "--max-memory"
+	if budget == 0 {
+		budget, what = sysmem.Total()/2/int64(localRanks), "half this machine's memory"
+		if localRanks > 1 {
+			what += fmt.Sprintf(" shared by its %d ranks", localRanks)
+		}
+	}
+	if m.Total() > budget {
+		return usagef("--model %s at %d×%d, batch %d per rank: a training step holds %.1f GB (activations %.1f GB, parameters with gradients and momentum %.1f GB), above %s (%.1f GB); lower --batch or --resolution, or raise --max-memory",
+			o.model, side, side, n, float64(m.Total())/1e9, float64(m.Activations)/1e9, float64(m.Params)/1e9, what, float64(budget)/1e9)
+	}
+	return nil
 }
