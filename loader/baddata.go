@@ -6,9 +6,7 @@ import (
 	"sync"
 
 	"github.com/faster-training/faster/imgcodec"
-	"github.com/faster-training/faster/source"
-	"github.com/faster-training/faster/tfexample"
-	"github.com/faster-training/faster/tfrecord"
+	"github.com/faster-training/faster/shard"
 )
 
 // BadDataPolicy says what a loader does with a sample whose bytes are
@@ -45,28 +43,16 @@ var ErrTooManyBad = errors.New("loader: too many bad samples")
 // directory named .JPEG, a dangling symlink, a loop) or above the size
 // cap, and an image above the pixel limit, are bad samples too.
 func isBadData(err error) bool {
-	return errors.Is(err, tfrecord.ErrCorrupt) || errors.Is(err, source.ErrCorrupt) ||
-		errors.Is(err, source.ErrNotImage) || errors.Is(err, imgcodec.ErrCorrupt) ||
+	return shard.IsDamage(err) || errors.Is(err, imgcodec.ErrCorrupt) ||
 		errors.Is(err, imgcodec.ErrUnknownFormat) || errors.Is(err, imgcodec.ErrUnsupported) ||
-		errors.Is(err, tfexample.ErrMalformed) || errors.Is(err, source.ErrBadFile) ||
 		errors.Is(err, imgcodec.ErrTooLarge)
 }
 
-// badOf describes err as a quarantine entry.
+// badOf describes err as a quarantine entry (shard.DamageOf: the file and
+// offset its corruption error carries, else path, off and key).
 func badOf(err error, path string, off int64, key string) *BadSample {
-	b := &BadSample{Path: path, Offset: off, Key: key, Reason: err.Error()}
-	var te *tfrecord.CorruptError
-	var se *source.CorruptError
-	switch {
-	case errors.As(err, &te):
-		b.Path, b.Offset, b.Reason = te.Path, te.Offset, te.Reason
-	case errors.As(err, &se):
-		b.Path, b.Offset, b.Reason = se.Path, se.Offset, se.Reason
-		if se.Key != "" {
-			b.Key = se.Key
-		}
-	}
-	return b
+	d := shard.DamageOf(err, path, off, key)
+	return &BadSample{Path: d.Path, Offset: d.Offset, Key: d.Key, Reason: d.Reason}
 }
 
 // quarantine is a loader's list of bad samples and its budget check.

@@ -2,14 +2,18 @@
 // package pipeline: the train recipe (decode with random-resized-crop to
 // the training resolution, random horizontal flip, normalise) and the eval
 // recipe (resize the shorter edge to 256/224 of the resolution, centre crop,
-// normalise), over an ImageFolder tree or packed TFRecord shards, sharded
-// for data-parallel ranks, with a per-epoch resolution schedule for
-// training at a lower resolution than testing (FixRes).
+// normalise), sharded for data-parallel ranks, with a per-epoch resolution
+// schedule for training at a lower resolution than testing (FixRes).
+//
+// The loader knows no container format: shard.Open opens the path or URL
+// (ImageFolder, LMDB, WebDataset, TFRecord shards, local or under a
+// storage URL) as a source.Indexed or a source.Streaming dataset, and the
+// recipes are built over those two interfaces only.
 //
 // Shape of the pipeline:
 //
-//	ImageFolder:  indices ─shuffle(seed, epoch)─shard(n,i)─► read (ParallelMap, io) ─► decode+augment (ParallelMap, Auto)
-//	shards:       files ─shard(n,i)─shuffle─► interleave(read records) ─► shuffle buffer ─► decode+augment
+//	indexed:    positions ─permutation(seed, epoch)─stride(n,i)─► read (ParallelMap, io) ─► decode+augment (ParallelMap, Auto)
+//	streaming:  files ─shard(n,i)─shuffle─► interleave(read records) ─► shuffle buffer ─► decode+augment
 //	              ─► batch (pooled arena, or the caller's memory: float32 CHW or uint8 HWC) ─► prefetch
 //
 // A context carrying a pipeline.Allocator (pipeline.WithAllocator) makes the
@@ -28,7 +32,6 @@ import (
 	"fmt"
 	"iter"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -301,9 +304,7 @@ type Loader struct {
 	// classes bounds the labels: [0, classes) after the offset (0: only
 	// labels below 0 are out of range).
 	classes int
-	files   *fileSet // open shards for random access (GlobalShuffle)
-	fs      shardFS  // how shard files are opened: local, or a storage URL
-	closer  func() error
+	ds      source.Dataset // the dataset, as shard.Open opened it
 	q       quarantine
 
 	// Indexed sources: the epoch order and the exact position (State).
@@ -322,27 +323,30 @@ type dsKey struct {
 	resumed bool
 }
 
-// Close releases the files a loader keeps open (with GlobalShuffle).
+// Close releases the files the loader's dataset keeps open.
 func (l *Loader) Close() error {
-	var err error
-	if l.files != nil {
-		err = l.files.close()
+	if l.ds == nil {
+		return nil
 	}
-	if l.closer != nil {
-		err = errors.Join(err, l.closer())
+	return l.ds.Close()
+}
+
+// CacheStats returns the counters of the loader's shard cache, or nil
+// without one (Options.CacheDir).
+func (l *Loader) CacheStats() *storage.CacheStats {
+	if c, ok := l.ds.(interface{ CacheStats() *storage.CacheStats }); ok {
+		return c.CacheStats()
 	}
-	if l.fs != nil {
-		err = errors.Join(err, l.fs.close())
-	}
-	return err
+	return nil
 }
 
 type statser interface{ Stats() pipeline.Stats }
 
 // Open builds a loader over path: an ImageFolder root, a packed dataset
 // directory (with manifest.json; TFRecord or WebDataset shards), a
-// TFRecord file or glob, a WebDataset tar file or directory of them, or a
-// Caffe LMDB.
+// TFRecord file or glob, a WebDataset tar file or directory of them, a
+// Caffe LMDB, or shards under an s3://, gs:// or http(s):// URL (see
+// shard.Open).
 func Open(path string, opts Options) (*Loader, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
@@ -366,92 +370,31 @@ func Open(path string, opts Options) (*Loader, error) {
 	return l, nil
 }
 
+// init opens the dataset at path (shard.Open: the one place that knows
+// the container formats) and builds the recipe over its kind.
 func (l *Loader) init(path string) error {
-	l.fs = localFiles{}
-	if storage.IsURL(path) {
-		fs, files, err := remoteShards(context.Background(), path, l.opts.Split)
-		if err != nil {
-			return err
-		}
-		l.fs = fs
-		if l.opts.CacheDir != "" {
-			cf, err := newCachedFiles(context.Background(), fs, l.opts.CacheDir, l.opts.CacheSize)
-			if err != nil {
-				return err // Open's Close closes fs
-			}
-			l.fs = cf
-		}
-		return l.initShards(files)
-	}
-	if source.IsLMDB(path) {
-		return l.initLMDB(path)
-	}
-	// A packed directory is read through its manifest (its splits), never
-	// by globbing.
-	_, noManifest := os.Lstat(filepath.Join(path, shard.ManifestName))
-	if !strings.ContainsAny(path, "*?[") && noManifest != nil {
-		if files := source.WDSFiles(path); len(files) > 0 {
-			return l.initWDS(files)
+	o := l.opts
+	oo := shard.OpenOptions{Split: o.Split, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards}
+	if o.BadData.Skip {
+		// Damage found while opening (a shard disagreeing with its index or
+		// the manifest, a tar region that cannot be listed) is quarantined
+		// as epoch 0's.
+		oo.Skip = func(d source.Damage, of int) error {
+			return l.q.add(BadSample{Path: d.Path, Offset: d.Offset, Key: d.Key, Reason: d.Reason}, 0, o.BadData, of)
 		}
 	}
-	files, err := shardFiles(path, l.opts.Split)
+	ds, err := shard.Open(context.Background(), path, oo)
 	if err != nil {
 		return err
 	}
-	if len(files) > 0 && source.IsTar(files[0]) {
-		return l.initWDS(files)
+	l.ds = ds
+	switch ds := ds.(type) {
+	case source.Indexed:
+		return l.initIndexed(ds)
+	case source.Streaming:
+		return l.initStreaming(ds)
 	}
-	if files != nil {
-		return l.initShards(files)
-	}
-	src, err := source.OpenImageFolder(path)
-	if err != nil {
-		return err
-	}
-	return l.initFolder(src)
-}
-
-// shardFiles returns the TFRecord files path names, or nil if path is an
-// ImageFolder tree.
-func shardFiles(path, split string) ([]string, error) {
-	if strings.ContainsAny(path, "*?[") {
-		m, err := filepath.Glob(path)
-		if err != nil || len(m) == 0 {
-			return nil, fmt.Errorf("%s: no files match", path)
-		}
-		return m, nil
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return []string{path}, nil
-	}
-	m, err := shard.LoadManifest(path)
-	if err != nil {
-		return nil, err // an unreadable manifest is an error, never "no manifest"
-	}
-	if len(m.Splits) > 0 {
-		sp := m.Splits[split]
-		if sp == nil {
-			return nil, fmt.Errorf("%s: manifest has no split %q", path, split)
-		}
-		if !sp.Complete {
-			return nil, fmt.Errorf("%s: split %q: this pack did not finish: rerun faster pack", path, split)
-		}
-		var files []string
-		for _, s := range sp.Shards {
-			files = append(files, filepath.Join(path, s.Name))
-		}
-		return files, nil
-	}
-	g, _ := filepath.Glob(filepath.Join(path, "*.tfrecord"))
-	slices.Sort(g)
-	if len(g) > 0 {
-		return g, nil
-	}
-	return nil, nil
+	return fmt.Errorf("%s: %s dataset is neither indexed nor streaming", path, ds.Kind())
 }
 
 // Kind returns "imagefolder", "shards", "lmdb" or "wds".

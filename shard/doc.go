@@ -1,7 +1,7 @@
-// Package shard packs datasets into TFRecord shards (or WebDataset tar
-// shards), verifies and inspects them and the other container formats
-// (LMDB), and owns the naming and manifest conventions of a packed
-// dataset:
+// Package shard opens datasets of every layout for reading (Open), packs
+// datasets into TFRecord shards (or WebDataset tar shards), verifies and
+// inspects them and the other container formats (LMDB), and owns the
+// naming and manifest conventions of a packed dataset:
 //
 //	DST/
 //	  manifest.json                      splits, shards, counts, sha256, classes
@@ -23,6 +23,18 @@
 // for ImageFolder, PNG for IDX), image/format, image/class/label (int64,
 // 0-based), image/class/text, image/filename (path relative to the
 // source), and image/height, image/width when known.
+//
+// Open is the one opener of a dataset for reading, from a local path or a
+// storage URL: it tells the layouts apart (ImageFolder, LMDB, WebDataset,
+// a packed directory and its splits, TFRecord files, globs, s3:// gs://
+// http(s):// with an optional local cache) and returns a source.Indexed
+// or a source.Streaming dataset, after the checks each format has (the
+// manifest's sizes and counts, .idx against shard and manifest, CRCs as
+// records are read). Damage is reported to the caller: Open's error, or,
+// under a skip policy (OpenOptions.Skip), one call per damaged shard or
+// region and records marked Bad. IsDamage and DamageOf are the one
+// definition of container damage. Readers and datasets keep no
+// goroutines; an indexed dataset's Record is safe for concurrent use.
 //
 // Packing is parallel, every file is written atomically (temporary file,
 // fsync, rename), and the manifest is rewritten after each finished shard,

@@ -43,9 +43,15 @@ type Datum struct {
 // DecodeDatum parses a serialized Datum. Data aliases b. Unknown fields
 // are skipped, as protobuf requires.
 func DecodeDatum(b []byte) (Datum, error) {
-	var d Datum
-	bad := func(format string, a ...any) (Datum, error) {
-		return Datum{}, fmt.Errorf("%w: %s", ErrBadDatum, fmt.Sprintf(format, a...))
+	d, _, err := decodeDatum(b)
+	return d, err
+}
+
+// decodeDatum is DecodeDatum, also saying whether the label field was
+// present (proto2 keeps the difference between label 0 and no label).
+func decodeDatum(b []byte) (d Datum, hasLabel bool, _ error) {
+	bad := func(format string, a ...any) (Datum, bool, error) {
+		return Datum{}, false, fmt.Errorf("%w: %s", ErrBadDatum, fmt.Sprintf(format, a...))
 	}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -94,7 +100,7 @@ func DecodeDatum(b []byte) (Datum, error) {
 			case datumWidth:
 				d.Width = int(x)
 			case datumLabel:
-				d.Label = int(x)
+				d.Label, hasLabel = int(x), true
 			case datumEncoded:
 				d.Encoded = v != 0
 			}
@@ -109,7 +115,7 @@ func DecodeDatum(b []byte) (Datum, error) {
 	if d.Channels < 0 || d.Height < 0 || d.Width < 0 {
 		return bad("negative shape %dx%dx%d", d.Channels, d.Height, d.Width)
 	}
-	return d, nil
+	return d, hasLabel, nil
 }
 
 // DatumLabel returns the label of a serialized Datum without checking the

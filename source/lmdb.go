@@ -74,13 +74,18 @@ func lmdbClasses(maxLabel int) []string {
 	return c
 }
 
-// datumSample turns a stored Datum value into a Sample.
+// datumSample turns a stored Datum value into a Sample. A Datum without
+// a label field is damaged: its sample must not become class 0 for lack of
+// its label (as a TFRecord record without image/class/label is damaged).
 func datumSample(it Item, path string, val []byte) (Sample, error) {
-	d, err := DecodeDatum(val)
+	d, hasLabel, err := decodeDatum(val)
 	if err == nil {
 		var s Sample
 		s.Item = it
 		s.Data, s.Format, s.Width, s.Height, err = d.Image()
+		if err == nil && !hasLabel {
+			return Sample{Item: it}, &CorruptError{Path: path, Key: it.Key, Offset: -1, Reason: "datum has no label field"}
+		}
 		if err == nil && d.Label > MaxLabel {
 			return Sample{Item: it}, labelError(path, it.Key, -1, d.Label)
 		}

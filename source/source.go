@@ -15,6 +15,11 @@
 // A Source lists its items up front (cheap: names and labels only) and
 // loads one item's bytes on demand; Load is safe for concurrent use, so a
 // packer or pipeline can load items from many goroutines.
+//
+// For reading, a dataset is Indexed (random access by position) or
+// Streaming (files of records read in order), yielding Records (see
+// dataset.go); ImageFolder, LMDB and WDS are Indexed, and package shard's
+// Open opens any layout as one or the other.
 package source
 
 import (

@@ -44,10 +44,13 @@ type wdsSample struct {
 	badLbl  string // why its label is unusable (Load reports it), "" if fine
 }
 
-// Damage is a region of a container file that could not be read.
+// Damage is a record or region of a container file that could not be
+// read: the file, the byte offset (-1 when the format names records by
+// key), the record's key when it has one, and why.
 type Damage struct {
 	Path   string `json:"path"`
 	Offset int64  `json:"offset"`
+	Key    string `json:"key,omitempty"`
 	Reason string `json:"reason"`
 }
 

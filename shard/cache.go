@@ -1,4 +1,4 @@
-package loader
+package shard
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // cachedFiles reads a dataset under a storage URL through a local cache
-// of whole files (Options.CacheDir): the first open of a shard (or index)
+// of whole files (OpenOptions.CacheDir): the first open of a shard (or index)
 // fetches it to local disk, later opens, in this epoch or the next, in
 // this process or another sharing the directory, read the local copy.
 // Shards the manifest describes are checked against its size and SHA-256.
@@ -73,13 +73,4 @@ func (f *cachedFiles) openAt(ctx context.Context, name string) (io.ReaderAt, err
 		return f.storeFiles.openAt(ctx, name)
 	}
 	return cf, nil
-}
-
-// CacheStats returns the counters of the loader's shard cache, or nil
-// without one (Options.CacheDir).
-func (l *Loader) CacheStats() *storage.CacheStats {
-	if cf, ok := l.fs.(*cachedFiles); ok {
-		return cf.c.Stats()
-	}
-	return nil
 }

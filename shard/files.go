@@ -1,4 +1,4 @@
-package loader
+package shard
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/storage"
 )
 
 // shardFS opens the files of a shard dataset: local paths through the
 // os package, URLs (s3://, gs://, http(s)://) through package storage,
-// with read-ahead, range reads and retries that resume at the exact byte.
+// with read-ahead, range reads and retries that resume at the exact byte,
+// and optionally a local cache of whole files (cachedFiles).
 type shardFS interface {
 	// open returns a sequential reader of the file.
 	open(ctx context.Context, name string) (io.ReadCloser, error)
@@ -26,7 +26,7 @@ type shardFS interface {
 	// display names the file in errors and quarantine lists.
 	display(name string) string
 	// manifest reads the manifest of the dataset the file belongs to.
-	manifest(ctx context.Context, name string) (*shard.Manifest, error)
+	manifest(ctx context.Context, name string) (*Manifest, error)
 	close() error
 }
 
@@ -42,8 +42,8 @@ func (localFiles) openAt(_ context.Context, name string) (io.ReaderAt, error) {
 	return f, err // an *os.File: its owner closes it (io.Closer)
 }
 func (localFiles) display(name string) string { return name }
-func (localFiles) manifest(_ context.Context, name string) (*shard.Manifest, error) {
-	return shard.LoadManifest(filepath.Dir(name))
+func (localFiles) manifest(_ context.Context, name string) (*Manifest, error) {
+	return LoadManifest(filepath.Dir(name))
 }
 func (localFiles) close() error { return nil }
 
@@ -58,20 +58,20 @@ func (f storeFiles) openAt(ctx context.Context, name string) (io.ReaderAt, error
 	return f.s.OpenReaderAt(ctx, name)
 }
 func (f storeFiles) display(name string) string { return f.s.URL(name) }
-func (f storeFiles) manifest(ctx context.Context, _ string) (*shard.Manifest, error) {
-	r, err := f.s.NewReader(ctx, shard.ManifestName)
+func (f storeFiles) manifest(ctx context.Context, _ string) (*Manifest, error) {
+	r, err := f.s.NewReader(ctx, ManifestName)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	b, err := io.ReadAll(io.LimitReader(r, shard.MaxManifestSize+1))
+	b, err := io.ReadAll(io.LimitReader(r, MaxManifestSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.s.URL(shard.ManifestName), err)
+		return nil, fmt.Errorf("%s: %w", f.s.URL(ManifestName), err)
 	}
-	if len(b) > shard.MaxManifestSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", f.s.URL(shard.ManifestName), shard.MaxManifestSize)
+	if len(b) > MaxManifestSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", f.s.URL(ManifestName), MaxManifestSize)
 	}
-	return shard.ParseManifest(b, f.s.URL(shard.ManifestName))
+	return ParseManifest(b, f.s.URL(ManifestName))
 }
 func (f storeFiles) close() error { return f.s.Close() }
 

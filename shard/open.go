@@ -1,0 +1,298 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/storage"
+	"github.com/faster-training/faster/tfexample"
+	"github.com/faster-training/faster/tfrecord"
+)
+
+// OpenOptions configure Open. The zero value works: split "train", no
+// cache, stop at the first damage.
+type OpenOptions struct {
+	// Split is the split of a packed dataset to read; "train".
+	Split string
+	// CacheDir, if set, keeps the shards (and indexes) of a dataset read
+	// from a storage URL on local disk in that directory, under CacheSize
+	// bytes (storage.DefaultCacheSize when 0), evicting whole files least
+	// recently used first (see storage.Cache). Local datasets ignore it.
+	CacheDir  string
+	CacheSize int64
+	// GlobalShuffle opens TFRecord shards as an Indexed dataset read
+	// through their .idx indexes (every shard needs one) instead of a
+	// Streaming one.
+	GlobalShuffle bool
+	// Ranks is the number of ranks that will read the dataset (0 or 1:
+	// one). With more than one, every shard's record count must be known
+	// (from its index or the manifest), so that every rank can plan the
+	// same number of steps; Open refuses shards whose counts it cannot
+	// learn.
+	Ranks int
+	// Skip, if set, is the skip policy for damaged data. Open reports
+	// each damaged shard or region it finds (a shard or index that
+	// disagrees with the manifest, a tar region that cannot be listed) to
+	// Skip, with the number of samples the damage is counted against,
+	// and reads around it instead of failing; an error from Skip stops
+	// Open. Streaming readers then resynchronise past a damaged record
+	// and return it as a Record with Bad set. Without Skip the first
+	// damage is Open's (or the reader's) error.
+	Skip func(d source.Damage, of int) error
+}
+
+// Open opens the dataset at path, a local path or a storage URL, as an
+// indexed or a streaming dataset: the one place that knows the container
+// formats and their layouts.
+//
+//   - s3://, gs://, http(s):// (package storage): a packed dataset (its
+//     manifest's Split) or a directory of *.tfrecord objects; read through
+//     a local cache under CacheDir when set.
+//   - a Caffe LMDB (a directory with data.mdb, or the file): indexed,
+//     kind "lmdb".
+//   - a WebDataset tar file or a directory of them without a manifest, or
+//     a packed directory of tar shards: indexed, kind "wds", checked
+//     against the manifest when one lists them.
+//   - a packed directory (manifest.json, its Split), a directory of
+//     *.tfrecord files, a TFRecord file or a glob: kind "shards",
+//     streaming, or indexed with GlobalShuffle. Each shard is checked
+//     against its .idx index and the manifest (size, record count,
+//     finished).
+//   - else an ImageFolder tree: indexed, kind "imagefolder".
+//
+// The caller closes the dataset. Its type assertions are source.Indexed
+// or source.Streaming; shard datasets also have CacheStats() (the cache's
+// counters, nil without one) and Remote() (source.Remote).
+func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, error) {
+	if opts.Split == "" {
+		opts.Split = "train"
+	}
+	if storage.IsURL(path) {
+		fs, files, err := remoteShards(ctx, path, opts.Split)
+		if err != nil {
+			return nil, err
+		}
+		var sfs shardFS = fs
+		if opts.CacheDir != "" {
+			cf, err := newCachedFiles(ctx, fs, opts.CacheDir, opts.CacheSize)
+			if err != nil {
+				fs.close()
+				return nil, err
+			}
+			sfs = cf
+		}
+		return openShards(ctx, sfs, files, opts)
+	}
+	if source.IsLMDB(path) {
+		return openLMDB(path)
+	}
+	// A packed directory is read through its manifest (its splits), never
+	// by globbing.
+	_, noManifest := os.Lstat(filepath.Join(path, ManifestName))
+	if !strings.ContainsAny(path, "*?[") && noManifest != nil {
+		if files := source.WDSFiles(path); len(files) > 0 {
+			return openWDS(files, opts)
+		}
+	}
+	files, err := shardFiles(path, opts.Split)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 && source.IsTar(files[0]) {
+		return openWDS(files, opts)
+	}
+	if files != nil {
+		return openShards(ctx, localFiles{}, files, opts)
+	}
+	src, err := source.OpenImageFolder(path)
+	if err != nil {
+		return nil, err
+	}
+	if src.Len() == 0 {
+		return nil, fmt.Errorf("%s: no images", src.Root())
+	}
+	return src, nil
+}
+
+// shardFiles returns the shard files path names (TFRecord, or tar shards
+// of a packed directory), or nil if path is an ImageFolder tree.
+func shardFiles(path, split string) ([]string, error) {
+	if strings.ContainsAny(path, "*?[") {
+		m, err := filepath.Glob(path)
+		if err != nil || len(m) == 0 {
+			return nil, fmt.Errorf("%s: no files match", path)
+		}
+		return m, nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	m, err := LoadManifest(path)
+	if err != nil {
+		return nil, err // an unreadable manifest is an error, never "no manifest"
+	}
+	if len(m.Splits) > 0 {
+		sp := m.Splits[split]
+		if sp == nil {
+			return nil, fmt.Errorf("%s: manifest has no split %q", path, split)
+		}
+		if !sp.Complete {
+			return nil, fmt.Errorf("%s: split %q: this pack did not finish: rerun faster pack", path, split)
+		}
+		var files []string
+		for _, s := range sp.Shards {
+			files = append(files, filepath.Join(path, s.Name))
+		}
+		return files, nil
+	}
+	g, _ := filepath.Glob(filepath.Join(path, "*.tfrecord"))
+	slices.Sort(g)
+	if len(g) > 0 {
+		return g, nil
+	}
+	return nil, nil
+}
+
+// openLMDB opens a Caffe LMDB, read by key.
+func openLMDB(path string) (source.Dataset, error) {
+	db, err := source.OpenLMDB(path)
+	if err != nil {
+		return nil, err
+	}
+	if db.Len() == 0 {
+		db.Close()
+		return nil, fmt.Errorf("%s: empty LMDB", path)
+	}
+	return db, nil
+}
+
+// openWDS opens WebDataset tar shards, read sample by sample (ReadAt).
+// Shards that disagree with the manifest beside them, and regions of the
+// tars that could not be listed, are Open's error, or go to the skip
+// policy one by one.
+func openWDS(files []string, o OpenOptions) (source.Dataset, error) {
+	w, err := source.OpenWDS(files)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (source.Dataset, error) {
+		w.Close()
+		return nil, err
+	}
+	of := max(w.Len(), 1)
+	errs, err := checkWDSManifest(files, w)
+	if err != nil {
+		if o.Skip == nil || !IsDamage(err) {
+			return fail(err)
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		if o.Skip == nil {
+			return fail(errors.Join(errs...))
+		}
+		for _, e := range errs {
+			if err := o.Skip(DamageOf(e, files[0], 0, ""), of); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	for _, d := range w.Damage() {
+		if o.Skip == nil {
+			return fail(&source.CorruptError{Path: d.Path, Offset: d.Offset, Reason: d.Reason})
+		}
+		if err := o.Skip(d, of); err != nil {
+			return fail(err)
+		}
+	}
+	if w.Len() == 0 {
+		return fail(fmt.Errorf("%s: no webdataset samples", files[0]))
+	}
+	return w, nil
+}
+
+// checkWDSManifest checks the tars a manifest beside them lists: finished,
+// with the manifest's size and sample count. It returns every shard that
+// disagrees (damage, one error each), or the error that stops the check
+// (a shard the manifest marks unfinished, a file that cannot be read).
+func checkWDSManifest(files []string, w *source.WDS) (damage []error, _ error) {
+	m, err := LoadManifest(filepath.Dir(files[0]))
+	if err != nil {
+		return nil, err
+	}
+	infos := map[string]*ShardInfo{}
+	for _, sp := range m.Splits {
+		for i := range sp.Shards {
+			infos[sp.Shards[i].Name] = &sp.Shards[i]
+		}
+	}
+	damaged := map[string]bool{} // its losses are reported as damage
+	for _, d := range w.Damage() {
+		damaged[d.Path] = true
+	}
+	samples := map[string]int64{}
+	for i := range w.Len() {
+		p, _ := w.Where(i)
+		samples[p]++
+	}
+	for _, f := range files {
+		info := infos[filepath.Base(f)]
+		if info == nil {
+			continue
+		}
+		st, err := os.Stat(f)
+		switch {
+		case err != nil:
+			return damage, err
+		case !info.Complete:
+			return damage, fmt.Errorf("%s: the manifest marks this shard unfinished: this pack did not finish: rerun faster pack", f)
+		case st.Size() != info.Bytes:
+			damage = append(damage, &source.CorruptError{Path: f, Offset: min(st.Size(), info.Bytes), Reason: fmt.Sprintf("%d bytes, the manifest records %d: the shard was cut short or rewritten after packing (rerun faster pack)", st.Size(), info.Bytes)})
+		case samples[f] != info.Records && !damaged[f]:
+			damage = append(damage, &source.CorruptError{Path: f, Offset: -1, Reason: fmt.Sprintf("%d samples, the manifest records %d (a stale index or a rewritten shard)", samples[f], info.Records)})
+		}
+	}
+	return damage, nil
+}
+
+// IsDamage reports whether err is damage in the data rather than a
+// failure to read it: a record or container failing its checks
+// (tfrecord.ErrCorrupt, source.ErrCorrupt, tfexample.ErrMalformed), a
+// file that is not an image (source.ErrNotImage), or a path that cannot
+// be a sample (source.ErrBadFile: a FIFO, a device, a dangling link, a
+// loop, above the size cap). See docs/badinput.md.
+func IsDamage(err error) bool {
+	return errors.Is(err, tfrecord.ErrCorrupt) || errors.Is(err, source.ErrCorrupt) ||
+		errors.Is(err, source.ErrNotImage) || errors.Is(err, tfexample.ErrMalformed) ||
+		errors.Is(err, source.ErrBadFile)
+}
+
+// DamageOf describes err as a damaged record: the file, offset and
+// reason its corruption error carries (a *tfrecord.CorruptError or a
+// *source.CorruptError, at any depth), else path, off, key and the error's
+// text.
+func DamageOf(err error, path string, off int64, key string) source.Damage {
+	d := source.Damage{Path: path, Offset: off, Key: key, Reason: err.Error()}
+	var te *tfrecord.CorruptError
+	var se *source.CorruptError
+	switch {
+	case errors.As(err, &te):
+		d.Path, d.Offset, d.Reason = te.Path, te.Offset, te.Reason
+	case errors.As(err, &se):
+		d.Path, d.Offset, d.Reason = se.Path, se.Offset, se.Reason
+		if se.Key != "" {
+			d.Key = se.Key
+		}
+	}
+	return d
+}

@@ -1,0 +1,512 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/storage"
+	"github.com/faster-training/faster/tfexample"
+	"github.com/faster-training/faster/tfrecord"
+)
+
+// maxRecordSize is the largest TFRecord record read as one sample: the
+// cap on one sample's file plus room for its features.
+const maxRecordSize = source.MaxFileSize + 1<<20
+
+// KeySynset is the WordNet id of the class in TensorFlow's ImageNet
+// shards ("n01440764").
+const KeySynset = "image/class/synset"
+
+// shards is a set of TFRecord shards (local or under a storage URL) with
+// what their indexes and the manifest say of them.
+type shards struct {
+	fs      shardFS
+	files   []string
+	counts  []int // -1 unknown
+	classes []string
+	skip    bool
+}
+
+// streaming reads TFRecord shards file by file (source.Streaming).
+type streaming struct{ shards }
+
+// indexed reads TFRecord shards record by record through their indexes
+// (source.Indexed).
+type indexed struct {
+	shards
+	table recordTable
+	sizes []int64
+	open  *fileSet
+}
+
+var (
+	_ source.Streaming = (*streaming)(nil)
+	_ source.Indexed   = (*indexed)(nil)
+)
+
+// openShards checks each shard against its index and the manifest and
+// returns the shards as a streaming dataset, or an indexed one with
+// GlobalShuffle. It closes fs on error.
+func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions) (_ source.Dataset, err error) {
+	defer func() {
+		if err != nil {
+			sfs.close()
+		}
+	}()
+	m, err := sfs.manifest(ctx, files[0])
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err // an unreadable manifest is an error, never "no manifest"
+	}
+	s := shards{fs: sfs, files: files, counts: make([]int, len(files)), skip: o.Skip != nil}
+	infos := map[string]*ShardInfo{}
+	if m != nil {
+		if sp := m.Splits[o.Split]; sp != nil {
+			s.classes = sp.Classes
+		}
+		for _, sp := range m.Splits {
+			for i := range sp.Shards {
+				infos[sp.Shards[i].Name] = &sp.Shards[i]
+			}
+		}
+	}
+	indexes := make([][]tfrecord.IndexEntry, len(files))
+	sizes := make([]int64, len(files))
+	known := true
+	for i, f := range files {
+		info := infos[path.Base(filepath.ToSlash(f))]
+		n, idx, size, err := s.shardIndex(ctx, f, info)
+		if err != nil {
+			if o.Skip == nil || !IsDamage(err) {
+				return nil, err
+			}
+			// The skip policy: list the shard's damage and read it
+			// without trusting its counts: its records are CRC-checked
+			// as they are read, and the bad ones listed too.
+			hint := 1
+			if info != nil {
+				hint = max(int(info.Records), 1)
+			}
+			if qerr := o.Skip(DamageOf(err, sfs.display(f), 0, ""), hint); qerr != nil {
+				return nil, qerr
+			}
+			// Steps are planned from the manifest's count, the same on
+			// every rank; what the damage costs is made up by repeats.
+			n, idx = -1, nil
+			if info != nil {
+				n = int(info.Records)
+			}
+			if o.GlobalShuffle {
+				if idx, err = s.plainIndex(ctx, f); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if n < 0 {
+			known = false
+		}
+		s.counts[i], indexes[i], sizes[i] = n, idx, size
+	}
+	if !known && o.Ranks > 1 {
+		return nil, fmt.Errorf("%s: the shards' record counts are unknown (no .idx index beside each shard and no manifest): every rank must know every shard's count to take the same number of steps; write the indexes (faster pack writes them)", files[0])
+	}
+	if !o.GlobalShuffle {
+		return &streaming{s}, nil
+	}
+	for fi, f := range files {
+		if indexes[fi] == nil {
+			return nil, fmt.Errorf("%s: global shuffle needs an .idx index beside every shard", f)
+		}
+	}
+	return &indexed{shards: s, table: newRecordTable(indexes), sizes: sizes,
+		open: &fileSet{fs: sfs, names: files, open: make([]io.ReaderAt, len(files))}}, nil
+}
+
+// Kind returns "shards".
+func (s *shards) Kind() string { return "shards" }
+
+// Classes returns the split's class names from the manifest, if any.
+func (s *shards) Classes() []string { return s.classes }
+
+// CacheStats returns the counters of the local cache of a dataset under
+// a storage URL, or nil without one (OpenOptions.CacheDir).
+func (s *shards) CacheStats() *storage.CacheStats {
+	if cf, ok := s.fs.(*cachedFiles); ok {
+		return cf.c.Stats()
+	}
+	return nil
+}
+
+// Remote reports whether the shards are read from a storage URL without
+// a local cache.
+func (s *shards) Remote() bool {
+	_, ok := s.fs.(storeFiles)
+	return ok
+}
+
+// Files returns the shard names as listed (object names under a URL).
+func (s *streaming) Files() []string { return s.files }
+
+// Counts returns each shard's record count, -1 where neither an index
+// nor the manifest gives it.
+func (s *streaming) Counts() []int { return s.counts }
+
+// Close closes the store of a dataset under a URL.
+func (s *streaming) Close() error { return s.fs.close() }
+
+// Open returns a reader of shard i's records in order, with IDs
+// i<<32|record.
+func (s *streaming) Open(ctx context.Context, i int) (source.RecordReader, error) {
+	name := s.files[i]
+	f, err := s.fs.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	path := s.fs.display(name)
+	return &recordReader{
+		ctx: ctx, fs: s.fs, name: name, path: path, f: f, id: uint64(i) << 32, skip: s.skip,
+		rd: tfrecord.NewReader(f, tfrecord.WithName(path), tfrecord.WithMaxRecordSize(maxRecordSize)),
+	}, nil
+}
+
+// recordReader reads one shard's tf.train.Example records as samples.
+type recordReader struct {
+	ctx    context.Context
+	fs     shardFS
+	name   string
+	path   string
+	f      io.ReadCloser
+	at     io.ReaderAt // opened to resynchronise a remote shard
+	rd     *tfrecord.Reader
+	id     uint64
+	i      uint64 // records (good or damaged) returned so far
+	skip   bool
+	resync bool // the last record was damaged: resynchronise first
+	err    error
+}
+
+// Next returns the next record. Under the skip policy a damaged record is
+// returned with Bad set (its Key when its Example parsed), and reading
+// resumes at the next intact record; without it damage is the (sticky)
+// error.
+func (r *recordReader) Next() (source.Record, error) {
+	if r.err != nil {
+		return source.Record{}, r.err
+	}
+	if r.resync {
+		r.resync = false
+		at, ok := r.f.(io.ReaderAt) // a local file: resync on it
+		if !ok {
+			if r.at == nil {
+				var err error
+				if r.at, err = r.fs.openAt(r.ctx, r.name); err != nil {
+					r.err = err
+					return source.Record{}, err
+				}
+			}
+			at = r.at
+		}
+		if _, _, err := r.rd.Resync(at); err != nil {
+			r.err = err
+			return source.Record{}, err
+		}
+	}
+	off := r.rd.Offset()
+	rec, err := r.rd.ReadRecord(nil) // the sample keeps it: no reuse
+	if err == io.EOF {
+		r.err = io.EOF
+		return source.Record{}, err
+	}
+	id := r.id | r.i
+	r.i++
+	if err != nil {
+		if !r.skip || !IsDamage(err) {
+			r.err = err
+			return source.Record{}, err
+		}
+		r.resync = true
+		return source.Record{Path: r.path, Offset: off, Bad: err}, nil
+	}
+	s, err := exampleRecord(rec, r.path, off, id)
+	s.Path, s.Offset = r.path, off
+	if err != nil {
+		if r.skip && IsDamage(err) {
+			s.Bad = err
+			return s, nil
+		}
+		r.err = err
+		return s, err
+	}
+	return s, nil
+}
+
+// Close closes the shard.
+func (r *recordReader) Close() error {
+	if r.err == nil {
+		r.err = errors.New("shard: reader closed")
+	}
+	err := r.f.Close()
+	if c, ok := r.at.(io.Closer); ok {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// Len returns the number of records of all shards.
+func (x *indexed) Len() int { return x.table.len() }
+
+// Close closes the shards kept open and the store of a dataset under a
+// URL.
+func (x *indexed) Close() error { return errors.Join(x.open.close(), x.fs.close()) }
+
+// Record reads record i of all shards (in shard order) with one ReadAt,
+// checked against the shard's size and its CRCs; its ID is
+// shard<<32|record.
+func (x *indexed) Record(i int) (source.Record, error) {
+	file, rec, e := x.table.at(i)
+	name := x.fs.display(x.files[file])
+	where := source.Record{Path: name, Offset: e.Offset}
+	f, err := x.open.get(file)
+	if err != nil {
+		return source.Record{}, err
+	}
+	if e.Size > maxRecordSize {
+		return where, &tfrecord.CorruptError{Path: name, Offset: e.Offset, Reason: fmt.Sprintf("record of %d bytes, above the %d-byte cap on one sample", e.Size, maxRecordSize)}
+	}
+	if size := x.sizes[file]; e.Offset > size-e.Size { // a stale index under the skip policy
+		return where, &tfrecord.CorruptError{Path: name, Offset: e.Offset, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", max(size-e.Offset, 0), e.Size), Err: io.ErrUnexpectedEOF}
+	}
+	buf := make([]byte, e.Size)
+	if n, err := f.ReadAt(buf, e.Offset); err != nil {
+		if err == io.EOF {
+			return where, &tfrecord.CorruptError{Path: name, Offset: e.Offset, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", n, e.Size), Err: io.ErrUnexpectedEOF}
+		}
+		return source.Record{}, fmt.Errorf("%s: offset %d: %w", name, e.Offset, err)
+	}
+	data, _, err := tfrecord.Unframe(buf, name, e.Offset)
+	if err != nil {
+		return where, err
+	}
+	s, err := exampleRecord(data, name, e.Offset, uint64(file)<<32|uint64(rec))
+	s.Path, s.Offset = name, e.Offset
+	return s, err
+}
+
+// shardIndex reads a shard's .idx, checked against the shard's size, and
+// checks both against the manifest's record of the shard (info, nil if the
+// manifest does not list it). It returns the record count and the index,
+// or -1 and nil when there is neither an index nor a manifest entry.
+func (s *shards) shardIndex(ctx context.Context, name string, info *ShardInfo) (n int, _ []tfrecord.IndexEntry, size int64, _ error) {
+	display := s.fs.display(name)
+	ra, err := s.fs.openAt(ctx, name)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	size, err = readerSize(ra)
+	if c, ok := ra.(io.Closer); ok {
+		c.Close()
+	}
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("%s: %w", display, err)
+	}
+	n, entries, err := s.checkIndex(ctx, name, display, size, info)
+	return n, entries, size, err
+}
+
+// checkIndex is shardIndex once the shard's size is known.
+func (s *shards) checkIndex(ctx context.Context, name, display string, size int64, info *ShardInfo) (int, []tfrecord.IndexEntry, error) {
+	if info != nil {
+		if !info.Complete {
+			return 0, nil, fmt.Errorf("%s: the manifest marks this shard unfinished: this pack did not finish: rerun faster pack", display)
+		}
+		if size != info.Bytes {
+			return 0, nil, &tfrecord.CorruptError{Path: display, Offset: min(size, info.Bytes), Reason: fmt.Sprintf("%d bytes, the manifest records %d: the shard was cut short or rewritten after packing (rerun faster pack)", size, info.Bytes)}
+		}
+	}
+	ip := tfrecordIndexName(name)
+	h, err := s.fs.open(ctx, ip)
+	if errors.Is(err, fs.ErrNotExist) {
+		if info != nil {
+			return int(info.Records), nil, nil
+		}
+		return -1, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	defer h.Close()
+	entries, err := tfrecord.ReadIndexFor(h, s.fs.display(ip), display, size)
+	if err != nil {
+		return 0, nil, err
+	}
+	if entries == nil {
+		entries = []tfrecord.IndexEntry{} // an index of an empty shard
+	}
+	if info != nil && int64(len(entries)) != info.Records {
+		return 0, nil, &tfrecord.CorruptError{Path: s.fs.display(ip), Offset: 0, Reason: fmt.Sprintf("stale index: %d records, the manifest records %d for %s", len(entries), info.Records, display), Err: tfrecord.ErrStaleIndex}
+	}
+	return len(entries), entries, nil
+}
+
+// plainIndex reads a shard's .idx without checking it against the shard
+// (the skip policy, once the check failed): entries past the shard's end
+// are bad samples when read.
+func (s *shards) plainIndex(ctx context.Context, name string) ([]tfrecord.IndexEntry, error) {
+	ip := tfrecordIndexName(name)
+	h, err := s.fs.open(ctx, ip)
+	if err != nil {
+		return nil, fmt.Errorf("global shuffle needs an .idx index beside every shard: %w", err)
+	}
+	defer h.Close()
+	entries, err := tfrecord.ReadIndex(h, s.fs.display(ip))
+	if err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		entries = []tfrecord.IndexEntry{}
+	}
+	return entries, nil
+}
+
+// tfrecordIndexName is the .idx beside a TFRecord shard (any other name
+// gets ".idx" appended to its stem the same way).
+func tfrecordIndexName(shardName string) string {
+	return strings.TrimSuffix(shardName, ".tfrecord") + ".idx"
+}
+
+// readerSize is the size of a file opened for random access.
+func readerSize(ra io.ReaderAt) (int64, error) {
+	switch f := ra.(type) {
+	case interface{ Size() int64 }:
+		return f.Size(), nil
+	case interface{ Stat() (os.FileInfo, error) }:
+		st, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		if !st.Mode().IsRegular() {
+			return 0, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+		}
+		return st.Size(), nil
+	}
+	return 0, errors.New("size unknown")
+}
+
+// fileSet keeps shard files open for concurrent random reads (ReadAt).
+type fileSet struct {
+	fs    shardFS
+	names []string
+	mu    sync.Mutex
+	open  []io.ReaderAt
+}
+
+func (fs *fileSet) get(i int) (io.ReaderAt, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.open[i] == nil {
+		f, err := fs.fs.openAt(context.Background(), fs.names[i])
+		if err != nil {
+			return nil, err
+		}
+		fs.open[i] = f
+	}
+	return fs.open[i], nil
+}
+
+func (fs *fileSet) close() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var first error
+	for i, f := range fs.open {
+		if c, ok := f.(io.Closer); ok {
+			if err := c.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+		fs.open[i] = nil
+	}
+	return first
+}
+
+// recordTable finds a record of all shards by its global index: the
+// shards' parsed indexes as they are (16 bytes a record, the index's own
+// offset and size) and the first global index of each shard (a word a
+// shard), searched in O(log shards). No table of references per record.
+type recordTable struct {
+	indexes [][]tfrecord.IndexEntry
+	first   []int // first[f] = global index of shard f's record 0; first[len] = total
+}
+
+func newRecordTable(indexes [][]tfrecord.IndexEntry) recordTable {
+	t := recordTable{indexes: indexes, first: make([]int, len(indexes)+1)}
+	for f, idx := range indexes {
+		t.first[f+1] = t.first[f] + len(idx)
+	}
+	return t
+}
+
+func (t recordTable) len() int { return t.first[len(t.indexes)] }
+
+// at returns the shard, the record within it and its index entry.
+func (t recordTable) at(i int) (file, rec int, e tfrecord.IndexEntry) {
+	file = sort.Search(len(t.indexes), func(f int) bool { return t.first[f+1] > i })
+	rec = i - t.first[file]
+	return file, rec, t.indexes[file][rec]
+}
+
+// exampleRecord decodes a tf.train.Example record into a Record. It reads
+// the keys of our packer, which are those of TensorFlow's ImageNet scripts
+// (build_imagenet_data.py): image/encoded, image/class/label,
+// image/filename, and image/class/synset when present. A record without
+// an image or a label is damaged (a *tfrecord.CorruptError at off): a
+// sample must not become class 0 for lack of its label.
+func exampleRecord(rec []byte, path string, off int64, id uint64) (source.Record, error) {
+	s := source.Record{ID: id}
+	var hasData, hasLabel bool
+	err := tfexample.Fields(rec, func(key, feat []byte) error {
+		switch string(key) {
+		case KeyEncoded:
+			s.Data, hasData = tfexample.FirstBytes(feat)
+		case KeyFilename:
+			k, _ := tfexample.FirstBytes(feat)
+			s.Key = string(k)
+		case KeyLabel:
+			var l int64
+			l, hasLabel = tfexample.FirstInt64(feat)
+			s.Label = int(l)
+			if int64(s.Label) != l {
+				hasLabel = false
+			}
+		case KeySynset:
+			k, _ := tfexample.FirstBytes(feat)
+			s.Synset = string(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return source.Record{}, fmt.Errorf("%s: offset %d: %w", path, off, err)
+	}
+	missing := ""
+	switch {
+	case !hasData:
+		missing = "no " + KeyEncoded + " bytes"
+	case !hasLabel:
+		missing = "no " + KeyLabel + " int64"
+	}
+	if missing != "" {
+		if s.Key != "" {
+			missing += " (" + s.Key + ")"
+		}
+		return s, &tfrecord.CorruptError{Path: path, Offset: off, Reason: "record has " + missing}
+	}
+	return s, nil
+}
