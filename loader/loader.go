@@ -128,6 +128,9 @@ type Options struct {
 	// 1. The class names shift with it (Classes). An ImageFolder's labels
 	// are its folder indices and take no offset.
 	LabelOffset int
+	// Profile, if set, times the recipe's phases per sample (see
+	// Profile.Report); nil costs nothing.
+	Profile *Profile
 	// Classes, if set, is the number of classes: a label outside [0,
 	// Classes) after the offset is a damaged sample. 0: the number of
 	// classes the data records, where it records them (else only negative

@@ -57,6 +57,13 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 		}
 		sc := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(sc)
+		prof := o.Profile
+		var t int64
+		if prof != nil {
+			lockThread()
+			defer unlockThread()
+			t = threadClock()
+		}
 		cfg, err := imgcodec.DecodeConfig(s.Data)
 		if err != nil {
 			return it, fmt.Errorf("%s: %w", s.Key, err)
@@ -71,17 +78,26 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
 			}
+			if prof != nil {
+				t = since(&prof.decode, t)
+			}
 			err = sc.aug.Apply(dst, img, p)
 			img.Release()
 			if err != nil {
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
 			}
+			if prof != nil {
+				since(&prof.resize, t)
+			}
 		case Eval:
-			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res); err != nil {
+			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, prof, t); err != nil {
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
 			}
+		}
+		if prof != nil {
+			prof.decoded.Add(1)
 		}
 		it.img = dst
 		return it, nil
@@ -92,7 +108,8 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 // one resample of the crop's source box (the same geometry as resizing
 // the whole image, then cropping), after a DCT-scaled decode that keeps
 // the shorter edge at least the resize target.
-func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res int) error {
+// With a profile, the decode and the resize are timed from t.
+func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res int, prof *Profile, t int64) error {
 	short := res * 256 / 224
 	rw, rh := augment.ShorterEdgeSize(cfg.Width, cfg.Height, short)
 	denom := 1
@@ -107,6 +124,10 @@ func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcode
 		return err
 	}
 	defer img.Release()
+	if prof != nil {
+		t = since(&prof.decode, t)
+		defer func() { since(&prof.resize, t) }()
+	}
 	crop := augment.CenterCropRect(rw, rh, res, res)
 	sx, sy := float64(img.Width)/float64(rw), float64(img.Height)/float64(rh)
 	box := augment.Box{
@@ -120,12 +141,18 @@ func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcode
 func (l *Loader) filler() func(row []byte, it Item) error {
 	norm := augment.NewNormalizer(l.opts.Mean, l.opts.Std)
 	u8 := l.opts.Layout == U8HWC
+	prof := l.opts.Profile
 	return func(row []byte, it Item) error {
 		img := it.img
 		if img == nil {
 			return nil // a padding row
 		}
 		defer img.Release()
+		if prof != nil {
+			lockThread()
+			defer unlockThread()
+			defer func(t int64) { since(&prof.normalise, t); prof.filled.Add(1) }(threadClock())
+		}
 		if u8 {
 			for y := range img.Height {
 				copy(row[y*img.Width*3:], img.Pix[y*img.Stride:y*img.Stride+img.Width*3])
@@ -216,8 +243,19 @@ func (l *Loader) initIndexed(ds source.Indexed) error {
 			rows = l.epochRows(l.rankCounts(len(l.resume)))
 		}
 		list := pipeline.FromFunc(positions).Named("list").Role(pipeline.RoleNone)
+		prof := o.Profile
 		readStage := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
+			var t int64
+			if prof != nil {
+				lockThread()
+				t = threadClock()
+			}
 			r, err := ds.Record(planOf(ctx).At(pos))
+			if prof != nil {
+				since(&prof.read, t)
+				prof.reads.Add(1)
+				unlockThread()
+			}
 			s := sampleOf(r, pos)
 			if err != nil {
 				if o.BadData.Skip && isBadData(err) {
@@ -287,7 +325,7 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 		}
 		cycle := min(len(files), 4)
 		var read pipeline.Dataset[Sample] = pipeline.Interleave(list, func(f string) pipeline.Dataset[Sample] {
-			return recordStream{ds: ds, file: pos[f]}
+			return recordStream{ds: ds, file: pos[f], prof: o.Profile}
 		}, cycle, 16, pipeline.Auto).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
 		if l.shuffles() {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
@@ -305,6 +343,7 @@ const remoteReadBudget = 32
 type recordStream struct {
 	ds   source.Streaming
 	file int
+	prof *Profile // nil unless profiling
 }
 
 func (r recordStream) Iter(ctx context.Context) iter.Seq2[Sample, error] {
@@ -320,7 +359,7 @@ func (r recordStream) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 				yield(Sample{}, err)
 				return
 			}
-			rec, err := rd.Next()
+			rec, err := r.next(rd)
 			if err == io.EOF {
 				return
 			}
@@ -333,4 +372,20 @@ func (r recordStream) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 			}
 		}
 	}
+}
+
+// next reads the next record, timed when profiling.
+func (r recordStream) next(rd source.RecordReader) (source.Record, error) {
+	if r.prof == nil {
+		return rd.Next()
+	}
+	lockThread()
+	defer unlockThread()
+	t := threadClock()
+	rec, err := rd.Next()
+	since(&r.prof.read, t) // the last call's time (the end of the file) counts too
+	if err == nil {
+		r.prof.reads.Add(1)
+	}
+	return rec, err
 }

@@ -38,6 +38,7 @@ type benchLoadOptions struct {
 	saveState    string
 	consumerRate float64
 	plot         string
+	profile      bool
 	json         bool
 }
 
@@ -66,7 +67,8 @@ type loadResult struct {
 	Bad           int                   `json:"bad"`
 	Quarantined   []loader.BadSample    `json:"quarantined,omitempty"`
 	State         *loader.State         `json:"state,omitempty"`
-	Cache         *cacheResult          `json:"cache,omitempty"` // with --cache-dir on a storage URL
+	Cache         *cacheResult          `json:"cache,omitempty"`   // with --cache-dir on a storage URL
+	Profile       *loader.ProfileReport `json:"profile,omitempty"` // with --profile
 }
 
 // cacheResult is what the shard cache did during the run.
@@ -131,6 +133,7 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.StringVar(&o.saveState, "save-state", "", "write the loader's position (JSON) to this file at the end")
 		f.Float64Var(&o.consumerRate, "consumer-rate", 0, "simulate a trainer taking this many images/s")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s to this file")
+		f.BoolVar(&o.profile, "profile", false, "split the CPU time per sample into read, decode, crop/resize and normalise/convert (which is the batch copy: rows are written in place)")
 		f.BoolVar(&o.json, "json", false, "print JSON")
 		return c
 	})
@@ -212,6 +215,17 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	}
 	for _, r := range results {
 		fmt.Fprintf(stdout, "%s (workers %s): %s; sample digest %s\n", r.Data, workersLabel(r.Workers), r.Verdict.Detail, r.SampleDigest[:16])
+		if p := r.Profile; p != nil {
+			var prow [][]string
+			for _, ph := range p.Phases {
+				prow = append(prow, []string{ph.Name, fmt.Sprintf("%.0f", ph.MicrosPerItem), fmt.Sprintf("%.0f%%", 100*ph.Share)})
+			}
+			prow = append(prow, []string{"all (CPU per sample)", fmt.Sprintf("%.0f", p.MicrosPerItem), fmt.Sprintf("%.0f images/s per core", p.PerCoreImagesPS)})
+			fmt.Fprintf(stdout, "\nprofile of %s (workers %s), %s per sample summed over workers:\n", r.Data, workersLabel(r.Workers), p.Clock)
+			if err := bench.Table(stdout, []string{"phase", "µs/sample", "share"}, prow); err != nil {
+				return err
+			}
+		}
 		if r.Bad > 0 {
 			where := "rerun with --quarantine FILE to list them"
 			if o.quarantine != "" {
@@ -263,6 +277,11 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 	}
 	lo := o.options(workers)
 	lo.BadData, lo.Resume = policy, resume
+	var prof *loader.Profile
+	if o.profile {
+		prof = new(loader.Profile)
+		lo.Profile = prof
+	}
 	l, err := loader.Open(data, lo)
 	if err != nil {
 		return nil, err
@@ -359,6 +378,10 @@ epochs:
 	r.ImagesPerSec = float64(r.Images) / max(r.Seconds, 1e-9)
 	r.MBPerSec = mbPerSec(r.Bytes, r.Seconds)
 	r.SampleDigest = hex.EncodeToString(h.Sum(nil))
+	if prof != nil {
+		rep := prof.Report()
+		r.Profile = &rep
+	}
 	r.Quarantined = l.Bad()
 	r.Bad = len(r.Quarantined)
 	if cs := l.CacheStats(); cs != nil {

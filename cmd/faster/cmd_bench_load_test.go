@@ -166,3 +166,23 @@ func TestBenchLoadCacheCLI(t *testing.T) {
 		t.Fatalf("--cache-size lots: exit %d, want 2 (usage)", code)
 	}
 }
+
+// --profile reports the four phases per sample, in the table and in --json.
+func TestBenchLoadProfile(t *testing.T) {
+	root := writeFolder(t, 2, 4)
+	code, out, errs := runCLI(t, "bench", "load", root, "--transform", "train", "--resolution", "32", "--batch", "4", "--workers", "1", "--profile", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var r loadResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Profile == nil || len(r.Profile.Phases) != 4 || r.Profile.MicrosPerItem <= 0 || r.Profile.Clock == "" {
+		t.Fatalf("profile %+v", r.Profile)
+	}
+	code, out, errs = runCLI(t, "bench", "load", root, "--transform", "eval", "--resolution", "32", "--batch", "4", "--profile")
+	if code != 0 || !strings.Contains(out, "crop/resize") || !strings.Contains(out, "images/s per core") {
+		t.Fatalf("exit %d, table:\n%s\n%s", code, out, errs)
+	}
+}
