@@ -31,14 +31,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/internal/sysmem"
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
@@ -107,7 +106,7 @@ type Options struct {
 	// MaxBatchMemory is the most bytes the batches in flight may take
 	// (Prefetch+2 batches of Batch rows at the largest resolution);
 	// Open refuses options above it up front instead of running out of
-	// memory. 0 = half the machine's physical memory.
+	// memory. 0 = half the machine's memory, or its container's (internal/sysmem).
 	MaxBatchMemory int64
 	// CacheDir, if set, keeps the shards (and indexes) of a dataset read
 	// from a storage URL (s3://, gs://, http(s)://) on local disk in that
@@ -231,7 +230,7 @@ func (o *Options) checkMemory() error {
 	}
 	budget, what := o.MaxBatchMemory, "the memory budget"
 	if budget == 0 {
-		budget, what = physicalMemory()/2, "half the machine's memory"
+		budget, what = sysmem.Total()/2, "half the machine's memory"
 	}
 	batches := int64(o.Prefetch + 2)
 	if need := row * int64(o.Batch) * batches; need/batches/int64(o.Batch) != row || need > budget {
@@ -239,23 +238,6 @@ func (o *Options) checkMemory() error {
 			res, o.Batch, batches, float64(row)*float64(o.Batch)*float64(batches)/1e9, what, float64(budget)/1e9)
 	}
 	return nil
-}
-
-// physicalMemory is the machine's memory in bytes (Linux: MemTotal), or 16
-// GiB when it cannot be read.
-func physicalMemory() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				var kb int64
-				if _, err := fmt.Sscan(rest, &kb); err == nil && kb > 0 {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 16 << 30
 }
 
 // Sample is an encoded sample as read from storage.
