@@ -74,6 +74,8 @@ bench: setup build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	# The larger journey: 200 classes x 12 photographs through every room.
 	FASTER_JOURNEY=large FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 60m -run '^TestJourney$$' -v ./cmd/faster
+	# Where a sample's CPU time goes, ours beside torchvision's recipe.
+	bench/run_profile.sh
 
 vet:
 	$(GO) vet ./...
