@@ -54,6 +54,17 @@ type Resizer struct {
 	wq    []int16  // weights rearranged by the SIMD kernels
 	job   simd.Job // kept here so that building it allocates nothing
 	goSrc bool     // always run the Go kernels (tests and benchmarks)
+	key   prepKey  // what the tables h and v were built for
+}
+
+// prepKey is what the weight tables depend on: a resize with the same key
+// as the previous one (the next plane, the next picture of a size)
+// reuses them.
+type prepKey struct {
+	f                  Filter
+	sw, sh, dw, dh, ch int
+	box                Box
+	flip, ok           bool
 }
 
 // Resize resamples all of src into dst, whose Width, Height, Channels,
@@ -146,6 +157,11 @@ func (r *Resizer) resizeGo(dst, src *imgcodec.Image, f Filter, ylo, yhi int) {
 // prepare builds both weight tables for a checked call and returns the
 // span of source rows the output reads.
 func (r *Resizer) prepare(dst, src *imgcodec.Image, box Box, f Filter, flip bool) (ylo, yhi int) {
+	k := prepKey{f, src.Width, src.Height, dst.Width, dst.Height, src.Channels, box, flip, true}
+	if k == r.key {
+		return r.v.span()
+	}
+	r.key = prepKey{}
 	switch f {
 	case Triangle:
 		r.h.triangle(src.Width, box.X0, box.X1, dst.Width)
@@ -165,6 +181,7 @@ func (r *Resizer) prepare(dst, src *imgcodec.Image, box Box, f Filter, flip bool
 		r.h.reverse()
 	}
 	r.acc = grow(r.acc, dst.Width*src.Channels)
+	r.key = k
 	return r.v.span()
 }
 

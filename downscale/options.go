@@ -63,6 +63,15 @@ type Options struct {
 	// resized image goes through a full decode and the exact area filter
 	// (the path equivalent to OpenCV's INTER_AREA).
 	NoScaledDecode bool
+	// RGB resizes every image in RGB, as OpenCV does: decode to RGB, area
+	// resize, convert back for JPEG. Without it a 4:2:0 YCbCr JPEG written
+	// as JPEG (the usual case) is resized in its stored planes instead,
+	// luma at full and chroma at half resolution, and its output written
+	// from the resized planes: no chroma upsampling, colour conversion or
+	// chroma downsampling, within 40 dB PSNR of the RGB path's output
+	// (TestPlanarPSNR). NoScaledDecode and RGB together are the path
+	// equivalent to cv2.imread + cv2.resize(INTER_AREA).
+	RGB bool
 	// Sync makes every output durable (fsync of the file and its folder)
 	// before the next is written. Without it outputs are still written
 	// atomically (temp file + rename) and the whole destination file system

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -34,6 +35,11 @@ type Result struct {
 	BytesOut     int64     `json:"bytes_out"`     // bytes written
 	Seconds      float64   `json:"seconds"`
 	ImagesPerSec float64   `json:"images_per_sec"` // (resized + copied) / seconds
+	// CPUSeconds is the CPU time (user + system) the process spent during
+	// the run, all threads, where the platform reports it (else 0): on a
+	// shared machine, images / CPUSeconds does not count time other
+	// processes took.
+	CPUSeconds float64 `json:"cpu_seconds"`
 }
 
 func (r *Result) add(o *Result) {
@@ -62,7 +68,7 @@ type job struct {
 // cancellation of ctx (the run stops, leaving no partial file). The Result
 // is valid, with the counts so far, even when the error is not nil.
 func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	res := &Result{Failures: []Failure{}}
 	if err := o.Validate(); err != nil {
 		return res, err
@@ -121,6 +127,7 @@ func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
 		err = syncFS(dst)
 	}
 	res.Seconds = time.Since(start).Seconds()
+	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
 	res.ImagesPerSec = float64(res.Resized+res.Copied) / max(res.Seconds, 1e-9)
 	return res, err
 }
@@ -369,6 +376,21 @@ func (w *worker) convert(data []byte, ext string) (out []byte, resized bool, err
 		img.Release()
 		return data, false, nil
 	}
+	if !w.o.RGB && cfg.Format == "jpeg" && cfg.Components == 3 && orientation == 1 && !strings.EqualFold(ext, ".png") {
+		p, err := resize420(&w.rz, data, cfg, ow, oh, w.o)
+		if err == nil {
+			defer p.Release()
+			w.wbuf.Reset()
+			if err := imgcodec.EncodeJPEG420(&w.wbuf, p, w.o.Quality); err != nil {
+				return nil, false, err
+			}
+			return w.wbuf.Bytes(), true, nil
+		}
+		if !errors.Is(err, imgcodec.ErrUnsupported) {
+			return nil, false, err
+		}
+		// Not 4:2:0 YCbCr, or no cgo: the RGB path.
+	}
 	small, err := resize(&w.rz, data, cfg, orientation, ow, oh, w.o)
 	if err != nil {
 		return nil, false, err
@@ -409,4 +431,48 @@ func resize(rz *augment.Resizer, data []byte, cfg imgcodec.Config, orientation, 
 		return nil, err
 	}
 	return small, nil
+}
+
+// resize420 decodes a 4:2:0 YCbCr JPEG into its planes and area-resizes
+// each to the output's: luma to ow x oh, chroma to half that (rounded up)
+// with the same scale factors, so that output chroma sample j still covers
+// output luma [2j, 2j+2). It returns an error wrapping
+// imgcodec.ErrUnsupported, having decoded nothing, for other JPEGs and
+// for those resize would decode DCT-scaled (libjpeg-turbo then upsamples
+// the chroma in its scaled IDCT, so the planes are no longer 4:2:0): the
+// path is for full decodes, ImageNet's sizes. The caller releases the
+// result.
+func resize420(rz *augment.Resizer, data []byte, cfg imgcodec.Config, ow, oh int, o *Options) (*imgcodec.Planar420, error) {
+	d := 1
+	if !o.NoScaledDecode {
+		d = ScaleDenom(cfg.Width, cfg.Height, o.MaxSize)
+	}
+	if d != 1 {
+		return nil, fmt.Errorf("planar path at 1/%d scale: %w", d, imgcodec.ErrUnsupported)
+	}
+	src, err := imgcodec.DecodeJPEG420(data, &imgcodec.DecodeOptions{ScaleDenom: d, MaxPixels: o.MaxPixels})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Release()
+	dst := imgcodec.NewPlanar420(ow, oh)
+	// The exact source box, as in resize: W/d x H/d luma samples.
+	bx, by := float64(cfg.Width)/float64(d), float64(cfg.Height)/float64(d)
+	if err := rz.ResizeBox(&dst.Y, &src.Y, augment.Box{X1: bx, Y1: by}, augment.Area, false); err != nil {
+		dst.Release()
+		return nil, err
+	}
+	// Chroma: the output's cw x ch samples cover 2cw x 2ch output luma,
+	// that is cw*bx/ow x ch*by/oh source chroma samples, which may pass the
+	// picture's chroma by under a sample into the decoder's padding.
+	cw, ch := dst.Cb.Width, dst.Cb.Height
+	box := augment.Box{X1: min(float64(cw)*bx/float64(ow), float64(src.Cb.Width)),
+		Y1: min(float64(ch)*by/float64(oh), float64(src.Cb.Height))}
+	for _, pl := range [][2]*imgcodec.Image{{&dst.Cb, &src.Cb}, {&dst.Cr, &src.Cr}} {
+		if err := rz.ResizeBox(pl[0], pl[1], box, augment.Area, false); err != nil {
+			dst.Release()
+			return nil, err
+		}
+	}
+	return dst, nil
 }

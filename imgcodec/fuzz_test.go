@@ -69,5 +69,20 @@ func FuzzDecode(f *testing.F) {
 			}
 			img.Release()
 		}
+		// The planar path (libjpeg raw data): same error kinds, planes
+		// consistent with the header.
+		p, err := imgcodec.DecodeJPEG420(data, &imgcodec.DecodeOptions{ScaleDenom: o.ScaleDenom, MaxPixels: o.MaxPixels})
+		if err != nil {
+			if !errors.Is(err, imgcodec.ErrCorrupt) && !errors.Is(err, imgcodec.ErrUnsupported) &&
+				!errors.Is(err, imgcodec.ErrTooLarge) && !errors.Is(err, imgcodec.ErrInvalidOptions) {
+				t.Fatalf("planar: error of no documented kind: %v", err)
+			}
+			return
+		}
+		if cerr != nil || p.Y.Width != cfg.Width || p.Y.Height != cfg.Height || p.Cb.Width < (cfg.Width+1)/2 ||
+			p.Cb.Height < (cfg.Height+1)/2 || len(p.Cr.Pix) < (p.Cr.Height-1)*p.Cr.Stride+p.Cr.Width {
+			t.Fatalf("planar: planes %dx%d, %dx%d for config %+v (%v)", p.Y.Width, p.Y.Height, p.Cb.Width, p.Cb.Height, cfg, cerr)
+		}
+		p.Release()
 	})
 }

@@ -21,6 +21,7 @@ type resizeOptions struct {
 	exif           bool
 	nonImages      string
 	noScaledDecode bool
+	rgb            bool
 	fsync          bool
 	json           bool
 }
@@ -56,7 +57,8 @@ Exit status: 0 done; 1 some files failed or an I/O error; 2 usage error;
 		f.IntVar(&o.quality, "quality", 90, "JPEG quality of resized images (1-100)")
 		f.BoolVar(&o.exif, "exif", false, "apply JPEG EXIF orientation before resizing (as cv2.imread does)")
 		f.StringVar(&o.nonImages, "non-images", "copy", "files without an image extension: copy or skip")
-		f.BoolVar(&o.noScaledDecode, "no-scaled-decode", false, "always decode at full size (the exact OpenCV INTER_AREA-equivalent path)")
+		f.BoolVar(&o.noScaledDecode, "no-scaled-decode", false, "always decode at full size (with --rgb: the exact OpenCV INTER_AREA-equivalent path)")
+		f.BoolVar(&o.rgb, "rgb", false, "resize JPEGs in RGB as OpenCV does, not in their stored 4:2:0 YCbCr planes")
 		f.BoolVar(&o.fsync, "fsync", false, "fsync every output file (default: one file-system sync at the end)")
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
 		return c
@@ -89,7 +91,7 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 	defer bar.Done()
 	res, err := downscale.Run(ctx, o.src, o.dst, downscale.Options{
 		MaxSize: o.maxSize, Workers: o.workers, Quality: o.quality, EXIF: o.exif,
-		NonImages: policy, NoScaledDecode: o.noScaledDecode, Sync: o.fsync, Progress: bar,
+		NonImages: policy, NoScaledDecode: o.noScaledDecode, RGB: o.rgb, Sync: o.fsync, Progress: bar,
 	})
 	bar.Done()
 	if err != nil {

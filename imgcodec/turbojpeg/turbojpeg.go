@@ -53,3 +53,20 @@ const MaxScans = 1000
 func PureGo(data []byte, o *Options, alloc Alloc) (Frame, error) {
 	return rawimg.DecodeJPEG(data, o, alloc)
 }
+
+// Planes420 is a 4:2:0 YCbCr JPEG decoded into its planes as stored, no
+// chroma upsampling, no colour conversion (Decode420): luma Y of Width x
+// Height samples (the scaled size, ceil(W/d) x ceil(H/d)) and chroma Cb,
+// Cr of half as many each way, chroma sample (i, j) covering luma
+// [2i, 2i+2) x [2j, 2j+2). Every plane spans whole MCUs: Y Rows rows of
+// YStride bytes, Cb and Cr CRows rows of CStride, the columns and rows past
+// the image being what the encoder padded with, as decoded (the chroma
+// padding is all written, plus one last column and row repeating the one
+// before; the luma padding only partly).
+type Planes420 struct {
+	Width, Height    int
+	Y, Cb, Cr        []byte
+	YStride, CStride int
+	Rows, CRows      int
+	Warning          error
+}

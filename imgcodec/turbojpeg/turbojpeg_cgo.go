@@ -253,6 +253,96 @@ static int fj_decode(const unsigned char *src, unsigned long n, int want_w, int 
 	return r->code;
 }
 
+// fj_decode420 decodes a YCbCr JPEG with 2x2 luma and 1x1 chroma sampling
+// (4:2:0, what cameras and ImageNet mostly store) at 1/denom scale into its
+// planes as stored, without upsampling the chroma or converting colours
+// (libjpeg's raw_data_out): y (y_stride bytes a row) and cb, cr (c_stride)
+// must hold rows MCU rows of 16/denom luma and 8/denom chroma rows each,
+// and y_stride, c_stride the MCU columns' 16/denom and 8/denom samples. Any
+// other sampling or colour space is FJ_UNSUPPORTED, before any output.
+static int fj_decode420(const unsigned char *src, unsigned long n, int want_w, int want_h, int denom,
+		long long max_pixels, int max_scans, int mcu_rows,
+		unsigned char *y, long y_stride, unsigned char *cb, unsigned char *cr, long c_stride, fj_result *r) {
+	struct jpeg_decompress_struct d;
+	fj_err e;
+	fj_progress p;
+	JSAMPROW yr[16], cbr[8], crr[8];
+	JSAMPARRAY planes[3] = {yr, cbr, crr};
+	int i, ly, lc, row;
+
+	memset(&d, 0, sizeof d);
+	fj_setup(&d, &e, &p, r, 0);
+	p.max_scans = max_scans;
+	if (setjmp(e.jb)) {
+		fj_fill_offset(&d, src, n, r);
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	jpeg_create_decompress(&d);
+	d.progress = &p.pub;
+	jpeg_mem_src(&d, src, n);
+	jpeg_read_header(&d, TRUE);
+	fj_fill_header(&d, r);
+	if ((long long)d.image_width * d.image_height > max_pixels) {
+		r->code = FJ_TOO_LARGE;
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	if ((int)d.image_width != want_w || (int)d.image_height != want_h) {
+		r->code = FJ_MISMATCH;
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	if (d.jpeg_color_space != JCS_YCbCr || d.num_components != 3 ||
+	    d.comp_info[0].h_samp_factor != 2 || d.comp_info[0].v_samp_factor != 2 ||
+	    d.comp_info[1].h_samp_factor != 1 || d.comp_info[1].v_samp_factor != 1 ||
+	    d.comp_info[2].h_samp_factor != 1 || d.comp_info[2].v_samp_factor != 1) {
+		r->code = FJ_UNSUPPORTED;
+		snprintf(r->msg, JMSG_LENGTH_MAX, "not a 4:2:0 YCbCr JPEG");
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	d.raw_data_out = TRUE;
+	d.scale_num = 1;
+	d.scale_denom = denom;
+	jpeg_start_decompress(&d);
+	r->out_width = d.output_width;
+	r->out_height = d.output_height;
+	ly = 2 * d.min_DCT_scaled_size; // luma rows per MCU row
+	lc = d.min_DCT_scaled_size;
+	if (d.comp_info[1].DCT_scaled_size != lc || d.comp_info[2].DCT_scaled_size != lc) {
+		// Scaled, libjpeg-turbo upsamples chroma in its IDCT instead.
+		r->code = FJ_UNSUPPORTED;
+		snprintf(r->msg, JMSG_LENGTH_MAX, "raw decode at 1/%d: chroma scaled apart", denom);
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	if (ly * denom != 16 || (int)((d.output_height + ly - 1) / ly) > mcu_rows) {
+		r->code = FJ_ERROR;
+		snprintf(r->msg, JMSG_LENGTH_MAX, "raw decode: %d rows per MCU row at 1/%d", ly, denom);
+		jpeg_destroy_decompress(&d);
+		return r->code;
+	}
+	for (row = 0; d.output_scanline < d.output_height; row++) {
+		for (i = 0; i < ly; i++) yr[i] = y + ((long)row * ly + i) * y_stride;
+		for (i = 0; i < lc; i++) {
+			cbr[i] = cb + ((long)row * lc + i) * c_stride;
+			crr[i] = cr + ((long)row * lc + i) * c_stride;
+		}
+		if (jpeg_read_raw_data(&d, planes, ly) == 0) {
+			r->code = FJ_ERROR;
+			snprintf(r->msg, JMSG_LENGTH_MAX, "decoder returned no rows");
+			fj_fill_offset(&d, src, n, r);
+			jpeg_destroy_decompress(&d);
+			return r->code;
+		}
+	}
+	jpeg_finish_decompress(&d);
+	fj_fill_offset(&d, src, n, r);
+	jpeg_destroy_decompress(&d);
+	return r->code;
+}
+
 typedef struct {
 	struct jpeg_error_mgr pub;
 	jmp_buf jb;
@@ -307,11 +397,77 @@ static int fj_encode(const unsigned char *pix, int w, int h, int ch, long stride
 	jpeg_destroy_compress(&c);
 	return 0;
 }
+// fj_encode420 compresses planes as stored: y (w x h, y_stride bytes a
+// row) and cb, cr (ceil(w/2) x ceil(h/2), c_stride) into a baseline 4:2:0
+// JPEG (libjpeg's raw_data_in, no colour conversion or downsampling), in
+// a malloc'd *out as fj_encode. Each MCU row is copied into scratch rows
+// padded as libjpeg pads its own input: the last column and the last row
+// repeated.
+static int fj_encode420(const unsigned char *y, long y_stride, const unsigned char *cb, const unsigned char *cr,
+		long c_stride, int w, int h, int quality, unsigned char **out, unsigned long *outlen, char *msg) {
+	struct jpeg_compress_struct c;
+	fj_cerr e;
+	JSAMPARRAY sy, scb, scr;
+	JSAMPARRAY planes[3];
+	int cw = (w + 1) / 2, ch = (h + 1) / 2, pw, row, i, k;
+
+	memset(&c, 0, sizeof c);
+	*out = NULL;
+	*outlen = 0;
+	c.err = jpeg_std_error(&e.pub);
+	e.pub.error_exit = fj_cerror_exit;
+	e.pub.emit_message = fj_cemit;
+	if (setjmp(e.jb)) {
+		jpeg_destroy_compress(&c);
+		if (*out != NULL) free(*out);
+		*out = NULL;
+		memcpy(msg, e.msg, JMSG_LENGTH_MAX);
+		return 1;
+	}
+	jpeg_create_compress(&c);
+	jpeg_mem_dest(&c, out, outlen);
+	c.image_width = w;
+	c.image_height = h;
+	c.input_components = 3;
+	c.in_color_space = JCS_YCbCr;
+	jpeg_set_defaults(&c); // YCbCr, 2x2 1x1 1x1: 4:2:0
+	jpeg_set_quality(&c, quality, TRUE);
+	c.raw_data_in = TRUE;
+	jpeg_start_compress(&c, TRUE);
+	pw = (w + 15) / 16 * 16;
+	sy = (*c.mem->alloc_sarray)((j_common_ptr)&c, JPOOL_IMAGE, pw, 16);
+	scb = (*c.mem->alloc_sarray)((j_common_ptr)&c, JPOOL_IMAGE, pw / 2, 8);
+	scr = (*c.mem->alloc_sarray)((j_common_ptr)&c, JPOOL_IMAGE, pw / 2, 8);
+	planes[0] = sy;
+	planes[1] = scb;
+	planes[2] = scr;
+	for (row = 0; c.next_scanline < c.image_height; row++) {
+		for (i = 0; i < 16; i++) {
+			int yy = row * 16 + i < h ? row * 16 + i : h - 1;
+			memcpy(sy[i], y + (long)yy * y_stride, w);
+			memset(sy[i] + w, sy[i][w - 1], pw - w);
+		}
+		for (i = 0; i < 8; i++) {
+			int yy = row * 8 + i < ch ? row * 8 + i : ch - 1;
+			memcpy(scb[i], cb + (long)yy * c_stride, cw);
+			memcpy(scr[i], cr + (long)yy * c_stride, cw);
+			for (k = cw; k < pw / 2; k++) {
+				scb[i][k] = scb[i][cw - 1];
+				scr[i][k] = scr[i][cw - 1];
+			}
+		}
+		jpeg_write_raw_data(&c, planes, 16);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	return 0;
+}
 */
 import "C"
 
 import (
 	"fmt"
+	"image"
 	"io"
 	"unsafe"
 
@@ -404,39 +560,137 @@ func decode(data []byte, o *Options, h Header, alloc Alloc) (Frame, error) {
 		C.int(d), C.int(gray), C.int(rect.Min.X), C.int(rect.Min.Y), C.int(rect.Dx()), C.int(rect.Dy()),
 		C.longlong(limit), C.int(allow), C.int(MaxScans),
 		(*C.uchar)(unsafe.Pointer(&f.Pix[0])), C.long(f.Stride), &r)
+	if err := resultError(&r, data, o, rect); err != nil {
+		return Frame{}, err
+	}
+	f.Warning = warning(&r, data)
+	return f, nil
+}
+
+// resultError maps the wrapper's result code to an error (nil for FJ_OK).
+func resultError(r *C.fj_result, data []byte, o *Options, rect image.Rectangle) error {
 	msg := C.GoString(&r.msg[0])
 	switch r.code {
 	case C.FJ_OK:
+		return nil
 	case C.FJ_MISMATCH:
-		return Frame{}, mismatch(headerOf(&r))
+		return mismatch(headerOf(r))
 	case C.FJ_TRUNCATED:
-		return Frame{}, rawimg.Truncated("jpeg", int64(r.offset), msg)
+		return rawimg.Truncated("jpeg", int64(r.offset), msg)
 	case C.FJ_TOO_LARGE:
-		return Frame{}, o.CheckPixels("jpeg", int(r.width), int(r.height))
+		return o.CheckPixels("jpeg", int(r.width), int(r.height))
 	case C.FJ_BAD_CROP:
-		return Frame{}, fmt.Errorf("jpeg: crop %v outside the %dx%d output: %w", rect, r.out_width, r.out_height, rawimg.ErrInvalidOptions)
+		return fmt.Errorf("jpeg: crop %v outside the %dx%d output: %w", rect, r.out_width, r.out_height, rawimg.ErrInvalidOptions)
 	case C.FJ_UNSUPPORTED:
-		return Frame{}, fmt.Errorf("jpeg: %s: %w", msg, rawimg.ErrUnsupported)
-	default:
-		switch r.msg_code {
-		case C.JERR_BAD_PRECISION, C.JERR_ARITH_NOTIMPL, C.JERR_NOT_COMPILED, C.JERR_CONVERSION_NOTIMPL:
-			return Frame{}, fmt.Errorf("jpeg: %s: %w", msg, rawimg.ErrUnsupported)
-		}
-		if r.truncated != 0 {
-			// The data ran out and libjpeg then failed: truncation.
-			return Frame{}, rawimg.Truncated("jpeg", int64(len(data)), msg)
-		}
-		return Frame{}, &rawimg.CorruptError{Format: "jpeg", Offset: int64(r.offset), Err: fmt.Errorf("%s", msg)}
+		return fmt.Errorf("jpeg: %s: %w", msg, rawimg.ErrUnsupported)
 	}
-	if r.warnings > 0 {
-		w := C.GoString(&r.warn[0])
-		if r.truncated != 0 {
-			f.Warning = rawimg.Truncated("jpeg", int64(len(data)), w)
-		} else {
-			f.Warning = &rawimg.CorruptError{Format: "jpeg", Offset: -1, Err: fmt.Errorf("%s", w)}
-		}
+	switch r.msg_code {
+	case C.JERR_BAD_PRECISION, C.JERR_ARITH_NOTIMPL, C.JERR_NOT_COMPILED, C.JERR_CONVERSION_NOTIMPL:
+		return fmt.Errorf("jpeg: %s: %w", msg, rawimg.ErrUnsupported)
 	}
-	return f, nil
+	if r.truncated != 0 {
+		// The data ran out and libjpeg then failed: truncation.
+		return rawimg.Truncated("jpeg", int64(len(data)), msg)
+	}
+	return &rawimg.CorruptError{Format: "jpeg", Offset: int64(r.offset), Err: fmt.Errorf("%s", msg)}
+}
+
+// warning is the Frame.Warning of a decode that succeeded.
+func warning(r *C.fj_result, data []byte) error {
+	if r.warnings == 0 {
+		return nil
+	}
+	w := C.GoString(&r.warn[0])
+	if r.truncated != 0 {
+		return rawimg.Truncated("jpeg", int64(len(data)), w)
+	}
+	return &rawimg.CorruptError{Format: "jpeg", Offset: -1, Err: fmt.Errorf("%s", w)}
+}
+
+// Decode420 decodes a 4:2:0 YCbCr JPEG into its planes as stored (see
+// Planes420), into one buffer from alloc. Other JPEGs are ErrUnsupported;
+// o may set only ScaleDenom and MaxPixels.
+func Decode420(data []byte, o *Options, alloc Alloc) (Planes420, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Gray || !o.Crop.Empty() || o.AllowTruncated {
+		return Planes420{}, fmt.Errorf("jpeg: planar decode: gray, crop or truncated data: %w", rawimg.ErrInvalidOptions)
+	}
+	h, err := DecodeHeader(data)
+	if err != nil {
+		return Planes420{}, err
+	}
+	if h.Components != 3 || h.ColorSpace != rawimg.ColorYCbCr {
+		return Planes420{}, fmt.Errorf("jpeg: planar decode of a %d-component JPEG: %w", h.Components, rawimg.ErrUnsupported)
+	}
+	for try := 0; ; try++ {
+		p, err := decode420(data, o, h, alloc)
+		if m, ok := err.(mismatch); ok && try == 0 {
+			h = Header(m)
+			continue
+		}
+		return p, err
+	}
+}
+
+func decode420(data []byte, o *Options, h Header, alloc Alloc) (Planes420, error) {
+	if err := o.CheckPixels("jpeg", h.Width, h.Height); err != nil {
+		return Planes420{}, err
+	}
+	d, _, err := o.Region(h.Width, h.Height)
+	if err != nil {
+		return Planes420{}, err
+	}
+	limit := o.MaxPixels
+	if limit <= 0 {
+		limit = rawimg.DefaultMaxPixels
+	}
+	mx, my := (h.Width+15)/16, (h.Height+15)/16 // MCU columns and rows
+	// Chroma: one column and one row more than the MCUs hold, filled
+	// below by repeating the last, so that a resize whose box passes the
+	// padded edge by less than a sample still reads inside the plane.
+	p := Planes420{Width: (h.Width + d - 1) / d, Height: (h.Height + d - 1) / d,
+		YStride: mx * 16 / d, CStride: mx*8/d + 1, Rows: my * 16 / d, CRows: my*8/d + 1}
+	ny, nc := p.YStride*p.Rows, p.CStride*p.CRows
+	buf := alloc(ny + 2*nc)
+	p.Y, p.Cb, p.Cr = buf[:ny:ny], buf[ny:ny+nc:ny+nc], buf[ny+nc:]
+	var r C.fj_result
+	C.fj_decode420((*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), C.int(h.Width), C.int(h.Height),
+		C.int(d), C.longlong(limit), C.int(MaxScans), C.int(my),
+		(*C.uchar)(unsafe.Pointer(&p.Y[0])), C.long(p.YStride), (*C.uchar)(unsafe.Pointer(&p.Cb[0])),
+		(*C.uchar)(unsafe.Pointer(&p.Cr[0])), C.long(p.CStride), &r)
+	if err := resultError(&r, data, o, image.Rectangle{}); err != nil {
+		return Planes420{}, err
+	}
+	p.Warning = warning(&r, data)
+	for _, c := range [][]byte{p.Cb, p.Cr} {
+		for y := 0; y < p.CRows-1; y++ {
+			c[y*p.CStride+p.CStride-1] = c[y*p.CStride+p.CStride-2]
+		}
+		copy(c[(p.CRows-1)*p.CStride:], c[(p.CRows-2)*p.CStride:(p.CRows-1)*p.CStride])
+	}
+	return p, nil
+}
+
+// Encode420 writes planes as stored into a baseline 4:2:0 JPEG of the given
+// quality (1-100): y is w x h (yStride bytes a row), cb and cr
+// ceil(w/2) x ceil(h/2) (cStride). No colour conversion or chroma
+// downsampling is done: the planes are the JPEG's.
+func Encode420(wr io.Writer, y []byte, yStride int, cb, cr []byte, cStride, w, h, quality int) error {
+	if err := checkEncode420(y, yStride, cb, cr, cStride, w, h, quality); err != nil {
+		return err
+	}
+	var out *C.uchar
+	var n C.ulong
+	var msg [C.JMSG_LENGTH_MAX]C.char
+	if C.fj_encode420((*C.uchar)(unsafe.Pointer(&y[0])), C.long(yStride), (*C.uchar)(unsafe.Pointer(&cb[0])),
+		(*C.uchar)(unsafe.Pointer(&cr[0])), C.long(cStride), C.int(w), C.int(h), C.int(quality), &out, &n, &msg[0]) != 0 {
+		return fmt.Errorf("jpeg: encode: %s", C.GoString(&msg[0]))
+	}
+	defer C.free(unsafe.Pointer(out))
+	_, err := wr.Write(unsafe.Slice((*byte)(unsafe.Pointer(out)), int(n)))
+	return err
 }
 
 // Encode writes pix (w x h, 1 or 3 channels, stride bytes per row) as a

@@ -3,6 +3,7 @@
 package turbojpeg
 
 import (
+	"fmt"
 	"image"
 	"image/jpeg"
 	"io"
@@ -46,4 +47,17 @@ func Encode(wr io.Writer, pix []byte, w, h, channels, stride, quality int) error
 		img = rgba
 	}
 	return jpeg.Encode(wr, img, &jpeg.Options{Quality: quality})
+}
+
+// Decode420 needs libjpeg's raw data output: ErrUnsupported without cgo.
+func Decode420(data []byte, o *Options, alloc Alloc) (Planes420, error) {
+	return Planes420{}, fmt.Errorf("jpeg: planar decode (pure-go build): %w", rawimg.ErrUnsupported)
+}
+
+// Encode420 needs libjpeg's raw data input: ErrUnsupported without cgo.
+func Encode420(wr io.Writer, y []byte, yStride int, cb, cr []byte, cStride, w, h, quality int) error {
+	if err := checkEncode420(y, yStride, cb, cr, cStride, w, h, quality); err != nil {
+		return err
+	}
+	return fmt.Errorf("jpeg: planar encode (pure-go build): %w", rawimg.ErrUnsupported)
 }

@@ -10,8 +10,15 @@
 // split as lo + hi<<15 and the two sums joined in 32 bits; every sum is the
 // one the Go kernel forms, modulo 2^32 as Go's int32 wraps.
 //
+// One channel with at most four taps (a plane under the area filter): four
+// outputs per step, their source bytes gathered into one vector, pmaddwd
+// and phaddd.
+//
 // Vertical pass: taps outer and row samples inner, into a block of 32-bit
-// accumulators, which the C compiler vectorises.
+// accumulators, which the C compiler vectorises; for the area filter's
+// 16-bit intermediate, whose weights fit int16, pairs of rows are
+// interleaved and multiplied by pmaddwd over all of an output row's taps,
+// 16 samples at a time in registers.
 //
 // The kernels are C (resize.c, kern.h) compiled once for SSSE3 and once for
 // AVX2 and chosen at run time from CPUID; neither is needed to build. Resize

@@ -87,6 +87,19 @@ static int prepWeights(job *j) {
 	return 1;
 }
 
+// vfits16 reports whether the vertical pass may use vpassw: a 16-bit
+// intermediate (whose samples the horizontal pass clamps to hmax <= 32767)
+// and vertical weights that all fit int16.
+static int vfits16(const job *j) {
+	if (!j->wide || j->hmax > 32767)
+		return 0;
+	long nw = (long)j->dstH * j->vk;
+	for (long i = 0; i < nw; i++)
+		if (j->vw[i] < -32768 || j->vw[i] > 32767)
+			return 0;
+	return 1;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -141,10 +154,16 @@ int faster_resize(job *j) {
 		return 0;
 	if (level == 2) {
 		hpass_avx2(j);
-		vpass_avx2(j);
+		if (vfits16(j))
+			vpassw_avx2(j);
+		else
+			vpass_avx2(j);
 	} else {
 		hpass_ssse3(j);
-		vpass_ssse3(j);
+		if (vfits16(j))
+			vpassw_ssse3(j);
+		else
+			vpass_ssse3(j);
 	}
 	return 1;
 }
@@ -157,6 +176,7 @@ int faster_resize(job *j) {
 	(void)j;
 	(void)prepWeights;
 	(void)hscalar;
+	(void)vfits16;
 	return 0;
 }
 
