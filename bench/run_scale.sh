@@ -122,6 +122,10 @@ g = s["BenchmarkScaleListImageFolder"]
 tv = json.load(open(os.path.join(out, "list_tv.json")))
 print("| listing a 1.28M-file ImageFolder: faster `source.OpenImageFolder` (stats every file) | %s files | %.0f B kept | %s | %.1f s CPU (%.1f s wall) |"
       % (f"{int(g['files']):,}", g["kept-B/file"], mem(g["kept-B/file"], g["files"]), g["cpu-s"], g["wall-s"]))
+g = s.get("BenchmarkScaleListImageFolderNoStat")
+if g:
+    print("| listing it as the loader does: `source.ListImageFolder` (no stat a file) | %s files | %.0f B kept | %s | %.1f s CPU (%.1f s wall) |"
+          % (f"{int(g['files']):,}", g["kept-B/file"], mem(g["kept-B/file"], g["files"]), g["cpu-s"], g["wall-s"]))
 print("| listing the same tree: torchvision `datasets.ImageFolder` | %s files | %.0f B kept | %s | %.1f s CPU (%.1f s wall) |"
       % (f"{tv['files']:,}", tv["kept_bytes_per_file"], mem(tv["kept_bytes_per_file"], tv["files"]), tv["cpu_s"], tv["wall_s"]))
 runs = [list(map(float, x.split())) for x in open(os.path.join(out, "pack.txt")) if x.strip()]

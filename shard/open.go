@@ -110,7 +110,7 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	if files != nil {
 		return openShards(ctx, localFiles{}, files, opts)
 	}
-	src, err := source.OpenImageFolder(path)
+	src, err := source.ListImageFolder(path) // no stat a file: the loader reads each whole
 	if err != nil {
 		return nil, err
 	}

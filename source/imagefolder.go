@@ -32,8 +32,17 @@ type ImageFolder struct {
 	ignored []string // files in class folders without an image extension
 }
 
-// OpenImageFolder lists the dataset under root.
-func OpenImageFolder(root string) (*ImageFolder, error) {
+// OpenImageFolder lists the dataset under root, each item with its file's
+// size (one stat a file: the packer plans and fingerprints with them).
+func OpenImageFolder(root string) (*ImageFolder, error) { return openImageFolder(root, true) }
+
+// ListImageFolder lists the dataset under root as OpenImageFolder does
+// (the same items, labels and order) without a stat of every file, as
+// torchvision's ImageFolder does not: Item.Size is 0. A loader, which
+// reads each file whole when it loads it, needs no more.
+func ListImageFolder(root string) (*ImageFolder, error) { return openImageFolder(root, false) }
+
+func openImageFolder(root string, sizes bool) (*ImageFolder, error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil, err
@@ -50,28 +59,31 @@ func OpenImageFolder(root string) (*ImageFolder, error) {
 	}
 	for label, class := range d.classes {
 		var files []string
-		if err := walkFiles(filepath.Join(root, class), nil, &files); err != nil {
+		nested, err := walkFiles(filepath.Join(root, class), nil, &files)
+		if err != nil {
 			return nil, err
 		}
-		// torchvision sorts os.walk's (dir, subdirs, files) tuples, which
-		// orders directories by their path string, then sorts each
-		// directory's file names: sort by (directory, name) to match.
-		slices.SortFunc(files, func(a, b string) int {
-			if c := strings.Compare(filepath.Dir(a), filepath.Dir(b)); c != 0 {
-				return c
-			}
-			return strings.Compare(filepath.Base(a), filepath.Base(b))
-		})
+		// torchvision's order (sortWalked); a folder without subfolders is
+		// in it already (os.ReadDir sorts by name).
+		if nested {
+			sortWalked(files)
+		}
+		prefix := filepath.Clean(root) + string(filepath.Separator) // walked paths are Joins of it
 		for _, p := range files {
-			rel, _ := filepath.Rel(root, p)
+			rel, ok := strings.CutPrefix(p, prefix)
+			if !ok {
+				rel, _ = filepath.Rel(root, p)
+			}
 			rel = filepath.ToSlash(rel)
 			if !IsImageName(p) {
 				d.ignored = append(d.ignored, rel)
 				continue
 			}
 			var size int64
-			if st, err := os.Stat(p); err == nil {
-				size = st.Size()
+			if sizes {
+				if st, err := os.Stat(p); err == nil {
+					size = st.Size()
+				}
 			}
 			d.items = append(d.items, Item{Key: rel, Label: label, Size: size})
 		}
@@ -85,32 +97,46 @@ func OpenImageFolder(root string) (*ImageFolder, error) {
 // regular file, a symlink to one, a dangling symlink, a FIFO) is a file.
 // Unlike os.walk it never enters a directory that is already on the path
 // from the class folder (a symlink loop). ancestors holds that path.
-func walkFiles(dir string, ancestors []fs.FileInfo, out *[]string) error {
+// It reports whether dir held a directory (then out needs sortWalked).
+func walkFiles(dir string, ancestors []fs.FileInfo, out *[]string) (nested bool, _ error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, a := range ancestors {
 		if os.SameFile(a, st) {
-			return nil // a loop: this directory is being walked already
+			return false, nil // a loop: this directory is being walked already
 		}
 	}
 	ancestors = append(ancestors, st)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		if e.IsDir() || e.Type()&fs.ModeSymlink != 0 && isDir(p) {
-			if err := walkFiles(p, ancestors, out); err != nil {
-				return err
+			nested = true
+			if _, err := walkFiles(p, ancestors, out); err != nil {
+				return nested, err
 			}
 			continue
 		}
 		*out = append(*out, p)
 	}
-	return nil
+	return nested, nil
+}
+
+// sortWalked puts files in torchvision's order: it sorts os.walk's (dir,
+// subdirs, files) tuples, which orders directories by their path string,
+// then sorts each directory's file names: sort by (directory, name).
+func sortWalked(files []string) {
+	slices.SortFunc(files, func(a, b string) int {
+		if c := strings.Compare(filepath.Dir(a), filepath.Dir(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(filepath.Base(a), filepath.Base(b))
+	})
 }
 
 func isDir(p string) bool {

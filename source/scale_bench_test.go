@@ -15,7 +15,13 @@ import (
 // with OpenImageFolder, as a loader does before its first epoch: wall and
 // CPU seconds, CPU ns per file, and the heap the listing keeps (after a
 // GC, with the ImageFolder alive) and allocated, per file.
-func BenchmarkScaleListImageFolder(b *testing.B) {
+func BenchmarkScaleListImageFolder(b *testing.B) { benchList(b, OpenImageFolder) }
+
+// BenchmarkScaleListImageFolderNoStat is the same with ListImageFolder,
+// the loader's listing (no stat a file, as torchvision).
+func BenchmarkScaleListImageFolderNoStat(b *testing.B) { benchList(b, ListImageFolder) }
+
+func benchList(b *testing.B, open func(string) (*ImageFolder, error)) {
 	root := os.Getenv("FASTER_SCALE_TREE")
 	if root == "" {
 		b.Skip("FASTER_SCALE_TREE not set (bench/run_scale.sh)")
@@ -28,7 +34,7 @@ func BenchmarkScaleListImageFolder(b *testing.B) {
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
 		t0, c0 := time.Now(), cpuNow()
-		d, err := OpenImageFolder(root)
+		d, err := open(root)
 		if err != nil {
 			b.Fatal(err)
 		}
