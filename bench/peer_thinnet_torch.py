@@ -12,8 +12,14 @@ PyTorch's fastest path. Prints a JSON summary with the same keys as
 
 --ddp N runs N processes of torch DistributedDataParallel over gloo
 (--threads split between them; rank r trains on part r of each global
-batch, as `faster train --strategy ddp` does); --amp runs the forward pass
-under torch.autocast("cpu", dtype=torch.bfloat16).
+batch, as `faster train --strategy ddp` does); --rank R --world W runs
+this process as rank R of W instead (MASTER_ADDR and MASTER_PORT from the
+environment, --threads its own: one process per machine); --bucket-kb sets
+DDP's bucket_cap_mb; --time-allreduce N times, after training, N rounds of
+a step's all-reduces alone (DDP's buckets, issued at once as its reducer
+does, no compute) and reports them, with the buckets and DDP's own logged
+backward/communication times, under "ddp" as `faster train --json` does;
+--amp runs the forward pass under torch.autocast("cpu", dtype=torch.bfloat16).
 
 The fast recipe, flag by flag as `faster train` (--recipe fast sets them
 where not given): --schedule onecycle (torch.optim.lr_scheduler.OneCycleLR,
@@ -107,6 +113,10 @@ def main():
     ap.add_argument("--ddp", type=int, default=0, help="processes of DistributedDataParallel (gloo)")
     ap.add_argument("--amp", action="store_true", help="bf16 autocast")
     ap.add_argument("--port", type=int, default=29533)
+    ap.add_argument("--rank", type=int, default=-1, help="this process's rank of --world (one process per machine)")
+    ap.add_argument("--world", type=int, default=0)
+    ap.add_argument("--bucket-kb", type=int, default=0, help="DDP bucket_cap_mb in KiB (0: torch's 25 MiB)")
+    ap.add_argument("--time-allreduce", type=int, default=0, help="after training, time N rounds of a step's all-reduces alone")
     ap.add_argument("--filters", default="32,64,128", help="ThinNet's stage widths")
     ap.add_argument("--recipe", default="", choices=["", "fast"])
     ap.add_argument("--schedule", default=None, choices=["constant", "onecycle"])
@@ -134,25 +144,28 @@ def main():
     for k, v in plain.items():
         if getattr(a, k) is None:
             setattr(a, k, v)
-    if a.ddp > 1:
+    if a.rank >= 0:
+        run(a.rank, a)
+    elif a.ddp > 1:
         mp.spawn(run, args=(a,), nprocs=a.ddp)
     else:
         run(0, a)
 
 
 def run(rank, a):
-    world = max(a.ddp, 1)
+    world = a.world if a.rank >= 0 else max(a.ddp, 1)
     if world > 1:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(a.port))
         dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.set_num_threads(max(1, a.threads // world))
+    torch.set_num_threads(a.threads if a.rank >= 0 else max(1, a.threads // world))
     torch.manual_seed(a.seed)
     xtr, ytr = load(a.data, "train", a.limit)
     xte, yte = load(a.data, "t10k", a.test_limit)
     filters = [int(f) for f in a.filters.split(",")]
     model = thinnet(filters=filters, blocks=[2] * len(filters))
-    net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    ddp_kw = {"bucket_cap_mb": a.bucket_kb / 1024} if a.bucket_kb > 0 else {}
+    net = torch.nn.parallel.DistributedDataParallel(model, **ddp_kw) if world > 1 else model
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay,
                           nesterov=a.nesterov)
     loss_fn = nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
@@ -246,8 +259,26 @@ def run(rank, a):
         images += n * a.batch
         per_epoch.append({"epoch": epoch + 1, "train_loss": tot / max(n, 1), "test_accuracy": acc, "resolution": side,
                           "images": n * a.batch, "seconds": dt, "images_per_sec": n * a.batch / max(dt, 1e-9)})
+    comm = None
+    if world > 1:
+        ld = net._get_ddp_logging_data()
+        sizes = [int(v) for v in str(ld.get("rebuilt_bucket_sizes") or ld.get("bucket_sizes", "")).replace(",", " ").split()]
+        comm = {"bucket_bytes": sizes, "steps": gstep,
+                # DDP's logger, over the iterations it samples (the first ten, then every 100th), in ns.
+                "logged_avg_backward_compute_ns": ld.get("avg_backward_compute_time"),
+                "logged_avg_backward_comm_ns": ld.get("avg_backward_comm_time"),
+                "logged_avg_backward_compute_comm_overlap_ns": ld.get("avg_backward_compute_comm_overlap_time")}
+        if a.time_allreduce > 0:
+            bufs = [torch.zeros(n // 4) for n in sizes]  # float32 gradients
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(a.time_allreduce):
+                for w in [dist.all_reduce(b, async_op=True) for b in bufs]:
+                    w.wait()
+            comm["allreduce_alone_seconds_per_step"] = (time.perf_counter() - t0) / a.time_allreduce
+            comm["allreduce_alone_rounds"] = a.time_allreduce
     if rank == 0:
-        print(json.dumps({"model": "thinnet", "backend": "pytorch-%s" % torch.__version__, "threads": a.threads,
+        print(json.dumps({"model": "thinnet", "ddp": comm, "backend": "pytorch-%s" % torch.__version__, "threads": a.threads,
                           "strategy": "ddp" if world > 1 else "single", "world_size": world, "amp": a.amp,
                           "batch": a.batch, "lr": a.lr, "epochs": a.epochs, "images": images, "seconds": seconds,
                           "images_per_sec": images / seconds, "test_accuracy": acc,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/faster-training/faster/collective"
 )
@@ -218,12 +219,29 @@ type distributed struct {
 	jobs     chan *bucket
 	exited   chan struct{}
 	all      []*Param // networks that do not report gradients layer by layer
+	stats    CommStats
 }
 
 type bucket struct {
 	params []*Param
 	flat   []float32
 	done   chan error
+	took   time.Duration // of its last all-reduce, written before done
+}
+
+// CommStats are the gradient communication of a rank's distributed steps
+// so far (Trainer.CommStats).
+type CommStats struct {
+	Steps int
+	// Buckets are the bytes of each bucket of the last step, in the order
+	// they were sent (the backward pass's).
+	Buckets []int
+	// AllReduce is the time the buckets' all-reduces took, summed over
+	// buckets and steps (they run beside the backward pass).
+	AllReduce time.Duration
+	// Exposed is the time the steps waited for the all-reduces once their
+	// backward pass had ended: the communication not hidden behind it.
+	Exposed time.Duration
 }
 
 // DefaultBucketBytes is the gradient bucket size of Distribute when none
@@ -259,7 +277,10 @@ func (t *Trainer) Distribute(comm collective.Comm, bucketBytes int) error {
 	go func() {
 		defer close(d.exited)
 		for b := range d.jobs {
-			b.done <- grads.AllReduceF32(b.flat)
+			start := time.Now()
+			err := grads.AllReduceF32(b.flat)
+			b.took = time.Since(start)
+			b.done <- err
 		}
 	}()
 	if seq, ok := t.Net.(*Sequential); ok {
@@ -320,6 +341,7 @@ func (d *distributed) flush() {
 // do not report them layer by layer), waits for every bucket and copies
 // the sums back into the gradients.
 func (d *distributed) finish() error {
+	start := time.Now()
 	if d.all != nil {
 		d.ready(d.all)
 	}
@@ -328,8 +350,13 @@ func (d *distributed) finish() error {
 	}
 	d.flush()
 	var errs []error
+	d.stats.Steps++
+	d.stats.Buckets = d.stats.Buckets[:0]
 	for _, b := range d.buckets {
-		if err := <-b.done; err != nil {
+		err := <-b.done
+		d.stats.AllReduce += b.took
+		d.stats.Buckets = append(d.stats.Buckets, 4*len(b.flat))
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -338,10 +365,44 @@ func (d *distributed) finish() error {
 			off += copy(p.Grad, b.flat[off:off+len(p.Grad)])
 		}
 	}
+	d.stats.Exposed += time.Since(start)
 	if len(errs) > 0 {
 		return fmt.Errorf("train: gradient all-reduce: %w", errs[0])
 	}
 	return nil
+}
+
+// CommStats reports the gradient communication of the distributed steps
+// trained so far; zero without Distribute.
+func (t *Trainer) CommStats() CommStats {
+	if t.dist == nil {
+		return CommStats{}
+	}
+	s := t.dist.stats
+	s.Buckets = slices.Clone(s.Buckets)
+	return s
+}
+
+// AllReduceGrads all-reduces the current gradients as a step does — the
+// same buckets, sent in the order of the backward pass, the sums copied
+// back — with no forward or backward pass: a step's communication alone,
+// to time it. Every rank must call it; it does not count in CommStats.
+func (t *Trainer) AllReduceGrads() error {
+	d := t.dist
+	if d == nil {
+		return errors.New("train: AllReduceGrads without Distribute")
+	}
+	saved := d.stats
+	defer func() { d.stats = saved }()
+	d.begin()
+	if seq, ok := t.Net.(*Sequential); ok && d.all == nil {
+		for i := len(seq.Layers) - 1; i >= 0; i-- { // Sequential.Backward's order
+			if ps := seq.Layers[i].Params(); len(ps) > 0 {
+				d.ready(ps)
+			}
+		}
+	}
+	return d.finish()
 }
 
 func (d *distributed) close() {

@@ -297,3 +297,82 @@ func (s *failingStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.
 		}
 	}
 }
+
+// CommStats counts a rank's steps and their buckets; AllReduceGrads sums
+// the current gradients over the ranks in the same buckets without a
+// forward or backward pass, and leaves CommStats as it was.
+func TestCommStatsAndAllReduceGrads(t *testing.T) {
+	const n = 2
+	comms := collective.NewLocal(n)
+	defer func() {
+		for _, c := range comms {
+			c.Close()
+		}
+	}()
+	stats := make([]train.CommStats, n)
+	after := make([]train.CommStats, n)
+	grads := make([][][]float32, n)
+	params := 0
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			b := train.NewReference(train.BackendOptions{Threads: 1})
+			defer b.Close()
+			net, err := train.NewThinNet(b, toyNet, 5)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer net.Close()
+			tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 12, 3)
+			defer tr.Close()
+			if errs[r] = tr.Distribute(comms[r], 1024); errs[r] != nil {
+				return
+			}
+			if _, errs[r] = tr.TrainEpoch(context.Background(), toyData(48, 6), nil); errs[r] != nil {
+				return
+			}
+			stats[r] = tr.CommStats()
+			for _, p := range net.Params() {
+				for j := range p.Grad {
+					p.Grad[j] = float32(r + 1)
+				}
+				if r == 0 {
+					params += len(p.Grad)
+				}
+			}
+			if errs[r] = tr.AllReduceGrads(); errs[r] != nil {
+				return
+			}
+			after[r] = tr.CommStats()
+			for _, p := range net.Params() {
+				grads[r] = append(grads[r], p.Grad)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for r := range n {
+		s := stats[r]
+		sum := 0
+		for _, b := range s.Buckets {
+			sum += b
+		}
+		if s.Steps != 4 || len(s.Buckets) < 2 || sum != 4*params || s.AllReduce <= 0 || s.Exposed <= 0 {
+			t.Errorf("rank %d: %+v; want 4 steps, buckets of %d bytes in all", r, s, 4*params)
+		}
+		if after[r].Steps != s.Steps || after[r].AllReduce != s.AllReduce {
+			t.Errorf("rank %d: AllReduceGrads changed CommStats: %+v, then %+v", r, s, after[r])
+		}
+		for _, g := range grads[r] {
+			for _, v := range g {
+				if v != 3 {
+					t.Fatalf("rank %d: a gradient is %g after AllReduceGrads, want 1+2", r, v)
+				}
+			}
+		}
+	}
+}

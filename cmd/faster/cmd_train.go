@@ -86,6 +86,7 @@ type trainOptions struct {
 	zeroGrad  bool
 	bucketKB  int
 	timeout   time.Duration
+	timeAR    int      // --time-allreduce
 	argv      []string // the flags as given, for the launcher's children
 }
 
@@ -268,6 +269,24 @@ type trainSummary struct {
 	// reached TargetAccuracy (null: never), at StepsToTarget steps.
 	SecondsToTarget *float64 `json:"seconds_to_target"`
 	StepsToTarget   int      `json:"steps_to_target,omitempty"`
+	// DDP is rank 0's gradient communication (--strategy ddp).
+	DDP *ddpSummary `json:"ddp,omitempty"`
+}
+
+// ddpSummary is the gradient communication of a ddp rank's steps.
+type ddpSummary struct {
+	Steps       int   `json:"steps"`
+	BucketBytes []int `json:"bucket_bytes"` // of a step, in the order they are sent
+	// AllReducePerStep is the buckets' all-reduce time per step (running
+	// beside the backward pass); ExposedPerStep the time per step the rank
+	// waited for them once its backward pass had ended (the part not
+	// hidden behind it).
+	AllReducePerStep float64 `json:"allreduce_seconds_per_step"`
+	ExposedPerStep   float64 `json:"exposed_wait_seconds_per_step"`
+	// AlonePerStep is the time of a step's all-reduces with no compute
+	// (the same buckets, --time-allreduce rounds after training).
+	AlonePerStep *float64 `json:"allreduce_alone_seconds_per_step,omitempty"`
+	AloneRounds  int      `json:"allreduce_alone_rounds,omitempty"`
 }
 
 // idxStats are the per-pixel mean and standard deviation (of v/255) of
@@ -643,6 +662,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		fmt.Fprintf(stdout, "reached test accuracy %.2f%% (target %.2f%%) after %d steps, %.1f s of training (evaluation excluded)\n",
 			100*lastEval.Top1, 100*o.targetAccuracy, sum.StepsToTarget, *sum.SecondsToTarget)
 	}
+	if comm != nil {
+		if sum.DDP, err = commSummary(tr, comm, o.timeAR); err != nil {
+			return err
+		}
+	}
 	sum.WallSeconds = time.Since(wall).Seconds()
 	sum.WeightsSHA256 = weightsDigest(net)
 	if sum.Seconds > 0 {
@@ -664,6 +688,32 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	fmt.Fprintf(stdout, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
 		o.model, b.Name(), describeStrategy(sum), b.Threads(), o.batch, sum.Precision, nativeNote(sum), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
 	return nil
+}
+
+// commSummary reports the trainer's gradient communication and, with
+// rounds > 0, times that many rounds of a step's all-reduces alone (every
+// rank takes part; the gradients are summed over again, after training).
+func commSummary(tr *train.Trainer, comm collective.Comm, rounds int) (*ddpSummary, error) {
+	cs := tr.CommStats()
+	s := &ddpSummary{Steps: cs.Steps, BucketBytes: cs.Buckets}
+	if cs.Steps > 0 {
+		s.AllReducePerStep = cs.AllReduce.Seconds() / float64(cs.Steps)
+		s.ExposedPerStep = cs.Exposed.Seconds() / float64(cs.Steps)
+	}
+	if rounds <= 0 {
+		return s, nil
+	}
+	if err := comm.Barrier(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for range rounds {
+		if err := tr.AllReduceGrads(); err != nil {
+			return nil, err
+		}
+	}
+	s.AlonePerStep, s.AloneRounds = ptr(time.Since(start).Seconds()/float64(rounds)), rounds
+	return s, nil
 }
 
 // checkHyper reports the floating-point flags that are not finite (NaN and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/storage/s3test"
 )
 
 // writeIDXSubset writes the first n images of one split of an IDX dataset
@@ -86,4 +88,53 @@ func TestTrainOnPackedShards(t *testing.T) {
 		t.Fatalf("test accuracy %.3f after one epoch on %d packed images (want >= 0.40)", sum.TestAccuracy, n)
 	}
 	t.Logf("%d images: test accuracy %.3f, %.0f images/s", n, sum.TestAccuracy, sum.ImagesPerSec)
+}
+
+// `faster train --data s3://…` trains on packed shards in a bucket to the
+// weights of the same run on the local copy (the manifest and the image
+// width read from the bucket).
+func TestTrainOnS3Shards(t *testing.T) {
+	packed := filepath.Join(t.TempDir(), "packed")
+	idx := writeTrainIDX(t, 32)
+	for _, split := range []string{"train", "test"} {
+		if code, _, errs := runCLI(t, "pack", idx, packed, "--split", split, "--shards", "2"); code != 0 {
+			t.Fatalf("pack --split %s: %s", split, errs)
+		}
+	}
+	s3test.SetEnv()
+	srv, err := s3test.Start()
+	if err != nil {
+		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
+			t.Fatalf("S3 test server: %v", err)
+		}
+		t.Skipf("S3 test server unavailable: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	if err := srv.CreateBucket(ctx, s3test.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(packed)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(packed, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Put(ctx, s3test.Bucket, "p/"+e.Name(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := t.TempDir()
+	run := func(data, ckpt string) {
+		t.Helper()
+		code, _, errs := runCLI(t, "train", "--data", data, "--batch", "8", "--epochs", "1", "--backend", "reference",
+			"--filters", "4,8", "--threads", "1", "--checkpoint", ckpt)
+		if code != 0 {
+			t.Fatalf("--data %s: exit %d: %s", data, code, errs)
+		}
+	}
+	local, remote := filepath.Join(tmp, "local.ckpt"), filepath.Join(tmp, "s3.ckpt")
+	run(packed, local)
+	run(srv.RootURL("p"), remote)
+	sameWeightsIn(t, 3, local, remote, "tensor %d differs between the shards in S3 and their local copy")
 }

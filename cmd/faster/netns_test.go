@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,27 +12,35 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/faster-training/faster/storage/s3test"
 )
 
 // cliEnv makes the test binary run as the faster CLI (TestMain).
 const cliEnv = "FASTER_TEST_AS_CLI"
 
-// machines are two network namespaces joined by a veth link: two
-// "machines" with their own loopback and addresses 10.211.0.1 and
-// 10.211.0.2, whose traffic crosses a real (virtual) network link. The
-// link lives inside the namespaces only: nothing of the host's network
+// machines are network namespaces joined by a link: "machines" with
+// their own loopback and addresses 10.211.0.1, 10.211.0.2, …, whose
+// traffic crosses a real (virtual) network link. Two are joined by one
+// veth pair; three or more each by a veth pair to a bridge in a further
+// namespace (the switch), so that every machine reaches every other. The
+// links live inside the namespaces only: nothing of the host's network
 // changes.
 type machines struct {
 	t     *testing.T
-	ns    [2]string
-	addrs [2]string
-	veth  [2]string
+	ns    []string
+	addrs []string
+	veth  []string // machine i's end of its link
+	sw    string   // the switch's namespace, for three or more
 }
 
-// newMachines makes the namespaces, or skips where the kernel or the
+// newMachines makes two machines (newNetwork).
+func newMachines(t *testing.T) *machines { return newNetwork(t, 2) }
+
+// newNetwork makes n machines, or skips where the kernel or the
 // privileges do not allow it (and fails instead under
 // FASTER_REQUIRE_DATA=1).
-func newMachines(t *testing.T) *machines {
+func newNetwork(t *testing.T, n int) *machines {
 	t.Helper()
 	needGloo(t)
 	skip := func(why string) {
@@ -48,21 +57,39 @@ func newMachines(t *testing.T) *machines {
 		skip("no ip (iproute2)")
 	}
 	id := strconv.Itoa(os.Getpid())
-	m := &machines{t: t, ns: [2]string{"faster-" + id + "-a", "faster-" + id + "-b"}, addrs: [2]string{"10.211.0.1", "10.211.0.2"},
-		veth: [2]string{"fv" + id + "a", "fv" + id + "b"}} // at most 15 bytes
-	veth := m.veth
+	m := &machines{t: t}
+	for i := range n {
+		c := string(rune('a' + i))
+		m.ns = append(m.ns, "faster-"+id+"-"+c)
+		m.addrs = append(m.addrs, fmt.Sprintf("10.211.0.%d", i+1))
+		m.veth = append(m.veth, "fv"+id+c) // at most 15 bytes
+	}
 	t.Cleanup(m.remove)
-	for _, args := range [][]string{
-		{"netns", "add", m.ns[0]},
-		{"netns", "add", m.ns[1]},
-		{"-n", m.ns[0], "link", "add", veth[0], "type", "veth", "peer", "name", veth[1], "netns", m.ns[1]},
-		{"-n", m.ns[0], "addr", "add", m.addrs[0] + "/24", "dev", veth[0]},
-		{"-n", m.ns[1], "addr", "add", m.addrs[1] + "/24", "dev", veth[1]},
-		{"-n", m.ns[0], "link", "set", veth[0], "up"},
-		{"-n", m.ns[1], "link", "set", veth[1], "up"},
-		{"-n", m.ns[0], "link", "set", "lo", "up"},
-		{"-n", m.ns[1], "link", "set", "lo", "up"},
-	} {
+	var cmds [][]string
+	for i := range n {
+		cmds = append(cmds, []string{"netns", "add", m.ns[i]})
+	}
+	if n == 2 {
+		cmds = append(cmds, []string{"-n", m.ns[0], "link", "add", m.veth[0], "type", "veth", "peer", "name", m.veth[1], "netns", m.ns[1]})
+	} else {
+		m.sw = "faster-" + id + "-switch"
+		br := "fb" + id
+		cmds = append(cmds, []string{"netns", "add", m.sw},
+			[]string{"-n", m.sw, "link", "add", br, "type", "bridge"},
+			[]string{"-n", m.sw, "link", "set", br, "up"})
+		for i := range n {
+			port := "fs" + id + string(rune('a'+i))
+			cmds = append(cmds, []string{"-n", m.ns[i], "link", "add", m.veth[i], "type", "veth", "peer", "name", port, "netns", m.sw},
+				[]string{"-n", m.sw, "link", "set", port, "master", br},
+				[]string{"-n", m.sw, "link", "set", port, "up"})
+		}
+	}
+	for i := range n {
+		cmds = append(cmds, []string{"-n", m.ns[i], "addr", "add", m.addrs[i] + "/24", "dev", m.veth[i]},
+			[]string{"-n", m.ns[i], "link", "set", m.veth[i], "up"},
+			[]string{"-n", m.ns[i], "link", "set", "lo", "up"})
+	}
+	for _, args := range cmds {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			skip(fmt.Sprintf("ip %s: %v: %s", strings.Join(args, " "), err, out))
 		}
@@ -85,13 +112,22 @@ func (m *machines) remove() {
 		m.kill(i)
 		exec.Command("ip", "netns", "del", m.ns[i]).Run()
 	}
+	if m.sw != "" {
+		exec.Command("ip", "netns", "del", m.sw).Run()
+	}
 }
 
 // start runs the test binary as `faster args…` on machine i.
 func (m *machines) start(i int, stderr *bytes.Buffer, args ...string) *exec.Cmd {
 	m.t.Helper()
+	return m.startEnv(i, nil, stderr, args...)
+}
+
+// startEnv is start with env added to the environment.
+func (m *machines) startEnv(i int, env []string, stderr *bytes.Buffer, args ...string) *exec.Cmd {
+	m.t.Helper()
 	c := exec.Command("ip", append([]string{"netns", "exec", m.ns[i], os.Args[0]}, args...)...)
-	c.Env = append(os.Environ(), cliEnv+"=1")
+	c.Env = append(append(os.Environ(), cliEnv+"=1"), env...)
 	c.Stderr = stderr
 	if err := c.Start(); err != nil {
 		m.t.Fatal(err)
@@ -344,4 +380,95 @@ func TestTorchrunTwoMachines(t *testing.T) {
 		}
 	}
 	sameWeights(t, one, two, "tensor %d differs between torchrun on two machines and our launcher on one")
+}
+
+// Three machines: the third serves packed TFRecord shards from a real S3
+// server (versitygw), the other two train on them with one rank each,
+// reading s3:// over the network, to the weights of two ranks on one
+// machine reading the local copy of the shards, bit for bit; and each
+// training machine fetched its own train shards from the server.
+func TestTrainTwoMachinesFromS3(t *testing.T) {
+	m := newNetwork(t, 3)
+	const port = "7070"
+	srv, err := s3test.StartIn([]string{"ip", "netns", "exec", m.ns[2]}, m.addrs[2]+":"+port)
+	if err != nil {
+		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
+			t.Fatalf("S3 test server: %v", err)
+		}
+		t.Skipf("S3 test server unavailable: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	s3test.SetEnv() // the nodes' credentials; their endpoint is added below
+	ctx := context.Background()
+	if err := srv.CreateBucket(ctx, s3test.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	packed := filepath.Join(t.TempDir(), "packed")
+	idx := writeTrainIDX(t, 128)
+	for _, split := range []string{"train", "test"} {
+		if code, _, errs := runCLI(t, "pack", idx, packed, "--split", split, "--shards", "4"); code != 0 {
+			t.Fatalf("pack --split %s: %s", split, errs)
+		}
+	}
+	ents, err := os.ReadDir(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(packed, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Put(ctx, s3test.Bucket, "fm/"+e.Name(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	train := func(data, ckpt string) []string {
+		return []string{"train", "--strategy", "ddp", "--data", data, "--batch", "32", "--epochs", "1", "--backend", "reference",
+			"--filters", "4,8", "--threads", "1", "--checkpoint", ckpt}
+	}
+	tmp := t.TempDir()
+	one := filepath.Join(tmp, "one.ckpt")
+	if code, _, errs := runCLI(t, append(train(packed, one), "--nproc", "2")...); code != 0 {
+		t.Fatalf("--nproc 2 on the local shards: exit %d\n%s", code, errs)
+	}
+	// As a user would: the bucket's URL, the endpoint in the environment.
+	env := []string{"AWS_ENDPOINT_URL_S3=http://" + m.addrs[2] + ":" + port}
+	two := filepath.Join(tmp, "two.ckpt")
+	var errs [2]bytes.Buffer
+	var nodes [2]*exec.Cmd
+	for i := range 2 {
+		nodes[i] = m.startEnv(i, env, &errs[i], append(train("s3://"+s3test.Bucket+"/fm", two), m.nodeArgs(i)...)...)
+	}
+	for i, c := range nodes {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("machine %d: %v\n%s", i, err, errs[i].String())
+		}
+	}
+	sameWeightsIn(t, 3, one, two, "tensor %d differs between two machines reading S3 and one machine reading the local shards")
+	// The server's access log: which machine fetched which train shard.
+	reqs, err := srv.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := map[string]map[string]int{} // address → train shard → GETs
+	for _, r := range reqs {
+		if r.Operation == "s3_GetObject" && r.Status/100 == 2 && strings.HasPrefix(r.Key, "fm/train") && strings.HasSuffix(r.Key, ".tfrecord") {
+			if shards[r.Remote] == nil {
+				shards[r.Remote] = map[string]int{}
+			}
+			shards[r.Remote][r.Key]++
+		}
+	}
+	t.Logf("train shards fetched, by address: %v", shards)
+	for i := range 2 {
+		if len(shards[m.addrs[i]]) == 0 {
+			t.Errorf("machine %d (%s) fetched no train shard from the server: %v", i, m.addrs[i], shards)
+		}
+		for k := range shards[m.addrs[i]] {
+			if _, both := shards[m.addrs[1-i]][k]; both {
+				t.Errorf("both machines fetched %s: each rank should read only its own shards", k)
+			}
+		}
+	}
 }

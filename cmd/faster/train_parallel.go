@@ -38,6 +38,7 @@ func addParallelFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.BoolVar(&o.noOverlap, "no-overlap", false, "prepare each batch only after the previous step (default: while it runs)")
 	f.BoolVar(&o.zeroGrad, "zero-grad", false, "zero the gradients and accumulate into them each step (default: overwrite, like zero_grad(set_to_none=True))")
 	f.IntVar(&o.bucketKB, "bucket-kb", train.DefaultBucketBytes>>10, "ddp: gradient all-reduce bucket size in KiB")
+	f.IntVar(&o.timeAR, "time-allreduce", 0, "ddp: after training, time N rounds of a step's gradient all-reduces alone (its buckets, no compute); --json reports them under ddp")
 	f.DurationVar(&o.timeout, "collective-timeout", 60*time.Second, "ddp: how long to wait for the other ranks (rendezvous, each collective)")
 }
 
@@ -69,6 +70,9 @@ func checkParallel(o *trainOptions) []string {
 	}
 	if o.bucketKB < 1 {
 		problems = append(problems, "--bucket-kb must be positive")
+	}
+	if o.timeAR < 0 || (o.timeAR > 0 && o.strategy != "ddp") {
+		problems = append(problems, "--time-allreduce N (N ≥ 1) goes with --strategy ddp")
 	}
 	if o.strategy == "dp" && o.batch < o.devices {
 		problems = append(problems, fmt.Sprintf("--batch %d is smaller than --devices %d", o.batch, o.devices))

@@ -51,7 +51,14 @@ func needGloo(t *testing.T) {
 // the differing tensor's index first, then args.
 func sameWeights(t *testing.T, want, got, format string, args ...any) {
 	t.Helper()
-	w, g := checkpointWeights(t, want, 4, 8), checkpointWeights(t, got, 4, 8)
+	sameWeightsIn(t, 1, want, got, format, args...)
+}
+
+// sameWeightsIn is sameWeights for a ThinNet of inChannels input channels
+// (3: one trained on packed shards).
+func sameWeightsIn(t *testing.T, inChannels int, want, got, format string, args ...any) {
+	t.Helper()
+	w, g := channelsWeights(t, want, inChannels, 4, 8), channelsWeights(t, got, inChannels, 4, 8)
 	for i := range w {
 		if !slices.Equal(g[i], w[i]) {
 			t.Fatalf(format, append([]any{i}, args...)...)
@@ -63,8 +70,14 @@ func sameWeights(t *testing.T, want, got, format string, args ...any) {
 // classes, stage widths filters) and returns its parameters and buffers.
 func checkpointWeights(t *testing.T, path string, filters ...int) [][]float32 {
 	t.Helper()
+	return channelsWeights(t, path, 1, filters...)
+}
+
+// channelsWeights is checkpointWeights for inChannels input channels.
+func channelsWeights(t *testing.T, path string, inChannels int, filters ...int) [][]float32 {
+	t.Helper()
 	b := train.NewReference(train.BackendOptions{Threads: 1})
-	cfg := train.ThinNetConfig{InChannels: 1, Classes: 10, Filters: filters}
+	cfg := train.ThinNetConfig{InChannels: inChannels, Classes: 10, Filters: filters}
 	for range filters {
 		cfg.Blocks = append(cfg.Blocks, 2)
 	}
@@ -513,4 +526,67 @@ func TestRankThreads(t *testing.T) {
 			t.Errorf("--threads %d, LOCAL_WORLD_SIZE %d: %d threads, want %d", c.threads, c.local, got, c.want)
 		}
 	}
+}
+
+// --json's ddp section: rank 0's steps, the buckets of a step (all of the
+// gradients), the all-reduce and exposed wait per step, and with
+// --time-allreduce the all-reduces alone.
+func TestTrainDDPCommJSON(t *testing.T) {
+	needGloo(t)
+	dir := writeTrainIDX(t, 64)
+	code, out, errs := runCLI(t, "train", "--strategy", "ddp", "--nproc", "2", "--data", dir, "--limit", "64", "--test-limit", "32",
+		"--batch", "16", "--epochs", "1", "--backend", "reference", "--filters", "4,8", "--threads", "1", "--bucket-kb", "1",
+		"--time-allreduce", "3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var sum struct {
+		DDP *struct {
+			Steps       int      `json:"steps"`
+			BucketBytes []int    `json:"bucket_bytes"`
+			AllReduce   float64  `json:"allreduce_seconds_per_step"`
+			Exposed     float64  `json:"exposed_wait_seconds_per_step"`
+			Alone       *float64 `json:"allreduce_alone_seconds_per_step"`
+			Rounds      int      `json:"allreduce_alone_rounds"`
+		} `json:"ddp"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	d := sum.DDP
+	if d == nil {
+		t.Fatalf("no ddp section: %s", out)
+	}
+	total := 0
+	for _, b := range d.BucketBytes {
+		total += b
+	}
+	want := 0
+	for _, w := range checkpointShapes(t) {
+		want += 4 * w
+	}
+	if d.Steps != 4 || len(d.BucketBytes) < 2 || total != want || d.AllReduce <= 0 || d.Exposed <= 0 || d.Alone == nil || *d.Alone <= 0 || d.Rounds != 3 {
+		t.Fatalf("ddp %+v (alone %v); want 4 steps, buckets of %d bytes in all, 3 rounds alone", *d, d.Alone, want)
+	}
+	if code, _, _ := runCLI(t, "train", "--data", dir, "--time-allreduce", "3"); code != 2 {
+		t.Fatalf("--time-allreduce without ddp: exit %d, want 2 (usage)", code)
+	}
+}
+
+// checkpointShapes are the parameter sizes of the ThinNet of widths 4,8
+// on one channel and 10 classes (the gradients ddp all-reduces).
+func checkpointShapes(t *testing.T) []int {
+	t.Helper()
+	b := train.NewReference(train.BackendOptions{Threads: 1})
+	defer b.Close()
+	net, err := train.NewThinNet(b, train.ThinNetConfig{InChannels: 1, Classes: 10, Filters: []int{4, 8}, Blocks: []int{2, 2}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	var n []int
+	for _, p := range net.Params() {
+		n = append(n, len(p.Value))
+	}
+	return n
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
@@ -12,6 +15,9 @@ import (
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/storage"
+	"github.com/faster-training/faster/tfexample"
+	"github.com/faster-training/faster/tfrecord"
 	"github.com/faster-training/faster/train"
 )
 
@@ -72,7 +78,8 @@ func isIDX(data string) bool {
 }
 
 // openStreams opens the train and test pipelines of a packed dataset (its
-// train and test splits) or of an ImageFolder tree (with testData for the
+// train and test splits; a local directory or a storage URL such as
+// s3://bucket/prefix) or of an ImageFolder tree (with testData for the
 // test images), at resolution res (0: the packed images' width, else 224).
 // base gives the options both share: the local batch, the seed (of the
 // train pipeline), this rank's share (ShardIdx of NumShards), the labels'
@@ -80,20 +87,23 @@ func isIDX(data string) bool {
 // schedule (progressive resizing; nil: none, {0}: progressiveSchedule);
 // the test pipeline stays at res.
 func openStreams(data, testData string, res int, base loader.Options, sched []int, epochs int) (trainS, testS *loaderStream, err error) {
-	if !strings.ContainsAny(data, "*?[") { // a glob of shards is the loader's to match
+	if !strings.ContainsAny(data, "*?[") && !storage.IsURL(data) { // a glob of shards is the loader's to match
 		if _, err := os.Stat(data); err != nil {
 			return nil, nil, err
 		}
 	}
 	packed := false
-	if m, err := shard.LoadManifest(data); err == nil && len(m.Splits) > 0 {
-		packed = true
-		if res == 0 {
-			res = packedWidth(data, m)
+	if m, open, done, err := packedManifest(data); err == nil {
+		if len(m.Splits) > 0 {
+			packed = true
+			if res == 0 {
+				res = packedWidth(m, open, base.ShardIdx)
+			}
+			if testData == "" {
+				testData = data
+			}
 		}
-		if testData == "" {
-			testData = data
-		}
+		done()
 	}
 	if res == 0 {
 		res = 224
@@ -124,20 +134,66 @@ func openStreams(data, testData string, res int, base loader.Options, sched []in
 	return &loaderStream{l: tl, res: resolutionAt(sched, 0, res), full: res, sched: sched}, &loaderStream{l: el, res: res, full: res}, nil
 }
 
-// packedWidth is the width of the first image of a packed train split, or
-// 0 when unknown.
-func packedWidth(dir string, m *shard.Manifest) int {
+// packedManifest reads the manifest of a dataset, a local directory or a
+// storage URL (s3://, gs://, http(s)://): an empty one where there is none.
+// open opens a file of the dataset by its name in the manifest; done
+// releases what the two hold.
+func packedManifest(data string) (m *shard.Manifest, open func(name string) (io.ReadCloser, error), done func(), err error) {
+	if !storage.IsURL(data) {
+		m, err = shard.LoadManifest(data)
+		open = func(name string) (io.ReadCloser, error) {
+			f, _, err := source.OpenFile(filepath.Join(data, name))
+			return f, err
+		}
+		return m, open, func() {}, err
+	}
+	ctx := context.Background()
+	s, err := storage.Open(ctx, data, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	open = func(name string) (io.ReadCloser, error) { return s.NewReader(ctx, name) }
+	r, err := open(shard.ManifestName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &shard.Manifest{Splits: map[string]*shard.Split{}}, open, func() { s.Close() }, nil
+	}
+	if err == nil {
+		var b []byte
+		b, err = io.ReadAll(io.LimitReader(r, shard.MaxManifestSize))
+		r.Close()
+		if err == nil {
+			m, err = shard.ParseManifest(b, s.URL(shard.ManifestName))
+		}
+	}
+	if err != nil {
+		s.Close()
+		return nil, nil, nil, err
+	}
+	return m, open, func() { s.Close() }, nil
+}
+
+// packedWidth is the width of the first image of a packed train split's
+// shard rank (modulo the shard count: the loader gives rank r of n shards
+// r, r+n, …, so no rank reads another's shard to learn it), or 0 when
+// unknown.
+func packedWidth(m *shard.Manifest, open func(name string) (io.ReadCloser, error), rank int) int {
 	sp := m.Splits["train"]
 	if sp == nil || len(sp.Shards) == 0 {
 		return 0
 	}
-	p := filepath.Join(dir, sp.Shards[0].Name)
-	if _, err := os.Stat(p); err != nil {
+	f, err := open(sp.Shards[rank%len(sp.Shards)].Name)
+	if err != nil {
 		return 0
 	}
-	s, err := shard.Inspect(context.Background(), p, 1)
-	if err != nil || len(s.First) == 0 {
+	defer f.Close()
+	rec, err := tfrecord.NewReader(f).Next()
+	if err != nil {
 		return 0
 	}
-	return int(s.First[0].Width)
+	ex, err := tfexample.Unmarshal(rec)
+	if err != nil {
+		return 0
+	}
+	w, _ := ex.Int64(shard.KeyWidth)
+	return int(w)
 }

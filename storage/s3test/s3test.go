@@ -3,7 +3,9 @@
 // dependency), cached under os.UserCacheDir()/faster-test-bin, and started
 // on a free loopback port with a posix backend over a temporary directory.
 // It can be stopped and started again on the same port and data, to test
-// clients through a server restart.
+// clients through a server restart. StartIn runs it elsewhere, e.g. in a
+// network namespace; every server keeps an access log (Requests: who asked
+// for what).
 package s3test
 
 import (
@@ -17,6 +19,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -97,9 +101,15 @@ func build() (string, error) {
 
 // Server is one running versitygw.
 type Server struct {
-	bin, data, addr string
+	bin, root, data string // root holds data (the posix backend's), the access log and the socket
+	addr            string
 	cmd             *exec.Cmd
 	exited          chan struct{}
+	prefix          []string // the command the server runs under
+	viaSocket       bool     // the test's own client goes through ctl, a unix socket
+	ctl             string
+	log             string       // the access log
+	http            *http.Client // the test's own client: probes, buckets, uploads
 }
 
 func freePort() (string, error) {
@@ -118,20 +128,50 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.MkdirTemp("", "faster-s3-*")
-	if err != nil {
-		return nil, err
-	}
 	addr, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, data: data, addr: addr}
+	return start(&Server{bin: bin, addr: addr, http: http.DefaultClient})
+}
+
+func start(s *Server) (*Server, error) {
+	root, err := os.MkdirTemp("", "faster-s3-*")
+	if err != nil {
+		return nil, err
+	}
+	s.root, s.data, s.log = root, filepath.Join(root, "data"), filepath.Join(root, "access.log")
+	if s.viaSocket {
+		s.ctl = filepath.Join(root, "ctl.sock")
+	}
+	if err := os.Mkdir(s.data, 0o755); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	if err := s.Restart(); err != nil {
-		os.RemoveAll(data)
+		os.RemoveAll(root)
 		return nil, err
 	}
 	return s, nil
+}
+
+// StartIn starts versitygw serving on listen (ip:port) under the command
+// prefix, e.g. {"ip", "netns", "exec", NS} to run it in a network
+// namespace, which the host's own network may not reach: the test's own
+// client (Client, CreateBucket, Put, the readiness probe) goes through a
+// unix socket beside the data instead, and Endpoint is the address the
+// namespace's clients use.
+func StartIn(prefix []string, listen string) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{bin: bin, addr: listen, prefix: prefix, viaSocket: true}
+	var d net.Dialer
+	s.http = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", s.ctl)
+	}}}
+	return start(s)
 }
 
 // Endpoint is the server's http:// address.
@@ -139,7 +179,13 @@ func (s *Server) Endpoint() string { return "http://" + s.addr }
 
 // Restart runs the server on s.addr and waits until it answers.
 func (s *Server) Restart() error {
-	cmd := exec.Command(s.bin, "--port", s.addr, "--access", Access, "--secret", Secret, "--quiet", "posix", s.data)
+	args := []string{"--port", s.addr, "--access", Access, "--secret", Secret, "--quiet", "--access-log", s.log}
+	if s.viaSocket {
+		os.Remove(s.ctl) // left by the previous run
+		args = append(args, "--port", s.ctl)
+	}
+	args = append(slices.Concat(s.prefix, []string{s.bin}, args), "posix", s.data)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}
 	setDeathSignal(cmd)
 	var logs strings.Builder
@@ -156,7 +202,7 @@ func (s *Server) Restart() error {
 			return fmt.Errorf("versitygw exited at start: %s", logs.String())
 		default:
 		}
-		resp, err := http.Get(s.Endpoint() + "/")
+		resp, err := s.http.Get(s.Endpoint() + "/")
 		if err == nil {
 			resp.Body.Close()
 			return nil
@@ -180,7 +226,7 @@ func (s *Server) Stop() {
 // Close stops the server and removes its data.
 func (s *Server) Close() {
 	s.Stop()
-	os.RemoveAll(s.data)
+	os.RemoveAll(s.root)
 }
 
 // Client returns an AWS SDK client for what gocloud does not do (buckets).
@@ -190,6 +236,7 @@ func (s *Server) Client() *s3.Client {
 		BaseEndpoint: aws.String(s.Endpoint()),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(Access, Secret, ""),
+		HTTPClient:   s.http,
 	})
 }
 
@@ -226,6 +273,35 @@ func SetEnv() {
 	for _, k := range []string{"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "STORAGE_EMULATOR_HOST"} {
 		os.Unsetenv(k)
 	}
+}
+
+// Request is one request the server answered, from its access log.
+type Request struct {
+	Remote    string // the client's IP address
+	Operation string // e.g. s3_GetObject
+	Key       string // the object's key, "-" for none
+	Status    int    // (versitygw logs 0 for a GET's bytes sent: not kept)
+}
+
+// Requests returns the requests answered so far, in order.
+func (s *Server) Requests() ([]Request, error) {
+	b, err := os.ReadFile(s.log)
+	if err != nil {
+		return nil, err
+	}
+	var out []Request
+	for _, line := range strings.Split(string(b), "\n") {
+		// bucket-owner bucket [time zone] remote requester request-id
+		// operation key request-uri status …
+		f := strings.Fields(line)
+		if len(f) < 11 || !strings.HasPrefix(f[2], "[") || !strings.HasSuffix(f[3], "]") {
+			continue // the log's header line
+		}
+		r := Request{Remote: f[4], Operation: f[7], Key: f[8]}
+		r.Status, _ = strconv.Atoi(f[10])
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // FileExists reports whether p exists.
