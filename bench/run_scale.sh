@@ -107,7 +107,7 @@ for n in (N1, N2):
 for n in (N1, N2):
     m = l.get("BenchmarkScaleResume/n=%d" % n)
     if m:
-        print("| resume half-way through an epoch: `loader` remaining order (a list) | %s | %.2f B | %s | %.2f s to build (%.0f ns/record) |"
+        print("| resume half-way through an epoch: `loader` remaining order (prefix skipped, band listed) | %s | %.2f B | %s | %.2f s to build (%.0f ns/record) |"
               % (f"{n:,}", m["B/record"], mem(m["B/record"], n), m["build-s"], m["ns/record"]))
 rt = {int(k.split("=")[1]): v for k, v in l.items() if k.startswith("BenchmarkScaleRecordTable/")}
 for n in sorted(rt):

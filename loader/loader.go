@@ -294,7 +294,7 @@ type Loader struct {
 
 	// Indexed sources: the epoch order and the exact position (State).
 	indexed bool
-	resume  []int // samples left in the resumed epoch, in order
+	resume  ordering // samples left in the resumed epoch, in order (nil: no resume)
 	stMu    sync.Mutex
 	stEpoch int
 	stCons  int // positions of this rank's order consumed in stEpoch

@@ -27,7 +27,7 @@ func (l *Loader) resumes(e int) bool {
 // order returns what is left of epoch e to serve over all ranks.
 func (l *Loader) order(e int) ordering {
 	if l.resumes(e) {
-		return listed(l.resume)
+		return l.resume
 	}
 	return epochPerm(l.opts.Seed, e, l.n, l.shuffles())
 }

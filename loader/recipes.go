@@ -240,7 +240,7 @@ func (l *Loader) initIndexed(ds source.Indexed) error {
 	l.open = func(res int, resumed bool) (pipeline.Dataset[*Batch], statser) {
 		rows := l.epochRows(l.per)
 		if resumed {
-			rows = l.epochRows(l.rankCounts(len(l.resume)))
+			rows = l.epochRows(l.rankCounts(l.resume.Len()))
 		}
 		list := pipeline.FromFunc(positions).Named("list").Role(pipeline.RoleNone)
 		prof := o.Profile

@@ -86,7 +86,7 @@ func BenchmarkScaleResume(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					benchSink = len(rem)
+					benchSink = rem.Len()
 				})
 				runtime.GC()
 			}

@@ -124,11 +124,6 @@ type identity int
 func (n identity) Len() int     { return int(n) }
 func (identity) At(pos int) int { return pos }
 
-type listed []int
-
-func (l listed) Len() int       { return len(l) }
-func (l listed) At(pos int) int { return l[pos] }
-
 // stride is positions rank, rank+world, … of an ordering.
 type stride struct {
 	of          ordering
@@ -157,14 +152,19 @@ func mix64(x uint64) uint64 {
 }
 
 // remaining applies the segments to the epoch's order: what is left to
-// serve, in order.
-func remaining(ord ordering, segs []Segment) ([]int, error) {
+// serve, in order. A segment's ranks consumed positions r, r+W, … up to
+// their counts, so what it served is every position below min(count)·W
+// and a band below max(count)·W: what is left is the band's unserved
+// positions (at most W·(max−min) of them, listed) and then the whole
+// tail, computed. The memory is O(world × the ranks' spread), never
+// O(samples), whatever the epoch's size.
+func remaining(ord ordering, segs []Segment) (ordering, error) {
 	for si, seg := range segs {
 		if seg.World < 1 || len(seg.Consumed) != seg.World {
 			return nil, fmt.Errorf("%w: segment %d: world %d with %d counts", ErrResume, si, seg.World, len(seg.Consumed))
 		}
 		n := ord.Len()
-		served := make([]uint64, (n+63)/64) // a bit per position
+		lo, hi := -1, 0
 		for r, c := range seg.Consumed {
 			if c < 0 {
 				return nil, fmt.Errorf("%w: segment %d lacks rank %d's count (merge the ranks' states)", ErrResume, si, r)
@@ -172,27 +172,37 @@ func remaining(ord ordering, segs []Segment) ([]int, error) {
 			if c > strideLen(n, seg.World, r) {
 				return nil, fmt.Errorf("%w: segment %d: rank %d consumed %d of %d", ErrResume, si, r, c, strideLen(n, seg.World, r))
 			}
-			for k := range c {
-				p := r + k*seg.World
-				served[p/64] |= 1 << (p % 64)
+			if lo < 0 || c < lo {
+				lo = c
+			}
+			hi = max(hi, c)
+		}
+		tail := min(hi*seg.World, n)
+		var band []int
+		for p := lo * seg.World; p < tail; p++ {
+			if r, k := p%seg.World, p/seg.World; k >= seg.Consumed[r] {
+				band = append(band, p)
 			}
 		}
-		next := make(listed, 0, n)
-		for p := range n {
-			if served[p/64]&(1<<(p%64)) == 0 {
-				next = append(next, ord.At(p))
-			}
-		}
-		ord = next
+		ord = rest{of: ord, band: band, tail: tail}
 	}
-	if l, ok := ord.(listed); ok {
-		return l, nil
+	return ord, nil
+}
+
+// rest is what is left of an ordering once a segment served from it: the
+// listed band positions, then every position from tail on.
+type rest struct {
+	of   ordering
+	band []int
+	tail int
+}
+
+func (r rest) Len() int { return len(r.band) + r.of.Len() - r.tail }
+func (r rest) At(pos int) int {
+	if pos < len(r.band) {
+		return r.of.At(r.band[pos])
 	}
-	out := make([]int, ord.Len())
-	for i := range out {
-		out[i] = ord.At(i)
-	}
-	return out, nil
+	return r.of.At(r.tail + pos - len(r.band))
 }
 
 // strideLen is the size of part i of n parts of total taken by stride.

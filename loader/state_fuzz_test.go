@@ -43,14 +43,15 @@ func FuzzState(f *testing.F) {
 			}
 		}
 		seen := map[int]bool{}
-		for _, g := range rem {
+		for i := range rem.Len() {
+			g := rem.At(i)
 			if g < 0 || g >= s.Samples || seen[g] {
 				t.Fatalf("remaining holds %d twice or out of range", g)
 			}
 			seen[g] = true
 		}
-		if len(rem) != left {
-			t.Fatalf("%d left, the segments say %d", len(rem), left)
+		if rem.Len() != left {
+			t.Fatalf("%d left, the segments say %d", rem.Len(), left)
 		}
 	})
 }
