@@ -485,7 +485,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	defer b.Close()
 	defer net.Close()
-	if err := checkStepMemory(net, o, inC, inH, world, localRanks); err != nil {
+	side := inH // the largest side of the run: a schedule's last, the test side, a FixRes pass's
+	if trainStream != nil {
+		side = max(side, trainStream.full, testStream.full)
+	}
+	if err := checkStepMemory(net, o, inC, side, world, localRanks); err != nil {
 		return err
 	}
 	opt := &train.SGD{Momentum: float32(o.momentum), WeightDecay: float32(o.weightDecay), Nesterov: o.nesterov}

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"iter"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/faster-training/faster/loader"
@@ -16,8 +12,6 @@ import (
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/storage"
-	"github.com/faster-training/faster/tfexample"
-	"github.com/faster-training/faster/tfrecord"
 	"github.com/faster-training/faster/train"
 )
 
@@ -93,17 +87,14 @@ func openStreams(data, testData string, res int, base loader.Options, sched []in
 		}
 	}
 	packed := false
-	if m, open, done, err := packedManifest(data); err == nil {
-		if len(m.Splits) > 0 {
-			packed = true
-			if res == 0 {
-				res = packedWidth(m, open, base.ShardIdx)
-			}
-			if testData == "" {
-				testData = data
-			}
+	if m, err := shard.LoadManifestAt(context.Background(), data); err == nil && len(m.Splits) > 0 {
+		packed = true
+		if res == 0 {
+			res = shard.PackedWidth(context.Background(), data, "train", base.ShardIdx)
 		}
-		done()
+		if testData == "" {
+			testData = data
+		}
 	}
 	if res == 0 {
 		res = 224
@@ -134,66 +125,3 @@ func openStreams(data, testData string, res int, base loader.Options, sched []in
 	return &loaderStream{l: tl, res: resolutionAt(sched, 0, res), full: res, sched: sched}, &loaderStream{l: el, res: res, full: res}, nil
 }
 
-// packedManifest reads the manifest of a dataset, a local directory or a
-// storage URL (s3://, gs://, http(s)://): an empty one where there is none.
-// open opens a file of the dataset by its name in the manifest; done
-// releases what the two hold.
-func packedManifest(data string) (m *shard.Manifest, open func(name string) (io.ReadCloser, error), done func(), err error) {
-	if !storage.IsURL(data) {
-		m, err = shard.LoadManifest(data)
-		open = func(name string) (io.ReadCloser, error) {
-			f, _, err := source.OpenFile(filepath.Join(data, name))
-			return f, err
-		}
-		return m, open, func() {}, err
-	}
-	ctx := context.Background()
-	s, err := storage.Open(ctx, data, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	open = func(name string) (io.ReadCloser, error) { return s.NewReader(ctx, name) }
-	r, err := open(shard.ManifestName)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &shard.Manifest{Splits: map[string]*shard.Split{}}, open, func() { s.Close() }, nil
-	}
-	if err == nil {
-		var b []byte
-		b, err = io.ReadAll(io.LimitReader(r, shard.MaxManifestSize))
-		r.Close()
-		if err == nil {
-			m, err = shard.ParseManifest(b, s.URL(shard.ManifestName))
-		}
-	}
-	if err != nil {
-		s.Close()
-		return nil, nil, nil, err
-	}
-	return m, open, func() { s.Close() }, nil
-}
-
-// packedWidth is the width of the first image of a packed train split's
-// shard rank (modulo the shard count: the loader gives rank r of n shards
-// r, r+n, …, so no rank reads another's shard to learn it), or 0 when
-// unknown.
-func packedWidth(m *shard.Manifest, open func(name string) (io.ReadCloser, error), rank int) int {
-	sp := m.Splits["train"]
-	if sp == nil || len(sp.Shards) == 0 {
-		return 0
-	}
-	f, err := open(sp.Shards[rank%len(sp.Shards)].Name)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	rec, err := tfrecord.NewReader(f).Next()
-	if err != nil {
-		return 0
-	}
-	ex, err := tfexample.Unmarshal(rec)
-	if err != nil {
-		return 0
-	}
-	w, _ := ex.Int64(shard.KeyWidth)
-	return int(w)
-}
