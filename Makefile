@@ -75,6 +75,8 @@ bench: setup build
 	# DDP over a shaped link (two network namespaces, tc rate 1gbit delay 1ms),
 	# ours beside torch's: step times, all-reduce alone, the share hidden.
 	bench/run_shaped_link.sh --json $(OUT)/shaped_link.json
+	# FixRes on photographs, ours beside PyTorch: train 224/128/160, test 224, BatchNorm statistics recomputed at 224.
+	bench/run_fixres.sh
 	# The larger journey: 200 classes x 12 photographs through every room.
 	FASTER_JOURNEY=large FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 60m -run '^TestJourney$$' -v ./cmd/faster
 	# Where a sample's CPU time goes, ours beside torchvision's recipe.

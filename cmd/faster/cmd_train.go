@@ -73,6 +73,8 @@ type trainOptions struct {
 	evalEvery      int
 	targetAccuracy float64
 
+	fixresBN int // --fixres-bn (train_fixres.go)
+
 	// The seed's speed-ups (train_parallel.go).
 	strategy  string // single, dp, ddp
 	devices   int
@@ -134,7 +136,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.StringVar(&o.model, "model", "thinnet", "model: thinnet or resnet18")
 		f.IntVar(&o.classes, "classes", 0, "classes of the model's head, for data that does not record them (default: from the data: its class folders, the manifest's classes, 10 for MNIST)")
 		f.IntVar(&o.labelOffset, "label-offset", 0, "packed data: add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
-		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet's stage widths, three 3×3 convolutions each (default 32,64,128: the seed's)")
+		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet's stage widths, three 3×3 convolutions each (default 32,64,128: the seed's); ResNet-18's four stage widths (default 64,128,256,512)")
 		f.StringVar(&o.backend, "backend", "", "compute backend: onednn or reference (default: onednn when built with cgo)")
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to train (in total, counting resumed ones)")
 		f.IntVar(&o.batch, "batch", 512, "batch size")
@@ -155,6 +157,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		o.registerBad(f)
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
 		addRecipeFlags(f, &o)
+		addFixResFlags(f, &o)
 		addParallelFlags(f, &o)
 		return c
 	})
@@ -269,6 +272,9 @@ type trainSummary struct {
 	// reached TargetAccuracy (null: never), at StepsToTarget steps.
 	SecondsToTarget *float64 `json:"seconds_to_target"`
 	StepsToTarget   int      `json:"steps_to_target,omitempty"`
+	// FixResBN reports --fixres-bn's recalibration and the test figures
+	// before it (the test_* fields above are those after it).
+	FixResBN *fixresSummary `json:"fixres_bn,omitempty"`
 	// DDP is rank 0's gradient communication (--strategy ddp).
 	DDP *ddpSummary `json:"ddp,omitempty"`
 }
@@ -329,6 +335,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	problems = append(problems, checkHyper(o)...)
 	problems = append(problems, checkRecipe(o)...)
+	problems = append(problems, checkFixRes(o)...)
 	if o.classes < 0 {
 		problems = append(problems, "--classes must be positive")
 	}
@@ -336,8 +343,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		problems = append(problems, "--checkpoint-every takes a positive step count, with --checkpoint")
 	}
 	for _, f := range o.filters {
-		if f < 1 || o.model != "thinnet" {
-			problems = append(problems, "--filters takes positive widths, for --model thinnet")
+		if f < 1 || (o.model == "resnet18" && len(o.filters) != 4) {
+			problems = append(problems, "--filters takes positive widths: ThinNet's stages, or ResNet-18's four")
 			break
 		}
 	}
@@ -378,7 +385,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	var (
 		trainSet, testSet       *train.Images
 		trainStream, testStream *loaderStream
-		names, testNames        []string // class names, when the data records them
+		calib                   train.Stream // --fixres-bn's batches
+		names, testNames        []string     // class names, when the data records them
 		err                     error
 	)
 	if isIDX(o.data) {
@@ -410,6 +418,14 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		}
 		defer trainStream.l.Close()
 		defer testStream.l.Close()
+		if o.fixresBN > 0 {
+			cs, err := openCalibration(o.data, testStream.full, lo)
+			if err != nil {
+				return err
+			}
+			defer cs.l.Close()
+			calib = cs
+		}
 		defer func() {
 			// The skipped samples of training and evaluation, listed however
 			// the run ended; a list that cannot be written fails the run.
@@ -520,6 +536,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		return err
 	}
 	tr.NoOverlap, tr.ZeroGrad = o.noOverlap, o.zeroGrad
+	if o.fixresBN > 0 && trainSet != nil {
+		calib = &datasetStream{d: trainSet, tr: tr, rank: rank, local: o.batch / world}
+	}
 
 	sum := trainSummary{Model: o.model, Backend: b.Name(), Strategy: o.strategy, Devices: o.devices, WorldSize: world, SyncBN: o.syncBN && o.strategy != "single",
 		Precision: prec.String(), Overlap: !o.noOverlap, ZeroGrad: "set_to_none", Threads: b.Threads(), NormThreads: o.normThreads, Batch: o.batch, LR: o.lr,
@@ -552,6 +571,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		}
 		sum.AlreadyDone, sum.Epochs, sum.WeightsSHA256 = true, tr.Epoch, weightsDigest(net)
 		sum.TestAccuracy, sum.TestTop5, sum.TestLoss = m.Top1, m.Top5, m.Loss
+		if o.fixresBN > 0 {
+			if err := fixres(ctx, o, tr, calib, evaluate, &sum, stdout); err != nil {
+				return err
+			}
+			m = train.Metrics{Loss: sum.TestLoss, Top1: sum.TestAccuracy, Top5: sum.TestTop5, Samples: m.Samples}
+		}
 		sum.WallSeconds = time.Since(wall).Seconds()
 		if o.json {
 			return writeJSON(stdout, sum)
@@ -671,8 +696,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 			return err
 		}
 	}
+	sum.WeightsSHA256 = weightsDigest(net) // the trained weights, before --fixres-bn
+	if o.fixresBN > 0 {
+		if err := fixres(ctx, o, tr, calib, evaluate, &sum, stdout); err != nil {
+			return err
+		}
+	}
 	sum.WallSeconds = time.Since(wall).Seconds()
-	sum.WeightsSHA256 = weightsDigest(net)
 	if sum.Seconds > 0 {
 		sum.ImagesPerSec = float64(sum.Images) / sum.Seconds
 	}
@@ -766,7 +796,7 @@ func weightsDigest(net train.Layer) string {
 func newModel(b train.Backend, model string, filters []int, inC, inH, classes int, seed uint64) (*train.Sequential, error) {
 	if model == "resnet18" {
 		// The small-input stem for MNIST-sized images, the ImageNet one above 64 pixels.
-		return train.NewResNet18(b, train.ResNetConfig{InChannels: inC, Classes: classes, SmallInput: inH <= 64}, seed)
+		return train.NewResNet18(b, train.ResNetConfig{InChannels: inC, Classes: classes, SmallInput: inH <= 64, Widths: filters}, seed)
 	}
 	cfg := train.ThinNetConfig{InChannels: inC, Classes: classes, Filters: filters}
 	for range filters {

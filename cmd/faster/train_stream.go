@@ -124,4 +124,3 @@ func openStreams(data, testData string, res int, base loader.Options, sched []in
 	}
 	return &loaderStream{l: tl, res: resolutionAt(sched, 0, res), full: res, sched: sched}, &loaderStream{l: el, res: res, full: res}, nil
 }
-
