@@ -207,6 +207,7 @@ def run(rank, a):
         return correct / len(xte), loss / len(xte), time.perf_counter() - t0
 
     images, seconds, per_epoch, curve, eval_seconds = 0, 0.0, [], [], 0.0
+    cpu_seconds = 0.0  # process CPU time (all threads) over the same stretches as seconds
     to_target, steps_to_target, acc, gstep = None, 0, 0.0, 0
 
     def point():
@@ -226,6 +227,7 @@ def run(rank, a):
         model.train()
         perm = torch.randperm(len(xtr))  # same seed on every rank: the same global batches
         t0, tot, dt, n = time.perf_counter(), 0.0, 0.0, 0
+        c0 = time.process_time()
         for s in range(steps):
             idx = perm[s * a.batch + rank * local:s * a.batch + (rank + 1) * local]
             x, y = xtr[idx], ytr[idx]
@@ -247,14 +249,17 @@ def run(rank, a):
                 now = time.perf_counter()
                 dt += now - t0
                 seconds += now - t0
+                cpu_seconds += time.process_time() - c0
                 if point():
                     done = True
                     break
                 t0 = time.perf_counter()
+                c0 = time.process_time()
         if not done:
             now = time.perf_counter()
             dt += now - t0
             seconds += now - t0
+            cpu_seconds += time.process_time() - c0
             done = point()
         images += n * a.batch
         per_epoch.append({"epoch": epoch + 1, "train_loss": tot / max(n, 1), "test_accuracy": acc, "resolution": side,
@@ -280,7 +285,7 @@ def run(rank, a):
     if rank == 0:
         print(json.dumps({"model": "thinnet", "ddp": comm, "backend": "pytorch-%s" % torch.__version__, "threads": a.threads,
                           "strategy": "ddp" if world > 1 else "single", "world_size": world, "amp": a.amp,
-                          "batch": a.batch, "lr": a.lr, "epochs": a.epochs, "images": images, "seconds": seconds,
+                          "batch": a.batch, "lr": a.lr, "epochs": a.epochs, "images": images, "seconds": seconds, "cpu_seconds": cpu_seconds,
                           "images_per_sec": images / seconds, "test_accuracy": acc,
                           "recipe": a.recipe, "schedule": a.schedule, "label_smoothing": a.label_smoothing,
                           "nesterov": a.nesterov, "ema": a.ema, "ema_warmup": a.ema_warmup, "tta": a.tta, "resolution_schedule": res,

@@ -52,11 +52,17 @@ type ConvSpec struct {
 	Stride  int // 0 means 1
 	Pad     int
 	Bias    bool
+	// ReLU applies max(·, 0) to the output, fused into the convolution
+	// (a oneDNN post-op): Forward returns ReLU(conv(x, w) + b) and
+	// Backward takes the gradient with respect to that, masking it where
+	// the output is 0, as a separate ReLU after the convolution would.
+	ReLU bool
 }
 
 func (s ConvSpec) stride() int { return max(s.Stride, 1) }
 
-// ConvOp computes y = conv(x, w) + b with w in OIHW layout.
+// ConvOp computes y = conv(x, w) + b with w in OIHW layout (then ReLU
+// when the spec says so).
 type ConvOp interface {
 	// Forward returns y (owned by the op). b is nil when the spec has no bias.
 	Forward(x Tensor, w, b []float32) (Tensor, error)
@@ -242,6 +248,13 @@ type BackendOptions struct {
 	// other work a descheduled thread stalls the others, and 1 thread was
 	// 15–20% faster per ThinNet step at batch 512 on a busy 2-core machine.
 	NormThreads int
+	// DirectConv keeps every convolution on the direct algorithm. By
+	// default the onednn backend runs float32 3×3 convolutions of stride 1
+	// whose channel counts are multiples of 16 with Winograd F(4×4, 3×3),
+	// about twice as fast on ThinNet's layers; its results differ from the
+	// direct algorithm's by rounding (relative 1e-6 to 1e-5 in the
+	// layers' tests), as cuDNN's algorithms differ from one another.
+	DirectConv bool
 }
 
 // BackendFactory opens a backend.

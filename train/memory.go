@@ -90,6 +90,9 @@ func (e *estimator) walk(l Layer, in shape4) (shape4, error) {
 			return out, err
 		}
 		e.hold(in, out)
+		if s.ReLU {
+			e.elems += out.elems() // the fused ReLU's own tensor (its output, or the mask its backward takes)
+		}
 		return out, nil
 	case *BatchNorm2D, *ReLU:
 		e.hold(in, in)

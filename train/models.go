@@ -12,6 +12,10 @@ type ThinNetConfig struct {
 	Classes    int
 	Filters    []int
 	Blocks     []int
+	// SeparateReLU builds each ReLU as a layer of its own instead of fused
+	// into the convolution before it (ConvSpec.ReLU): the same network and
+	// state_dict, one more pass over the activations each way.
+	SeparateReLU bool
 }
 
 func (c *ThinNetConfig) ensureDefaults() {
@@ -32,7 +36,7 @@ func (c *ThinNetConfig) ensureDefaults() {
 // NewThinNet builds the seed's ThinNet: for each stage i, a 3×3 convolution
 // (no padding, no bias) from the previous width to Filters[i], then
 // Blocks[i] more 3×3 convolutions at that width, each convolution followed
-// by ReLU and then BatchNorm; no pooling between stages (each convolution
+// by ReLU (fused into it unless cfg.SeparateReLU) and then BatchNorm; no pooling between stages (each convolution
 // trims 2 pixels: 28×28 becomes 10×10 after nine); then adaptive average
 // pooling to 2×2 and a linear classifier over Filters[last]·4 features.
 // The parameter order matches the PyTorch module's state_dict.
@@ -48,19 +52,23 @@ func NewThinNet(b Backend, cfg ThinNetConfig, seed uint64) (*Sequential, error) 
 	for stage, f := range cfg.Filters {
 		for range 1 + cfg.Blocks[stage] {
 			name := fmt.Sprintf("features.%d", n)
-			conv, err := NewConv2D(b, name+".conv", ConvSpec{In: in, Out: f, Kernel: 3}, rng)
+			conv, err := NewConv2D(b, name+".conv", ConvSpec{In: in, Out: f, Kernel: 3, ReLU: !cfg.SeparateReLU}, rng)
 			if err != nil {
 				return fail(err)
 			}
-			relu, err := NewReLU(b)
-			if err != nil {
-				return fail(err)
+			net.Layers = append(net.Layers, conv)
+			if cfg.SeparateReLU {
+				relu, err := NewReLU(b)
+				if err != nil {
+					return fail(err)
+				}
+				net.Layers = append(net.Layers, relu)
 			}
 			bn, err := NewBatchNorm2D(b, name+".bn", f)
 			if err != nil {
 				return fail(err)
 			}
-			net.Layers = append(net.Layers, conv, relu, bn)
+			net.Layers = append(net.Layers, bn)
 			in, n = f, n+1
 		}
 	}

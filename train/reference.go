@@ -153,6 +153,7 @@ type refConv struct {
 	// Reduced precision: rounded input, weights, output gradient.
 	xr, dyr *refTensor
 	wr      []float32
+	dym     *refTensor // ConvSpec.ReLU: the output gradient masked by y > 0
 }
 
 func (r *Reference) NewConv(s ConvSpec) (ConvOp, error) {
@@ -228,6 +229,9 @@ func (c *refConv) Forward(xt Tensor, wt, b []float32) (Tensor, error) {
 			dst := c.y.data[(in*co+o)*oh*ow : (in*co+o+1)*oh*ow]
 			for i, v := range acc {
 				dst[i] = float32(v)
+				if c.s.ReLU {
+					dst[i] = max(dst[i], 0)
+				}
 			}
 		}
 	}
@@ -245,6 +249,17 @@ func (c *refConv) Backward(dyt Tensor, wt, dw, db []float32, needDX bool) (Tenso
 	n, ci, h, w, co, k, st, p, oh, ow := c.dims()
 	if !slices.Equal(dy.shape, []int{n, co, oh, ow}) {
 		return nil, fmt.Errorf("conv: gradient %v, want %v", dy.shape, []int{n, co, oh, ow})
+	}
+	if c.s.ReLU {
+		c.dym = ensure(c.dym, dy.shape...)
+		for i, g := range dy.data {
+			if c.y.data[i] > 0 {
+				c.dym.data[i] = g
+			} else {
+				c.dym.data[i] = 0
+			}
+		}
+		dy = c.dym
 	}
 	if c.prec != Float32 {
 		c.dyr = ensure(c.dyr, dy.shape...)

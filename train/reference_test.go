@@ -26,3 +26,10 @@ func TestReferencePrecision(t *testing.T) {
 func TestReferenceAutotune(t *testing.T) {
 	traintest.RunAutotune(t, func(o train.BackendOptions) (train.Backend, error) { return train.NewReference(o), nil })
 }
+
+func TestReferenceFusedReLU(t *testing.T) {
+	sep := traintest.SmallThinNet()
+	sep.SeparateReLU = true
+	open := func(o train.BackendOptions) (train.Backend, error) { return train.NewReference(o), nil }
+	traintest.RunFused(t, open, train.BackendOptions{}, train.BackendOptions{}, sep, traintest.SmallThinNet(), 0)
+}

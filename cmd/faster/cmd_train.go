@@ -47,6 +47,7 @@ type trainOptions struct {
 	threads     int
 	normThreads int
 	maxMemory   sizeFlag
+	directConv  bool
 	seed        uint64
 	limit       int
 	testLimit   int
@@ -149,6 +150,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.IntVar(&o.threads, "threads", 0, "compute threads (default: number of CPUs)")
 		f.Var(&o.maxMemory, "max-memory", "the most memory one training step may hold, models' activations and parameters (k, M, G suffixes; default: half this machine's or container's memory, shared by the ranks on it)")
 		f.IntVar(&o.normThreads, "norm-threads", 0, "threads for BatchNorm (default: --threads; 1 can be faster on busy cores)")
+		f.BoolVar(&o.directConv, "direct-conv", false, "onednn: every convolution on the direct algorithm (default: Winograd F(4x4,3x3) for fp32 3x3 stride-1 convolutions of 16k channels)")
 		f.Uint64Var(&o.seed, "seed", 1, "seed for initial weights and shuffling")
 		f.IntVar(&o.limit, "limit", 0, "train on the first N training images only (0: all)")
 		f.IntVar(&o.testLimit, "test-limit", 0, "evaluate on the first N test images only (0: all)")
@@ -233,17 +235,21 @@ type trainSummary struct {
 	SkippedSteps int                `json:"skipped_steps,omitempty"`
 	// AlreadyDone: the checkpoint had trained --epochs already; nothing
 	// was trained and the test figures are its evaluation.
-	AlreadyDone  bool    `json:"already_complete,omitempty"`
-	Threads      int     `json:"threads"`
-	NormThreads  int     `json:"norm_threads,omitempty"`
-	Batch        int     `json:"batch"`
-	LR           float64 `json:"lr"`
-	Epochs       int     `json:"epochs"`
-	Classes      int     `json:"classes"`
-	TrainImages  int     `json:"train_images"`
-	TestImages   int     `json:"test_images"`
-	Images       int     `json:"images"`  // images trained in this run
-	Seconds      float64 `json:"seconds"` // training time of this run (excluding evaluation)
+	AlreadyDone bool    `json:"already_complete,omitempty"`
+	Threads     int     `json:"threads"`
+	NormThreads int     `json:"norm_threads,omitempty"`
+	DirectConv  bool    `json:"direct_conv,omitempty"`
+	Batch       int     `json:"batch"`
+	LR          float64 `json:"lr"`
+	Epochs      int     `json:"epochs"`
+	Classes     int     `json:"classes"`
+	TrainImages int     `json:"train_images"`
+	TestImages  int     `json:"test_images"`
+	Images      int     `json:"images"`  // images trained in this run
+	Seconds     float64 `json:"seconds"` // training time of this run (excluding evaluation)
+	// CPUSeconds is the process's CPU time (user and system, all threads)
+	// over the same stretches as Seconds.
+	CPUSeconds   float64 `json:"cpu_seconds"`
 	ImagesPerSec float64 `json:"images_per_sec"`
 	TestAccuracy float64 `json:"test_accuracy"`
 	TestTop5     float64 `json:"test_top5"`
@@ -471,7 +477,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	bopts := train.BackendOptions{Threads: max(1, threads/o.devices), NormThreads: o.normThreads, Precision: prec, Autotune: o.autotune}
+	bopts := train.BackendOptions{Threads: max(1, threads/o.devices), NormThreads: o.normThreads, Precision: prec, Autotune: o.autotune, DirectConv: o.directConv}
 	newNet := func() (train.Backend, *train.Sequential, error) {
 		var (
 			b   train.Backend
@@ -541,7 +547,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 
 	sum := trainSummary{Model: o.model, Backend: b.Name(), Strategy: o.strategy, Devices: o.devices, WorldSize: world, SyncBN: o.syncBN && o.strategy != "single",
-		Precision: prec.String(), Overlap: !o.noOverlap, ZeroGrad: "set_to_none", Threads: b.Threads(), NormThreads: o.normThreads, Batch: o.batch, LR: o.lr,
+		Precision: prec.String(), Overlap: !o.noOverlap, ZeroGrad: "set_to_none", Threads: b.Threads(), NormThreads: o.normThreads, DirectConv: o.directConv, Batch: o.batch, LR: o.lr,
 		Epochs: o.epochs, Classes: classes, TrainImages: trainLen, TestImages: testLen, PerEpoch: []epochSummary{},
 		Recipe: o.recipe, Schedule: scheduleName(o), LabelSmoothing: o.labelSmoothing, Nesterov: o.nesterov, EMA: o.ema, EMAWarmup: o.emaWarmup, TTA: o.tta,
 		Resolutions: resSched, Curve: []curvePoint{}, TargetAccuracy: o.targetAccuracy}
@@ -632,11 +638,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		correct := 0.0
 		for tr.Epoch < epoch && !reached {
 			var res train.EpochResult
+			cpu0 := processCPU()
 			if trainStream == nil {
 				res, err = tr.TrainEpoch(ctx, data, onStep)
 			} else {
 				res, err = tr.TrainStream(ctx, trainStream, onStep)
 			}
+			sum.CPUSeconds += processCPU() - cpu0
 			sum.Images += res.Images
 			sum.Seconds += res.Seconds
 			total.Images += res.Images

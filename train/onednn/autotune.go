@@ -24,8 +24,12 @@ type convAlgo struct {
 	tag C.dnnl_format_tag_t // dnnl_format_tag_any: the primitive's (blocked) choice
 }
 
-// defaultConvAlgo is what the backend runs without autotuning.
+// defaultConvAlgo is what the backend runs without autotuning where
+// Winograd does not apply (conv.defaultAlgo).
 var defaultConvAlgo = convAlgo{C.dnnl_convolution_direct, C.dnnl_format_tag_any}
+
+// winogradConvAlgo is the default of the convolutions Winograd serves.
+var winogradConvAlgo = convAlgo{C.dnnl_convolution_winograd, C.dnnl_format_tag_any}
 
 // convAlgos are the candidates autotuning times; the default comes first.
 var convAlgos = func() []convAlgo {
@@ -143,9 +147,10 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 	}
 	var live []*candidate
 	var dyDefault *tensor
+	def := c.defaultAlgo()
 	seen := map[string]string{} // implementations and layouts warmed up, to their candidate
 	for _, a := range convAlgos {
-		cand := &conv{s: c.s, spec: c.spec, num: c.num, algo: a}
+		cand := &conv{s: c.s, spec: c.spec, num: c.num, algo: a, direct: c.direct}
 		name, err := cand.warmUp(x, dyDefault, w, b, dw, db, seen)
 		choice.Candidates = append(choice.Candidates, train.TuneCandidate{Name: name})
 		if err != nil {
@@ -154,7 +159,7 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 			continue
 		}
 		live = append(live, &candidate{algo: a, op: cand, best: math.Inf(1)})
-		if a == defaultConvAlgo && dyDefault == nil {
+		if a == def && dyDefault == nil {
 			// The output gradient every candidate is timed with comes in
 			// the default's layout, as the layer after it would send it,
 			// so a candidate with another layout pays for its reorder.
@@ -181,7 +186,7 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 			fastest = min(fastest, k.best)
 		}
 	}
-	best, bestSecs, defaultSecs := defaultConvAlgo, math.Inf(1), math.Inf(1)
+	best, bestSecs, defaultSecs := def, math.Inf(1), math.Inf(1)
 	for _, k := range live {
 		k.op.Close()
 		i := slices.Index(convAlgos, k.algo)
@@ -190,15 +195,15 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 			continue
 		}
 		choice.Candidates[i].Seconds = k.best
-		if k.algo == defaultConvAlgo {
+		if k.algo == def {
 			defaultSecs = k.best
 		}
 		if k.best < bestSecs {
 			best, bestSecs = k.algo, k.best
 		}
 	}
-	if bestSecs > tuneMargin*defaultSecs {
-		best = defaultConvAlgo
+	if bestSecs > tuneMargin*defaultSecs && !math.IsInf(defaultSecs, 1) {
+		best = def
 	}
 	choice.Chosen = choice.Candidates[slices.Index(convAlgos, best)].Name
 	t.chosen[key] = best

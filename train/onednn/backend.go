@@ -22,6 +22,8 @@ type Backend struct {
 	prec    train.Precision
 	num     numerics
 	tune    *tuner // nil unless BackendOptions.Autotune
+	// directConv: BackendOptions.DirectConv.
+	directConv bool
 }
 
 var (
@@ -46,7 +48,7 @@ func New(o train.BackendOptions) (*Backend, error) {
 	if o.NormThreads > 0 {
 		s.bnThreads = min(o.NormThreads, t)
 	}
-	b := &Backend{s: s, threads: t, prec: o.Precision, num: newNumerics(o.Precision)}
+	b := &Backend{s: s, threads: t, prec: o.Precision, num: newNumerics(o.Precision), directConv: o.DirectConv}
 	if o.Autotune {
 		b.tune = &tuner{chosen: map[string]convAlgo{}}
 	}
@@ -65,6 +67,12 @@ type tensor struct {
 	plain memDesc
 	host  slot // reorder to plain for Read
 	stage *mem // plain staging buffer for Write into a blocked layout
+	// nonNeg: the output of a convolution with a fused ReLU. maskedBy,
+	// when not nil, says this gradient is already masked where that
+	// buffer (a fused ReLU's output) is 0: a BatchNorm after the ReLU did
+	// the ReLU's backward pass in its own, and the convolution skips it.
+	nonNeg   bool
+	maskedBy *mem
 }
 
 func newTensor(s *stream, shape []int, md memDesc) (*tensor, error) {

@@ -4,7 +4,7 @@ package onednn
 
 /*
 #cgo CFLAGS: -fopenmp
-#cgo LDFLAGS: -ldnnl -lgomp
+#cgo LDFLAGS: -ldnnl -lgomp -lm
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -130,12 +130,21 @@ type prim struct {
 // newPrim creates a primitive from an operation descriptor (a pointer to
 // a C struct held in Go memory for the duration of the call only).
 func newPrim(op string, desc unsafe.Pointer, hint *prim) (*prim, error) {
+	return newPrimAttr(op, desc, hint, C.shim_attr())
+}
+
+// newPrimReLU is newPrim with a ReLU post-op on the output.
+func newPrimReLU(op string, desc unsafe.Pointer, hint *prim) (*prim, error) {
+	return newPrimAttr(op, desc, hint, C.shim_attr_relu())
+}
+
+func newPrimAttr(op string, desc unsafe.Pointer, hint *prim, attr C.const_dnnl_primitive_attr_t) (*prim, error) {
 	p := &prim{}
 	var h C.const_dnnl_primitive_desc_t
 	if hint != nil {
 		h = C.const_dnnl_primitive_desc_t(hint.pd)
 	}
-	if err := check(op+" primitive descriptor", C.dnnl_primitive_desc_create(&p.pd, C.const_dnnl_op_desc_t(desc), C.shim_attr(), C.shim_engine(), h)); err != nil {
+	if err := check(op+" primitive descriptor", C.dnnl_primitive_desc_create(&p.pd, C.const_dnnl_op_desc_t(desc), attr, C.shim_engine(), h)); err != nil {
 		return nil, err
 	}
 	if err := check(op+" primitive", C.dnnl_primitive_create(&p.p, C.const_dnnl_primitive_desc_t(p.pd))); err != nil {

@@ -40,3 +40,21 @@ func TestSyncBatchNorm(t *testing.T) { traintest.RunSyncBatchNorm(t, open) }
 func TestPrecision(t *testing.T) { traintest.RunPrecision(t, open) }
 
 func TestAutotune(t *testing.T) { traintest.RunAutotune(t, open) }
+
+// TestFusedReLU: ThinNet with its ReLUs fused into the convolutions (a
+// oneDNN post-op forward, relu_use_dst_for_bwd backward) trains exactly as
+// with separate ReLU layers, on Winograd and on direct convolutions.
+func TestFusedReLU(t *testing.T) {
+	sep := traintest.SmallThinNet()
+	sep.SeparateReLU = true
+	for _, o := range []train.BackendOptions{{Threads: 2}, {Threads: 2, DirectConv: true}} {
+		traintest.RunFused(t, open, o, o, sep, traintest.SmallThinNet(), 1e-5)
+	}
+}
+
+// TestWinograd: the default Winograd convolutions train ThinNet as the
+// direct ones do, within rounding.
+func TestWinograd(t *testing.T) {
+	cfg := traintest.SmallThinNet()
+	traintest.RunFused(t, open, train.BackendOptions{Threads: 2, DirectConv: true}, train.BackendOptions{Threads: 2}, cfg, cfg, 1e-4)
+}

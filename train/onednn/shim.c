@@ -8,7 +8,7 @@
 extern void omp_set_num_threads(int);
 
 static dnnl_engine_t engine;
-static dnnl_primitive_attr_t attr;
+static dnnl_primitive_attr_t attr, attr_relu;
 
 // Every primitive is created with a user-managed scratchpad: oneDNN's
 // default (library) scratchpad is thread-local and sized on the creating
@@ -20,8 +20,19 @@ dnnl_status_t shim_init(void) {
     if (st != dnnl_success) return st;
     st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     if (st != dnnl_success) return st;
+    // attr_relu adds a ReLU post-op (a convolution fused with the ReLU
+    // after it).
+    dnnl_post_ops_t po;
+    if ((st = dnnl_primitive_attr_clone(&attr_relu, attr)) != dnnl_success) return st;
+    if ((st = dnnl_post_ops_create(&po)) != dnnl_success) return st;
+    st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr_relu, po);
+    dnnl_post_ops_destroy(po);
+    if (st != dnnl_success) return st;
     return dnnl_engine_create(&engine, dnnl_cpu, 0);
 }
+
+const_dnnl_primitive_attr_t shim_attr_relu(void) { return attr_relu; }
 
 dnnl_engine_t shim_engine(void) { return engine; }
 
@@ -194,4 +205,164 @@ const char *shim_impl(const_dnnl_primitive_desc_t pd) {
 
 void shim_set_threads(int threads) {
     if (threads > 0) omp_set_num_threads(threads);
+}
+
+// ---- batch normalisation backward over a ReLU's output ----
+//
+// shim_bn_bwd16 is BatchNorm's backward pass for x in oneDNN's aBcd16b
+// layout (N, C/16, H·W, 16; C a multiple of 16) with the ReLU before it
+// fused in: x is the ReLU's output, and dx is the gradient with respect to
+// the ReLU's input, that is BatchNorm's dx where x > 0 and 0 elsewhere. It
+// makes two passes: per-channel sums of dy and dy·(x − mean) (float over
+// one image's plane, double across images), then
+// dx = γ/σ·(dy − Σdy/M − x̂·Σdy·x̂/M), masked, with σ = √(var + eps) and
+// M = N·H·W; dgamma = Σdy·x̂, dbeta = Σdy.
+#include <math.h>
+#include <omp.h>
+
+// The loops over the 16 lanes of a block vectorise; target_clones builds
+// them for AVX-512 as well as the baseline, chosen at load time.
+__attribute__((target_clones("avx512f", "default"), optimize("O3")))
+static void bn_sums16(const float *xs, const float *g, const float *mean16, int HW, float *s1, float *s2) {
+    float m[16];
+    for (int l = 0; l < 16; l++) m[l] = mean16[l], s1[l] = 0, s2[l] = 0;
+    for (int i = 0; i < HW; i++)
+        for (int l = 0; l < 16; l++) {
+            float gv = g[i * 16 + l];
+            s1[l] += gv;
+            s2[l] += gv * (xs[i * 16 + l] - m[l]);
+        }
+}
+
+__attribute__((target_clones("avx512f", "default"), optimize("O3")))
+static void bn_dx16(const float *xs, const float *g, float *d, const float *k, const float *a, const float *b,
+        const float *mean16, int HW) {
+    float kl[16], al[16], bl[16], m[16];
+    for (int l = 0; l < 16; l++) kl[l] = k[l], al[l] = a[l], bl[l] = b[l], m[l] = mean16[l];
+    for (int i = 0; i < HW; i++)
+        for (int l = 0; l < 16; l++) {
+            float xv = xs[i * 16 + l];
+            float v = kl[l] * g[i * 16 + l] + al[l] * (xv - m[l]) + bl[l];
+            d[i * 16 + l] = xv > 0 ? v : 0;
+        }
+}
+
+void shim_bn_bwd16(const float *x, const float *dy, float *dx, const float *mean, const float *var,
+        const float *gamma, float eps, float *dgamma, float *dbeta, int N, int C, int HW, int threads) {
+    const int CB = C / 16;
+    if (threads < 1) threads = 1;
+    // Each thread sums into its own row; the rows are added in thread
+    // order afterwards, so a given thread count always gives the same bits.
+    double parts[threads][2 * C];
+    memset(parts, 0, sizeof parts);
+    #pragma omp parallel num_threads(threads)
+    {
+        double *part = parts[omp_get_thread_num()];
+        #pragma omp for schedule(static)
+        for (long nb = 0; nb < (long)N * CB; nb++) {
+            const int cb = (int)(nb % CB);
+            float s1[16], s2[16];
+            bn_sums16(x + nb * HW * 16, dy + nb * HW * 16, mean + cb * 16, HW, s1, s2);
+            for (int l = 0; l < 16; l++) {
+                part[cb * 16 + l] += s1[l];
+                part[C + cb * 16 + l] += s2[l];
+            }
+        }
+    }
+    double sums[2 * C];
+    for (int i = 0; i < 2 * C; i++) {
+        sums[i] = 0;
+        for (int t = 0; t < threads; t++) sums[i] += parts[t][i];
+    }
+    const double M = (double)N * HW;
+    float k[C], a[C], b[C];
+    for (int c = 0; c < C; c++) {
+        double inv = 1 / sqrt((double)var[c] + eps);
+        dbeta[c] = (float)sums[c];
+        dgamma[c] = (float)(sums[C + c] * inv);
+        // dx = k·(dy − Σdy/M − (x − mean)·inv²·Σdy(x − mean)/M)
+        //    = k·dy + a·(x − mean) + b
+        double kk = gamma[c] * inv, s1 = sums[c] / M, s2 = sums[C + c] * inv * inv / M;
+        k[c] = (float)kk;
+        a[c] = (float)(-kk * s2);
+        b[c] = (float)(-kk * s1);
+    }
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (long nb = 0; nb < (long)N * CB; nb++) {
+        const int cb = (int)(nb % CB);
+        bn_dx16(x + nb * HW * 16, dy + nb * HW * 16, dx + nb * HW * 16, k + cb * 16, a + cb * 16, b + cb * 16, mean + cb * 16, HW);
+    }
+}
+
+// shim_bn_fwd16 is BatchNorm's training forward pass for x in aBcd16b
+// layout (C a multiple of 16) in two passes instead of oneDNN's three:
+// per-channel sums of x − shift and (x − shift)² (float over one image's
+// plane, double across images; shift, the first image's mean, keeps the
+// variance free of cancellation and depends on this batch only), then
+// y = γ·(x − mean)/√(var + eps) + β. It writes the batch mean and biased
+// variance into mean and var.
+__attribute__((target_clones("avx512f", "default"), optimize("O3")))
+static void bn_moments16(const float *xs, const float *shift16, int HW, float *s1, float *s2) {
+    float m[16];
+    for (int l = 0; l < 16; l++) m[l] = shift16[l], s1[l] = 0, s2[l] = 0;
+    for (int i = 0; i < HW; i++)
+        for (int l = 0; l < 16; l++) {
+            float d = xs[i * 16 + l] - m[l];
+            s1[l] += d;
+            s2[l] += d * d;
+        }
+}
+
+__attribute__((target_clones("avx512f", "default"), optimize("O3")))
+static void bn_norm16(const float *xs, float *y, const float *mean16, const float *k, const float *b, int HW) {
+    float kl[16], bl[16], m[16];
+    for (int l = 0; l < 16; l++) kl[l] = k[l], bl[l] = b[l], m[l] = mean16[l];
+    for (int i = 0; i < HW; i++)
+        for (int l = 0; l < 16; l++) y[i * 16 + l] = kl[l] * (xs[i * 16 + l] - m[l]) + bl[l];
+}
+
+void shim_bn_fwd16(const float *x, float *y, const float *gamma, const float *beta, float eps,
+        float *mean, float *var, int N, int C, int HW, int threads) {
+    const int CB = C / 16;
+    if (threads < 1) threads = 1;
+    float shift[C], zero[16] = {0};
+    for (int cb = 0; cb < CB; cb++) {
+        float s1[16], s2[16];
+        bn_moments16(x + (long)cb * HW * 16, zero, HW, s1, s2);
+        for (int l = 0; l < 16; l++) shift[cb * 16 + l] = s1[l] / HW;
+    }
+    double parts[threads][2 * C];
+    memset(parts, 0, sizeof parts);
+    #pragma omp parallel num_threads(threads)
+    {
+        double *part = parts[omp_get_thread_num()];
+        #pragma omp for schedule(static)
+        for (long nb = 0; nb < (long)N * CB; nb++) {
+            const int cb = (int)(nb % CB);
+            float s1[16], s2[16];
+            bn_moments16(x + nb * HW * 16, shift + cb * 16, HW, s1, s2);
+            for (int l = 0; l < 16; l++) {
+                part[cb * 16 + l] += s1[l];
+                part[C + cb * 16 + l] += s2[l];
+            }
+        }
+    }
+    const double M = (double)N * HW;
+    float k[C], b[C];
+    for (int c = 0; c < C; c++) {
+        double s1 = 0, s2 = 0;
+        for (int t = 0; t < threads; t++) s1 += parts[t][c], s2 += parts[t][C + c];
+        double d = s1 / M, v = s2 / M - d * d;
+        if (v < 0) v = 0;
+        mean[c] = (float)(shift[c] + d);
+        var[c] = (float)v;
+        double kk = gamma[c] / sqrt(v + eps);
+        k[c] = (float)kk;
+        b[c] = (float)(beta[c] - kk * (shift[c] + d - mean[c])); // the rounding of mean, compensated
+    }
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (long nb = 0; nb < (long)N * CB; nb++) {
+        const int cb = (int)(nb % CB);
+        bn_norm16(x + nb * HW * 16, y + nb * HW * 16, mean + cb * 16, k + cb * 16, b + cb * 16, HW);
+    }
 }

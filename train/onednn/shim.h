@@ -9,6 +9,7 @@
 dnnl_status_t shim_init(void);
 dnnl_engine_t shim_engine(void);
 const_dnnl_primitive_attr_t shim_attr(void);
+const_dnnl_primitive_attr_t shim_attr_relu(void);
 dnnl_status_t shim_stream_create(dnnl_stream_t *s);
 dnnl_status_t shim_memory_create(dnnl_memory_t *m, const dnnl_memory_desc_t *md);
 dnnl_status_t shim_execute(const_dnnl_primitive_t p, dnnl_stream_t s, int nargs,
@@ -25,4 +26,8 @@ void shim_set_threads(int threads);
 void shim_round(float *dst, const float *src, size_t n, int half, int threads);
 int shim_md_layout(const dnnl_memory_desc_t *md, char *buf, int len);
 const char *shim_impl(const_dnnl_primitive_desc_t pd);
+void shim_bn_fwd16(const float *x, float *y, const float *gamma, const float *beta, float eps,
+        float *mean, float *var, int N, int C, int HW, int threads);
+void shim_bn_bwd16(const float *x, const float *dy, float *dx, const float *mean, const float *var,
+        const float *gamma, float eps, float *dgamma, float *dbeta, int N, int C, int HW, int threads);
 #endif

@@ -113,7 +113,7 @@ func (n *batchNorm) BackwardSync(dyt train.Tensor, gamma, beta, dgamma, dbeta []
 	}
 	// The local backward pass, with the global statistics ForwardSync left
 	// in n.mean and n.variance.
-	dx, err := n.Backward(dyt, gamma, beta, dgamma, dbeta)
+	dx, err := n.backward(dyt, gamma, beta, dgamma, dbeta, false) // the correction below is not masked
 	if err != nil {
 		return nil, err
 	}
