@@ -150,7 +150,7 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 	def := c.defaultAlgo()
 	seen := map[string]string{} // implementations and layouts warmed up, to their candidate
 	for _, a := range convAlgos {
-		cand := &conv{s: c.s, spec: c.spec, num: c.num, algo: a, direct: c.direct}
+		cand := &conv{s: c.s, spec: c.spec, num: c.num, algo: a, winograd: c.winograd}
 		name, err := cand.warmUp(x, dyDefault, w, b, dw, db, seen)
 		choice.Candidates = append(choice.Candidates, train.TuneCandidate{Name: name})
 		if err != nil {

@@ -22,8 +22,8 @@ type Backend struct {
 	prec    train.Precision
 	num     numerics
 	tune    *tuner // nil unless BackendOptions.Autotune
-	// directConv: BackendOptions.DirectConv.
-	directConv bool
+	// winograd: BackendOptions.Winograd.
+	winograd bool
 }
 
 var (
@@ -48,7 +48,7 @@ func New(o train.BackendOptions) (*Backend, error) {
 	if o.NormThreads > 0 {
 		s.bnThreads = min(o.NormThreads, t)
 	}
-	b := &Backend{s: s, threads: t, prec: o.Precision, num: newNumerics(o.Precision), directConv: o.DirectConv}
+	b := &Backend{s: s, threads: t, prec: o.Precision, num: newNumerics(o.Precision), winograd: o.Winograd}
 	if o.Autotune {
 		b.tune = &tuner{chosen: map[string]convAlgo{}}
 	}

@@ -47,14 +47,14 @@ func TestAutotune(t *testing.T) { traintest.RunAutotune(t, open) }
 func TestFusedReLU(t *testing.T) {
 	sep := traintest.SmallThinNet()
 	sep.SeparateReLU = true
-	for _, o := range []train.BackendOptions{{Threads: 2}, {Threads: 2, DirectConv: true}} {
+	for _, o := range []train.BackendOptions{{Threads: 2}, {Threads: 2, Winograd: true}} {
 		traintest.RunFused(t, open, o, o, sep, traintest.SmallThinNet(), 1e-5)
 	}
 }
 
-// TestWinograd: the default Winograd convolutions train ThinNet as the
+// TestWinograd: Winograd convolutions (BackendOptions.Winograd) train ThinNet as the
 // direct ones do, within rounding.
 func TestWinograd(t *testing.T) {
 	cfg := traintest.SmallThinNet()
-	traintest.RunFused(t, open, train.BackendOptions{Threads: 2, DirectConv: true}, train.BackendOptions{Threads: 2}, cfg, cfg, 1e-4)
+	traintest.RunFused(t, open, train.BackendOptions{Threads: 2}, train.BackendOptions{Threads: 2, Winograd: true}, cfg, cfg, 1e-4)
 }

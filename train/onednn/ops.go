@@ -16,14 +16,14 @@ import (
 // ---- convolution ----
 
 type conv struct {
-	s       *stream
-	spec    train.ConvSpec
-	num     numerics
-	algo    convAlgo
-	direct  bool   // BackendOptions.DirectConv
-	tune    *tuner // nil: no autotuning (algo stays the default)
-	inShape []int
-	inMD    memDesc
+	s        *stream
+	spec     train.ConvSpec
+	num      numerics
+	algo     convAlgo
+	winograd bool   // BackendOptions.Winograd
+	tune     *tuner // nil: no autotuning (algo stays the default)
+	inShape  []int
+	inMD     memDesc
 
 	fwd, bwdD, bwdW            *prim
 	wUser, bias, dwUser, dbias *mem
@@ -45,7 +45,7 @@ func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 	if s.In <= 0 || s.Out <= 0 || s.Kernel <= 0 || s.Pad < 0 || s.Stride < 0 {
 		return nil, fmt.Errorf("conv %+v: invalid", s)
 	}
-	c := &conv{s: b.s, spec: s, num: b.num, tune: b.tune, direct: b.directConv}
+	c := &conv{s: b.s, spec: s, num: b.num, tune: b.tune, winograd: b.winograd}
 	c.algo = c.defaultAlgo()
 	return c, nil
 }
@@ -54,11 +54,11 @@ func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 // Winograd F(4×4, 3×3) for float32 3×3 convolutions of stride 1 whose
 // channel counts are multiples of 16 (oneDNN's jit_wino_4x3 kernels, which
 // cover forward, backward data and backward weights; about twice as fast
-// as direct ones on ThinNet's layers), direct otherwise, and always with
-// BackendOptions.DirectConv.
+// as direct ones on ThinNet's layers), direct otherwise, and always without
+// BackendOptions.Winograd.
 func (c *conv) defaultAlgo() convAlgo {
 	s := c.spec
-	if !c.direct && c.num.dt == C.dnnl_f32 && c.num.emulate == train.Float32 &&
+	if c.winograd && c.num.dt == C.dnnl_f32 && c.num.emulate == train.Float32 &&
 		s.Kernel == 3 && max(s.Stride, 1) == 1 && s.In%16 == 0 && s.Out%16 == 0 {
 		return winogradConvAlgo
 	}
