@@ -19,6 +19,8 @@ import (
 	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/source"
+
+	"github.com/faster-training/faster/internal/usage"
 )
 
 // Result summarises a run. Counts are of files.
@@ -68,7 +70,7 @@ type job struct {
 // cancellation of ctx (the run stops, leaving no partial file). The Result
 // is valid, with the counts so far, even when the error is not nil.
 func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), usage.CPU()
 	res := &Result{Failures: []Failure{}}
 	if err := o.Validate(); err != nil {
 		return res, err
@@ -127,7 +129,7 @@ func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
 		err = syncFS(dst)
 	}
 	res.Seconds = time.Since(start).Seconds()
-	res.CPUSeconds = (cpuTime() - cpu0).Seconds()
+	res.CPUSeconds = (usage.CPU() - cpu0).Seconds()
 	res.ImagesPerSec = float64(res.Resized+res.Copied) / max(res.Seconds, 1e-9)
 	return res, err
 }

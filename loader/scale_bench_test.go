@@ -3,10 +3,10 @@
 package loader
 
 import (
+	"github.com/faster-training/faster/internal/usage"
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -18,17 +18,6 @@ import (
 // hold on a shared machine.
 
 var scaleSizes = []int{1_281_167, 100_000_000}
-
-// heapDelta runs f and returns the heap bytes it allocated and its CPU time.
-func heapDelta(f func()) (uint64, time.Duration) {
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	t0 := cpuNow()
-	f()
-	t := cpuNow() - t0
-	runtime.ReadMemStats(&ms1)
-	return ms1.TotalAlloc - ms0.TotalAlloc, t
-}
 
 // BenchmarkScaleRankPlan: one rank's plan of an epoch (world 8), the
 // stride view over the epoch's Permutation that Loader.plan builds: its
@@ -43,12 +32,12 @@ func BenchmarkScaleRankPlan(b *testing.B) {
 			var per int
 			for b.Loop() {
 				var pl ordering
-				heap, _ = heapDelta(func() {
+				heap, _ = usage.Measure(func() {
 					pl = stride{of: epochPerm(1, 0, n, true), rank: 3, world: world}
 				})
 				per = pl.Len()
 				m := min(per, 2<<20)
-				_, t := heapDelta(func() {
+				_, t := usage.Measure(func() {
 					s := 0
 					for i := range m {
 						s += pl.At(i)
@@ -81,7 +70,7 @@ func BenchmarkScaleResume(b *testing.B) {
 			var heap uint64
 			var t time.Duration
 			for b.Loop() {
-				heap, t = heapDelta(func() {
+				heap, t = usage.Measure(func() {
 					rem, err := remaining(epochPerm(1, 0, n, true), []Segment{seg})
 					if err != nil {
 						b.Fatal(err)
@@ -100,10 +89,3 @@ func BenchmarkScaleResume(b *testing.B) {
 var benchSink int
 
 func bigScale() bool { return os.Getenv("FASTER_SCALE_BIG") == "1" }
-
-// cpuNow is the process's CPU time (user + system, all threads).
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}

@@ -3,11 +3,10 @@
 package pipeline
 
 import (
+	"github.com/faster-training/faster/internal/usage"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 	"unsafe"
 )
 
@@ -31,15 +30,15 @@ func BenchmarkScaleEpochOrder(b *testing.B) {
 			for b.Loop() {
 				var ms0, ms1 runtime.MemStats
 				runtime.ReadMemStats(&ms0)
-				t0 := cpuNow()
+				t0 := usage.CPU()
 				p := NewPermutation(n, 1, 0, saltIndexed)
-				t1 := cpuNow()
+				t1 := usage.CPU()
 				runtime.ReadMemStats(&ms1)
 				s := 0
 				for i := range m {
 					s += p.At(i)
 				}
-				t2 := cpuNow()
+				t2 := usage.CPU()
 				sink = s
 				build, walk = float64(t1-t0), float64(t2-t1)/float64(m)
 				heap = ms1.TotalAlloc - ms0.TotalAlloc
@@ -54,10 +53,3 @@ func BenchmarkScaleEpochOrder(b *testing.B) {
 }
 
 var sink int
-
-// cpuNow is the process's CPU time (user + system, all threads).
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}

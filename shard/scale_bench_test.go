@@ -4,12 +4,10 @@ package shard
 
 import (
 	"os"
-	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/faster-training/faster/internal/usage"
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/tfrecord"
 )
@@ -18,22 +16,6 @@ import (
 // benchmarks are in loader/scale_bench_test.go): memory is the heap bytes
 // the construction allocated, per record; times are the process's CPU
 // time, so that they hold on a shared machine.
-
-func heapDelta(f func()) (uint64, time.Duration) {
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	t0 := cpuNow()
-	f()
-	t := cpuNow() - t0
-	runtime.ReadMemStats(&ms1)
-	return ms1.TotalAlloc - ms0.TotalAlloc, t
-}
-
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 func bigScale() bool { return os.Getenv("FASTER_SCALE_BIG") == "1" }
 
@@ -57,7 +39,7 @@ func BenchmarkScaleRecordTable(b *testing.B) {
 			var look float64
 			for b.Loop() {
 				var t recordTable
-				heap, _ = heapDelta(func() {
+				heap, _ = usage.Measure(func() {
 					var idx [][]tfrecord.IndexEntry
 					for left := n; left > 0; left -= perShard {
 						k := min(left, perShard)
@@ -73,7 +55,7 @@ func BenchmarkScaleRecordTable(b *testing.B) {
 				})
 				const m = 1 << 20
 				p := pipeline.NewPermutation(n, 2, 0, 0x726573756d65)
-				_, d := heapDelta(func() {
+				_, d := usage.Measure(func() {
 					s := 0
 					for i := range m {
 						f, r, _ := t.at(p.At(i))
@@ -82,7 +64,7 @@ func BenchmarkScaleRecordTable(b *testing.B) {
 					benchSink = s
 				})
 				// The lookup's share: minus the permutation's own cost.
-				_, dp := heapDelta(func() {
+				_, dp := usage.Measure(func() {
 					s := 0
 					for i := range m {
 						s += p.At(i)

@@ -3,9 +3,9 @@
 package source
 
 import (
+	"github.com/faster-training/faster/internal/usage"
 	"os"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -33,12 +33,12 @@ func benchList(b *testing.B, open func(string) (*ImageFolder, error)) {
 		runtime.GC()
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
-		t0, c0 := time.Now(), cpuNow()
+		t0, c0 := time.Now(), usage.CPU()
 		d, err := open(root)
 		if err != nil {
 			b.Fatal(err)
 		}
-		wall, cpu = time.Since(t0), cpuNow()-c0
+		wall, cpu = time.Since(t0), usage.CPU()-c0
 		runtime.ReadMemStats(&ms1)
 		alloc = ms1.TotalAlloc - ms0.TotalAlloc
 		runtime.GC()
@@ -53,11 +53,4 @@ func benchList(b *testing.B, open func(string) (*ImageFolder, error)) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(files, 1)), "cpu-ns/file")
 	b.ReportMetric(float64(kept)/float64(max(files, 1)), "kept-B/file")
 	b.ReportMetric(float64(alloc)/float64(max(files, 1)), "alloc-B/file")
-}
-
-// cpuNow is the process's CPU time (user + system, all threads).
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/train"
 	_ "github.com/faster-training/faster/train/onednn" // registers "onednn" when built with cgo
+
+	"github.com/faster-training/faster/internal/usage"
 )
 
 type trainOptions struct {
@@ -638,13 +640,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		correct := 0.0
 		for tr.Epoch < epoch && !reached {
 			var res train.EpochResult
-			cpu0 := processCPU()
+			cpu0 := usage.CPU()
 			if trainStream == nil {
 				res, err = tr.TrainEpoch(ctx, data, onStep)
 			} else {
 				res, err = tr.TrainStream(ctx, trainStream, onStep)
 			}
-			sum.CPUSeconds += processCPU() - cpu0
+			sum.CPUSeconds += (usage.CPU() - cpu0).Seconds()
 			sum.Images += res.Images
 			sum.Seconds += res.Seconds
 			total.Images += res.Images

@@ -1,14 +1,15 @@
 //go:build unix
 
-package downscale
+package usage
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time (user + system) of the process so far.
-func cpuTime() time.Duration {
+// CPU is the CPU time (user + system, all threads) this process has used
+// so far, or 0 when it cannot be read.
+func CPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
