@@ -4,50 +4,15 @@ package loader
 
 import (
 	"bytes"
-	"fmt"
 	"image"
 	"image/jpeg"
 	"strings"
 	"testing"
 
-	"github.com/PowerDNS/lmdb-go/lmdb"
 	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/source/sourcetest"
 	"google.golang.org/protobuf/encoding/protowire"
 )
-
-// writeLMDB writes a Caffe LMDB of encoded Datums, keys "%08d_<key>", in
-// a new directory; vals are the values as stored.
-func writeLMDB(t *testing.T, keys []string, vals [][]byte) string {
-	t.Helper()
-	dir := t.TempDir()
-	env, err := lmdb.NewEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	if err := env.SetMapSize(64 << 20); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Open(dir, 0, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err = env.Update(func(txn *lmdb.Txn) error {
-		dbi, err := txn.OpenRoot(0)
-		if err != nil {
-			return err
-		}
-		for i, k := range keys {
-			if err := txn.Put(dbi, []byte(fmt.Sprintf("%08d_%s", i, k)), vals[i], 0); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // TestLMDBDatumWithoutLabel: a Datum without a label field is a damaged
 // sample, which stops the epoch or is quarantined under the skip policy,
@@ -74,7 +39,7 @@ func TestLMDBDatumWithoutLabel(t *testing.T) {
 		}
 		keys, vals = append(keys, name), append(vals, v)
 	}
-	db := writeLMDB(t, keys, vals)
+	db := sourcetest.WriteLMDB(t, keys, vals)
 	_, _, err := loadLabels(t, db, Options{Transform: None, Batch: 4, Shuffle: ShuffleOff})
 	if err == nil || !strings.Contains(err.Error(), "no label") || !strings.Contains(err.Error(), "nolabel.jpg") {
 		t.Fatalf("stop policy: want an error naming the Datum without a label, got %v", err)
