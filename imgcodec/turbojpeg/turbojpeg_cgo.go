@@ -145,6 +145,25 @@ static void fj_convert(const JSAMPLE *s, unsigned char *dst, int n, int in_ch, i
 #define FJ_BATCH 16
 #define FJ_MARGIN 32
 
+// fj_start creates d, reads the header into r and checks it: at most
+// max_pixels (FJ_TOO_LARGE), want_w x want_h (FJ_MISMATCH, the real size
+// in r). It returns r->code, 0 when decoding may go on; the caller, whose
+// frame holds the setjmp a libjpeg error jumps to, destroys d on failure.
+static int fj_start(struct jpeg_decompress_struct *d, fj_progress *p, const unsigned char *src, unsigned long n,
+		int want_w, int want_h, long long max_pixels, fj_result *r) {
+	jpeg_create_decompress(d);
+	d->progress = &p->pub;
+	jpeg_mem_src(d, src, n);
+	jpeg_read_header(d, TRUE);
+	fj_fill_header(d, r);
+	if ((long long)d->image_width * d->image_height > max_pixels) {
+		r->code = FJ_TOO_LARGE;
+	} else if ((int)d->image_width != want_w || (int)d->image_height != want_h) {
+		r->code = FJ_MISMATCH;
+	}
+	return r->code;
+}
+
 // fj_decode decodes src into dst (dst_stride bytes per row, crop_h rows of
 // crop_w pixels of gray?1:3 bytes). want_w and want_h are the image size
 // the caller computed from the header; if libjpeg disagrees, nothing is
@@ -169,18 +188,7 @@ static int fj_decode(const unsigned char *src, unsigned long n, int want_w, int 
 		jpeg_destroy_decompress(&d);
 		return r->code;
 	}
-	jpeg_create_decompress(&d);
-	d.progress = &p.pub;
-	jpeg_mem_src(&d, src, n);
-	jpeg_read_header(&d, TRUE);
-	fj_fill_header(&d, r);
-	if ((long long)d.image_width * d.image_height > max_pixels) {
-		r->code = FJ_TOO_LARGE;
-		jpeg_destroy_decompress(&d);
-		return r->code;
-	}
-	if ((int)d.image_width != want_w || (int)d.image_height != want_h) {
-		r->code = FJ_MISMATCH;
+	if (fj_start(&d, &p, src, n, want_w, want_h, max_pixels, r)) {
 		jpeg_destroy_decompress(&d);
 		return r->code;
 	}
@@ -278,18 +286,7 @@ static int fj_decode420(const unsigned char *src, unsigned long n, int want_w, i
 		jpeg_destroy_decompress(&d);
 		return r->code;
 	}
-	jpeg_create_decompress(&d);
-	d.progress = &p.pub;
-	jpeg_mem_src(&d, src, n);
-	jpeg_read_header(&d, TRUE);
-	fj_fill_header(&d, r);
-	if ((long long)d.image_width * d.image_height > max_pixels) {
-		r->code = FJ_TOO_LARGE;
-		jpeg_destroy_decompress(&d);
-		return r->code;
-	}
-	if ((int)d.image_width != want_w || (int)d.image_height != want_h) {
-		r->code = FJ_MISMATCH;
+	if (fj_start(&d, &p, src, n, want_w, want_h, max_pixels, r)) {
 		jpeg_destroy_decompress(&d);
 		return r->code;
 	}
