@@ -3,7 +3,8 @@
 
 Same model (3x3 conv without padding or bias -> ReLU -> BatchNorm; filters
 32/64/128, blocks 2/2/2; adaptive average pool 2x2; linear), same data
-(IDX files, pixels/255 normalised with mean 0.2860, std 0.3530), same
+(IDX files, pixels/255 normalised with mean 0.2860, std 0.3530 for Fashion-MNIST,
+MNIST's 0.1307, 0.3081 otherwise, as faster train), same
 optimiser (SGD, momentum, no weight decay by default), same batching (a
 random permutation per epoch, last partial batch dropped). The dataset is
 preloaded as one tensor so no DataLoader overhead is measured: this is
@@ -74,7 +75,11 @@ def load(d, prefix, limit):
     y = read_idx(find(d, prefix + "-labels-idx1-ubyte"))
     if limit:
         x, y = x[:limit], y[:limit]
-    x = (torch.from_numpy(x.astype(np.float32)) / 255 - 0.2860) / 0.3530
+    # faster train's statistics: Fashion-MNIST's when the directory's name
+    # says so (source.OpenIDX), else MNIST's, as torchvision's examples.
+    fashion = "fashion" in os.path.basename(os.path.normpath(d)).lower()
+    mean, std = (0.2860, 0.3530) if fashion else (0.1307, 0.3081)
+    x = (torch.from_numpy(x.astype(np.float32)) / 255 - mean) / std
     return x.unsqueeze(1).contiguous(), torch.from_numpy(y.astype(np.int64))
 
 

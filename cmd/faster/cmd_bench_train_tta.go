@@ -29,7 +29,8 @@ type ttaRun struct {
 	Round   int    `json:"round"`
 	// Variant is "recipe" or the recipe without one part ("no-ema", ...).
 	Variant         string       `json:"variant"`
-	SecondsToTarget *float64     `json:"seconds_to_target"` // null: not reached
+	Winograd        bool         `json:"winograd,omitempty"` // ours ran with --winograd
+	SecondsToTarget *float64     `json:"seconds_to_target"`  // null: not reached
 	StepsToTarget   int          `json:"steps_to_target,omitempty"`
 	BestAccuracy    float64      `json:"best_accuracy"`
 	FinalAccuracy   float64      `json:"final_accuracy"`
@@ -50,7 +51,10 @@ type ttaSummary struct {
 	Threads   int      `json:"threads"`
 	Recipe    string   `json:"recipe,omitempty"`
 	Args      []string `json:"args"` // the training flags both engines got
-	Runs      []ttaRun `json:"runs"`
+	// OursArgs are the flags only ours got: how it computes, not what
+	// (--backend, --winograd).
+	OursArgs []string `json:"ours_args,omitempty"`
+	Runs     []ttaRun `json:"runs"`
 	// Ratio is PyTorch's seconds to the target over ours, summed over the
 	// rounds of the recipe (0 when either never reached it).
 	Ratio float64 `json:"ratio"`
@@ -98,12 +102,16 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	}
 	sum := ttaSummary{Model: "thinnet", Filters: o.filters, Data: o.data, Target: o.targetAccuracy, EvalEvery: o.evalEvery, Batch: o.batch,
 		Epochs: o.epochs, Threads: threads, Recipe: o.recipe, Args: args}
+	if o.backend != "" {
+		sum.OursArgs = append(sum.OursArgs, "--backend", o.backend)
+	}
+	if o.winograd {
+		sum.OursArgs = append(sum.OursArgs, "--winograd")
+	}
 	ours := func(round int, variant string, extra ...string) error {
 		a := append([]string{"train"}, args...)
 		a = append(a, "--json")
-		if o.backend != "" {
-			a = append(a, "--backend", o.backend)
-		}
+		a = append(a, sum.OursArgs...)
 		a = append(a, extra...)
 		fmt.Fprintf(stderr, "bench train: faster %s, round %d ...\n", variant, round)
 		ts, err := runTrainChild(ctx, a, stderr)
@@ -111,6 +119,7 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 			return fmt.Errorf("faster %s: %w", variant, err)
 		}
 		sum.Runs = append(sum.Runs, newTTARun("faster", ts.Backend, round, variant, ts.SecondsToTarget, ts.StepsToTarget, ts.Curve, ts.Seconds, ts.EvalSeconds, ts.ImagesPerSec))
+		sum.Runs[len(sum.Runs)-1].Winograd = ts.Winograd
 		report(stderr, sum.Runs[len(sum.Runs)-1])
 		return nil
 	}
@@ -220,6 +229,9 @@ func toTargetText(r ttaRun) string {
 func printTTATable(w io.Writer, sum ttaSummary) error {
 	fmt.Fprintf(w, "Time to %.2f%% test accuracy: ThinNet on %s, batch %d, up to %d epoch(s), %d threads, recipe %q; "+
 		"evaluated every %d steps on the test split, evaluation time excluded\n\n", 100*sum.Target, sum.Data, sum.Batch, sum.Epochs, sum.Threads, sum.Recipe, sum.EvalEvery)
+	if len(sum.OursArgs) > 0 {
+		fmt.Fprintf(w, "ours also with %s\n\n", strings.Join(sum.OursArgs, " "))
+	}
 	var rows [][]string
 	for _, r := range sum.Runs {
 		to := "not reached"

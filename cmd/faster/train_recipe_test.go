@@ -179,3 +179,24 @@ func TestBenchTimeToAccuracy(t *testing.T) {
 		t.Errorf("--plot %s: not a PNG (%v)", plot, err)
 	}
 }
+
+// --winograd reaches ours, and only ours: the summary lists it apart from
+// the flags both engines got, and the run reports it.
+func TestBenchTimeToAccuracyWinograd(t *testing.T) {
+	dir := writeTrainIDX(t, 32)
+	code, out, errs := runCLI(t, "bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
+		"--filters", "4,16", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer", "--winograd", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var sum ttaSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !slices.Equal(sum.OursArgs, []string{"--winograd"}) || slices.Contains(sum.Args, "--winograd") {
+		t.Errorf("ours_args %q, args %q: want --winograd for ours only", sum.OursArgs, sum.Args)
+	}
+	if len(sum.Runs) != 1 || !sum.Runs[0].Winograd {
+		t.Errorf("runs %+v: want one run of ours with Winograd", sum.Runs)
+	}
+}

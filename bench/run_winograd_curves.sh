@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Does --winograd keep the training curves? The fast recipe of
+# bench/run_time_to_accuracy.sh (ThinNet 8/16/32, batch 128, one-cycle peak
+# 0.2 over 2 epochs, evaluation every 94 steps) for each seed in SEEDS,
+# three ways:
+#   direct    direct convolutions (the default), 1 thread
+#   winograd  --winograd, 1 thread
+#   direct2   direct convolutions, 2 threads: the control. The same
+#             arithmetic as `direct` with another summation order (oneDNN
+#             splits reductions by thread), so its distance from `direct`
+#             is what rounding alone does to a curve over ~940 steps.
+# direct and winograd run side by side on CPUs 0 and 1 (swapped each seed),
+# direct2 on both after them. Accuracy does not depend on timing, so the
+# machine's load changes the seconds, not the figures.
+#
+# Prints every run's test accuracy at each evaluation, the final accuracy
+# per seed and way, and their mean and spread; writes the JSON of every
+# run to $OUT.
+#
+#   bench/run_winograd_curves.sh [DATA]
+#   env: SEEDS ("1 2 3 4"), EPOCHS (2), OUT (/tmp/faster-winograd)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${1:-/usr/share/datasets/fashion-mnist}
+SEEDS=${SEEDS:-1 2 3 4}
+EPOCHS=${EPOCHS:-2}
+OUT=${OUT:-/tmp/faster-winograd}
+mkdir -p "$OUT"
+go build -o bin/faster ./cmd/faster
+run() { # name seed cpus threads extra...
+  local n=$1 s=$2 c=$3 t=$4; shift 4
+  taskset -c "$c" bin/faster train --data "$DATA" --recipe fast --lr 0.2 --epochs "$EPOCHS" --batch 128 \
+    --filters 8,16,32 --eval-every 94 --threads "$t" --seed "$s" "$@" --json >"$OUT/$n.$s.json"
+}
+echo "winograd vs direct curves: seeds $SEEDS, $EPOCHS epochs; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+i=0
+for s in $SEEDS; do
+  a=0 b=1
+  [ $((i % 2)) -eq 1 ] && a=1 b=0
+  run direct "$s" $a 1 & p1=$!
+  run winograd "$s" $b 1 --winograd & p2=$!
+  wait $p1; wait $p2
+  run direct2 "$s" 0-1 2
+  echo "seed $s done; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  i=$((i + 1))
+done
+python3 - "$OUT" $SEEDS <<'EOF'
+import json, statistics, sys
+out, seeds = sys.argv[1], sys.argv[2:]
+ways = ["direct", "winograd", "direct2"]
+runs = {(w, s): json.load(open(f"{out}/{w}.{s}.json")) for w in ways for s in seeds}
+def acc(d): return [c["test_accuracy"] for c in d["curve"]]
+print("| seed | way | test accuracy at each evaluation (every 94 steps), % | final |")
+print("|---|---|---|---|")
+for s in seeds:
+    for w in ways:
+        a = acc(runs[w, s])
+        print(f"| {s} | {w} | {' '.join(f'{100*x:.1f}' for x in a)} | {100*runs[w, s]['test_accuracy']:.2f}% |")
+print()
+print("| way | final accuracy, mean ± sd over seeds | mean abs. gap to direct, same seed, over all evaluations (points) |")
+print("|---|---|---|")
+for w in ways:
+    f = [100 * runs[w, s]["test_accuracy"] for s in seeds]
+    sd = statistics.stdev(f) if len(f) > 1 else 0.0
+    gaps = [abs(x - y) * 100 for s in seeds for x, y in zip(acc(runs[w, s]), acc(runs["direct", s]))]
+    print(f"| {w} | {statistics.mean(f):.2f} ± {sd:.2f}% | {statistics.mean(gaps):.2f} |")
+EOF
