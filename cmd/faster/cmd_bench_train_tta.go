@@ -29,8 +29,9 @@ type ttaRun struct {
 	Round   int    `json:"round"`
 	// Variant is "recipe" or the recipe without one part ("no-ema", ...).
 	Variant         string       `json:"variant"`
-	Winograd        bool         `json:"winograd,omitempty"` // ours ran with --winograd
-	SecondsToTarget *float64     `json:"seconds_to_target"`  // null: not reached
+	Winograd        bool         `json:"winograd,omitempty"`  // ours ran with --winograd
+	Processes       int          `json:"processes,omitempty"` // ours: DDP ranks (--ours-ddp)
+	SecondsToTarget *float64     `json:"seconds_to_target"`   // null: not reached
 	StepsToTarget   int          `json:"steps_to_target,omitempty"`
 	BestAccuracy    float64      `json:"best_accuracy"`
 	FinalAccuracy   float64      `json:"final_accuracy"`
@@ -74,6 +75,9 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	if o.evalEvery < 1 || o.rounds < 1 {
 		return usagef("--eval-every and --rounds must be positive")
 	}
+	if o.oursDDP < 0 || o.oursDDP > threads || (o.oursDDP > 0 && threads%o.oursDDP != 0) {
+		return usagef("--ours-ddp %d: want a number of processes that divides --threads %d", o.oursDDP, threads)
+	}
 	if o.recipeAblation && o.recipe != "fast" {
 		return usagef("--recipe-ablation takes the parts out of --recipe fast")
 	}
@@ -108,6 +112,10 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	if o.winograd {
 		sum.OursArgs = append(sum.OursArgs, "--winograd")
 	}
+	if o.oursDDP > 0 {
+		// The last --threads wins: each process gets its share.
+		sum.OursArgs = append(sum.OursArgs, "--strategy", "ddp", "--nproc", strconv.Itoa(o.oursDDP), "--threads", strconv.Itoa(threads/o.oursDDP))
+	}
 	ours := func(round int, variant string, extra ...string) error {
 		a := append([]string{"train"}, args...)
 		a = append(a, "--json")
@@ -120,6 +128,9 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 		}
 		sum.Runs = append(sum.Runs, newTTARun("faster", ts.Backend, round, variant, ts.SecondsToTarget, ts.StepsToTarget, ts.Curve, ts.Seconds, ts.EvalSeconds, ts.ImagesPerSec))
 		sum.Runs[len(sum.Runs)-1].Winograd = ts.Winograd
+		if ts.WorldSize > 1 {
+			sum.Runs[len(sum.Runs)-1].Processes = ts.WorldSize
+		}
 		report(stderr, sum.Runs[len(sum.Runs)-1])
 		return nil
 	}
@@ -238,7 +249,11 @@ func printTTATable(w io.Writer, sum ttaSummary) error {
 		if r.SecondsToTarget != nil {
 			to = fmt.Sprintf("%.1f s (%d steps)", *r.SecondsToTarget, r.StepsToTarget)
 		}
-		rows = append(rows, []string{r.Engine + " (" + r.Backend + ")", r.Variant, strconv.Itoa(r.Round), to,
+		engine := r.Engine + " (" + r.Backend + ")"
+		if r.Processes > 1 {
+			engine = fmt.Sprintf("%s (%s, DDP ×%d)", r.Engine, r.Backend, r.Processes)
+		}
+		rows = append(rows, []string{engine, r.Variant, strconv.Itoa(r.Round), to,
 			fmt.Sprintf("%.2f%%", 100*r.BestAccuracy), fmt.Sprintf("%.1f", r.ImagesPerSec)})
 	}
 	if err := bench.Table(w, []string{"engine", "variant", "round", "seconds to target", "best accuracy", "images/s"}, rows); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -198,5 +199,31 @@ func TestBenchTimeToAccuracyWinograd(t *testing.T) {
 	}
 	if len(sum.Runs) != 1 || !sum.Runs[0].Winograd {
 		t.Errorf("runs %+v: want one run of ours with Winograd", sum.Runs)
+	}
+}
+
+// --ours-ddp runs ours as DDP processes splitting --threads, the peer
+// untouched; a count that does not divide the threads is a usage error.
+func TestBenchTimeToAccuracyOursDDP(t *testing.T) {
+	needGloo(t)
+	dir := writeTrainIDX(t, 32)
+	base := []string{"bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16",
+		"--filters", "4,8", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer", "--json"}
+	if code, _, errs := runCLI(t, append(base, "--threads", "2", "--ours-ddp", "3")...); code != 2 || !strings.Contains(errs, "--ours-ddp 3") {
+		t.Errorf("--ours-ddp 3 of 2 threads: exit %d, %s", code, errs)
+	}
+	code, out, errs := runCLI(t, append(base, "--threads", "2", "--ours-ddp", "2")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var sum ttaSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := []string{"--strategy", "ddp", "--nproc", "2", "--threads", "1"}; !slices.Equal(sum.OursArgs, want) {
+		t.Errorf("ours_args %q, want %q", sum.OursArgs, want)
+	}
+	if len(sum.Runs) != 1 || sum.Runs[0].Processes != 2 || len(sum.Runs[0].Curve) == 0 {
+		t.Errorf("runs %+v: want one run of ours as 2 processes, with its curve", sum.Runs)
 	}
 }
