@@ -13,7 +13,8 @@
 #        one-cycle peak), FILTERS (8,16,32), THREADS (2), CPUS (0-1: taskset),
 #        SEED (1), ROUNDS (2), ABLATION (0; 1 adds ours without each part),
 #        NO_PEER (0; 1: ours only), WINOGRAD (0; 1: ours with --winograd,
-#        the peer keeps its own convolution algorithm),
+#        the peer keeps its own convolution algorithm), OURS_DDP (0; N: ours
+#        as N DDP processes of THREADS/N threads, the peer one process),
 #        OUT (/tmp/faster-tta: tta.json, tta.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,7 @@ extra=()
 if [ "$ABLATION" = 1 ]; then extra+=(--recipe-ablation); fi
 if [ "${NO_PEER:-0}" = 1 ]; then extra+=(--no-peer); fi
 if [ "${WINOGRAD:-0}" = 1 ]; then extra+=(--winograd); fi
+if [ "${OURS_DDP:-0}" != 0 ]; then extra+=(--ours-ddp "$OURS_DDP"); fi
 echo "time to accuracy: target $TARGET, ThinNet $FILTERS, batch $BATCH, lr $LR, $EPOCHS epochs, $THREADS threads on CPUs $CPUS, seed $SEED; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 taskset -c "$CPUS" bin/faster bench train --data "$DATA" --target-accuracy "$TARGET" --eval-every "$EVAL_EVERY" \
   --recipe fast --lr "$LR" --epochs "$EPOCHS" --batch "$BATCH" --filters "$FILTERS" --threads "$THREADS" \
