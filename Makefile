@@ -85,6 +85,8 @@ bench: setup build
 	bench/run_step.sh
 	# Time to a target accuracy with the fast recipe, ours beside PyTorch (curve JSON and PNG).
 	bench/run_time_to_accuracy.sh
+	# Winograd vs direct convolutions over whole fast-recipe runs, beside a rounding-only control.
+	bench/run_winograd_curves.sh
 
 vet:
 	$(GO) vet ./...

@@ -12,8 +12,9 @@
 #        length; training stops at the target), BATCH (128), LR (0.2, the
 #        one-cycle peak), FILTERS (8,16,32), THREADS (2), CPUS (0-1: taskset),
 #        SEED (1), ROUNDS (2), ABLATION (0; 1 adds ours without each part),
-#        NO_PEER (0; 1: ours only), WINOGRAD (0; 1: ours with --winograd,
-#        the peer keeps its own convolution algorithm), OURS_DDP (0; N: ours
+#        NO_PEER (0; 1: ours only), WINOGRAD (1: ours with Winograd
+#        convolutions, its default; 0: direct, --winograd=false; the peer
+#        keeps its own convolution algorithm), OURS_DDP (0; N: ours
 #        as N DDP processes of THREADS/N threads, the peer one process),
 #        OUT (/tmp/faster-tta: tta.json, tta.png)
 set -euo pipefail
@@ -36,7 +37,7 @@ go build -o bin/faster ./cmd/faster
 extra=()
 if [ "$ABLATION" = 1 ]; then extra+=(--recipe-ablation); fi
 if [ "${NO_PEER:-0}" = 1 ]; then extra+=(--no-peer); fi
-if [ "${WINOGRAD:-0}" = 1 ]; then extra+=(--winograd); fi
+if [ "${WINOGRAD:-1}" = 0 ]; then extra+=(--winograd=false); fi
 if [ "${OURS_DDP:-0}" != 0 ]; then extra+=(--ours-ddp "$OURS_DDP"); fi
 echo "time to accuracy: target $TARGET, ThinNet $FILTERS, batch $BATCH, lr $LR, $EPOCHS epochs, $THREADS threads on CPUs $CPUS, seed $SEED; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 taskset -c "$CPUS" bin/faster bench train --data "$DATA" --target-accuracy "$TARGET" --eval-every "$EVAL_EVERY" \

@@ -3,9 +3,9 @@
 # bench/run_time_to_accuracy.sh (ThinNet 8/16/32, batch 128, one-cycle peak
 # 0.2 over 2 epochs, evaluation every 94 steps) for each seed in SEEDS,
 # three ways:
-#   direct    direct convolutions (the default), 1 thread
-#   winograd  --winograd, 1 thread
-#   direct2   direct convolutions, 2 threads: the control. The same
+#   direct    --winograd=false: direct convolutions, 1 thread
+#   winograd  --winograd (faster train's default), 1 thread
+#   direct2   --winograd=false, 2 threads: the control. The same
 #             arithmetic as `direct` with another summation order (oneDNN
 #             splits reductions by thread), so its distance from `direct`
 #             is what rounding alone does to a curve over ~940 steps.
@@ -37,10 +37,10 @@ i=0
 for s in $SEEDS; do
   a=0 b=1
   [ $((i % 2)) -eq 1 ] && a=1 b=0
-  run direct "$s" $a 1 & p1=$!
+  run direct "$s" $a 1 --winograd=false & p1=$!
   run winograd "$s" $b 1 --winograd & p2=$!
   wait $p1; wait $p2
-  run direct2 "$s" 0-1 2
+  run direct2 "$s" 0-1 2 --winograd=false
   echo "seed $s done; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   i=$((i + 1))
 done

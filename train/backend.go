@@ -253,11 +253,14 @@ type BackendOptions struct {
 	// F(4×4, 3×3) instead of the direct algorithm: about twice as fast on
 	// ThinNet's layers (2.3–3.0× PyTorch's step where direct is ≈1.6×),
 	// with results that differ by rounding (relative 1e-6 to 1e-5 per
-	// layer). Off by default: over a whole run the difference is not only
-	// rounding: the fast recipe on Fashion-MNIST (ThinNet 8/16/32, seed 1,
-	// 2 epochs) ended at 80.19% with it against 82.07% direct and 82.51%
-	// before the fusions, one run each; until that is understood, equal
-	// curves are not shown for it.
+	// layer). Over whole runs its curves differ from direct's no more than
+	// rounding alone moves them: the fast recipe on Fashion-MNIST (ThinNet
+	// 8/16/32, 2 epochs, seeds 1-4, bench/run_winograd_curves.sh) ended at
+	// 84.38 ± 3.36% with it and 84.80 ± 3.07% direct, and its curves lay
+	// 2.47 points from direct's on average where direct with 2 threads
+	// instead of 1 (the same arithmetic summed in another order) lay 3.12.
+	// faster train turns it on (--winograd=false: direct); the zero
+	// BackendOptions keep direct, the algorithm every backend has.
 	Winograd bool
 }
 

@@ -130,7 +130,7 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.BoolVar(&o.syncBN, "sync-bn", false, "DP and DDP with SyncBN (the whole batch's BatchNorm statistics)")
 		f.BoolVar(&o.ablation, "ablation", true, "also run single-device plain without overlapped input, and with zeroed gradients")
 		f.StringVar(&o.backend, "backend", "", "compute backend (default: onednn when built with cgo)")
-		f.BoolVar(&o.winograd, "winograd", false, "ours with Winograd convolutions (faster train --winograd); the peer keeps its own algorithm")
+		f.BoolVar(&o.winograd, "winograd", true, "ours with Winograd convolutions, faster train's default (--winograd=false: direct, faster train --winograd=false); the peer keeps its own algorithm")
 		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet stage widths (default: the seed's 32,64,128)")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s per cell to this file")
 		f.BoolVar(&o.json, "json", false, "print JSON")
@@ -193,8 +193,8 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 		if o.backend != "" {
 			args = append(args, "--backend", o.backend)
 		}
-		if o.winograd {
-			args = append(args, "--winograd")
+		if !o.winograd {
+			args = append(args, "--winograd=false")
 		}
 		if len(o.filters) > 0 {
 			var fs []string

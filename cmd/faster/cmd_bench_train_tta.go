@@ -53,7 +53,7 @@ type ttaSummary struct {
 	Recipe    string   `json:"recipe,omitempty"`
 	Args      []string `json:"args"` // the training flags both engines got
 	// OursArgs are the flags only ours got: how it computes, not what
-	// (--backend, --winograd).
+	// (--backend, --winograd=false, --ours-ddp's).
 	OursArgs []string `json:"ours_args,omitempty"`
 	Runs     []ttaRun `json:"runs"`
 	// Ratio is PyTorch's seconds to the target over ours, summed over the
@@ -109,8 +109,8 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	if o.backend != "" {
 		sum.OursArgs = append(sum.OursArgs, "--backend", o.backend)
 	}
-	if o.winograd {
-		sum.OursArgs = append(sum.OursArgs, "--winograd")
+	if !o.winograd {
+		sum.OursArgs = append(sum.OursArgs, "--winograd=false")
 	}
 	if o.oursDDP > 0 {
 		// The last --threads wins: each process gets its share.

@@ -181,24 +181,31 @@ func TestBenchTimeToAccuracy(t *testing.T) {
 	}
 }
 
-// --winograd reaches ours, and only ours: the summary lists it apart from
-// the flags both engines got, and the run reports it.
+// Ours runs Winograd by default; --winograd=false reaches ours, and only
+// ours: the summary lists it apart from the flags both engines got, and
+// the run reports it.
 func TestBenchTimeToAccuracyWinograd(t *testing.T) {
 	dir := writeTrainIDX(t, 32)
-	code, out, errs := runCLI(t, "bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
-		"--filters", "4,16", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer", "--winograd", "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var sum ttaSummary
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if !slices.Equal(sum.OursArgs, []string{"--winograd"}) || slices.Contains(sum.Args, "--winograd") {
-		t.Errorf("ours_args %q, args %q: want --winograd for ours only", sum.OursArgs, sum.Args)
-	}
-	if len(sum.Runs) != 1 || !sum.Runs[0].Winograd {
-		t.Errorf("runs %+v: want one run of ours with Winograd", sum.Runs)
+	for _, c := range []struct {
+		flag     string
+		oursArgs []string
+		winograd bool
+	}{{"--winograd", nil, true}, {"--winograd=false", []string{"--winograd=false"}, false}} {
+		code, out, errs := runCLI(t, "bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
+			"--filters", "4,16", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer", c.flag, "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.flag, code, errs)
+		}
+		var sum ttaSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if !slices.Equal(sum.OursArgs, c.oursArgs) || slices.ContainsFunc(sum.Args, func(a string) bool { return strings.HasPrefix(a, "--winograd") }) {
+			t.Errorf("%s: ours_args %q, args %q: want %q for ours only", c.flag, sum.OursArgs, sum.Args, c.oursArgs)
+		}
+		if len(sum.Runs) != 1 || sum.Runs[0].Winograd != c.winograd {
+			t.Errorf("%s: runs %+v: want one run of ours with winograd %v", c.flag, sum.Runs, c.winograd)
+		}
 	}
 }
 
