@@ -22,6 +22,12 @@
 // later operation returns the same error; an error caused by a connection
 // or a timeout wraps collective.ErrPeer.
 //
+// Beside Gloo's connections each pair of ranks holds a watch connection
+// that carries only a goodbye byte on Close: a rank that ends without it
+// is lost, and the operations of the others fail within a second with
+// ErrPeer naming it, where Gloo alone sometimes waits out its timeout
+// (see watch.go).
+//
 // Without cgo the package builds but Open returns an error and "gloo" is
 // not registered.
 package gloo

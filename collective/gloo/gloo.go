@@ -44,6 +44,7 @@ type group struct {
 	hosts      []string // every rank's host, by rank, to name a lost peer
 	store      *collective.Store
 	server     *collective.StoreServer // rank 0 only, without an agent store
+	watch      *watch                  // set once Open has connected
 
 	mu   sync.Mutex
 	refs int
@@ -55,6 +56,9 @@ func (g *group) release() {
 	last := g.refs == 0
 	g.mu.Unlock()
 	if last {
+		if g.watch != nil {
+			g.watch.close()
+		}
 		g.store.Close()
 		if g.server != nil {
 			g.server.Close()
@@ -72,6 +76,9 @@ type comm struct {
 	err    error          // sticky
 	forks  map[string]int // how often each name was forked
 	closed bool
+	// running is closed when the shim call that a lost peer's error
+	// left behind returns (nil when none): c.c is freed after it.
+	running chan struct{}
 }
 
 var _ collective.Comm = (*comm)(nil)
@@ -129,6 +136,10 @@ func Open(c collective.Config) (collective.Comm, error) {
 		}
 		cm, err := g.connect(c.StorePrefix + rootPrefix)
 		if err != nil {
+			return nil, err
+		}
+		if g.watch, err = newWatch(g, c.StorePrefix+rootPrefix); err != nil {
+			cm.Close()
 			return nil, err
 		}
 		// Every rank set its host before it connected: no wait.
@@ -232,7 +243,13 @@ func (g *group) errorOf(op string, rc C.int, cerr *C.char) error {
 func (c *comm) Rank() int { return c.g.rank }
 func (c *comm) Size() int { return c.g.size }
 
-// do runs one shim operation under c.mu with the sticky error.
+// do runs one shim operation under c.mu with the sticky error. With the
+// group's watch it runs the call on a goroutine of its own and returns
+// ErrPeer naming the rank when the watch loses one and the call has not
+// ended watchGrace later: Gloo may otherwise wait for a dead rank until
+// its timeout (see watch). The call left behind ends by Gloo's timeout or
+// error; the buffer stays the call's until then, and Close leaves freeing
+// the context to it.
 func (c *comm) do(op string, f func(errp **C.char) C.int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -242,12 +259,73 @@ func (c *comm) do(op string, f func(errp **C.char) C.int) error {
 	if c.err != nil {
 		return c.err
 	}
-	var cerr *C.char
-	if err := c.g.errorOf(op, f(&cerr), cerr); err != nil {
+	w := c.g.watch
+	if w == nil || c.g.size == 1 {
+		var cerr *C.char
+		if err := c.g.errorOf(op, f(&cerr), cerr); err != nil {
+			c.err = err
+			return err
+		}
+		return nil
+	}
+	if err := c.lostErr(op, w); err != nil {
 		c.err = err
 		return err
 	}
-	return nil
+	type result struct {
+		rc   C.int
+		cerr *C.char
+	}
+	done := make(chan result, 1)
+	go func() {
+		var cerr *C.char
+		rc := f(&cerr)
+		done <- result{rc, cerr}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-w.dead:
+		select {
+		case r = <-done:
+		case <-time.After(watchGrace):
+			c.err = c.lostErr(op, w)
+			running := make(chan struct{})
+			c.running = running
+			go func() {
+				r := <-done
+				if r.cerr != nil {
+					C.free(unsafe.Pointer(r.cerr))
+				}
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.running = nil
+				close(running)
+				if c.closed && c.c != nil {
+					C.fg_comm_free(c.c)
+					c.c = nil
+				}
+			}()
+			return c.err
+		}
+	}
+	err := c.g.errorOf(op, r.rc, r.cerr)
+	if err != nil {
+		if lost := c.lostErr(op, w); lost != nil && !strings.Contains(err.Error(), "lost rank") {
+			err = lost // Gloo's error did not name the rank; the watch's does
+		}
+		c.err = err
+	}
+	return err
+}
+
+// lostErr is the error of op when the watch has lost a rank, else nil.
+func (c *comm) lostErr(op string, w *watch) error {
+	r, why := w.lostRank()
+	if r < 0 {
+		return nil
+	}
+	return fmt.Errorf("collective: gloo %s (rank %d of %d): rank %d: %v (lost rank %d): %w", op, c.g.rank, c.g.size, r, why, r, collective.ErrPeer)
 }
 
 func (c *comm) AllReduceF32(x []float32) error {
@@ -313,8 +391,10 @@ func (c *comm) Close() error {
 		return nil
 	}
 	c.closed = true
-	C.fg_comm_free(c.c)
-	c.c = nil
+	if c.running == nil { // else the call left behind frees it when it ends
+		C.fg_comm_free(c.c)
+		c.c = nil
+	}
 	c.g.release()
 	return nil
 }

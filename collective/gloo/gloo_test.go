@@ -55,6 +55,8 @@ var scenarios = map[string]scenario{
 	"barrier":   barrierScenario,
 	"fork":      forkScenario,
 	"loop":      loopScenario,
+	"idle":      idleScenario,
+	"bcastloop": broadcastLoopScenario,
 	"bench":     benchScenario,
 }
 
@@ -414,6 +416,24 @@ func loopScenario(c collective.Comm, _ int) ([]string, error) {
 	}
 }
 
+// idleScenario joins the group and then waits to be killed, taking part
+// in nothing.
+func idleScenario(c collective.Comm, _ int) ([]string, error) {
+	select {}
+}
+
+// broadcastLoopScenario receives small broadcasts from rank 0 until it
+// is killed, as a rank does while training starts an epoch (a broadcast
+// per tensor of the model).
+func broadcastLoopScenario(c collective.Comm, _ int) ([]string, error) {
+	x := make([]float32, 32)
+	for {
+		if err := c.Broadcast(x, 0); err != nil {
+			return nil, err
+		}
+	}
+}
+
 func benchScenario(c collective.Comm, iters int) ([]string, error) {
 	x := make([]float32, 1<<18) // 1 MiB
 	for range iters + 1 {       // one to warm up
@@ -568,6 +588,93 @@ func TestPeerKilled(t *testing.T) {
 		t.Fatalf("later barrier = %v, want the sticky ErrPeer", err)
 	}
 	rs.cmds[0].Wait()
+}
+
+// TestPeerKilledDuringBroadcast kills rank 1 while rank 0, the root,
+// sends it a broadcast larger than the sockets' buffers that rank 1 never
+// receives: the send waits on a full socket when the connection dies.
+// Gloo alone can miss that death (an unbound send queued on its pair is
+// not failed when the pair closes) and wait out the timeout; the watch
+// fails the broadcast, naming rank 1, well before it.
+func TestPeerKilledDuringBroadcast(t *testing.T) {
+	const timeout = 30 * time.Second
+	cfg, rs := spawn(t, "idle", 2, 0, timeout)
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	x := make([]float32, 16<<20) // 64 MiB
+	go func() { done <- c.Broadcast(x, 0) }()
+	select {
+	case err := <-done:
+		t.Fatalf("broadcast to a rank that does not receive returned %v", err)
+	case <-time.After(200 * time.Millisecond): // rank 0 is in it (a later kill only widens the test)
+	}
+	killed := time.Now()
+	rs.cmds[0].Process.Kill()
+	select {
+	case err := <-done:
+		took := time.Since(killed)
+		if !errors.Is(err, collective.ErrPeer) || !strings.Contains(err.Error(), "lost rank 1") {
+			t.Fatalf("broadcast after the kill = %v, want ErrPeer naming rank 1", err)
+		}
+		t.Logf("broadcast failed %v after the kill: %v", took, err)
+		if took > timeout/3 {
+			t.Errorf("broadcast failed %v after the kill: the timeout's doing (%v), not the lost connection's", took, timeout)
+		}
+	case <-time.After(2 * timeout):
+		t.Fatal("broadcast still blocked long after rank 1 was killed")
+	}
+	if err := c.Barrier(); !errors.Is(err, collective.ErrPeer) || !strings.Contains(err.Error(), "lost rank 1") {
+		t.Fatalf("later barrier = %v, want the sticky ErrPeer", err)
+	}
+	rs.cmds[0].Wait()
+}
+
+// TestPeerKilledDuringBroadcasts kills rank 1 at a random moment of a
+// stream of small broadcasts from rank 0, many times: every time, rank
+// 0's broadcast must fail naming rank 1 within a third of the timeout.
+// Without the watch one round in about twenty waited out the whole
+// timeout here (measured: 1 of 20, twice), as TestTrainDDPRankDies did
+// about one run in ten on a loaded machine.
+func TestPeerKilledDuringBroadcasts(t *testing.T) {
+	const timeout = 6 * time.Second
+	rounds := 40
+	if testing.Short() {
+		rounds = 5
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range rounds {
+		cfg, rs := spawn(t, "bcastloop", 2, 0, timeout)
+		c, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kill := 1 + rng.IntN(200) // after this many broadcasts
+		x := make([]float32, 32)
+		var killed time.Time
+		var calls int
+		for calls = 1; ; calls++ {
+			if calls == kill {
+				killed = time.Now()
+				rs.cmds[0].Process.Kill()
+			}
+			if err = c.Broadcast(x, 0); err != nil {
+				break
+			}
+		}
+		took := time.Since(killed)
+		if killed.IsZero() || !errors.Is(err, collective.ErrPeer) || !strings.Contains(err.Error(), "lost rank 1") {
+			t.Fatalf("round %d: broadcast %d (kill before %d) = %v, want ErrPeer naming rank 1 after the kill", round, calls, kill, err)
+		}
+		if took > timeout/3 {
+			t.Errorf("round %d: broadcast %d failed %v after the kill: the timeout's doing (%v), not the lost connection's: %v", round, calls, took, timeout, err)
+		}
+		c.Close()
+		rs.cmds[0].Wait()
+	}
 }
 
 // TestRankAbsent opens rank 0 of 2 with no rank 1: Open fails after the
