@@ -537,7 +537,7 @@ func TestRegistered(t *testing.T) {
 
 // TestPeerKilled kills rank 1 with SIGKILL while both ranks loop over
 // all-reduces: rank 0's call must fail with ErrPeer as soon as the dead
-// rank's connections close, well before the 30 s timeout.
+// rank's connections close, not by the 30 s timeout (the error says which).
 func TestPeerKilled(t *testing.T) {
 	const timeout = 30 * time.Second
 	cfg, rs := spawn(t, "loop", 2, 0, timeout)
@@ -576,10 +576,8 @@ func TestPeerKilled(t *testing.T) {
 			t.Fatalf("all-reduce after the kill = %v, want ErrPeer naming rank 1", err)
 		}
 		t.Logf("all-reduce %d failed %v after the kill: %v", calls, took, err)
-		// Milliseconds when idle; the bound tells the closed connection
-		// from the timeout with room for any load.
-		if took > timeout/3 {
-			t.Errorf("all-reduce failed %v after the kill: the timeout's doing (%v), not the closed connection's", took, timeout)
+		if timedOut(err) {
+			t.Errorf("all-reduce failed %v after the kill by the timeout (%v), not by the lost connection: %v", took, timeout, err)
 		}
 	case <-time.After(2 * timeout):
 		t.Fatal("all-reduce still blocked long after rank 1 was killed")
@@ -595,7 +593,7 @@ func TestPeerKilled(t *testing.T) {
 // receives: the send waits on a full socket when the connection dies.
 // Gloo alone can miss that death (an unbound send queued on its pair is
 // not failed when the pair closes) and wait out the timeout; the watch
-// fails the broadcast, naming rank 1, well before it.
+// fails the broadcast, naming rank 1, not by the timeout.
 func TestPeerKilledDuringBroadcast(t *testing.T) {
 	const timeout = 30 * time.Second
 	cfg, rs := spawn(t, "idle", 2, 0, timeout)
@@ -621,8 +619,8 @@ func TestPeerKilledDuringBroadcast(t *testing.T) {
 			t.Fatalf("broadcast after the kill = %v, want ErrPeer naming rank 1", err)
 		}
 		t.Logf("broadcast failed %v after the kill: %v", took, err)
-		if took > timeout/3 {
-			t.Errorf("broadcast failed %v after the kill: the timeout's doing (%v), not the lost connection's", took, timeout)
+		if timedOut(err) {
+			t.Errorf("broadcast failed %v after the kill by the timeout (%v), not by the lost connection: %v", took, timeout, err)
 		}
 	case <-time.After(2 * timeout):
 		t.Fatal("broadcast still blocked long after rank 1 was killed")
@@ -635,12 +633,12 @@ func TestPeerKilledDuringBroadcast(t *testing.T) {
 
 // TestPeerKilledDuringBroadcasts kills rank 1 at a random moment of a
 // stream of small broadcasts from rank 0, many times: every time, rank
-// 0's broadcast must fail naming rank 1 within a third of the timeout.
+// 0's broadcast must fail naming rank 1 on the lost connection, not by the timeout.
 // Without the watch one round in about twenty waited out the whole
 // timeout here (measured with a 6 s timeout: 1 of 20, twice), as TestTrainDDPRankDies did
 // about one run in ten on a loaded machine.
 func TestPeerKilledDuringBroadcasts(t *testing.T) {
-	const timeout = 15 * time.Second // the bound below leaves 4 s beyond watchGrace for a loaded machine
+	const timeout = 15 * time.Second
 	rounds := 40
 	if testing.Short() {
 		rounds = 5
@@ -669,13 +667,19 @@ func TestPeerKilledDuringBroadcasts(t *testing.T) {
 		if killed.IsZero() || !errors.Is(err, collective.ErrPeer) || !strings.Contains(err.Error(), "lost rank 1") {
 			t.Fatalf("round %d: broadcast %d (kill before %d) = %v, want ErrPeer naming rank 1 after the kill", round, calls, kill, err)
 		}
-		if took > timeout/3 {
-			t.Errorf("round %d: broadcast %d failed %v after the kill: the timeout's doing (%v), not the lost connection's: %v", round, calls, took, timeout, err)
+		if timedOut(err) {
+			t.Errorf("round %d: broadcast %d failed %v after the kill by the timeout (%v), not by the lost connection: %v", round, calls, took, timeout, err)
 		}
 		c.Close()
 		rs.cmds[0].Wait()
 	}
 }
+
+// timedOut reports whether err is Gloo's timeout ("Timed out waiting
+// 30000ms for send operation to complete") rather than a failure seen on
+// the lost connection or by the watch: the cause, not the seconds, so the
+// verdict does not depend on the machine's load.
+func timedOut(err error) bool { return strings.Contains(err.Error(), "Timed out") }
 
 // TestRankAbsent opens rank 0 of 2 with no rank 1: Open fails after the
 // timeout.
