@@ -87,6 +87,10 @@ bench: setup build
 	bench/run_time_to_accuracy.sh
 	# Winograd vs direct convolutions over whole fast-recipe runs, beside a rounding-only control.
 	bench/run_winograd_curves.sh
+	# The same on the full-width step of the step table (batch 512, plain SGD, one epoch).
+	FILTERS=32,64,128 BATCH=512 LR=0.001 RECIPE= EPOCHS=1 EVAL_EVERY=13 SEEDS="1 2" OUT=$(OUT)/winograd-wide bench/run_winograd_curves.sh
+	# Time to accuracy by configuration of ours (direct, 1 thread, DDP), beside PyTorch.
+	bench/run_tta_configs.sh
 
 vet:
 	$(GO) vet ./...

@@ -15,6 +15,7 @@
 #   bench/run_step.sh [DATA]
 #   env: THREADS_LIST ("1 2"), BATCH (512), STEPS (8 per run; the first
 #        includes creating the primitives, in both), ROUNDS (3), LR (0.001),
+#        FILTERS (ThinNet's stage widths, both engines; default the seed's 32,64,128),
 #        OURS_FLAGS (extra `faster train` flags, e.g. "--winograd=false" for direct convolutions; the README's step table ran with the default, Winograd)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,7 @@ STEPS=${STEPS:-8}
 ROUNDS=${ROUNDS:-3}
 LR=${LR:-0.001}
 OURS_FLAGS=${OURS_FLAGS:-}
+FILTERS=${FILTERS:-32,64,128}
 PY=/usr/bin/python3 # Debian's python3-torch
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -32,8 +34,8 @@ go build -o "$out/faster" ./cmd/faster
 NICE=(nice -n -10)
 "${NICE[@]}" true 2>/dev/null || NICE=()
 limit=$((BATCH * STEPS))
-common=(--data "$DATA" --epochs 1 --batch "$BATCH" --lr "$LR" --limit "$limit" --test-limit "$BATCH")
-echo "ThinNet, Fashion-MNIST, batch $BATCH, $STEPS steps per run, $ROUNDS rounds, lr $LR, momentum 0.9; $(nproc) CPUs; load at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+common=(--data "$DATA" --epochs 1 --batch "$BATCH" --lr "$LR" --limit "$limit" --test-limit "$BATCH" --filters "$FILTERS")
+echo "ThinNet $FILTERS, Fashion-MNIST, batch $BATCH, $STEPS steps per run, $ROUNDS rounds, lr $LR, momentum 0.9; $(nproc) CPUs; load at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 # shellcheck disable=SC2086
 ours() { "${NICE[@]}" /usr/bin/time -f '%M %U %S' -o "$out/ours.$1.$2.time" "$out/faster" train "${common[@]}" --threads "$1" $OURS_FLAGS --json >"$out/ours.$1.$2.json"; }
 peer() { OMP_NUM_THREADS=$1 "${NICE[@]}" /usr/bin/time -f '%M %U %S' -o "$out/torch.$1.$2.time" $PY bench/peer_thinnet_torch.py "${common[@]}" --threads "$1" >"$out/torch.$1.$2.json"; }

@@ -18,21 +18,33 @@
 # run to $OUT.
 #
 #   bench/run_winograd_curves.sh [DATA]
-#   env: SEEDS ("1 2 3 4"), EPOCHS (2), OUT (/tmp/faster-winograd)
+#   env: SEEDS ("1 2 3 4"), EPOCHS (2), OUT (/tmp/faster-winograd);
+#        the model and recipe: FILTERS (8,16,32), BATCH (128), LR (0.2),
+#        RECIPE (fast; empty: plain SGD with momentum 0.9 at a constant
+#        LR), EVAL_EVERY (94). The full-width step of the README's step
+#        table: FILTERS=32,64,128 BATCH=512 LR=0.001 RECIPE= EPOCHS=1
+#        EVAL_EVERY=13
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:-/usr/share/datasets/fashion-mnist}
 SEEDS=${SEEDS:-1 2 3 4}
 EPOCHS=${EPOCHS:-2}
 OUT=${OUT:-/tmp/faster-winograd}
+FILTERS=${FILTERS:-8,16,32}
+BATCH=${BATCH:-128}
+LR=${LR:-0.2}
+RECIPE=${RECIPE-fast}
+EVAL_EVERY=${EVAL_EVERY:-94}
+recipe=()
+[ -n "$RECIPE" ] && recipe=(--recipe "$RECIPE")
 mkdir -p "$OUT"
 go build -o bin/faster ./cmd/faster
 run() { # name seed cpus threads extra...
   local n=$1 s=$2 c=$3 t=$4; shift 4
-  taskset -c "$c" bin/faster train --data "$DATA" --recipe fast --lr 0.2 --epochs "$EPOCHS" --batch 128 \
-    --filters 8,16,32 --eval-every 94 --threads "$t" --seed "$s" "$@" --json >"$OUT/$n.$s.json"
+  taskset -c "$c" bin/faster train --data "$DATA" "${recipe[@]}" --lr "$LR" --epochs "$EPOCHS" --batch "$BATCH" \
+    --filters "$FILTERS" --eval-every "$EVAL_EVERY" --threads "$t" --seed "$s" "$@" --json >"$OUT/$n.$s.json"
 }
-echo "winograd vs direct curves: seeds $SEEDS, $EPOCHS epochs; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "winograd vs direct curves: ThinNet $FILTERS, batch $BATCH, lr $LR, recipe ${RECIPE:-none}, seeds $SEEDS, $EPOCHS epochs, evaluation every $EVAL_EVERY steps; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 i=0
 for s in $SEEDS; do
   a=0 b=1
@@ -44,13 +56,13 @@ for s in $SEEDS; do
   echo "seed $s done; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   i=$((i + 1))
 done
-python3 - "$OUT" $SEEDS <<'EOF'
+python3 - "$OUT" "$EVAL_EVERY" $SEEDS <<'EOF'
 import json, statistics, sys
-out, seeds = sys.argv[1], sys.argv[2:]
+out, every, seeds = sys.argv[1], sys.argv[2], sys.argv[3:]
 ways = ["direct", "winograd", "direct2"]
 runs = {(w, s): json.load(open(f"{out}/{w}.{s}.json")) for w in ways for s in seeds}
 def acc(d): return [c["test_accuracy"] for c in d["curve"]]
-print("| seed | way | test accuracy at each evaluation (every 94 steps), % | final |")
+print(f"| seed | way | test accuracy at each evaluation (every {every} steps), % | final |")
 print("|---|---|---|---|")
 for s in seeds:
     for w in ways:
