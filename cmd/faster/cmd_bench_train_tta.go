@@ -144,17 +144,18 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 		report(stderr, sum.Runs[len(sum.Runs)-1])
 		return nil
 	}
-	// Alternate the order between rounds, to spread a shared machine's noise.
+	// Alternate the order between rounds, to spread a shared machine's
+	// noise; --no-peer runs ours alone in every round.
 	for r := 1; r <= o.rounds; r++ {
-		first, second := func() error { return ours(r, "recipe") }, func() error { return peer(r) }
-		if r%2 == 0 {
-			first, second = second, first
-		}
-		if err := first(); err != nil {
-			return err
-		}
+		steps := []func() error{func() error { return ours(r, "recipe") }}
 		if !o.noPeer {
-			if err := second(); err != nil {
+			steps = append(steps, func() error { return peer(r) })
+			if r%2 == 0 {
+				steps[0], steps[1] = steps[1], steps[0]
+			}
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
 				return err
 			}
 		}

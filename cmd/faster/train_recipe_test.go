@@ -209,6 +209,33 @@ func TestBenchTimeToAccuracyWinograd(t *testing.T) {
 	}
 }
 
+// --no-peer runs ours alone in every round: in the even rounds, where the
+// peer would go first, it is ours that runs, and only ours (a peer script
+// that does not exist would fail the command if it were started).
+func TestBenchTimeToAccuracyNoPeerRounds(t *testing.T) {
+	dir := writeTrainIDX(t, 32)
+	code, out, errs := runCLI(t, "bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
+		"--filters", "4,8", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer",
+		"--rounds", "3", "--peer", filepath.Join(t.TempDir(), "missing.py"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var sum ttaSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var rounds []int
+	for _, r := range sum.Runs {
+		if r.Engine != "faster" {
+			t.Errorf("run %+v: the peer ran under --no-peer", r)
+		}
+		rounds = append(rounds, r.Round)
+	}
+	if !slices.Equal(rounds, []int{1, 2, 3}) {
+		t.Errorf("rounds of ours %v, want [1 2 3]", rounds)
+	}
+}
+
 // --ours-ddp runs ours as DDP processes splitting --threads, the peer
 // untouched; a count that does not divide the threads is a usage error.
 func TestBenchTimeToAccuracyOursDDP(t *testing.T) {
