@@ -195,10 +195,12 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		err = context.Cause(ctx) // the consumer left, or sent garbage
 	}
 	switch {
+	case parent.Err() != nil:
+		// First: cancelling the parent closes conn, so the run may
+		// have seen the consumer "leave" rather than ctx end.
+		return parent.Err()
 	case err == nil, errors.Is(err, errConsumerGone):
 		return nil
-	case parent.Err() != nil:
-		return parent.Err()
 	}
 	// Tell the consumer why, if it still listens.
 	if werr := writeFrame(s.w, FrameError, []byte(err.Error())); werr == nil {
