@@ -142,16 +142,9 @@ func TestBenchTimeToAccuracy(t *testing.T) {
 	dir := writeTrainIDX(t, 64)
 	tmp := t.TempDir()
 	curve, plot := filepath.Join(tmp, "tta.json"), filepath.Join(tmp, "tta.png")
-	code, out, errs := runCLI(t, "bench", "train", "--data", dir, "--limit", "64", "--test-limit", "32", "--batch", "16", "--threads", "1",
+	sum := runTTA(t, "--data", dir, "--limit", "64", "--test-limit", "32", "--batch", "16", "--threads", "1",
 		"--filters", "4,8", "--epochs", "4", "--lr", "0.1", "--target-accuracy", "0.5", "--eval-every", "2",
-		"--rounds", "2", "--peer", "../../bench/peer_thinnet_torch.py", "--curve", curve, "--plot", plot, "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var sum ttaSummary
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+		"--rounds", "2", "--peer", "../../bench/peer_thinnet_torch.py", "--curve", curve, "--plot", plot)
 	var order []string
 	for _, r := range sum.Runs {
 		order = append(order, r.Engine)
@@ -191,15 +184,8 @@ func TestBenchTimeToAccuracyWinograd(t *testing.T) {
 		oursArgs []string
 		winograd bool
 	}{{"--winograd", nil, true}, {"--winograd=false", []string{"--winograd=false"}, false}} {
-		code, out, errs := runCLI(t, "bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
-			"--filters", "4,16", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer", c.flag, "--json")
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", c.flag, code, errs)
-		}
-		var sum ttaSummary
-		if err := json.Unmarshal([]byte(out), &sum); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
+		sum := runTTA(t, "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
+			"--filters", "4,16", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer", c.flag)
 		if !slices.Equal(sum.OursArgs, c.oursArgs) || slices.ContainsFunc(sum.Args, func(a string) bool { return strings.HasPrefix(a, "--winograd") }) {
 			t.Errorf("%s: ours_args %q, args %q: want %q for ours only", c.flag, sum.OursArgs, sum.Args, c.oursArgs)
 		}
@@ -214,16 +200,9 @@ func TestBenchTimeToAccuracyWinograd(t *testing.T) {
 // that does not exist would fail the command if it were started).
 func TestBenchTimeToAccuracyNoPeerRounds(t *testing.T) {
 	dir := writeTrainIDX(t, 32)
-	code, out, errs := runCLI(t, "bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
+	sum := runTTA(t, "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
 		"--filters", "4,8", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer",
-		"--rounds", "3", "--peer", filepath.Join(t.TempDir(), "missing.py"), "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var sum ttaSummary
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+		"--rounds", "3", "--peer", filepath.Join(t.TempDir(), "missing.py"))
 	var rounds []int
 	for _, r := range sum.Runs {
 		if r.Engine != "faster" {
@@ -241,23 +220,31 @@ func TestBenchTimeToAccuracyNoPeerRounds(t *testing.T) {
 func TestBenchTimeToAccuracyOursDDP(t *testing.T) {
 	needGloo(t)
 	dir := writeTrainIDX(t, 32)
-	base := []string{"bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16",
-		"--filters", "4,8", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer", "--json"}
-	if code, _, errs := runCLI(t, append(base, "--threads", "2", "--ours-ddp", "3")...); code != 2 || !strings.Contains(errs, "--ours-ddp 3") {
+	base := []string{"--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16",
+		"--filters", "4,8", "--epochs", "1", "--lr", "0.1", "--target-accuracy", "0.99", "--eval-every", "1", "--no-peer"}
+	if code, _, errs := runCLI(t, append([]string{"bench", "train", "--json"}, append(base, "--threads", "2", "--ours-ddp", "3")...)...); code != 2 || !strings.Contains(errs, "--ours-ddp 3") {
 		t.Errorf("--ours-ddp 3 of 2 threads: exit %d, %s", code, errs)
 	}
-	code, out, errs := runCLI(t, append(base, "--threads", "2", "--ours-ddp", "2")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var sum ttaSummary
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	sum := runTTA(t, append(base, "--threads", "2", "--ours-ddp", "2")...)
 	if want := []string{"--strategy", "ddp", "--nproc", "2", "--threads", "1"}; !slices.Equal(sum.OursArgs, want) {
 		t.Errorf("ours_args %q, want %q", sum.OursArgs, want)
 	}
 	if len(sum.Runs) != 1 || sum.Runs[0].Processes != 2 || len(sum.Runs[0].Curve) == 0 {
 		t.Errorf("runs %+v: want one run of ours as 2 processes, with its curve", sum.Runs)
 	}
+}
+
+// runTTA runs `faster bench train --json` with args, fails the test unless
+// it exits 0, and returns its summary.
+func runTTA(t *testing.T, args ...string) ttaSummary {
+	t.Helper()
+	code, out, errs := runCLI(t, append([]string{"bench", "train", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("bench train %q: exit %d: %s", args, code, errs)
+	}
+	var sum ttaSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return sum
 }
