@@ -191,15 +191,15 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 	defer stop()
 
 	err = s.run(ctx)
-	if ctx.Err() != nil && parent.Err() == nil {
+	if parent.Err() != nil {
+		// Before anything else: cancelling the parent closes conn, so
+		// the run may have seen the consumer "leave" rather than ctx end.
+		return parent.Err()
+	}
+	if ctx.Err() != nil {
 		err = context.Cause(ctx) // the consumer left, or sent garbage
 	}
-	switch {
-	case parent.Err() != nil:
-		// First: cancelling the parent closes conn, so the run may
-		// have seen the consumer "leave" rather than ctx end.
-		return parent.Err()
-	case err == nil, errors.Is(err, errConsumerGone):
+	if err == nil || errors.Is(err, errConsumerGone) {
 		return nil
 	}
 	// Tell the consumer why, if it still listens.
