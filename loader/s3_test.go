@@ -112,9 +112,11 @@ func TestShardsOverS3Restart(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				time.Sleep(1500 * time.Millisecond)
-				err := srv.Restart()
+				// Set before the restart: once Restart has the server
+				// listening a read may succeed before this goroutine runs
+				// again, and that batch came from a server that was up.
 				up.Store(true)
-				done <- err
+				done <- srv.Restart()
 			}()
 			return done
 		}
