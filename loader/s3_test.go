@@ -3,9 +3,11 @@ package loader
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,12 +108,28 @@ func TestShardsOverS3Restart(t *testing.T) {
 			t.Fatal(err)
 		}
 		var up atomic.Bool
+		epochOver := make(chan struct{})
+		// restart stops the server and starts it again once the loader
+		// has been turned away (a connection to the stopped server's port,
+		// which the test holds meanwhile), not after a fixed pause: how
+		// long the loader takes to get there depends on the machine's load,
+		// and the test must not. An epoch whose remaining data was already
+		// read never comes back; its end restarts the server too.
 		restart := func() chan error {
 			srv.Stop()
 			up.Store(false)
 			done := make(chan error, 1)
+			tried, err := turnAway(strings.TrimPrefix(srv.Endpoint(), "http://"))
+			if err != nil {
+				done <- err
+				return done
+			}
 			go func() {
-				time.Sleep(1500 * time.Millisecond)
+				select {
+				case <-tried.first:
+				case <-epochOver:
+				}
+				tried.close()
 				// Set before the restart: once Restart has the server
 				// listening a read may succeed before this goroutine runs
 				// again, and that batch came from a server that was up.
@@ -141,6 +159,7 @@ func TestShardsOverS3Restart(t *testing.T) {
 				restarted = restart()
 			}
 		}
+		close(epochOver)
 		if err := <-restarted; err != nil {
 			t.Fatalf("restart: %v", err)
 		}
@@ -149,6 +168,41 @@ func TestShardsOverS3Restart(t *testing.T) {
 			t.Fatalf("global=%v: through a restart S3 served %d samples, local %d; equal %v", global, len(got), len(want.keys), slices.Equal(got, want.keys))
 		}
 	}
+}
+
+// refuser holds a stopped server's port and closes every connection it
+// accepts; first is closed at the first one.
+type refuser struct {
+	ln    net.Listener
+	first chan struct{}
+	done  chan struct{}
+}
+
+func turnAway(addr string) (*refuser, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	r := &refuser{ln: ln, first: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		once := sync.OnceFunc(func() { close(r.first) })
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			once()
+		}
+	}()
+	return r, nil
+}
+
+// close frees the port and waits for the accepting goroutine to end.
+func (r *refuser) close() {
+	r.ln.Close()
+	<-r.done
 }
 
 // BenchmarkShardsLocalVsS3 runs train epochs over the same shards from
