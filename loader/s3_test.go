@@ -109,21 +109,23 @@ func TestShardsOverS3Restart(t *testing.T) {
 		}
 		var up atomic.Bool
 		epochOver := make(chan struct{})
+		endEpoch := sync.OnceFunc(func() { close(epochOver) })
 		// restart stops the server and starts it again once the loader
 		// has been turned away (a connection to the stopped server's port,
 		// which the test holds meanwhile), not after a fixed pause: how
 		// long the loader takes to get there depends on the machine's load,
 		// and the test must not. An epoch whose remaining data was already
-		// read never comes back; its end restarts the server too.
-		restart := func() chan error {
+		// read never comes back; its end restarts the server too. It
+		// returns a wait for the restart's result (any number of calls).
+		restart := func() func() error {
 			srv.Stop()
 			up.Store(false)
-			done := make(chan error, 1)
 			tried, err := turnAway(strings.TrimPrefix(srv.Endpoint(), "http://"))
 			if err != nil {
-				done <- err
-				return done
+				srv.Restart()
+				t.Fatal(err)
 			}
+			done := make(chan error, 1)
 			go func() {
 				select {
 				case <-tried.first:
@@ -136,9 +138,12 @@ func TestShardsOverS3Restart(t *testing.T) {
 				up.Store(true)
 				done <- srv.Restart()
 			}()
-			return done
+			return sync.OnceValue(func() error { return <-done })
 		}
 		restarted := restart()
+		// A test that fails mid-epoch ends the epoch too and waits for
+		// the server, which the package's other S3 tests share.
+		t.Cleanup(func() { endEpoch(); restarted() })
 		var got []string
 		n := 0
 		for b, err := range remote.IterEpoch(context.Background(), 0) {
@@ -153,14 +158,14 @@ func TestShardsOverS3Restart(t *testing.T) {
 			}
 			b.Release()
 			if n++; n == 3 && global {
-				if err := <-restarted; err != nil {
+				if err := restarted(); err != nil {
 					t.Fatal(err)
 				}
 				restarted = restart()
 			}
 		}
-		close(epochOver)
-		if err := <-restarted; err != nil {
+		endEpoch()
+		if err := restarted(); err != nil {
 			t.Fatalf("restart: %v", err)
 		}
 		remote.Close()
