@@ -36,6 +36,14 @@ the test split every N steps (outside the training clock) into "curve";
 --target-accuracy A stops at the first evaluation reaching A and reports
 "seconds_to_target".
 
+--init-from CKPT starts from the parameters and BatchNorm statistics of a
+faster checkpoint (train/checkpoint.go: "FSTRCKP1", JSON header, float32
+tensors, CRC-32C; ThinNet's tensors are in the order of this model's
+parameters, then its BatchNorm buffers), and --order-from NPY takes the
+training images of epoch e in row e of an int32 .npy instead of
+torch.randperm: `faster bench train --same-start` writes both from ours, so
+that the two engines run the same training.
+
 Run with Debian's python3-torch: /usr/bin/python3 bench/peer_thinnet_torch.py --data DIR
 """
 import argparse
@@ -81,6 +89,47 @@ def load(d, prefix, limit):
     mean, std = (0.2860, 0.3530) if fashion else (0.1307, 0.3081)
     x = (torch.from_numpy(x.astype(np.float32)) / 255 - mean) / std
     return x.unsqueeze(1).contiguous(), torch.from_numpy(y.astype(np.int64))
+
+
+def crc32c(data):
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def load_faster_checkpoint(model, path):
+    """Copies a faster checkpoint's parameters and BatchNorm statistics into model."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 16 or data[:8] != b"FSTRCKP1":
+        sys.exit("%s: not a faster checkpoint" % path)
+    body = data[:-4]
+    if crc32c(body) != int.from_bytes(data[-4:], "little"):
+        sys.exit("%s: checksum mismatch" % path)
+    hl = int.from_bytes(body[8:12], "little")
+    header = json.loads(body[12:12 + hl])
+    off, saved = 12 + hl, []
+    for t in header["tensors"]:
+        n = t["len"]
+        if not t["name"].startswith(("momentum:", "ema:")):
+            saved.append((t["name"], np.frombuffer(body, dtype="<f4", count=n, offset=off)))
+        off += 4 * n
+    ours = list(model.parameters()) + [b for m in model.modules() if isinstance(m, nn.BatchNorm2d)
+                                      for b in (m.running_mean, m.running_var)]
+    if len(saved) != len(ours):
+        sys.exit("%s: %d tensors, the model has %d" % (path, len(saved), len(ours)))
+    with torch.no_grad():
+        for (name, v), t in zip(saved, ours):
+            if v.size != t.numel():
+                sys.exit("%s: %s has %d values, the model's tensor %s" % (path, name, v.size, tuple(t.shape)))
+            t.copy_(torch.from_numpy(v.copy()).view_as(t))
 
 
 def progressive(full, epochs):
@@ -136,6 +185,8 @@ def main():
     ap.add_argument("--resolution-schedule", default=None, help="e.g. 20,24,28 or auto")
     ap.add_argument("--eval-every", type=int, default=0)
     ap.add_argument("--target-accuracy", type=float, default=0.0)
+    ap.add_argument("--init-from", default="", help="start from the weights and BatchNorm statistics of this faster checkpoint")
+    ap.add_argument("--order-from", default="", help="take the training images in this .npy's order (int32, epochs x images)")
     a = ap.parse_args()
     # faster train's fastRecipe (cmd/faster/train_recipe.go), where not given.
     fast = {"schedule": "onecycle", "lr": 0.2, "weight_decay": 5e-4, "label_smoothing": 0.1, "nesterov": True,
@@ -169,6 +220,13 @@ def run(rank, a):
     xte, yte = load(a.data, "t10k", a.test_limit)
     filters = [int(f) for f in a.filters.split(",")]
     model = thinnet(filters=filters, blocks=[2] * len(filters))
+    if a.init_from:
+        load_faster_checkpoint(model, a.init_from)
+    order = None
+    if a.order_from:
+        order = np.load(a.order_from)
+        if order.ndim != 2 or order.shape[0] < a.epochs or order.shape[1] != len(xtr):
+            sys.exit("%s: shape %s, want (%d epochs, %d images)" % (a.order_from, order.shape, a.epochs, len(xtr)))
     ddp_kw = {"bucket_cap_mb": a.bucket_kb / 1024} if a.bucket_kb > 0 else {}
     net = torch.nn.parallel.DistributedDataParallel(model, **ddp_kw) if world > 1 else model
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay,
@@ -230,7 +288,8 @@ def run(rank, a):
             break
         side = res[min(epoch, len(res) - 1)] if res else full
         model.train()
-        perm = torch.randperm(len(xtr))  # same seed on every rank: the same global batches
+        # The same seed (or order) on every rank: the same global batches.
+        perm = torch.from_numpy(order[epoch].astype(np.int64)) if order is not None else torch.randperm(len(xtr))
         t0, tot, dt, n = time.perf_counter(), 0.0, 0.0, 0
         c0 = time.process_time()
         for s in range(steps):

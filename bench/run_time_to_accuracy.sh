@@ -3,7 +3,8 @@
 # trains the same narrow ThinNet with the same fast recipe (one-cycle rate,
 # label smoothing 0.1, Nesterov, progressive resizing 20→28, EMA with
 # warm-up, flip TTA) in faster (Go engine on oneDNN) and in PyTorch 1.13
-# (bench/peer_thinnet_torch.py), alternating which goes first, each pinned
+# (bench/peer_thinnet_torch.py) from the same starting weights and in the
+# same sample order (ours'), alternating which goes first, each pinned
 # to the same cores, and prints the seconds of training (evaluation
 # excluded) until the test accuracy first reaches TARGET, and the ratio.
 #
@@ -16,7 +17,9 @@
 #        convolutions, its default; 0: direct, --winograd=false; the peer
 #        keeps its own convolution algorithm), OURS_DDP (0; N: ours
 #        as N DDP processes of THREADS/N threads, the peer one process),
-#        OUT (/tmp/faster-tta: tta.json, tta.png)
+#        SAME_START (1: the peer starts from ours' initial weights and
+#        takes the images in ours' order; 0: each engine draws its own
+#        from SEED), OUT (/tmp/faster-tta: tta.json, tta.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:-/usr/share/datasets/fashion-mnist}
@@ -39,6 +42,7 @@ if [ "$ABLATION" = 1 ]; then extra+=(--recipe-ablation); fi
 if [ "${NO_PEER:-0}" = 1 ]; then extra+=(--no-peer); fi
 if [ "${WINOGRAD:-1}" = 0 ]; then extra+=(--winograd=false); fi
 if [ "${OURS_DDP:-0}" != 0 ]; then extra+=(--ours-ddp "$OURS_DDP"); fi
+if [ "${SAME_START:-1}" = 0 ]; then extra+=(--same-start=false); fi
 echo "time to accuracy: target $TARGET, ThinNet $FILTERS, batch $BATCH, lr $LR, $EPOCHS epochs, $THREADS threads on CPUs $CPUS, seed $SEED; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 taskset -c "$CPUS" bin/faster bench train --data "$DATA" --target-accuracy "$TARGET" --eval-every "$EVAL_EVERY" \
   --recipe fast --lr "$LR" --epochs "$EPOCHS" --batch "$BATCH" --filters "$FILTERS" --threads "$THREADS" \

@@ -52,6 +52,7 @@ type benchTrainOptions struct {
 	peer           string
 	python         string
 	noPeer         bool
+	sameStart      bool
 	oursDDP        int
 	curve          string
 	lrSet          bool
@@ -143,6 +144,7 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.StringVar(&o.peer, "peer", "bench/peer_thinnet_torch.py", "time to accuracy: the PyTorch peer script")
 		f.StringVar(&o.python, "python", "/usr/bin/python3", "time to accuracy: the Python with torch (Debian's)")
 		f.BoolVar(&o.noPeer, "no-peer", false, "time to accuracy: run ours only")
+		f.BoolVar(&o.sameStart, "same-start", true, "time to accuracy: the peer starts from ours' initial weights and takes the training images in ours' order, so the runs differ by the engines' arithmetic only (--same-start=false: each engine draws its own from --seed)")
 		f.IntVar(&o.oursDDP, "ours-ddp", 0, "time to accuracy: ours as N DDP processes of --threads/N threads each (faster train --strategy ddp --nproc N; BatchNorm statistics per rank, as torch DDP without SyncBN); the peer stays one process of --threads")
 		f.StringVar(&o.curve, "curve", "", "time to accuracy: write the JSON of every run's accuracy curve to this file")
 		return c

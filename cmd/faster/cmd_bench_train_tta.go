@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,15 +43,18 @@ type ttaRun struct {
 }
 
 type ttaSummary struct {
-	Model     string   `json:"model"`
-	Filters   []int    `json:"filters,omitempty"`
-	Data      string   `json:"data"`
-	Target    float64  `json:"target_accuracy"`
-	EvalEvery int      `json:"eval_every"`
-	Batch     int      `json:"batch"`
-	Epochs    int      `json:"epochs"`
-	Threads   int      `json:"threads"`
-	Recipe    string   `json:"recipe,omitempty"`
+	Model     string  `json:"model"`
+	Filters   []int   `json:"filters,omitempty"`
+	Data      string  `json:"data"`
+	Target    float64 `json:"target_accuracy"`
+	EvalEvery int     `json:"eval_every"`
+	Batch     int     `json:"batch"`
+	Epochs    int     `json:"epochs"`
+	Threads   int     `json:"threads"`
+	Recipe    string  `json:"recipe,omitempty"`
+	// SameStart: the peer began from ours' starting weights and took the
+	// training images in ours' order (--same-start).
+	SameStart bool     `json:"same_start"`
 	Args      []string `json:"args"` // the training flags both engines got
 	// OursArgs are the flags only ours got: how it computes, not what
 	// (--backend, --winograd=false, --ours-ddp's).
@@ -134,9 +138,21 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 		report(stderr, sum.Runs[len(sum.Runs)-1])
 		return nil
 	}
+	var peerArgs []string
+	if o.sameStart && !o.noPeer {
+		dir, err := os.MkdirTemp("", "faster-same-start-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if peerArgs, err = writeSameStart(dir, o); err != nil {
+			return err
+		}
+		sum.SameStart = true
+	}
 	peer := func(round int) error {
 		fmt.Fprintf(stderr, "bench train: pytorch recipe, round %d ...\n", round)
-		ps, err := runPeer(ctx, o.python, o.peer, args, threads)
+		ps, err := runPeer(ctx, o.python, o.peer, append(slices.Clip(args), peerArgs...), threads)
 		if err != nil {
 			return err
 		}
