@@ -152,6 +152,15 @@ def thinnet(in_channels=1, classes=10, filters=(32, 64, 128), blocks=(2, 2, 2)):
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d((2, 2)), nn.Flatten(), nn.Linear(cin * 4, classes))
 
 
+def flag(v):
+    """A boolean flag's value as Go's flag package reads it (--x=false)."""
+    if v.lower() in ("1", "t", "true"):
+        return True
+    if v.lower() in ("0", "f", "false"):
+        return False
+    raise argparse.ArgumentTypeError("not a boolean: %r" % v)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
@@ -178,7 +187,7 @@ def main():
     ap.add_argument("--div-factor", type=float, default=25.0)
     ap.add_argument("--final-div-factor", type=float, default=1e4)
     ap.add_argument("--label-smoothing", type=float, default=None)
-    ap.add_argument("--nesterov", action="store_true", default=None)
+    ap.add_argument("--nesterov", nargs="?", const=True, default=None, type=flag, help="--nesterov, --nesterov=false")
     ap.add_argument("--ema", type=float, default=None)
     ap.add_argument("--ema-warmup", action="store_true", default=None)
     ap.add_argument("--tta", default=None, choices=["none", "flip"])

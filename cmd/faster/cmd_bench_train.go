@@ -138,7 +138,7 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.Float64Var(&o.targetAccuracy, "target-accuracy", 0, "time to accuracy instead of the table: seconds until the test accuracy first reaches this fraction (e.g. 0.9), ours and the PyTorch peer's")
 		f.IntVar(&o.evalEvery, "eval-every", 20, "time to accuracy: evaluate on the test split every N steps (outside the clock)")
 		f.StringVar(&o.recipe, "recipe", "", "time to accuracy: the training recipe both engines use (fast; --lr, when given, overrides its rate)")
-		f.BoolVar(&o.recipeAblation, "recipe-ablation", false, "time to accuracy: also run ours with each part of --recipe fast turned off")
+		f.BoolVar(&o.recipeAblation, "recipe-ablation", false, "time to accuracy: also run ours and the peer with each part of --recipe fast turned off")
 		f.IntVar(&o.rounds, "rounds", 1, "time to accuracy: rounds of ours and PyTorch, alternating which goes first")
 		f.Uint64Var(&o.seed, "seed", 1, "time to accuracy: seed of both engines' weights and shuffles")
 		f.StringVar(&o.peer, "peer", "bench/peer_thinnet_torch.py", "time to accuracy: the PyTorch peer script")

@@ -164,3 +164,68 @@ func TestBenchTimeToAccuracySameStart(t *testing.T) {
 		t.Errorf("each engine's own start: test losses within %.2g at the first step; want different starts to show", g)
 	}
 }
+
+// --recipe-ablation runs ours and the peer without each part of the fast
+// recipe, one pair per part; from the same start each pair agrees to
+// rounding in the first steps (the peer took the flag that turns the part
+// off with the same meaning), and each part off changes the training or
+// its evaluation from the whole recipe's.
+func TestBenchRecipeAblationBothEngines(t *testing.T) {
+	needTorch(t)
+	dir := writeTrainIDX(t, 64)
+	sum := runTTA(t, "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "1",
+		"--filters", "4,8", "--epochs", "2", "--recipe", "fast", "--lr", "0.05", "--target-accuracy", "1", "--eval-every", "1",
+		"--backend", "reference", "--peer", "../../bench/peer_thinnet_torch.py", "--recipe-ablation")
+	const points = 2 // the first epoch's steps, at the progressive schedule's first side
+	loss := func(r ttaRun) []float64 {
+		t.Helper()
+		if len(r.Curve) < points {
+			t.Fatalf("%s %s: curve of %d points", r.Engine, r.Variant, len(r.Curve))
+		}
+		var v []float64
+		for _, p := range r.Curve[:points] {
+			v = append(v, float64(p.TestLoss))
+		}
+		return v
+	}
+	gap := func(a, b []float64) float64 {
+		g := 0.0
+		for i := range a {
+			g = max(g, math.Abs(a[i]-b[i])/max(1, math.Abs(b[i])))
+		}
+		return g
+	}
+	byVariant := map[string][2][]float64{}
+	var order []string
+	for _, r := range sum.Runs {
+		order = append(order, r.Engine+" "+r.Variant)
+		v := byVariant[r.Variant]
+		if r.Engine == "faster" {
+			v[0] = loss(r)
+		} else {
+			v[1] = loss(r)
+		}
+		byVariant[r.Variant] = v
+	}
+	want := []string{"faster recipe", "pytorch recipe"}
+	for _, a := range ablations {
+		want = append(want, "faster "+a.name, "pytorch "+a.name)
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("runs %q, want %q", order, want)
+	}
+	whole := byVariant["recipe"][0]
+	for _, a := range ablations {
+		v := byVariant[a.name]
+		g, d := gap(v[0], v[1]), gap(v[0], whole)
+		t.Logf("%s: engines apart by %.2g, from the whole recipe by %.2g", a.name, g, d)
+		if g > 1e-4 {
+			t.Errorf("%s: ours and the peer's test losses differ by %.2g over the first %d steps: %v / %v", a.name, g, points, v[0], v[1])
+		}
+		// Flipping barely moves these images (horizontal bands), so TTA's
+		// part is small, but far above rounding.
+		if d < 1e-6 || d < 100*g {
+			t.Errorf("%s: test losses within %.2g of the whole recipe's: the part was not turned off (%v / %v)", a.name, d, v[0], whole)
+		}
+	}
+}

@@ -150,13 +150,14 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 		}
 		sum.SameStart = true
 	}
-	peer := func(round int) error {
-		fmt.Fprintf(stderr, "bench train: pytorch recipe, round %d ...\n", round)
-		ps, err := runPeer(ctx, o.python, o.peer, append(slices.Clip(args), peerArgs...), threads)
+	peer := func(round int, variant string, extra ...string) error {
+		fmt.Fprintf(stderr, "bench train: pytorch %s, round %d ...\n", variant, round)
+		a := append(append(slices.Clip(args), peerArgs...), extra...)
+		ps, err := runPeer(ctx, o.python, o.peer, a, threads)
 		if err != nil {
 			return err
 		}
-		sum.Runs = append(sum.Runs, newTTARun("pytorch", ps.Backend, round, "recipe", ps.SecondsToTarget, ps.StepsToTarget, ps.Curve, ps.Seconds, ps.EvalSeconds, ps.ImagesPerSec))
+		sum.Runs = append(sum.Runs, newTTARun("pytorch", ps.Backend, round, variant, ps.SecondsToTarget, ps.StepsToTarget, ps.Curve, ps.Seconds, ps.EvalSeconds, ps.ImagesPerSec))
 		report(stderr, sum.Runs[len(sum.Runs)-1])
 		return nil
 	}
@@ -165,7 +166,7 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	for r := 1; r <= o.rounds; r++ {
 		steps := []func() error{func() error { return ours(r, "recipe") }}
 		if !o.noPeer {
-			steps = append(steps, func() error { return peer(r) })
+			steps = append(steps, func() error { return peer(r, "recipe") })
 			if r%2 == 0 {
 				steps[0], steps[1] = steps[1], steps[0]
 			}
@@ -179,6 +180,12 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	if o.recipeAblation {
 		for _, a := range ablations {
 			if err := ours(1, a.name, a.flag); err != nil {
+				return err
+			}
+			if o.noPeer {
+				continue
+			}
+			if err := peer(1, a.name, a.flag); err != nil {
 				return err
 			}
 		}
