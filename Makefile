@@ -91,6 +91,8 @@ bench: setup build
 	FILTERS=32,64,128 BATCH=512 LR=0.001 RECIPE= EPOCHS=1 EVAL_EVERY=13 SEEDS="1 2" OUT=$(OUT)/winograd-wide bench/run_winograd_curves.sh
 	# Time to accuracy by configuration of ours (direct, 1 thread, DDP), beside PyTorch.
 	bench/run_tta_configs.sh
+	# Time to accuracy at the seed's batch 512 (full-width ThinNet), seeds 1-5, both engines from the same start.
+	bench/run_tta_seeds.sh
 
 vet:
 	$(GO) vet ./...
