@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/train"
 )
 
@@ -25,12 +26,19 @@ import (
 // (an .npy of int32, epochs × training images), and returns the peer's
 // flags that read them.
 func writeSameStart(dir string, o benchTrainOptions) ([]string, error) {
-	d, names, err := loadImages(o.data, "train", o.limit)
+	// The training split's size, side and classes decide the model and
+	// the permutations; its pixels are not needed.
+	src, err := source.OpenIDX(o.data, "train")
 	if err != nil {
 		return nil, fmt.Errorf("--same-start: %w", err)
 	}
+	n := len(src.Items())
+	if o.limit > 0 {
+		n = min(n, o.limit)
+	}
+	side, _ := src.Size()
 	b := train.NewReference(train.BackendOptions{Threads: 1})
-	net, err := newModel(b, "thinnet", o.filters, d.C, d.H, len(names), o.seed)
+	net, err := newModel(b, "thinnet", o.filters, 1, side, len(src.Classes()), o.seed)
 	if err != nil {
 		return nil, fmt.Errorf("--same-start: %w", err)
 	}
@@ -42,7 +50,7 @@ func writeSameStart(dir string, o benchTrainOptions) ([]string, error) {
 	}
 	perms := make([][]int, o.epochs)
 	for e := range perms {
-		perms[e] = tr.Order(d.Len(), e)
+		perms[e] = tr.Order(n, e)
 	}
 	if err := atomicfile.WriteFile(order, npyInt32(perms), 0o644); err != nil {
 		return nil, fmt.Errorf("--same-start: %w", err)
