@@ -233,7 +233,10 @@ def run(rank, a):
         load_faster_checkpoint(model, a.init_from)
     order = None
     if a.order_from:
-        order = np.load(a.order_from)
+        try:
+            order = np.load(a.order_from)
+        except (OSError, ValueError) as e:
+            sys.exit("%s: not an .npy of each epoch's order: %s" % (a.order_from, e))
         if order.ndim != 2 or order.shape[0] < a.epochs or order.shape[1] != len(xtr):
             sys.exit("%s: shape %s, want (%d epochs, %d images)" % (a.order_from, order.shape, a.epochs, len(xtr)))
     ddp_kw = {"bucket_cap_mb": a.bucket_kb / 1024} if a.bucket_kb > 0 else {}
