@@ -88,7 +88,16 @@ type Options struct {
 	// samples (no repeats) instead of padding the ranks to the largest
 	// rank's count by repeating samples and keeping a last partial batch
 	// (see StepsPerEpoch).
-	Drop     bool
+	Drop bool
+	// Exact serves every sample of the epoch exactly once across the
+	// ranks: rank r its own part (positions r, r+N, … of the order), with
+	// no repeats and no padding, its last batch partial. The ranks' epochs
+	// then differ by up to one sample (one batch), and a rank may have
+	// none: for evaluation loops that combine their metric once, after the
+	// epoch (an all-reduce at the end), never per step. With Drop the
+	// rank's last partial batch is dropped instead (DataLoader's
+	// drop_last). StepsPerEpoch is this rank's.
+	Exact    bool
 	Prefetch int    // batches prefetched; 2
 	Split    string // which split of a packed dataset; "train"
 	// GlobalShuffle, for shards with .idx indexes, shuffles all records of
@@ -248,6 +257,7 @@ type Sample struct {
 	ID    uint64 // stable across epochs and ranks; seeds the sample's RNG
 
 	pos  int        // position in this rank's epoch order (indexed sources), else -1
+	rep  bool       // a padding repeat of a sample served earlier this epoch (see padded)
 	path string     // file (or LMDB) the sample came from, for the quarantine list
 	off  int64      // its byte offset there, -1 if none
 	bad  *BadSample // set when the sample is damaged and the policy skips it
@@ -264,6 +274,7 @@ type Item struct {
 
 	img *imgcodec.Image // decoded pixels, released when copied into the arena
 	pos int             // position in this rank's epoch order, -1 if none
+	rep bool            // repeats a sample served earlier this epoch
 	bad *BadSample
 }
 
@@ -292,15 +303,26 @@ type Loader struct {
 	ds      source.Dataset // the dataset, as shard.Open opened it
 	q       quarantine
 
+	// zeroSeen: a stored label 0 was met (labels.go: the hint at 1-based
+	// labels).
+	zeroSeen atomic.Bool
+
 	// Indexed sources: the epoch order and the exact position (State).
 	indexed bool
 	resume  ordering // samples left in the resumed epoch, in order (nil: no resume)
-	stMu    sync.Mutex
-	stEpoch int
-	stCons  int // positions of this rank's order consumed in stEpoch
-	stDone  bool
-	stAny   bool
-	cur     atomic.Int64 // epoch running, for the bad-data budget
+	// padOffset is how many positions this rank served of the resumed
+	// epoch before, with the same world size (padded repeats continue it).
+	padOffset int
+	// Streamed sources resume by skipping the skip samples this rank had
+	// read of the epoch (of which skipRows rows were served; 0: skip).
+	skip, skipRows int
+	stMu           sync.Mutex
+	stEpoch        int
+	stCons         int // positions of this rank's order consumed in stEpoch
+	stLen          int // this rank's own positions in stEpoch (repeats aside)
+	stDone         bool
+	stAny          bool
+	cur            atomic.Int64 // epoch running, for the bad-data budget
 }
 
 type dsKey struct {
@@ -425,6 +447,9 @@ func (l *Loader) epochRows(counts []int) int {
 	if len(counts) == 0 {
 		return 0
 	}
+	if l.opts.Exact {
+		return counts[l.opts.ShardIdx]
+	}
 	if l.opts.Drop {
 		return slices.Min(counts) / l.opts.Batch * l.opts.Batch
 	}
@@ -438,6 +463,20 @@ func (l *Loader) steps(rows int) int {
 	}
 	return (rows + l.opts.Batch - 1) / l.opts.Batch
 }
+
+// DatasetLen returns the number of samples in the dataset, over all ranks
+// (0 when a stream's counts are unknown).
+func (l *Loader) DatasetLen() int { return l.n }
+
+// PerRank returns how many samples each rank holds per epoch, or nil when
+// unknown.
+func (l *Loader) PerRank() []int { return slices.Clone(l.per) }
+
+// Indexed reports whether the dataset is read by position (see State).
+func (l *Loader) Indexed() bool { return l.indexed }
+
+// Shuffles reports whether epochs read the samples in a new random order.
+func (l *Loader) Shuffles() bool { return l.shuffles() }
 
 // Classes returns the class names, if known.
 func (l *Loader) Classes() []string { return l.labels }
@@ -470,22 +509,19 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 	l.last = l.stats[key]
 	l.mu.Unlock()
 	ctx = pipeline.WithEpoch(ctx, int64(e))
-	if !l.indexed {
-		return func(yield func(*Batch, error) bool) {
-			l.cur.Store(int64(e))
-			for b, err := range ds.Iter(ctx) {
-				if !yield(b, l.explainEmpty(err)) {
-					return
-				}
-			}
-		}
+	var plan ordering
+	own := l.local
+	if l.indexed {
+		plan = l.plan(e)
+		own = ownLen(plan)
+		ctx = context.WithValue(ctx, planKey{}, plan)
+	} else {
+		ctx = context.WithValue(ctx, streamKey{}, new(int))
 	}
-	plan := l.plan(e)
-	ctx = context.WithValue(ctx, planKey{}, plan)
 	return func(yield func(*Batch, error) bool) {
 		l.cur.Store(int64(e))
 		l.stMu.Lock()
-		l.stEpoch, l.stCons, l.stDone, l.stAny = e, 0, false, true
+		l.stEpoch, l.stCons, l.stLen, l.stDone, l.stAny = e, 0, own, false, true
 		l.stMu.Unlock()
 		failed := false
 		for b, err := range ds.Iter(ctx) {
@@ -501,7 +537,7 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 		}
 		if !failed && ctx.Err() == nil {
 			l.stMu.Lock()
-			l.stCons, l.stDone = plan.Len(), true
+			l.stCons, l.stDone = own, true
 			l.stMu.Unlock()
 		}
 	}
@@ -543,4 +579,38 @@ func (l *Loader) RowBytes(res int) int {
 		return res * res * 3
 	}
 	return res * res * 3 * 4
+}
+
+// Ceiling is what a loader could deliver if its consumer never made it
+// wait: the rate of its limiting stage, run at the parallelism it had.
+type Ceiling struct {
+	ImagesPerSec float64 `json:"images_per_s"` // 0 when nothing has run
+	Stage        string  `json:"stage"`        // the limiting stage
+	Bottleneck   string  `json:"bottleneck"`   // "io" or "decode" (CPU work)
+}
+
+// CeilingOf returns the ceiling the statistics st of this loader's
+// pipeline show: for each stage that does work, the items it handled
+// divided by the time it was busy per worker (Wall × BusyFraction), the
+// batch stage's batches counted as rows; the lowest is the ceiling.
+func (l *Loader) CeilingOf(st pipeline.Stats) Ceiling {
+	var c Ceiling
+	for _, s := range st.Stages {
+		if s.Role == pipeline.RoleNone || s.Wall <= 0 || s.BusyFraction <= 0 || s.Items == 0 {
+			continue
+		}
+		items := float64(s.Items)
+		if s.Kind == "batch" {
+			items *= float64(l.opts.Batch)
+		}
+		rate := items / (s.Wall.Seconds() * s.BusyFraction)
+		if c.Stage == "" || rate < c.ImagesPerSec {
+			c.ImagesPerSec, c.Stage = rate, s.Name
+			c.Bottleneck = pipeline.BottleneckDecode
+			if s.Role == pipeline.RoleIO {
+				c.Bottleneck = pipeline.BottleneckIO
+			}
+		}
+	}
+	return c
 }

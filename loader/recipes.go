@@ -43,6 +43,7 @@ func (l *Loader) decoder(res int) func(context.Context, Sample) (Item, error) {
 		if err != nil && o.BadData.Skip && isBadData(err) {
 			return Item{Key: s.Key, pos: s.pos, bad: badOf(err, s.path, s.off, s.Key)}, nil
 		}
+		it.rep = s.rep
 		return it, err
 	}
 }
@@ -174,11 +175,12 @@ func (l *Loader) finish(read pipeline.Dataset[Sample], res, rows int) (pipeline.
 	if l.opts.BadData.Skip {
 		dec = pipeline.Interleave(dec, l.quarantineBad, 1, 1, 1).Named("skip-bad")
 	}
-	b := pipeline.Batch(dec, l.opts.Batch).Remainder(l.remainder()).Named("batch")
+	b := pipeline.Batch(dec, l.opts.Batch).Remainder(l.remainder()).Named("batch").
+		Repeated(func(it Item) bool { return it.rep })
 	if l.opts.Transform != None {
 		b = b.Arena(l.RowBytes(res), l.filler())
 	}
-	if rows >= 0 {
+	if rows >= 0 && !l.opts.Exact { // Exact: each rank its own part, no more
 		b = b.Fill(rows)
 	}
 	if l.opts.Prefetch == 0 {
@@ -257,6 +259,7 @@ func (l *Loader) initIndexed(ds source.Indexed) error {
 				unlockThread()
 			}
 			s := sampleOf(r, pos)
+			s.rep = pos >= ownLen(planOf(ctx))
 			if err != nil {
 				if o.BadData.Skip && isBadData(err) {
 					s.bad = badOf(err, s.path, s.off, s.Key)
@@ -318,7 +321,7 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 	for i, f := range files {
 		pos[f] = i
 	}
-	l.open = func(res int, _ bool) (pipeline.Dataset[*Batch], statser) {
+	l.open = func(res int, resumed bool) (pipeline.Dataset[*Batch], statser) {
 		list := pipeline.Files(files...).Named("files").Shard(o.NumShards, o.ShardIdx)
 		if l.shuffles() {
 			list = list.Shuffle(o.Seed)
@@ -329,6 +332,19 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 		}, cycle, 16, pipeline.Auto).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
 		if l.shuffles() {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
+		}
+		read = pipeline.Map(read, number).Named("number").Role(pipeline.RoleNone)
+		if resumed && l.skip > 0 {
+			// The epoch's order is the same stream: read past what this
+			// rank consumed before, without decoding it.
+			read = pipeline.Skip(read, l.skip).Named("resume")
+			if rows >= 0 {
+				served := l.skipRows
+				if served == 0 {
+					served = l.skip
+				}
+				rows = max(rows-served, 0)
+			}
 		}
 		return l.finish(read, res, rows)
 	}

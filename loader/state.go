@@ -25,11 +25,15 @@ const StateVersion = 2 // 2: orders from pipeline.Permutation (1: math/rand's Pe
 // over the new world size: the same samples are never served twice and
 // none is lost, whatever the number of ranks.
 type State struct {
-	Version  int       `json:"version"`
-	Epoch    int       `json:"epoch"`
-	Seed     uint64    `json:"seed"`
-	Shuffle  bool      `json:"shuffle"`
-	Samples  int       `json:"samples"` // dataset size
+	Version int    `json:"version"`
+	Epoch   int    `json:"epoch"`
+	Seed    uint64 `json:"seed"`
+	Shuffle bool   `json:"shuffle"`
+	Samples int    `json:"samples"` // dataset size
+	// Stream marks the state of a streamed dataset (shards read without
+	// an index): its order depends on the ranks, so it resumes only with
+	// the world size it was saved with, each rank skipping what it read.
+	Stream   bool      `json:"stream,omitempty"`
 	Segments []Segment `json:"segments,omitempty"`
 }
 
@@ -38,6 +42,53 @@ type State struct {
 type Segment struct {
 	World    int   `json:"world"`
 	Consumed []int `json:"consumed"`
+	// Steps, if set, is how many batches of Batch rows every rank had
+	// taken, the ranks running in lockstep (what a client that saves one
+	// rank's state knows of the others; see FillLockstep).
+	Steps int `json:"steps,omitempty"`
+	Batch int `json:"batch,omitempty"`
+}
+
+// FillLockstep returns s with the unknown counts (-1) of its segments
+// filled in as ranks that ran in lockstep consumed them: every rank Steps
+// batches of Batch rows of its own part, or, without Steps, as many
+// positions as the most any known rank consumed, each capped at the size
+// of the rank's part. A state saved by one rank then stands for all, as a
+// training script that checkpoints on rank 0 only needs. It is exact
+// unless ranks skipped different numbers of bad samples; merge every
+// rank's state (MergeStates) for that.
+func FillLockstep(s State) (State, error) {
+	n := s.Samples
+	out := s
+	out.Segments = slices.Clone(s.Segments)
+	for i := range out.Segments {
+		seg := &out.Segments[i]
+		if seg.World < 1 || len(seg.Consumed) != seg.World {
+			return State{}, fmt.Errorf("%w: segment %d: world %d with %d counts", ErrResume, i, seg.World, len(seg.Consumed))
+		}
+		known := -1
+		for _, c := range seg.Consumed {
+			known = max(known, c)
+		}
+		if known < 0 {
+			return State{}, fmt.Errorf("%w: segment %d has no rank's count", ErrResume, i)
+		}
+		if seg.Steps > 0 && seg.Batch > 0 {
+			known = seg.Steps * seg.Batch
+		}
+		if slices.Contains(seg.Consumed, -1) {
+			seg.Consumed = slices.Clone(seg.Consumed)
+			for r, c := range seg.Consumed {
+				if c < 0 {
+					seg.Consumed[r] = min(known, strideLen(n, seg.World, r))
+				}
+			}
+		}
+		for _, c := range seg.Consumed {
+			n -= c
+		}
+	}
+	return out, nil
 }
 
 // ErrResume marks a state that cannot resume this loader.

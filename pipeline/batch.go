@@ -130,6 +130,7 @@ type BatchDataset[T any] struct {
 	rowBytes int
 	fill     func(row []byte, x T) error
 	pool     chan *Minibatch[T]
+	repeated func(T) bool
 }
 
 // Batch groups consecutive elements of d into batches of size rows, in
@@ -194,6 +195,15 @@ func (b *BatchDataset[T]) Fill(rows int) *BatchDataset[T] {
 		return b
 	}
 	b.rows = rows
+	return b
+}
+
+// Repeated marks the elements that repeat an element already yielded
+// this epoch (an input that pads itself, as DistributedSampler does): each
+// counts in Minibatch.Repeats as Fill's repeats do. Such elements must
+// come last in the epoch, so that the repeats stay a batch's last rows.
+func (b *BatchDataset[T]) Repeated(f func(T) bool) *BatchDataset[T] {
+	b.repeated = f
 	return b
 }
 
@@ -323,7 +333,7 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 				}
 				row := len(mb.Items)
 				mb.Items = append(mb.Items, x)
-				if pass > 0 {
+				if pass > 0 || (b.repeated != nil && b.repeated(x)) {
 					mb.Repeats++
 				}
 				if b.fill != nil {

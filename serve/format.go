@@ -11,7 +11,7 @@ import (
 // Version: the Python client (python/faster/_protocol.py) repeats them.
 const (
 	Magic       = "FSTSERVE"
-	Version     = 2
+	Version     = 3        // 3: ready carries the consumed count, epoch a state, end the statistics
 	HeaderBytes = 4096     // file header; slot 0 starts here
 	SlotHeader  = 4096     // per-slot header; images start here
 	MaxFrame    = 16 << 20 // largest frame accepted
@@ -21,7 +21,7 @@ const (
 	dtypeF32    = uint32(1)
 	dtypeU8     = uint32(2)
 	maxRowDims  = 4
-	readyFixed  = 4 + 8 + 8 + 4 + 4 + 4
+	readyFixed  = 4 + 8 + 8 + 4 + 4 + 4 + 8
 	endFixed    = 8 + 8 + 8 + 1
 	labelBytes  = 8 // int64 per row
 )
@@ -67,6 +67,19 @@ type Hello struct {
 	Rank    int      `json:"rank"`
 	World   int      `json:"world"`
 	PID     int      `json:"pid"` // the server's process id
+	// What a client needs to describe the epoch's order and to save a
+	// position the loader can resume from (loader.State): the dataset's
+	// size over all ranks, each rank's share of it, the order's seed and
+	// shuffle, and the padding policy.
+	DatasetLen   int    `json:"dataset_len"`
+	PerRank      []int  `json:"per_rank,omitempty"` // samples each rank holds; absent when unknown
+	Kind         string `json:"kind,omitempty"`     // imagefolder, shards, lmdb, wds
+	Seed         uint64 `json:"seed"`
+	Shuffle      bool   `json:"shuffle"`
+	Stream       bool   `json:"stream"` // streamed: resumes only with the same ranks
+	Drop         bool   `json:"drop"`
+	Exact        bool   `json:"exact"`
+	StateVersion int    `json:"state_version"`
 }
 
 // layout computes the slot geometry of o (already validated).

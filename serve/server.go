@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -30,6 +31,37 @@ type Source interface {
 
 var _ Source = (*loader.Loader)(nil)
 
+// A Source may also be one of these (a *loader.Loader is all of them):
+// Serve then tells the consumer the position each batch reaches, resumes
+// an epoch from a state the consumer sends, and ends each epoch with the
+// pipeline's statistics.
+type (
+	positioner interface {
+		Consumed(b *loader.Batch) int
+	}
+	resumer interface {
+		SetResume(loader.State) error
+	}
+	statser interface {
+		Stats() pipeline.Stats
+		CeilingOf(pipeline.Stats) loader.Ceiling
+	}
+)
+
+var (
+	_ positioner = (*loader.Loader)(nil)
+	_ resumer    = (*loader.Loader)(nil)
+	_ statser    = (*loader.Loader)(nil)
+)
+
+// EpochStats is the JSON that follows an end frame's fixed part: the
+// pipeline's statistics over the epochs it has run (per stage, and the
+// verdict) and the loader's ceiling.
+type EpochStats struct {
+	Stats   pipeline.Stats `json:"stats"`
+	Ceiling loader.Ceiling `json:"ceiling"`
+}
+
 // Options configure Serve. Batch, DType and Shape describe a slot and have
 // no default (ForLoader fills them from a loader's options).
 type Options struct {
@@ -44,6 +76,16 @@ type Options struct {
 	Classes []string // class names, told to the consumer
 	Rank    int      // told to the consumer
 	World   int      // told to the consumer; 1
+	// Told to the consumer (Hello): the order's facts a client saves a
+	// position with.
+	DatasetLen int
+	PerRank    []int
+	Kind       string
+	Seed       uint64
+	Shuffle    bool
+	Stream     bool
+	Drop       bool
+	Exact      bool
 	// Counters, if set, is where the session counts what it served and
 	// how (rows written in place or copied).
 	Counters *Counters
@@ -62,7 +104,9 @@ type Counters struct {
 // with lo (after its defaults: pass the same Options given to loader.Open).
 func ForLoader(l *loader.Loader, lo loader.Options) Options {
 	o := Options{Batch: lo.Batch, Len: l.Len(), Steps: l.StepsPerEpoch(), Samples: l.SamplesPerEpoch(),
-		Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards}
+		Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards,
+		DatasetLen: l.DatasetLen(), PerRank: l.PerRank(), Kind: l.Kind(), Seed: lo.Seed, Shuffle: l.Shuffles(),
+		Stream: !l.Indexed(), Drop: lo.Drop, Exact: lo.Exact}
 	if o.Batch == 0 {
 		o.Batch = 256
 	}
@@ -117,7 +161,7 @@ type session struct {
 	hello Hello
 
 	ring   *ring
-	epochs chan int64    // epochs the consumer asked for ('E')
+	epochs chan epochReq // epochs the consumer asked for ('E')
 	gone   chan struct{} // closed when the consumer's side is closed
 	rerr   error         // why the reader stopped (read after gone is closed)
 
@@ -131,7 +175,15 @@ type session struct {
 	stop      context.CancelFunc // stops the running epoch (requested-th), or nil
 	cancelled bool               // the running epoch was cancelled
 
-	ready []byte // scratch for 'R' frames
+	ready    []byte // scratch for 'R' frames
+	consumed int    // positions of this rank's order served this epoch (loader.Consumed)
+}
+
+// epochReq is an 'E' frame: the epoch, and the state it resumes from (nil:
+// from its start).
+type epochReq struct {
+	epoch int64
+	state []byte
 }
 
 type frame struct {
@@ -159,13 +211,15 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 	defer mem.close()
 	s := &session{
 		conn: conn, w: bufio.NewWriterSize(conn, 64<<10), src: src, o: o, mem: mem,
-		epochs: make(chan int64, 1), gone: make(chan struct{}),
+		epochs: make(chan epochReq, 1), gone: make(chan struct{}),
 	}
 	s.hello = Hello{
 		Version: Version, Path: mem.path, Size: size, Slots: o.Slots, SlotBytes: slotBytes,
 		HeaderBytes: HeaderBytes, ImagesOffset: SlotHeader, LabelsOffset: labelsOff,
 		Batch: o.Batch, DType: o.DType, Shape: o.Shape, RowBytes: rowBytes,
 		Len: o.Len, Steps: o.Steps, Samples: o.Samples, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
+		DatasetLen: o.DatasetLen, PerRank: o.PerRank, Kind: o.Kind, Seed: o.Seed, Shuffle: o.Shuffle, Stream: o.Stream,
+		Drop: o.Drop, Exact: o.Exact, StateVersion: loader.StateVersion,
 	}
 	putHeader(mem.mem, &s.hello)
 	s.ring = newRing(mem.mem, &s.hello)
@@ -251,10 +305,14 @@ func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
 		}
 		s.mu.Unlock()
 	case FrameEpoch:
-		if len(p) != 8 {
+		if len(p) < 8 {
 			return fmt.Errorf("%w: epoch frame of %d bytes", ErrProtocol, len(p))
 		}
 		e := int64(binary.LittleEndian.Uint64(p))
+		var state []byte
+		if len(p) > 8 {
+			state = bytes.Clone(p[8:]) // p is the reader's buffer
+		}
 		if e < 0 || e > 1<<31 {
 			return fmt.Errorf("%w: epoch %d", ErrProtocol, e)
 		}
@@ -268,7 +326,7 @@ func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
 			return fmt.Errorf("%w: epoch requested while one runs", ErrProtocol)
 		}
 		select {
-		case s.epochs <- e: // never blocks: one epoch at a time
+		case s.epochs <- epochReq{e, state}: // never blocks: one epoch at a time
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -328,8 +386,13 @@ func (s *session) run(ctx context.Context) error {
 	}
 	for {
 		select {
-		case e := <-s.epochs:
-			if err := s.epoch(ctx, int(e)); err != nil {
+		case req := <-s.epochs:
+			if req.state != nil {
+				if err := s.resume(req.state); err != nil {
+					return err
+				}
+			}
+			if err := s.epoch(ctx, int(req.epoch)); err != nil {
 				return err
 			}
 		case <-s.gone:
@@ -338,6 +401,38 @@ func (s *session) run(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// resume makes the next epoch continue from the state the consumer sent.
+func (s *session) resume(b []byte) error {
+	r, ok := s.src.(resumer)
+	if !ok {
+		return fmt.Errorf("serve: this source cannot resume from a state")
+	}
+	var st loader.State
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' { // every rank's state
+		var list []json.RawMessage
+		if err := json.Unmarshal(b, &list); err != nil {
+			return fmt.Errorf("the consumer's states: %w", err)
+		}
+		states := make([]loader.State, len(list))
+		for i, m := range list {
+			var err error
+			if states[i], err = loader.ParseState(m, fmt.Sprintf("the consumer's state %d", i)); err != nil {
+				return err
+			}
+		}
+		var err error
+		if st, err = loader.MergeStates(states...); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if st, err = loader.ParseState(b, "the consumer's state"); err != nil {
+			return err
+		}
+	}
+	return r.SetResume(st)
 }
 
 // epoch runs epoch e: every batch goes into a slot (its stage waiting for
@@ -357,6 +452,7 @@ func (s *session) epoch(ctx context.Context, e int) error {
 		return s.cancelled
 	}
 	var batches, images int64
+	s.consumed = 0
 	err := func() error {
 		defer s.ring.reclaim() // what the pipeline dropped unreleased, once it has returned
 		for b, err := range s.src.IterEpoch(pipeline.WithAllocator(ectx, s.ring), e) {
@@ -405,7 +501,14 @@ func (s *session) epoch(ctx context.Context, e int) error {
 	if cancelled {
 		end[24] = 1
 	}
-	return s.send(FrameEnd, end[:])
+	var stats []byte
+	if st, ok := s.src.(statser); ok {
+		ps := st.Stats()
+		if stats, err = json.Marshal(EpochStats{Stats: ps, Ceiling: st.CeilingOf(ps)}); err != nil {
+			return err
+		}
+	}
+	return s.send(FrameEnd, end[:], stats)
 }
 
 // put announces batch b of epoch e in its slot: the one its rows were
@@ -457,6 +560,10 @@ func (s *session) put(ctx context.Context, e int, b *loader.Batch) error {
 	le.PutUint32(r[20:], uint32(b.Valid))
 	le.PutUint32(r[24:], uint32(len(b.Items)))
 	le.PutUint32(r[28:], uint32(b.Repeats))
+	if p, ok := s.src.(positioner); ok {
+		s.consumed = max(s.consumed, p.Consumed(b))
+	}
+	le.PutUint64(r[32:], uint64(s.consumed))
 	for j := range b.Valid {
 		it := &b.Items[j]
 		le.PutUint64(labels[8*j:], uint64(int64(it.Label)))

@@ -22,6 +22,7 @@ type loaderFlags struct {
 	seed       uint64
 	split      string
 	drop       bool
+	exact      bool
 	global     bool
 	shuffle    loader.ShuffleMode
 	labelOff   int
@@ -88,6 +89,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 		"read in a new random order every epoch, drawn from --seed and the epoch (the default, except with --transform eval)").NoOptDefVal = "true"
 	f.VarPF(shuffleFlag{&lf.shuffle, loader.ShuffleOff}, "no-shuffle", "", "read in the source order").NoOptDefVal = "true"
 	f.BoolVar(&lf.drop, "drop", false, "every rank takes the whole batches of the smallest rank's samples, without repeats (default: ranks short of the largest one's count repeat samples, and the last batch may be partial, the same size on every rank)")
+	f.BoolVar(&lf.exact, "exact", false, "every sample once across the ranks, each rank its own part with no repeats (ranks may differ by one batch; for evaluation that combines its metric at the end); with --drop a rank drops its last partial batch")
 	lf.cache.register(f)
 	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 	f.IntVar(&lf.labelOff, "label-offset", 0, "add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
@@ -113,7 +115,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 	o := loader.Options{
 		Transform: loader.Transform(lf.transform), Resolution: lf.resolution, Layout: loader.Layout(lf.layout),
 		Batch: lf.batch, Workers: workers, NumShards: lf.numShards, ShardIdx: lf.shardIndex,
-		Seed: lf.seed, Split: lf.split, Drop: lf.drop, GlobalShuffle: lf.global, Shuffle: lf.shuffle,
+		Seed: lf.seed, Split: lf.split, Drop: lf.drop, Exact: lf.exact, GlobalShuffle: lf.global, Shuffle: lf.shuffle,
 		LabelOffset: lf.labelOff,
 	}
 	lf.cache.apply(&o)

@@ -4,7 +4,7 @@ serve/format.go and must not change without a new VERSION."""
 import struct
 
 MAGIC = b"FSTSERVE"
-VERSION = 2
+VERSION = 3
 HEADER_BYTES = 4096
 MAX_FRAME = 16 << 20
 SHM_PREFIX = "faster-serve-"
@@ -14,8 +14,8 @@ HELLO, READY, END, ERROR = b"H", b"R", b"D", b"X"
 ATTACH, EPOCH, FREE, CANCEL = b"A", b"E", b"F", b"C"
 
 FRAME_HEAD = struct.Struct("<Ic")  # length (of type + payload), type
-READY_FIXED = struct.Struct("<IqqIII")  # slot, epoch, index, valid, rows, repeats
-END_FIXED = struct.Struct("<qqqB")  # epoch, batches, images, cancelled
+READY_FIXED = struct.Struct("<IqqIIIq")  # slot, epoch, index, valid, rows, repeats, consumed
+END_FIXED = struct.Struct("<qqqB")  # epoch, batches, images, cancelled; then JSON statistics
 FILE_HEADER = struct.Struct("<8sIIQQIII4IIQQ")
 SLOT_HEADER = struct.Struct("<qqqqq")  # epoch, index, valid, rows, repeats
 

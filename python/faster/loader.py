@@ -13,11 +13,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from typing import List, NamedTuple
 
 import numpy as np
 
 from . import _protocol as P
+from ._meter import InputMeter
 
 
 class ServerError(RuntimeError):
@@ -144,11 +146,22 @@ class Loader:
     """
 
     def __init__(self, data, batch_size=256, transform="train", rank=None, world_size=None,
-                 seed=0, epoch=0, workers=0, resolution=224, layout="f32-chw", binary=None,
+                 seed=0, epoch=0, workers=None, resolution=224, layout="f32-chw", binary=None,
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
-                 shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None):
+                 shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
+                 num_workers=None, pin_memory=False, exact=False, report=False, clock=None):
+        if workers is not None and num_workers is not None:
+            raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
+        if num_workers is not None:
+            # DataLoader's 0 loads in the main process, one sample at a time:
+            # here that is one decode thread in the server.
+            if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+                raise ValueError("faster: num_workers=%r: want an integer of at least 0" % (num_workers,))
+            threads = max(num_workers, 1)
+        else:
+            threads = 0 if workers is None else workers  # workers=0: all cores (the server decides)
         for name, v, least in (("batch_size", batch_size, 1), ("resolution", resolution, 1),
-                               ("slots", slots, 1), ("workers", workers, 0)):
+                               ("slots", slots, 1), ("workers", threads, 0)):
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ValueError("faster: %s=%r: want an integer of at least %d" % (name, v, least))
         self.rank, self.world_size = _default_rank(rank, world_size)
@@ -156,9 +169,15 @@ class Loader:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
         if output not in ("torch", "numpy"):
             raise ValueError("faster: output %r: want 'torch' or 'numpy'" % (output,))
+        spec = _transform_spec(transform, resolution)
         self.output = output
-        self.epoch = int(epoch)
+        self.data = os.fspath(data)
+        self.transform = transform
+        self.epoch = int(epoch)  # the epoch the next iteration runs
         self.batch_size = int(batch_size)
+        self.num_workers = threads if num_workers is None else num_workers
+        self.pin_memory = bool(pin_memory)
+        self.exact = bool(exact)
         self.shm_dir = shm_dir
         self._proc = None
         self._sock = None
@@ -171,15 +190,26 @@ class Loader:
         self._phase = "before it started"
         self.drop_last = bool(drop_last)
         self._buf = bytearray(64 << 10)
+        self._clock = clock
+        self._report = report
+        self._stats = None
+        self._resume = None  # (epoch, state JSON bytes) the next iteration of that epoch resumes from
+        self._pos = None  # the position served: see state_dict
+        self._pinned_warned = False
+        self._sampler = None
+        self._dataset = None
+        self.last_keys = []  # the keys of the batch last yielded (paths, for an ImageFolder)
         args = [_find_binary(binary), "serve", os.fspath(data),
-                "--batch", str(batch_size), "--transform", transform,
-                "--resolution", str(resolution), "--layout", layout,
-                "--workers", str(workers), "--num-shards", str(self.world_size),
+                "--batch", str(batch_size), "--transform", spec["transform"],
+                "--resolution", str(spec["resolution"]), "--layout", layout,
+                "--workers", str(threads), "--num-shards", str(self.world_size),
                 "--shard-index", str(self.rank), "--seed", str(seed), "--split", split,
                 "--slots", str(slots), "--shm-dir", shm_dir,
-                "--label-offset", str(int(label_offset))]
+                "--label-offset", str(int(label_offset))] + spec["args"]
         if drop_last:
             args.append("--drop")
+        if exact:
+            args.append("--exact")
         if shuffle is not None:
             args.append("--shuffle" if shuffle else "--no-shuffle")
         if on_error not in ("stop", "skip"):
@@ -327,12 +357,15 @@ class Loader:
 
     def set_epoch(self, epoch):
         """Sets the epoch the next iteration runs (shuffle and augmentation
-        seeds), like DistributedSampler.set_epoch."""
+        seeds), like DistributedSampler.set_epoch. Without it every new
+        iteration runs the next epoch, as DataLoader(shuffle=True) draws a
+        new order each time it is iterated."""
         self.epoch = int(epoch)
 
     def __len__(self):
-        """Batches per epoch: the same on every rank, as the server computes
-        it from every rank's sample count (see Batch)."""
+        """Batches per epoch on this rank: the same on every rank, as the
+        server computes it from every rank's sample count (see Batch); with
+        exact=True this rank's own (ranks may differ by one)."""
         steps = self.hello.get("steps", -1)
         if steps < 0:
             raise TypeError("faster: the epoch's length is unknown (shards without indexes or manifest)")
@@ -340,22 +373,62 @@ class Loader:
 
     def __iter__(self):
         for b in self.batches():
-            yield b.images, b.labels
+            if self.pin_memory and self._pin:
+                yield b.images.pin_memory(), b.labels.pin_memory()
+            else:
+                yield b.images, b.labels
+
+    @property
+    def _pin(self):
+        """Whether pin_memory can pin: torch with a CUDA device. Without
+        one, pin_memory=True does nothing and says so once, as torch's
+        DataLoader does."""
+        if self.output != "torch":
+            return False
+        import torch
+        if torch.cuda.is_available():
+            return True
+        if not self._pinned_warned:
+            self._pinned_warned = True
+            warnings.warn("faster: 'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.")
+        return False
 
     def batches(self):
-        """Yields the epoch's Batch tuples (images, labels, keys, epoch,
-        index, valid), with the lifetime described in the class docs."""
+        """Yields the next epoch's Batch tuples (images, labels, keys, epoch,
+        index, valid, repeats), with the lifetime described in the class
+        docs. The epoch is self.epoch (set_epoch); starting it makes
+        self.epoch the one after."""
         if self._active is not None:
             self._active.close()  # one iteration at a time: end the last
         token = self._token = object()
-        gen = self._run_epoch(self.epoch, token)
+        epoch = self.epoch
+        self.epoch = epoch + 1
+        state = None
+        if self._resume is not None and self._resume[0] == epoch:
+            state = self._resume[1]
+        self._resume = None
+        gen = self._run_epoch(epoch, token, state)
         self._active = gen
         return gen
 
-    def _run_epoch(self, epoch, token):
+    def _run_epoch(self, epoch, token, state):
         if self._closed:
             raise ServerError("faster: the loader is closed")
-        self._send(P.EPOCH, struct.pack("<q", epoch))
+        payload = struct.pack("<q", epoch)
+        prior, steps0 = [], 0
+        if state is not None:
+            payload += json.dumps(state).encode()
+            one = _merge(state) if isinstance(state, list) else state
+            if self.hello.get("stream"):
+                seg = (one.get("segments") or [{}])[-1]
+                steps0 = seg.get("steps", 0)  # a stream counts from the epoch's start
+            else:
+                prior = one.get("segments") or []
+        self._pos = {"epoch": epoch, "consumed": 0, "steps": steps0, "prior": prior, "done": False}
+        meter = InputMeter(self._clock)
+        meter.begin()
+        self._send(P.EPOCH, payload)
         held = None
         done = False
         try:
@@ -363,16 +436,24 @@ class Loader:
                 if held is not None:
                     self._send(P.FREE, held.to_bytes(4, "little"))
                     held = None
+                meter.waiting()
                 typ, payload = self._recv()
                 if typ == P.END:
                     done = True
+                    self._pos["done"] = not payload[P.END_FIXED.size - 1]
+                    self._end_epoch(meter, epoch, payload)
                     return
                 if typ != P.READY:
                     raise ServerError("faster: protocol error: frame %r during an epoch" % typ)
-                slot, e, index, valid, rows, repeats = P.READY_FIXED.unpack_from(payload)
+                slot, e, index, valid, rows, repeats, consumed = P.READY_FIXED.unpack_from(payload)
+                meter.got(valid)
                 keys = bytes(payload[P.READY_FIXED.size:]).decode("utf-8", "surrogateescape").split("\0") if valid else []
                 held = slot
+                if consumed >= 0:
+                    self._pos["consumed"] = consumed
+                self._pos["steps"] += 1
                 im, lb = self._slots[slot]
+                self.last_keys = keys
                 yield Batch(im[:valid], lb[:valid], keys, e, index, valid, repeats)
         finally:
             mine = self._token is token
@@ -385,6 +466,7 @@ class Loader:
                         while True:
                             typ, payload = self._recv()
                             if typ == P.END:
+                                self._end_epoch(meter, epoch, payload, cancelled=True)
                                 break
                             if typ == P.READY:
                                 self._send(P.FREE, payload[:4])
@@ -392,6 +474,102 @@ class Loader:
                     pass
             if mine:
                 self._active = self._token = None
+
+    def _end_epoch(self, meter, epoch, payload, cancelled=False):
+        extra = bytes(payload[P.END_FIXED.size:])
+        server = json.loads(extra) if extra else {}
+        self._stats = meter.end(server, epoch, cancelled)
+        self._stats["pipeline"] = server.get("stats")
+        if self._report and not cancelled:
+            line = "faster: epoch %d: %s" % (epoch, self._stats["summary"])
+            if callable(self._report):
+                self._report(line)
+            else:
+                print(line, file=sys.stderr, flush=True)
+
+    def stats(self):
+        """The last epoch's input report, a dict: seconds, wait_seconds and
+        input_wait_share (the share of the loop's time spent waiting for a
+        batch), input_bound, images_per_s, consumer_images_per_s (what the
+        loop alone would take), loader_ceiling_images_per_s with
+        limiting_stage and bottleneck ("decode" is CPU work, "io" reading),
+        the pipeline's verdict, and summary, the sentence report=True
+        prints at the end of every epoch. None before an epoch ended."""
+        return None if self._stats is None else dict(self._stats)
+
+    # --- position: the protocol of torchdata's StatefulDataLoader ---
+
+    def state_dict(self):
+        """The position served so far, small and JSON-serialisable: the
+        epoch and how far this rank got (the batches yielded, the last one
+        included). load_state_dict on a fresh loader with the same data and
+        arguments serves exactly the rest: of the epoch, or from the next
+        epoch when this one ended. With several ranks, a state saved by
+        one rank stands for all when they ran in lockstep (as a script that
+        checkpoints on rank 0 does); with on_error="skip" gather every
+        rank's state (dist.all_gather_object) and load the list, exact
+        whatever each skipped. Indexed data (ImageFolder, LMDB,
+        WebDataset, shards with indexes) resumes with any world size;
+        streamed shards with the same one."""
+        h = self.hello
+        st = {"version": h["state_version"], "seed": h["seed"], "shuffle": h["shuffle"],
+              "samples": h["dataset_len"], "faster": {"world": self.world_size, "rank": self.rank,
+                                                      "batch_size": self.batch_size}}
+        if h.get("stream"):
+            st["stream"] = True
+        pos = self._pos
+        if pos is None or pos["done"]:
+            st["epoch"] = self.epoch if pos is None else pos["epoch"] + 1
+            if self._resume is not None and self._resume[0] == st["epoch"]:
+                r = self._resume[1]
+                return dict(r[-1] if isinstance(r, list) else r)
+            return st
+        st["epoch"] = pos["epoch"]
+        consumed = [-1] * self.world_size
+        consumed[self.rank] = pos["consumed"]
+        st["segments"] = list(pos["prior"]) + [{"world": self.world_size, "consumed": consumed,
+                                                "steps": pos["steps"], "batch": self.batch_size}]
+        return st
+
+    def load_state_dict(self, state):
+        """Makes the next iteration continue from state (state_dict's, or a
+        list of every rank's): it runs the state's epoch from where that
+        stopped. set_epoch to another epoch drops it."""
+        states = state if isinstance(state, list) else [state]
+        h = self.hello
+        for s in states:
+            if not isinstance(s, dict) or "epoch" not in s:
+                raise ValueError("faster: load_state_dict: not a faster.Loader state: %r" % (s,))
+            want = (h["state_version"], h["seed"], h["shuffle"], h["dataset_len"], bool(h.get("stream")))
+            got = (s.get("version"), s.get("seed"), s.get("shuffle"), s.get("samples"), bool(s.get("stream")))
+            if got != want:
+                raise ValueError("faster: load_state_dict: the state is of (version, seed, shuffle, samples, "
+                                 "streamed) %r; this loader has %r" % (got, want))
+        epoch = int(states[0]["epoch"])
+        self.epoch = epoch
+        mid = any(s.get("segments") for s in states)
+        self._resume = (epoch, state) if mid else None
+        self._pos = None
+
+    # --- DataLoader's attributes ---
+
+    @property
+    def sampler(self):
+        """DistributedSampler's face of the loader: set_epoch(e), len()
+        (the samples this rank serves per epoch: its num_samples), epoch,
+        num_replicas, rank, shuffle, seed, drop_last."""
+        if self._sampler is None:
+            self._sampler = _Sampler(self)
+        return self._sampler
+
+    @property
+    def dataset(self):
+        """The dataset's face: len() (all samples, every rank's), classes,
+        class_to_idx, and for an ImageFolder root, samples/imgs/targets as
+        torchvision's ImageFolder lists them."""
+        if self._dataset is None:
+            self._dataset = _Dataset(self)
+        return self._dataset
 
     # --- lifetime ---
 
@@ -438,3 +616,122 @@ class Loader:
             self.close()
         except Exception:
             pass
+
+
+class _Sampler:
+    """What scripts touch of a DistributedSampler (see Loader.sampler)."""
+
+    def __init__(self, loader):
+        self._l = loader
+
+    def set_epoch(self, epoch):
+        self._l.set_epoch(epoch)
+
+    @property
+    def epoch(self):
+        return self._l.epoch
+
+    def __len__(self):
+        n = self._l.hello.get("samples", -1)
+        if n < 0:
+            raise TypeError("faster: the epoch's length is unknown (shards without indexes or manifest)")
+        return n
+
+    num_replicas = property(lambda self: self._l.world_size)
+    rank = property(lambda self: self._l.rank)
+    shuffle = property(lambda self: self._l.hello["shuffle"])
+    seed = property(lambda self: self._l.hello["seed"])
+    drop_last = property(lambda self: self._l.drop_last)
+
+    @property
+    def num_samples(self):
+        return len(self)
+
+    @property
+    def total_size(self):
+        return len(self) * self._l.world_size
+
+
+class _Dataset:
+    """What scripts touch of a torchvision dataset (see Loader.dataset)."""
+
+    def __init__(self, loader):
+        self._l = loader
+        self.root = loader.data
+        self.transform = loader.transform
+        self._samples = None
+
+    def __len__(self):
+        return self._l.hello["dataset_len"]
+
+    @property
+    def classes(self):
+        return list(self._l.classes)
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self._l.classes)}
+
+    @property
+    def samples(self):
+        """(path, class index) of every image, in ImageFolder's order."""
+        if self._samples is None:
+            if self._l.hello.get("kind") != "imagefolder":
+                raise AttributeError("faster: samples: the data is %s, not an ImageFolder tree; "
+                                     "len(), classes and class_to_idx are there" % self._l.hello.get("kind"))
+            self._samples = _list_image_folder(self.root, self.class_to_idx)
+            if len(self._samples) != len(self):
+                raise RuntimeError("faster: %s lists %d images here and %d in the server" % (
+                    self.root, len(self._samples), len(self)))
+        return self._samples
+
+    imgs = samples
+
+    @property
+    def targets(self):
+        return [t for _, t in self.samples]
+
+    def __getitem__(self, i):
+        raise TypeError("faster: the loader's dataset is not indexable: the server decodes and "
+                        "batches the samples (iterate the Loader)")
+
+
+# torchvision's IMG_EXTENSIONS, which the server's ImageFolder accepts too.
+_IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+
+def _list_image_folder(root, class_to_idx):
+    """torchvision.datasets.folder.make_dataset's listing: every class
+    folder walked in sorted order (links followed), files sorted, by
+    extension."""
+    out = []
+    for cls in sorted(class_to_idx):
+        d = os.path.join(os.path.expanduser(root), cls)
+        for base, _, names in sorted(os.walk(d, followlinks=True)):
+            for name in sorted(names):
+                if name.lower().endswith(_IMG_EXTENSIONS):
+                    out.append((os.path.join(base, name), class_to_idx[cls]))
+    return out
+
+
+def _merge(states):
+    """Every rank's state as one: each segment's counts from the rank that
+    knows them (the server checks them again: loader.MergeStates)."""
+    out = dict(states[0])
+    segs = [dict(g, consumed=list(g["consumed"])) for g in out.get("segments") or []]
+    for s in states[1:]:
+        for g, h in zip(segs, s.get("segments") or []):
+            g["consumed"] = [a if a >= 0 else b for a, b in zip(g["consumed"], h["consumed"])]
+    out["segments"] = segs
+    return out
+
+
+def _transform_spec(transform, resolution):
+    """The server's recipe for transform: "train", "eval", or a torchvision
+    transform (see faster.transforms)."""
+    if isinstance(transform, str):
+        if transform not in ("train", "eval"):
+            raise ValueError("faster: transform=%r: want 'train', 'eval' or a torchvision transform" % (transform,))
+        return {"transform": transform, "resolution": resolution, "args": []}
+    from .transforms import from_torchvision
+    return from_torchvision(transform)
