@@ -29,9 +29,18 @@ func (l *Loader) initLabels() error {
 }
 
 // label applies the offset to s's label and checks its range: a label out
-// of range is a damaged sample, named by its file and offset.
+// of range is a damaged sample, named by its file and offset. The range is
+// [0, classes) where the classes are known (the manifest's, the class
+// folders', Options.Classes); shards without a manifest do not record
+// theirs, and without Options.Classes only negative labels are refused.
+// A stored label equal to the number of classes, with the offset 0 and no
+// stored 0 seen so far, is what 1-based labels (TensorFlow's ImageNet
+// shards) look like: the error says to read them with offset -1.
 func (l *Loader) label(s *Sample) error {
 	stored := s.Label
+	if stored == 0 && !l.zeroSeen.Load() {
+		l.zeroSeen.Store(true)
+	}
 	s.Label += l.opts.LabelOffset
 	if s.Label >= 0 && (l.classes == 0 || s.Label < l.classes) {
 		return nil
@@ -47,6 +56,11 @@ func (l *Loader) label(s *Sample) error {
 		why += fmt.Sprintf(" is outside the %d classes [0, %d)", l.classes, l.classes)
 	} else {
 		why += " is negative"
+	}
+	if l.opts.LabelOffset == 0 && l.classes > 0 && stored == l.classes && !l.zeroSeen.Load() {
+		// Labels 1..N with no 0: counted from 1, as TensorFlow's ImageNet
+		// shards count them (their 0 is a background class).
+		why += fmt.Sprintf("; the labels seem to count from 1 (label %d of %d classes, and no label 0 seen), as TensorFlow's ImageNet shards do: read them with --label-offset -1 (faster.Loader(label_offset=-1), Options.LabelOffset)", stored, l.classes)
 	}
 	return &source.CorruptError{Path: s.path, Offset: s.off, Key: s.Key, Reason: why}
 }

@@ -100,6 +100,11 @@ type Options struct {
 	Exact    bool
 	Prefetch int    // batches prefetched; 2
 	Split    string // which split of a packed dataset; "train"
+	// Paths, if set, are more paths of the dataset at Open's path, read
+	// with it as one dataset: shard files or globs (a shell's expansion
+	// of dir/train-* gives every shard as a path of its own), never a
+	// directory or URL (shard.OpenOptions.Paths).
+	Paths []string
 	// GlobalShuffle, for shards with .idx indexes, shuffles all records of
 	// all shards as one permutation per epoch and reads each with a random
 	// access, instead of shuffling the file order, interleaving files and
@@ -381,7 +386,7 @@ func Open(path string, opts Options) (*Loader, error) {
 // the container formats) and builds the recipe over its kind.
 func (l *Loader) init(path string) error {
 	o := l.opts
-	oo := shard.OpenOptions{Split: o.Split, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards}
+	oo := shard.OpenOptions{Split: o.Split, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards, Paths: o.Paths}
 	if o.BadData.Skip {
 		// Damage found while opening (a shard disagreeing with its index or
 		// the manifest, a tar region that cannot be listed) is quarantined

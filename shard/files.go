@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,16 +110,28 @@ func remoteShards(ctx context.Context, url, split string) (storeFiles, []string,
 		s.Close()
 		return f, nil, err
 	}
+	// As in a local directory: the split's <split>-NNNNN-of-NNNNN shards
+	// (with or without an extension), else every *.tfrecord.
 	var names []string
+	bySplit := map[string][]string{}
 	for _, o := range objs {
+		if sp := splitOf(path.Base(o.Name)); sp != "" && !strings.HasSuffix(o.Name, ".tar") {
+			bySplit[sp] = append(bySplit[sp], o.Name)
+		}
 		if strings.HasSuffix(o.Name, ".tfrecord") {
 			names = append(names, o.Name)
+		}
+	}
+	if len(bySplit) > 0 {
+		if names, err = pickSplit(bySplit, split, url); err != nil {
+			s.Close()
+			return f, nil, err
 		}
 	}
 	slices.Sort(names)
 	if len(names) == 0 {
 		s.Close()
-		return f, nil, fmt.Errorf("%s: no manifest.json and no *.tfrecord objects", url)
+		return f, nil, fmt.Errorf("%s: no manifest.json, no <split>-NNNNN-of-NNNNN shards and no *.tfrecord objects", url)
 	}
 	return f, names, nil
 }

@@ -36,6 +36,11 @@ type OpenOptions struct {
 	// same number of steps; Open refuses shards whose counts it cannot
 	// learn.
 	Ranks int
+	// Paths, if set, are more paths of the dataset at path, read with it
+	// as one dataset: files or globs (a shell's expansion of
+	// dir/train-* gives every shard as a path of its own), never a
+	// directory or a URL.
+	Paths []string
 	// Skip, if set, is the skip policy for damaged data. Open reports
 	// each damaged shard or region it finds (a shard or index that
 	// disagrees with the manifest, a tar region that cannot be listed) to
@@ -49,22 +54,33 @@ type OpenOptions struct {
 
 // Open opens the dataset at path, a local path or a storage URL, as an
 // indexed or a streaming dataset: the one place that knows the container
-// formats and their layouts.
+// formats and their layouts. A local file's format is told by its first
+// bytes (see FormatOf: a TFRecord's length CRC, tar's header, gzip's and
+// LMDB's magic), whatever its name.
 //
 //   - s3://, gs://, http(s):// (package storage): a packed dataset (its
-//     manifest's Split) or a directory of *.tfrecord objects; read through
+//     manifest's Split) or a directory of shards (the Split's
+//     <split>-NNNNN-of-NNNNN objects, else every *.tfrecord); read through
 //     a local cache under CacheDir when set.
 //   - a Caffe LMDB (a directory with data.mdb, or the file): indexed,
 //     kind "lmdb".
-//   - a WebDataset tar file or a directory of them without a manifest, or
-//     a packed directory of tar shards: indexed, kind "wds", checked
-//     against the manifest when one lists them.
-//   - a packed directory (manifest.json, its Split), a directory of
-//     *.tfrecord files, a TFRecord file or a glob: kind "shards",
-//     streaming, or indexed with GlobalShuffle. Each shard is checked
-//     against its .idx index and the manifest (size, record count,
-//     finished).
+//   - a packed directory (manifest.json, its Split): the shards it lists.
+//   - a directory without a manifest: its WebDataset tars; else the
+//     Split's shards named <split>-NNNNN-of-NNNNN, with or without an
+//     extension (TensorFlow's build_imagenet_data.py writes
+//     train-00000-of-01024 and validation-00000-of-00128; Split "val"
+//     finds "validation" and the other way round); else every *.tfrecord.
+//   - a file, a glob, or several paths (Paths): files of one format, told
+//     by their bytes; the indexes and manifest a glob matches beside the
+//     shards are left out.
 //   - else an ImageFolder tree: indexed, kind "imagefolder".
+//
+// TFRecord shards are kind "shards", streaming, or indexed with
+// GlobalShuffle; each is checked against its .idx index (X.idx or
+// X.tfrecord.idx beside X.tfrecord) and the manifest (size, record count,
+// finished). A local shard with neither is counted by reading its length
+// headers, and the count kept (see CountsName). Tars are kind "wds",
+// indexed, checked against the manifest when one lists them.
 //
 // The caller closes the dataset. Its type assertions are source.Indexed
 // or source.Streaming; shard datasets also have CacheStats() (the cache's
@@ -72,6 +88,19 @@ type OpenOptions struct {
 func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, error) {
 	if opts.Split == "" {
 		opts.Split = "train"
+	}
+	if len(opts.Paths) > 0 {
+		all := append([]string{path}, opts.Paths...)
+		for _, p := range all {
+			if storage.IsURL(p) {
+				return nil, fmt.Errorf("%s: a URL cannot be one of several paths; give its directory alone", p)
+			}
+		}
+		files, err := expandPaths(all)
+		if err != nil {
+			return nil, err
+		}
+		return openFiles(ctx, files, opts)
 	}
 	if storage.IsURL(path) {
 		fs, files, err := remoteShards(ctx, path, opts.Split)
@@ -92,23 +121,33 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	if source.IsLMDB(path) {
 		return openLMDB(path)
 	}
+	if isGlob(path) {
+		files, err := expandPaths([]string{path})
+		if err != nil {
+			return nil, err
+		}
+		return openFiles(ctx, files, opts)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return openFiles(ctx, []string{path}, opts)
+	}
 	// A packed directory is read through its manifest (its splits), never
-	// by globbing.
-	_, noManifest := os.Lstat(filepath.Join(path, ManifestName))
-	if !strings.ContainsAny(path, "*?[") && noManifest != nil {
+	// by listing.
+	if _, noManifest := os.Lstat(filepath.Join(path, ManifestName)); noManifest != nil {
 		if files := source.WDSFiles(path); len(files) > 0 {
 			return openWDS(files, opts)
 		}
 	}
-	files, err := shardFiles(path, opts.Split)
+	files, err := dirShards(path, opts.Split)
 	if err != nil {
 		return nil, err
 	}
-	if len(files) > 0 && source.IsTar(files[0]) {
-		return openWDS(files, opts)
-	}
 	if files != nil {
-		return openShards(ctx, localFiles{}, files, opts)
+		return openFiles(ctx, files, opts)
 	}
 	src, err := source.ListImageFolder(path) // no stat a file: the loader reads each whole
 	if err != nil {
@@ -120,47 +159,72 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	return src, nil
 }
 
-// shardFiles returns the shard files path names (TFRecord, or tar shards
-// of a packed directory), or nil if path is an ImageFolder tree.
-func shardFiles(path, split string) ([]string, error) {
-	if strings.ContainsAny(path, "*?[") {
-		m, err := filepath.Glob(path)
-		if err != nil || len(m) == 0 {
-			return nil, fmt.Errorf("%s: no files match", path)
-		}
-		return m, nil
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return []string{path}, nil
-	}
-	m, err := LoadManifest(path)
+// dirShards returns the shard files of split in a directory: those its
+// manifest lists, else those named <split>-NNNNN-of-NNNNN (see Open),
+// else every *.tfrecord; nil if there are none (an ImageFolder tree).
+func dirShards(dir, split string) ([]string, error) {
+	m, err := LoadManifest(dir)
 	if err != nil {
 		return nil, err // an unreadable manifest is an error, never "no manifest"
 	}
 	if len(m.Splits) > 0 {
 		sp := m.Splits[split]
 		if sp == nil {
-			return nil, fmt.Errorf("%s: manifest has no split %q", path, split)
+			return nil, fmt.Errorf("%s: manifest has no split %q", dir, split)
 		}
 		if !sp.Complete {
-			return nil, fmt.Errorf("%s: split %q: this pack did not finish: rerun faster pack", path, split)
+			return nil, fmt.Errorf("%s: split %q: this pack did not finish: rerun faster pack", dir, split)
 		}
 		var files []string
 		for _, s := range sp.Shards {
-			files = append(files, filepath.Join(path, s.Name))
+			files = append(files, filepath.Join(dir, s.Name))
 		}
 		return files, nil
 	}
-	g, _ := filepath.Glob(filepath.Join(path, "*.tfrecord"))
-	slices.Sort(g)
-	if len(g) > 0 {
-		return g, nil
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	bySplit := map[string][]string{}
+	var tfrecords []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") {
+			continue
+		}
+		if sp := splitOf(name); sp != "" && !strings.HasSuffix(name, ".tar") {
+			bySplit[sp] = append(bySplit[sp], filepath.Join(dir, name))
+		}
+		if strings.HasSuffix(name, ".tfrecord") {
+			tfrecords = append(tfrecords, filepath.Join(dir, name))
+		}
+	}
+	if len(bySplit) > 0 {
+		files, err := pickSplit(bySplit, split, dir)
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(files)
+		return files, nil
+	}
+	slices.Sort(tfrecords)
+	return tfrecords, nil
+}
+
+// pickSplit returns the files of split (or of its alias) from files by
+// split, or an error naming the splits there are.
+func pickSplit(bySplit map[string][]string, split, where string) ([]string, error) {
+	for _, s := range append([]string{split}, splitAliases[split]...) {
+		if f := bySplit[s]; len(f) > 0 {
+			return f, nil
+		}
+	}
+	var have []string
+	for s := range bySplit {
+		have = append(have, s)
+	}
+	slices.Sort(have)
+	return nil, fmt.Errorf("%s: no shards of split %q (the shards here are of split %s)", where, split, strings.Join(have, ", "))
 }
 
 // openLMDB opens a Caffe LMDB, read by key.

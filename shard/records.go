@@ -35,6 +35,11 @@ type shards struct {
 	counts  []int // -1 unknown
 	classes []string
 	skip    bool
+	// count counts local shards that have neither an index nor a
+	// manifest entry (nil for shards under a URL: their counts stay
+	// unknown); countErr is the first damage it met.
+	count    *counter
+	countErr error
 }
 
 // streaming reads TFRecord shards file by file (source.Streaming).
@@ -68,6 +73,10 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 		return nil, err // an unreadable manifest is an error, never "no manifest"
 	}
 	s := shards{fs: sfs, files: files, counts: make([]int, len(files)), skip: o.Skip != nil}
+	if _, local := sfs.(localFiles); local {
+		s.count = newCounter()
+		defer s.count.save()
+	}
 	infos := map[string]*ShardInfo{}
 	if m != nil {
 		if sp := m.Splits[o.Split]; sp != nil {
@@ -117,6 +126,9 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 		s.counts[i], indexes[i], sizes[i] = n, idx, size
 	}
 	if !known && o.Ranks > 1 {
+		if s.countErr != nil {
+			return nil, fmt.Errorf("the shards' record counts are unknown: every rank must know every shard's count to take the same number of steps; counting the records of a shard without an index failed: %w", s.countErr)
+		}
 		return nil, fmt.Errorf("%s: the shards' record counts are unknown (no .idx index beside each shard and no manifest): every rank must know every shard's count to take the same number of steps; write the indexes (faster pack writes them)", files[0])
 	}
 	if !o.GlobalShuffle {
@@ -332,13 +344,28 @@ func (s *shards) checkIndex(ctx context.Context, name, display string, size int6
 			return 0, nil, &tfrecord.CorruptError{Path: display, Offset: min(size, info.Bytes), Reason: fmt.Sprintf("%d bytes, the manifest records %d: the shard was cut short or rewritten after packing (rerun faster pack)", size, info.Bytes)}
 		}
 	}
-	ip := tfrecordIndexName(name)
-	h, err := s.fs.open(ctx, ip)
+	h, ip, err := s.openIndex(ctx, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		if info != nil {
 			return int(info.Records), nil, nil
 		}
-		return -1, nil, nil
+		if s.count == nil {
+			return -1, nil, nil
+		}
+		// Neither index nor manifest: count the records by their length
+		// headers (kept in the counts file for the next open). Damage
+		// leaves the count unknown; the reader reports it where it is.
+		n, err := s.count.count(ctx, name)
+		if IsDamage(err) {
+			if s.countErr == nil {
+				s.countErr = err
+			}
+			return -1, nil, nil
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return n, nil, nil
 	}
 	if err != nil {
 		return 0, nil, err
@@ -361,8 +388,7 @@ func (s *shards) checkIndex(ctx context.Context, name, display string, size int6
 // (the skip policy, once the check failed): entries past the shard's end
 // are bad samples when read.
 func (s *shards) plainIndex(ctx context.Context, name string) ([]tfrecord.IndexEntry, error) {
-	ip := tfrecordIndexName(name)
-	h, err := s.fs.open(ctx, ip)
+	h, ip, err := s.openIndex(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("global shuffle needs an .idx index beside every shard: %w", err)
 	}
@@ -377,10 +403,31 @@ func (s *shards) plainIndex(ctx context.Context, name string) ([]tfrecord.IndexE
 	return entries, nil
 }
 
-// tfrecordIndexName is the .idx beside a TFRecord shard (any other name
-// gets ".idx" appended to its stem the same way).
-func tfrecordIndexName(shardName string) string {
-	return strings.TrimSuffix(shardName, ".tfrecord") + ".idx"
+// tfrecordIndexNames are the names of the .idx index of a TFRecord
+// shard, in the order they are looked for: X.idx beside X.tfrecord (what
+// faster pack writes), then X.tfrecord.idx (a common naming with DALI's
+// tfrecord2idx); a shard without an extension has one, X.idx.
+func tfrecordIndexNames(shardName string) []string {
+	stem := strings.TrimSuffix(shardName, ".tfrecord") + ".idx"
+	if full := shardName + ".idx"; full != stem {
+		return []string{stem, full}
+	}
+	return []string{stem}
+}
+
+// openIndex opens the first index of the shard that exists (see
+// tfrecordIndexNames) and returns it with its name; an error for which
+// errors.Is(err, fs.ErrNotExist) holds when there is none.
+func (s *shards) openIndex(ctx context.Context, name string) (io.ReadCloser, string, error) {
+	names := tfrecordIndexNames(name)
+	for _, ip := range names {
+		h, err := s.fs.open(ctx, ip)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return h, ip, err
+	}
+	return nil, "", fmt.Errorf("%s: no index (%s): %w", s.fs.display(name), strings.Join(names, " or "), fs.ErrNotExist)
 }
 
 // readerSize is the size of a file opened for random access.
