@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,7 +28,8 @@ import (
 
 type benchLoadOptions struct {
 	loaderFlags
-	data       []string
+	data       []string // one dataset: a directory, file, glob or URL, or several files
+	classes    int
 	workers    []int // one row per value (0 = auto)
 	epochs     int
 	steps      int
@@ -89,12 +91,18 @@ func init() {
 			Use:   "load DATA...",
 			Short: "Run the input pipeline as fast as it can; report images/s, MB/s and the bottleneck",
 			Long: `Load runs the seed's ImageNet input pipeline (train: random-resized-crop, flip,
-normalise; eval: resize 256 + centre crop 224; none: read only) over each DATA
-(an ImageFolder tree, a packed dataset directory, or TFRecord files) as fast as
+normalise; eval: resize 256 + centre crop 224; none: read only) over DATA
+(an ImageFolder tree, a packed dataset directory, a directory or glob of
+TFRecord shards, such as TensorFlow's ImageNet train-00000-of-01024) as fast as
 it can, and reports images/s, MB/s of encoded data read, per-stage statistics,
 the bottleneck (io, decode or consumer) and a digest of the ordered sample keys.
 --workers takes a list (1,2,0 where 0 is auto): one table row per value.
-DATA may also be WebDataset tar shards or a Caffe LMDB.
+DATA may also be WebDataset tar shards or a Caffe LMDB. Several paths (a
+shell's expansion of dir/train-*) are one dataset, one row: the files' formats
+are told by their bytes, and the .idx indexes among them are left out.
+Shards without a manifest do not record their number of classes: --classes N
+checks every label against it (labels counting from 1, as TensorFlow's
+ImageNet shards' do, want --label-offset -1).
 
 Bad data: --on-error stop (default) fails at the first damaged sample, naming
 file and offset; --on-error skip skips damaged samples, lists them (--quarantine
@@ -135,6 +143,7 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s to this file")
 		f.BoolVar(&o.profile, "profile", false, "split the CPU time per sample into read, decode, crop/resize and normalise/convert (which is the batch copy: rows are written in place)")
 		f.BoolVar(&o.json, "json", false, "print JSON")
+		f.IntVar(&o.classes, "classes", 0, "number of classes, for data that does not record it (shards without a manifest): a label outside [0, N) after --label-offset is a bad sample")
 		return c
 	})
 }
@@ -161,8 +170,11 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	if _, err := o.badPolicy(); err != nil {
 		return err
 	}
-	if (o.saveState != "" || len(o.resumeFrom) > 0) && (len(o.data) > 1 || len(o.workers) > 1) {
-		return usagef("--save-state and --resume-from take one DATA and one --workers value")
+	if (o.saveState != "" || len(o.resumeFrom) > 0) && len(o.workers) > 1 {
+		return usagef("--save-state and --resume-from take one --workers value")
+	}
+	if o.classes < 0 {
+		return usagef("--classes %d: must not be negative", o.classes)
 	}
 	var keysOut *bufio.Writer
 	var keysFile *atomicfile.File
@@ -175,15 +187,13 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 		keysFile, keysOut = f, bufio.NewWriter(f)
 	}
 	var results []loadResult
-	for _, data := range o.data {
-		for _, w := range o.workers {
-			r, err := benchLoadOne(ctx, o, data, w, keysOut, stderr)
-			if err != nil {
-				return err
-			}
-			keysOut = nil // keys of the first configuration only
-			results = append(results, *r)
+	for _, w := range o.workers {
+		r, err := benchLoadOne(ctx, o, w, keysOut, stderr)
+		if err != nil {
+			return err
 		}
+		keysOut = nil // keys of the first configuration only
+		results = append(results, *r)
 	}
 	if keysFile != nil {
 		if err := keysFile.Commit(); err != nil {
@@ -247,7 +257,17 @@ func workersLabel(w int) string {
 	return strconv.Itoa(w)
 }
 
-func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers int, keys *bufio.Writer, stderr io.Writer) (_ *loadResult, retErr error) {
+// dataLabel names the dataset of paths in the table: the path, or the
+// first and last of several ("d/train-00000-of-01024 … train-01023-of-01024
+// (1024 paths)").
+func dataLabel(paths []string) string {
+	if len(paths) == 1 {
+		return paths[0]
+	}
+	return fmt.Sprintf("%s … %s (%d paths)", paths[0], filepath.Base(paths[len(paths)-1]), len(paths))
+}
+
+func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bufio.Writer, stderr io.Writer) (_ *loadResult, retErr error) {
 	policy, _ := o.badPolicy()
 	var resume *loader.State
 	if len(o.resumeFrom) > 0 {
@@ -277,12 +297,13 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 	}
 	lo := o.options(workers)
 	lo.BadData, lo.Resume = policy, resume
+	lo.Paths, lo.Classes = o.data[1:], o.classes // several paths: one dataset
 	var prof *loader.Profile
 	if o.profile {
 		prof = new(loader.Profile)
 		lo.Profile = prof
 	}
-	l, err := loader.Open(data, lo)
+	l, err := loader.Open(o.data[0], lo)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +326,7 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, data string, workers 
 			retErr = errors.Join(retErr, fmt.Errorf("--quarantine %s: %w", o.quarantine, err))
 		}
 	}()
-	r := &loadResult{Data: data, Kind: l.Kind(), Transform: o.transform, Workers: workers, Batch: o.batch,
+	r := &loadResult{Data: dataLabel(o.data), Kind: l.Kind(), Transform: o.transform, Workers: workers, Batch: o.batch,
 		Resolution: o.resolution, ConsumerRate: o.consumerRate}
 	if o.dropCaches {
 		r.CachesDropped = dropCaches(stderr)

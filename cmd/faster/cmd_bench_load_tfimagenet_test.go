@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/shard/shardtest"
+)
+
+// TensorFlow's ImageNet shards (written by an independent, pure-Python
+// writer) through `faster bench load`: a shell's expansion of dir/train-*
+// (shards and their .idx indexes) is one dataset, one row (before: one row
+// per file, the indexes read as TFRecords); the directory with --split val
+// reads validation-*; 1-based labels with --classes and no offset stop
+// with the hint to use --label-offset -1.
+func TestBenchLoadTFImageNetPaths(t *testing.T) {
+	dir := t.TempDir()
+	shardtest.WriteTFImageNet(t, dir, shardtest.TFImageNet{Split: "train", Shards: 4, PerShard: 5, Classes: 3, Index: "stem"})
+	shardtest.WriteTFImageNet(t, dir, shardtest.TFImageNet{Split: "validation", Shards: 2, PerShard: 3, Classes: 3})
+	expanded, _ := filepath.Glob(filepath.Join(dir, "train-*"))
+	if len(expanded) != 8 {
+		t.Fatalf("%d paths", len(expanded))
+	}
+	common := []string{"--transform", "none", "--batch", "4", "--workers", "1", "--classes", "3"}
+	args := append(append([]string{"bench", "load"}, expanded...), append(common, "--label-offset", "-1", "--json")...)
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r loadResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Images != 20 || r.Kind != "shards" || !strings.Contains(r.Data, "(8 paths)") {
+		t.Fatalf("one dataset of 20 images: %+v %v\n%s", r, err, out)
+	}
+	args = append(append([]string{"bench", "load"}, expanded...), append(common, "--label-offset", "-1")...)
+	if code, out, errs = runCLI(t, args...); code != 0 || strings.Count(out, "(8 paths)") != 2 || strings.Count(out, "shards") != 1 {
+		t.Fatalf("table: exit %d, want one row:\n%s%s", code, out, errs)
+	}
+
+	code, out, errs = runCLI(t, append([]string{"bench", "load", dir, "--split", "val", "--label-offset", "-1", "--json"}, common...)...)
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Images != 6 {
+		t.Fatalf("--split val: exit %d, %+v %v %s", code, r, err, errs)
+	}
+
+	code, _, errs = runCLI(t, append([]string{"bench", "load", dir}, common...)...)
+	if code != 1 || !strings.Contains(errs, "--label-offset -1") {
+		t.Fatalf("1-based labels without the offset: exit %d: %s", code, errs)
+	}
+}
