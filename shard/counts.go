@@ -127,11 +127,35 @@ func (c *counter) count(ctx context.Context, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	c.keep(path, st, n)
+	return n, nil
+}
+
+// index reads the local TFRecord shard's length headers into an index
+// (as tfrecord2idx would write it) and keeps its count.
+func (c *counter) index(ctx context.Context, path string) ([]tfrecord.IndexEntry, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	entries := []tfrecord.IndexEntry{}
+	if err := scanRecords(ctx, path, func(off, size int64) {
+		entries = append(entries, tfrecord.IndexEntry{Offset: off, Size: size})
+	}); err != nil {
+		return nil, err
+	}
+	c.keep(path, st, len(entries))
+	return entries, nil
+}
+
+// keep records n as the count of the shard at path whose stat is st.
+func (c *counter) keep(path string, st os.FileInfo, n int) {
+	dir, name := filepath.Split(path)
+	dir = filepath.Clean(dir)
 	c.mu.Lock()
 	c.load(dir).Shards[name] = countEntry{Size: st.Size(), MTimeNs: st.ModTime().UnixNano(), Records: n}
 	c.dirty[dir] = true
 	c.mu.Unlock()
-	return n, nil
 }
 
 // save writes the counts files that changed, beside the shards or, where
@@ -175,33 +199,42 @@ func writeCounts(p string, b []byte) error {
 // records must end exactly at the file's end; damage is a
 // *tfrecord.CorruptError at its offset.
 func CountRecords(ctx context.Context, path string) (int, error) {
+	n := 0
+	err := scanRecords(ctx, path, func(int64, int64) { n++ })
+	return n, err
+}
+
+// scanRecords calls fn with the offset and framed size of each record of
+// a local TFRecord file, reading only the length headers (see
+// CountRecords).
+func scanRecords(ctx context.Context, path string, fn func(off, size int64)) error {
 	f, size, err := source.OpenFile(path)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer f.Close()
 	var hdr [tfrecord.HeaderSize]byte
-	n := 0
-	for off := int64(0); off < size; n++ {
+	for n, off := 0, int64(0); off < size; n++ {
 		if n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return 0, err
+				return err
 			}
 		}
 		if size-off < tfrecord.HeaderSize {
-			return 0, &tfrecord.CorruptError{Path: path, Offset: off, Reason: fmt.Sprintf("truncated header (%d of %d bytes)", size-off, tfrecord.HeaderSize), Err: io.ErrUnexpectedEOF}
+			return &tfrecord.CorruptError{Path: path, Offset: off, Reason: fmt.Sprintf("truncated header (%d of %d bytes)", size-off, tfrecord.HeaderSize), Err: io.ErrUnexpectedEOF}
 		}
 		if _, err := f.ReadAt(hdr[:], off); err != nil {
-			return 0, fmt.Errorf("%s: offset %d: %w", path, off, err)
+			return fmt.Errorf("%s: offset %d: %w", path, off, err)
 		}
 		length := binary.LittleEndian.Uint64(hdr[:8])
 		if tfrecord.MaskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]) {
-			return 0, &tfrecord.CorruptError{Path: path, Offset: off, Reason: "length CRC mismatch"}
+			return &tfrecord.CorruptError{Path: path, Offset: off, Reason: "length CRC mismatch"}
 		}
 		if left := uint64(size - off - tfrecord.FrameSize); size-off < tfrecord.FrameSize || length > left {
-			return 0, &tfrecord.CorruptError{Path: path, Offset: off, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", size-off, length+tfrecord.FrameSize), Err: io.ErrUnexpectedEOF}
+			return &tfrecord.CorruptError{Path: path, Offset: off, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", size-off, length+tfrecord.FrameSize), Err: io.ErrUnexpectedEOF}
 		}
+		fn(off, int64(length)+tfrecord.FrameSize)
 		off += int64(length) + tfrecord.FrameSize
 	}
-	return n, nil
+	return nil
 }

@@ -27,8 +27,9 @@ type OpenOptions struct {
 	CacheDir  string
 	CacheSize int64
 	// GlobalShuffle opens TFRecord shards as an Indexed dataset read
-	// through their .idx indexes (every shard needs one) instead of a
-	// Streaming one.
+	// through their .idx indexes instead of a Streaming one. Every shard
+	// under a URL needs an index; a local one without is indexed at open
+	// by reading its length headers.
 	GlobalShuffle bool
 	// Ranks is the number of ranks that will read the dataset (0 or 1:
 	// one). With more than one, every shard's record count must be known
@@ -78,8 +79,9 @@ type OpenOptions struct {
 // TFRecord shards are kind "shards", streaming, or indexed with
 // GlobalShuffle; each is checked against its .idx index (X.idx or
 // X.tfrecord.idx beside X.tfrecord) and the manifest (size, record count,
-// finished). A local shard with neither is counted by reading its length
-// headers, and the count kept (see CountsName). Tars are kind "wds",
+// finished). A local shard with neither is counted (or, for
+// GlobalShuffle, indexed) by reading its length headers, and the count
+// kept (see CountsName). Tars are kind "wds",
 // indexed, checked against the manifest when one lists them.
 //
 // The caller closes the dataset. Its type assertions are source.Indexed

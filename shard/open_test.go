@@ -175,9 +175,8 @@ func TestOpenLayouts(t *testing.T) {
 		// so two ranks can plan their steps.
 		wantStreaming(t, open(t, dir, OpenOptions{}), 3, trainCounts)
 		wantStreaming(t, open(t, dir, OpenOptions{Ranks: 2}), 3, trainCounts)
-		if _, err := Open(context.Background(), dir, OpenOptions{GlobalShuffle: true}); err == nil || !strings.Contains(err.Error(), "global shuffle needs an .idx") {
-			t.Fatalf("global shuffle without indexes: %v", err)
-		}
+		// Global shuffle: indexed by their length headers.
+		wantIndexed(t, open(t, dir, OpenOptions{GlobalShuffle: true}), "shards", 21)
 	})
 	t.Run("wds packed dir", func(t *testing.T) {
 		wantIndexed(t, open(t, wds, OpenOptions{}), "wds", 21)

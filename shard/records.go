@@ -40,6 +40,9 @@ type shards struct {
 	// unknown); countErr is the first damage it met.
 	count    *counter
 	countErr error
+	// wantIndex: an index is needed (global shuffle); a shard that has
+	// none is scanned into one by its length headers.
+	wantIndex bool
 }
 
 // streaming reads TFRecord shards file by file (source.Streaming).
@@ -72,7 +75,7 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err // an unreadable manifest is an error, never "no manifest"
 	}
-	s := shards{fs: sfs, files: files, counts: make([]int, len(files)), skip: o.Skip != nil}
+	s := shards{fs: sfs, files: files, counts: make([]int, len(files)), skip: o.Skip != nil, wantIndex: o.GlobalShuffle}
 	if _, local := sfs.(localFiles); local {
 		s.count = newCounter()
 		defer s.count.save()
@@ -136,6 +139,9 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 	}
 	for fi, f := range files {
 		if indexes[fi] == nil {
+			if s.countErr != nil {
+				return nil, fmt.Errorf("%s: global shuffle needs an .idx index beside every shard, or a shard whose records can be indexed: %w", f, s.countErr)
+			}
 			return nil, fmt.Errorf("%s: global shuffle needs an .idx index beside every shard", f)
 		}
 	}
@@ -353,9 +359,17 @@ func (s *shards) checkIndex(ctx context.Context, name, display string, size int6
 			return -1, nil, nil
 		}
 		// Neither index nor manifest: count the records by their length
-		// headers (kept in the counts file for the next open). Damage
-		// leaves the count unknown; the reader reports it where it is.
-		n, err := s.count.count(ctx, name)
+		// headers (kept in the counts file for the next open), or, for a
+		// global shuffle, index them so. Damage leaves the count unknown;
+		// the reader reports it where it is.
+		var n int
+		var entries []tfrecord.IndexEntry
+		if s.wantIndex {
+			entries, err = s.count.index(ctx, name)
+			n = len(entries)
+		} else {
+			n, err = s.count.count(ctx, name)
+		}
 		if IsDamage(err) {
 			if s.countErr == nil {
 				s.countErr = err
@@ -365,7 +379,7 @@ func (s *shards) checkIndex(ctx context.Context, name, display string, size int6
 		if err != nil {
 			return 0, nil, err
 		}
-		return n, nil, nil
+		return n, entries, nil
 	}
 	if err != nil {
 		return 0, nil, err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -277,5 +278,39 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTFImageNetOverS3: under a storage URL too, the split's
+// <split>-NNNNN-of-NNNNN objects are the shards (val finding validation),
+// the .idx objects beside them their indexes.
+func TestTFImageNetOverS3(t *testing.T) {
+	dir := tfImageNetDir(t, "stem")
+	url := s3Dataset(t, dir, "tfimagenet")
+	wantStreaming(t, open(t, url, OpenOptions{}), 4, []int{5, 5, 5, 5})
+	wantStreaming(t, open(t, url, OpenOptions{Split: "val"}), 2, []int{3, 3})
+	wantIndexed(t, open(t, url, OpenOptions{GlobalShuffle: true}), "shards", 20)
+	if _, err := Open(context.Background(), url, OpenOptions{Split: "test"}); err == nil || !strings.Contains(err.Error(), `no shards of split "test"`) {
+		t.Fatalf("split test: %v", err)
+	}
+}
+
+// TestTFImageNetGlobalShuffleWithoutIndex: local shards without an index
+// are indexed by their length headers for a global shuffle (before:
+// "global shuffle needs an .idx index"); each record is CRC-checked as it
+// is read, and a shard that cannot be indexed is named.
+func TestTFImageNetGlobalShuffleWithoutIndex(t *testing.T) {
+	dir := tfImageNetDir(t, "")
+	x := wantIndexed(t, open(t, dir, OpenOptions{GlobalShuffle: true}), "shards", 20)
+	for i := range 20 {
+		if r, err := x.Record(i); err != nil || r.Key != fmt.Sprintf("n%08d_%d.JPEG", i%3, i) {
+			t.Fatalf("record %d: %q %v", i, r.Key, err)
+		}
+	}
+	p := filepath.Join(dir, "train-00003-of-00004")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, b[:len(b)-1], 0o644)
+	if _, err := Open(context.Background(), dir, OpenOptions{GlobalShuffle: true}); err == nil || !strings.Contains(err.Error(), "train-00003-of-00004") || !strings.Contains(err.Error(), "truncated record") {
+		t.Fatalf("a cut shard: %v", err)
 	}
 }
