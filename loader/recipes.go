@@ -334,10 +334,20 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
 		}
 		read = pipeline.Map(read, number).Named("number").Role(pipeline.RoleNone)
+		rows := rows // this epoch's: a resumed one serves what is left
 		if resumed && l.skip > 0 {
 			// The epoch's order is the same stream: read past what this
-			// rank consumed before, without decoding it.
-			read = pipeline.Skip(read, l.skip).Named("resume")
+			// rank consumed before, without decoding it. The positions
+			// count on through Fill's passes, so only the first pass
+			// skips: repeats are the epoch's first samples, as they are
+			// in the uninterrupted epoch.
+			skip := l.skip
+			read = pipeline.Interleave(read, func(s Sample) pipeline.Dataset[Sample] {
+				if s.pos < skip {
+					return pipeline.FromSlice[Sample](nil)
+				}
+				return pipeline.FromSlice([]Sample{s})
+			}, 1, 1, 1).Named("resume")
 			if rows >= 0 {
 				served := l.skipRows
 				if served == 0 {

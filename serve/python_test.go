@@ -3,6 +3,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
 )
 
 const python = "/usr/bin/python3"
@@ -91,8 +94,20 @@ func TestPython(t *testing.T) {
 		}
 		c.Digests, c.Keys = loaderDigests(t, path, lo, c.Before, c.Epoch)
 	}
+	// Every kind of data, for the resume tests: ImageFolder, TFRecord
+	// shards (streamed, or indexed with global shuffle), LMDB (with cgo),
+	// WebDataset tars.
+	wds := t.TempDir()
+	src, err := source.OpenImageFolder(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shard.Pack(context.Background(), src, data, wds, shard.PackOptions{Shards: 3, Format: shard.FormatWDS}); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{"imagefolder": data, "shards": shards, "wds": wds, "lmdb": lmdbOf(t, data)}
 	expect := filepath.Join(tmp, "expect.json")
-	js, _ := json.Marshal(map[string]any{"data": data, "cases": cases})
+	js, _ := json.Marshal(map[string]any{"data": data, "cases": cases, "kinds": kinds})
 	if err := os.WriteFile(expect, js, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -97,11 +97,18 @@ class Loader:
             ...
 
     The loader starts `faster serve` (binary from `binary`, $FASTER_BIN or
-    PATH) once and keeps it for every epoch. Each iteration runs epoch
-    `self.epoch` (set it with set_epoch, as with DistributedSampler;
-    iterating again without set_epoch repeats the epoch's order and
-    augmentations) and yields (images, labels): torch tensors when torch is
-    installed (or output="torch"), numpy arrays with output="numpy".
+    PATH) once and keeps it for every epoch, and yields (images, labels):
+    torch tensors when torch is installed (or output="torch"), numpy arrays
+    with output="numpy". docs/serve.md has the table of DataLoader,
+    DistributedSampler and StatefulDataLoader arguments and attributes and
+    what each is here.
+
+    Epochs: each iteration runs the next epoch, a new order and new
+    augmentation draws, as DataLoader(shuffle=True) reshuffles on every
+    iteration. set_epoch(e) (also as loader.sampler.set_epoch(e), as with
+    DistributedSampler) and epoch= make the next iteration exactly epoch e,
+    whatever ran before: a loader started fresh at epoch e (a resumed job)
+    yields what a long-running one yields at epoch e, on every kind of data.
 
     Lifetime: images and labels VIEW the shared-memory slot of their batch;
     no copy is made. The slot goes back to the server when the next batch
@@ -114,25 +121,43 @@ class Loader:
     each rank reads a disjoint part of the data, all parts together are the
     whole, and every rank yields len(loader) batches of the same sizes, so
     every rank runs every step (no rank is left waiting in an all-reduce).
-    With drop_last=False (the default) a rank with fewer samples than the
-    largest repeats its epoch's first samples to make up the difference, as
-    DistributedSampler(drop_last=False) does; Batch.repeats counts them
-    (Batch.mask to leave them out of a metric). With drop_last=True every
-    rank takes the whole batches of the smallest rank's samples, without
-    repeats.
+    With drop_last=False (the default) the ranks are padded as
+    DistributedSampler(drop_last=False) pads them: rank r serves positions
+    r, r+W, ... of the epoch's order extended by its first samples, so a
+    rank short of the largest one's count (or with no sample at all)
+    repeats samples; Batch.repeats counts them (Batch.mask to leave them out
+    of a metric). With drop_last=True every rank takes the whole batches of
+    the smallest rank's samples, without repeats. exact=True is for
+    evaluation: every sample once over the ranks, each rank its own part,
+    no repeats and no padding, so ranks may yield different numbers of
+    batches (by one at most) and a rank may yield none: the loop must not
+    run a collective per step, only once at the end (all-reduce the metric
+    sums), which every rank reaches.
+
+    Arguments with DataLoader's names and meanings: batch_size, shuffle
+    (None: shuffle unless transform is "eval"), drop_last (see above),
+    num_workers (decode threads in the server; 0, DataLoader's "load in the
+    main process", is one thread; None: all cores), pin_memory (yields
+    pinned copies when torch has a CUDA device; without one it does nothing
+    and warns once, as DataLoader does). workers= is the older spelling of
+    num_workers where 0 means all cores.
 
     Other arguments map to `faster serve` flags: transform ("train",
-    "eval"), resolution, layout ("f32-chw": float32 normalised NCHW, or
-    "u8-hwc": uint8 NHWC to normalise on the accelerator), workers (decode
-    threads; 0 = all cores), seed, shuffle (None: shuffle unless transform
-    is "eval"; True/False to choose), split (of a packed dataset), slots
-    (batches in the shared ring for this process, the prefetch depth; the
-    server decodes straight into the ring, whose file holds slots + 3 batches
-    for that: memory is (slots + 3) x batch bytes).
+    "eval", or a torchvision transform, see faster.transforms), resolution,
+    layout ("f32-chw": float32 normalised NCHW, or "u8-hwc": uint8 NHWC to
+    normalise on the accelerator), seed, split (of a packed dataset),
+    global_shuffle (shards with indexes: one permutation of all records),
+    slots (batches in the shared ring for this process, the prefetch depth;
+    the server decodes straight into the ring, whose file holds slots + 3
+    batches for that: memory is (slots + 3) x batch bytes).
 
-    set_epoch(e) makes the next iteration epoch e exactly, whatever ran
-    before: a loader started fresh at epoch e (a resumed job) yields what a
-    long-running one yields at epoch e, on every kind of data.
+    Position: state_dict() and load_state_dict() save and restore the exact
+    position within an epoch (torchdata's StatefulDataLoader protocol).
+
+    Input: stats() says after each epoch how much of the loop's time went
+    to waiting for input, the loader's ceiling and its limiting stage;
+    report=True prints it at the end of every epoch (report=callable
+    receives the line instead). clock= replaces time.perf_counter.
 
     label_offset is added to every stored label: -1 for TensorFlow's
     ImageNet shards, whose image/class/label counts from 1.
@@ -149,7 +174,8 @@ class Loader:
                  seed=0, epoch=0, workers=None, resolution=224, layout="f32-chw", binary=None,
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
-                 num_workers=None, pin_memory=False, exact=False, report=False, clock=None):
+                 num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
+                 global_shuffle=False):
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -210,6 +236,8 @@ class Loader:
             args.append("--drop")
         if exact:
             args.append("--exact")
+        if global_shuffle:
+            args.append("--global-shuffle")
         if shuffle is not None:
             args.append("--shuffle" if shuffle else "--no-shuffle")
         if on_error not in ("stop", "skip"):
