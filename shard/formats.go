@@ -187,6 +187,13 @@ func FormatOf(path string) (string, error) {
 	return "", nil
 }
 
+// formatIs reports whether the local file at path is of the named format
+// by its first bytes.
+func formatIs(path, name string) bool {
+	f, err := FormatOf(path)
+	return err == nil && f == name
+}
+
 // shardNameRE matches shard names as packers write them:
 // "<split>-00007-of-01024" with no extension (TensorFlow's
 // build_imagenet_data.py), or with ".tfrecord", ".tfrecords" or ".tar".
@@ -299,3 +306,42 @@ func expandPaths(paths []string) ([]string, error) {
 }
 
 func isGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// DataFiles lists the shard files of a directory without a manifest, for
+// the commands that check every file (verify, inspect): its TFRecord and
+// tar files told by their bytes (TensorFlow's train-00000-of-01024 has no
+// extension), and the files whose names say so (a .tfrecord, a .tar, or a
+// <split>-NNNNN-of-NNNNN name) even when their first bytes are damaged,
+// or cannot be read, so that the damage is reported; sorted. Indexes, the manifest,
+// subdirectories and hidden files are left out.
+func DataFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		// A file that cannot be read (a FIFO named x.tfrecord) is listed
+		// by its name, for the command to report.
+		head, _ := readHead(p)
+		f := matchHead(head)
+		if f == nil && sideFile(name) {
+			continue
+		}
+		if f == nil {
+			f = matchExt(name)
+		}
+		if f == nil && splitOf(name) != "" {
+			f = formatByName("tfrecord")
+		}
+		if f != nil && (f.name == "tfrecord" || f.name == "tar") {
+			files = append(files, p)
+		}
+	}
+	return files, nil
+}

@@ -94,7 +94,7 @@ func Verify(ctx context.Context, paths []string, opts VerifyOptions) (*VerifyRep
 			switch {
 			case source.IsLMDB(t.path):
 				check = verifyLMDB
-			case source.IsTar(t.path):
+			case source.IsTar(t.path) || formatIs(t.path, "tar"):
 				check = verifyTar
 			}
 			records, bytes, probs := check(gctx, t, opts.Progress)
@@ -149,14 +149,12 @@ func expand(p string) ([]target, []Problem, error) {
 	}
 	mp := filepath.Join(p, ManifestName)
 	if _, err := os.Stat(mp); errors.Is(err, fs.ErrNotExist) {
-		files, err := filepath.Glob(filepath.Join(p, "*.tfrecord"))
+		files, err := DataFiles(p) // by their bytes: train-00000-of-01024 too
 		if err != nil {
 			return nil, nil, err
 		}
-		tars, _ := filepath.Glob(filepath.Join(p, "*.tar"))
-		files = append(files, tars...)
 		if len(files) == 0 {
-			return nil, nil, fmt.Errorf("%s: no manifest.json, no *.tfrecord or *.tar files, not an LMDB", p)
+			return nil, nil, fmt.Errorf("%s: no manifest.json, no TFRecord or tar files, not an LMDB", p)
 		}
 		var ts []target
 		for _, f := range files {
@@ -262,6 +260,15 @@ func verifyShard(ctx context.Context, t target, progress func(int64)) (records, 
 
 	// The index beside the shard.
 	ip := t.indexPath(IndexName(filepath.Base(t.path)))
+	if t.want == nil {
+		// X.idx, else X.tfrecord.idx (DALI's naming), as Open looks.
+		for _, n := range tfrecordIndexNames(t.path) {
+			if _, err := os.Stat(n); err == nil {
+				ip = n
+				break
+			}
+		}
+	}
 	if idxf, _, err := source.OpenFile(ip); err == nil {
 		entries, err := tfrecord.ReadIndex(idxf, ip)
 		idxf.Close()

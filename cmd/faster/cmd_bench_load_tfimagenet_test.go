@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +47,28 @@ func TestBenchLoadTFImageNetPaths(t *testing.T) {
 	code, _, errs = runCLI(t, append([]string{"bench", "load", dir}, common...)...)
 	if code != 1 || !strings.Contains(errs, "--label-offset -1") {
 		t.Fatalf("1-based labels without the offset: exit %d: %s", code, errs)
+	}
+}
+
+// faster verify and faster inspect take a directory of TensorFlow's
+// ImageNet shards (before: "no *.tfrecord or *.tar files"), every split's
+// shards told by their bytes; verify checks X.tfrecord.idx (DALI's naming)
+// as it checks X.idx.
+func TestVerifyInspectTFImageNet(t *testing.T) {
+	dir := t.TempDir()
+	shardtest.WriteTFImageNet(t, dir, shardtest.TFImageNet{Split: "train", Shards: 2, PerShard: 3, Index: "stem"})
+	shardtest.WriteTFImageNet(t, dir, shardtest.TFImageNet{Split: "validation", Shards: 1, PerShard: 2})
+	if code, out, errs := runCLI(t, "verify", dir); code != 0 || !strings.Contains(out, "3 shards, 8 records") {
+		t.Fatalf("verify: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "inspect", dir, "--json"); code != 0 || !strings.Contains(out, `"records": 8`) {
+		t.Fatalf("inspect: exit %d\n%s%s", code, out, errs)
+	}
+	dali := t.TempDir()
+	shardtest.WriteTFImageNet(t, dali, shardtest.TFImageNet{Shards: 1, PerShard: 3, Ext: ".tfrecord", Index: "full"})
+	idx := filepath.Join(dali, "train-00000-of-00001.tfrecord.idx")
+	os.WriteFile(idx, []byte("0 10\n"), 0o644)
+	if code, out, _ := runCLI(t, "verify", dali); code != 1 || !strings.Contains(out, idx) {
+		t.Fatalf("verify with a stale X.tfrecord.idx: exit %d\n%s", code, out)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -55,14 +54,12 @@ func runInspect(ctx context.Context, o inspectOptions, stdout io.Writer) error {
 			files = append(files, p)
 			continue
 		}
-		m, err := filepath.Glob(filepath.Join(p, "*.tfrecord"))
+		m, err := shard.DataFiles(p) // by their bytes: train-00000-of-01024 too
 		if err != nil {
 			return err
 		}
-		tars, _ := filepath.Glob(filepath.Join(p, "*.tar"))
-		m = append(m, tars...)
 		if len(m) == 0 {
-			return fmt.Errorf("%s: no *.tfrecord or *.tar files, not an LMDB", p)
+			return fmt.Errorf("%s: no TFRecord or tar files, not an LMDB", p)
 		}
 		files = append(files, m...)
 	}
