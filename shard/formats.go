@@ -36,6 +36,9 @@ type containerFormat struct {
 	// open opens local files of this format (at least one, each
 	// recognised) as one dataset.
 	open func(ctx context.Context, files []string, o OpenOptions) (source.Dataset, error)
+	// verify checks one file of the format (faster verify): every record
+	// or member, its index, the manifest's figures.
+	verify func(ctx context.Context, t target, progress func(int64)) (records, size int64, probs []Problem)
 }
 
 // formats is the registry, in the order files are matched against it.
@@ -48,14 +51,16 @@ func init() {
 	registerFormat(&containerFormat{name: "tfrecord", match: isTFRecordHead, exts: []string{".tfrecord", ".tfrecords"},
 		open: func(ctx context.Context, files []string, o OpenOptions) (source.Dataset, error) {
 			return openShards(ctx, localFiles{}, files, o)
-		}})
+		}, verify: verifyShard})
 	registerFormat(&containerFormat{name: "tar", match: isTarHead, exts: []string{".tar"},
 		open: func(_ context.Context, files []string, o OpenOptions) (source.Dataset, error) {
 			return openWDS(files, o)
-		}})
+		}, verify: verifyTar})
 	registerFormat(&containerFormat{name: "gzip", match: isGzipHead, exts: []string{".tgz", ".gz"},
 		open: func(_ context.Context, files []string, _ OpenOptions) (source.Dataset, error) {
 			return nil, fmt.Errorf("%s: gzip-compressed (its first bytes are 1f 8b): compressed shards are not read; decompress them (gunzip) first", files[0])
+		}, verify: func(_ context.Context, t target, _ func(int64)) (int64, int64, []Problem) {
+			return 0, 0, []Problem{{Path: t.path, Offset: 0, Reason: "gzip-compressed (its first bytes are 1f 8b): not checked; decompress it (gunzip) first"}}
 		}})
 	registerFormat(&containerFormat{name: "lmdb", match: isLMDBHead, exts: []string{".mdb"},
 		open: func(_ context.Context, files []string, _ OpenOptions) (source.Dataset, error) {
@@ -63,7 +68,7 @@ func init() {
 				return nil, fmt.Errorf("%s, %s: one LMDB is one dataset; give its directory", files[0], files[1])
 			}
 			return openLMDB(files[0])
-		}})
+		}, verify: verifyLMDB})
 }
 
 // isTFRecordHead: a TFRecord file starts with a record's 8-byte length
@@ -187,11 +192,22 @@ func FormatOf(path string) (string, error) {
 	return "", nil
 }
 
-// formatIs reports whether the local file at path is of the named format
-// by its first bytes.
-func formatIs(path, name string) bool {
-	f, err := FormatOf(path)
-	return err == nil && f == name
+// verifierOf returns how to verify the file (or LMDB directory) at path:
+// its format's, told by its first bytes, else by its name; a file of no
+// format is checked as a TFRecord, which reports what it finds.
+func verifierOf(path string) func(context.Context, target, func(int64)) (int64, int64, []Problem) {
+	if source.IsLMDB(path) {
+		return verifyLMDB
+	}
+	head, _ := readHead(path) // an unreadable file: its verifier reports it
+	f := matchHead(head)
+	if f == nil {
+		f = matchExt(path)
+	}
+	if f == nil || f.verify == nil {
+		return verifyShard
+	}
+	return f.verify
 }
 
 // shardNameRE matches shard names as packers write them:

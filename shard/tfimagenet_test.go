@@ -242,6 +242,10 @@ e.close()`
 		if err == nil || !strings.Contains(err.Error(), "gzip") || errors.Is(err, tfrecord.ErrCorrupt) {
 			t.Fatalf("gzip: %v", err)
 		}
+		rep, err := Verify(context.Background(), []string{filepath.Join(dir, "s-00000-of-00001.tar.gz")}, VerifyOptions{})
+		if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Reason, "gzip-compressed") {
+			t.Fatalf("verify gzip: %+v %v", rep, err)
+		}
 	}
 	// A FIFO is refused, not waited on.
 	fifo := filepath.Join(dir, "pipe")

@@ -90,14 +90,7 @@ func Verify(ctx context.Context, paths []string, opts VerifyOptions) (*VerifyRep
 	g.SetLimit(opts.Workers)
 	for _, t := range targets {
 		g.Go(func() error {
-			check := verifyShard
-			switch {
-			case source.IsLMDB(t.path):
-				check = verifyLMDB
-			case source.IsTar(t.path) || formatIs(t.path, "tar"):
-				check = verifyTar
-			}
-			records, bytes, probs := check(gctx, t, opts.Progress)
+			records, bytes, probs := verifierOf(t.path)(gctx, t, opts.Progress) // the format's, by its bytes
 			mu.Lock()
 			defer mu.Unlock()
 			rep.Files++
