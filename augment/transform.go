@@ -17,7 +17,8 @@ import (
 type TrainTransform struct {
 	Width, Height int        // output size
 	Scale, Ratio  [2]float64 // area fraction and aspect-ratio ranges
-	NoFlip        bool       // never flip (flip probability is 1/2 otherwise)
+	NoFlip        bool       // never flip (no draw)
+	FlipProb      float64    // flip probability when NoFlip is unset; 0 means 1/2
 	MaxScaleDenom int        // largest DCT ScaleDenom to use; 1 turns scaled decode off
 	Filter        Filter     // Triangle (torchvision+PIL) or Area
 }
@@ -44,7 +45,11 @@ func (t *TrainTransform) Plan(rng *rand.Rand, srcW, srcH int) Plan {
 		ratio = DefaultRatio
 	}
 	crop := RandomResizedCropRect(rng, srcW, srcH, scale, ratio)
-	flip := !t.NoFlip && rng.Float64() < 0.5
+	p := t.FlipProb
+	if p == 0 {
+		p = 0.5
+	}
+	flip := !t.NoFlip && rng.Float64() < p
 	opts, box := PlanDecode(srcW, srcH, crop, t.Width, t.Height, t.MaxScaleDenom)
 	return Plan{SrcW: srcW, SrcH: srcH, Crop: crop, Decode: opts, Box: box, Flip: flip,
 		OutW: t.Width, OutH: t.Height, Filter: t.Filter}

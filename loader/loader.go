@@ -111,6 +111,16 @@ type Options struct {
 	// shuffling within a buffer (tf.data's way, the default).
 	GlobalShuffle bool
 	Mean, Std     [3]float32
+	// The recipes' parameters, as torchvision's transforms take them (a
+	// Compose handed to the Python client maps onto these): the train
+	// recipe's RandomResizedCrop scale and ratio ranges (zero: (0.08, 1)
+	// and (3/4, 4/3)) and RandomHorizontalFlip's probability (NoFlip for
+	// none; FlipProb 0: 1/2); the eval recipe's Resize, the shorter edge
+	// before the centre crop (0: Resolution·256/224).
+	CropScale, CropRatio [2]float64
+	NoFlip               bool
+	FlipProb             float64
+	Resize               int
 	// BadData is the policy for damaged samples: stop at the first (the
 	// zero value) or skip and quarantine them within a budget.
 	BadData BadDataPolicy
@@ -196,6 +206,14 @@ func (o *Options) ensureDefaults() error {
 	}
 	if o.Shuffle < ShuffleAuto || o.Shuffle > ShuffleOff {
 		errs = append(errs, fmt.Errorf("shuffle mode %d", o.Shuffle))
+	}
+	if o.Resize < 0 || o.FlipProb < 0 || o.FlipProb > 1 || o.CropScale[0] < 0 || o.CropScale[0] > o.CropScale[1] ||
+		o.CropScale[1] > 1 || o.CropRatio[0] < 0 || o.CropRatio[0] > o.CropRatio[1] {
+		errs = append(errs, fmt.Errorf("resize %d, flip probability %g, crop scale %v, crop ratio %v: want resize >= 0, a probability in [0, 1], scale 0 < lo <= hi <= 1, ratio 0 < lo <= hi",
+			o.Resize, o.FlipProb, o.CropScale, o.CropRatio))
+	}
+	if o.Resize != 0 && o.Resize < o.Resolution {
+		errs = append(errs, fmt.Errorf("resize %d below the crop %d: torchvision would pad the crop; want resize >= resolution", o.Resize, o.Resolution))
 	}
 	if o.Classes < 0 {
 		errs = append(errs, fmt.Errorf("classes %d: must not be negative", o.Classes))

@@ -72,7 +72,7 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 		dst := imgcodec.NewImage(res, res, 3)
 		switch o.Transform {
 		case Train:
-			tr := augment.TrainTransform{Width: res, Height: res}
+			tr := augment.TrainTransform{Width: res, Height: res, Scale: o.CropScale, Ratio: o.CropRatio, NoFlip: o.NoFlip, FlipProb: o.FlipProb}
 			p := tr.Plan(sc.aug.RNG(epochSeed(o.Seed, epochOf(ctx)), s.ID), cfg.Width, cfg.Height)
 			img, err := imgcodec.Decode(s.Data, &p.Decode)
 			if err != nil {
@@ -92,7 +92,7 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 				since(&prof.resize, t)
 			}
 		case Eval:
-			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, prof, t); err != nil {
+			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, o.Resize, prof, t); err != nil {
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
 			}
@@ -105,13 +105,15 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 	}
 }
 
-// evalInto is torchvision's Resize(res*256/224) + CenterCrop(res) done as
-// one resample of the crop's source box (the same geometry as resizing
-// the whole image, then cropping), after a DCT-scaled decode that keeps
-// the shorter edge at least the resize target.
+// evalInto is torchvision's Resize(short) + CenterCrop(res) done as one
+// resample of the crop's source box (the same geometry as resizing the
+// whole image, then cropping), after a DCT-scaled decode that keeps the
+// shorter edge at least the resize target; short 0 is res*256/224.
 // With a profile, the decode and the resize are timed from t.
-func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res int, prof *Profile, t int64) error {
-	short := res * 256 / 224
+func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res, short int, prof *Profile, t int64) error {
+	if short == 0 {
+		short = res * 256 / 224
+	}
 	rw, rh := augment.ShorterEdgeSize(cfg.Width, cfg.Height, short)
 	denom := 1
 	for _, d := range []int{8, 4, 2} {

@@ -27,6 +27,11 @@ type loaderFlags struct {
 	shuffle    loader.ShuffleMode
 	labelOff   int
 	cache      cacheFlags
+	// The recipes' parameters (torchvision's names in the help).
+	cropScale, cropRatio []float64
+	flipProb             float64
+	resize               int
+	mean, std            []float64
 }
 
 // cacheFlags are --cache-dir and --cache-size: the local cache of shards
@@ -93,6 +98,12 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	lf.cache.register(f)
 	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 	f.IntVar(&lf.labelOff, "label-offset", 0, "add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
+	f.Float64SliceVar(&lf.cropScale, "crop-scale", nil, "train: RandomResizedCrop's scale range LO,HI (default 0.08,1)")
+	f.Float64SliceVar(&lf.cropRatio, "crop-ratio", nil, "train: RandomResizedCrop's aspect-ratio range LO,HI (default 0.75,1.3333)")
+	f.Float64Var(&lf.flipProb, "flip-prob", 0.5, "train: RandomHorizontalFlip's probability (0: no flip)")
+	f.IntVar(&lf.resize, "resize", 0, "eval: Resize's shorter edge before the centre crop (default resolution*256/224)")
+	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
+	f.Float64SliceVar(&lf.std, "std", nil, "Normalize's std R,G,B (default ImageNet's 0.229,0.224,0.225)")
 }
 
 // check refuses values the loader would read as "use the default" (0) or
@@ -105,6 +116,19 @@ func (lf *loaderFlags) check() error {
 		return usagef("--resolution %d: must be at least 1", lf.resolution)
 	case lf.numShards < 1 || lf.shardIndex < 0 || lf.shardIndex >= lf.numShards:
 		return usagef("--shard-index %d of --num-shards %d: want 0 <= index < shards", lf.shardIndex, lf.numShards)
+	case lf.cropScale != nil && len(lf.cropScale) != 2, lf.cropRatio != nil && len(lf.cropRatio) != 2:
+		return usagef("--crop-scale %v, --crop-ratio %v: want two numbers LO,HI", lf.cropScale, lf.cropRatio)
+	case lf.mean != nil && len(lf.mean) != 3, lf.std != nil && len(lf.std) != 3:
+		return usagef("--mean %v, --std %v: want three numbers R,G,B", lf.mean, lf.std)
+	case (lf.mean == nil) != (lf.std == nil):
+		return usagef("--mean and --std go together")
+	case lf.flipProb < 0 || lf.flipProb > 1:
+		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
+	}
+	for _, v := range lf.std {
+		if v <= 0 {
+			return usagef("--std %v: want positive numbers", lf.std)
+		}
 	}
 	return nil
 }
@@ -119,6 +143,19 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 		LabelOffset: lf.labelOff,
 	}
 	lf.cache.apply(&o)
+	if lf.cropScale != nil {
+		o.CropScale = [2]float64{lf.cropScale[0], lf.cropScale[1]}
+	}
+	if lf.cropRatio != nil {
+		o.CropRatio = [2]float64{lf.cropRatio[0], lf.cropRatio[1]}
+	}
+	o.NoFlip, o.FlipProb = lf.flipProb == 0, lf.flipProb
+	o.Resize = lf.resize
+	if lf.mean != nil {
+		for i := range 3 {
+			o.Mean[i], o.Std[i] = float32(lf.mean[i]), float32(lf.std[i])
+		}
+	}
 	return o
 }
 

@@ -65,6 +65,19 @@ class DataLoaderTest(unittest.TestCase):
         with self.case("train-f32", epoch=1) as l:
             self.assertEqual(self.epoch(l), e1, "a fresh loader at epoch=1")
 
+    # 8. The seed's recipe written as torchvision's Compose is the same
+    # recipe: the same batches, bit for bit, as transform="train".
+    def test_compose_is_the_recipe(self):
+        if not HAVE_TORCHVISION:
+            if REQUIRE:
+                self.fail("torchvision is not installed (python3-torchvision)")
+            self.skipTest("torchvision is not installed")
+        from torchvision import transforms as T
+        tf = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToTensor(),
+                        T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])])
+        with self.case("train-f32", transform=tf) as l:
+            self.assertEqual(self.epoch(l), self.cases["train-f32"]["digests"])
+
     # 2. .sampler and .dataset with DataLoader's meanings.
     def test_sampler_and_dataset(self):
         with self.case("train-f32") as l:

@@ -89,6 +89,59 @@ class TorchvisionOracle(unittest.TestCase):
         self.assertLessEqual(total / count, MEAN_LEVELS, "mean difference %.3f levels" % (total / count))
         print("torchvision oracle (%s): %d photos, 99th percentile %.2f levels, mean %.3f levels" % ("pure-go" if PURE_GO else "libjpeg-turbo", seen, worst, total / count))
 
+    def test_compose_handed_to_the_loader(self):
+        # The user's own Compose, with parameters other than the seed's
+        # recipe (Resize 232 -> CenterCrop 200, another mean/std): the
+        # loader maps it onto the Go pipeline and gives torchvision's pixels.
+        from PIL import Image
+        from torchvision import transforms as T
+        mean, std = [0.5, 0.4, 0.3], [0.2, 0.25, 0.3]
+        tf = T.Compose([T.Resize(232), T.CenterCrop(200), T.ToTensor(), T.Normalize(mean, std)])
+        with faster.Loader(self.root, batch_size=3, transform=tf, output="numpy", rank=0, world_size=1) as loader:
+            seen = 0
+            total, count = 0.0, 0
+            for b in loader.batches():
+                for row, key in enumerate(b.keys):
+                    with Image.open(os.path.join(self.root, key)) as im:
+                        want = tf(im.convert("RGB")).numpy()
+                    got = np.asarray(b.images[row])
+                    self.assertEqual(got.shape, want.shape, key)
+                    diff = np.abs(got - want) * np.array(std, dtype=np.float32).reshape(3, 1, 1) * 255
+                    self.assertLessEqual(float(np.percentile(diff, 99)), MAX_LEVELS, key)
+                    total += float(diff.sum())
+                    count += diff.size
+                    seen += 1
+        self.assertEqual(seen, len(PHOTOS))
+        self.assertLessEqual(total / count, MEAN_LEVELS)
+
+    def test_compose_train_parameters_and_refusals(self):
+        from torchvision import transforms as T
+        from faster.transforms import UnsupportedTransform, from_torchvision
+        tf = T.Compose([T.RandomResizedCrop(48, scale=(0.5, 1.0), ratio=(0.9, 1.1)), T.RandomHorizontalFlip(p=0.25),
+                        T.ToTensor()])
+        spec = from_torchvision(tf)
+        self.assertEqual((spec["transform"], spec["resolution"]), ("train", 48))
+        a = spec["args"]
+        for flag, want in (("--crop-scale", "0.5,1.0"), ("--crop-ratio", "0.9,1.1"), ("--flip-prob", "0.25"),
+                           ("--mean", "0.0,0.0,0.0"), ("--std", "1.0,1.0,1.0")):
+            self.assertEqual(a[a.index(flag) + 1], want, flag)
+        with faster.Loader(self.root, batch_size=6, transform=tf, output="numpy", rank=0, world_size=1) as loader:
+            with open("/proc/%d/cmdline" % loader.pid, "rb") as f:
+                argv = f.read().decode().split("\0")
+            self.assertEqual(argv[argv.index("--crop-scale") + 1], "0.5,1.0")
+            b = next(loader.batches())
+            self.assertEqual(np.asarray(b.images).shape, (6, 3, 48, 48))
+            # ToTensor without Normalize: [0, 1].
+            self.assertGreaterEqual(float(np.asarray(b.images).min()), 0.0)
+            self.assertLessEqual(float(np.asarray(b.images).max()), 1.0)
+        for bad, word in ((T.Compose([T.RandomResizedCrop(48), T.RandomRotation(10), T.ToTensor()]), "RandomRotation"),
+                          (T.Compose([T.RandomResizedCrop(48, interpolation=T.InterpolationMode.BICUBIC), T.ToTensor()]), "bicubic"),
+                          (T.Compose([T.Resize((40, 50)), T.CenterCrop(32), T.ToTensor()]), "only an int"),
+                          (T.Compose([T.RandomResizedCrop((48, 40)), T.ToTensor()]), "square"),
+                          (T.Compose([T.Resize(40), T.CenterCrop(32), T.PILToTensor()]), "PILToTensor")):
+            with self.assertRaisesRegex(UnsupportedTransform, word):
+                faster.Loader("/nonexistent", transform=bad)  # refused before any server starts
+
 
 if __name__ == "__main__":
     unittest.main()

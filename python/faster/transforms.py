@@ -1,0 +1,119 @@
+"""A torchvision transform, as a script already holds it, mapped onto the Go
+pipeline's recipes:
+
+    train = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
+                       T.Normalize(mean, std)])
+    loader = faster.Loader(traindir, transform=train)
+
+Supported, with their parameters (anything else is refused by name, before
+any work, with what would work instead):
+
+    train:  RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR)
+            [RandomHorizontalFlip(p)] ToTensor() [Normalize(mean, std)]
+    eval:   Resize(size: int, interpolation=BILINEAR) CenterCrop(size)
+            ToTensor() [Normalize(mean, std)]
+
+Crops are square (size an int or (s, s)). Resizing is PIL's antialiased
+bilinear filter, as torchvision applies it to PIL images (the tensor path
+with antialias=False is not supported). Without Normalize the pixels are
+ToTensor's [0, 1].
+"""
+
+_TRAIN = "RandomResizedCrop [RandomHorizontalFlip] ToTensor [Normalize]"
+_EVAL = "Resize(int) CenterCrop ToTensor [Normalize]"
+
+
+class UnsupportedTransform(ValueError):
+    """A torchvision transform the Go pipeline does not implement."""
+
+
+def _name(t):
+    return type(t).__name__
+
+
+def _square(size, what):
+    if isinstance(size, int):
+        return size
+    if isinstance(size, (tuple, list)) and len(size) == 1:
+        return int(size[0])
+    if isinstance(size, (tuple, list)) and len(size) == 2 and size[0] == size[1]:
+        return int(size[0])
+    raise UnsupportedTransform("faster: %s(size=%r): only square outputs (an int, or (s, s))" % (what, size))
+
+
+def _bilinear(t):
+    mode = getattr(t, "interpolation", None)
+    name = getattr(mode, "value", mode)
+    if name not in (None, "bilinear", 2):  # 2: PIL.Image.BILINEAR
+        raise UnsupportedTransform(
+            "faster: %s(interpolation=%s): the Go pipeline resizes with PIL's antialiased bilinear "
+            "filter only; use InterpolationMode.BILINEAR" % (_name(t), name))
+    if getattr(t, "antialias", None) is False:
+        raise UnsupportedTransform("faster: %s(antialias=False): the Go pipeline always antialiases, "
+                                   "as torchvision does on PIL images" % _name(t))
+
+
+def _csv(values):
+    return ",".join(repr(float(v)) for v in values)
+
+
+def from_torchvision(transform):
+    """The server's recipe and flags for a torchvision transform: a dict
+    with transform ("train" or "eval"), resolution and args (more flags of
+    `faster serve`). Raises UnsupportedTransform naming what it cannot map."""
+    steps = list(getattr(transform, "transforms", [transform]))
+    names = [_name(t) for t in steps]
+    args = []
+    i = 0
+
+    def take(name):
+        nonlocal i
+        if i < len(steps) and names[i] == name:
+            i += 1
+            return steps[i - 1]
+        return None
+
+    crop = take("RandomResizedCrop")
+    if crop is not None:
+        recipe = "train"
+        _bilinear(crop)
+        res = _square(crop.size, "RandomResizedCrop")
+        args += ["--crop-scale", _csv(crop.scale), "--crop-ratio", _csv(crop.ratio)]
+        flip = take("RandomHorizontalFlip")
+        args += ["--flip-prob", repr(float(flip.p)) if flip is not None else "0"]
+    else:
+        resize = take("Resize")
+        center = take("CenterCrop")
+        if resize is None or center is None:
+            raise UnsupportedTransform(_refusal(steps, names, i))
+        recipe = "eval"
+        _bilinear(resize)
+        if not isinstance(resize.size, int) and not (isinstance(resize.size, (list, tuple)) and len(resize.size) == 1):
+            raise UnsupportedTransform("faster: Resize(size=%r): only an int (the shorter edge) is supported" % (resize.size,))
+        if getattr(resize, "max_size", None) is not None:
+            raise UnsupportedTransform("faster: Resize(max_size=%r) is not supported" % (resize.max_size,))
+        res = _square(center.size, "CenterCrop")
+        short = resize.size if isinstance(resize.size, int) else int(resize.size[0])
+        args += ["--resize", str(short)]
+    if take("ToTensor") is None:
+        raise UnsupportedTransform(_refusal(steps, names, i, "ToTensor"))
+    norm = take("Normalize")
+    if norm is not None:
+        mean, std = list(norm.mean), list(norm.std)
+        if len(mean) != 3 or len(std) != 3:
+            raise UnsupportedTransform("faster: Normalize(mean=%r, std=%r): want three channels" % (mean, std))
+    else:
+        mean, std = [0, 0, 0], [1, 1, 1]  # ToTensor's [0, 1]
+    args += ["--mean", _csv(mean), "--std", _csv(std)]
+    if i < len(steps):
+        raise UnsupportedTransform(_refusal(steps, names, i))
+    return {"transform": recipe, "resolution": res, "args": args}
+
+
+def _refusal(steps, names, i, wanted=None):
+    got = names[i] if i < len(names) else "the end of the Compose"
+    what = ("expected %s, found %s" % (wanted, got)) if wanted else ("%s is not supported by the Go pipeline" % got)
+    if got == "PILToTensor":
+        what += " (for uint8 pixels: ToTensor here, or transform='train'/'eval' with layout='u8-hwc')"
+    return ("faster: transform %s: %s. Supported: train = %s; eval = %s; or transform='train' / 'eval' "
+            "(the ImageNet recipes) with resolution=." % (" -> ".join(names), what, _TRAIN, _EVAL))
