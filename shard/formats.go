@@ -285,14 +285,17 @@ func openFiles(ctx context.Context, files []string, o OpenOptions) (source.Datas
 	if len(kept) == 0 {
 		return nil, fmt.Errorf("%s: only indexes and metadata (.idx, %s), no shards", files[0], ManifestName)
 	}
-	if format == nil && len(unsure) == 0 {
-		format = formatByName("tfrecord") // every file empty: empty TFRecord shards
+	if format == nil {
+		// Empty files, or files named as shards whose first bytes are
+		// damaged: TFRecord's (the format named without an extension),
+		// whose reader reports the damage at its offset.
+		format = formatByName("tfrecord")
 	}
 	for _, p := range unsure {
-		// A file named like its fellow shards (train-00003-of-01024) whose
-		// first bytes are damaged is a damaged shard of their format;
-		// anything else is not a shard at all.
-		if format == nil || splitOf(filepath.Base(p)) == "" {
+		// A file named as a shard (train-00003-of-01024) whose first bytes
+		// are damaged is a damaged shard of its fellows' format; anything
+		// else is not a shard at all.
+		if splitOf(filepath.Base(p)) == "" {
 			return nil, fmt.Errorf("%s: not a dataset file: its first bytes match no format read here (TFRecord, tar, gzip, LMDB)", p)
 		}
 	}
@@ -300,8 +303,8 @@ func openFiles(ctx context.Context, files []string, o OpenOptions) (source.Datas
 }
 
 // expandPaths turns paths (files or globs) into the files of one dataset:
-// each glob's matches in order, each file as given. A directory or URL
-// cannot be one of several paths.
+// each glob's matches in order (but directories), each file as given. A
+// directory or URL cannot be one of several paths.
 func expandPaths(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
@@ -310,7 +313,15 @@ func expandPaths(paths []string) ([]string, error) {
 			if err != nil || len(m) == 0 {
 				return nil, fmt.Errorf("%s: no files match", p)
 			}
-			files = append(files, m...)
+			n := len(files)
+			for _, f := range m {
+				if st, err := os.Stat(f); err != nil || !st.IsDir() { // a glob's directories hold no records
+					files = append(files, f)
+				}
+			}
+			if len(files) == n {
+				return nil, fmt.Errorf("%s: only directories match", p)
+			}
 			continue
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {

@@ -318,3 +318,28 @@ func TestTFImageNetGlobalShuffleWithoutIndex(t *testing.T) {
 		t.Fatalf("a cut shard: %v", err)
 	}
 }
+
+// TestTFImageNetDamagedHead: a shard named as TensorFlow names them whose
+// first length is damaged is a damaged TFRecord (its reader's error at
+// offset 0), not "not a dataset file"; a glob's directories are left out.
+func TestTFImageNetDamagedHead(t *testing.T) {
+	dir := tfImageNetDir(t, "")
+	p := filepath.Join(dir, "train-00000-of-00004")
+	b, _ := os.ReadFile(p)
+	b[0] ^= 0x40
+	os.WriteFile(p, b, 0o644)
+	os.Mkdir(filepath.Join(dir, "train-extra"), 0o755)
+	for path, files := range map[string]int{p: 1, filepath.Join(dir, "train-*"): 4} {
+		s := wantStreaming(t, open(t, path, OpenOptions{}), files, nil)
+		r, err := s.Open(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Next()
+		r.Close()
+		var ce *tfrecord.CorruptError
+		if !errors.As(err, &ce) || ce.Offset != 0 || ce.Path != p {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+}
