@@ -243,7 +243,7 @@ e.close()`
 			t.Fatalf("gzip: %v", err)
 		}
 		rep, err := Verify(context.Background(), []string{filepath.Join(dir, "s-00000-of-00001.tar.gz")}, VerifyOptions{})
-		if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Reason, "gzip-compressed") {
+		if err != nil || len(rep.Problems) == 0 || !strings.Contains(rep.Problems[0].Reason, "gzip") {
 			t.Fatalf("verify gzip: %+v %v", rep, err)
 		}
 	}
