@@ -12,7 +12,7 @@
 //
 //	offset 0               file header (HeaderBytes = 4096)
 //	  0  [8]byte  magic "FSTSERVE"                    must not change
-//	  8  uint32   version (2)
+//	  8  uint32   version (3)
 //	 12  uint32   slots
 //	 16  uint64   slot bytes (stride; a multiple of 4096)
 //	 24  uint64   header bytes (offset of slot 0)
@@ -55,16 +55,23 @@
 // Server to consumer:
 //
 //	'H' hello      JSON Hello: the layout above, the shm path, dataset facts
+//	               (and the order's: seed, shuffle, sizes, for a state)
 //	'R' ready      uint32 slot, int64 epoch, int64 index, uint32 valid,
-//	               uint32 rows, uint32 repeats, then the valid rows' keys
+//	               uint32 rows, uint32 repeats, int64 consumed (positions
+//	               of this rank's epoch order served once this batch is:
+//	               loader.Loader.Consumed), then the valid rows' keys
 //	               joined by NUL
-//	'D' end        int64 epoch, int64 batches, int64 images, uint8 cancelled
+//	'D' end        int64 epoch, int64 batches, int64 images, uint8 cancelled,
+//	               then, optionally, JSON EpochStats (the pipeline's
+//	               statistics and the loader's ceiling)
 //	'X' error      UTF-8 message; the server then exits
 //
 // Consumer to server:
 //
 //	'A' attach     the shm file is mapped: the server unlinks it
-//	'E' epoch      int64 epoch: run it (its batches arrive as 'R', then 'D')
+//	'E' epoch      int64 epoch: run it (its batches arrive as 'R', then 'D');
+//	               optionally followed by a JSON loader.State (or an array
+//	               of every rank's) to continue the epoch from
 //	'F' free       uint32 slot: hand a slot back
 //	'C' cancel     stop the running epoch early (its 'D' still follows)
 //
