@@ -57,11 +57,7 @@ func init() {
 			return openWDS(files, o)
 		}, verify: verifyTar})
 	registerFormat(&containerFormat{name: "gzip", match: isGzipHead, exts: []string{".tgz", ".gz"},
-		open: func(_ context.Context, files []string, _ OpenOptions) (source.Dataset, error) {
-			return nil, fmt.Errorf("%s: gzip-compressed (its first bytes are 1f 8b): compressed shards are not read; decompress them (gunzip) first", files[0])
-		}, verify: func(_ context.Context, t target, _ func(int64)) (int64, int64, []Problem) {
-			return 0, 0, []Problem{{Path: t.path, Offset: 0, Reason: "gzip-compressed (its first bytes are 1f 8b): not checked; decompress it (gunzip) first"}}
-		}})
+		open: openTarGz, verify: verifyTarGz}) // gzip-compressed tars (shard/targz.go); other gzip files are refused naming gzip
 	registerFormat(&containerFormat{name: "lmdb", match: isLMDBHead, exts: []string{".mdb"},
 		open: func(_ context.Context, files []string, _ OpenOptions) (source.Dataset, error) {
 			if len(files) > 1 {

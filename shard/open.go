@@ -51,6 +51,10 @@ type OpenOptions struct {
 	// and return it as a Record with Bad set. Without Skip the first
 	// damage is Open's (or the reader's) error.
 	Skip func(d source.Damage, of int) error
+	// Unlabeled reads data without labels (WebDataset samples without a
+	// .cls or .json label are served as label 0); by default such a
+	// sample is damaged, never class 0 for lack of its label.
+	Unlabeled bool
 }
 
 // Open opens the dataset at path, a local path or a storage URL, as an
@@ -141,7 +145,7 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	// by listing.
 	if _, noManifest := os.Lstat(filepath.Join(path, ManifestName)); noManifest != nil {
 		if files := source.WDSFiles(path); len(files) > 0 {
-			return openWDS(files, opts)
+			return openFiles(ctx, files, opts) // tars, or gzip-compressed ones
 		}
 	}
 	files, err := dirShards(path, opts.Split)
@@ -246,8 +250,13 @@ func openLMDB(path string) (source.Dataset, error) {
 // Shards that disagree with the manifest beside them, and regions of the
 // tars that could not be listed, are Open's error, or go to the skip
 // policy one by one.
+//
+// An index beside a tar that disagrees with it (a member that is not
+// where its line says: DALI's wds2idx gets GNU long-name and PAX tars
+// wrong) is named, file and line: Open's error, or one Skip call, after
+// which the tar is read by scanning it.
 func openWDS(files []string, o OpenOptions) (source.Dataset, error) {
-	w, err := source.OpenWDS(files)
+	w, err := source.OpenWDSWith(files, source.WDSOptions{Unlabeled: o.Unlabeled})
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +265,15 @@ func openWDS(files []string, o OpenOptions) (source.Dataset, error) {
 		return nil, err
 	}
 	of := max(w.Len(), 1)
+	for _, f := range w.IndexFaults() {
+		if o.Skip == nil {
+			return fail(&source.CorruptError{Path: f.Path, Offset: f.Offset, Reason: f.Reason + " (with --on-error skip the index is listed and the tar scanned; or delete the index)"})
+		}
+		f.Reason += "; the tar was scanned instead"
+		if err := o.Skip(f, of); err != nil {
+			return fail(err)
+		}
+	}
 	errs, err := checkWDSManifest(files, w)
 	if err != nil {
 		if o.Skip == nil || !IsDamage(err) {

@@ -3,6 +3,7 @@ package shard
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -95,6 +96,99 @@ func verifyTar(ctx context.Context, t target, progress func(int64)) (records, si
 	}
 	probs = append(probs, t.checkManifest("samples", records, size, h.Sum(nil))...)
 	return records, size, probs
+}
+
+// verifyTarGz checks a gzip-compressed WebDataset tar: the gzip stream
+// (its CRC and length) and every tar header and member in it, and that
+// only zero padding follows the end-of-archive blocks. Offsets are in the
+// decompressed tar. Such a tar has no index (DALI's wds2idx indexes plain
+// tars only) and no manifest lists it.
+func verifyTarGz(ctx context.Context, t target, progress func(int64)) (records, size int64, probs []Problem) {
+	bad := func(off int64, format string, a ...any) {
+		probs = append(probs, Problem{Path: t.path, Offset: off, Reason: fmt.Sprintf(format, a...)})
+	}
+	f, _, err := source.OpenFile(t.path)
+	if err != nil {
+		bad(-1, "%v", unwrapPath(err))
+		return 0, 0, probs
+	}
+	defer f.Close()
+	fr := &countingReader{r: f, progress: progress}
+	zr, err := gzip.NewReader(fr)
+	if err != nil {
+		bad(0, "gzip: %v", err)
+		return 0, fr.n, probs
+	}
+	if err := gzipHoldsTar(t.path); err != nil {
+		bad(0, "%v", unwrapPath(err))
+		return 0, fr.n, probs
+	}
+	cr := &countingReader{r: zr}
+	tr := tar.NewReader(cr)
+	lastKey := ""
+	gzBad := func(off int64, what string, err error) {
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			bad(off, "%s: the gzip stream ends early (truncated; offset in the decompressed tar)", what)
+		default:
+			bad(off, "%s: %v (offset in the decompressed tar)", what, err)
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return records, fr.n, probs
+		}
+		hdrOff := cr.n
+		hd, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			gzBad(hdrOff, "tar header", err)
+			return records, fr.n, probs
+		}
+		if n, err := io.Copy(io.Discard, tr); err != nil || n != hd.Size {
+			gzBad(hdrOff, fmt.Sprintf("member %q", hd.Name), cmpErr(err, io.ErrUnexpectedEOF))
+			return records, fr.n, probs
+		}
+		if hd.Typeflag != tar.TypeReg {
+			continue
+		}
+		key, _ := wdsSplitName(hd.Name)
+		if key == "" || strings.HasSuffix(key, "/") {
+			continue
+		}
+		if records == 0 || key != lastKey {
+			records++
+			lastKey = key
+		}
+	}
+	endOff := cr.n
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := cr.Read(buf)
+		if bytes.IndexFunc(buf[:k], func(r rune) bool { return r != 0 }) >= 0 {
+			bad(endOff, "data after the end of the archive (offset in the decompressed tar)")
+			break
+		}
+		endOff += int64(k)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			gzBad(endOff, "after the end of the archive", err)
+			break
+		}
+	}
+	return records, fr.n, probs
+}
+
+// cmpErr is err, or def when err is nil.
+func cmpErr(err, def error) error {
+	if err == nil {
+		return def
+	}
+	return err
 }
 
 // wdsSplitName splits a member name at the first dot of its base name.

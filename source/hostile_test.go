@@ -13,9 +13,10 @@ import (
 )
 
 // TestWDSIndexBounds: a wds2idx index whose members do not fit the tar
-// (a huge size, an overflowing end, a wrong sample count) is refused at
-// open, naming the index, before any member is read (before: a huge size
-// reached make in readMember and panicked).
+// (a huge size, an overflowing end, a wrong sample count) is an index
+// fault naming the index, found at open before any member is read (before:
+// a huge size reached make in readMember and panicked), and the tar is
+// scanned instead.
 func TestWDSIndexBounds(t *testing.T) {
 	tb := tarBytes(t, "a.png", pngMagic+"a", "a.cls", "1", "b.png", pngMagic+"b")
 	for _, tc := range []struct{ name, idx string }{
@@ -26,6 +27,7 @@ func TestWDSIndexBounds(t *testing.T) {
 		{"fewer samples than the header", "v1.2 3\npng 512 9 a.png\n"},
 		{"more samples than the header", "v1.2 1\npng 512 9 a.png\npng 2048 9 b.png\n"},
 		{"bad count", "v1.2 -4\npng 512 9 a.png\n"},
+		{"offset inside a header", "v1.2 1\npng 100 9 a.png\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -34,15 +36,15 @@ func TestWDSIndexBounds(t *testing.T) {
 			ip := WDSIndexName(p)
 			os.WriteFile(ip, []byte(tc.idx), 0o644)
 			w, err := OpenWDS([]string{p})
-			if err == nil {
-				for i := range w.Items() {
-					w.Load(i)
-				}
-				w.Close()
+			if err != nil {
+				t.Fatal(err)
 			}
-			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.Path != ip {
-				t.Fatalf("want a *CorruptError naming %s, got %v", ip, err)
+			defer w.Close()
+			if f := w.IndexFaults(); len(f) != 1 || f[0].Path != ip || !strings.Contains(f[0].Reason, "index line") {
+				t.Fatalf("want one index fault naming %s and its line, got %+v", ip, f)
+			}
+			if it := w.Items(); len(it) != 2 || it[0].Key != "a.png" || it[0].Label != 1 {
+				t.Fatalf("the scan: %+v", it)
 			}
 		})
 	}

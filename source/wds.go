@@ -3,7 +3,7 @@ package source
 import (
 	"archive/tar"
 	"bufio"
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -24,24 +24,45 @@ import (
 // A "json" member may also carry "filename", which becomes the item key
 // (else the key is the image member's name).
 //
+// Extensions are lower-cased, as webdataset does ("x.JPG" and "x.CLS" are
+// members "jpg" and "cls" of sample "x"). A sample without a label member
+// is damaged (it is never served as class 0 for lack of its label), unless
+// WDSOptions.Unlabeled says the data has no labels.
+//
 // DALI's wds2idx index ("<tar base up to its first dot>.idx": a line
 // "v1.2 <samples>", then per sample "ext offset size name" for each member,
-// offset the byte offset of the member's data) is used when present;
-// otherwise the tar headers are scanned at open.
+// offset the byte offset of the member's data; the legacy "v1.1" (and
+// "v1.0") lines are "ext offset size" triples, without names) is used when
+// present; otherwise the tar headers are scanned at open. An index is not
+// trusted: each member it lists is checked against its tar header, the
+// 512 bytes before its offset, which must be a regular file's header with
+// the member's size (and name), at open and again as the member is read.
+// An index that fails (DALI's wds2idx writes offsets that point into GNU
+// long-name or PAX headers for some tars) is an index fault naming the
+// index file and line (IndexFaults), and the tar is scanned instead.
 
 // wdsMember locates one member's data in its tar file.
 type wdsMember struct {
-	ext       string
+	ext       string // lower-cased
+	name      string // the member's name; "" when a v1.1 index lists it
 	off, size int64
 }
 
 type wdsSample struct {
 	file    int
 	key     string // webdataset key
-	hdrOff  int64  // offset of the sample's first header (or first data, from an index)
+	hdrOff  int64  // offset of the sample's first header
+	line    int    // the index line that listed it; 0 when scanned
 	members []wdsMember
 	img     int    // index into members, -1 if none
 	badLbl  string // why its label is unusable (Load reports it), "" if fine
+}
+
+// WDSOptions configure OpenWDSWith. The zero value reads labeled data.
+type WDSOptions struct {
+	// Unlabeled reads data that has no labels: a sample without a label
+	// member is served as label 0 instead of being damaged.
+	Unlabeled bool
 }
 
 // Damage is a record or region of a container file that could not be
@@ -58,16 +79,27 @@ type Damage struct {
 // for concurrent use (it reads with ReadAt).
 type WDS struct {
 	files   []string
+	opts    WDSOptions
 	samples []wdsSample
 	items   []Item
 	classes []string
 	damage  []Damage
+	faults  []Damage // indexes found wrong; their tars were scanned
 	mu      sync.Mutex
 	open    []*os.File
 }
 
-// IsTar reports whether name has a tar extension.
-func IsTar(name string) bool { return strings.HasSuffix(name, ".tar") }
+// IsTar reports whether name has a tar extension: .tar, or .tar.gz and
+// .tgz (gzip-compressed, read in order: see OpenTarGz).
+func IsTar(name string) bool {
+	return strings.HasSuffix(name, ".tar") || IsTarGz(name)
+}
+
+// IsTarGz reports whether name has a gzip-compressed tar's extension
+// (.tar.gz or .tgz).
+func IsTarGz(name string) bool {
+	return strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tgz")
+}
 
 // WDSIndexName returns the DALI wds2idx index path of a tar file: the
 // path up to the first dot of the base name, plus ".idx".
@@ -79,15 +111,15 @@ func WDSIndexName(tarPath string) string {
 	return dir + base + ".idx"
 }
 
-// wdsSplit splits a member name into the sample key and the extension:
-// "a/b.c.jpg" → "a/b", "c.jpg".
+// wdsSplit splits a member name into the sample key and the extension,
+// lower-cased as webdataset does: "a/b.c.JPG" → "a/b", "c.jpg".
 func wdsSplit(name string) (key, ext string) {
 	slash := strings.LastIndexByte(name, '/') + 1
 	dot := strings.IndexByte(name[slash:], '.')
 	if dot < 0 {
 		return name, ""
 	}
-	return name[:slash+dot], name[slash+dot+1:]
+	return name[:slash+dot], strings.ToLower(name[slash+dot+1:])
 }
 
 func wdsIsImageExt(ext string) bool {
@@ -100,19 +132,30 @@ func wdsIsImageExt(ext string) bool {
 
 // OpenWDS lists the samples of the given tar shards, in file order then
 // tar order. Damaged regions (a bad header, a member cut short) are
-// skipped and reported by Damage; they lose the samples they hold.
-func OpenWDS(files []string) (*WDS, error) {
+// skipped and reported by Damage; they lose the samples they hold. An
+// index that disagrees with its tar is reported by IndexFaults, and the
+// tar is scanned instead.
+func OpenWDS(files []string) (*WDS, error) { return OpenWDSWith(files, WDSOptions{}) }
+
+// OpenWDSWith is OpenWDS with options.
+func OpenWDSWith(files []string, o WDSOptions) (*WDS, error) {
 	if len(files) == 0 {
 		return nil, errors.New("webdataset: no tar files")
 	}
-	d := &WDS{files: files, open: make([]*os.File, len(files))}
+	d := &WDS{files: files, opts: o, open: make([]*os.File, len(files))}
 	for fi, f := range files {
 		tf, size, err := OpenFile(f)
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
+		var magic [2]byte
+		n, _ := tf.ReadAt(magic[:], 0)
 		tf.Close()
+		if n == 2 && magic == [2]byte{0x1f, 0x8b} {
+			d.Close()
+			return nil, fmt.Errorf("%s: gzip-compressed (its first bytes are 1f 8b): a .tar.gz is read in order (OpenTarGz, shard.Open), not by position; decompress it (gunzip) for random access", f)
+		}
 		if _, e := os.Stat(WDSIndexName(f)); e == nil {
 			err = d.listIndexed(fi, size)
 		} else {
@@ -219,7 +262,7 @@ func (d *WDS) scanFrom(fi int, f *os.File, start, size int64) (int64, *Damage) {
 			flush()
 			cur = &wdsSample{file: fi, key: key, hdrOff: hdrOff, img: -1}
 		}
-		cur.members = append(cur.members, wdsMember{ext: ext, off: dataOff, size: h.Size})
+		cur.members = append(cur.members, wdsMember{ext: ext, name: h.Name, off: dataOff, size: h.Size})
 	}
 }
 
@@ -270,15 +313,26 @@ func (o *offsetReader) Seek(offset int64, whence int) (int64, error) {
 	return n, err
 }
 
-// listIndexed reads a DALI wds2idx index of tar file fi, size bytes long.
+// listIndexed lists tar file fi, size bytes long, from its DALI wds2idx
+// index, checking every member the index lists against its tar header. An
+// index that cannot be read as one, or that disagrees with the tar, is an
+// index fault (IndexFaults), and the tar is scanned instead.
 func (d *WDS) listIndexed(fi int, size int64) error {
 	ip := WDSIndexName(d.files[fi])
 	f, _, err := OpenFile(ip)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	samples, err := readWDSIndex(f, ip, d.files[fi], size)
+	f.Close()
+	if err == nil {
+		err = d.checkIndexed(fi, ip, samples)
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		d.faults = append(d.faults, Damage{Path: ce.Path, Offset: ce.Offset, Reason: ce.Reason})
+		return d.listTar(fi)
+	}
 	if err != nil {
 		return err
 	}
@@ -289,12 +343,150 @@ func (d *WDS) listIndexed(fi int, size int64) error {
 	return nil
 }
 
-// readWDSIndex parses a DALI wds2idx index (version v1.2 or v1.1:
-// "ext offset size name" per member; v1.0: "ext offset size") of the tar
-// file tarName, tarSize bytes long. Every member must lie inside the tar,
-// after the member before it, and the sample
-// count must be the header's: else the index is stale (written for
-// another version of the tar), a *CorruptError naming the index line.
+// checkIndexed checks each member an index lists against its tar header
+// (see memberHeaderFault), and takes the names a v1.1 index leaves out
+// from the headers.
+func (d *WDS) checkIndexed(fi int, ip string, samples []wdsSample) error {
+	f, err := d.file(fi)
+	if err != nil {
+		return err
+	}
+	var hdr [512]byte
+	for si := range samples {
+		s := &samples[si]
+		for mi := range s.members {
+			m := &s.members[mi]
+			if _, err := f.ReadAt(hdr[:], m.off-512); err != nil {
+				return fmt.Errorf("%s: offset %d: %w", d.files[fi], m.off-512, err)
+			}
+			name, why := memberHeaderFault(hdr[:], *m)
+			if why != "" {
+				return indexFault(ip, s.line, d.files[fi], *m, why)
+			}
+			if m.name == "" {
+				m.name = name
+			}
+		}
+		if s.key == "" && len(s.members) > 0 {
+			s.key, _ = wdsSplit(s.members[0].name)
+		}
+	}
+	return nil
+}
+
+// indexFault is the error of an index line whose member m is not where
+// the line says.
+func indexFault(ip string, line int, tarName string, m wdsMember, why string) error {
+	return &CorruptError{Path: ip, Offset: -1, Reason: fmt.Sprintf("index line %d: wrong index: member %s at offset %d (%d bytes): the 512 bytes before it in %s are %s", line, m.ext, m.off, m.size, tarName, why)}
+}
+
+// memberHeaderFault checks that hdr, the 512 bytes before a member's data
+// in its tar, is that member's header: a valid checksum, a regular file,
+// the member's size, and its name (its extension when the index gives no
+// name; a name cut to the header's 100 bytes, as GNU and PAX tars leave
+// it beside the long name, counts as its start). It returns the header's
+// name and "" when it is, else what the bytes are instead.
+func memberHeaderFault(hdr []byte, m wdsMember) (name, why string) {
+	if !tarChecksumOK(hdr) {
+		return "", "not a tar header (checksum mismatch)"
+	}
+	name = cString(hdr[0:100])
+	truncated := hdr[99] != 0
+	if string(hdr[257:262]) == "ustar" && hdr[345] != 0 && string(hdr[257:263]) == "ustar\x00" {
+		name = cString(hdr[345:500]) + "/" + name // POSIX ustar's prefix
+	}
+	switch t := hdr[156]; t {
+	case '0', 0, '7':
+	case 'L', 'K':
+		return name, fmt.Sprintf("a GNU long-name header (%q), not the member's own: the offset points into the long name (as DALI's wds2idx writes for GNU long-name members)", name)
+	case 'x', 'g':
+		return name, fmt.Sprintf("a PAX extended header (%q), not the member's own: the offset points into PAX records (as DALI's wds2idx writes beside PAX headers)", name)
+	default:
+		return name, fmt.Sprintf("the header of %q, type %q, not a regular file's", name, t)
+	}
+	size, ok := tarNumber(hdr[124:136])
+	if !ok || size != m.size {
+		return name, fmt.Sprintf("the header of %q, %d bytes, not the %d the index says", name, size, m.size)
+	}
+	switch {
+	case m.name != "":
+		if name != m.name && !(truncated && strings.HasPrefix(m.name, name)) {
+			return name, fmt.Sprintf("the header of %q, not of %q", name, m.name)
+		}
+	case !truncated:
+		if _, ext := wdsSplit(name); ext != m.ext {
+			return name, fmt.Sprintf("the header of %q, not of a %q member", name, m.ext)
+		}
+	}
+	return name, ""
+}
+
+// tarChecksumOK checks a 512-byte tar header's checksum field (octal,
+// ended by NUL or space) against the unsigned and the signed sums of the
+// header (historic tars wrote either). An all-zero block fails.
+func tarChecksumOK(h []byte) bool {
+	field := strings.TrimRight(strings.TrimLeft(string(h[148:156]), " "), " \x00")
+	if field == "" {
+		return false
+	}
+	want, err := strconv.ParseInt(field, 8, 64)
+	if err != nil {
+		return false
+	}
+	var unsigned, signed int64
+	for i, b := range h[:512] {
+		if i >= 148 && i < 156 {
+			b = ' '
+		}
+		unsigned += int64(b)
+		signed += int64(int8(b))
+	}
+	return want == unsigned || want == signed
+}
+
+// tarNumber parses a tar numeric field: octal text, or GNU's base-256
+// (the high bit of the first byte set).
+func tarNumber(b []byte) (int64, bool) {
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		if b[0]&0x40 != 0 || len(b) > 9 && b[0]&0x7f != 0 {
+			return 0, false // negative, or above int64
+		}
+		var v int64
+		for i, c := range b {
+			if i == 0 {
+				c &= 0x7f
+			}
+			if v > (1<<55)-1 {
+				return 0, false
+			}
+			v = v<<8 | int64(c)
+		}
+		return v, true
+	}
+	f := strings.TrimRight(strings.TrimLeft(string(b), " "), " \x00")
+	if f == "" {
+		return 0, true
+	}
+	v, err := strconv.ParseInt(f, 8, 64)
+	return v, err == nil && v >= 0
+}
+
+// cString is b up to its first NUL.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// readWDSIndex parses a DALI wds2idx index of the tar file tarName,
+// tarSize bytes long: version v1.2 lists "ext offset size name" per
+// member, the legacy v1.1 and v1.0 "ext offset size". Every member must
+// lie inside the tar, after the member before it, at a 512-byte block
+// (a tar member's data starts there), and the sample count must be the
+// header's: else the index is stale or wrong (written for another version
+// of the tar, or by a tool that miscounted), a *CorruptError naming the
+// index line.
 func readWDSIndex(r io.Reader, name, tarName string, tarSize int64) ([]wdsSample, error) {
 	br := bufio.NewReader(r)
 	var out []wdsSample
@@ -327,8 +519,8 @@ func readWDSIndex(r io.Reader, name, tarName string, tarSize int64) ([]wdsSample
 				return nil, bad(lineOff, "bad sample count %q", shorten(f[1]))
 			}
 			want = n
-			if f[0] == "v1.0" {
-				per = 3
+			if f[0] != "v1.2" {
+				per = 3 // DALI's legacy formats: no names
 			}
 			continue
 		}
@@ -336,28 +528,34 @@ func readWDSIndex(r io.Reader, name, tarName string, tarSize int64) ([]wdsSample
 			continue
 		}
 		if len(f)%per != 0 {
-			return nil, bad(lineOff, "%d fields, want groups of %d", len(f), per)
+			return nil, bad(lineOff, "%d fields, want groups of %d (ext offset size%s)", len(f), per, map[bool]string{true: " name"}[per == 4])
 		}
 		if len(out) == want {
 			return nil, bad(lineOff, "stale index: more samples than the %d it lists for %s", want, tarName)
 		}
-		smp := wdsSample{img: -1, hdrOff: -1}
+		smp := wdsSample{img: -1, hdrOff: -1, line: line}
 		for j := 0; j < len(f); j += per {
 			o, e1 := strconv.ParseInt(f[j+1], 10, 64)
 			sz, e2 := strconv.ParseInt(f[j+2], 10, 64)
 			if e1 != nil || e2 != nil || o < 0 || sz < 0 {
 				return nil, bad(lineOff, "bad numbers %q %q", shorten(f[j+1]), shorten(f[j+2]))
 			}
-			if o < next || sz > tarSize || o > tarSize-sz {
+			if o < next || o < 512 || sz > tarSize || o > tarSize-sz {
 				return nil, bad(lineOff, "stale index: member %q at offset %d (%d bytes) does not fit %s (%d bytes; the member before it ends at %d)", shorten(f[j]), o, sz, tarName, tarSize, next)
 			}
+			if o%512 != 0 {
+				return nil, bad(lineOff, "wrong index: member %q at offset %d, not at a 512-byte block where tar member data starts", shorten(f[j]), o)
+			}
 			next = o + sz
-			m := wdsMember{ext: f[j], off: o, size: sz}
-			if per == 4 && smp.key == "" {
-				smp.key, _ = wdsSplit(f[j+3])
+			m := wdsMember{ext: strings.ToLower(f[j]), off: o, size: sz}
+			if per == 4 {
+				m.name = f[j+3]
+				if smp.key == "" {
+					smp.key, _ = wdsSplit(m.name)
+				}
 			}
 			if smp.hdrOff < 0 {
-				smp.hdrOff = max(o-512, 0)
+				smp.hdrOff = o - 512
 			}
 			smp.members = append(smp.members, m)
 		}
@@ -411,52 +609,26 @@ type WDSIndexMember struct {
 // describe picks a sample's image member and reads its label and key.
 func (d *WDS) describe(s *wdsSample) (Item, error) {
 	it := Item{Key: s.key}
-	var label *int
-	filename := ""
+	var lbl wdsLabel
+	var exts []string
 	for j, m := range s.members {
+		exts = append(exts, m.ext)
 		last := m.ext[strings.LastIndexByte(m.ext, '.')+1:]
 		switch {
 		case s.img < 0 && wdsIsImageExt(m.ext):
 			s.img = j
 			it.Key = s.key + "." + m.ext
 			it.Size = m.size
-		case last == "cls" && label == nil && m.size < 64:
+		case last == "cls" && lbl.label == nil && m.size < 64, last == "json" && m.size < 1<<20:
 			b, err := d.readMember(s.file, m)
 			if err != nil {
 				return it, err
 			}
-			if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				label = &v
-			} else {
-				s.badLbl = fmt.Sprintf("member %s: label %q is not an integer", m.ext, shorten(strings.TrimSpace(string(b))))
-			}
-		case last == "json" && m.size < 1<<20:
-			b, err := d.readMember(s.file, m)
-			if err != nil {
-				return it, err
-			}
-			var meta struct {
-				Label    *int   `json:"label"`
-				Filename string `json:"filename"`
-			}
-			if err := json.Unmarshal(b, &meta); err == nil {
-				if label == nil && meta.Label != nil {
-					label = meta.Label
-				}
-				filename = meta.Filename
-			} else if label == nil {
-				s.badLbl = fmt.Sprintf("member %s: %v", m.ext, err)
-			}
+			lbl.add(last, b)
 		}
 	}
-	if label != nil {
-		it.Label = max(*label, 0)
-		if *label < 0 {
-			s.badLbl = fmt.Sprintf("negative label %d", *label)
-		} else {
-			s.badLbl = "" // a good label in another member
-		}
-	}
+	label, filename, why := lbl.result(d.opts.Unlabeled, exts)
+	it.Label, s.badLbl = label, why
 	if filename != "" {
 		it.Key = filename
 	}
@@ -494,6 +666,39 @@ func (d *WDS) readMember(fi int, m wdsMember) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%s: offset %d: %w", d.files[fi], m.off, err)
 }
+
+// readIndexed reads member m of sample s, which an index listed, with its
+// header in the same read, and checks that the header is m's: a tar
+// changed after the index was checked at open is a wrong index, named
+// by its file and line, never a member that is "not an image".
+func (d *WDS) readIndexed(s *wdsSample, m wdsMember) ([]byte, error) {
+	f, err := d.file(s.file)
+	if err != nil {
+		return nil, err
+	}
+	if m.size > MaxFileSize {
+		return nil, &CorruptError{Path: d.files[s.file], Offset: m.off, Reason: fmt.Sprintf("member %s: %d bytes, above the %d-byte cap on one sample", m.ext, m.size, MaxFileSize)}
+	}
+	b := make([]byte, 512+m.size)
+	n, err := f.ReadAt(b, m.off-512)
+	if n < 512 || n < len(b) && err != io.EOF {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("%s: offset %d: %w", d.files[s.file], m.off-512, err)
+	}
+	if _, why := memberHeaderFault(b[:512], m); why != "" {
+		return nil, indexFault(WDSIndexName(d.files[s.file]), s.line, d.files[s.file], m, why)
+	}
+	if n < len(b) {
+		return nil, &CorruptError{Path: d.files[s.file], Offset: m.off, Reason: fmt.Sprintf("member %s: %d of %d bytes present (truncated)", m.ext, n-512, m.size), Err: io.ErrUnexpectedEOF}
+	}
+	return b[512:], nil
+}
+
+// IndexFaults returns the indexes found wrong at open, each naming the
+// index file and line (Offset -1); their tars were scanned instead.
+func (d *WDS) IndexFaults() []Damage { return d.faults }
 
 // Close closes the tar files.
 func (d *WDS) Close() error {
@@ -546,7 +751,13 @@ func (d *WDS) Load(i int) (Sample, error) {
 	if s.badLbl != "" {
 		return Sample{Item: it}, &CorruptError{Path: d.files[s.file], Key: s.key, Offset: s.hdrOff, Reason: s.badLbl}
 	}
-	data, err := d.readMember(s.file, s.members[s.img])
+	var data []byte
+	var err error
+	if s.line > 0 {
+		data, err = d.readIndexed(s, s.members[s.img])
+	} else {
+		data, err = d.readMember(s.file, s.members[s.img])
+	}
 	if err != nil {
 		return Sample{Item: it}, err
 	}
@@ -565,12 +776,19 @@ func sortedTars(dir string) []string {
 }
 
 // WDSFiles returns the tar files a path names: a tar file, or a directory
-// of them.
+// of them (*.tar, else *.tar.gz and *.tgz).
 func WDSFiles(p string) []string {
 	if IsTar(p) {
 		return []string{p}
 	}
-	return sortedTars(p)
+	if m := sortedTars(p); len(m) > 0 {
+		return m
+	}
+	m, _ := filepath.Glob(filepath.Join(p, "*.tar.gz"))
+	t, _ := filepath.Glob(filepath.Join(p, "*.tgz"))
+	m = append(m, t...)
+	slices.Sort(m)
+	return m
 }
 
 // Members returns the member extensions of sample i.

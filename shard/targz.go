@@ -1,0 +1,60 @@
+package shard
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/faster-training/faster/source"
+)
+
+// openTarGz opens gzip-compressed files: WebDataset tars (.tar.gz, .tgz,
+// whatever their names), read in order as webdataset reads them (a
+// streaming dataset: gzip has no random access). A gzip file that holds
+// no tar is refused, naming gzip. The sample counts are learned by
+// reading the files through when several ranks need them.
+func openTarGz(ctx context.Context, files []string, o OpenOptions) (source.Dataset, error) {
+	for _, f := range files {
+		if err := gzipHoldsTar(f); err != nil {
+			return nil, err
+		}
+	}
+	if o.GlobalShuffle {
+		return nil, fmt.Errorf("%s: a gzip-compressed tar is read in order (gzip has no random access), so it cannot be shuffled globally; drop --global-shuffle (files are shuffled, then samples within a buffer), or decompress the shards (gunzip) for random access", files[0])
+	}
+	t, err := source.OpenTarGz(files, source.TarGzOptions{WDSOptions: source.WDSOptions{Unlabeled: o.Unlabeled}, Skip: o.Skip != nil})
+	if err != nil {
+		return nil, err
+	}
+	if o.Ranks > 1 {
+		if err := t.Count(ctx); err != nil {
+			return nil, fmt.Errorf("counting the samples of gzip-compressed tars for %d ranks: %w", o.Ranks, err)
+		}
+	}
+	return t, nil
+}
+
+// gzipHoldsTar checks that the gzip file at path decompresses to a tar:
+// anything else is refused, naming gzip (never read as a TFRecord).
+func gzipHoldsTar(path string) error {
+	f, _, err := source.OpenFile(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return &source.CorruptError{Path: path, Offset: 0, Reason: "gzip: " + err.Error(), Err: err}
+	}
+	head := make([]byte, 512)
+	n, err := io.ReadFull(zr, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF {
+		return &source.CorruptError{Path: path, Offset: 0, Reason: "gzip: " + err.Error(), Err: err}
+	}
+	if !isTarHead(head[:n]) {
+		return fmt.Errorf("%s: gzip-compressed (its first bytes are 1f 8b), and what it holds is no tar: only gzip-compressed tars (.tar.gz, .tgz: WebDataset shards) are read compressed; decompress it (gunzip) first", path)
+	}
+	return nil
+}
