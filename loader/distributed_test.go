@@ -78,6 +78,31 @@ func TestFewerSamplesThanRanks(t *testing.T) {
 	}
 }
 
+// The same with streamed shards: 3 records in one shard over 4 ranks; the
+// rank without a record serves the epoch's first, as a repeat.
+func TestFewerRecordsThanRanksStreamed(t *testing.T) {
+	_, shards := makeTreeShards(t, 1, 1)
+	var all []string
+	for r := range 4 {
+		l, err := Open(shards, Options{Transform: None, Seed: 2, Batch: 8, NumShards: 4, ShardIdx: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.StepsPerEpoch() != 1 {
+			t.Fatalf("rank %d: %d steps", r, l.StepsPerEpoch())
+		}
+		ep := runEpoch(t, l, 0)
+		l.Close()
+		if len(ep.keys) != 1 || ep.repeats != map[bool]int{true: 1, false: 0}[r == 3] {
+			t.Fatalf("rank %d: %v with %d repeats", r, ep.keys, ep.repeats)
+		}
+		all = append(all, ep.first...)
+	}
+	if slices.Sort(all); len(slices.Compact(all)) != 3 {
+		t.Fatalf("ranks' own rows: %v, want the 3 records once", all)
+	}
+}
+
 // Padding follows DistributedSampler's rule for every rank: rank r serves
 // positions r, r+W, … of the order extended by its own first samples.
 func TestPaddingIsDistributedSamplers(t *testing.T) {

@@ -324,7 +324,14 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 		pos[f] = i
 	}
 	l.open = func(res int, resumed bool) (pipeline.Dataset[*Batch], statser) {
-		list := pipeline.Files(files...).Named("files").Shard(o.NumShards, o.ShardIdx)
+		// A rank without a record of its own (fewer records than ranks)
+		// still serves its rows, as DistributedSampler pads: the epoch's
+		// first records, every one a repeat.
+		borrow := l.per != nil && l.per[o.ShardIdx] == 0 && rows > 0 && !o.Exact
+		list := pipeline.Files(files...).Named("files")
+		if !borrow {
+			list = list.Shard(o.NumShards, o.ShardIdx)
+		}
 		if l.shuffles() {
 			list = list.Shuffle(o.Seed)
 		}
@@ -336,6 +343,12 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
 		}
 		read = pipeline.Map(read, number).Named("number").Role(pipeline.RoleNone)
+		if borrow {
+			read = pipeline.Map(read, func(_ context.Context, s Sample) (Sample, error) {
+				s.rep = true
+				return s, nil
+			}).Named("repeat").Role(pipeline.RoleNone)
+		}
 		rows := rows // this epoch's: a resumed one serves what is left
 		if resumed && l.skip > 0 {
 			// The epoch's order is the same stream: read past what this
