@@ -24,10 +24,13 @@
 // 0-based), image/class/text, image/filename (path relative to the
 // source), and image/height, image/width when known.
 //
-// Open is the one opener of a dataset for reading, from a local path or a
-// storage URL: it tells the layouts apart (ImageFolder, LMDB, WebDataset,
-// a packed directory and its splits, TFRecord files, globs, s3:// gs://
-// http(s):// with an optional local cache) and returns a source.Indexed
+// Open is the one opener of a dataset for reading, from a local path,
+// several paths or a storage URL: it tells the layouts apart (ImageFolder,
+// LMDB, WebDataset, a packed directory and its splits, TensorFlow's
+// <split>-NNNNN-of-NNNNN shards, TFRecord files, globs, s3:// gs://
+// http(s):// with an optional local cache), each file's container by its
+// first bytes through one registry of formats (formats.go: how each is
+// recognised, opened and verified), and returns a source.Indexed
 // or a source.Streaming dataset, after the checks each format has (the
 // manifest's sizes and counts, .idx against shard and manifest, CRCs as
 // records are read). Damage is reported to the caller: Open's error, or,
