@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -457,5 +458,20 @@ func TestSymlinksAndSpecialFiles(t *testing.T) {
 		if !failed[p] {
 			t.Errorf("%s: not a failure (%+v)", p, res.Failures)
 		}
+	}
+}
+
+// TestLongFileName: a source file with a legal 250-byte name is resized
+// (before: its temporary name passed NAME_MAX, the run failed there, and
+// every rerun stopped at the same file).
+func TestLongFileName(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	name := strings.Repeat("n", 246) + ".jpg"
+	writeTree(t, src, map[string][]byte{name: photo(t, 120, 90)})
+	if _, err := Run(context.Background(), src, dst, Options{MaxSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
+		t.Fatal(err)
 	}
 }

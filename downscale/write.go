@@ -49,8 +49,8 @@ func encode(w io.Writer, img *imgcodec.Image, ext string, quality int) error {
 }
 
 // writeFile writes data to path atomically: into a hidden temporary file
-// in the same folder (named like internal/atomicfile's, so that
-// atomicfile.IsTemp recognises leftovers), renamed over path only when
+// in the same folder (named by atomicfile.TempStem, short enough for any
+// legal name, so that atomicfile.IsTemp recognises leftovers), renamed over path only when
 // complete and ctx is not cancelled. With sync the file and its folder are
 // fsynced before the rename is reported done.
 func writeFile(ctx context.Context, path string, data []byte, sync bool) error {
@@ -61,7 +61,7 @@ func writeFile(ctx context.Context, path string, data []byte, sync bool) error {
 	var f *os.File
 	var err error
 	for range 10 {
-		tmp := filepath.Join(dir, atomicfile.TempPrefix+base+".tmp-"+strconv.FormatUint(rand.Uint64()%1e9, 10))
+		tmp := filepath.Join(dir, atomicfile.TempStem(base)+strconv.FormatUint(rand.Uint64()%1e9, 10))
 		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		if !errors.Is(err, fs.ErrExist) {
 			break

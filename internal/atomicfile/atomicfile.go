@@ -3,6 +3,10 @@
 // and renamed over the final name on Commit. An interrupted writer leaves
 // at most a hidden temporary file (".NAME.tmp-*"), never a file under the
 // final name that looks complete.
+//
+// The temporary name keeps at most the first MaxTempBase bytes of the final
+// name (cut at a UTF-8 boundary), so it fits in NAME_MAX (255 bytes) for
+// every legal final name: a 250-byte name is written like a short one.
 package atomicfile
 
 import (
@@ -10,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // File is a file being written atomically. Write to it, then Commit or
@@ -23,13 +28,33 @@ type File struct {
 // TempPrefix starts the names of temporary files, so cleanups can find them.
 const TempPrefix = "."
 
+// MaxTempBase is how many bytes of the final name a temporary name keeps:
+// with the prefix, ".tmp-" and a random suffix of at most 20 digits it stays
+// far below NAME_MAX (255 bytes).
+const MaxTempBase = 64
+
+// TempStem returns the start of a temporary name for the final base name
+// base: TempPrefix, base cut to MaxTempBase bytes, and ".tmp-". A writer
+// appends a random suffix and creates the file with O_EXCL in the final
+// name's directory; IsTemp recognises the result.
+func TempStem(base string) string {
+	if len(base) > MaxTempBase {
+		n := MaxTempBase
+		for n > 0 && !utf8.RuneStart(base[n]) {
+			n--
+		}
+		base = base[:n]
+	}
+	return TempPrefix + base + ".tmp-"
+}
+
 // Create starts writing path atomically, with permission perm.
 func Create(path string, perm os.FileMode) (*File, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, TempPrefix+base+".tmp-*")
+	f, err := os.CreateTemp(dir, TempStem(base)+"*")
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,9 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCommitAndAbort(t *testing.T) {
@@ -46,5 +48,41 @@ func TestCommitAndAbort(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != "new" {
 		t.Fatalf("WriteFile content %q", b)
+	}
+}
+
+// TestLongNames: a final name of up to NAME_MAX (255 bytes), ASCII or
+// multi-byte, is written atomically, its temporary name recognised by
+// IsTemp and valid UTF-8 (before: ".NAME.tmp-N" passed 255 bytes, and
+// every rerun failed at the same file with "file name too long").
+func TestLongNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, base := range []string{
+		strings.Repeat("a", 255),
+		"x" + strings.Repeat("é", 127), // 255 bytes, byte 64 inside a rune
+		strings.Repeat("b", 250) + ".jpg",
+	} {
+		if len(base) > 255 {
+			base = base[:255]
+		}
+		p := filepath.Join(dir, base)
+		f, err := Create(p, 0o644)
+		if err != nil {
+			t.Fatalf("Create(%d-byte name): %v", len(base), err)
+		}
+		tmp := filepath.Base(f.Name())
+		if !IsTemp(tmp) || len(tmp) > 100 || !utf8.ValidString(tmp) {
+			t.Errorf("temp name %q (%d bytes)", tmp, len(tmp))
+		}
+		f.Write([]byte("x"))
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "x" {
+			t.Fatalf("%d-byte name: %q %v", len(base), b, err)
+		}
+	}
+	if s := TempStem("short.bin"); s != ".short.bin.tmp-" {
+		t.Errorf("TempStem(short) = %q", s)
 	}
 }
