@@ -31,3 +31,6 @@ func (db *LMDB) Load(i int) (Sample, error) { return Sample{}, ErrNoCgo }
 
 // Raw fails with ErrNoCgo.
 func (db *LMDB) Raw(i int) ([]byte, error) { return nil, ErrNoCgo }
+
+// ValueOffset returns -1.
+func (db *LMDB) ValueOffset(i int) int64 { return -1 }

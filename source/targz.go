@@ -129,6 +129,15 @@ func (t *TarGz) Open(ctx context.Context, i int) (RecordReader, error) {
 	return &tarGzReader{s: s, f: f, id: uint64(i) << 32, opts: t.opts}, nil
 }
 
+// ErrNoLabel and ErrNoImageMember are the causes of a WebDataset sample's
+// damage (errors.Is: a *CorruptError wraps them) when it has no label
+// member (see WDSOptions.Unlabeled) or no image member: damage to a
+// loader, not to a summary of the tar (faster inspect).
+var (
+	ErrNoLabel       = errors.New("webdataset: sample has no label member")
+	ErrNoImageMember = errors.New("webdataset: sample has no image member")
+)
+
 // tarGzStream walks the members of a gzip-compressed tar, keeping the
 // offsets in the decompressed stream.
 type tarGzStream struct {
@@ -346,9 +355,13 @@ func (r *tarGzReader) finish(s *gzSample) (Record, error) {
 	switch {
 	case err != nil:
 	case s.img == "":
-		err = &CorruptError{Path: r.s.path, Key: s.key, Offset: s.off, Reason: "sample has no image member"}
+		err = &CorruptError{Path: r.s.path, Key: s.key, Offset: s.off, Reason: "sample has no image member", Err: ErrNoImageMember}
 	case why != "":
-		err = &CorruptError{Path: r.s.path, Key: s.key, Offset: s.off, Reason: why}
+		var cause error
+		if s.label.label == nil && s.label.bad == "" {
+			cause = ErrNoLabel
+		}
+		err = &CorruptError{Path: r.s.path, Key: s.key, Offset: s.off, Reason: why, Err: cause}
 	case label > MaxLabel:
 		err = labelError(r.s.path, s.key, s.off, label)
 	case Sniff(s.data) == "":

@@ -56,6 +56,7 @@ type wdsSample struct {
 	members []wdsMember
 	img     int    // index into members, -1 if none
 	badLbl  string // why its label is unusable (Load reports it), "" if fine
+	noLabel bool   // it has no label member at all
 }
 
 // WDSOptions configure OpenWDSWith. The zero value reads labeled data.
@@ -325,8 +326,9 @@ func (d *WDS) listIndexed(fi int, size int64) error {
 	}
 	samples, err := readWDSIndex(f, ip, d.files[fi], size)
 	f.Close()
+	cut := false
 	if err == nil {
-		err = d.checkIndexed(fi, ip, samples)
+		cut, err = d.checkIndexed(fi, ip, samples)
 	}
 	var ce *CorruptError
 	if errors.As(err, &ce) {
@@ -335,6 +337,11 @@ func (d *WDS) listIndexed(fi int, size int64) error {
 	}
 	if err != nil {
 		return err
+	}
+	if cut {
+		// A v1.1 index names no member, and a long name is cut in its
+		// header: the names are read by scanning.
+		return d.listTar(fi)
 	}
 	for _, s := range samples {
 		s.file = fi
@@ -345,11 +352,12 @@ func (d *WDS) listIndexed(fi int, size int64) error {
 
 // checkIndexed checks each member an index lists against its tar header
 // (see memberHeaderFault), and takes the names a v1.1 index leaves out
-// from the headers.
-func (d *WDS) checkIndexed(fi int, ip string, samples []wdsSample) error {
+// from the headers; cut reports a name cut short in its header (a long
+// name lives in the GNU or PAX header before it).
+func (d *WDS) checkIndexed(fi int, ip string, samples []wdsSample) (cut bool, _ error) {
 	f, err := d.file(fi)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var hdr [512]byte
 	for si := range samples {
@@ -357,21 +365,22 @@ func (d *WDS) checkIndexed(fi int, ip string, samples []wdsSample) error {
 		for mi := range s.members {
 			m := &s.members[mi]
 			if _, err := f.ReadAt(hdr[:], m.off-512); err != nil {
-				return fmt.Errorf("%s: offset %d: %w", d.files[fi], m.off-512, err)
+				return false, fmt.Errorf("%s: offset %d: %w", d.files[fi], m.off-512, err)
 			}
 			name, why := memberHeaderFault(hdr[:], *m)
 			if why != "" {
-				return indexFault(ip, s.line, d.files[fi], *m, why)
+				return false, indexFault(ip, s.line, d.files[fi], *m, why)
 			}
 			if m.name == "" {
 				m.name = name
+				cut = cut || hdr[99] != 0
 			}
 		}
 		if s.key == "" && len(s.members) > 0 {
 			s.key, _ = wdsSplit(s.members[0].name)
 		}
 	}
-	return nil
+	return cut, nil
 }
 
 // indexFault is the error of an index line whose member m is not where
@@ -629,6 +638,7 @@ func (d *WDS) describe(s *wdsSample) (Item, error) {
 	}
 	label, filename, why := lbl.result(d.opts.Unlabeled, exts)
 	it.Label, s.badLbl = label, why
+	s.noLabel = lbl.label == nil && lbl.bad == ""
 	if filename != "" {
 		it.Key = filename
 	}
@@ -731,8 +741,9 @@ func (d *WDS) Files() []string { return d.files }
 // Damage returns the regions that could not be read at open.
 func (d *WDS) Damage() []Damage { return d.damage }
 
-// Where returns the file and byte offset of sample i (its first header, or
-// its first member's data when listed from an index).
+// Where returns the file and byte offset of sample i: its first header
+// (listed from an index, its first member's own header, after any
+// long-name or PAX headers).
 func (d *WDS) Where(i int) (string, int64) {
 	s := &d.samples[i]
 	return d.files[s.file], s.hdrOff
@@ -743,13 +754,17 @@ func (d *WDS) Load(i int) (Sample, error) {
 	s := &d.samples[i]
 	it := d.items[i]
 	if s.img < 0 {
-		return Sample{Item: it}, &CorruptError{Path: d.files[s.file], Key: s.key, Offset: s.hdrOff, Reason: "sample has no image member"}
+		return Sample{Item: it}, &CorruptError{Path: d.files[s.file], Key: s.key, Offset: s.hdrOff, Reason: "sample has no image member", Err: ErrNoImageMember}
 	}
 	if it.Label > MaxLabel {
 		return Sample{Item: it}, labelError(d.files[s.file], s.key, s.hdrOff, it.Label)
 	}
 	if s.badLbl != "" {
-		return Sample{Item: it}, &CorruptError{Path: d.files[s.file], Key: s.key, Offset: s.hdrOff, Reason: s.badLbl}
+		var cause error
+		if s.noLabel {
+			cause = ErrNoLabel
+		}
+		return Sample{Item: it}, &CorruptError{Path: d.files[s.file], Key: s.key, Offset: s.hdrOff, Reason: s.badLbl, Err: cause}
 	}
 	var data []byte
 	var err error
@@ -789,6 +804,39 @@ func WDSFiles(p string) []string {
 	m = append(m, t...)
 	slices.Sort(m)
 	return m
+}
+
+// Label returns sample i's label: labeled false when it has no label
+// member (or an unusable one), and damage the reason when it has one that
+// cannot be used ("" when it has none at all, or a good one).
+func (d *WDS) Label(i int) (label int, labeled bool, damage string) {
+	s := &d.samples[i]
+	it := d.items[i]
+	switch {
+	case s.noLabel:
+		return 0, false, ""
+	case s.badLbl != "":
+		return 0, false, s.badLbl
+	case it.Label > MaxLabel:
+		return it.Label, false, labelError(d.files[s.file], s.key, s.hdrOff, it.Label).(*CorruptError).Reason
+	}
+	return it.Label, true, ""
+}
+
+// Image reads sample i's image member whatever its label, checked as
+// Load checks it (nil, nil when the sample has no image member), and
+// returns its format ("" when the bytes are no image).
+func (d *WDS) Image(i int) (data []byte, format string, err error) {
+	s := &d.samples[i]
+	if s.img < 0 {
+		return nil, "", nil
+	}
+	if s.line > 0 {
+		data, err = d.readIndexed(s, s.members[s.img])
+	} else {
+		data, err = d.readMember(s.file, s.members[s.img])
+	}
+	return data, Sniff(data), err
 }
 
 // Members returns the member extensions of sample i.
