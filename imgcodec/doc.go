@@ -24,6 +24,13 @@
 //	jpeg  FF D8
 //	png   89 50 4E 47 0D 0A 1A 0A
 //	gif   "GIF87a" / "GIF89a"
+//	raw   89 52 41 57 0D 0A 1A 0A  ("\x89RAW\r\n\x1a\n": uncompressed pixels, package rawpix)
+//
+// The raw format is what a reader holding pixels rather than a file (a
+// Caffe Datum that is not encoded) hands on: a 20-byte header (size,
+// channels, interleaved RGB or planar BGR) and the pixels. Decoding it is
+// a copy into interleaved RGB with the box downscale and crop below, the
+// same bytes a PNG of those pixels decodes to.
 //
 // # Geometry: scale and crop
 //

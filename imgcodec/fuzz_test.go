@@ -3,17 +3,20 @@ package imgcodec_test
 import (
 	"errors"
 	"image"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/imgcodec/rawpix"
 )
 
 // FuzzDecode feeds arbitrary bytes to Decode (libjpeg-turbo with cgo) and,
 // for JPEG data, to the pure-Go decoder: no crash, no panic, errors of the
 // documented kinds, and output geometry consistent with DecodeConfig and
-// the options. The seed corpus is the golden files plus testdata/fuzz.
+// the options. The seed corpus is the golden files, raw-pixel images
+// (package rawpix) plus testdata/fuzz.
 func FuzzDecode(f *testing.F) {
 	entries, _ := os.ReadDir("testdata")
 	for _, e := range entries {
@@ -24,6 +27,12 @@ func FuzzDecode(f *testing.F) {
 			}
 			f.Add(b, uint8(0))
 		}
+	}
+	// Raw-pixel images (package rawpix), each layout and channel count.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i, l := range []rawpix.Layout{rawpix.Interleaved, rawpix.PlanarBGR} {
+		f.Add(rawOf(randomPicture(rng, 7+i, 5, false), l), uint8(17+i))
+		f.Add(rawOf(randomPicture(rng, 6, 9-i, true), l), uint8(2+i))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
 		o := imgcodec.DecodeOptions{

@@ -124,10 +124,13 @@ func (d *ImageFolder) Close() error { return nil }
 // Len returns the number of records.
 func (db *LMDB) Len() int { return len(db.Items()) }
 
-// Record reads record i's image (see Load), named by the environment's
-// path and its key.
+// Record reads record i's image, named by the environment's path and its
+// key: an encoded Datum's image as stored, a raw Datum's pixels as a
+// raw-pixel image (package imgcodec/rawpix) that the decoders crop and
+// resize from directly, with no encoding in the read (Load encodes them
+// as PNG, for consumers that keep files).
 func (db *LMDB) Record(i int) (Record, error) {
-	s, err := db.Load(i)
+	s, err := db.pixels(i)
 	if err != nil {
 		return Record{Key: s.Key, Path: db.Path(), Offset: -1}, err
 	}

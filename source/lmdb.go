@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -77,12 +78,28 @@ func lmdbClasses(maxLabel int) []string {
 // datumSample turns a stored Datum value into a Sample. A Datum without
 // a label field is damaged: its sample must not become class 0 for lack of
 // its label (as a TFRecord record without image/class/label is damaged).
-func datumSample(it Item, path string, val []byte) (Sample, error) {
+//
+// With pixels, the Sample's Data never aliases val (which may be the
+// map's memory): an encoded Datum's image is copied out, and a raw one's
+// pixels are handed on as a raw-pixel image (Format "raw", package
+// imgcodec/rawpix), which the decoders crop and resize from directly.
+// Without, a raw Datum is encoded as PNG, for consumers that store or
+// show the image as a file (pack, inspect, verify).
+func datumSample(it Item, path string, val []byte, pixels bool) (Sample, error) {
 	d, hasLabel, err := decodeDatum(val)
 	if err == nil {
 		var s Sample
 		s.Item = it
-		s.Data, s.Format, s.Width, s.Height, err = d.Image()
+		switch {
+		case pixels && d.Encoded:
+			s.Data, s.Format, s.Width, s.Height, err = d.Image()
+			s.Data = bytes.Clone(s.Data)
+		case pixels:
+			s.Data, err = d.Pixels(nil)
+			s.Format, s.Width, s.Height = "raw", d.Width, d.Height
+		default:
+			s.Data, s.Format, s.Width, s.Height, err = d.Image()
+		}
 		if err == nil && !hasLabel {
 			return Sample{Item: it}, &CorruptError{Path: path, Key: it.Key, Offset: -1, Reason: "datum has no label field"}
 		}

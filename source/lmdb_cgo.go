@@ -121,7 +121,29 @@ func (db *LMDB) Load(i int) (Sample, error) {
 	if err != nil {
 		return Sample{Item: it}, fmt.Errorf("%s: key %q: %w", db.path, db.keys[i], err)
 	}
-	return datumSample(it, db.path, val)
+	return datumSample(it, db.path, val, false)
+}
+
+// pixels reads record i as Record serves it: a raw Datum's pixels as a
+// raw-pixel image, an encoded Datum's image bytes, read in place from the
+// map and copied once.
+func (db *LMDB) pixels(i int) (Sample, error) {
+	it := db.items[i]
+	var s Sample
+	var serr error
+	err := db.env.View(func(txn *lmdb.Txn) error {
+		txn.RawRead = true // the map's memory: valid until the txn ends
+		v, err := txn.Get(db.dbi, db.keys[i])
+		if err != nil {
+			return err
+		}
+		s, serr = datumSample(it, db.path, v, true)
+		return nil
+	})
+	if err != nil {
+		return Sample{Item: it}, fmt.Errorf("%s: key %q: %w", db.path, db.keys[i], err)
+	}
+	return s, serr
 }
 
 // Raw returns record i's stored value.

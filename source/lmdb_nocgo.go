@@ -29,6 +29,9 @@ func (db *LMDB) Path() string { return db.path }
 // Load fails with ErrNoCgo.
 func (db *LMDB) Load(i int) (Sample, error) { return Sample{}, ErrNoCgo }
 
+// pixels fails with ErrNoCgo.
+func (db *LMDB) pixels(i int) (Sample, error) { return Sample{}, ErrNoCgo }
+
 // Raw fails with ErrNoCgo.
 func (db *LMDB) Raw(i int) ([]byte, error) { return nil, ErrNoCgo }
 

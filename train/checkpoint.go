@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
-	"os"
 
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/source"
 )
 
 // Checkpoint file layout (little-endian; must not change without a new
@@ -116,22 +117,79 @@ func (t *Trainer) SaveCheckpoint(path string) error {
 	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
 }
 
+// maxCheckpointHeader bounds a checkpoint's JSON header (a few hundred
+// tensors' names take kilobytes).
+const maxCheckpointHeader = 16 << 20
+
 // CheckpointPosition returns the epoch and step a checkpoint resumes at
-// (epochs completed, steps into the next), after checking its CRC.
+// (epochs completed, steps into the next), after checking its CRC. It
+// reads the file through a small buffer, whatever its size.
 func CheckpointPosition(path string) (epoch, step int, err error) {
-	h, _, _, err := readCheckpoint(path)
-	return h.Epoch, h.Step, err
+	f, size, err := source.OpenFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%s: %w: %s", path, ErrCheckpoint, fmt.Sprintf(format, a...))
+	}
+	if size < int64(len(checkpointMagic)+8) {
+		return 0, 0, bad("not a checkpoint")
+	}
+	crc := crc32.New(castagnoli)
+	var head [len(checkpointMagic) + 4]byte
+	if _, err := io.ReadFull(io.TeeReader(f, crc), head[:]); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if string(head[:len(checkpointMagic)]) != checkpointMagic {
+		return 0, 0, bad("not a checkpoint")
+	}
+	hl := int64(binary.LittleEndian.Uint32(head[len(checkpointMagic):]))
+	if hl > min(size-int64(len(head))-4, maxCheckpointHeader) {
+		return 0, 0, bad("header length %d", hl)
+	}
+	hj := make([]byte, hl)
+	if _, err := io.ReadFull(io.TeeReader(f, crc), hj); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	rest := size - int64(len(head)) - hl - 4
+	if n, err := io.CopyN(crc, f, rest); err != nil {
+		return 0, 0, bad("truncated at byte %d", int64(len(head))+hl+n)
+	}
+	var sum [4]byte
+	if _, err := io.ReadFull(f, sum[:]); err != nil {
+		return 0, 0, bad("truncated")
+	}
+	if crc.Sum32() != binary.LittleEndian.Uint32(sum[:]) {
+		return 0, 0, bad("checksum mismatch")
+	}
+	var h ckptHeader
+	if err := json.Unmarshal(hj, &h); err != nil {
+		return 0, 0, bad("header: %v", err)
+	}
+	return h.Epoch, h.Step, nil
 }
 
-// readCheckpoint reads and checks a checkpoint file: its header, its body
-// (without the trailing CRC) and the offset of the first tensor.
-func readCheckpoint(path string) (h ckptHeader, body []byte, off int, err error) {
-	data, err := os.ReadFile(path)
+// readCheckpoint reads and checks a checkpoint file of at most max bytes:
+// its header, its body (without the trailing CRC) and the offset of the
+// first tensor. Only a regular file is read (a FIFO or a device is refused
+// without blocking: source.OpenFile), and its size is checked before
+// anything is allocated.
+func readCheckpoint(path string, max int64) (h ckptHeader, body []byte, off int, err error) {
+	f, size, err := source.OpenFile(path)
 	if err != nil {
 		return h, nil, 0, err
 	}
+	defer f.Close()
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%s: %w: %s", path, ErrCheckpoint, fmt.Sprintf(format, a...))
+	}
+	if size > max {
+		return h, nil, 0, bad("%d bytes, more than a checkpoint of this model holds (at most %d)", size, max)
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return h, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(data) < len(checkpointMagic)+8 || string(data[:len(checkpointMagic)]) != checkpointMagic {
 		return h, nil, 0, bad("not a checkpoint")
@@ -151,10 +209,24 @@ func readCheckpoint(path string) (h ckptHeader, body []byte, off int, err error)
 	return h, body, off + hl, nil
 }
 
+// maxCheckpointSize is the largest checkpoint t's model can have written:
+// its parameters and buffers, their momentum and EMA copies, and the
+// header.
+func (t *Trainer) maxCheckpointSize() int64 {
+	var n int64
+	for _, p := range t.Net.Params() {
+		n += 3 * int64(len(p.Value)) // value, momentum, EMA
+	}
+	for _, p := range t.Net.Buffers() {
+		n += 2 * int64(len(p.Value)) // value, EMA
+	}
+	return int64(len(checkpointMagic)) + 4 + maxCheckpointHeader + 4*n + 4
+}
+
 // LoadCheckpoint restores what SaveCheckpoint wrote into t, whose model
 // must have the same tensors. Errors wrap ErrCheckpoint (or the I/O error).
 func (t *Trainer) LoadCheckpoint(path string) error {
-	h, body, off, err := readCheckpoint(path)
+	h, body, off, err := readCheckpoint(path, t.maxCheckpointSize())
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package rawimg
 import (
 	"image"
 	"image/color"
+	"math/bits"
 )
 
 // Luma is the BT.601 luma of an RGB pixel, rounded, with the fixed-point
@@ -113,7 +114,12 @@ func put(dst []byte, i int, gray bool, r, g, b uint8) {
 // ceil(W/d) x ceil(H/d), edge boxes averaging the pixels they cover) and
 // cropped to o.Crop. It converts only the pixels the output needs.
 func FromImage(format string, src image.Image, o *Options, alloc Alloc) (Frame, error) {
-	w, h := src.Bounds().Dx(), src.Bounds().Dy()
+	return fromRows(format, src.Bounds().Dx(), src.Bounds().Dy(), rowConverter(src, o.Gray), o, alloc)
+}
+
+// fromRows is FromImage over a w x h picture whose rows conv writes as
+// interleaved RGB or gray (as o.Gray asks).
+func fromRows(format string, w, h int, conv rowFunc, o *Options, alloc Alloc) (Frame, error) {
 	if err := o.CheckPixels(format, w, h); err != nil {
 		return Frame{}, err
 	}
@@ -124,13 +130,13 @@ func FromImage(format string, src image.Image, o *Options, alloc Alloc) (Frame, 
 	ch := o.Channels()
 	f := Frame{Width: r.Dx(), Height: r.Dy(), Channels: ch, Stride: r.Dx() * ch}
 	f.Pix = alloc(f.Stride * f.Height)
-	conv := rowConverter(src, o.Gray)
 	if d == 1 {
 		for y := 0; y < f.Height; y++ {
 			conv(r.Min.X, r.Min.Y+y, f.Width, f.Pix[y*f.Stride:])
 		}
 		return f, nil
 	}
+	shift := bits.TrailingZeros(uint(d)) // d is 2, 4 or 8
 	sx0, sx1 := r.Min.X*d, min(r.Max.X*d, w)
 	tmp := make([]byte, (sx1-sx0)*ch)
 	sums := make([]uint32, f.Stride)
@@ -139,9 +145,18 @@ func FromImage(format string, src image.Image, o *Options, alloc Alloc) (Frame, 
 		sy0, sy1 := (r.Min.Y+oy)*d, min((r.Min.Y+oy+1)*d, h)
 		for sy := sy0; sy < sy1; sy++ {
 			conv(sx0, sy, sx1-sx0, tmp)
-			for i := range tmp {
-				px, c := i/ch, i%ch
-				sums[(px/d)*ch+c] += uint32(tmp[i])
+			if ch == 3 {
+				for px := 0; px < sx1-sx0; px++ {
+					s := sums[(px>>shift)*3:][:3]
+					t := tmp[3*px:][:3]
+					s[0] += uint32(t[0])
+					s[1] += uint32(t[1])
+					s[2] += uint32(t[2])
+				}
+				continue
+			}
+			for px, v := range tmp {
+				sums[px>>shift] += uint32(v)
 			}
 		}
 		row := f.Pix[oy*f.Stride:][:f.Stride]
