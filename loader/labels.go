@@ -6,12 +6,20 @@ import (
 	"github.com/faster-training/faster/source"
 )
 
+// MaxLabelOffset bounds Options.LabelOffset either way: a container
+// stores labels up to source.MaxLabel, so a larger shift leaves no label in
+// range, and the shifted class names would take memory for nothing.
+const MaxLabelOffset = source.MaxLabel
+
 // initLabels applies the label options once the source is open: the class
 // names shift with LabelOffset (an offset of -1 drops the name of stored
 // label 0, which no sample then has; +1 adds an unnamed class 0), and
 // classes becomes Options.Classes or the number of names.
 func (l *Loader) initLabels() error {
 	o := l.opts
+	if o.LabelOffset < -MaxLabelOffset || o.LabelOffset > MaxLabelOffset {
+		return fmt.Errorf("label offset %d: at most %d either way (the largest label a container stores)", o.LabelOffset, MaxLabelOffset)
+	}
 	if o.LabelOffset != 0 && l.kind == "imagefolder" {
 		return fmt.Errorf("label offset %d: an ImageFolder's labels are its class folders' indices, not stored labels", o.LabelOffset)
 	}

@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,4 +188,26 @@ func TestLabelOffsetImageFolder(t *testing.T) {
 	if _, err := Open(folder, Options{LabelOffset: -1}); err == nil || !strings.Contains(err.Error(), "ImageFolder") {
 		t.Errorf("ImageFolder with a label offset: %v", err)
 	}
+}
+
+// A label offset beyond any stored label is refused when the loader
+// opens, either way (before: a large positive offset allocated that many
+// class names, 32 GB for 2^31, and a negative one below -2^63+1 panicked
+// slicing them).
+func TestLabelOffsetBounded(t *testing.T) {
+	_, shards := makeTreeShards(t, 2, 1)
+	for _, off := range []int{MaxLabelOffset + 1, -MaxLabelOffset - 1, 1 << 40, math.MinInt} {
+		l, err := Open(shards, Options{Transform: None, Batch: 2, LabelOffset: off})
+		if err == nil {
+			l.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("label offset %d", off)) {
+			t.Errorf("LabelOffset %d: %v, want refused", off, err)
+		}
+	}
+	l, err := Open(shards, Options{Transform: None, Batch: 2, LabelOffset: MaxLabelOffset})
+	if err != nil {
+		t.Fatalf("LabelOffset %d: %v", MaxLabelOffset, err)
+	}
+	l.Close()
 }

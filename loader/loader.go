@@ -159,6 +159,10 @@ type Options struct {
 	// classes the data records, where it records them (else only negative
 	// labels are damaged).
 	Classes int
+	// Unlabeled reads data that has no labels: a WebDataset sample
+	// without a .cls or .json label is served as label 0, where by default
+	// it is damaged (never class 0 for lack of its label).
+	Unlabeled bool
 }
 
 func (o *Options) ensureDefaults() error {
@@ -404,7 +408,7 @@ func Open(path string, opts Options) (*Loader, error) {
 // the container formats) and builds the recipe over its kind.
 func (l *Loader) init(path string) error {
 	o := l.opts
-	oo := shard.OpenOptions{Split: o.Split, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards, Paths: o.Paths}
+	oo := shard.OpenOptions{Split: o.Split, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards, Paths: o.Paths, Unlabeled: o.Unlabeled}
 	if o.BadData.Skip {
 		// Damage found while opening (a shard disagreeing with its index or
 		// the manifest, a tar region that cannot be listed) is quarantined

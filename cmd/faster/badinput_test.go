@@ -282,6 +282,9 @@ var badFixtures = map[string]func(t *testing.T) badFixture{
 	"resolution-huge": func(t *testing.T) badFixture {
 		return badFixture{data: writeFolder(t, 2, 2), needle: "resolution 100000", loadArgs: []string{"--resolution", "100000"}}
 	},
+	"label-offset-huge": func(t *testing.T) badFixture {
+		return badFixture{data: writeFolder(t, 2, 2), needle: "--label-offset 4000000000", loadArgs: []string{"--label-offset", "4000000000"}}
+	},
 }
 
 // TestBadInputTable checks docs/badinput.md row by row: each row's input

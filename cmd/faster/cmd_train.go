@@ -347,6 +347,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if o.classes < 0 {
 		problems = append(problems, "--classes must be positive")
 	}
+	if o.labelOffset < -loader.MaxLabelOffset || o.labelOffset > loader.MaxLabelOffset {
+		problems = append(problems, fmt.Sprintf("--label-offset %d: at most %d either way (the largest label a container stores)", o.labelOffset, loader.MaxLabelOffset))
+	}
 	if o.ckptEvery < 0 || (o.ckptEvery > 0 && o.checkpoint == "") {
 		problems = append(problems, "--checkpoint-every takes a positive step count, with --checkpoint")
 	}

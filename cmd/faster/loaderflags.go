@@ -26,6 +26,7 @@ type loaderFlags struct {
 	global     bool
 	shuffle    loader.ShuffleMode
 	labelOff   int
+	unlabeled  bool
 	cache      cacheFlags
 	// The recipes' parameters (torchvision's names in the help).
 	cropScale, cropRatio []float64
@@ -98,6 +99,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	lf.cache.register(f)
 	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 	f.IntVar(&lf.labelOff, "label-offset", 0, "add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
+	f.BoolVar(&lf.unlabeled, "unlabeled", false, "the data has no labels: serve a WebDataset sample without a .cls or .json label as label 0 (by default it is a bad sample)")
 	f.Float64SliceVar(&lf.cropScale, "crop-scale", nil, "train: RandomResizedCrop's scale range LO,HI (default 0.08,1)")
 	f.Float64SliceVar(&lf.cropRatio, "crop-ratio", nil, "train: RandomResizedCrop's aspect-ratio range LO,HI (default 0.75,1.3333)")
 	f.Float64Var(&lf.flipProb, "flip-prob", 0.5, "train: RandomHorizontalFlip's probability (0: no flip)")
@@ -124,6 +126,8 @@ func (lf *loaderFlags) check() error {
 		return usagef("--mean and --std go together")
 	case lf.flipProb < 0 || lf.flipProb > 1:
 		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
+	case lf.labelOff < -loader.MaxLabelOffset || lf.labelOff > loader.MaxLabelOffset:
+		return usagef("--label-offset %d: at most %d either way (the largest label a container stores)", lf.labelOff, loader.MaxLabelOffset)
 	}
 	for _, v := range lf.std {
 		if v <= 0 {
@@ -140,7 +144,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 		Transform: loader.Transform(lf.transform), Resolution: lf.resolution, Layout: loader.Layout(lf.layout),
 		Batch: lf.batch, Workers: workers, NumShards: lf.numShards, ShardIdx: lf.shardIndex,
 		Seed: lf.seed, Split: lf.split, Drop: lf.drop, Exact: lf.exact, GlobalShuffle: lf.global, Shuffle: lf.shuffle,
-		LabelOffset: lf.labelOff,
+		LabelOffset: lf.labelOff, Unlabeled: lf.unlabeled,
 	}
 	lf.cache.apply(&o)
 	if lf.cropScale != nil {
