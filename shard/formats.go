@@ -331,8 +331,8 @@ func expandPaths(paths []string) ([]string, error) {
 func isGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
 
 // DataFiles lists the shard files of a directory without a manifest, for
-// the commands that check every file (verify, inspect): its TFRecord and
-// tar files told by their bytes (TensorFlow's train-00000-of-01024 has no
+// the commands that check every file (verify, inspect): its TFRecord,
+// tar and gzip (.tar.gz) files told by their bytes (TensorFlow's train-00000-of-01024 has no
 // extension), and the files whose names say so (a .tfrecord, a .tar, or a
 // <split>-NNNNN-of-NNNNN name) even when their first bytes are damaged,
 // or cannot be read, so that the damage is reported; sorted. Indexes, the manifest,
@@ -362,7 +362,7 @@ func DataFiles(dir string) ([]string, error) {
 		if f == nil && splitOf(name) != "" {
 			f = formatByName("tfrecord")
 		}
-		if f != nil && (f.name == "tfrecord" || f.name == "tar") {
+		if f != nil && (f.name == "tfrecord" || f.name == "tar" || f.name == "gzip") {
 			files = append(files, p)
 		}
 	}

@@ -3,6 +3,7 @@ package source
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -311,11 +312,13 @@ func (r *tarGzReader) add(s *gzSample, h *tar.Header, off int64) error {
 	s.exts = append(s.exts, ext)
 	last := ext[strings.LastIndexByte(ext, '.')+1:]
 	read := func() ([]byte, error) {
-		b := make([]byte, h.Size)
-		if _, err := io.ReadFull(r.s.tr, b); err != nil {
-			return nil, r.s.damage(off, err, fmt.Sprintf("member %q", h.Name))
+		// The size in the header is not checked against a file's size
+		// (the stream's is unknown): the buffer grows as the data comes.
+		buf := bytes.NewBuffer(make([]byte, 0, min(h.Size, 1<<20)))
+		if n, err := io.CopyN(buf, r.s.tr, h.Size); err != nil || n != h.Size {
+			return nil, r.s.damage(off, cmpErr(err, io.ErrUnexpectedEOF), fmt.Sprintf("member %q", h.Name))
 		}
-		return b, nil
+		return buf.Bytes(), nil
 	}
 	switch {
 	case s.img == "" && wdsIsImageExt(ext):
@@ -337,6 +340,14 @@ func (r *tarGzReader) add(s *gzSample, h *tar.Header, off int64) error {
 		s.label.add(last, b)
 	}
 	return nil
+}
+
+// cmpErr is err, or def when err is nil.
+func cmpErr(err, def error) error {
+	if err == nil {
+		return def
+	}
+	return err
 }
 
 // finish turns a sample read whole into a Record, or its damage.
