@@ -216,6 +216,11 @@ func (o *Options) ensureDefaults() error {
 		errs = append(errs, fmt.Errorf("resize %d, flip probability %g, crop scale %v, crop ratio %v: want resize >= 0, a probability in [0, 1], scale 0 < lo <= hi <= 1, ratio 0 < lo <= hi",
 			o.Resize, o.FlipProb, o.CropScale, o.CropRatio))
 	}
+	if o.Workers > MaxWorkers {
+		// Each worker is a goroutine with its own decode buffers: a
+		// mistyped count would take the machine's memory.
+		errs = append(errs, fmt.Errorf("workers %d: at most %d (0 = as many as the CPUs allow)", o.Workers, MaxWorkers))
+	}
 	if o.Resize != 0 && o.Resize < o.Resolution {
 		errs = append(errs, fmt.Errorf("resize %d below the crop %d: torchvision would pad the crop; want resize >= resolution", o.Resize, o.Resolution))
 	}
@@ -236,6 +241,9 @@ func (o *Options) ensureDefaults() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MaxWorkers bounds Options.Workers.
+const MaxWorkers = 1024
 
 // ShuffleMode is Options.Shuffle.
 type ShuffleMode int

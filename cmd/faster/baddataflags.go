@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,11 @@ func (b badDataFlags) forRank(rank, world int) badDataFlags {
 func (b badDataFlags) openQuarantine() (write func([]loader.BadSample) error, abort func(), err error) {
 	if b.quarantine == "" {
 		return func([]loader.BadSample) error { return nil }, func() {}, nil
+	}
+	if fi, err := os.Stat(b.quarantine); err == nil && !fi.Mode().IsRegular() {
+		// The list is renamed into place at the end: a directory (or a
+		// FIFO, a device) there would lose it after the whole run.
+		return nil, nil, usagef("--quarantine %s: not a regular file (%s): name a file to write the list to", b.quarantine, fi.Mode().Type())
 	}
 	f, err := atomicfile.Create(b.quarantine, 0o644)
 	if err != nil {

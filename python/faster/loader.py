@@ -22,6 +22,10 @@ from . import _protocol as P
 from ._meter import InputMeter
 
 
+# The server's bound on decode workers (loader.MaxWorkers).
+MAX_WORKERS = 1024
+
+
 class ServerError(RuntimeError):
     """The `faster serve` process failed, reported an error, or died."""
 
@@ -190,6 +194,9 @@ class Loader:
                                ("slots", slots, 1), ("workers", threads, 0)):
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ValueError("faster: %s=%r: want an integer of at least %d" % (name, v, least))
+        if threads > MAX_WORKERS:
+            raise ValueError("faster: num_workers=%d: at most %d (threads in the server; None: all cores)"
+                             % (threads, MAX_WORKERS))
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
@@ -209,8 +216,8 @@ class Loader:
         self._sock = None
         self._mm = None
         self._slots = []
-        self._active = None
-        self._token = None
+        self._run = None  # the latest iteration (_Run)
+        self._reported = False  # a server failure was raised already
         self._closed = False
         self._err = None
         self._phase = "before it started"
@@ -283,12 +290,8 @@ class Loader:
                     os.unlink(p)
                 except OSError:
                     pass
-        msg = ""
-        try:
-            self._err.seek(0)
-            msg = self._err.read()[-2000:].decode("utf-8", "replace").strip()
-        except (OSError, ValueError):
-            pass
+        msg = self._stderr_tail()
+        self._reported = True
         self._closed_sock()
         status = "exited with status %s" % code if code is not None and code >= 0 else \
             "was killed by signal %s" % (-code if code is not None else "?")
@@ -330,6 +333,7 @@ class Loader:
         payload = self._recv_exact(n - 1) if n > 1 else b""
         if typ == P.ERROR:
             msg = bytes(payload).decode("utf-8", "replace")
+            self._reported = True
             self._closed_sock()
             raise ServerError("faster: the server failed: " + msg)
         return typ, payload
@@ -426,23 +430,35 @@ class Loader:
         """Yields the next epoch's Batch tuples (images, labels, keys, epoch,
         index, valid, repeats), with the lifetime described in the class
         docs. The epoch is self.epoch (set_epoch); starting it makes
-        self.epoch the one after."""
-        if self._active is not None:
-            self._active.close()  # one iteration at a time: end the last
-        token = self._token = object()
+        self.epoch the one after.
+
+        One iteration at a time: a new one ends the last (an abandoned or
+        broken-off iterator), and the last raises RuntimeError if it is
+        resumed afterwards (nested iteration of one Loader), rather than
+        ending silently. Iterating one Loader from two threads at once
+        raises RuntimeError."""
+        prev = self._run
+        if prev is not None and not prev.finished:
+            if prev.executing:
+                raise RuntimeError("faster: this Loader is being iterated in another thread; one iteration "
+                                   "at a time (open a Loader per thread)")
+            self._end_run(prev)
+            prev.superseded = True
         epoch = self.epoch
         self.epoch = epoch + 1
         state = None
         if self._resume is not None and self._resume[0] == epoch:
             state = self._resume[1]
         self._resume = None
-        gen = self._run_epoch(epoch, token, state)
-        self._active = gen
-        return gen
+        run = self._run = _Run(epoch)
+        return self._run_epoch(run, state)
 
-    def _run_epoch(self, epoch, token, state):
+    def _run_epoch(self, run, state):
+        epoch = run.epoch
+        run.check()
         if self._closed:
             raise ServerError("faster: the loader is closed")
+        run.executing = True
         payload = struct.pack("<q", epoch)
         prior, steps0 = [], 0
         if state is not None:
@@ -454,54 +470,67 @@ class Loader:
             else:
                 prior = one.get("segments") or []
         self._pos = {"epoch": epoch, "consumed": 0, "steps": steps0, "prior": prior, "done": False}
-        meter = InputMeter(self._clock)
-        meter.begin()
-        self._send(P.EPOCH, payload)
-        held = None
-        done = False
+        run.meter = InputMeter(self._clock)
+        run.meter.begin()
+        run.started = True
         try:
+            self._send(P.EPOCH, payload)
             while True:
-                if held is not None:
-                    self._send(P.FREE, held.to_bytes(4, "little"))
-                    held = None
-                meter.waiting()
+                if run.held is not None:
+                    self._send(P.FREE, run.held.to_bytes(4, "little"))
+                    run.held = None
+                run.meter.waiting()
                 typ, payload = self._recv()
                 if typ == P.END:
-                    done = True
+                    run.finished = True
                     self._pos["done"] = not payload[P.END_FIXED.size - 1]
-                    self._end_epoch(meter, epoch, payload)
+                    self._end_epoch(run.meter, epoch, payload)
                     return
                 if typ != P.READY:
                     raise ServerError("faster: protocol error: frame %r during an epoch" % typ)
                 slot, e, index, valid, rows, repeats, consumed = P.READY_FIXED.unpack_from(payload)
-                meter.got(valid)
+                run.meter.got(valid)
                 keys = bytes(payload[P.READY_FIXED.size:]).decode("utf-8", "surrogateescape").split("\0") if valid else []
-                held = slot
+                run.held = slot
                 if consumed >= 0:
                     self._pos["consumed"] = consumed
                 self._pos["steps"] += 1
                 im, lb = self._slots[slot]
                 self.last_keys = keys
+                run.executing = False
                 yield Batch(im[:valid], lb[:valid], keys, e, index, valid, repeats)
+                if self._closed:
+                    raise ServerError("faster: the loader is closed")
+                run.check()
+                run.executing = True
         finally:
-            mine = self._token is token
-            if mine and not self._closed and self._sock is not None:
-                try:
-                    if held is not None:
-                        self._send(P.FREE, held.to_bytes(4, "little"))
-                    if not done:  # stopped early: cancel and drain to the end
-                        self._send(P.CANCEL)
-                        while True:
-                            typ, payload = self._recv()
-                            if typ == P.END:
-                                self._end_epoch(meter, epoch, payload, cancelled=True)
-                                break
-                            if typ == P.READY:
-                                self._send(P.FREE, payload[:4])
-                except ServerError:
-                    pass
-            if mine:
-                self._active = self._token = None
+            run.executing = False
+            if not run.superseded:
+                self._end_run(run)
+
+    def _end_run(self, run):
+        """Ends an iteration stopped early: hands its slot back, cancels the
+        epoch and drains its frames to the end frame."""
+        if run.finished or not run.started:
+            run.finished = True
+            return
+        run.finished = True
+        if self._closed or self._sock is None:
+            return
+        try:
+            if run.held is not None:
+                self._send(P.FREE, run.held.to_bytes(4, "little"))
+                run.held = None
+            self._send(P.CANCEL)
+            while True:
+                typ, payload = self._recv()
+                if typ == P.END:
+                    self._end_epoch(run.meter, run.epoch, payload, cancelled=True)
+                    break
+                if typ == P.READY:
+                    self._send(P.FREE, payload[:4])
+        except ServerError:
+            pass
 
     def _end_epoch(self, meter, epoch, payload, cancelled=False):
         extra = bytes(payload[P.END_FIXED.size:])
@@ -612,17 +641,23 @@ class Loader:
         until they are freed."""
         if self._closed:
             return
+        run, self._run = self._run, None
+        if run is not None and not run.finished:
+            self._end_run(run)
+            run.superseded = True  # resuming it raises
         self._closed = True
-        if self._active is not None:
-            gen, self._active, self._token = self._active, None, None
-            gen.close()
         self._closed_sock()
-        if self._proc is not None and self._proc.poll() is None:
+        failed = None
+        if self._proc is not None:
             try:
-                self._proc.wait(timeout=5)
+                code = self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
-                self._proc.wait()
+                code = self._proc.wait()
+            if code is not None and code > 0 and not self._reported:
+                # The server failed on its way out (the quarantine list could
+                # not be written): a lost list must not pass silently.
+                failed = "exited with status %d when the loader closed: %s" % (code, self._stderr_tail())
         self._slots = []
         if self._mm is not None:
             try:
@@ -632,18 +667,53 @@ class Loader:
             self._mm = None
         if self._err is not None:
             self._err.close()
+        if failed:
+            raise ServerError("faster: the server (pid %d) %s" % (self._proc.pid, failed))
+
+    def _stderr_tail(self):
+        try:
+            self._err.seek(0)
+            return self._err.read()[-2000:].decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, typ, *exc):
+        if typ is None:
+            self.close()
+            return
+        try:  # an exception is on its way: do not mask it
+            self.close()
+        except ServerError:
+            pass
 
     def __del__(self):
         try:
             self.close()
         except Exception:
             pass
+
+
+class _Run:
+    """One iteration of a Loader: its epoch, the slot it holds, and whether
+    it ended or a newer iteration superseded it."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+        self.held = None
+        self.meter = None
+        self.started = False
+        self.finished = False
+        self.superseded = False
+        self.executing = False
+
+    def check(self):
+        if self.superseded:
+            raise RuntimeError("faster: this iteration of epoch %d was ended by a newer iteration of the same "
+                               "Loader (nested iteration?): iterate one epoch at a time, or open a second Loader"
+                               % self.epoch)
 
 
 class _Sampler:

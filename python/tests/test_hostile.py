@@ -1,0 +1,63 @@
+"""Hostile use of faster.Loader (issue 31): what used to pass silently or
+take the machine now fails clearly. Run by serve.TestPython."""
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import faster
+
+from test_loader import EXPECT
+
+
+class ArgumentsTest(unittest.TestCase):
+    def test_workers_are_bounded(self):
+        # Before: workers=10**9 started a server that took all the memory.
+        for kw in (dict(num_workers=10 ** 9), dict(workers=10 ** 9)):
+            with self.assertRaisesRegex(ValueError, "at most 1024"):
+                faster.Loader("/nonexistent", **kw)
+
+
+@unittest.skipUnless(EXPECT, "FASTER_TEST_EXPECT not set: run through `go test ./serve`")
+class HostileTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(EXPECT) as f:
+            cls.data = json.load(f)["data"]
+
+    def loader(self, **kw):
+        return faster.Loader(self.data, batch_size=4, resolution=16, num_workers=1, output="numpy", **kw)
+
+    def test_nested_iteration_is_refused(self):
+        # Before: the inner loop silently ended the outer epoch (2 of 9 batches).
+        with self.loader() as l:
+            outer = 0
+            with self.assertRaisesRegex(RuntimeError, "ended by a newer iteration"):
+                for _ in l:
+                    outer += 1
+                    for _ in l:
+                        pass
+            self.assertEqual(outer, 1)
+            # The loader goes on with the next epoch.
+            self.assertEqual(sum(1 for _ in l), len(l))
+
+    def test_quarantine_directory_is_refused_up_front(self):
+        # Before: accepted, and the list was lost when the server exited.
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        with self.assertRaisesRegex(faster.ServerError, "not a regular file"):
+            self.loader(on_error="skip", quarantine=d)
+
+    def test_close_reports_a_lost_quarantine_list(self):
+        # Before: close() ignored the server's exit status.
+        d = tempfile.mkdtemp()
+        l = self.loader(on_error="skip", quarantine=os.path.join(d, "bad.jsonl"))
+        self.assertEqual(sum(1 for _ in l), len(l))
+        shutil.rmtree(d)  # the list cannot be written any more
+        with self.assertRaisesRegex(faster.ServerError, "exited with status 1 when the loader closed.*quarantine"):
+            l.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
