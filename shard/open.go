@@ -217,6 +217,33 @@ func dirShards(dir, split string) ([]string, error) {
 	return tfrecords, nil
 }
 
+// EvalSplit returns the evaluation split of a local directory of shards
+// without a manifest whose names carry their splits (TensorFlow's
+// train-00000-of-01024 and validation-00000-of-00128): "validation",
+// "val" or "test", the first there is; "" when there is none, or for a
+// packed directory (its manifest names its splits) or any other path.
+func EvalSplit(dir string) string {
+	if _, err := os.Lstat(filepath.Join(dir, ManifestName)); err == nil {
+		return ""
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	have := map[string]bool{}
+	for _, e := range entries {
+		if !e.IsDir() && !strings.HasSuffix(e.Name(), ".tar") {
+			have[splitOf(e.Name())] = true
+		}
+	}
+	for _, s := range []string{"validation", "val", "test"} {
+		if have[s] {
+			return s
+		}
+	}
+	return ""
+}
+
 // pickSplit returns the files of split (or of its alias) from files by
 // split, or an error naming the splits there are.
 func pickSplit(bySplit map[string][]string, split, where string) ([]string, error) {

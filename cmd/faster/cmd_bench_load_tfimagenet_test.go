@@ -72,3 +72,24 @@ func TestVerifyInspectTFImageNet(t *testing.T) {
 		t.Fatalf("verify with a stale X.tfrecord.idx: exit %d\n%s", code, out)
 	}
 }
+
+// faster train --data DIR over TensorFlow's ImageNet shards trains on
+// train-* and evaluates on validation-* (before: no manifest, so
+// "give --test-data", and --test-data DIR evaluated on train-*).
+func TestTrainTFImageNetSplits(t *testing.T) {
+	dir := t.TempDir()
+	shardtest.WriteTFImageNet(t, dir, shardtest.TFImageNet{Split: "train", Shards: 2, PerShard: 8, Classes: 3})
+	shardtest.WriteTFImageNet(t, dir, shardtest.TFImageNet{Split: "validation", Shards: 1, PerShard: 6, Classes: 3})
+	code, out, errs := runCLI(t, "train", "--data", dir, "--classes", "3", "--label-offset", "-1", "--batch", "8", "--epochs", "1",
+		"--backend", "reference", "--filters", "4,8", "--threads", "1", "--resolution", "32", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s struct {
+		TrainImages int `json:"train_images"`
+		TestImages  int `json:"test_images"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.TrainImages != 16 || s.TestImages != 6 {
+		t.Fatalf("train %d, test %d images (want 16 and 6): %v\n%s", s.TrainImages, s.TestImages, err, out)
+	}
+}

@@ -86,12 +86,18 @@ func openStreams(data, testData string, res int, base loader.Options, sched []in
 			return nil, nil, err
 		}
 	}
-	packed := false
+	packed, evalSplit := false, "test"
 	if m, err := shard.LoadManifestAt(context.Background(), data); err == nil && len(m.Splits) > 0 {
 		packed = true
 		if res == 0 {
 			res = shard.PackedWidth(context.Background(), data, "train", base.ShardIdx)
 		}
+		if testData == "" {
+			testData = data
+		}
+	} else if sp := shard.EvalSplit(data); sp != "" {
+		// TensorFlow's ImageNet shards: train-* and validation-* side by side.
+		packed, evalSplit = true, sp
 		if testData == "" {
 			testData = data
 		}
@@ -113,7 +119,7 @@ func openStreams(data, testData string, res int, base loader.Options, sched []in
 	}
 	split := "train"
 	if packed && testData == data {
-		split = "test"
+		split = evalSplit
 	}
 	eo := base
 	eo.Transform, eo.Resolution, eo.Split, eo.Seed = loader.Eval, res, split, 0
