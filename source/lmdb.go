@@ -28,7 +28,8 @@ func IsLMDB(path string) bool {
 }
 
 // checkLMDBFiles refuses an environment whose data or lock file is not a
-// regular file (a FIFO would block the C library's open for ever).
+// regular file (a FIFO would block the C library's open for ever), or
+// whose data file is shorter than its meta page says (checkLMDBSize).
 func checkLMDBFiles(path string, dir bool) error {
 	files := []string{path, path + "-lock"}
 	if dir {
@@ -39,7 +40,7 @@ func checkLMDBFiles(path string, dir bool) error {
 			return &FileError{Path: p, Reason: "not a regular file (" + modeName(st.Mode()) + ")"}
 		}
 	}
-	return nil
+	return checkLMDBSize(lmdbDataFile(path, dir))
 }
 
 // caffeKeyRE matches the keys Caffe's convert_imageset writes:
