@@ -9,8 +9,11 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/internal/lockfile"
 	"github.com/faster-training/faster/source"
 )
 
@@ -22,7 +25,7 @@ import (
 //
 // The header names every tensor (parameters, buffers, momentum buffers)
 // with its length, the trainer's position (epoch, step), the class count
-// of the model's head and, in mixed precision with a GradScaler, the
+// of the model's head, the data it trains on (DataID) and, in mixed precision with a GradScaler, the
 // scaler's state (torch's GradScaler.state_dict: scale, growth tracker
 // and factors), and with an EMA of the weights its update count and
 // average ("ema:" tensors), so that a resumed run takes the same steps.
@@ -33,6 +36,24 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrCheckpoint marks a checkpoint that is corrupt or does not fit the
 // model it is loaded into.
 var ErrCheckpoint = errors.New("bad checkpoint")
+
+// ErrData marks a checkpoint saved training on other data than the run
+// that loads it (with ErrCheckpoint).
+var ErrData = errors.New("trained on other data")
+
+// DataID identifies what a run trains on, as its checkpoints record it: a
+// checkpoint's position (epoch, step into it) only means something on the
+// data it was saved on — resumed mid-epoch on a smaller dataset it would
+// train nothing.
+type DataID struct {
+	// Name is the dataset: its absolute path (symlinks resolved) or URL.
+	Name string `json:"name"`
+	// Samples is the number of training samples an epoch covers (all
+	// ranks together).
+	Samples int `json:"samples"`
+}
+
+func (d DataID) String() string { return fmt.Sprintf("%s (%d samples)", d.Name, d.Samples) }
 
 // ErrClasses marks a checkpoint saved by a model of another class count
 // than the one it is loaded into (with ErrCheckpoint).
@@ -46,6 +67,7 @@ type ckptHeader struct {
 	Classes int          `json:"classes,omitempty"`
 	Scaler  *ckptScaler  `json:"grad_scaler,omitempty"`
 	EMA     int          `json:"ema_updates,omitempty"`
+	Data    *DataID      `json:"data,omitempty"`
 	Tensors []ckptTensor `json:"tensors"`
 }
 
@@ -83,6 +105,39 @@ func (t *Trainer) stateTensors() (names []string, vals [][]float32) {
 	return names, vals
 }
 
+// LockCheckpoint takes the lock of the checkpoint at path, a hidden file
+// beside it (".NAME.lock", see CheckpointLockName), held until unlock or
+// the end of the process however it ends: a second run saving to the same
+// path fails at once, where the two would overwrite each other's
+// checkpoints. It also fails at once when path's folder is missing or not
+// writable, before any training.
+func LockCheckpoint(path string) (unlock func(), err error) {
+	lock := CheckpointLockName(path)
+	unlock, err = lockfile.Lock(lock)
+	if errors.Is(err, lockfile.ErrLocked) {
+		return nil, fmt.Errorf("%s: another run is saving to this checkpoint (%s is locked); wait for it to finish or save to another checkpoint", path, filepath.Base(lock))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return unlock, nil
+}
+
+// CheckpointLockName is the lock file of the checkpoint at path: ".NAME.lock"
+// in its folder, or for a name too long to take the affixes within NAME_MAX
+// its first 64 bytes and a hash of the whole name.
+func CheckpointLockName(path string) string {
+	dir, base := filepath.Split(path)
+	if len(base) > 240 {
+		n := 64
+		for n > 0 && !utf8.RuneStart(base[n]) {
+			n--
+		}
+		base = fmt.Sprintf("%s-%08x", base[:n], crc32.Checksum([]byte(base), castagnoli))
+	}
+	return filepath.Join(dir, "."+base+".lock")
+}
+
 // SaveCheckpoint writes the trainer's model, optimiser state and position
 // to path atomically (a crash leaves the previous file intact).
 func (t *Trainer) SaveCheckpoint(path string) error {
@@ -90,6 +145,9 @@ func (t *Trainer) SaveCheckpoint(path string) error {
 	h := ckptHeader{Epoch: t.Epoch, Step: t.Step, Seed: t.Seed, Batch: t.Batch, Classes: t.Classes}
 	if t.EMA != nil {
 		h.EMA = t.EMA.Updates
+	}
+	if t.Data != (DataID{}) {
+		h.Data = &t.Data
 	}
 	if s := t.Scaler; s != nil {
 		h.Scaler = &ckptScaler{Scale: s.Scale, GrowthFactor: s.GrowthFactor, BackoffFactor: s.BackoffFactor,
@@ -235,6 +293,9 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 	}
 	if h.Classes != 0 && t.Classes != 0 && h.Classes != t.Classes {
 		return fmt.Errorf("%s: %w: %w: saved by a model of %d classes, this one has %d", path, ErrCheckpoint, ErrClasses, h.Classes, t.Classes)
+	}
+	if h.Data != nil && t.Data != (DataID{}) && *h.Data != t.Data {
+		return fmt.Errorf("%s: %w: %w: saved training on %v; this run trains on %v", path, ErrCheckpoint, ErrData, *h.Data, t.Data)
 	}
 	if h.Step > 0 && h.Batch != t.Batch {
 		return bad("saved mid-epoch with batch %d; resume with the same batch (have %d)", h.Batch, t.Batch)

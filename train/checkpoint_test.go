@@ -86,3 +86,81 @@ func TestCheckpointReadIsBounded(t *testing.T) {
 		t.Errorf("CheckpointPosition(flipped): %v", err)
 	}
 }
+
+// A checkpoint records the data it was trained on: one saved mid-epoch on
+// other data (another dataset, or the same one of another size) is
+// refused naming both (before: resumed at a step past the end of a smaller
+// epoch, it trained nothing and said nothing). A trainer or checkpoint
+// without the record is not checked.
+func TestCheckpointData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ckpt")
+	saved := toyTrainer(t)
+	saved.Data = train.DataID{Name: "/data/a", Samples: 1000}
+	saved.Step = 40 // mid-epoch
+	if err := saved.SaveCheckpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []train.DataID{{Name: "/data/b", Samples: 1000}, {Name: "/data/a", Samples: 500}} {
+		tr := toyTrainer(t)
+		tr.Data = other
+		err := tr.LoadCheckpoint(path)
+		if !errors.Is(err, train.ErrData) || !errors.Is(err, train.ErrCheckpoint) ||
+			!strings.Contains(err.Error(), "/data/a (1000 samples)") || !strings.Contains(err.Error(), other.String()) {
+			t.Errorf("checkpoint of /data/a (1000) into a run on %v: %v, want ErrData naming both", other, err)
+		}
+	}
+	for _, same := range []train.DataID{{Name: "/data/a", Samples: 1000}, {}} {
+		tr := toyTrainer(t)
+		tr.Data = same
+		if err := tr.LoadCheckpoint(path); err != nil || tr.Step != 40 {
+			t.Errorf("run on %v: step %d, %v", same, tr.Step, err)
+		}
+	}
+	unrecorded := toyTrainer(t)
+	if err := unrecorded.SaveCheckpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	tr := toyTrainer(t)
+	tr.Data = train.DataID{Name: "/data/b", Samples: 5}
+	if err := tr.LoadCheckpoint(path); err != nil {
+		t.Errorf("a checkpoint without a data record: %v", err)
+	}
+}
+
+// Two writers of one checkpoint: the second lock fails at once naming the
+// checkpoint (before: two runs overwrote each other, both exit 0); a
+// 255-byte checkpoint name has a lock name within NAME_MAX, and two long
+// names alike in their first bytes have two locks.
+func TestLockCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.ckpt")
+	unlock, err := train.LockCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := train.LockCheckpoint(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another run") {
+		t.Fatalf("second lock: %v", err)
+	}
+	unlock()
+	if unlock, err = train.LockCheckpoint(path); err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	unlock()
+	long1, long2 := filepath.Join(dir, strings.Repeat("x", 254)+"1"), filepath.Join(dir, strings.Repeat("x", 254)+"2")
+	if n := len(filepath.Base(train.CheckpointLockName(long1))); n > 255 {
+		t.Fatalf("lock name of %d bytes", n)
+	}
+	u1, err := train.LockCheckpoint(long1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u1()
+	u2, err := train.LockCheckpoint(long2)
+	if err != nil {
+		t.Fatalf("a second long name alike in its first bytes: %v", err)
+	}
+	u2()
+	if _, err := train.LockCheckpoint(filepath.Join(dir, "missing", "x.ckpt")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("checkpoint in a missing folder: %v", err)
+	}
+}

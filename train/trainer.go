@@ -85,6 +85,10 @@ type Trainer struct {
 	// records it and one of another class count does not load (0: not
 	// recorded, not checked).
 	Classes int
+	// Data identifies the training data: a checkpoint records it and one
+	// saved training on other data does not load (zero: not recorded, not
+	// checked). See DataID.
+	Data DataID
 
 	// Scaler, when set, scales the loss gradient and skips the steps whose
 	// gradients are not finite (mixed precision; see GradScaler).

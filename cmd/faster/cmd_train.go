@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -390,6 +391,15 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if o.batch%world != 0 {
 		return usagef("--batch %d does not split over %d processes", o.batch, world)
 	}
+	if o.checkpoint != "" && rank == 0 {
+		// Rank 0 writes the checkpoint: a second run saving to it fails
+		// here, before any work (as a second pack into one destination).
+		unlock, err := train.LockCheckpoint(o.checkpoint)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	// Two kinds of data: IDX images held in memory (train.Dataset), or an
 	// input pipeline over packed shards or an ImageFolder (train.Stream).
 	resSched, _ := parseResSchedule(o.resSchedule) // checked above
@@ -530,11 +540,17 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if o.amp && prec == train.Float16 {
 		tr.Scaler = train.NewGradScaler() // before loading: a checkpoint holds its state
 	}
+	tr.Data = train.DataID{Name: dataName(o.data), Samples: trainLen}
+	if trainStream != nil {
+		tr.Data.Samples = trainStream.l.DatasetLen() // trainLen is a rank's share times the ranks: may differ by rank
+	}
 	if o.checkpoint != "" {
 		if err := tr.LoadCheckpoint(o.checkpoint); err == nil {
 			if tr.Epoch < o.epochs {
 				fmt.Fprintf(stderr, "resuming from %s at epoch %d step %d\n", o.checkpoint, tr.Epoch+1, tr.Step)
 			}
+		} else if errors.Is(err, train.ErrData) {
+			return fmt.Errorf("%w: resume on the data it was saved on, or train into another --checkpoint", err)
 		} else if errors.Is(err, train.ErrClasses) {
 			return fmt.Errorf("%w: --data %s has %d classes; train it into another --checkpoint", err, o.data, classes)
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -843,6 +859,23 @@ func trainClasses(o trainOptions, names, testNames []string) (int, error) {
 		return n, nil
 	}
 	return 0, usagef("--data %s does not record its classes (no class folders or manifest classes): give --classes N", o.data)
+}
+
+// dataName is --data as a checkpoint records it (train.DataID): a URL as
+// given, a path made absolute with its symlinks resolved, so that runs
+// from other folders or through a link name the same data alike.
+func dataName(data string) string {
+	if strings.Contains(data, "://") {
+		return data
+	}
+	p, err := filepath.Abs(data)
+	if err != nil {
+		return data
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return p
 }
 
 // maxClasses bounds the model's head (ThinNet's 512×classes weights, with
