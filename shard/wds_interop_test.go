@@ -144,3 +144,36 @@ func TestOpenWDSWrongIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyDALIIndexes: faster verify accepts the indexes DALI's wds2idx
+// writes right, in v1.2 and in the legacy v1.1 triples (before: a v1.1
+// index was BAD for lacking names), and names the first wrong line of
+// those it writes wrong.
+func TestVerifyDALIIndexes(t *testing.T) {
+	dir := t.TempDir()
+	names := shardtest.WriteTree(t, filepath.Join(dir, "tree"), wdsSamples(t, 4))
+	for _, tc := range []struct {
+		format, algo, version string
+		wrongLine             int
+	}{
+		{"ustar", shardtest.WDS2IdxCurrent, "v1.2", 0},
+		{"ustar", shardtest.WDS2IdxCurrent, "v1.1", 0},
+		{"gnu", shardtest.WDS2IdxOld, "v1.2", 3},
+		{"gnu", shardtest.WDS2IdxOld, "v1.1", 3},
+	} {
+		p := filepath.Join(dir, tc.format+tc.algo+tc.version+".tar")
+		shardtest.GNUTar(t, tc.format, filepath.Join(dir, "tree"), p, names)
+		ip := source.WDSIndexName(p)
+		shardtest.DALIIndex(t, p, ip, tc.algo, tc.version)
+		rep, err := Verify(context.Background(), []string{p}, VerifyOptions{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case tc.wrongLine == 0 && !rep.OK():
+			t.Errorf("%+v: a right index is BAD: %+v", tc, rep.Problems)
+		case tc.wrongLine > 0 && (len(rep.Problems) != 1 || rep.Problems[0].Path != ip || !strings.Contains(rep.Problems[0].Reason, fmt.Sprintf("line %d ", tc.wrongLine))):
+			t.Errorf("%+v: want line %d of %s named, got %+v", tc, tc.wrongLine, ip, rep.Problems)
+		}
+	}
+}
