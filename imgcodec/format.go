@@ -67,7 +67,7 @@ func RegisterStdFormat(name, magic string, decode func(io.Reader) (image.Image, 
 			if err != nil {
 				return Config{}, stdError(name, err, len(data))
 			}
-			return Config{Format: name, Width: c.Width, Height: c.Height, Components: components(c)}, nil
+			return Config{Format: name, Width: c.Width, Height: c.Height, Components: components(c), WorkBytesPerPixel: workBytes(c)}, nil
 		})
 }
 
@@ -115,11 +115,33 @@ func Decode(data []byte, opts *DecodeOptions) (*Image, error) {
 	if opts == nil {
 		opts = &DecodeOptions{}
 	}
+	if err := checkBytes(f, data, opts); err != nil {
+		return nil, err
+	}
 	img, err := f.decode(data, opts)
 	if err != nil {
 		return nil, fmt.Errorf("imgcodec: %w", err)
 	}
 	return img, nil
+}
+
+// checkBytes refuses, from the header alone, an image whose decoding
+// would take more memory than opts allows. A header the config function
+// cannot read is left to the decoder, which reports it as it reads it.
+func checkBytes(f format, data []byte, opts *DecodeOptions) error {
+	c, err := f.config(data)
+	if err != nil {
+		return nil
+	}
+	limit := opts.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	if n := c.DecodeBytes(opts); n > limit {
+		return fmt.Errorf("imgcodec: %s: %dx%d: decoding takes %d MiB (%d bytes a pixel of working memory), above the limit of %d MiB: %w",
+			c.Format, c.Width, c.Height, n>>20, c.WorkBytesPerPixel, limit>>20, ErrTooLarge)
+	}
+	return nil
 }
 
 // DecodeConfig reads the format, size and colour components of an encoded

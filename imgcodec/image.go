@@ -34,6 +34,29 @@ type Config struct {
 	Width      int
 	Height     int
 	Components int // colour components in the file: 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
+	// What decoding holds besides its output, per pixel of the full
+	// image: a Go decoder's own image (8 bytes for 16-bit RGBA), or a
+	// progressive JPEG's coefficients (2 bytes per component), which
+	// libjpeg keeps for the whole image whatever the scale. See
+	// DecodeBytes.
+	WorkBytesPerPixel int
+}
+
+// DecodeBytes is the most memory decoding c as opts asks can take: the
+// output (RGB, or gray) at the scaled size and the decoder's working
+// image at full size. Decode refuses an image above
+// DecodeOptions.MaxBytes by it before allocating anything.
+func (c Config) DecodeBytes(opts *DecodeOptions) int64 {
+	d, ch := 1, int64(3)
+	if opts != nil {
+		d = max(opts.ScaleDenom, 1)
+		if opts.Gray {
+			ch = 1
+		}
+	}
+	w, h := int64(c.Width), int64(c.Height)
+	out := ((w + int64(d) - 1) / int64(d)) * ((h + int64(d) - 1) / int64(d)) * ch
+	return out + w*h*int64(c.WorkBytesPerPixel)
 }
 
 // DecodeOptions select what a decoder produces. The zero value decodes the
@@ -60,6 +83,13 @@ type DecodeOptions struct {
 	// it, against decompression bombs. 0 means DefaultMaxPixels.
 	MaxPixels int64
 
+	// MaxBytes rejects images whose decoding would take more memory
+	// than this (Config.DecodeBytes: the output and the decoder's working
+	// buffers, which the pixel limit alone does not bound: a 2 MB 16-bit
+	// PNG decodes through 8 bytes a pixel), with ErrTooLarge. 0 means
+	// DefaultMaxBytes.
+	MaxBytes int64
+
 	// AllowTruncated accepts a JPEG whose data ends early (the missing
 	// rows are grey, as libjpeg fills them) and reports it in Warning.
 	// Without it, truncated data is an error.
@@ -69,3 +99,9 @@ type DecodeOptions struct {
 // DefaultMaxPixels is the pixel limit when DecodeOptions.MaxPixels is 0
 // (about 16k x 16k).
 const DefaultMaxPixels = 1 << 28
+
+// DefaultMaxBytes is the decode memory limit when DecodeOptions.MaxBytes is
+// 0: 512 MiB, room for a 170-megapixel baseline JPEG, a 59-megapixel
+// progressive one or a 48-megapixel 16-bit RGBA PNG. A loader counts it
+// once per decode worker in its memory budget.
+const DefaultMaxBytes = 512 << 20

@@ -22,5 +22,12 @@ func configJPEG(data []byte) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Format: "jpeg", Width: h.Width, Height: h.Height, Components: h.Components}, nil
+	c := Config{Format: "jpeg", Width: h.Width, Height: h.Height, Components: h.Components}
+	if h.Progressive {
+		c.WorkBytesPerPixel = 2 * h.Components // libjpeg's whole-image coefficient buffers (16-bit)
+	}
+	if Backend == "pure-go" {
+		c.WorkBytesPerPixel += h.Components // image/jpeg's own YCbCr or CMYK image, before RGB
+	}
+	return c, nil
 }

@@ -60,6 +60,11 @@ func DecodeJPEG420(data []byte, opts *DecodeOptions) (*Planar420, error) {
 	if len(data) < 2 || data[0] != 0xff || data[1] != 0xd8 {
 		return nil, fmt.Errorf("imgcodec: planar decode: not a JPEG: %w", ErrUnsupported)
 	}
+	if f, err := sniff(data); err == nil {
+		if err := checkBytes(f, data, opts); err != nil {
+			return nil, err
+		}
+	}
 	var a allocator
 	f, err := turbojpeg.Decode420(data, rawOptions(opts), a.alloc)
 	if err != nil {

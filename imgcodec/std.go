@@ -69,6 +69,25 @@ func stdError(name string, err error, n int) error {
 	return &rawimg.CorruptError{Format: name, Offset: -1, Err: err}
 }
 
+// workBytes is the bytes a pixel of the image a Go decoder returns for c
+// (before it is converted to RGB or gray): 8 for 16-bit colour, 4 for
+// 8-bit colour with alpha (an upper bound for YCbCr), 2 for 16-bit gray,
+// 1 for gray and palettes.
+func workBytes(c image.Config) int {
+	switch c.ColorModel {
+	case color.RGBA64Model, color.NRGBA64Model:
+		return 8
+	case color.Gray16Model:
+		return 2
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	}
+	if _, ok := c.ColorModel.(color.Palette); ok {
+		return 1
+	}
+	return 4
+}
+
 // components counts colour components (alpha excluded) of a Go colour model.
 func components(c image.Config) int {
 	switch c.ColorModel {

@@ -261,7 +261,7 @@ func TestMemoryBudget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "memory budget") {
 		t.Fatalf("resolution 4096 over an 8 GiB budget: %v", err)
 	}
-	l, err := Open(folder, Options{Resolution: 64, Batch: 64, MaxBatchMemory: 8 << 30})
+	l, err := Open(folder, Options{Resolution: 64, Batch: 64, Workers: 2, MaxBatchMemory: 8 << 30})
 	if err != nil {
 		t.Fatalf("a batch within the budget: %v", err)
 	}

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -280,6 +281,19 @@ func (o *Options) checkMemory() error {
 	if need := row * int64(o.Batch) * batches; need/batches/int64(o.Batch) != row || need > budget {
 		return fmt.Errorf("resolution %d, batch %d: the %d batches in flight need %.1f GB, above %s (%.1f GB); lower the batch or the resolution",
 			res, o.Batch, batches, float64(row)*float64(o.Batch)*float64(batches)/1e9, what, float64(budget)/1e9)
+	}
+	// Each decode worker may hold one image's decoding at its limit
+	// (imgcodec.DefaultMaxBytes: the output and the decoder's working
+	// buffers) at the same time.
+	workers := int64(o.Workers)
+	if workers == 0 {
+		workers = int64(runtime.GOMAXPROCS(0))
+	}
+	batchBytes := row * int64(o.Batch) * batches
+	if decode := workers * imgcodec.DefaultMaxBytes; batchBytes+decode > budget {
+		return fmt.Errorf("resolution %d, batch %d, %d workers: the %d batches in flight (%.1f GB) and each worker's decode at its limit (%d MiB each, %.1f GB) need %.1f GB, above %s (%.1f GB); lower the workers, the batch or the resolution",
+			res, o.Batch, workers, batches, float64(batchBytes)/1e9, imgcodec.DefaultMaxBytes>>20, float64(decode)/1e9,
+			float64(batchBytes+decode)/1e9, what, float64(budget)/1e9)
 	}
 	return nil
 }
