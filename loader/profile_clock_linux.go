@@ -21,5 +21,9 @@ func threadClock() int64 {
 func lockThread()   { runtime.LockOSThread() }
 func unlockThread() { runtime.UnlockOSThread() }
 
+// threadCPU says that threadClock is the thread's CPU time, so that the
+// read stages can report their CPU work to the verdict.
+const threadCPU = true
+
 // profileClock names what the phases measure.
 const profileClock = "thread CPU time"

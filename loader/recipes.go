@@ -6,6 +6,8 @@ import (
 	"io"
 	"iter"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/imgcodec"
@@ -248,17 +250,23 @@ func (l *Loader) initIndexed(ds source.Indexed) error {
 		}
 		list := pipeline.FromFunc(positions).Named("list").Role(pipeline.RoleNone)
 		prof := o.Profile
+		var readCPU atomic.Int64 // the read stage's CPU work, for the verdict
 		readStage := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
+			timed := threadCPU || prof != nil
 			var t int64
-			if prof != nil {
+			if timed {
 				lockThread()
 				t = threadClock()
 			}
 			r, err := ds.Record(planOf(ctx).At(pos))
-			if prof != nil {
-				since(&prof.read, t)
-				prof.reads.Add(1)
+			if timed {
+				d := threadClock() - t
 				unlockThread()
+				readCPU.Add(d)
+				if prof != nil {
+					prof.read.Add(d)
+					prof.reads.Add(1)
+				}
 			}
 			s := sampleOf(r, pos)
 			s.rep = pos >= ownLen(planOf(ctx))
@@ -271,6 +279,11 @@ func (l *Loader) initIndexed(ds source.Indexed) error {
 			}
 			return s, nil
 		}).Role(pipeline.RoleIO).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
+		if threadCPU {
+			// A read that computes (parses, converts, checks) is CPU work
+			// in the verdict, not IO.
+			readStage = readStage.CPU(func() time.Duration { return time.Duration(readCPU.Load()) })
+		}
 		if remote {
 			// Remote reads wait on the network, not the CPU: let autotune
 			// keep many requests in flight.
@@ -336,9 +349,14 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 			list = list.Shuffle(o.Seed)
 		}
 		cycle := min(len(files), 4)
-		var read pipeline.Dataset[Sample] = pipeline.Interleave(list, func(f string) pipeline.Dataset[Sample] {
-			return recordStream{ds: ds, file: pos[f], prof: o.Profile}
+		readCPU := new(atomic.Int64) // the reads' CPU work, for the verdict
+		readStage := pipeline.Interleave(list, func(f string) pipeline.Dataset[Sample] {
+			return recordStream{ds: ds, file: pos[f], prof: o.Profile, cpu: readCPU}
 		}, cycle, 16, pipeline.Auto).Named("read").Bytes(func(s Sample) int { return len(s.Data) })
+		if threadCPU {
+			readStage = readStage.CPU(func() time.Duration { return time.Duration(readCPU.Load()) })
+		}
+		var read pipeline.Dataset[Sample] = readStage
 		if l.shuffles() {
 			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
 		}
@@ -384,7 +402,8 @@ const remoteReadBudget = 32
 type recordStream struct {
 	ds   source.Streaming
 	file int
-	prof *Profile // nil unless profiling
+	prof *Profile      // nil unless profiling
+	cpu  *atomic.Int64 // the reads' thread CPU time (where threadCPU)
 }
 
 func (r recordStream) Iter(ctx context.Context) iter.Seq2[Sample, error] {
@@ -415,18 +434,26 @@ func (r recordStream) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 	}
 }
 
-// next reads the next record, timed when profiling.
+// next reads the next record, timed by the thread's CPU clock for the
+// verdict and when profiling. The lock is held only within the call: the
+// stream runs in Interleave's coroutine, which must switch back unlocked.
 func (r recordStream) next(rd source.RecordReader) (source.Record, error) {
-	if r.prof == nil {
+	if r.prof == nil && (!threadCPU || r.cpu == nil) {
 		return rd.Next()
 	}
 	lockThread()
-	defer unlockThread()
 	t := threadClock()
 	rec, err := rd.Next()
-	since(&r.prof.read, t) // the last call's time (the end of the file) counts too
-	if err == nil {
-		r.prof.reads.Add(1)
+	d := threadClock() - t
+	unlockThread()
+	if r.cpu != nil {
+		r.cpu.Add(d)
+	}
+	if r.prof != nil {
+		r.prof.read.Add(d) // the last call's time (the end of the file) counts too
+		if err == nil {
+			r.prof.reads.Add(1)
+		}
 	}
 	return rec, err
 }

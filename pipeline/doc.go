@@ -175,6 +175,13 @@
 // Role(RoleIO)), BottleneckDecode for a RoleCPU stage (Map, ParallelMap,
 // Batch, Shuffle), BottleneckConsumer when the consumer's loop body takes
 // most of the time, with the runner-up and the ratio between them.
+// CPU work counts as CPU wherever it happens: a RoleIO stage whose owner
+// reports its CPU time (the CPU option of Map and Interleave: the thread
+// CPU time around each call, which only the caller can measure, its
+// goroutine being locked to its thread) and whose busy time is at least
+// half CPU is BottleneckDecode, the detail saying how much of it was on
+// the CPU; a reader that parses, converts or checksums is limited by the
+// processor, not by the storage.
 // Stages of RoleNone (Prefetch, Shard, Take, Skip, Repeat, Indices) are not
 // candidates.
 //

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // InterleaveDataset reads several inner datasets at once, in tf.data's
@@ -57,6 +58,13 @@ func (s *InterleaveDataset[T, U]) Named(name string) *InterleaveDataset[T, U] {
 // Bytes sets the size function summed into Stats' Bytes.
 func (s *InterleaveDataset[T, U]) Bytes(size func(U) int) *InterleaveDataset[T, U] {
 	s.size = size
+	return s
+}
+
+// CPU sets a function returning the CPU time the inner datasets' reads
+// have spent so far, as their owner measures it; see StageStats.CPU.
+func (s *InterleaveDataset[T, U]) CPU(total func() time.Duration) *InterleaveDataset[T, U] {
+	s.cpu = total
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // MapDataset applies a function to every element, sequentially or with
@@ -80,6 +81,15 @@ func (m *MapDataset[T, U]) Bytes(size func(U) int) *MapDataset[T, U] { m.size = 
 // Role sets the stage's role for the verdict: RoleIO for a map that reads
 // (loading files by name), RoleCPU (the default) for one that computes.
 func (m *MapDataset[T, U]) Role(r Role) *MapDataset[T, U] { m.role = r; return m }
+
+// CPU sets a function returning the CPU time f has spent so far, as the
+// caller measures it (the thread CPU time around each call: pipeline cannot
+// tell, f's goroutine being free to move between threads); see
+// StageStats.CPU.
+func (m *MapDataset[T, U]) CPU(total func() time.Duration) *MapDataset[T, U] {
+	m.cpu = total
+	return m
+}
 
 // Parallelism returns the number of workers in use, or the number Auto
 // chose last (it starts the next epoch from there).

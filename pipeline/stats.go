@@ -25,7 +25,7 @@ const (
 // Bottleneck names of Verdict.Bottleneck.
 const (
 	BottleneckIO       = "io"       // a RoleIO stage limits throughput
-	BottleneckDecode   = "decode"   // a RoleCPU stage limits throughput
+	BottleneckDecode   = "decode"   // CPU work limits throughput: a RoleCPU stage, or a stage of another role busy mostly on the CPU (see StageStats.CPU)
 	BottleneckConsumer = "consumer" // the consumer limits: stages wait on it
 	BottleneckUnknown  = "unknown"  // nothing has run yet
 )
@@ -51,6 +51,12 @@ type StageStats struct {
 	// Busy is time spent on the stage's own work (reading, the map function,
 	// filling batches), summed over workers.
 	Busy time.Duration `json:"busy_ns"`
+	// CPU is the part of Busy spent computing, where the stage's owner
+	// measures it (a Map's or an Interleave's CPU option: the thread CPU
+	// time around each call), else 0. The verdict counts a RoleIO stage
+	// whose busy time is mostly CPU as CPU work: a reader that parses,
+	// converts or checksums is limited by the processor, not the storage.
+	CPU time.Duration `json:"cpu_ns,omitempty"`
 	// WaitInput is time the stage's output side waited for its input: for a
 	// synchronous stage, the time its upstream took to produce; for an
 	// asynchronous one, the time its consumer waited on an empty queue.
@@ -114,6 +120,9 @@ type stage struct {
 	role Role
 	err  error // configuration error yielded by Iter
 	up   []*stage
+	// cpu, when set, returns the CPU time the stage's work has spent so
+	// far (StageStats.CPU).
+	cpu func() time.Duration
 	// recordShard is set on a FileList that has fewer files than shards: the
 	// Interleave reading it must shard its records instead.
 	recordShard func() (n, i int, ok bool)
@@ -201,6 +210,9 @@ func (s *stage) snapshot() StageStats {
 		WaitInput:     time.Duration(s.waitIn.Load()),
 		BlockedOutput: time.Duration(s.blockedOut.Load()),
 	}
+	if s.cpu != nil {
+		st.CPU = min(max(s.cpu(), 0), st.Busy)
+	}
 	if capacity > 0 {
 		st.BusyFraction = math.Min(1, float64(st.Busy)/float64(capacity))
 	}
@@ -254,17 +266,27 @@ func verdict(stages []StageStats, consumer float64, ran bool) Verdict {
 	type cand struct {
 		name, bottleneck string
 		frac             float64
+		note             string
 	}
-	cands := []cand{{"consumer", BottleneckConsumer, consumer}}
+	cands := []cand{{"consumer", BottleneckConsumer, consumer, ""}}
 	for _, s := range stages {
 		if s.Role == RoleNone || s.Wall == 0 {
 			continue
 		}
-		b := BottleneckDecode
+		b, note := BottleneckDecode, ""
 		if s.Role == RoleIO {
 			b = BottleneckIO
+			if s.Busy > 0 && s.CPU > 0 {
+				// A reader's time on the CPU is CPU work: it is not waiting
+				// on the storage.
+				share := float64(s.CPU) / float64(s.Busy)
+				if share >= 0.5 {
+					b = BottleneckDecode
+				}
+				note = fmt.Sprintf(" (%.0f%% of it on the CPU)", 100*share)
+			}
 		}
-		cands = append(cands, cand{s.Name, b, s.Load})
+		cands = append(cands, cand{s.Name, b, s.Load, note})
 	}
 	best, second := -1, -1
 	for i, c := range cands {
@@ -288,7 +310,7 @@ func verdict(stages []StageStats, consumer float64, ran bool) Verdict {
 	case b.bottleneck == BottleneckConsumer:
 		v.Detail = fmt.Sprintf("consumer: the loop body took %.0f%% of the time", 100*b.frac)
 	default:
-		v.Detail = fmt.Sprintf("%s: stage %q busy %.0f%% of the run", b.bottleneck, b.name, 100*b.frac)
+		v.Detail = fmt.Sprintf("%s: stage %q busy %.0f%% of the run%s", b.bottleneck, b.name, 100*b.frac, b.note)
 	}
 	if v.RunnerUp != "" {
 		v.Detail += fmt.Sprintf(", %.1fx the next (%s)", v.Factor, v.RunnerUp)

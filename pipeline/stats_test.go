@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,17 @@ func sleepMap(d time.Duration) func(context.Context, int) (int, error) {
 		time.Sleep(d)
 		return x, nil
 	}
+}
+
+// readerSpending is a RoleIO map over n items taking 1 ms each, cpu of
+// which its owner reports as CPU time.
+func readerSpending(n int, cpu time.Duration) *MapDataset[int, int] {
+	var spent atomic.Int64
+	return ParallelMap(FromSlice(ints(n)).Named("list"), 2, func(_ context.Context, x int) (int, error) {
+		time.Sleep(time.Millisecond)
+		spent.Add(int64(cpu))
+		return x, nil
+	}).Role(RoleIO).Named("read").CPU(func() time.Duration { return time.Duration(spent.Load()) })
 }
 
 func TestVerdict(t *testing.T) {
@@ -64,6 +76,29 @@ func TestVerdict(t *testing.T) {
 				return ParallelMap(FromSlice(ints(n)).Named("read"), 3, sleepMap(time.Millisecond)).Named("decode")
 			},
 			bottleneck: BottleneckDecode, stage: "decode",
+		},
+		{
+			// A reading stage whose time is CPU work (its owner measures
+			// 90% of each call on the CPU: a reader that converts) is a
+			// CPU bottleneck, named as the stage it is.
+			name: "reader-computing",
+			build: func() interface {
+				Dataset[int]
+				Stats() Stats
+			} {
+				return Prefetch(Map(readerSpending(n, 900*time.Microsecond), double).Named("decode"), 2)
+			},
+			bottleneck: BottleneckDecode, stage: "read",
+		},
+		{
+			name: "reader-waiting",
+			build: func() interface {
+				Dataset[int]
+				Stats() Stats
+			} {
+				return Prefetch(Map(readerSpending(n, 100*time.Microsecond), double).Named("decode"), 2)
+			},
+			bottleneck: BottleneckIO, stage: "read",
 		},
 		{
 			name: "consumer",
