@@ -178,3 +178,30 @@ func TestWDSBadLabels(t *testing.T) {
 		t.Fatalf("good sample: %+v %v", s.Item, err)
 	}
 }
+
+// TestWDSIndexSwapped: an index whose member at an offset is another
+// member of the same size (two samples' names swapped; a .cls listed as
+// .txt) is a wrong index naming its line, never a sample served with
+// another's label.
+func TestWDSIndexSwapped(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.tar")
+	os.WriteFile(p, tarBytes(t, "a.png", pngMagic+"a", "a.cls", "1", "b.png", pngMagic+"b", "b.cls", "2"), 0o644)
+	// Members at 512 (a.png), 1536 (a.cls), 2560 (b.png), 3584 (b.cls).
+	for _, tc := range []struct{ idx, want string }{
+		{"v1.2 2\npng 512 9 b.png cls 1536 1 b.cls\npng 2560 9 a.png cls 3584 1 a.cls\n", "index line 2"},
+		{"v1.1 2\npng 512 9 cls 1536 1\npng 2560 9 txt 3584 1\n", "index line 3"},
+	} {
+		os.WriteFile(WDSIndexName(p), []byte(tc.idx), 0o644)
+		w, err := OpenWDS([]string{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := w.IndexFaults(); len(f) != 1 || !strings.Contains(f[0].Reason, tc.want) {
+			t.Fatalf("%q: want a fault at %s, got %+v", tc.idx, tc.want, f)
+		}
+		if it := w.Items(); len(it) != 2 || it[0].Label != 1 || it[1].Label != 2 {
+			t.Fatalf("the scan: %+v", it)
+		}
+		w.Close()
+	}
+}

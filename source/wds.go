@@ -391,10 +391,11 @@ func indexFault(ip string, line int, tarName string, m wdsMember, why string) er
 
 // memberHeaderFault checks that hdr, the 512 bytes before a member's data
 // in its tar, is that member's header: a valid checksum, a regular file,
-// the member's size, and its name (its extension when the index gives no
-// name; a name cut to the header's 100 bytes, as GNU and PAX tars leave
-// it beside the long name, counts as its start). It returns the header's
-// name and "" when it is, else what the bytes are instead.
+// the member's size, and its name (the index's, else its extension; a
+// name cut to the header's 100 bytes, as GNU and PAX tars leave it beside
+// a long name, must start the index's).
+// It returns the header's name and "" when it is, else what the bytes
+// are instead.
 func memberHeaderFault(hdr []byte, m wdsMember) (name, why string) {
 	if !tarChecksumOK(hdr) {
 		return "", "not a tar header (checksum mismatch)"
@@ -417,15 +418,21 @@ func memberHeaderFault(hdr []byte, m wdsMember) (name, why string) {
 	if !ok || size != m.size {
 		return name, fmt.Sprintf("the header of %q, %d bytes, not the %d the index says", name, size, m.size)
 	}
+	// The name, where the index gives it (GNU tar's listing, which
+	// wds2idx reads, writes some bytes as backslash escapes: then the
+	// extension), else the extension.
+	_, ext := wdsSplit(name)
 	switch {
-	case m.name != "":
-		if name != m.name && !(truncated && strings.HasPrefix(m.name, name)) {
+	case m.name != "" && truncated:
+		if !strings.HasPrefix(m.name, name) && !strings.Contains(m.name, "\\") {
 			return name, fmt.Sprintf("the header of %q, not of %q", name, m.name)
 		}
-	case !truncated:
-		if _, ext := wdsSplit(name); ext != m.ext {
-			return name, fmt.Sprintf("the header of %q, not of a %q member", name, m.ext)
+	case m.name != "" && !strings.Contains(m.name, "\\"):
+		if name != m.name {
+			return name, fmt.Sprintf("the header of %q, not of %q", name, m.name)
 		}
+	case !truncated && ext != m.ext:
+		return name, fmt.Sprintf("the header of %q, not of a %q member", name, m.ext)
 	}
 	return name, ""
 }
