@@ -16,8 +16,14 @@ type Param struct {
 	Grad  []float32 // nil for buffers
 }
 
-func newParam(name string, grad bool, shape ...int) *Param {
-	p := &Param{Name: name, Shape: shape, Value: make([]float32, numel(shape))}
+// newParam makes a parameter of a layer on b: zeroed values (and
+// gradients if grad), or on the Shapes backend only its shape.
+func newParam(b Backend, name string, grad bool, shape ...int) *Param {
+	p := &Param{Name: name, Shape: shape}
+	if !allocates(b) {
+		return p
+	}
+	p.Value = make([]float32, numel(shape))
 	if grad {
 		p.Grad = make([]float32, len(p.Value))
 	}
@@ -63,11 +69,11 @@ func NewConv2D(b Backend, name string, s ConvSpec, rng *rand.Rand) (*Conv2D, err
 	if err != nil {
 		return nil, err
 	}
-	c := &Conv2D{Spec: s, op: op, W: newParam(name+".weight", true, s.Out, s.In, s.Kernel, s.Kernel)}
+	c := &Conv2D{Spec: s, op: op, W: newParam(b, name+".weight", true, s.Out, s.In, s.Kernel, s.Kernel)}
 	bound := 1 / math.Sqrt(float64(s.In*s.Kernel*s.Kernel))
 	uniform(c.W.Value, bound, rng)
 	if s.Bias {
-		c.B = newParam(name+".bias", true, s.Out)
+		c.B = newParam(b, name+".bias", true, s.Out)
 		uniform(c.B.Value, bound, rng)
 	}
 	return c, nil
@@ -124,10 +130,13 @@ func NewBatchNorm2D(b Backend, name string, c int) (*BatchNorm2D, error) {
 		return nil, err
 	}
 	l := &BatchNorm2D{C: c, Momentum: 0.1, op: op,
-		Gamma: newParam(name+".weight", true, c), Beta: newParam(name+".bias", true, c),
-		RunningMean: newParam(name+".running_mean", false, c), RunningVar: newParam(name+".running_var", false, c),
-		batchMean: make([]float32, c), batchVar: make([]float32, c)}
-	for i := range c {
+		Gamma: newParam(b, name+".weight", true, c), Beta: newParam(b, name+".bias", true, c),
+		RunningMean: newParam(b, name+".running_mean", false, c), RunningVar: newParam(b, name+".running_var", false, c),
+	}
+	if allocates(b) {
+		l.batchMean, l.batchVar = make([]float32, c), make([]float32, c)
+	}
+	for i := range l.Gamma.Value {
 		l.Gamma.Value[i], l.RunningVar.Value[i] = 1, 1
 	}
 	return l, nil
@@ -334,7 +343,7 @@ func NewLinear(b Backend, name string, in, out int, rng *rand.Rand) (*Linear, er
 		return nil, err
 	}
 	l := &Linear{Spec: LinearSpec{In: in, Out: out}, op: op,
-		W: newParam(name+".weight", true, out, in), B: newParam(name+".bias", true, out)}
+		W: newParam(b, name+".weight", true, out, in), B: newParam(b, name+".bias", true, out)}
 	bound := 1 / math.Sqrt(float64(in))
 	uniform(l.W.Value, bound, rng)
 	uniform(l.B.Value, bound, rng)

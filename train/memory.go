@@ -33,7 +33,11 @@ func EstimateMemory(net Layer, n, c, h, w int) (Memory, error) {
 		return Memory{}, err
 	}
 	for _, p := range net.Params() {
-		e.params += 3 * float64(len(p.Value))
+		n := 1.0 // from the shape: a model built on Shapes holds no values
+		for _, d := range p.Shape {
+			n *= float64(d)
+		}
+		e.params += 3 * n
 	}
 	if e.elems*4 > math.MaxInt64/2 || e.params*4 > math.MaxInt64/2 {
 		return Memory{}, fmt.Errorf("batch %d×%d×%d×%d: the activations' size overflows", n, c, h, w)

@@ -129,3 +129,67 @@ func smallResNet(b train.Backend) (*train.Sequential, error) {
 	}
 	return net, nil
 }
+
+// totalAlloc is the bytes this process has allocated so far.
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// A model built on train.Shapes holds no values and has the memory
+// estimate of the same model on a real backend, so a model too large is
+// refused before any of it is allocated (before: `faster train --filters
+// 20000` allocated 14.4 GB of weights, then its memory check refused it).
+func TestShapesEstimate(t *testing.T) {
+	ref := train.NewReference(train.BackendOptions{})
+	defer ref.Close()
+	build := map[string]func(b train.Backend) (*train.Sequential, error){
+		"thinnet": func(b train.Backend) (*train.Sequential, error) { return train.NewThinNet(b, toyNet, 1) },
+		"resnet18": func(b train.Backend) (*train.Sequential, error) {
+			return train.NewResNet18(b, train.ResNetConfig{InChannels: 1, Classes: 4, SmallInput: true, Widths: []int{4, 8, 8, 16}}, 1)
+		},
+	}
+	for name, mk := range build {
+		real, err := mk(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer real.Close()
+		shape, err := mk(train.Shapes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer shape.Close()
+		for _, p := range append(shape.Params(), shape.Buffers()...) {
+			if p.Value != nil || p.Grad != nil || train.Numel(p.Shape) == 0 {
+				t.Fatalf("%s: %s holds %d values, shape %v", name, p.Name, len(p.Value), p.Shape)
+			}
+		}
+		want, err := train.EstimateMemory(real, 8, 1, 28, 28)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := train.EstimateMemory(shape, 8, 1, 28, 28); err != nil || got != want {
+			t.Errorf("%s: on Shapes %+v, %v; on the reference backend %+v", name, got, err, want)
+		}
+		if _, err := shape.Forward(nil, true); !errors.Is(err, train.ErrShapesOnly) {
+			t.Errorf("%s: Forward on Shapes: %v", name, err)
+		}
+	}
+	// 20000 filters: 14.4 GB of weights on a real backend, nothing here.
+	before := totalAlloc()
+	cfg := toyNet
+	cfg.Filters, cfg.Blocks = []int{20000}, []int{2}
+	big, err := train.NewThinNet(train.Shapes(), cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := train.EstimateMemory(big, 8, 1, 28, 28)
+	if err != nil || m.Params < 14e9 {
+		t.Errorf("20000 filters: %+v, %v", m, err)
+	}
+	if n := totalAlloc() - before; n > 1<<20 {
+		t.Errorf("building 20000 filters on Shapes allocated %d bytes", n)
+	}
+}

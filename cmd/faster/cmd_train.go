@@ -516,19 +516,27 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		}
 		return b, net, nil
 	}
+	// The step's memory is checked on the model's shapes (train.Shapes),
+	// before any of it is allocated.
+	side := inH // the largest side of the run: a schedule's last, the test side, a FixRes pass's
+	if trainStream != nil {
+		side = max(side, trainStream.full, testStream.full)
+	}
+	shapes, err := newModel(train.Shapes(), o.model, o.filters, inC, inH, classes, o.seed)
+	if err != nil {
+		return err
+	}
+	err = checkStepMemory(shapes, o, inC, side, world, localRanks)
+	shapes.Close()
+	if err != nil {
+		return err
+	}
 	b, net, err := newNet()
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	defer net.Close()
-	side := inH // the largest side of the run: a schedule's last, the test side, a FixRes pass's
-	if trainStream != nil {
-		side = max(side, trainStream.full, testStream.full)
-	}
-	if err := checkStepMemory(net, o, inC, side, world, localRanks); err != nil {
-		return err
-	}
 	opt := &train.SGD{Momentum: float32(o.momentum), WeightDecay: float32(o.weightDecay), Nesterov: o.nesterov}
 	tr := train.NewTrainer(b, net, opt, newSchedule(o, steps), o.batch, o.seed)
 	defer tr.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -51,5 +52,24 @@ func TestTrainCheckpointLocked(t *testing.T) {
 	code, _, errs := runCLI(t, "train", "--data", writeTrainIDX(t, 16), "--batch", "4", "--threads", "1", "--checkpoint", ckpt)
 	if code != 1 || !strings.Contains(errs, ckpt) || !strings.Contains(errs, "another run is saving to this checkpoint") {
 		t.Errorf("locked checkpoint: exit %d, want 1 naming it\n%s", code, errs)
+	}
+}
+
+// A model too large for --max-memory is refused before any of it is
+// allocated, as docs/badinput.md says (before: the model was built first:
+// --filters 2000 allocated 600 MB of weights and gradients, --filters
+// 20000 14.4 GB, then the check refused it).
+func TestTrainRefusesModelBeforeBuilding(t *testing.T) {
+	dir := writeTrainIDX(t, 16)
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.TotalAlloc
+	code, _, errs := runCLI(t, "train", "--data", dir, "--batch", "4", "--threads", "1", "--filters", "2000", "--max-memory", "64M")
+	runtime.ReadMemStats(&m)
+	if code != 2 || !strings.Contains(errs, "above --max-memory") {
+		t.Fatalf("--filters 2000 --max-memory 64M: exit %d, want 2\n%s", code, errs)
+	}
+	if n := m.TotalAlloc - before; n > 100<<20 {
+		t.Errorf("refusing the model allocated %d MB", n>>20)
 	}
 }
