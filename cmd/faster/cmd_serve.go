@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -90,7 +91,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		return err
 	}
 	defer abortQ()
-	lo := o.options(o.workers)
+	lo := o.options(capWorkers(stderr, "--workers", o.workers, runtime.NumCPU()))
 	lo.BadData = policy
 	l, err := loader.Open(o.data, lo)
 	if err != nil {

@@ -22,8 +22,9 @@ from . import _protocol as P
 from ._meter import InputMeter
 
 
-# The server's bound on decode workers (loader.MaxWorkers).
-MAX_WORKERS = 1024
+# Decode threads per CPU above which the server caps --workers (cmd/faster's
+# workersPerCPU).
+WORKERS_PER_CPU = 4
 
 
 class ServerError(RuntimeError):
@@ -194,9 +195,14 @@ class Loader:
                                ("slots", slots, 1), ("workers", threads, 0)):
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ValueError("faster: %s=%r: want an integer of at least %d" % (name, v, least))
-        if threads > MAX_WORKERS:
-            raise ValueError("faster: num_workers=%d: at most %d (threads in the server; None: all cores)"
-                             % (threads, MAX_WORKERS))
+        cap = WORKERS_PER_CPU * (os.cpu_count() or 1)
+        if threads > cap:
+            # As DataLoader warns of more workers than the machine suggests;
+            # the server caps them the same way (a huge count only takes
+            # memory: each thread holds an image's decode).
+            warnings.warn("faster: num_workers=%d on %d CPUs: using %d (more than %d per CPU only add memory "
+                          "and contention)" % (threads, os.cpu_count() or 1, cap, WORKERS_PER_CPU))
+            threads = cap
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
