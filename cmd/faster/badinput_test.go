@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"image"
 	"image/jpeg"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -161,6 +164,37 @@ var badFixtures = map[string]func(t *testing.T) badFixture{
 		}
 		return badFixture{data: dir, needle: "data.mdb"}
 	},
+	"lmdb-truncated": func(t *testing.T) badFixture {
+		if _, err := source.OpenLMDB(t.TempDir()); errors.Is(err, source.ErrNoCgo) {
+			t.Skip("CGO_ENABLED=0: no LMDB reader")
+		}
+		// Written by py-lmdb (another writer than ours), then cut short.
+		dir := filepath.Join(t.TempDir(), "db")
+		script := "import lmdb, sys\nenv = lmdb.open(sys.argv[1], map_size=1 << 26)\n" +
+			"with env.begin(write=True) as txn:\n    for i in range(40):\n        txn.put(b'%08d_x%d.jpg' % (i, i), bytes(3000))\nenv.close()\n"
+		if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
+			if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+				t.Fatalf("py-lmdb (python3-lmdb, scripts/setup.sh): %v: %s", err, out)
+			}
+			t.Skip("py-lmdb:", err)
+		}
+		if err := os.Truncate(filepath.Join(dir, "data.mdb"), 40000); err != nil {
+			t.Fatal(err)
+		}
+		return badFixture{data: dir, needle: "truncated"}
+	},
+	"png16-bomb": badImage("bomb.png", func(t *testing.T, p string) {
+		// A 16-bit RGBA PNG's header for 10000x10000 (under the pixel
+		// limit; 800 MB of working image): refused by its decode memory.
+		var b bytes.Buffer
+		b.WriteString("\x89PNG\r\n\x1a\n")
+		ihdr := []byte("IHDR\x00\x00\x27\x10\x00\x00\x27\x10\x10\x06\x00\x00\x00")
+		binary.Write(&b, binary.BigEndian, uint32(13))
+		b.Write(ihdr)
+		binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(ihdr))
+		b.WriteString("\x00\x00\x00\x02IDAT\x78\x9c\x00\x00\x00\x00")
+		os.WriteFile(p, b.Bytes(), 0o644)
+	}),
 	"state-fifo": func(t *testing.T) badFixture {
 		p := filepath.Join(t.TempDir(), "state.json")
 		if err := syscall.Mkfifo(p, 0o644); err != nil {
