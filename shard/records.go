@@ -9,9 +9,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/storage"
@@ -43,6 +45,41 @@ type shards struct {
 	// wantIndex: an index is needed (global shuffle); a shard that has
 	// none is scanned into one by its length headers.
 	wantIndex bool
+	// sizes and mtimes are what each shard was when the dataset was
+	// opened and checked (mtime zero where the store has none): every
+	// epoch reopens a shard by name, and one replaced or cut since is
+	// refused, not served as it now is (changed).
+	sizes  []int64
+	mtimes []time.Time
+}
+
+// changed reports a shard that is no longer what Open checked: another
+// size or modification time (a copy cut at a record boundary, a shard
+// replaced), before any of its records is read.
+func (s *shards) changed(i int, f any) error {
+	if s.sizes == nil || s.sizes[i] < 0 {
+		return nil
+	}
+	var size int64
+	var mtime time.Time
+	switch f := f.(type) {
+	case interface{ Stat() (os.FileInfo, error) }:
+		st, err := f.Stat()
+		if err != nil {
+			return nil
+		}
+		size, mtime = st.Size(), st.ModTime()
+	case interface{ Size() int64 }:
+		size = f.Size()
+	default:
+		return nil
+	}
+	if size != s.sizes[i] || (!s.mtimes[i].IsZero() && !mtime.IsZero() && !mtime.Equal(s.mtimes[i])) {
+		return &tfrecord.CorruptError{Path: s.fs.display(s.files[i]), Offset: min(size, s.sizes[i]), Reason: fmt.Sprintf(
+			"changed since the dataset was opened (%d bytes, modified %s; now %d bytes, modified %s): a shard must not be rewritten while it is read; reopen the dataset",
+			s.sizes[i], s.mtimes[i].Format(time.RFC3339Nano), size, mtime.Format(time.RFC3339Nano))}
+	}
+	return nil
 }
 
 // streaming reads TFRecord shards file by file (source.Streaming).
@@ -93,6 +130,7 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 	}
 	indexes := make([][]tfrecord.IndexEntry, len(files))
 	sizes := make([]int64, len(files))
+	damaged := make([]bool, len(files))
 	known := true
 	for i, f := range files {
 		info := infos[path.Base(filepath.ToSlash(f))]
@@ -113,7 +151,9 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 			}
 			// Steps are planned from the manifest's count, the same on
 			// every rank; what the damage costs is made up by repeats.
+			// Its size and count are not checked again (changed).
 			n, idx = -1, nil
+			damaged[i] = true
 			if info != nil {
 				n = int(info.Records)
 			}
@@ -135,6 +175,15 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 		return nil, fmt.Errorf("%s: the shards' record counts are unknown (no .idx index beside each shard and no manifest): every rank must know every shard's count to take the same number of steps; write the indexes (faster pack writes them)", files[0])
 	}
 	if !o.GlobalShuffle {
+		s.sizes, s.mtimes = slices.Clone(sizes), make([]time.Time, len(files))
+		_, local := sfs.(localFiles)
+		for i, f := range files {
+			if damaged[i] {
+				s.sizes[i] = -1
+			} else if st, err := os.Stat(f); local && err == nil && st.Size() == sizes[i] {
+				s.mtimes[i] = st.ModTime()
+			}
+		}
 		return &streaming{s}, nil
 	}
 	for fi, f := range files {
@@ -189,9 +238,17 @@ func (s *streaming) Open(ctx context.Context, i int) (source.RecordReader, error
 	if err != nil {
 		return nil, err
 	}
+	if err := s.changed(i, f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	path := s.fs.display(name)
+	want := s.counts[i]
+	if s.sizes == nil || s.sizes[i] < 0 {
+		want = -1 // damaged at open, read under the skip policy: no count to hold it to
+	}
 	return &recordReader{
-		ctx: ctx, fs: s.fs, name: name, path: path, f: f, id: uint64(i) << 32, skip: s.skip,
+		ctx: ctx, fs: s.fs, name: name, path: path, f: f, id: uint64(i) << 32, skip: s.skip, want: want,
 		rd: tfrecord.NewReader(f, tfrecord.WithName(path), tfrecord.WithMaxRecordSize(maxRecordSize)),
 	}, nil
 }
@@ -209,6 +266,8 @@ type recordReader struct {
 	i      uint64 // records (good or damaged) returned so far
 	skip   bool
 	resync bool // the last record was damaged: resynchronise first
+	damage bool // a damaged record was skipped: the count no longer tells
+	want   int  // records the index or manifest gave when the dataset was opened, -1 unknown
 	err    error
 }
 
@@ -241,6 +300,14 @@ func (r *recordReader) Next() (source.Record, error) {
 	off := r.rd.Offset()
 	rec, err := r.rd.ReadRecord(nil) // the sample keeps it: no reuse
 	if err == io.EOF {
+		if r.want >= 0 && !r.damage && r.i != uint64(r.want) {
+			// The size matched (or the store has none) and yet the shard
+			// holds another number of records than its index or the
+			// manifest said at open: rewritten since.
+			r.err = &tfrecord.CorruptError{Path: r.path, Offset: off, Reason: fmt.Sprintf(
+				"%d records, the dataset was opened with %d: changed since (reopen the dataset)", r.i, r.want)}
+			return source.Record{}, r.err
+		}
 		r.err = io.EOF
 		return source.Record{}, err
 	}
@@ -251,7 +318,7 @@ func (r *recordReader) Next() (source.Record, error) {
 			r.err = err
 			return source.Record{}, err
 		}
-		r.resync = true
+		r.resync, r.damage = true, true
 		return source.Record{Path: r.path, Offset: off, Bad: err}, nil
 	}
 	s, err := exampleRecord(rec, r.path, off, id)
