@@ -181,7 +181,11 @@
 // goroutine being locked to its thread) and whose busy time is at least
 // half CPU is BottleneckDecode, the detail saying how much of it was on
 // the CPU; a reader that parses, converts or checksums is limited by the
-// processor, not by the storage.
+// processor, not by the storage. So is one whose other time was spent
+// waiting for a processor: when the process's CPU time and its threads'
+// run-queue waits fill its GOMAXPROCS processors (Stats.CPUFraction at
+// 0.9 or more, read on Linux), a reading stage that reports its CPU is
+// BottleneckDecode too.
 // Stages of RoleNone (Prefetch, Shard, Take, Skip, Repeat, Indices) are not
 // candidates.
 //

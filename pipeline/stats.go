@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,8 +86,18 @@ type Stats struct {
 	// ConsumerFraction is the share of the last stage's wall time spent in
 	// the consumer's loop body.
 	ConsumerFraction float64 `json:"consumer_fraction"`
-	Verdict          Verdict `json:"verdict"`
+	// CPUFraction is the CPU the process used or waited for on a run
+	// queue while the last stage ran, over the GOMAXPROCS processors of that
+	// time (Linux; 0 elsewhere): at 0.9 or more the process had no processor
+	// to spare, and time a reading stage spent neither on the CPU nor
+	// elsewhere was spent waiting for one.
+	CPUFraction float64 `json:"cpu_fraction,omitempty"`
+	Verdict     Verdict `json:"verdict"`
 }
+
+// cpuSaturated is the CPUFraction from which the process is taken to have
+// had no processor to spare.
+const cpuSaturated = 0.9
 
 // Verdict names what limits a pipeline's throughput.
 type Verdict struct {
@@ -136,7 +147,13 @@ type stage struct {
 	wall     int64 // closed intervals
 	capacity int64 // closed ∫ parallelism dt
 	par      int
+	proc0    int64 // procClock at the start of the open interval
+	proc     int64 // procClock's advance over the closed intervals
 }
+
+// procClock is the process's CPU time plus its threads' run-queue waits
+// (processCPU); tests replace it.
+var procClock = processCPU
 
 func (s *stage) base() *stage { return s }
 
@@ -158,6 +175,7 @@ func (s *stage) begin() (start int64) {
 	s.mu.Lock()
 	if s.running == 0 {
 		s.since = start
+		s.proc0 = procClock()
 	}
 	s.running++
 	s.mu.Unlock()
@@ -173,6 +191,7 @@ func (s *stage) end() {
 		d := t - s.since
 		s.wall += d
 		s.capacity += d * int64(s.par)
+		s.proc += procClock() - s.proc0
 	}
 	s.mu.Unlock()
 }
@@ -191,14 +210,19 @@ func (s *stage) setPar(p int) {
 	s.mu.Unlock()
 }
 
-func (s *stage) snapshot() StageStats {
+// snapshot returns the stage's counters; with proc, also the process's
+// CPU over the stage's running time.
+func (s *stage) snapshot(proc bool) (StageStats, int64) {
 	t := nanotime()
 	s.mu.Lock()
-	wall, capacity, par := s.wall, s.capacity, s.par
+	wall, capacity, par, pcpu := s.wall, s.capacity, s.par, s.proc
 	if s.running > 0 {
 		d := t - s.since
 		wall += d
 		capacity += d * int64(par)
+		if proc {
+			pcpu += procClock() - s.proc0
+		}
 	}
 	s.mu.Unlock()
 	st := StageStats{
@@ -217,7 +241,7 @@ func (s *stage) snapshot() StageStats {
 		st.BusyFraction = math.Min(1, float64(st.Busy)/float64(capacity))
 	}
 	st.capacity = float64(capacity)
-	return st
+	return st, pcpu
 }
 
 // Stats returns a snapshot of the counters of this stage and of every stage
@@ -240,10 +264,14 @@ func (s *stage) Stats() Stats {
 	}
 	visit(s)
 	st := Stats{Stages: make([]StageStats, len(order))}
+	var proc int64
 	for i, n := range order {
-		st.Stages[i] = n.snapshot()
+		st.Stages[i], proc = n.snapshot(i == len(order)-1)
 	}
 	last := st.Stages[len(st.Stages)-1]
+	if last.Wall > 0 {
+		st.CPUFraction = float64(proc) / (float64(last.Wall) * float64(runtime.GOMAXPROCS(0)))
+	}
 	for i := range st.Stages {
 		n := &st.Stages[i]
 		if n.Wall > 0 && last.Wall > 0 {
@@ -254,12 +282,12 @@ func (s *stage) Stats() Stats {
 	if last.Wall > 0 {
 		st.ConsumerFraction = math.Min(1, float64(last.BlockedOutput)/float64(last.Wall))
 	}
-	st.Verdict = verdict(st.Stages, st.ConsumerFraction, last.Wall > 0)
+	st.Verdict = verdict(st.Stages, st.ConsumerFraction, st.CPUFraction, last.Wall > 0)
 	return st
 }
 
 // verdict picks the most loaded of the stages that do work and the consumer.
-func verdict(stages []StageStats, consumer float64, ran bool) Verdict {
+func verdict(stages []StageStats, consumer, cpuFrac float64, ran bool) Verdict {
 	if !ran {
 		return Verdict{Bottleneck: BottleneckUnknown, Detail: "no epoch has run"}
 	}
@@ -278,12 +306,18 @@ func verdict(stages []StageStats, consumer float64, ran bool) Verdict {
 			b = BottleneckIO
 			if s.Busy > 0 && s.CPU > 0 {
 				// A reader's time on the CPU is CPU work: it is not waiting
-				// on the storage.
+				// on the storage. Nor is its time waiting for a processor
+				// (preempted, or runnable behind other work) when the
+				// process had none to spare.
 				share := float64(s.CPU) / float64(s.Busy)
+				note = fmt.Sprintf(" (%.0f%% of it on the CPU)", 100*share)
 				if share >= 0.5 {
 					b = BottleneckDecode
+				} else if cpuFrac >= cpuSaturated {
+					b = BottleneckDecode
+					note = fmt.Sprintf(" (%.0f%% of it on the CPU, the rest waiting for a processor: the process's CPU time and run-queue waits filled %.0f%% of GOMAXPROCS=%d)",
+						100*share, 100*min(cpuFrac, 1), runtime.GOMAXPROCS(0))
 				}
-				note = fmt.Sprintf(" (%.0f%% of it on the CPU)", 100*share)
 			}
 		}
 		cands = append(cands, cand{s.Name, b, s.Load, note})

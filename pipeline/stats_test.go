@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,6 +38,7 @@ func TestVerdict(t *testing.T) {
 			Stats() Stats
 		}
 		consumer   time.Duration
+		saturated  bool // the process used all its processors
 		bottleneck string
 		stage      string
 	}{
@@ -101,6 +103,21 @@ func TestVerdict(t *testing.T) {
 			bottleneck: BottleneckIO, stage: "read",
 		},
 		{
+			// The same reader, 10% of its time on the CPU, in a process
+			// with no processor to spare (its CPU time and run-queue waits
+			// fill GOMAXPROCS): the rest of the reader's time was spent
+			// waiting for a processor, not for the storage.
+			name: "reader-starved",
+			build: func() interface {
+				Dataset[int]
+				Stats() Stats
+			} {
+				return Prefetch(Map(readerSpending(n, 100*time.Microsecond), double).Named("decode"), 2)
+			},
+			saturated:  true,
+			bottleneck: BottleneckDecode, stage: "read",
+		},
+		{
 			name: "consumer",
 			build: func() interface {
 				Dataset[int]
@@ -117,6 +134,12 @@ func TestVerdict(t *testing.T) {
 		// the stages' clock and everything else takes none, so the loads
 		// the verdict compares do not depend on the machine's.
 		t.Run(c.name, func(t *testing.T) {
+			// The process's CPU is an input: none used, or all of it.
+			defer func(f func() int64) { procClock = f }(procClock)
+			procClock = func() int64 { return 0 }
+			if c.saturated {
+				procClock = func() int64 { return nanotime() * int64(runtime.GOMAXPROCS(0)) }
+			}
 			synctest.Test(t, func(t *testing.T) {
 				d := c.build()
 				if v := d.Stats().Verdict; v.Bottleneck != BottleneckUnknown {
