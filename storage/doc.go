@@ -43,9 +43,12 @@
 // # Failures
 //
 // Transient failures — connection refused or reset, HTTP 5xx, 408, 429,
-// timeouts, a body cut short, a body that stalls for Options.StallTimeout —
-// are retried with exponential backoff and full jitter until
-// Options.Retry.Deadline passes without progress. A broken sequential read
+// timeouts, a body cut short, a stalled body (one delivering less than
+// Options.MinRate over a window of Options.StallTimeout: a byte every 20 s
+// is a stall) — are retried with exponential backoff and full jitter until
+// Options.Retry.Deadline passes without progress, progress being a stall
+// window's worth of bytes at MinRate (a trickle does not push the deadline
+// back). A broken sequential read
 // resumes with a new range request from the exact byte offset where it broke,
 // so a server restart of a few seconds loses and duplicates nothing; if the
 // object's size or modification time changed meanwhile the read fails with

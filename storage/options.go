@@ -15,6 +15,7 @@ const (
 	DefaultMaxBackoff       = 2 * time.Second
 	DefaultRetryDeadline    = 30 * time.Second
 	DefaultStallTimeout     = 30 * time.Second
+	DefaultMinRate          = 1 << 10
 )
 
 // Options configure a Store. The zero value works: every zero field takes its
@@ -27,9 +28,18 @@ type Options struct {
 	BufferSize int
 	// Retry is the policy for transient errors.
 	Retry RetryPolicy
-	// StallTimeout aborts and retries a response body that delivers no byte
-	// for this long. Negative disables the check.
+	// StallTimeout is the window of the stall check: a response body that
+	// delivers less than MinRate·StallTimeout bytes in a window (or less
+	// than what is left of its range, when that is less; always at least
+	// one byte) is aborted and retried. A window does not run while a
+	// sequential Reader waits for its caller to take a buffer. Negative
+	// disables the check.
 	StallTimeout time.Duration
+	// MinRate is the slowest a body may deliver, in bytes per second over a
+	// window: a server sending a byte every 20 s is stalled, however the
+	// bytes keep coming. Negative: only a window without any byte is a
+	// stall.
+	MinRate int64
 	// HTTPClient serves http:// and https:// roots; nil uses a client with
 	// the default transport and no overall timeout (stalls are caught by
 	// StallTimeout).
@@ -38,8 +48,10 @@ type Options struct {
 
 // RetryPolicy is exponential backoff with full jitter: the k-th wait is drawn
 // uniformly from [0, min(MaxBackoff, InitialBackoff·2^k)). An operation stops
-// retrying when Deadline has passed since its first failure without any
-// progress; a sequential read that makes progress starts a new streak.
+// retrying when Deadline has passed since its first failure (the streak's
+// start). A read that makes progress starts a new streak once it has
+// delivered a stall window's worth of bytes at Options.MinRate since the
+// streak began: a trickle of bytes does not push the deadline back.
 type RetryPolicy struct {
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
@@ -67,7 +79,21 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.StallTimeout == 0 {
 		o.StallTimeout = DefaultStallTimeout
 	}
+	if o.MinRate == 0 {
+		o.MinRate = DefaultMinRate
+	}
 	return o
+}
+
+// stallFloor is the bytes a stall window must deliver at MinRate (at least
+// one). A streak of retries also ends only once this much has come since it
+// began (see RetryPolicy).
+func (o *Options) stallFloor() int64 {
+	w := o.StallTimeout
+	if w <= 0 {
+		w = DefaultStallTimeout
+	}
+	return max(1, int64(float64(o.MinRate)*w.Seconds()))
 }
 
 // Validate reports every problem at once.

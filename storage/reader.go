@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
-	"time"
 )
 
 // attempt is the context of one request and its cancel function.
@@ -94,7 +93,7 @@ func (s *Store) NewRangeReader(ctx context.Context, name string, off, n int64) (
 	}
 	a := attempt{rctx, func() {}}
 	if info.Name == "" || off < info.Size && n != 0 {
-		rt := retrier{p: s.opts.Retry}
+		rt := s.retrier()
 		for {
 			a.ctx, a.cancel = context.WithCancel(rctx)
 			b, bi, err := s.be.open(a.ctx, key, off, n)
@@ -136,41 +135,33 @@ func (r *Reader) fill(ctx context.Context, key string, info ObjectInfo, body io.
 	defer close(r.full)
 	off := r.off
 	var (
-		stall *time.Timer
-		rt    = retrier{p: r.s.opts.Retry}
+		wd *watchdog // the stall check of the attempt reading body
+		rt = r.s.retrier()
 	)
 	closeBody := func() {
 		if body != nil {
 			body.Close()
 			body = nil
 		}
-		if stall != nil {
-			stall.Stop()
-		}
+		wd.stop()
+		wd = nil
 		a.cancel()
 	}
 	defer closeBody()
-	stallTimeout := r.s.opts.StallTimeout
-	arm := func() {
-		if stallTimeout > 0 {
-			stall = time.AfterFunc(stallTimeout, a.cancel)
-		}
-	}
-	if body != nil {
-		arm()
-	}
 	// fail ends the read with err at offset off.
 	fail := func(err error) {
 		r.ferr = newError("read", r.url, off, err)
 	}
 	for off < r.end {
 		var c *chunk
+		wd.pause() // waiting for the caller is not a stall of the server
 		select {
 		case c = <-r.free:
 		case <-ctx.Done():
 			fail(ctx.Err())
 			return
 		}
+		wd.resume()
 		c.n = 0
 		for c.n < len(c.buf) && off < r.end {
 			if body == nil {
@@ -192,21 +183,19 @@ func (r *Reader) fill(ctx context.Context, key string, info ObjectInfo, body io.
 					continue
 				}
 				body = b
-				arm()
 			}
 			want := int64(len(c.buf) - c.n)
 			if left := r.end - off; left < want {
 				want = left
 			}
+			if wd == nil { // the body's first read: its stall checks begin
+				wd = r.s.watchdog(r.end-off, a.cancel)
+			}
 			k, err := body.Read(c.buf[c.n : c.n+int(want)])
 			c.n += k
 			off += int64(k)
-			if k > 0 {
-				rt.progress()
-				if stall != nil {
-					stall.Reset(stallTimeout)
-				}
-			}
+			wd.add(k)
+			rt.progress(k)
 			if err == io.EOF && off < r.end {
 				err = errTruncated
 			}
@@ -214,7 +203,7 @@ func (r *Reader) fill(ctx context.Context, key string, info ObjectInfo, body io.
 				break
 			}
 			if err != nil {
-				if ctx.Err() == nil && a.ctx.Err() != nil {
+				if ctx.Err() == nil && wd.stalled() {
 					err = errStalled
 				}
 				closeBody()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"sync/atomic"
-	"time"
 )
 
 // ReaderAt reads byte ranges of one object for indexed access: every ReadAt
@@ -62,13 +61,11 @@ func (ra *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int
 		want = int(left)
 	}
 	done := 0
-	rt := retrier{p: ra.s.opts.Retry}
+	rt := ra.s.retrier()
 	for done < want {
 		k, err := ra.attempt(ctx, p[done:want], off+int64(done))
 		done += k
-		if k > 0 {
-			rt.progress()
-		}
+		rt.progress(k)
 		if err != nil && done < want {
 			ra.retries.Add(1)
 			if err = rt.wait(ctx, err); err != nil {
@@ -82,8 +79,8 @@ func (ra *ReaderAt) ReadAtContext(ctx context.Context, p []byte, off int64) (int
 	return want, nil
 }
 
-// attempt is one ranged GET filling p from off, aborted when no byte comes
-// for StallTimeout.
+// attempt is one ranged GET filling p from off, aborted when it stalls
+// (Options.StallTimeout, MinRate).
 func (ra *ReaderAt) attempt(ctx context.Context, p []byte, off int64) (int, error) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -92,33 +89,26 @@ func (ra *ReaderAt) attempt(ctx context.Context, p []byte, off int64) (int, erro
 		return 0, err
 	}
 	defer body.Close()
-	var src io.Reader = body
-	if d := ra.s.opts.StallTimeout; d > 0 {
-		t := time.AfterFunc(d, cancel)
-		defer t.Stop()
-		src = &progressReader{body, t, d}
-	}
-	n, err := io.ReadFull(src, p)
+	wd := ra.s.watchdog(int64(len(p)), cancel)
+	defer wd.stop()
+	n, err := io.ReadFull(&countingReader{body, wd}, p)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		err = errTruncated
 	}
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+	if err != nil && ctx.Err() == nil && wd.stalled() {
 		err = errStalled
 	}
 	return n, err
 }
 
-// progressReader pushes back a stall timer whenever bytes arrive.
-type progressReader struct {
-	r     io.Reader
-	t     *time.Timer
-	stall time.Duration
+// countingReader counts the bytes read for a watchdog.
+type countingReader struct {
+	r  io.Reader
+	wd *watchdog
 }
 
-func (p *progressReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	if n > 0 {
-		p.t.Reset(p.stall)
-	}
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.wd.add(n)
 	return n, err
 }

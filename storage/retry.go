@@ -13,8 +13,8 @@ import (
 	"google.golang.org/api/googleapi"
 )
 
-// errStalled is the cause of an attempt aborted by StallTimeout.
-var errStalled = errors.New("no data within the stall timeout")
+// errStalled is the cause of an attempt aborted by the stall check.
+var errStalled = errors.New("stalled: the body delivered less than the minimum rate over the stall window")
 
 // errTruncated is a body that ended before the bytes its range promised.
 var errTruncated = errors.New("response body ended early")
@@ -73,12 +73,23 @@ func retryableStatus(code int) bool {
 // retrier paces one streak of retries.
 type retrier struct {
 	p       RetryPolicy
+	clk     clock
+	need    int64     // bytes that end a streak (Options.stallFloor)
+	got     int64     // bytes delivered since the streak began
 	start   time.Time // first failure of the streak; zero when none
 	attempt int
 }
 
-// progress ends the current streak.
-func (r *retrier) progress() { r.start, r.attempt = time.Time{}, 0 }
+// progress counts n bytes delivered: once the streak has seen need bytes
+// since it began, it ends (the deadline restarts at the next failure).
+func (r *retrier) progress(n int) {
+	if r.start.IsZero() {
+		return
+	}
+	if r.got += int64(n); r.got >= r.need {
+		r.start, r.attempt, r.got = time.Time{}, 0, 0
+	}
+}
 
 // wait decides about err, which failed an attempt: it returns nil after
 // sleeping when the attempt should be repeated, or the error to report.
@@ -91,7 +102,7 @@ func (r *retrier) wait(ctx context.Context, err error) error {
 	if !transient(err) || r.p.Deadline < 0 {
 		return err
 	}
-	now := time.Now()
+	now := r.clk.Now()
 	if r.start.IsZero() {
 		r.start = now
 	}

@@ -26,6 +26,7 @@ type Store struct {
 	be     backend
 	opts   Options
 	pool   chan []byte // ring buffers free for reuse; capped
+	clock  clock       // of stall windows and retry deadlines: realClock, or a test's
 }
 
 // IsURL reports whether root names remote storage (s3://, gs://, http://,
@@ -55,7 +56,7 @@ func Open(ctx context.Context, root string, opts *Options) (*Store, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{opts: o, pool: make(chan []byte, 4*o.ReadAheadBuffers)}
+	s := &Store{opts: o, pool: make(chan []byte, 4*o.ReadAheadBuffers), clock: realClock{}}
 	fail := func(err error) (*Store, error) {
 		return nil, newError("open", s.root, -1, err)
 	}
@@ -261,7 +262,7 @@ func (s *Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, newError("list", s.URL(prefix), -1, err)
 	}
-	r := retrier{p: s.opts.Retry}
+	r := s.retrier()
 	for {
 		out, err := s.be.list(ctx, s.prefix+prefix)
 		if err == nil {
@@ -281,7 +282,7 @@ func (s *Store) Stat(ctx context.Context, name string) (ObjectInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return ObjectInfo{}, newError("stat", s.URL(name), -1, err)
 	}
-	r := retrier{p: s.opts.Retry}
+	r := s.retrier()
 	for {
 		info, err := s.be.stat(ctx, s.prefix+name)
 		if err == nil {
@@ -292,6 +293,17 @@ func (s *Store) Stat(ctx context.Context, name string) (ObjectInfo, error) {
 			return ObjectInfo{}, newError("stat", s.URL(name), -1, err)
 		}
 	}
+}
+
+// retrier starts the retries of one operation.
+func (s *Store) retrier() retrier {
+	return retrier{p: s.opts.Retry, clk: s.clock, need: s.opts.stallFloor()}
+}
+
+// watchdog starts the stall checks of an attempt that has left bytes to
+// deliver, aborted by abort.
+func (s *Store) watchdog(left int64, abort func()) *watchdog {
+	return newWatchdog(s.clock, s.opts.StallTimeout, s.opts.stallFloor(), left, abort)
 }
 
 // buffer takes a ring buffer from the pool or makes one.
