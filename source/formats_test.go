@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/faster-training/faster/imgcodec"
 )
 
 func TestDatumRoundTrip(t *testing.T) {
@@ -40,6 +42,7 @@ func FuzzDatum(f *testing.F) {
 	f.Add((&Datum{Channels: 1, Height: 1, Width: 2, Data: []byte{1, 2}, Label: 3}).Marshal(nil))
 	f.Add((&Datum{Data: []byte("\x89PNG\r\n\x1a\nxx"), Encoded: true, Label: -1}).Marshal(nil))
 	f.Add([]byte{0x35, 0, 0, 0x80, 0x3f})
+	f.Add((&Datum{Channels: 3, Height: 2, Width: 3, Data: []byte("bbbbbbggggggrrrrrr"), Label: 1}).Marshal(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := DecodeDatum(b)
 		if err != nil {
@@ -51,8 +54,33 @@ func FuzzDatum(f *testing.F) {
 			d2.Channels != d.Channels || d2.Height != d.Height || d2.Width != d.Width {
 			t.Fatalf("round trip: %+v vs %+v (%v)", d, d2, err)
 		}
-		if !d.Encoded {
-			d.Raw() // must not panic
+		if d.Encoded {
+			return
+		}
+		// A raw Datum's pixels as Raw gives them and as the loader hands
+		// them on (Pixels, decoded by imgcodec) are the same RGB, and
+		// the two agree on what is damaged.
+		img, rerr := d.Raw()
+		px, perr := d.Pixels(nil)
+		if (rerr == nil) != (perr == nil) {
+			t.Fatalf("Raw: %v, Pixels: %v", rerr, perr)
+		}
+		if rerr != nil || d.Width*d.Height > 1<<16 {
+			return
+		}
+		dec, err := imgcodec.Decode(px, nil)
+		if err != nil {
+			t.Fatalf("decode of Pixels: %v", err)
+		}
+		defer dec.Release()
+		for y := range d.Height {
+			for x := range d.Width {
+				r, g, b, _ := img.At(x, y).RGBA()
+				p := dec.Pix[y*dec.Stride+3*x:][:3]
+				if p[0] != uint8(r>>8) || p[1] != uint8(g>>8) || p[2] != uint8(b>>8) {
+					t.Fatalf("pixel %d,%d: Raw %d %d %d, decoded Pixels %v", x, y, r>>8, g>>8, b>>8, p)
+				}
+			}
 		}
 	})
 }
