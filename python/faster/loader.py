@@ -208,6 +208,14 @@ class Loader:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
         if output not in ("torch", "numpy"):
             raise ValueError("faster: output %r: want 'torch' or 'numpy'" % (output,))
+        for name, v in (("split", split), ("layout", layout), ("shm_dir", shm_dir)):
+            if not isinstance(v, str):
+                raise ValueError("faster: %s=%r: want a string" % (name, v))
+        for name, v in (("seed", seed), ("epoch", epoch), ("label_offset", label_offset)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError("faster: %s=%r: want an integer" % (name, v))
+        if seed < 0 or epoch < 0:
+            raise ValueError("faster: seed=%d, epoch=%d: want integers of at least 0" % (seed, epoch))
         spec = _transform_spec(transform, resolution)
         self.output = output
         self.data = os.fspath(data)
@@ -398,6 +406,8 @@ class Loader:
         seeds), like DistributedSampler.set_epoch. Without it every new
         iteration runs the next epoch, as DataLoader(shuffle=True) draws a
         new order each time it is iterated."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError("faster: set_epoch(%r): want an integer of at least 0" % (epoch,))
         self.epoch = int(epoch)
 
     def __len__(self):

@@ -48,6 +48,13 @@ class HostileTest(unittest.TestCase):
             # The loader goes on with the next epoch.
             self.assertEqual(sum(1 for _ in l), len(l))
 
+    def test_negative_epoch_is_refused_and_the_session_lives(self):
+        # Before: set_epoch(-1) reached the server, which ended the session.
+        with self.loader() as l:
+            with self.assertRaisesRegex(ValueError, "set_epoch"):
+                l.set_epoch(-1)
+            self.assertEqual(sum(1 for _ in l), len(l))
+
     def test_quarantine_directory_is_refused_up_front(self):
         # Before: accepted, and the list was lost when the server exited.
         d = tempfile.mkdtemp()
