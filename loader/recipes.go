@@ -252,20 +252,22 @@ func (l *Loader) initIndexed(ds source.Indexed) error {
 		prof := o.Profile
 		var readCPU atomic.Int64 // the read stage's CPU work, for the verdict
 		readStage := pipeline.ParallelMap[int, Sample](list, pipeline.Auto, func(ctx context.Context, pos int) (Sample, error) {
-			timed := threadCPU || prof != nil
+			sampled := threadCPU && pos%cpuSample == 0
 			var t int64
-			if timed {
+			if sampled || prof != nil {
 				lockThread()
 				t = threadClock()
 			}
 			r, err := ds.Record(planOf(ctx).At(pos))
-			if timed {
+			if sampled || prof != nil {
 				d := threadClock() - t
 				unlockThread()
-				readCPU.Add(d)
 				if prof != nil {
 					prof.read.Add(d)
 					prof.reads.Add(1)
+					readCPU.Add(d)
+				} else {
+					readCPU.Add(cpuSample * d)
 				}
 			}
 			s := sampleOf(r, pos)
@@ -394,6 +396,11 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 	return nil
 }
 
+// cpuSample: the read stages time one read in cpuSample on the thread's
+// CPU clock for the verdict (every read when profiling), so that records
+// of a few hundred bytes do not pay two clock reads each.
+const cpuSample = 8
+
 // remoteReadBudget caps the concurrent random reads of records from a
 // storage URL (GlobalShuffle over s3://, gs://, http(s)://).
 const remoteReadBudget = 32
@@ -414,12 +421,12 @@ func (r recordStream) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 			return
 		}
 		defer rd.Close()
-		for {
+		for n := 0; ; n++ {
 			if err := ctx.Err(); err != nil {
 				yield(Sample{}, err)
 				return
 			}
-			rec, err := r.next(rd)
+			rec, err := r.next(rd, n%cpuSample == 0)
 			if err == io.EOF {
 				return
 			}
@@ -434,11 +441,13 @@ func (r recordStream) Iter(ctx context.Context) iter.Seq2[Sample, error] {
 	}
 }
 
-// next reads the next record, timed by the thread's CPU clock for the
-// verdict and when profiling. The lock is held only within the call: the
-// stream runs in Interleave's coroutine, which must switch back unlocked.
-func (r recordStream) next(rd source.RecordReader) (source.Record, error) {
-	if r.prof == nil && (!threadCPU || r.cpu == nil) {
+// next reads the next record, timed by the thread's CPU clock when
+// profiling, and for the verdict when sampled (one read in cpuSample).
+// The lock is held only within the call: the stream runs in Interleave's
+// coroutine, which must switch back unlocked.
+func (r recordStream) next(rd source.RecordReader, sampled bool) (source.Record, error) {
+	sampled = sampled && threadCPU && r.cpu != nil
+	if r.prof == nil && !sampled {
 		return rd.Next()
 	}
 	lockThread()
@@ -446,8 +455,11 @@ func (r recordStream) next(rd source.RecordReader) (source.Record, error) {
 	rec, err := rd.Next()
 	d := threadClock() - t
 	unlockThread()
-	if r.cpu != nil {
+	switch {
+	case r.prof != nil && r.cpu != nil && threadCPU:
 		r.cpu.Add(d)
+	case sampled:
+		r.cpu.Add(cpuSample * d)
 	}
 	if r.prof != nil {
 		r.prof.read.Add(d) // the last call's time (the end of the file) counts too
