@@ -60,8 +60,9 @@ const (
 	// qValidateMagic follows query type 0 in torch 2.x's first query.
 	qValidateMagic = 0x3C85F7CE
 
-	// maxStoreValue bounds a value; maxStoreKey a key; maxStoreKeys the
-	// keys of one wait or check.
+	// maxStoreValue bounds a value, and the keys of one wait or check
+	// together; maxStoreKey a key; maxStoreKeys the keys of one wait or
+	// check.
 	maxStoreValue = 16 << 20
 	maxStoreKey   = 4 << 10
 	maxStoreKeys  = 1 << 16
@@ -105,10 +106,15 @@ func appendQuery(dst []byte, q *query) ([]byte, error) {
 	if len(q.keys) > maxStoreKeys {
 		return dst, fmt.Errorf("collective: store: %d keys exceed %d", len(q.keys), maxStoreKeys)
 	}
+	total := 0
 	for _, k := range q.keys {
 		if len(k) > maxStoreKey {
 			return dst, fmt.Errorf("collective: store: key of %d bytes exceeds %d", len(k), maxStoreKey)
 		}
+		total += len(k)
+	}
+	if total > maxStoreValue {
+		return dst, fmt.Errorf("collective: store: keys of %d bytes exceed %d", total, maxStoreValue)
 	}
 	dst = append(dst, q.typ)
 	switch q.typ {
@@ -230,10 +236,14 @@ func readQuery(r *bufio.Reader, first bool) (query, error) {
 			err = fmt.Errorf("%w: %d keys exceed %d", errFrame, n, maxStoreKeys)
 		}
 		q.keys = []string{}
+		total := 0
 		for i := uint64(0); err == nil && i < n; i++ {
 			var k string
 			if k, err = w.key(); err == nil {
 				q.keys = append(q.keys, k)
+				if total += len(k); total > maxStoreValue {
+					err = fmt.Errorf("%w: keys of more than %d bytes", errFrame, maxStoreValue)
+				}
 			}
 		}
 	case qNumKeys:
