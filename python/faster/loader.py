@@ -246,7 +246,7 @@ class Loader:
         self._sampler = None
         self._dataset = None
         self.last_keys = []  # the keys of the batch last yielded (paths, for an ImageFolder)
-        args = [_find_binary(binary), "serve", os.fspath(data),
+        args = [_find_binary(binary), "serve",
                 "--batch", str(batch_size), "--transform", spec["transform"],
                 "--resolution", str(spec["resolution"]), "--layout", layout,
                 "--workers", str(threads), "--num-shards", str(self.world_size),
@@ -271,11 +271,12 @@ class Loader:
                 args += ["--quarantine", os.fspath(quarantine)]
         elif max_bad is not None or quarantine is not None:
             raise ValueError("faster: max_bad= and quarantine= need on_error='skip'")
+        args += ["--", self.data]  # a path starting with "-" is still the data
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
         self._err = tempfile.TemporaryFile()
         try:
-            args[3:3] = ["--fd", str(theirs.fileno())]
+            args[2:2] = ["--fd", str(theirs.fileno())]
             self._proc = subprocess.Popen(args, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=self._err)
         finally:

@@ -55,6 +55,18 @@ class HostileTest(unittest.TestCase):
                 l.set_epoch(-1)
             self.assertEqual(sum(1 for _ in l), len(l))
 
+    def test_data_path_starting_with_a_dash(self):
+        # Before: "-data" reached the server as an unknown flag.
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        link = os.path.join(d, "-data")
+        os.symlink(self.data, link)
+        cwd = os.getcwd()
+        os.chdir(d)
+        self.addCleanup(os.chdir, cwd)
+        with faster.Loader("-data", batch_size=4, resolution=16, num_workers=1, output="numpy") as l:
+            self.assertEqual(sum(1 for _ in l), len(l))
+
     def test_quarantine_directory_is_refused_up_front(self):
         # Before: accepted, and the list was lost when the server exited.
         d = tempfile.mkdtemp()
