@@ -134,11 +134,11 @@ func serveConn(ctx context.Context, o serveOptions) (net.Conn, error) {
 		}
 		return c, nil
 	}
-	ln, err := net.Listen("unix", o.socket)
+	ln, err := listenPrivate(o.socket) // 0600 whatever the umask
 	if err != nil {
 		return nil, err
 	}
-	defer ln.Close() // also removes the path
+	defer func() { ln.Close(); os.Remove(o.socket) }()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	c, err := ln.Accept()
