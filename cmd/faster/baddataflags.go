@@ -1,10 +1,10 @@
 package main
 
 import (
-	"os"
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 

@@ -29,8 +29,7 @@ import (
 type benchLoadOptions struct {
 	loaderFlags
 	data       []string // one dataset: a directory, file, glob or URL, or several files
-	classes    int
-	workers    []int // one row per value (0 = auto)
+	workers    []int    // one row per value (0 = auto)
 	epochs     int
 	steps      int
 	dropCaches bool
@@ -143,7 +142,6 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s to this file")
 		f.BoolVar(&o.profile, "profile", false, "split the CPU time per sample into read, decode, crop/resize and normalise/convert (which is the batch copy: rows are written in place)")
 		f.BoolVar(&o.json, "json", false, "print JSON")
-		f.IntVar(&o.classes, "classes", 0, "number of classes, for data that does not record it (shards without a manifest): a label outside [0, N) after --label-offset is a bad sample")
 		return c
 	})
 }
@@ -172,9 +170,6 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	}
 	if (o.saveState != "" || len(o.resumeFrom) > 0) && len(o.workers) > 1 {
 		return usagef("--save-state and --resume-from take one --workers value")
-	}
-	if o.classes < 0 {
-		return usagef("--classes %d: must not be negative", o.classes)
 	}
 	var keysOut *bufio.Writer
 	var keysFile *atomicfile.File
@@ -297,7 +292,7 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 	}
 	lo := o.options(workers)
 	lo.BadData, lo.Resume = policy, resume
-	lo.Paths, lo.Classes = o.data[1:], o.classes // several paths: one dataset
+	lo.Paths = o.data[1:] // several paths: one dataset
 	var prof *loader.Profile
 	if o.profile {
 		prof = new(loader.Profile)

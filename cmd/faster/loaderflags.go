@@ -27,6 +27,7 @@ type loaderFlags struct {
 	shuffle    loader.ShuffleMode
 	labelOff   int
 	unlabeled  bool
+	classes    int
 	cache      cacheFlags
 	// The recipes' parameters (torchvision's names in the help).
 	cropScale, cropRatio []float64
@@ -100,6 +101,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.BoolVar(&lf.global, "global-shuffle", false, "shards: shuffle all records by index each epoch (random reads) instead of files + interleave + buffer")
 	f.IntVar(&lf.labelOff, "label-offset", 0, "add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
 	f.BoolVar(&lf.unlabeled, "unlabeled", false, "the data has no labels: serve a WebDataset sample without a .cls or .json label as label 0 (by default it is a bad sample)")
+	f.IntVar(&lf.classes, "classes", 0, "number of classes, for data that does not record it (shards without a manifest): a label outside [0, N) after --label-offset is a bad sample")
 	f.Float64SliceVar(&lf.cropScale, "crop-scale", nil, "train: RandomResizedCrop's scale range LO,HI (default 0.08,1)")
 	f.Float64SliceVar(&lf.cropRatio, "crop-ratio", nil, "train: RandomResizedCrop's aspect-ratio range LO,HI (default 0.75,1.3333)")
 	f.Float64Var(&lf.flipProb, "flip-prob", 0.5, "train: RandomHorizontalFlip's probability (0: no flip)")
@@ -124,6 +126,8 @@ func (lf *loaderFlags) check() error {
 		return usagef("--mean %v, --std %v: want three numbers R,G,B", lf.mean, lf.std)
 	case (lf.mean == nil) != (lf.std == nil):
 		return usagef("--mean and --std go together")
+	case lf.classes < 0:
+		return usagef("--classes %d: must not be negative", lf.classes)
 	case lf.flipProb < 0 || lf.flipProb > 1:
 		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
 	case lf.labelOff < -loader.MaxLabelOffset || lf.labelOff > loader.MaxLabelOffset:
@@ -154,7 +158,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 		o.CropRatio = [2]float64{lf.cropRatio[0], lf.cropRatio[1]}
 	}
 	o.NoFlip, o.FlipProb = lf.flipProb == 0, lf.flipProb
-	o.Resize = lf.resize
+	o.Resize, o.Classes = lf.resize, lf.classes
 	if lf.mean != nil {
 		for i := range 3 {
 			o.Mean[i], o.Std[i] = float32(lf.mean[i]), float32(lf.std[i])

@@ -165,7 +165,10 @@ class Loader:
     receives the line instead). clock= replaces time.perf_counter.
 
     label_offset is added to every stored label: -1 for TensorFlow's
-    ImageNet shards, whose image/class/label counts from 1.
+    ImageNet shards, whose image/class/label counts from 1. classes= gives
+    the number of classes of data that does not record it (shards without
+    a manifest): a label outside [0, classes) is a damaged sample, and
+    1-based labels stop with a hint to pass label_offset=-1.
 
     Damaged samples: on_error="stop" (default) raises ServerError at the
     first, naming file and offset; on_error="skip" skips them (the padding
@@ -180,7 +183,7 @@ class Loader:
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
-                 global_shuffle=False):
+                 global_shuffle=False, classes=None):
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -259,6 +262,10 @@ class Loader:
             args.append("--exact")
         if global_shuffle:
             args.append("--global-shuffle")
+        if classes is not None:
+            if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
+                raise ValueError("faster: classes=%r: want a positive integer" % (classes,))
+            args += ["--classes", str(classes)]
         if shuffle is not None:
             args.append("--shuffle" if shuffle else "--no-shuffle")
         if on_error not in ("stop", "skip"):

@@ -217,6 +217,26 @@ class DataLoaderTest(unittest.TestCase):
                 self.assertEqual(sorted(first + rest), sorted(self.cases["train-f32"]["keys"]),
                                  "2 ranks' first steps + 3 ranks' rest")
 
+    def test_tensorflow_shards_len_and_labels(self):
+        # TensorFlow's build_imagenet_data.py shards (no extension, no
+        # index, labels from 1), written by an independent writer: len()
+        # is known (the records are counted), classes= checks the labels
+        # and names the offset; label_offset=-1 serves 0..N-1.
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        writer = os.path.join(os.path.dirname(__file__), "..", "..", "shard", "shardtest", "tfimagenet.py")
+        import subprocess, sys
+        subprocess.check_call([sys.executable, writer, tmp, "--split", "train", "--shards", "2",
+                               "--per-shard", "6", "--classes", "3", "--index", "none"])
+        args = dict(batch_size=4, resolution=16, num_workers=1, output="numpy", shuffle=False)
+        with faster.Loader(tmp, classes=3, **args) as l:
+            self.assertEqual(len(l), 3)  # before: TypeError, the length unknown without indexes
+            with self.assertRaisesRegex(faster.ServerError, "label-offset -1"):
+                list(l.batches())
+        with faster.Loader(tmp, classes=3, label_offset=-1, **args) as l:
+            labels = sorted(int(x) for b in l.batches() for x in b.labels)
+        self.assertEqual(labels, sorted(k % 3 for k in range(12)))
+
     def test_state_dict_refuses_another_dataset(self):
         with self.case("train-f32") as l:
             state = l.state_dict()
