@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/faster-training/faster/source"
 )
@@ -14,7 +16,8 @@ import (
 // whatever their names), read in order as webdataset reads them (a
 // streaming dataset: gzip has no random access). A gzip file that holds
 // no tar is refused, naming gzip. The sample counts are learned by
-// reading the files through when several ranks need them.
+// reading the files through when several ranks need them, and kept in the
+// counts file beside them (CountsName) for the next open.
 func openTarGz(ctx context.Context, files []string, o OpenOptions) (source.Dataset, error) {
 	for _, f := range files {
 		if err := gzipHoldsTar(f); err != nil {
@@ -29,11 +32,39 @@ func openTarGz(ctx context.Context, files []string, o OpenOptions) (source.Datas
 		return nil, err
 	}
 	if o.Ranks > 1 {
-		if err := t.Count(ctx); err != nil {
+		if err := countTarGz(ctx, t); err != nil {
 			return nil, fmt.Errorf("counting the samples of gzip-compressed tars for %d ranks: %w", o.Ranks, err)
 		}
 	}
 	return t, nil
+}
+
+// countTarGz learns the sample counts of gzip-compressed tars: from the
+// counts file beside them (CountsName) while a file keeps its size and
+// modification time, else by reading it through, and keeps them there.
+func countTarGz(ctx context.Context, t *source.TarGz) error {
+	c := newCounter()
+	defer c.save()
+	for i, f := range t.Files() {
+		st, err := os.Stat(f)
+		if err != nil {
+			return err
+		}
+		dir, name := filepath.Split(f)
+		c.mu.Lock()
+		e, ok := c.load(filepath.Clean(dir)).Shards[name]
+		c.mu.Unlock()
+		if ok && e.Size == st.Size() && e.MTimeNs == st.ModTime().UnixNano() && e.Records >= 0 {
+			t.SetCount(i, e.Records)
+			continue
+		}
+		n, err := t.CountFile(ctx, i)
+		if err != nil {
+			return err
+		}
+		c.keep(f, st, n)
+	}
+	return nil
 }
 
 // gzipHoldsTar checks that the gzip file at path decompresses to a tar:

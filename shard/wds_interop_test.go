@@ -94,6 +94,18 @@ func TestOpenTarGz(t *testing.T) {
 	if err != nil || fmt.Sprint(ds.(source.Streaming).Counts()) != "[4 5]" {
 		t.Fatalf("two ranks: %v %v", err, ds)
 	}
+	// The counts are kept beside the shards: the next open reads them
+	// there (a count edited in the file is what it gets).
+	cp := filepath.Join(data, CountsName)
+	kept, err := os.ReadFile(cp)
+	if err != nil || !strings.Contains(string(kept), `"records": 5`) {
+		t.Fatalf("counts file: %s %v", kept, err)
+	}
+	os.WriteFile(cp, bytes.Replace(kept, []byte(`"records": 5`), []byte(`"records": 7`), 1), 0o644)
+	ds, err = Open(ctx, data, OpenOptions{Ranks: 2})
+	if err != nil || fmt.Sprint(ds.(source.Streaming).Counts()) != "[4 7]" {
+		t.Fatalf("two ranks, counts kept: %v %v", err, ds)
+	}
 	if _, err := Open(ctx, data, OpenOptions{GlobalShuffle: true}); err == nil || !strings.Contains(err.Error(), "gzip") {
 		t.Fatalf("global shuffle: %v", err)
 	}

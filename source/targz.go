@@ -62,14 +62,26 @@ func OpenTarGz(files []string, o TarGzOptions) (*TarGz, error) {
 // the error (a *CorruptError at its offset in the decompressed tar).
 func (t *TarGz) Count(ctx context.Context) error {
 	for i := range t.files {
-		n, err := t.count(ctx, i)
-		if err != nil {
+		if _, err := t.CountFile(ctx, i); err != nil {
 			return err
 		}
-		t.counts[i] = n
 	}
 	return nil
 }
+
+// CountFile learns file i's sample count by reading it through.
+func (t *TarGz) CountFile(ctx context.Context, i int) (int, error) {
+	n, err := t.count(ctx, i)
+	if err != nil {
+		return 0, err
+	}
+	t.counts[i] = n
+	return n, nil
+}
+
+// SetCount records file i's sample count, known from elsewhere (a count
+// kept from an earlier read of the same file).
+func (t *TarGz) SetCount(i, n int) { t.counts[i] = n }
 
 func (t *TarGz) count(ctx context.Context, i int) (int, error) {
 	f, _, err := OpenFile(t.files[i])
