@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -275,4 +276,38 @@ func TestFillLockstep(t *testing.T) {
 	if _, err := FillLockstep(s); err == nil {
 		t.Fatal("a segment without any count was filled")
 	}
+}
+
+// A file deleted while the epoch runs is a bad sample: skipped and listed
+// under the skip policy, named under stop (issue 31 item 15: before, the
+// skip policy stopped on it).
+func TestFileDeletedMidRunIsSkipped(t *testing.T) {
+	folder, _ := makeTree(t, 4) // 12 images
+	l, err := Open(folder, Options{Transform: Eval, Resolution: 16, Batch: 4, BadData: BadDataPolicy{Skip: true, MaxBad: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := os.Remove(filepath.Join(folder, "bee", "002.jpg")); err != nil {
+		t.Fatal(err)
+	}
+	ep := runEpoch(t, l, 0)
+	if len(ep.first) != 11 || len(l.Bad()) != 1 || !strings.Contains(l.Bad()[0].Reason, "removed since") {
+		t.Fatalf("%d samples served, bad %+v", len(ep.first), l.Bad())
+	}
+	stop, err := Open(folder, Options{Transform: Eval, Resolution: 16, Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop.Close()
+	os.Remove(filepath.Join(folder, "cat", "001.jpg"))
+	for _, err := range stop.IterEpoch(context.Background(), 0) {
+		if err != nil {
+			if !strings.Contains(err.Error(), "001.jpg") {
+				t.Fatalf("stop policy: %v", err)
+			}
+			return
+		}
+	}
+	t.Fatal("stop policy: a deleted file was not an error")
 }

@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"path/filepath"
 )
 
@@ -112,6 +114,11 @@ func (d *ImageFolder) Record(i int) (Record, error) {
 	it := d.items[i]
 	p := filepath.Join(d.root, filepath.FromSlash(it.Key))
 	data, err := ReadFile(p, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Listed when the dataset was opened, gone now (deleted during
+		// the run): a bad sample, which the skip policy skips and lists.
+		err = &FileError{Path: p, Reason: "removed since the dataset was listed", Err: err}
+	}
 	if err != nil {
 		return Record{Key: it.Key, Path: p, Offset: -1}, err
 	}
