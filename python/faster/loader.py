@@ -168,7 +168,9 @@ class Loader:
     ImageNet shards, whose image/class/label counts from 1. classes= gives
     the number of classes of data that does not record it (shards without
     a manifest): a label outside [0, classes) is a damaged sample, and
-    1-based labels stop with a hint to pass label_offset=-1.
+    1-based labels stop with a hint to pass label_offset=-1. A sample
+    without a label is damaged, unless unlabeled=True (WebDataset samples
+    without a .cls member, served as label 0).
 
     Damaged samples: on_error="stop" (default) raises ServerError at the
     first, naming file and offset; on_error="skip" skips them (the padding
@@ -183,7 +185,7 @@ class Loader:
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
-                 global_shuffle=False, classes=None):
+                 global_shuffle=False, classes=None, unlabeled=False):
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -262,6 +264,8 @@ class Loader:
             args.append("--exact")
         if global_shuffle:
             args.append("--global-shuffle")
+        if unlabeled:
+            args.append("--unlabeled")  # data without labels: label 0, not damage
         if classes is not None:
             if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
                 raise ValueError("faster: classes=%r: want a positive integer" % (classes,))

@@ -237,6 +237,30 @@ class DataLoaderTest(unittest.TestCase):
             labels = sorted(int(x) for b in l.batches() for x in b.labels)
         self.assertEqual(labels, sorted(k % 3 for k in range(12)))
 
+    def test_webdataset_without_labels(self):
+        # A tar written by Python's tarfile with images and no .cls: damaged
+        # by default (never class 0 silently), served as label 0 with
+        # unlabeled=True.
+        import io, tarfile
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "shard-000000.tar")
+        with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tf:
+            for cls in ("ant", "bee"):
+                for i in range(3):
+                    with open(os.path.join(self.data, cls, "%03d.jpg" % i), "rb") as f:
+                        b = f.read()
+                    ti = tarfile.TarInfo("%s_%d.jpg" % (cls, i))
+                    ti.size = len(b)
+                    tf.addfile(ti, io.BytesIO(b))
+        args = dict(batch_size=2, resolution=16, num_workers=1, output="numpy")
+        with self.assertRaisesRegex(faster.ServerError, "label"):
+            with faster.Loader(path, **args) as l:
+                list(l.batches())
+        with faster.Loader(path, unlabeled=True, **args) as l:
+            labels = [int(x) for b in l.batches() for x in b.labels]
+        self.assertEqual(labels, [0] * 6)
+
     def test_state_dict_refuses_another_dataset(self):
         with self.case("train-f32") as l:
             state = l.state_dict()
