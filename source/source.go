@@ -41,7 +41,7 @@ type Item struct {
 type Sample struct {
 	Item
 	Data   []byte // encoded image (the file's bytes, unchanged, for ImageFolder; PNG for IDX)
-	Format string // "jpeg", "png", "gif", "bmp", "webp", "tiff", "pnm"
+	Format string // "jpeg", "png", "gif", "bmp", "webp", "tiff", "pnm"; "raw" for a raw Datum's pixels (imgcodec/rawpix) from LMDB.Record
 	Width  int    // 0 if unknown
 	Height int    // 0 if unknown
 }
