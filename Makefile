@@ -8,7 +8,7 @@ DATA ?= /usr/share/datasets/fashion-mnist
 OUT ?= out
 FUZZTIME ?= 10s
 # Fuzz targets run by `make fuzz` (and briefly by `make test`): package:FuzzName.
-FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfrecord:FuzzResync ./tfrecord:FuzzReadIndex ./tfexample:FuzzDecode ./source:FuzzIDX ./source:FuzzDatum ./source:FuzzWDS ./source:FuzzWDSIndex ./source:FuzzTarGz ./shard:FuzzManifest ./shard:FuzzFormats ./loader:FuzzState ./imgcodec:FuzzDecode ./collective:FuzzStoreFrame ./source:FuzzLMDBMeta ./serve:FuzzReadFrame
+FUZZ_TARGETS := ./tfrecord:FuzzReader ./tfrecord:FuzzResync ./tfrecord:FuzzReadIndex ./tfexample:FuzzDecode ./source:FuzzIDX ./source:FuzzDatum ./source:FuzzWDS ./source:FuzzWDSIndex ./source:FuzzTarGz ./shard:FuzzManifest ./shard:FuzzFormats ./loader:FuzzState ./imgcodec:FuzzDecode ./collective:FuzzStoreFrame ./source:FuzzLMDBMeta ./serve:FuzzReadFrame ./train:FuzzCheckpoint
 
 
 .PHONY: all setup build demo test s3server testrace testnocgo accuracy fuzz fuzzshort bench lint vet clean

@@ -1,7 +1,9 @@
 package train_test
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,7 @@ import (
 )
 
 // toyTrainer is a small ThinNet trainer on the reference backend.
-func toyTrainer(t *testing.T) *train.Trainer {
+func toyTrainer(t testing.TB) *train.Trainer {
 	t.Helper()
 	b := train.NewReference(train.BackendOptions{})
 	t.Cleanup(func() { b.Close() })
@@ -163,4 +165,42 @@ func TestLockCheckpoint(t *testing.T) {
 	if _, err := train.LockCheckpoint(filepath.Join(dir, "missing", "x.ckpt")); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("checkpoint in a missing folder: %v", err)
 	}
+}
+
+// FuzzCheckpoint feeds arbitrary bytes to LoadCheckpoint and
+// CheckpointPosition, as read and with their CRC made right (so that the
+// header and tensors behind it are explored): never a panic, and every
+// refusal is ErrCheckpoint or an error naming the file.
+func FuzzCheckpoint(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "seed")
+	tr := toyTrainer(f)
+	tr.Data = train.DataID{Name: "/data", Samples: 10}
+	tr.Step = 3
+	if err := tr.SaveCheckpoint(seed); err != nil {
+		f.Fatal(err)
+	}
+	b, _ := os.ReadFile(seed)
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Add([]byte("FSTRCKP1\xff\xff\xff\xff{}"))
+	f.Add([]byte("FSTRCKP1\x02\x00\x00\x00{}\x00\x00\x00\x00"))
+	path := filepath.Join(dir, "ckpt")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fix := range []bool{false, true} {
+			if fix && len(data) >= 4 {
+				data = append([]byte(nil), data...)
+				binary.LittleEndian.PutUint32(data[len(data)-4:], crc32.Checksum(data[:len(data)-4], crc32.MakeTable(crc32.Castagnoli)))
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.LoadCheckpoint(path); err != nil && !errors.Is(err, train.ErrCheckpoint) {
+				t.Fatalf("LoadCheckpoint: %v is not ErrCheckpoint", err)
+			}
+			if _, _, err := train.CheckpointPosition(path); err != nil && !errors.Is(err, train.ErrCheckpoint) {
+				t.Fatalf("CheckpointPosition: %v is not ErrCheckpoint", err)
+			}
+		}
+	})
 }
