@@ -27,6 +27,7 @@ plus the remainder on rank 0), the metric all-reduced once at the end.
 step (the batch's labels, and with faster its keys) for tests.
 """
 import argparse
+import gc
 import json
 import os
 import random
@@ -151,6 +152,8 @@ def main():
     if args.evaluate:
         acc1, acc5, count = validate(val_loaders, model, criterion, args)
         write_result(args, acc1, acc5, count, train_loader, classes)
+        del model
+        finish(args)
         return
 
     for epoch in range(args.start_epoch, args.epochs):
@@ -167,7 +170,20 @@ def main():
                              "loader": loader_state(train_loader)}, is_best, args.checkpoint)
     if args.epochs:
         write_result(args, acc1, acc5, count, train_loader, classes)
+    del model, optimizer
+    finish(args)
+
+
+def finish(args):
+    """Leaves the process group together, after the caller dropped its DDP
+    model. Order matters with torch 1.13: a Gloo group whose last reference
+    is DDP's reducer is destroyed with the GIL held, and its join waits for
+    a worker thread that needs the GIL to free a tensor (pytorch#56297): a
+    rank that hangs at exit now and then. Freed here by destroy_process_group,
+    the group releases the GIL first."""
     if args.distributed:
+        gc.collect()  # whatever of the DDP model a cycle still holds
+        dist.barrier()
         dist.destroy_process_group()
 
 
