@@ -8,14 +8,18 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/shard"
@@ -187,5 +191,49 @@ func TestServeRanksSameStepsWithRepeats(t *testing.T) {
 	}
 	if fmt.Sprint(sizes[0]) != "[4 4 3]" || fmt.Sprint(sizes[1]) != "[4 4 3]" || repeats != [2]int{0, 1} {
 		t.Fatalf("batch sizes %v, repeats %v; want [4 4 3] on both, repeats [0 1]", sizes, repeats)
+	}
+}
+
+// The end frame's statistics carry the server's CPU time over the epoch
+// (read with the injected clock at the epoch's request and after its last
+// batch) and its price per 1,000 images served.
+func TestServeEpochCPU(t *testing.T) {
+	data := makeTree(t, 7)
+	lo := loader.Options{Transform: loader.Eval, Resolution: 16, Batch: 4, Workers: 1}
+	l, err := loader.Open(data, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	o := ForLoader(l, lo)
+	o.Dir, o.Slots = t.TempDir(), 2
+	var calls atomic.Int64
+	o.CPU = func() time.Duration { return time.Duration(calls.Add(1)) * 1500 * time.Millisecond }
+	c, done := start(t, context.Background(), l, o)
+	c.attach()
+	for e := range 2 {
+		c.epoch(e)
+		for {
+			typ, p := c.recv()
+			if typ == FrameEnd {
+				var es EpochStats
+				if err := json.Unmarshal(p[endFixed:], &es); err != nil {
+					t.Fatalf("epoch %d: end frame statistics: %v", e, err)
+				}
+				// Two reads per epoch, 1.5 s apart; 21 images.
+				if es.CPUSeconds != 1.5 || es.Images != 21 || math.Abs(es.CPUPer1000-1500.0/21) > 1e-9 {
+					t.Fatalf("epoch %d: cpu %v s, %d images, %v s per 1,000; want 1.5, 21, %v", e, es.CPUSeconds, es.Images, es.CPUPer1000, 1500.0/21)
+				}
+				break
+			}
+			c.free(parseReady(t, typ, p).slot)
+		}
+	}
+	c.conn.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Fatalf("the CPU clock was read %d times, want 2 per epoch", n)
 	}
 }

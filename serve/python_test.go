@@ -115,7 +115,11 @@ func TestPython(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, "-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v")
+	args := []string{"-m", "unittest", "discover", "-s", filepath.Join(root, "python", "tests"), "-v"}
+	if k := os.Getenv("FASTER_PY_K"); k != "" {
+		args = append(args, "-k", k) // a developer's selection: FASTER_PY_K=stats go test ./serve -run TestPython
+	}
+	cmd := exec.Command(python, args...)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python"), "FASTER_BIN="+bin,
 		"FASTER_TEST_EXPECT="+expect, "FASTER_JPEG_BACKEND="+imgcodec.Backend, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
 	cmd.Dir = tmp

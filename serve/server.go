@@ -15,7 +15,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/faster-training/faster/internal/usage"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/pipeline"
 )
@@ -60,6 +62,14 @@ var (
 type EpochStats struct {
 	Stats   pipeline.Stats `json:"stats"`
 	Ceiling loader.Ceiling `json:"ceiling"`
+	// CPUSeconds is the server process's CPU time (user + system, all
+	// threads) from the epoch's request to its last batch: the loading
+	// work's price, whatever else runs on the machine. Images are the
+	// rows served in that time (repeats included); CPUPer1000 is
+	// CPUSeconds per 1,000 of them (0 without images).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	Images     int64   `json:"images"`
+	CPUPer1000 float64 `json:"cpu_seconds_per_1000_images"`
 }
 
 // Options configure Serve. Batch, DType and Shape describe a slot and have
@@ -89,6 +99,9 @@ type Options struct {
 	// Counters, if set, is where the session counts what it served and
 	// how (rows written in place or copied).
 	Counters *Counters
+	// CPU reads the process's CPU time for EpochStats.CPUSeconds;
+	// usage.CPU when nil (tests inject one).
+	CPU func() time.Duration
 }
 
 // Counters count a session's batches. With a loader as the Source every
@@ -177,6 +190,14 @@ type session struct {
 
 	ready    []byte // scratch for 'R' frames
 	consumed int    // positions of this rank's order served this epoch (loader.Consumed)
+}
+
+// cpu is the process's CPU time so far, by Options.CPU.
+func (s *session) cpu() time.Duration {
+	if s.o.CPU != nil {
+		return s.o.CPU()
+	}
+	return usage.CPU()
 }
 
 // epochReq is an 'E' frame: the epoch, and the state it resumes from (nil:
@@ -453,6 +474,7 @@ func (s *session) epoch(ctx context.Context, e int) error {
 	}
 	var batches, images int64
 	s.consumed = 0
+	cpu0 := s.cpu()
 	err := func() error {
 		defer s.ring.reclaim() // what the pipeline dropped unreleased, once it has returned
 		for b, err := range s.src.IterEpoch(pipeline.WithAllocator(ectx, s.ring), e) {
@@ -504,7 +526,11 @@ func (s *session) epoch(ctx context.Context, e int) error {
 	var stats []byte
 	if st, ok := s.src.(statser); ok {
 		ps := st.Stats()
-		if stats, err = json.Marshal(EpochStats{Stats: ps, Ceiling: st.CeilingOf(ps)}); err != nil {
+		es := EpochStats{Stats: ps, Ceiling: st.CeilingOf(ps), CPUSeconds: (s.cpu() - cpu0).Seconds(), Images: images}
+		if images > 0 {
+			es.CPUPer1000 = es.CPUSeconds / float64(images) * 1000
+		}
+		if stats, err = json.Marshal(es); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/faster-training/faster/bench"
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/internal/usage"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/progress"
@@ -45,20 +46,26 @@ type benchLoadOptions struct {
 
 // loadResult is one configuration's measurement (a table row).
 type loadResult struct {
-	Data          string                `json:"data"`
-	Kind          string                `json:"kind"`
-	Transform     string                `json:"transform"`
-	Workers       int                   `json:"workers"` // 0 = auto
-	Batch         int                   `json:"batch"`
-	Resolution    int                   `json:"resolution"`
-	ConsumerRate  float64               `json:"consumer_rate,omitempty"`
-	Images        int64                 `json:"images"`
-	Repeats       int64                 `json:"repeats"` // of the images, rows repeating a sample to even out the ranks
-	Batches       int64                 `json:"batches"`
-	Bytes         int64                 `json:"bytes"`
-	Epochs        int                   `json:"epochs"`
-	Seconds       float64               `json:"seconds"`
-	ImagesPerSec  float64               `json:"images_per_sec"`
+	Data         string  `json:"data"`
+	Kind         string  `json:"kind"`
+	Transform    string  `json:"transform"`
+	Workers      int     `json:"workers"` // 0 = auto
+	Batch        int     `json:"batch"`
+	Resolution   int     `json:"resolution"`
+	ConsumerRate float64 `json:"consumer_rate,omitempty"`
+	Images       int64   `json:"images"`
+	Repeats      int64   `json:"repeats"` // of the images, rows repeating a sample to even out the ranks
+	Batches      int64   `json:"batches"`
+	Bytes        int64   `json:"bytes"`
+	Epochs       int     `json:"epochs"`
+	Seconds      float64 `json:"seconds"`
+	ImagesPerSec float64 `json:"images_per_sec"`
+	// CPUSeconds is the process's CPU time (user + system, all threads)
+	// over the measured epochs; CPUPer1000 is it per 1,000 images: the
+	// loading work's price, which neighbours on a shared machine do not
+	// change as they change images/s.
+	CPUSeconds    float64               `json:"cpu_seconds"`
+	CPUPer1000    float64               `json:"cpu_seconds_per_1000_images"`
 	MBPerSec      float64               `json:"mb_per_sec"`
 	Bottleneck    string                `json:"bottleneck"`
 	Verdict       pipeline.Verdict      `json:"verdict"`
@@ -213,9 +220,9 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	var rows [][]string
 	for _, r := range results {
 		rows = append(rows, []string{r.Data, r.Kind, r.Transform, workersLabel(r.Workers),
-			fmt.Sprintf("%.0f", r.ImagesPerSec), fmt.Sprintf("%.1f MB/s", r.MBPerSec), r.Bottleneck, r.Verdict.Stage})
+			fmt.Sprintf("%.0f", r.ImagesPerSec), fmt.Sprintf("%.2f", r.CPUPer1000), fmt.Sprintf("%.1f MB/s", r.MBPerSec), r.Bottleneck, r.Verdict.Stage})
 	}
-	if err := bench.Table(stdout, []string{"data", "kind", "transform", "workers", "images/s", "read", "bottleneck", "limiting stage"}, rows); err != nil {
+	if err := bench.Table(stdout, []string{"data", "kind", "transform", "workers", "images/s", "CPU s/1k img", "read", "bottleneck", "limiting stage"}, rows); err != nil {
 		return err
 	}
 	for _, r := range results {
@@ -333,7 +340,7 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 	bar := progress.New(stderr, "load "+l.Kind(), total, "images")
 	defer bar.Done()
 	h := sha256.New()
-	start := time.Now()
+	start, cpu0 := time.Now(), usage.CPU()
 	var owed time.Duration // simulated consumer time not yet slept
 	steps := 0
 	first := 0
@@ -383,6 +390,10 @@ epochs:
 		}
 	}
 	r.Seconds = time.Since(start).Seconds()
+	r.CPUSeconds = (usage.CPU() - cpu0).Seconds()
+	if r.Images > 0 {
+		r.CPUPer1000 = r.CPUSeconds / float64(r.Images) * 1000
+	}
 	bar.Done()
 	if keys != nil {
 		if err := keys.Flush(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,8 @@ func TestBenchLoadCLI(t *testing.T) {
 	var r struct {
 		Images       int64   `json:"images"`
 		ImagesPerSec float64 `json:"images_per_sec"`
+		CPUSeconds   float64 `json:"cpu_seconds"`
+		CPUPer1000   float64 `json:"cpu_seconds_per_1000_images"`
 		MBPerSec     float64 `json:"mb_per_sec"`
 		Bottleneck   string  `json:"bottleneck"`
 		SampleDigest string  `json:"sample_digest"`
@@ -64,6 +67,10 @@ func TestBenchLoadCLI(t *testing.T) {
 	if r.Images != 24 || r.ImagesPerSec <= 0 || r.MBPerSec <= 0 || r.Kind != "imagefolder" || len(r.Stages) < 4 ||
 		(r.Bottleneck != "decode" && r.Bottleneck != "io" && r.Bottleneck != "consumer") {
 		t.Fatalf("result %+v", r)
+	}
+	// Decoding 24 images takes CPU time; the price per 1,000 is its share.
+	if r.CPUSeconds <= 0 || math.Abs(r.CPUPer1000-r.CPUSeconds/24*1000) > 1e-9*r.CPUPer1000 {
+		t.Fatalf("cpu %v s, %v s per 1,000 images (24 images)", r.CPUSeconds, r.CPUPer1000)
 	}
 	dumped, _ := os.ReadFile(keys)
 	lines := strings.Split(strings.TrimSpace(string(dumped)), "\n")

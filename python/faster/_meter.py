@@ -61,6 +61,11 @@ def report(total, wait, batches, images, server, epoch=None, cancelled=False):
         "limiting_stage": ceil.get("stage", ""),
         "bottleneck": ceil.get("bottleneck", ""),
         "verdict": verdict.get("detail", ""),
+        # The server's CPU time over the epoch (all its threads), and per
+        # 1,000 images it served: the loading work's price on a shared
+        # machine, where images per second depend on the neighbours.
+        "loader_cpu_seconds": server.get("cpu_seconds", 0.0),
+        "loader_cpu_seconds_per_1000_images": server.get("cpu_seconds_per_1000_images", 0.0),
     }
     r["summary"] = summarize(r)
     return r

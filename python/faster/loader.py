@@ -578,8 +578,11 @@ class Loader:
         batch), input_bound, images_per_s, consumer_images_per_s (what the
         loop alone would take), loader_ceiling_images_per_s with
         limiting_stage and bottleneck ("decode" is CPU work, "io" reading),
-        the pipeline's verdict, and summary, the sentence report=True
-        prints at the end of every epoch. None before an epoch ended."""
+        the pipeline's verdict, loader_cpu_seconds and
+        loader_cpu_seconds_per_1000_images (the server's CPU time over the
+        epoch, all its threads: what the loading cost, whatever else ran on
+        the machine), and summary, the sentence report=True prints at the
+        end of every epoch. None before an epoch ended."""
         return None if self._stats is None else dict(self._stats)
 
     # --- position: the protocol of torchdata's StatefulDataLoader ---

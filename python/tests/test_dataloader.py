@@ -306,6 +306,11 @@ class DataLoaderTest(unittest.TestCase):
         self.assertGreater(s["loader_ceiling_images_per_s"], 0)
         self.assertIn(s["bottleneck"], ("decode", "io"))
         self.assertTrue(s["limiting_stage"])
+        # The server decoded 33 images: some CPU time, and its price per
+        # 1,000 is that time's share (the server's own arithmetic, checked
+        # with an injected clock in serve.TestServeEpochCPU).
+        self.assertGreater(s["loader_cpu_seconds"], 0)
+        self.assertAlmostEqual(s["loader_cpu_seconds_per_1000_images"], s["loader_cpu_seconds"] / 33 * 1000, places=6)
         self.assertEqual(len(lines), 1)
         self.assertTrue(lines[0].startswith("faster: epoch 0: training waited for input 0% of the time"), lines[0])
 
