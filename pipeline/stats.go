@@ -114,6 +114,12 @@ type Verdict struct {
 	// the runner-up's, capped at 1000).
 	RunnerUp string  `json:"runner_up,omitempty"`
 	Factor   float64 `json:"factor"`
+	// Tie is set when the runner-up is within TieFactor of the limiter:
+	// the measurement cannot tell them apart (a busy machine moves the
+	// loads more than that), and either may limit. TiedWith is then the
+	// runner-up's bottleneck (BottleneckIO, …), which may be the same.
+	Tie      bool   `json:"tie,omitempty"`
+	TiedWith string `json:"tied_with,omitempty"`
 	// Detail says the same in one line for people.
 	Detail string `json:"detail"`
 }
@@ -286,6 +292,10 @@ func (s *stage) Stats() Stats {
 	return st
 }
 
+// TieFactor is the ratio of the two most loaded stages' busy fractions
+// below which a verdict reports a near tie rather than a winner.
+const TieFactor = 1.1
+
 // verdict picks the most loaded of the stages that do work and the consumer.
 func verdict(stages []StageStats, consumer, cpuFrac float64, ran bool) Verdict {
 	if !ran {
@@ -338,6 +348,17 @@ func verdict(stages []StageStats, consumer, cpuFrac float64, ran bool) Verdict {
 		v.RunnerUp = r.name
 		if r.frac > b.frac/1000 {
 			v.Factor = b.frac / r.frac
+		}
+		if v.Factor < TieFactor && b.frac > 0 {
+			v.Tie, v.TiedWith = true, r.bottleneck
+			what := func(c cand) string {
+				if c.bottleneck == BottleneckConsumer {
+					return fmt.Sprintf("the consumer (%.0f%% of the time)", 100*c.frac)
+				}
+				return fmt.Sprintf("%s (stage %q busy %.0f%%%s)", c.bottleneck, c.name, 100*c.frac, c.note)
+			}
+			v.Detail = fmt.Sprintf("near tie (%.2fx, under %.1fx): %s and %s; either may limit", v.Factor, TieFactor, what(b), what(r))
+			return v
 		}
 	}
 	switch {

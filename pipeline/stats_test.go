@@ -210,3 +210,25 @@ func TestStatsCounters(t *testing.T) {
 		}
 	}
 }
+
+// Two stages loaded within TieFactor of each other are a tie, named as
+// such with both; further apart, the more loaded one is the verdict.
+func TestVerdictNearTie(t *testing.T) {
+	stage := func(name string, role Role, load float64) StageStats {
+		return StageStats{Name: name, Role: role, Wall: time.Second, Load: load}
+	}
+	v := verdict([]StageStats{stage("read", RoleIO, 0.40), stage("decode", RoleCPU, 0.41)}, 0.05, 0, true)
+	if !v.Tie || v.Stage != "decode" || v.Bottleneck != BottleneckDecode || v.TiedWith != BottleneckIO ||
+		!strings.HasPrefix(v.Detail, "near tie (1.02x, under 1.1x): decode (stage \"decode\" busy 41%) and io (stage \"read\" busy 40%)") {
+		t.Fatalf("near tie: %+v", v)
+	}
+	v = verdict([]StageStats{stage("read", RoleIO, 0.30), stage("decode", RoleCPU, 0.41)}, 0.05, 0, true)
+	if v.Tie || v.TiedWith != "" || v.Bottleneck != BottleneckDecode || !strings.Contains(v.Detail, "1.4x the next (read)") {
+		t.Fatalf("clear winner: %+v", v)
+	}
+	// The consumer within 10% of a stage: a tie too.
+	v = verdict([]StageStats{stage("read", RoleIO, 0.10), stage("decode", RoleCPU, 0.85)}, 0.90, 0, true)
+	if !v.Tie || v.Bottleneck != BottleneckConsumer || v.TiedWith != BottleneckDecode {
+		t.Fatalf("consumer tie: %+v", v)
+	}
+}

@@ -220,7 +220,7 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 	var rows [][]string
 	for _, r := range results {
 		rows = append(rows, []string{r.Data, r.Kind, r.Transform, workersLabel(r.Workers),
-			fmt.Sprintf("%.0f", r.ImagesPerSec), fmt.Sprintf("%.2f", r.CPUPer1000), fmt.Sprintf("%.1f MB/s", r.MBPerSec), r.Bottleneck, r.Verdict.Stage})
+			fmt.Sprintf("%.0f", r.ImagesPerSec), fmt.Sprintf("%.2f", r.CPUPer1000), fmt.Sprintf("%.1f MB/s", r.MBPerSec), bottleneckCell(r.Verdict), r.Verdict.Stage})
 	}
 	if err := bench.Table(stdout, []string{"data", "kind", "transform", "workers", "images/s", "CPU s/1k img", "read", "bottleneck", "limiting stage"}, rows); err != nil {
 		return err
@@ -426,6 +426,15 @@ epochs:
 		r.State = &s
 	}
 	return r, nil
+}
+
+// bottleneckCell is the table's bottleneck: "decode≈io" for a near tie
+// between kinds (pipeline.TieFactor), the verdict's bottleneck otherwise.
+func bottleneckCell(v pipeline.Verdict) string {
+	if v.Tie && v.TiedWith != v.Bottleneck {
+		return v.Bottleneck + "≈" + v.TiedWith
+	}
+	return v.Bottleneck
 }
 
 // dropCaches empties the page cache so the next read comes from the
