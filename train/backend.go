@@ -226,6 +226,9 @@ type TuneChoice struct {
 	Chosen     string          `json:"chosen"`
 	Candidates []TuneCandidate `json:"candidates"`
 	Seconds    float64         `json:"seconds"` // time spent choosing (warm-ups and timing)
+	// Cached is set when the choice came from BackendOptions.TuneCache
+	// (made by an earlier run on this machine): nothing was timed.
+	Cached bool `json:"cached,omitempty"`
 }
 
 // Tuner is implemented by backends that autotune (BackendOptions.Autotune).
@@ -242,7 +245,12 @@ type BackendOptions struct {
 	// time it sees a shape and keeps the fastest (like
 	// torch.backends.cudnn.benchmark); see Tuner.
 	Autotune bool
-	Threads  int // 0: runtime.NumCPU()
+	// TuneCache, with Autotune, is the file that keeps the choices across
+	// runs (by machine; see TuneCache, DefaultTuneCachePath): a
+	// configuration chosen before on this machine is not timed again.
+	// "": each run tunes.
+	TuneCache string
+	Threads   int // 0: runtime.NumCPU()
 	// NormThreads caps the threads of BatchNorm (0: Threads). BatchNorm
 	// synchronises its threads several times per call; on cores shared with
 	// other work a descheduled thread stalls the others, and 1 thread was

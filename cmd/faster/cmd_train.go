@@ -88,6 +88,7 @@ type trainOptions struct {
 	amp       bool
 	ampDtype  string
 	autotune  bool
+	tuneCache string // --tune-cache
 	noOverlap bool
 	zeroGrad  bool
 	bucketKB  int
@@ -493,6 +494,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		threads = runtime.NumCPU()
 	}
 	bopts := train.BackendOptions{Threads: max(1, threads/o.devices), NormThreads: o.normThreads, Precision: prec, Autotune: o.autotune, Winograd: o.winograd}
+	if o.autotune {
+		bopts.TuneCache = o.tuneCache
+	}
 	newNet := func() (train.Backend, *train.Sequential, error) {
 		var (
 			b   train.Backend

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,5 +155,54 @@ func TestTrainCLIResNet18(t *testing.T) {
 	}
 	if !strings.Contains(out, `"model": "resnet18"`) || !strings.Contains(out, `"images": 8`) {
 		t.Errorf("train resnet18 --json: %s", out)
+	}
+}
+
+// --autotune with --tune-cache: the first run times the candidates and
+// keeps its choices; the next run (a new process) takes them from the file,
+// timing nothing, and says so in --json.
+func TestTrainTuneCache(t *testing.T) {
+	if !fast(t) {
+		t.Skip("the reference backend has nothing to tune")
+	}
+	dir := writeTrainIDX(t, 64)
+	cache := filepath.Join(t.TempDir(), "tune.json")
+	runOnce := func() []train.TuneChoice {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exec.Command(exe, "train", "--data", dir, "--limit", "32", "--test-limit", "32", "--batch", "16", "--epochs", "1",
+			"--threads", "1", "--autotune", "--tune-cache", cache, "--json")
+		c.Env = append(os.Environ(), cliEnv+"=1")
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("train: %v\n%s", err, out)
+		}
+		var sum struct {
+			Autotune []train.TuneChoice `json:"autotune"`
+		}
+		if err := json.Unmarshal(out, &sum); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return sum.Autotune
+	}
+	first := runOnce()
+	if len(first) == 0 {
+		t.Fatal("the first run tuned nothing")
+	}
+	for _, c := range first {
+		if c.Cached || c.Seconds <= 0 {
+			t.Fatalf("first run: %+v, want timed", c)
+		}
+	}
+	second := runOnce()
+	if len(second) != len(first) {
+		t.Fatalf("the second run made %d choices, the first %d", len(second), len(first))
+	}
+	for i, c := range second {
+		if !c.Cached || c.Seconds != 0 || c.Chosen != first[i].Chosen {
+			t.Fatalf("second run, choice %d: %+v; want %q from the cache", i, c, first[i].Chosen)
+		}
 	}
 }

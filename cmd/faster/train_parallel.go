@@ -35,6 +35,7 @@ func addParallelFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.BoolVar(&o.amp, "amp", false, "mixed precision: convolutions and matrix products in --amp-dtype, fp32 master weights")
 	f.StringVar(&o.ampDtype, "amp-dtype", "bf16", "bf16, or fp16 (with dynamic loss scaling like torch's GradScaler)")
 	f.BoolVar(&o.autotune, "autotune", false, "time each layer's candidate implementations once per shape and keep the fastest (like cudnn.benchmark)")
+	f.StringVar(&o.tuneCache, "tune-cache", train.DefaultTuneCachePath(), "with --autotune, keep the choices in this file (by machine) so that later runs do not time them again; \"\" to tune every run ($FASTER_TUNE_CACHE)")
 	f.BoolVar(&o.noOverlap, "no-overlap", false, "prepare each batch only after the previous step (default: while it runs)")
 	f.BoolVar(&o.zeroGrad, "zero-grad", false, "zero the gradients and accumulate into them each step (default: overwrite, like zero_grad(set_to_none=True))")
 	f.IntVar(&o.bucketKB, "bucket-kb", train.DefaultBucketBytes>>10, "ddp: gradient all-reduce bucket size in KiB")
@@ -215,7 +216,17 @@ func reportTuning(w io.Writer, choices []train.TuneChoice) {
 	if len(choices) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "autotune: %d choices\n", len(choices))
+	cached := 0
+	for _, c := range choices {
+		if c.Cached {
+			cached++
+		}
+	}
+	fmt.Fprintf(w, "autotune: %d choices", len(choices))
+	if cached > 0 {
+		fmt.Fprintf(w, ", %d of them from the tune cache (timed by an earlier run on this machine)", cached)
+	}
+	fmt.Fprintln(w)
 	for _, c := range choices {
 		var alts []string
 		for _, k := range c.Candidates {

@@ -32,6 +32,17 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	// Autotuning choices go to a file of this run, not the user's cache.
+	if _, ok := os.LookupEnv("FASTER_TUNE_CACHE"); !ok {
+		dir, err := os.MkdirTemp("", "faster-tune-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("FASTER_TUNE_CACHE", filepath.Join(dir, "tune.json"))
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

@@ -6,8 +6,12 @@ package onednn
 import "C"
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -56,6 +60,58 @@ type tuner struct {
 	mu      sync.Mutex
 	chosen  map[string]convAlgo
 	choices []train.TuneChoice
+	// cache keeps choices across runs (nil: none); prec is part of its
+	// keys.
+	cache *train.TuneCache
+	prec  train.Precision
+}
+
+// MachineKey describes what a tuning choice depends on besides the op:
+// oneDNN's version, the architecture, the CPU's model and the instruction
+// sets oneDNN dispatches on. Choices kept in a train.TuneCache are served
+// only to the same key.
+func MachineKey() string {
+	v := C.dnnl_version()
+	key := fmt.Sprintf("onednn %d.%d.%d %s", v.major, v.minor, v.patch, runtime.GOARCH)
+	model, flags := cpuInfo()
+	if model != "" {
+		key += " " + model
+	}
+	for _, f := range []string{"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "avx512_fp16"} {
+		if slices.Contains(flags, f) {
+			key += " " + f
+		}
+	}
+	return key
+}
+
+// cpuInfo reads the first processor's model name and flags from
+// /proc/cpuinfo (empty where there is none).
+func cpuInfo() (model string, flags []string) {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "", nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "model name":
+			if model == "" {
+				model = strings.TrimSpace(v)
+			}
+		case "flags":
+			if flags == nil {
+				flags = strings.Fields(v)
+			}
+		}
+		if model != "" && flags != nil {
+			break
+		}
+	}
+	return model, flags
 }
 
 // TuneChoices implements train.Tuner (empty without autotuning).
@@ -123,6 +179,21 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 		t.chosen[key] = sc.algo
 		t.choices = append(t.choices, sc.choice)
 		return sc.algo
+	}
+	// The file's key: the configuration's bytes (a memory descriptor's
+	// included) hashed, as JSON keeps text only.
+	sum := sha256.Sum256([]byte(skey + " " + t.prec.String()))
+	ckey := hex.EncodeToString(sum[:16])
+	if t.cache != nil {
+		if ch, ok := t.cache.Lookup(ckey); ok {
+			if a, ok := cachedAlgo(ch); ok {
+				ch.Seconds, ch.Cached = 0, true
+				t.chosen[key] = a
+				t.choices = append(t.choices, ch)
+				shared.chosen[skey] = sharedChoice{a, ch}
+				return a
+			}
+		}
 	}
 	start := time.Now()
 	shape := make([]string, len(x.shape))
@@ -210,7 +281,27 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 	choice.Seconds = time.Since(start).Seconds()
 	t.choices = append(t.choices, choice)
 	shared.chosen[skey] = sharedChoice{best, choice}
+	if t.cache != nil {
+		if err := t.cache.Record(ckey, choice); err != nil {
+			// The choice stands for this run; the next one tunes again.
+			fmt.Fprintf(os.Stderr, "faster: autotune: the choice was not kept: %v\n", err)
+		}
+	}
 	return best
+}
+
+// cachedAlgo is the candidate a kept choice names: its Candidates are
+// convAlgos' in order (another order is another build's: not used).
+func cachedAlgo(ch train.TuneChoice) (convAlgo, bool) {
+	if len(ch.Candidates) != len(convAlgos) {
+		return convAlgo{}, false
+	}
+	for i, c := range ch.Candidates {
+		if c.Name == ch.Chosen && c.Err == "" && strings.HasPrefix(c.Name, convAlgos[i].String()+" ") {
+			return convAlgos[i], true
+		}
+	}
+	return convAlgo{}, false
 }
 
 // run times one forward, backward-weights and backward-data of c on x,

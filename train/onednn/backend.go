@@ -4,6 +4,7 @@ package onednn
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 
@@ -50,7 +51,18 @@ func New(o train.BackendOptions) (*Backend, error) {
 	}
 	b := &Backend{s: s, threads: t, prec: o.Precision, num: newNumerics(o.Precision), winograd: o.Winograd}
 	if o.Autotune {
-		b.tune = &tuner{chosen: map[string]convAlgo{}}
+		b.tune = &tuner{chosen: map[string]convAlgo{}, prec: o.Precision}
+		if o.TuneCache != "" {
+			c, err := train.OpenTuneCache(o.TuneCache, MachineKey())
+			if err != nil {
+				b.Close()
+				return nil, fmt.Errorf("onednn: autotune: %w", err)
+			}
+			if c.Problem != nil {
+				fmt.Fprintf(os.Stderr, "faster: autotune: %v\n", c.Problem)
+			}
+			b.tune.cache = c
+		}
 	}
 	return b, nil
 }

@@ -3,6 +3,8 @@
 package onednn_test
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/faster-training/faster/train"
@@ -57,4 +59,54 @@ func TestFusedReLU(t *testing.T) {
 func TestWinograd(t *testing.T) {
 	cfg := traintest.SmallThinNet()
 	traintest.RunFused(t, open, train.BackendOptions{Threads: 2}, train.BackendOptions{Threads: 2, Winograd: true}, cfg, cfg, 1e-4)
+}
+
+// With a TuneCache, a configuration tuned by one run is served from the
+// file to the next (a new process: the shared choices forgotten): the same
+// choices, marked cached, nothing timed. Another machine key would not be
+// served (train.TestTuneCache).
+func TestAutotuneCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tune.json")
+	run := func() []train.TuneChoice {
+		onednn.ForgetSharedChoices()
+		b := newBackendWith(t, train.BackendOptions{Threads: 2, Autotune: true, TuneCache: path})
+		net, err := train.NewThinNet(b, train.ThinNetConfig{Filters: []int{16, 16}, Blocks: []int{1, 1}}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		x, err := b.NewTensor(4, 1, 12, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Release()
+		if err := x.Write(make([]float32, 4*12*12)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := net.Forward(x, true); err != nil {
+			t.Fatal(err)
+		}
+		return b.TuneChoices()
+	}
+	first := run()
+	if len(first) == 0 {
+		t.Fatal("nothing was tuned")
+	}
+	for _, c := range first {
+		if c.Cached || c.Seconds <= 0 {
+			t.Fatalf("first run: %+v, want timed", c)
+		}
+	}
+	second := run()
+	if len(second) != len(first) {
+		t.Fatalf("second run made %d choices, the first %d", len(second), len(first))
+	}
+	for i, c := range second {
+		if !c.Cached || c.Seconds != 0 || c.Chosen != first[i].Chosen || c.Op != first[i].Op {
+			t.Fatalf("second run, choice %d: %+v; want the first run's %q, cached", i, c, first[i].Chosen)
+		}
+	}
+	if !strings.Contains(onednn.MachineKey(), "onednn ") {
+		t.Fatalf("machine key %q", onednn.MachineKey())
+	}
 }
