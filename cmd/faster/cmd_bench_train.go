@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,6 +42,8 @@ type benchTrainOptions struct {
 	filters    []int
 	plot       string
 	json       bool
+	repeats    int  // timed runs of every cell, in alternating order
+	warmup     bool // a short untimed run of every cell first
 
 	// Time to accuracy (cmd_bench_train_tta.go).
 	targetAccuracy float64
@@ -69,6 +72,18 @@ type trainCell struct {
 	NativeAMP    bool    `json:"native_precision"`
 	Tuned        int     `json:"autotuned_ops,omitempty"`
 	TuneSeconds  float64 `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning (once per shape)
+
+	// With several repeats, Seconds (and the figures beside it) is the
+	// median run's; Runs are every run's seconds in round order, Low and
+	// High their extremes. Speedup is the median over rounds of the
+	// baseline's seconds over this cell's in the same round, with
+	// SpeedupLow and SpeedupHigh its extremes (0 for the baseline).
+	Runs        []float64 `json:"seconds_runs,omitempty"`
+	Low         float64   `json:"seconds_low,omitempty"`
+	High        float64   `json:"seconds_high,omitempty"`
+	Speedup     float64   `json:"speedup,omitempty"`
+	SpeedupLow  float64   `json:"speedup_low,omitempty"`
+	SpeedupHigh float64   `json:"speedup_high,omitempty"`
 }
 
 type benchTrainSummary struct {
@@ -81,6 +96,10 @@ type benchTrainSummary struct {
 	Threads  int         `json:"threads"` // in all, for every cell
 	Cells    []trainCell `json:"cells"`
 	Ablation []trainCell `json:"ablation,omitempty"`
+	Repeats  int         `json:"repeats"`
+	// WarmupTuneSeconds is the autotuning the warm-up runs paid (what a
+	// machine's first runs pay before the tune cache holds the choices).
+	WarmupTuneSeconds float64 `json:"warmup_tune_seconds,omitempty"`
 }
 
 var allVariants = []string{"plain", "autotune", "amp", "autotune+amp"}
@@ -135,6 +154,8 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet stage widths (default: the seed's 32,64,128)")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s per cell to this file")
 		f.BoolVar(&o.json, "json", false, "print JSON")
+		f.IntVar(&o.repeats, "repeats", 3, "timed runs of every cell, in rounds of alternating order (forward, then backward); the table shows medians with their spread")
+		f.BoolVar(&o.warmup, "warmup", true, "first run every cell briefly, untimed (page cache, CPU clocks, and autotuning's tune cache: the first run on a machine pays for tuning there)")
 		f.Float64Var(&o.targetAccuracy, "target-accuracy", 0, "time to accuracy instead of the table: seconds until the test accuracy first reaches this fraction (e.g. 0.9), ours and the PyTorch peer's")
 		f.IntVar(&o.evalEvery, "eval-every", 20, "time to accuracy: evaluate on the test split every N steps (outside the clock)")
 		f.StringVar(&o.recipe, "recipe", "", "time to accuracy: the training recipe both engines use (fast; --lr, when given, overrides its rate)")
@@ -154,6 +175,9 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.Writer) error {
 	if o.epochs < 1 || o.batch < 1 || o.limit < 0 || o.testLimit < 0 || o.threads < 0 || o.devices < 1 {
 		return usagef("--epochs, --batch and --devices must be positive; --limit, --test-limit, --threads not negative")
+	}
+	if o.repeats < 1 || o.repeats > 1000 {
+		return usagef("--repeats %d: want 1 to 1000", o.repeats)
 	}
 	if math.IsNaN(o.lr) || math.IsInf(o.lr, 0) || o.lr <= 0 {
 		return usagef("--lr %g: must be a positive finite number", o.lr)
@@ -235,22 +259,70 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 		fmt.Fprintf(stderr, "bench train: %s %s: %.1f s, %.1f images/s, test accuracy %.2f%%\n", strategy, variant, c.Seconds, c.ImagesPerSec, 100*c.TestAccuracy)
 		return c, nil
 	}
+	type spec struct {
+		strategy, variant string
+		extra             []string
+		ablation          bool
+	}
+	var specs []spec
 	for _, s := range o.strategies {
 		for _, v := range o.variants {
-			c, err := run(s, v)
-			if err != nil {
-				return err
-			}
-			sum.Cells = append(sum.Cells, c)
+			specs = append(specs, spec{strategy: s, variant: v})
 		}
 	}
 	if o.ablation {
-		for _, a := range []struct{ name, flag string }{{"no-overlap", "--no-overlap"}, {"zero-grad", "--zero-grad"}} {
-			c, err := run("single", a.name, a.flag)
+		specs = append(specs, spec{"single", "no-overlap", []string{"--no-overlap"}, true},
+			spec{"single", "zero-grad", []string{"--zero-grad"}, true})
+	}
+	if o.warmup {
+		// A few steps of each cell, untimed: a cold first cell would
+		// otherwise make the baseline look slow (page cache, CPU clocks),
+		// and autotuning's first run on the machine fills the tune cache.
+		steps, testSteps := 4*o.batch, 4*o.batch
+		if o.limit > 0 {
+			steps = min(steps, o.limit)
+		}
+		if o.testLimit > 0 {
+			testSteps = min(testSteps, o.testLimit)
+		}
+		for _, c := range specs {
+			w, err := run(c.strategy, c.variant, append(slices.Clone(c.extra), "--limit", strconv.Itoa(steps), "--test-limit", strconv.Itoa(testSteps))...)
+			if err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+			sum.WarmupTuneSeconds += w.TuneSeconds
+		}
+	}
+	sum.Repeats = max(o.repeats, 1)
+	runs := make([][]trainCell, len(specs))
+	for r := range sum.Repeats {
+		order := make([]int, len(specs))
+		for i := range order {
+			order[i] = i
+		}
+		if r%2 == 1 {
+			slices.Reverse(order) // alternate: drift over the rounds hits every cell alike
+		}
+		for _, i := range order {
+			c, err := run(specs[i].strategy, specs[i].variant, specs[i].extra...)
 			if err != nil {
 				return err
 			}
-			sum.Ablation = append(sum.Ablation, c)
+			runs[i] = append(runs[i], c)
+		}
+	}
+	var base []trainCell
+	for i, c := range specs {
+		if c.strategy == "single" && c.variant == "plain" {
+			base = runs[i]
+		}
+	}
+	for i, c := range specs {
+		cell := medianCell(runs[i], base)
+		if c.ablation {
+			sum.Ablation = append(sum.Ablation, cell)
+		} else {
+			sum.Cells = append(sum.Cells, cell)
 		}
 	}
 	if o.plot != "" {
@@ -293,22 +365,21 @@ func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) er
 	for _, s := range o.strategies {
 		row := []string{map[string]string{"single": "single", "dp": fmt.Sprintf("DP (%d)", o.devices), "ddp": fmt.Sprintf("DDP (%d)", o.devices)}[s]}
 		for _, v := range o.variants {
-			c := cell(s, v)
-			text := fmt.Sprintf("%.1f s · %.1f%%", c.Seconds, 100*c.TestAccuracy)
-			if c.TuneSeconds > 0 {
-				text = fmt.Sprintf("%.1f s (%.1f tuning) · %.1f%%", c.Seconds, c.TuneSeconds, 100*c.TestAccuracy)
-			}
-			if base != nil && c != base {
-				text += fmt.Sprintf(" · %.2f×", base.Seconds/c.Seconds)
-			}
-			row = append(row, text)
+			row = append(row, cellText(cell(s, v), base))
 		}
 		rows = append(rows, row)
 	}
 	if err := bench.Table(w, header, rows); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\ncells: training seconds (of which autotuning, once per layer shape) · final test accuracy · speed-up over the baseline")
+	if sum.Repeats > 1 {
+		fmt.Fprintf(w, "\ncells: median training seconds of %d runs [lowest–highest] (of which autotuning) · final test accuracy · speed-up over the baseline, the median of the rounds' ratios [lowest–highest]; a ratio whose spread holds 1.0 is marked ≈ (no difference shown)\n", sum.Repeats)
+	} else {
+		fmt.Fprintln(w, "\ncells: training seconds (of which autotuning, once per layer shape) · final test accuracy · speed-up over the baseline (one run each: no spread; --repeats for medians)")
+	}
+	if sum.WarmupTuneSeconds > 0 {
+		fmt.Fprintf(w, "autotuning: the warm-up runs spent %.1f s tuning (choices kept in the tune cache, so the timed runs pay only for what the warm-up's shapes did not cover)\n", sum.WarmupTuneSeconds)
+	}
 	for _, c := range sum.Cells {
 		if c.Precision != "fp32" && !c.NativeAMP {
 			fmt.Fprintln(w, "AMP: bf16 emulated by rounding (this CPU has no bf16 instructions): it shows accuracy, not speed")
@@ -319,10 +390,74 @@ func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) er
 		fmt.Fprintln(w, "\nSingle device, plain, without each of the defaults:")
 		for _, a := range sum.Ablation {
 			what := map[string]string{"no-overlap": "input prepared after each step (no overlap)", "zero-grad": "gradients zeroed and accumulated (zero_grad without set_to_none)"}[a.Variant]
-			fmt.Fprintf(w, "  %s: %.1f s vs %.1f s: the default is %.3f× as fast\n", what, a.Seconds, base.Seconds, a.Seconds/base.Seconds)
+			fmt.Fprintf(w, "  %s: %.1f s vs %.1f s: the default is %s as fast\n", what, a.Seconds, base.Seconds, ratioText(1/a.Speedup, 1/a.SpeedupHigh, 1/a.SpeedupLow, len(a.Runs) > 1))
 		}
 	}
 	return nil
+}
+
+// medianCell is a cell's figures over its runs: those of the median run
+// by seconds (the lower middle of an even count), the runs' spread, and
+// the speed-up over the baseline's run of the same round (base; none for
+// the baseline itself or without one).
+func medianCell(runs, base []trainCell) trainCell {
+	idx := make([]int, len(runs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(runs[a].Seconds, runs[b].Seconds) })
+	c := runs[idx[(len(idx)-1)/2]]
+	c.Runs = nil
+	for _, r := range runs {
+		c.Runs = append(c.Runs, r.Seconds)
+	}
+	c.Low, c.High = runs[idx[0]].Seconds, runs[idx[len(idx)-1]].Seconds
+	if len(base) == len(runs) && &base[0] != &runs[0] {
+		var ratios []float64
+		for r := range runs {
+			if runs[r].Seconds > 0 {
+				ratios = append(ratios, base[r].Seconds/runs[r].Seconds)
+			}
+		}
+		if len(ratios) > 0 {
+			slices.Sort(ratios)
+			c.Speedup, c.SpeedupLow, c.SpeedupHigh = ratios[(len(ratios)-1)/2], ratios[0], ratios[len(ratios)-1]
+		}
+	}
+	return c
+}
+
+// cellText is a table cell: seconds (median [spread]), tuning, accuracy,
+// speed-up over the baseline.
+func cellText(c, base *trainCell) string {
+	if c == nil {
+		return "—"
+	}
+	text := fmt.Sprintf("%.1f s", c.Seconds)
+	if len(c.Runs) > 1 {
+		text += fmt.Sprintf(" [%.1f–%.1f]", c.Low, c.High)
+	}
+	if c.TuneSeconds > 0 {
+		text += fmt.Sprintf(" (%.1f tuning)", c.TuneSeconds)
+	}
+	text += fmt.Sprintf(" · %.1f%%", 100*c.TestAccuracy)
+	if base != nil && c != base && c.Speedup > 0 {
+		text += " · " + ratioText(c.Speedup, c.SpeedupLow, c.SpeedupHigh, len(c.Runs) > 1)
+	}
+	return text
+}
+
+// ratioText is a ratio with its spread; one whose spread holds 1.0 is
+// marked ≈: the runs do not show a difference.
+func ratioText(mid, low, high float64, spread bool) string {
+	if !spread {
+		return fmt.Sprintf("%.2f×", mid)
+	}
+	t := fmt.Sprintf("%.2f× [%.2f–%.2f]", mid, low, high)
+	if low <= 1 && 1 <= high {
+		t = "≈" + t
+	}
+	return t
 }
 
 // runTrainChild runs `faster train ... --json` as a child process and

@@ -293,7 +293,7 @@ func TestTrainParallelUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
 		}
 	}
-	for _, args := range [][]string{{"--variants", "tune"}, {"--strategies", "tp"}, {"--epochs", "0"}} {
+	for _, args := range [][]string{{"--variants", "tune"}, {"--strategies", "tp"}, {"--epochs", "0"}, {"--repeats", "0"}} {
 		full := append([]string{"bench", "train", "--data", dir}, args...)
 		if code, _, errs := runCLI(t, full...); code != 2 {
 			t.Errorf("bench train %v: exit %d, want 2 (%s)", args, code, errs)
@@ -356,7 +356,7 @@ func TestBenchTrainTable(t *testing.T) {
 	dir := writeTrainIDX(t, 64)
 	plot := filepath.Join(t.TempDir(), "train.png")
 	args := []string{"bench", "train", "--data", dir, "--limit", "32", "--test-limit", "16", "--batch", "16", "--threads", "2",
-		"--backend", "reference", "--filters", "2,4"}
+		"--backend", "reference", "--filters", "2,4", "--repeats", "1", "--warmup=false"}
 	code, out, errs := runCLI(t, append(args, "--json", "--plot", plot)...)
 	if code != 0 {
 		t.Fatalf("bench train: exit %d\n%s", code, errs)
@@ -402,6 +402,34 @@ func TestBenchTrainTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+	// Repeats with a warm-up: each cell's runs, the median between its
+	// extremes, the speed-up's spread around its median.
+	code, out, errs = runCLI(t, append(args, "--strategies", "single", "--variants", "plain,amp", "--ablation=false",
+		"--repeats", "3", "--warmup", "--json")...)
+	if code != 0 {
+		t.Fatalf("bench train --repeats 3: exit %d\n%s", code, errs)
+	}
+	var rep struct {
+		Repeats int         `json:"repeats"`
+		Cells   []trainCell `json:"cells"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Repeats != 3 || len(rep.Cells) != 2 {
+		t.Fatalf("repeats %d, %d cells", rep.Repeats, len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if len(c.Runs) != 3 || c.Low > c.Seconds || c.Seconds > c.High || !slices.Contains(c.Runs, c.Seconds) {
+			t.Errorf("%s %s: %v s of runs %v [%v, %v]", c.Strategy, c.Variant, c.Seconds, c.Runs, c.Low, c.High)
+		}
+	}
+	if amp := rep.Cells[1]; amp.Speedup <= 0 || amp.SpeedupLow > amp.Speedup || amp.Speedup > amp.SpeedupHigh || rep.Cells[0].Speedup != 0 {
+		t.Errorf("speed-ups: baseline %+v, amp %+v", rep.Cells[0], amp)
+	}
+	if strings.Count(errs, "bench train: single amp: ") != 4 {
+		t.Errorf("want 1 warm-up and 3 timed runs of single amp:\n%s", errs)
 	}
 }
 
