@@ -150,6 +150,10 @@ func (r *Resizer) ResizeView(dst, src *imgcodec.Image, box Box, fullW, fullH int
 		return fmt.Errorf("augment: the area filter resizes whole boxes only (view %v of %dx%d)", view, fullW, fullH)
 	}
 	ylo, yhi := r.prepare(dst, src, box, fullW, fullH, view, f, flip)
+	if f == Nearest {
+		r.nearestCopy(dst, src) // a gather: no arithmetic to do
+		return nil
+	}
 	if !r.goSrc && r.resizeSIMD(dst, src, f, ylo, yhi) {
 		return nil
 	}
@@ -182,6 +186,32 @@ func (r *Resizer) resizeSIMD(dst, src *imgcodec.Image, f Filter, ylo, yhi int) b
 	ok := simd.Resize(j)
 	*j = simd.Job{} // keep no references to the images
 	return ok
+}
+
+// nearestCopy runs a prepared Nearest resize as a copy of the source
+// samples its one-tap tables name: the bytes the kernels would give with
+// weight 1, without the passes.
+func (r *Resizer) nearestCopy(dst, src *imgcodec.Image) {
+	ch := src.Channels
+	xs := r.h.start[:r.h.n]
+	for y := 0; y < dst.Height; y++ {
+		srow := src.Pix[int(r.v.start[y])*src.Stride:]
+		drow := dst.Pix[y*dst.Stride : y*dst.Stride+dst.Width*ch]
+		if ch == 3 {
+			drow = drow[:len(xs)*3]
+			for x, s := range xs {
+				o := int(s) * 3
+				p := srow[o : o+3 : o+3]
+				d := drow[x*3 : x*3+3 : x*3+3]
+				d[0], d[1], d[2] = p[0], p[1], p[2]
+			}
+			continue
+		}
+		drow = drow[:len(xs)]
+		for x, s := range xs {
+			drow[x] = srow[s]
+		}
+	}
 }
 
 // resizeGo runs the prepared resize with the Go kernels.
