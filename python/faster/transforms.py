@@ -13,6 +13,13 @@ any work, with what would work instead):
     eval:   Resize(size: int, interpolation) CenterCrop(size)
             ToTensor() [Normalize(mean, std)]
 
+The tensor path, PILToTensor() first and ConvertImageDtype(torch.float32)
+in place of ToTensor(), maps onto the same recipes when its resize is
+antialiased (antialias=True, BILINEAR or BICUBIC): torch's antialiased
+kernels are PIL's in floating point, about a level apart (see
+docs/pipeline.md); its NEAREST (torch's floor(i*scale) positions) and
+antialias=False/None are refused.
+
 interpolation is BILINEAR (the default), BICUBIC or NEAREST
 (InterpolationMode, or PIL's constants 2, 3, 0), computed as PIL computes
 it, which is what torchvision does to PIL images: bilinear and bicubic
@@ -26,6 +33,7 @@ is refused for bilinear and bicubic.
 
 _TRAIN = "RandomResizedCrop [RandomHorizontalFlip] ToTensor [Normalize]"
 _EVAL = "Resize(int) CenterCrop ToTensor [Normalize]"
+_TENSOR = "or on tensors PILToTensor, then either with antialias=True, then ConvertImageDtype(float32) [Normalize]"
 
 
 class UnsupportedTransform(ValueError):
@@ -52,7 +60,7 @@ _INTERPOLATIONS = {None: "bilinear", "bilinear": "bilinear", 2: "bilinear",
                    "bicubic": "bicubic", 3: "bicubic", "nearest": "nearest", 0: "nearest"}
 
 
-def _interpolation(t):
+def _interpolation(t, tensor=False):
     mode = getattr(t, "interpolation", None)
     name = getattr(mode, "value", mode)
     if isinstance(name, str):
@@ -65,7 +73,17 @@ def _interpolation(t):
         raise UnsupportedTransform(
             "faster: %s(interpolation=%s): the Go pipeline resizes with PIL's bilinear, bicubic or nearest "
             "filter; use InterpolationMode.BILINEAR, BICUBIC or NEAREST" % (_name(t), name))
-    if got != "nearest" and getattr(t, "antialias", None) is False:
+    antialias = getattr(t, "antialias", None)
+    if tensor:
+        if got == "nearest":
+            raise UnsupportedTransform(
+                "faster: %s(interpolation=NEAREST) on tensors: torch samples floor(i*scale), the Go pipeline PIL's "
+                "pixel centres; use the PIL path (ToTensor() last, no PILToTensor())" % _name(t))
+        if antialias is not True:
+            raise UnsupportedTransform(
+                "faster: %s(antialias=%r) on tensors: the Go pipeline always antialiases (PIL's filters); pass "
+                "antialias=True" % (_name(t), antialias))
+    elif got != "nearest" and antialias is False:
         raise UnsupportedTransform("faster: %s(antialias=False): the Go pipeline antialiases bilinear and bicubic "
                                    "resizing, as torchvision does on PIL images" % _name(t))
     return got
@@ -91,10 +109,11 @@ def from_torchvision(transform):
             return steps[i - 1]
         return None
 
+    tensor = take("PILToTensor") is not None  # the tensor path
     crop = take("RandomResizedCrop")
     if crop is not None:
         recipe = "train"
-        args += ["--interpolation", _interpolation(crop)]
+        args += ["--interpolation", _interpolation(crop, tensor)]
         res = _square(crop.size, "RandomResizedCrop")
         args += ["--crop-scale", _csv(crop.scale), "--crop-ratio", _csv(crop.ratio)]
         flip = take("RandomHorizontalFlip")
@@ -105,7 +124,7 @@ def from_torchvision(transform):
         if resize is None or center is None:
             raise UnsupportedTransform(_refusal(steps, names, i))
         recipe = "eval"
-        args += ["--interpolation", _interpolation(resize)]
+        args += ["--interpolation", _interpolation(resize, tensor)]
         if not isinstance(resize.size, int) and not (isinstance(resize.size, (list, tuple)) and len(resize.size) == 1):
             raise UnsupportedTransform("faster: Resize(size=%r): only an int (the shorter edge) is supported" % (resize.size,))
         if getattr(resize, "max_size", None) is not None:
@@ -116,7 +135,13 @@ def from_torchvision(transform):
             raise UnsupportedTransform("faster: Resize(%d) then CenterCrop(%d): torchvision would pad the crop; "
                                        "the Go pipeline wants Resize's size at least the crop's" % (short, res))
         args += ["--resize", str(short)]
-    if take("ToTensor") is None:
+    if tensor:
+        conv = take("ConvertImageDtype")
+        if conv is None:
+            raise UnsupportedTransform(_refusal(steps, names, i, "ConvertImageDtype(torch.float32)"))
+        if str(getattr(conv, "dtype", "")) != "torch.float32":
+            raise UnsupportedTransform("faster: ConvertImageDtype(%s): only torch.float32" % (getattr(conv, "dtype", None),))
+    elif take("ToTensor") is None:
         raise UnsupportedTransform(_refusal(steps, names, i, "ToTensor"))
     norm = take("Normalize")
     if norm is not None:
@@ -136,5 +161,5 @@ def _refusal(steps, names, i, wanted=None):
     what = ("expected %s, found %s" % (wanted, got)) if wanted else ("%s is not supported by the Go pipeline" % got)
     if got == "PILToTensor":
         what += " (for uint8 pixels: ToTensor here, or transform='train'/'eval' with layout='u8-hwc')"
-    return ("faster: transform %s: %s. Supported: train = %s; eval = %s; or transform='train' / 'eval' "
-            "(the ImageNet recipes) with resolution=." % (" -> ".join(names), what, _TRAIN, _EVAL))
+    return ("faster: transform %s: %s. Supported: train = %s; eval = %s; %s; or transform='train' / 'eval' "
+            "(the ImageNet recipes) with resolution=." % (" -> ".join(names), what, _TRAIN, _EVAL, _TENSOR))

@@ -57,6 +57,10 @@ MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
 
 
+def _name(t):
+    return type(t).__name__
+
+
 def _bounds(mode, scaled):
     return PURE_GO_BOUNDS[mode] if PURE_GO else BOUNDS[(mode, scaled)]
 
@@ -175,7 +179,31 @@ class InterpolationOracle(unittest.TestCase):
                 self.assertLessEqual(p99, 1.0 + 1e-3, mode)
                 self.assertLessEqual(mean, 0.5, mode)
 
+    def test_tensor_path_compose(self):
+        # The tensor-path Compose itself handed to the loader (PILToTensor
+        # first, antialias=True, ConvertImageDtype): torchvision computes it
+        # on tensors, the loader with PIL's kernels. Bound: 1 level at the
+        # 99th percentile and 0.3 on average (full-size decode), as above.
+        import torch
+        from torchvision import transforms as T
+        for mode in ("bilinear", "bicubic"):
+            im = T.InterpolationMode(mode)
+            for tf in (T.Compose([T.PILToTensor(), T.Resize(232, interpolation=im, antialias=True), T.CenterCrop(224),
+                                  T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD)]),
+                       T.Compose([T.PILToTensor(), T.RandomResizedCrop(224, scale=(1.0, 1.0), ratio=(4 / 3, 4 / 3),
+                                                                       interpolation=im, antialias=True),
+                                  T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD)])):
+                for big in (False, True):
+                    p99, mean, worst = self._compare(tf, big, mode, full_decode=True)
+                    print("interpolation oracle: tensor-path Compose %s %s %s full_decode: 99th percentile %.2f, "
+                          "mean %.3f, max %.2f levels" % (_name(tf.transforms[1]), mode,
+                                                         "1024x768" if big else "500x375", p99, mean, worst))
+                    if not PURE_GO:
+                        self.assertLessEqual(p99, 1.0 + 1e-3, mode)
+                        self.assertLessEqual(mean, 0.3, mode)
+
     def test_compose_mapping(self):
+        import torch
         from torchvision import transforms as T
         from faster.transforms import UnsupportedTransform, from_torchvision
         for im, want in ((T.InterpolationMode.BICUBIC, "bicubic"), (T.InterpolationMode.NEAREST, "nearest"),
@@ -189,7 +217,13 @@ class InterpolationOracle(unittest.TestCase):
         self.assertEqual(spec["args"][spec["args"].index("--resize") + 1], "232")
         for bad, word in ((T.Compose([T.RandomResizedCrop(48, interpolation=T.InterpolationMode.LANCZOS), T.ToTensor()]), "lanczos"),
                           (T.Compose([T.RandomResizedCrop(48, antialias=False), T.ToTensor()]), "antialias"),
-                          (T.Compose([T.Resize(200), T.CenterCrop(224), T.ToTensor()]), "pad")):
+                          (T.Compose([T.Resize(200), T.CenterCrop(224), T.ToTensor()]), "pad"),
+                          (T.Compose([T.PILToTensor(), T.RandomResizedCrop(48), T.ConvertImageDtype(torch.float32)]), "antialias=True"),
+                          (T.Compose([T.PILToTensor(), T.RandomResizedCrop(48, interpolation=T.InterpolationMode.NEAREST),
+                                      T.ConvertImageDtype(torch.float32)]), "floor"),
+                          (T.Compose([T.PILToTensor(), T.RandomResizedCrop(48, antialias=True), T.ToTensor()]), "ConvertImageDtype"),
+                          (T.Compose([T.PILToTensor(), T.RandomResizedCrop(48, antialias=True),
+                                      T.ConvertImageDtype(torch.float64)]), "float32")):
             with self.assertRaisesRegex(UnsupportedTransform, word):
                 faster.Loader("/nonexistent", transform=bad)
 
