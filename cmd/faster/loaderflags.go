@@ -134,7 +134,7 @@ func (lf *loaderFlags) check() error {
 		return usagef("--classes %d: must not be negative", lf.classes)
 	case lf.flipProb < 0 || lf.flipProb > 1:
 		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
-	case lf.interpolation != "bilinear" && lf.interpolation != "bicubic" && lf.interpolation != "nearest":
+	case lf.interpolation != "" && lf.interpolation != "bilinear" && lf.interpolation != "bicubic" && lf.interpolation != "nearest":
 		return usagef("--interpolation %q: want bilinear, bicubic or nearest", lf.interpolation)
 	case lf.labelOff < -loader.MaxLabelOffset || lf.labelOff > loader.MaxLabelOffset:
 		return usagef("--label-offset %d: at most %d either way (the largest label a container stores)", lf.labelOff, loader.MaxLabelOffset)
