@@ -35,7 +35,7 @@ var kernelCases = []struct {
 
 func BenchmarkResize(b *testing.B) {
 	src := benchSource(b)
-	for _, f := range []Filter{Triangle, Area} {
+	for _, f := range []Filter{Triangle, Area, Bicubic, Nearest} {
 		for _, c := range kernelCases {
 			b.Run(fmt.Sprintf("%v/%s", f, c.name), func(b *testing.B) {
 				var r Resizer

@@ -72,9 +72,47 @@ func (c *coeffs) reverse() {
 // normalize_coeffs_8bpc, for the source interval [in0, in1) of an axis of
 // inSize samples mapped onto outSize outputs.
 func (c *coeffs) triangle(inSize int, in0, in1 float64, outSize int) {
+	c.pillow(inSize, in0, in1, outSize, 1, triangleFilter)
+}
+
+// bicubic is triangle with Pillow's bicubic filter (support 2, a = -0.5:
+// Image.BICUBIC, which torch's antialiased bicubic also follows).
+func (c *coeffs) bicubic(inSize int, in0, in1 float64, outSize int) {
+	c.pillow(inSize, in0, in1, outSize, 2, bicubicFilter)
+}
+
+func triangleFilter(x float64) float64 {
+	if x < 0 {
+		x = -x
+	}
+	if x < 1 {
+		return 1 - x
+	}
+	return 0
+}
+
+// bicubicFilter is Pillow's bicubic_filter, written in its order of
+// operations.
+func bicubicFilter(x float64) float64 {
+	const a = -0.5
+	if x < 0 {
+		x = -x
+	}
+	if x < 1 {
+		return ((a+2.0)*x-(a+3.0))*x*x + 1
+	}
+	if x < 2 {
+		return (((x-5)*x+8)*x - 4) * a
+	}
+	return 0
+}
+
+// pillow is Pillow's precompute_coeffs and normalize_coeffs_8bpc for a
+// filter of the given support (widened by the downscale factor).
+func (c *coeffs) pillow(inSize int, in0, in1 float64, outSize int, fsupport float64, filter func(float64) float64) {
 	scale := (in1 - in0) / float64(outSize)
 	filterscale := max(scale, 1.0)
-	support := 1.0 * filterscale
+	support := fsupport * filterscale
 	ksize := int(math.Ceil(support))*2 + 1
 	c.reset(outSize, ksize)
 	ss := 1.0 / filterscale
@@ -89,14 +127,7 @@ func (c *coeffs) triangle(inSize int, in0, in1 float64, outSize int) {
 		fw := c.fw[:n]
 		ww := 0.0
 		for x := range fw {
-			t := (float64(x+xmin) - center + 0.5) * ss
-			if t < 0 {
-				t = -t
-			}
-			w := 0.0
-			if t < 1 {
-				w = 1 - t
-			}
+			w := filter((float64(x+xmin) - center + 0.5) * ss)
 			fw[x] = w
 			ww += w
 		}
@@ -114,6 +145,44 @@ func (c *coeffs) triangle(inSize int, in0, in1 float64, outSize int) {
 		c.start[xx] = int32(xmin)
 		c.count[xx] = int32(n)
 	}
+}
+
+// nearest fills c like Pillow's resize with NEAREST, an affine transform
+// (ImagingScaleAffine): output x reads the source sample
+// trunc(in0 + scale/2 + x*scale), the position accumulated by repeated
+// addition as Pillow does, with one weight of 1 in the triangle filter's
+// precision (so the triangle kernels copy it exactly).
+func (c *coeffs) nearest(inSize int, in0, in1 float64, outSize int) {
+	c.reset(outSize, 1)
+	a := (in1 - in0) / float64(outSize)
+	xo := in0 + a*0.5
+	for x := 0; x < outSize; x++ {
+		xin := -1
+		if xo >= 0 {
+			xin = int(xo)
+		}
+		// Pillow leaves outputs outside the source black; a box within
+		// the source never gets there, but stay inside it.
+		xin = min(max(xin, 0), inSize-1)
+		c.start[x] = int32(xin)
+		c.count[x] = 1
+		c.w[x] = 1 << triangleBits
+		xo += a
+	}
+}
+
+// window keeps the outputs [lo, hi) of the table, as outputs 0 to hi-lo:
+// the part of a larger resize that a crop of its result keeps.
+func (c *coeffs) window(lo, hi int) {
+	if lo == 0 && hi == c.n {
+		return
+	}
+	ks := c.ksize
+	copy(c.start, c.start[lo:hi])
+	copy(c.count, c.count[lo:hi])
+	copy(c.w, c.w[lo*ks:hi*ks])
+	c.n = hi - lo
+	c.start, c.count, c.w = c.start[:c.n], c.count[:c.n], c.w[:c.n*ks]
 }
 
 // area fills c with OpenCV's INTER_AREA weights for downscaling

@@ -1,6 +1,7 @@
 // Package augment owns the per-sample image transforms of a training input
-// pipeline: resize (an exact area average like OpenCV's INTER_AREA and an
-// antialiased triangle filter like PIL's BILINEAR), random-resized-crop with
+// pipeline: resize (an exact area average like OpenCV's INTER_AREA, and
+// Pillow's BILINEAR, BICUBIC and NEAREST bit for bit: the interpolations
+// torchvision applies to PIL images), random-resized-crop with
 // the crop decoded at the smallest DCT scale that still covers the output,
 // centre crop, resize of the shorter edge, horizontal flip, and
 // normalisation with mean/std to float32 CHW.
@@ -25,8 +26,11 @@
 // Both filters are separable: a horizontal pass over only the source rows
 // the output needs, into a row buffer, then a vertical pass a whole output
 // row at a time. Weights are precomputed per call in fixed point (no
-// floating point per pixel). The triangle filter reproduces Pillow's
-// arithmetic bit for bit (22-bit weights, 8-bit intermediate). The area
+// floating point per pixel). The triangle and bicubic filters reproduce
+// Pillow's arithmetic bit for bit (22-bit weights, 8-bit intermediate);
+// nearest is a one-tap table of Pillow's sample positions on the same
+// kernels. ResizeView computes a crop of a larger resize (Resize then
+// CenterCrop) with the whole resize's weights, as Pillow would. The area
 // filter follows OpenCV's weight table (computeResizeAreaTab) with 14-bit
 // weights and a 7-bit-fraction intermediate; when the output is larger than
 // the source on either axis it uses OpenCV's INTER_AREA upscaling rule

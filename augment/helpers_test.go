@@ -90,3 +90,8 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// prepareBox is prepare for a whole-box resize (ResizeBox's tables).
+func (r *Resizer) prepareBox(dst, src *imgcodec.Image, box Box, f Filter, flip bool) (ylo, yhi int) {
+	return r.prepare(dst, src, box, dst.Width, dst.Height, image.Rect(0, 0, dst.Width, dst.Height), f, flip)
+}

@@ -14,12 +14,12 @@ import (
 
 // resizeC runs the C build of the same kernels on r's tables.
 func (r *Resizer) resizeC(dst, src *imgcodec.Image, box Box, f Filter, flip bool) {
-	ylo, yhi := r.prepare(dst, src, box, f, flip)
+	ylo, yhi := r.prepareBox(dst, src, box, f, flip)
 	tab := func(c *coeffs) cref.Table {
 		return cref.Table{N: c.n, KSize: c.ksize, Start: c.start, Count: c.count, W: c.w}
 	}
 	rowLen := dst.Width * src.Channels
-	if f == Triangle {
+	if f.pillowKernel() {
 		r.tmp8 = grow(r.tmp8, (yhi-ylo)*rowLen)
 		cref.Resize(dst.Pix, dst.Stride, dst.Height, src.Pix, src.Stride, src.Channels, tab(&r.h), tab(&r.v),
 			ylo, yhi, r.tmp8, nil, triangleBits, 255, triangleBits)
@@ -37,7 +37,7 @@ func TestKernelMatchesC(t *testing.T) {
 	gray := loadImage(t, "testdata/photo_gray.png")
 	var r Resizer
 	for _, m := range []*imgcodec.Image{src, gray} {
-		for _, f := range []Filter{Triangle, Area} {
+		for _, f := range []Filter{Triangle, Area, Bicubic, Nearest} {
 			for _, sz := range [][2]int{{37, 29}, {80, 60}, {224, 200}, {13, 120}} {
 				a, c := NewImage(sz[0], sz[1], m.Channels), NewImage(sz[0], sz[1], m.Channels)
 				box := Box{2.5, 1, 150, 119.5}
@@ -60,7 +60,7 @@ func TestKernelMatchesC(t *testing.T) {
 // c and simd as multiples of Go's.
 func BenchmarkKernelVsC(b *testing.B) {
 	src := benchSource(b)
-	for _, f := range []Filter{Triangle, Area} {
+	for _, f := range []Filter{Triangle, Area, Bicubic, Nearest} {
 		for _, c := range kernelCases {
 			b.Run(fmt.Sprintf("%v/%s", f, c.name), func(b *testing.B) {
 				var r, rg Resizer

@@ -3,6 +3,7 @@ package augment
 import (
 	"errors"
 	"fmt"
+	"image"
 
 	"github.com/faster-training/faster/augment/internal/simd"
 	"github.com/faster-training/faster/imgcodec"
@@ -20,6 +21,15 @@ const (
 	// including non-integer factors; when enlarging it behaves like
 	// OpenCV's INTER_AREA does (bilinear with area-derived weights).
 	Area
+	// Bicubic is Pillow's Image.resize(BICUBIC), bit for bit: the cubic
+	// convolution kernel with a = -0.5, support 2 widened by the
+	// downscale factor (antialiased), so torchvision's BICUBIC on PIL
+	// images. torch's antialiased bicubic (the tensor path with
+	// antialias=True) uses the same kernel in floating point.
+	Bicubic
+	// Nearest is Pillow's Image.resize(NEAREST), bit for bit: output x
+	// takes source sample floor(x0 + (x+0.5)*scale), no antialiasing.
+	Nearest
 )
 
 func (f Filter) String() string {
@@ -28,9 +38,34 @@ func (f Filter) String() string {
 		return "triangle"
 	case Area:
 		return "area"
+	case Bicubic:
+		return "bicubic"
+	case Nearest:
+		return "nearest"
 	}
 	return fmt.Sprintf("Filter(%d)", uint8(f))
 }
+
+// ParseFilter maps torchvision's interpolation names (InterpolationMode's
+// values) onto filters: "bilinear" (Triangle), "bicubic", "nearest"; and
+// "area" and "triangle" by their own names.
+func ParseFilter(name string) (Filter, error) {
+	switch name {
+	case "bilinear", "triangle":
+		return Triangle, nil
+	case "bicubic":
+		return Bicubic, nil
+	case "nearest":
+		return Nearest, nil
+	case "area":
+		return Area, nil
+	}
+	return 0, fmt.Errorf("augment: interpolation %q: want bilinear, bicubic or nearest (or area)", name)
+}
+
+// pillowKernel reports whether f runs on the triangle filter's kernels
+// (22-bit weights, 8-bit intermediate): every filter but Area.
+func (f Filter) pillowKernel() bool { return f != Area }
 
 // Box is a region of a source image in pixel coordinates, possibly
 // fractional: X0 <= x < X1, Y0 <= y < Y1, like Pillow's resize box.
@@ -64,6 +99,8 @@ type prepKey struct {
 	f                  Filter
 	sw, sh, dw, dh, ch int
 	box                Box
+	fw, fh             int             // the whole resize's size (ResizeView)
+	view               image.Rectangle // the part of it kept
 	flip, ok           bool
 }
 
@@ -77,6 +114,19 @@ func (r *Resizer) Resize(dst, src *imgcodec.Image, f Filter) error {
 // ResizeBox resamples the region box of src into dst, mirrored left to
 // right when flip is set.
 func (r *Resizer) ResizeBox(dst, src *imgcodec.Image, box Box, f Filter, flip bool) error {
+	if dst == nil {
+		return fmt.Errorf("augment: destination: %w: nil image", ErrSize)
+	}
+	return r.ResizeView(dst, src, box, dst.Width, dst.Height, image.Rect(0, 0, dst.Width, dst.Height), f, flip)
+}
+
+// ResizeView resamples the region box of src to fullW x fullH and keeps
+// the part view of that result (which must lie within it and have dst's
+// size), in one pass over only the source the view needs: torchvision's
+// Resize followed by CenterCrop, with the weights Pillow would compute
+// for the whole resize (so the same bytes, Nearest's positions included).
+// flip mirrors dst left to right.
+func (r *Resizer) ResizeView(dst, src *imgcodec.Image, box Box, fullW, fullH int, view image.Rectangle, f Filter, flip bool) error {
 	if err := checkImage(src); err != nil {
 		return fmt.Errorf("augment: source: %w", err)
 	}
@@ -90,10 +140,20 @@ func (r *Resizer) ResizeBox(dst, src *imgcodec.Image, box Box, f Filter, flip bo
 		box.X0 < box.X1 && box.Y0 < box.Y1) {
 		return fmt.Errorf("%w: box %v outside %dx%d source", ErrSize, box, src.Width, src.Height)
 	}
-	if f != Triangle && f != Area {
+	if f > Nearest {
 		return fmt.Errorf("augment: unknown filter %v", f)
 	}
-	ylo, yhi := r.prepare(dst, src, box, f, flip)
+	if view.Dx() != dst.Width || view.Dy() != dst.Height || !view.In(image.Rect(0, 0, fullW, fullH)) {
+		return fmt.Errorf("%w: view %v of a %dx%d resize into a %dx%d destination", ErrSize, view, fullW, fullH, dst.Width, dst.Height)
+	}
+	if f == Area && view != image.Rect(0, 0, fullW, fullH) {
+		return fmt.Errorf("augment: the area filter resizes whole boxes only (view %v of %dx%d)", view, fullW, fullH)
+	}
+	ylo, yhi := r.prepare(dst, src, box, fullW, fullH, view, f, flip)
+	if f == Nearest {
+		r.nearestCopy(dst, src) // a gather: no arithmetic to do
+		return nil
+	}
 	if !r.goSrc && r.resizeSIMD(dst, src, f, ylo, yhi) {
 		return nil
 	}
@@ -116,7 +176,7 @@ func (r *Resizer) resizeSIMD(dst, src *imgcodec.Image, f Filter, ylo, yhi int) b
 		V:   simd.Axis{N: r.v.n, KSize: r.v.ksize, Start: r.v.start, Count: r.v.count, W: r.v.w},
 		YLo: ylo, YHi: yhi, Weights: r.wq,
 	}
-	if f == Triangle {
+	if f.pillowKernel() {
 		r.tmp8 = grow(r.tmp8, n)
 		j.Tmp8, j.HShift, j.HMax, j.VShift = r.tmp8, triangleBits, 255, triangleBits
 	} else {
@@ -128,10 +188,36 @@ func (r *Resizer) resizeSIMD(dst, src *imgcodec.Image, f Filter, ylo, yhi int) b
 	return ok
 }
 
+// nearestCopy runs a prepared Nearest resize as a copy of the source
+// samples its one-tap tables name: the bytes the kernels would give with
+// weight 1, without the passes.
+func (r *Resizer) nearestCopy(dst, src *imgcodec.Image) {
+	ch := src.Channels
+	xs := r.h.start[:r.h.n]
+	for y := 0; y < dst.Height; y++ {
+		srow := src.Pix[int(r.v.start[y])*src.Stride:]
+		drow := dst.Pix[y*dst.Stride : y*dst.Stride+dst.Width*ch]
+		if ch == 3 {
+			drow = drow[:len(xs)*3]
+			for x, s := range xs {
+				o := int(s) * 3
+				p := srow[o : o+3 : o+3]
+				d := drow[x*3 : x*3+3 : x*3+3]
+				d[0], d[1], d[2] = p[0], p[1], p[2]
+			}
+			continue
+		}
+		drow = drow[:len(xs)]
+		for x, s := range xs {
+			drow[x] = srow[s]
+		}
+	}
+}
+
 // resizeGo runs the prepared resize with the Go kernels.
 func (r *Resizer) resizeGo(dst, src *imgcodec.Image, f Filter, ylo, yhi int) {
 	rowLen := dst.Width * src.Channels
-	if f == Triangle {
+	if f.pillowKernel() {
 		r.tmp8 = grow(r.tmp8, (yhi-ylo)*rowLen)
 		for y := ylo; y < yhi; y++ {
 			hpass(r.tmp8[(y-ylo)*rowLen:], src.Pix[y*src.Stride:], &r.h, src.Channels, triangleBits, 255)
@@ -156,16 +242,22 @@ func (r *Resizer) resizeGo(dst, src *imgcodec.Image, f Filter, ylo, yhi int) {
 
 // prepare builds both weight tables for a checked call and returns the
 // span of source rows the output reads.
-func (r *Resizer) prepare(dst, src *imgcodec.Image, box Box, f Filter, flip bool) (ylo, yhi int) {
-	k := prepKey{f, src.Width, src.Height, dst.Width, dst.Height, src.Channels, box, flip, true}
+func (r *Resizer) prepare(dst, src *imgcodec.Image, box Box, fullW, fullH int, view image.Rectangle, f Filter, flip bool) (ylo, yhi int) {
+	k := prepKey{f, src.Width, src.Height, dst.Width, dst.Height, src.Channels, box, fullW, fullH, view, flip, true}
 	if k == r.key {
 		return r.v.span()
 	}
 	r.key = prepKey{}
 	switch f {
 	case Triangle:
-		r.h.triangle(src.Width, box.X0, box.X1, dst.Width)
-		r.v.triangle(src.Height, box.Y0, box.Y1, dst.Height)
+		r.h.triangle(src.Width, box.X0, box.X1, fullW)
+		r.v.triangle(src.Height, box.Y0, box.Y1, fullH)
+	case Bicubic:
+		r.h.bicubic(src.Width, box.X0, box.X1, fullW)
+		r.v.bicubic(src.Height, box.Y0, box.Y1, fullH)
+	case Nearest:
+		r.h.nearest(src.Width, box.X0, box.X1, fullW)
+		r.v.nearest(src.Height, box.Y0, box.Y1, fullH)
 	case Area:
 		if float64(dst.Width) > box.Dx() || float64(dst.Height) > box.Dy() {
 			r.h.areaUp(src.Width, box.X0, box.X1, dst.Width, areaHBits)
@@ -175,6 +267,8 @@ func (r *Resizer) prepare(dst, src *imgcodec.Image, box Box, f Filter, flip bool
 			r.v.area(src.Height, box.Y0, box.Y1, dst.Height, areaVBits)
 		}
 	}
+	r.h.window(view.Min.X, view.Max.X)
+	r.v.window(view.Min.Y, view.Max.Y)
 	r.h.fixed = r.h.pad(src.Width)
 	r.v.fixed = r.v.pad(src.Height)
 	if flip {

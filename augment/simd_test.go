@@ -44,7 +44,7 @@ func testSIMDMatchesGo(t *testing.T, seed uint64) {
 		src := randomImage(rng)
 		box := randomBox(rng, src)
 		w, h := randomOutSize(rng, box)
-		f := Filter(rng.IntN(2))
+		f := Filter(rng.IntN(4))
 		flip := rng.IntN(2) == 0
 		pad := rng.IntN(3) * 7
 		a := &imgcodec.Image{Width: w, Height: h, Channels: src.Channels, Stride: w*src.Channels + pad}
@@ -56,7 +56,7 @@ func testSIMDMatchesGo(t *testing.T, seed uint64) {
 		if err := ref.ResizeBox(a, src, box, f, flip); err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		ylo, yhi := fast.prepare(b, src, box, f, flip)
+		ylo, yhi := fast.prepareBox(b, src, box, f, flip)
 		if fast.resizeSIMD(b, src, f, ylo, yhi) {
 			ran++
 		} else if err := fast.ResizeBox(b, src, box, f, flip); err != nil {
@@ -135,10 +135,10 @@ func TestSIMDKernelsUsed(t *testing.T) {
 		src.Pix[i] = uint8(i * 7)
 	}
 	var r Resizer
-	for _, f := range []Filter{Triangle, Area} {
+	for _, f := range []Filter{Triangle, Area, Bicubic, Nearest} {
 		for _, c := range kernelCases {
 			dst := NewImage(c.w, c.h, 3)
-			ylo, yhi := r.prepare(dst, src, c.box, f, true)
+			ylo, yhi := r.prepareBox(dst, src, c.box, f, true)
 			if got := r.resizeSIMD(dst, src, f, ylo, yhi); got != simdExpected() {
 				t.Errorf("%v/%s: SIMD path ran: %v, want %v", f, c.name, got, simdExpected())
 			}

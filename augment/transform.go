@@ -20,7 +20,11 @@ type TrainTransform struct {
 	NoFlip        bool       // never flip (no draw)
 	FlipProb      float64    // flip probability when NoFlip is unset; 0 means 1/2
 	MaxScaleDenom int        // largest DCT ScaleDenom to use; 1 turns scaled decode off
-	Filter        Filter     // Triangle (torchvision+PIL) or Area
+	// Filter is RandomResizedCrop's interpolation: Triangle (BILINEAR),
+	// Bicubic or Nearest as Pillow computes them, or Area. Nearest always
+	// decodes at full size: a DCT-scaled decode averages blocks, which
+	// nearest-neighbour sampling of the full image does not.
+	Filter Filter
 }
 
 // Plan is the random geometry of one sample and how to decode it.
@@ -50,7 +54,11 @@ func (t *TrainTransform) Plan(rng *rand.Rand, srcW, srcH int) Plan {
 		p = 0.5
 	}
 	flip := !t.NoFlip && rng.Float64() < p
-	opts, box := PlanDecode(srcW, srcH, crop, t.Width, t.Height, t.MaxScaleDenom)
+	denom := t.MaxScaleDenom
+	if t.Filter == Nearest {
+		denom = 1
+	}
+	opts, box := PlanDecode(srcW, srcH, crop, t.Width, t.Height, denom)
 	return Plan{SrcW: srcW, SrcH: srcH, Crop: crop, Decode: opts, Box: box, Flip: flip,
 		OutW: t.Width, OutH: t.Height, Filter: t.Filter}
 }

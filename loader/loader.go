@@ -122,6 +122,18 @@ type Options struct {
 	NoFlip               bool
 	FlipProb             float64
 	Resize               int
+	// Interpolation is both recipes' resampling, by torchvision's
+	// InterpolationMode names: "bilinear" (the default, ""), "bicubic" or
+	// "nearest", each as Pillow computes it (torchvision on PIL images);
+	// see augment.Filter. Nearest decodes at full size.
+	Interpolation string
+	// FullDecode decodes every picture at full size. By default a JPEG
+	// whose crop is at least twice the output is decoded at 1/2, 1/4 or
+	// 1/8 scale in the DCT (much faster), which is close to torchvision's
+	// pixels but not equal (a few levels on edges); with FullDecode the
+	// pixels are PIL's (torchvision's PIL path), bit for bit where the
+	// JPEG decoders agree.
+	FullDecode bool
 	// BadData is the policy for damaged samples: stop at the first (the
 	// zero value) or skip and quarantine them within a budget.
 	BadData BadDataPolicy
@@ -216,6 +228,9 @@ func (o *Options) ensureDefaults() error {
 		o.CropScale[1] > 1 || o.CropRatio[0] < 0 || o.CropRatio[0] > o.CropRatio[1] {
 		errs = append(errs, fmt.Errorf("resize %d, flip probability %g, crop scale %v, crop ratio %v: want resize >= 0, a probability in [0, 1], scale 0 < lo <= hi <= 1, ratio 0 < lo <= hi",
 			o.Resize, o.FlipProb, o.CropScale, o.CropRatio))
+	}
+	if _, err := o.filter(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Workers > MaxWorkers {
 		// Each worker is a goroutine with its own decode buffers: a
@@ -662,4 +677,17 @@ func (l *Loader) CeilingOf(st pipeline.Stats) Ceiling {
 		}
 	}
 	return c
+}
+
+// filter is the resampling filter Interpolation names.
+func (o *Options) filter() (augment.Filter, error) {
+	switch o.Interpolation {
+	case "", "bilinear":
+		return augment.Triangle, nil
+	case "bicubic":
+		return augment.Bicubic, nil
+	case "nearest":
+		return augment.Nearest, nil
+	}
+	return 0, fmt.Errorf("interpolation %q: want bilinear, bicubic or nearest", o.Interpolation)
 }

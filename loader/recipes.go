@@ -53,6 +53,7 @@ func (l *Loader) decoder(res int) func(context.Context, Sample) (Item, error) {
 // decodeOne is the recipe's work on one good sample.
 func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) {
 	o := l.opts
+	filter, _ := o.filter() // checked by Open
 	return func(ctx context.Context, s Sample) (Item, error) {
 		it := Item{Key: s.Key, Label: s.Label, Bytes: len(s.Data), pos: s.pos}
 		if o.Transform == None {
@@ -74,7 +75,10 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 		dst := imgcodec.NewImage(res, res, 3)
 		switch o.Transform {
 		case Train:
-			tr := augment.TrainTransform{Width: res, Height: res, Scale: o.CropScale, Ratio: o.CropRatio, NoFlip: o.NoFlip, FlipProb: o.FlipProb}
+			tr := augment.TrainTransform{Width: res, Height: res, Scale: o.CropScale, Ratio: o.CropRatio, NoFlip: o.NoFlip, FlipProb: o.FlipProb, Filter: filter}
+			if o.FullDecode {
+				tr.MaxScaleDenom = 1
+			}
 			p := tr.Plan(sc.aug.RNG(epochSeed(o.Seed, epochOf(ctx)), s.ID), cfg.Width, cfg.Height)
 			img, err := imgcodec.Decode(s.Data, &p.Decode)
 			if err != nil {
@@ -94,7 +98,7 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 				since(&prof.resize, t)
 			}
 		case Eval:
-			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, o.Resize, prof, t); err != nil {
+			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, o.Resize, filter, o.FullDecode, prof, t); err != nil {
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
 			}
@@ -108,18 +112,19 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 }
 
 // evalInto is torchvision's Resize(short) + CenterCrop(res) done as one
-// resample of the crop's source box (the same geometry as resizing the
-// whole image, then cropping), after a DCT-scaled decode that keeps the
-// shorter edge at least the resize target; short 0 is res*256/224.
-// With a profile, the decode and the resize are timed from t.
-func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res, short int, prof *Profile, t int64) error {
+// resample (augment.ResizeView: the whole resize's weights, only the
+// crop's outputs), after a DCT-scaled decode that keeps the shorter edge
+// at least the resize target (a full-size decode for Nearest, which
+// samples the full image's pixels, and with full); short 0 is
+// res*256/224. With a profile, the decode and the resize are timed from t.
+func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res, short int, f augment.Filter, full bool, prof *Profile, t int64) error {
 	if short == 0 {
 		short = res * 256 / 224
 	}
 	rw, rh := augment.ShorterEdgeSize(cfg.Width, cfg.Height, short)
 	denom := 1
 	for _, d := range []int{8, 4, 2} {
-		if min(cfg.Width, cfg.Height)/d >= short {
+		if !full && f != augment.Nearest && min(cfg.Width, cfg.Height)/d >= short {
 			denom = d
 			break
 		}
@@ -133,13 +138,15 @@ func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcode
 		t = since(&prof.decode, t)
 		defer func() { since(&prof.resize, t) }()
 	}
-	crop := augment.CenterCropRect(rw, rh, res, res)
-	sx, sy := float64(img.Width)/float64(rw), float64(img.Height)/float64(rh)
-	box := augment.Box{
-		X0: float64(crop.Min.X) * sx, Y0: float64(crop.Min.Y) * sy,
-		X1: float64(crop.Max.X) * sx, Y1: float64(crop.Max.Y) * sy,
+	if img.Width == cfg.Width && img.Height == cfg.Height {
+		denom = 1 // a decoder that ignored the scale
 	}
-	return rz.ResizeBox(dst, img, box, augment.Triangle, false)
+	// The scaled picture is ceil(w/d) x ceil(h/d); its first w/d x h/d
+	// pixels cover the image.
+	box := augment.Box{X1: float64(cfg.Width) / float64(denom), Y1: float64(cfg.Height) / float64(denom)}
+	box.X1, box.Y1 = min(box.X1, float64(img.Width)), min(box.Y1, float64(img.Height))
+	crop := augment.CenterCropRect(rw, rh, res, res)
+	return rz.ResizeView(dst, img, box, rw, rh, crop, f, false)
 }
 
 // filler copies a decoded image into its batch row and releases it.

@@ -11,7 +11,10 @@ Sources (committed PNGs):
   synth.png       97x61 RGB, deterministic high-frequency pattern + noise
 Outputs: golden/<case>.png and cases.json, which resize_test.go reads.
 OpenCV is cv2.resize(..., interpolation=cv2.INTER_AREA); PIL is
-Image.resize((w, h), Image.BILINEAR, box=...), Pillow's antialiased triangle.
+Image.resize((w, h), Image.BILINEAR, box=...), Pillow's antialiased triangle;
+"bicubic" and "nearest" are Image.BICUBIC and Image.NEAREST the same way. A
+case with a view resizes to the full size (fw, fh) and crops the view out
+of the result (torchvision's Resize then CenterCrop).
 """
 import json
 import os
@@ -59,7 +62,35 @@ CASES = [
     ("tri_photo_box_50x50", "photo.png", "triangle", 50, 50, (10.5, 7.25, 131.75, 101.0)),
     ("tri_photo_box_up_64x48", "photo.png", "triangle", 64, 48, (3.0, 4.5, 40.0, 33.5)),
     ("tri_gray_41x33", "photo_gray.png", "triangle", 41, 33, None),
+    ("cubic_synth_32x20", "synth.png", "bicubic", 32, 20, None),
+    ("cubic_photo_80x60", "photo.png", "bicubic", 80, 60, None),
+    ("cubic_photo_37x29", "photo.png", "bicubic", 37, 29, None),
+    ("cubic_photo_1x1", "photo.png", "bicubic", 1, 1, None),
+    ("cubic_photo_up_224x200", "photo.png", "bicubic", 224, 200, None),
+    ("cubic_photo_box_50x50", "photo.png", "bicubic", 50, 50, (10.5, 7.25, 131.75, 101.0)),
+    ("cubic_photo_box_up_64x48", "photo.png", "bicubic", 64, 48, (3.0, 4.5, 40.0, 33.5)),
+    ("cubic_gray_41x33", "photo_gray.png", "bicubic", 41, 33, None),
+    ("near_synth_13x9", "synth.png", "nearest", 13, 9, None),
+    ("near_photo_37x29", "photo.png", "nearest", 37, 29, None),
+    ("near_photo_1x1", "photo.png", "nearest", 1, 1, None),
+    ("near_photo_up_224x200", "photo.png", "nearest", 224, 200, None),
+    ("near_photo_box_50x50", "photo.png", "nearest", 50, 50, (10.5, 7.25, 131.75, 101.0)),
+    ("near_photo_box_up_64x48", "photo.png", "nearest", 64, 48, (3.0, 4.5, 40.0, 33.5)),
+    ("near_gray_41x33", "photo_gray.png", "nearest", 41, 33, None),
 ]
+
+# Resize to (fw, fh), then crop view (x0, y0, x1, y1): Resize(short) +
+# CenterCrop as one pass (ResizeView).
+# (name, source, filter, fw, fh, view)
+VIEWS = [
+    ("view_tri_photo_133x100_c87", "photo.png", "triangle", 133, 100, (23, 6, 110, 93)),
+    ("view_cubic_photo_133x100_c87", "photo.png", "bicubic", 133, 100, (23, 6, 110, 93)),
+    ("view_near_photo_133x100_c87", "photo.png", "nearest", 133, 100, (23, 6, 110, 93)),
+    ("view_near_synth_91x57_c50", "synth.png", "nearest", 91, 57, (20, 3, 70, 53)),
+    ("view_cubic_gray_61x46_c40", "photo_gray.png", "bicubic", 61, 46, (10, 3, 50, 43)),
+]
+
+PIL_FILTERS = {"triangle": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}
 
 
 def main():
@@ -73,9 +104,15 @@ def main():
             r = cv2.resize(a, (w, h), interpolation=cv2.INTER_AREA)
             res = Image.fromarray(r, im.mode)
         else:
-            res = im.resize((w, h), Image.BILINEAR, box=box)
+            res = im.resize((w, h), PIL_FILTERS[filt], box=box)
         res.save(os.path.join(HERE, "golden", name + ".png"), optimize=True)
         out.append({"name": name, "src": src, "filter": filt, "w": w, "h": h, "box": list(box) if box else None})
+    for name, src, filt, fw, fh, view in VIEWS:
+        im = Image.open(os.path.join(HERE, src))
+        res = im.resize((fw, fh), PIL_FILTERS[filt]).crop(view)
+        res.save(os.path.join(HERE, "golden", name + ".png"), optimize=True)
+        out.append({"name": name, "src": src, "filter": filt, "w": view[2] - view[0], "h": view[3] - view[1],
+                    "box": None, "full": [fw, fh], "view": list(view)})
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")

@@ -22,6 +22,7 @@ func TestServeUsage(t *testing.T) {
 		{"serve", data, "--socket", "x", "--fd", "3"},
 		{"serve", data, "--fd", "3", "--transform", "none"},
 		{"serve", data, "--fd", "3", "--slots", "0"},
+		{"serve", data, "--fd", "3", "--interpolation", "lanczos"},
 		{"serve"},
 	} {
 		if code, _, errs := runCLI(t, args...); code != 2 {

@@ -33,6 +33,8 @@ type loaderFlags struct {
 	cropScale, cropRatio []float64
 	flipProb             float64
 	resize               int
+	interpolation        string
+	fullDecode           bool
 	mean, std            []float64
 }
 
@@ -106,6 +108,8 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.Float64SliceVar(&lf.cropRatio, "crop-ratio", nil, "train: RandomResizedCrop's aspect-ratio range LO,HI (default 0.75,1.3333)")
 	f.Float64Var(&lf.flipProb, "flip-prob", 0.5, "train: RandomHorizontalFlip's probability (0: no flip)")
 	f.IntVar(&lf.resize, "resize", 0, "eval: Resize's shorter edge before the centre crop (default resolution*256/224)")
+	f.StringVar(&lf.interpolation, "interpolation", "bilinear", "train and eval: the resize's interpolation, bilinear, bicubic or nearest, as PIL computes it (torchvision's InterpolationMode on PIL images)")
+	f.BoolVar(&lf.fullDecode, "full-decode", false, "decode JPEGs at full size, never scaled in the DCT: torchvision's (PIL's) pixels exactly, at more decode time (default: a crop at least twice the output decodes at 1/2 to 1/8 scale, a few levels from PIL's on edges)")
 	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
 	f.Float64SliceVar(&lf.std, "std", nil, "Normalize's std R,G,B (default ImageNet's 0.229,0.224,0.225)")
 }
@@ -130,6 +134,8 @@ func (lf *loaderFlags) check() error {
 		return usagef("--classes %d: must not be negative", lf.classes)
 	case lf.flipProb < 0 || lf.flipProb > 1:
 		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
+	case lf.interpolation != "" && lf.interpolation != "bilinear" && lf.interpolation != "bicubic" && lf.interpolation != "nearest":
+		return usagef("--interpolation %q: want bilinear, bicubic or nearest", lf.interpolation)
 	case lf.labelOff < -loader.MaxLabelOffset || lf.labelOff > loader.MaxLabelOffset:
 		return usagef("--label-offset %d: at most %d either way (the largest label a container stores)", lf.labelOff, loader.MaxLabelOffset)
 	}
@@ -158,7 +164,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 		o.CropRatio = [2]float64{lf.cropRatio[0], lf.cropRatio[1]}
 	}
 	o.NoFlip, o.FlipProb = lf.flipProb == 0, lf.flipProb
-	o.Resize, o.Classes = lf.resize, lf.classes
+	o.Resize, o.Classes, o.Interpolation, o.FullDecode = lf.resize, lf.classes, lf.interpolation, lf.fullDecode
 	if lf.mean != nil {
 		for i := range 3 {
 			o.Mean[i], o.Std[i] = float32(lf.mean[i]), float32(lf.std[i])

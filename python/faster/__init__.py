@@ -9,7 +9,9 @@ shared memory, for PyTorch training loops.
             ...
 
 See Loader for the arguments and the lifetime of a batch, and the Go
-package serve (serve/doc.go) for the protocol.
+package serve (serve/doc.go) for the protocol. MixUp and CutMix, which act
+on whole batches, are in faster.mixing (imported on its own: it needs
+torch).
 """
 from .loader import Batch, Loader, ServerError
 

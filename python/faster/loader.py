@@ -155,6 +155,8 @@ class Loader:
     slots (batches in the shared ring for this process, the prefetch depth;
     the server decodes straight into the ring, whose file holds slots + 3
     batches for that: memory is (slots + 3) x batch bytes).
+    full_decode=True decodes JPEGs at full size, never scaled in the DCT:
+    torchvision's (PIL's) pixels exactly, at more decode time.
 
     Position: state_dict() and load_state_dict() save and restore the exact
     position within an epoch (torchdata's StatefulDataLoader protocol).
@@ -185,7 +187,7 @@ class Loader:
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
-                 global_shuffle=False, classes=None, unlabeled=False):
+                 global_shuffle=False, classes=None, unlabeled=False, full_decode=False):
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -266,6 +268,8 @@ class Loader:
             args.append("--global-shuffle")
         if unlabeled:
             args.append("--unlabeled")  # data without labels: label 0, not damage
+        if full_decode:
+            args.append("--full-decode")  # never DCT-scaled: PIL's pixels exactly
         if classes is not None:
             if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
                 raise ValueError("faster: classes=%r: want a positive integer" % (classes,))

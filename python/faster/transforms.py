@@ -8,19 +8,32 @@ pipeline's recipes:
 Supported, with their parameters (anything else is refused by name, before
 any work, with what would work instead):
 
-    train:  RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR)
+    train:  RandomResizedCrop(size, scale, ratio, interpolation)
             [RandomHorizontalFlip(p)] ToTensor() [Normalize(mean, std)]
-    eval:   Resize(size: int, interpolation=BILINEAR) CenterCrop(size)
+    eval:   Resize(size: int, interpolation) CenterCrop(size)
             ToTensor() [Normalize(mean, std)]
 
-Crops are square (size an int or (s, s)). Resizing is PIL's antialiased
-bilinear filter, as torchvision applies it to PIL images (the tensor path
-with antialias=False is not supported). Without Normalize the pixels are
-ToTensor's [0, 1].
+The tensor path, PILToTensor() first and ConvertImageDtype(torch.float32)
+in place of ToTensor(), maps onto the same recipes when its resize is
+antialiased (antialias=True, BILINEAR or BICUBIC): torch's antialiased
+kernels are PIL's in floating point, about a level apart (see
+docs/pipeline.md); its NEAREST (torch's floor(i*scale) positions) and
+antialias=False/None are refused.
+
+interpolation is BILINEAR (the default), BICUBIC or NEAREST
+(InterpolationMode, or PIL's constants 2, 3, 0), computed as PIL computes
+it, which is what torchvision does to PIL images: bilinear and bicubic
+antialiased, nearest not (`faster serve --interpolation`). Any Resize
+size at least the crop's works: Resize(256) + CenterCrop(224), or
+torchvision's newer reference recipe, Resize(232) + CenterCrop(224) (with
+BILINEAR). Crops are square (size an int or (s, s)). Without Normalize
+the pixels are ToTensor's [0, 1]. antialias=False (a tensor-path option)
+is refused for bilinear and bicubic.
 """
 
 _TRAIN = "RandomResizedCrop [RandomHorizontalFlip] ToTensor [Normalize]"
 _EVAL = "Resize(int) CenterCrop ToTensor [Normalize]"
+_TENSOR = "or on tensors PILToTensor, then either with antialias=True, then ConvertImageDtype(float32) [Normalize]"
 
 
 class UnsupportedTransform(ValueError):
@@ -41,16 +54,39 @@ def _square(size, what):
     raise UnsupportedTransform("faster: %s(size=%r): only square outputs (an int, or (s, s))" % (what, size))
 
 
-def _bilinear(t):
+# InterpolationMode values and PIL's constants (torchvision 0.14 accepts
+# both) onto `faster serve --interpolation`.
+_INTERPOLATIONS = {None: "bilinear", "bilinear": "bilinear", 2: "bilinear",
+                   "bicubic": "bicubic", 3: "bicubic", "nearest": "nearest", 0: "nearest"}
+
+
+def _interpolation(t, tensor=False):
     mode = getattr(t, "interpolation", None)
     name = getattr(mode, "value", mode)
-    if name not in (None, "bilinear", 2):  # 2: PIL.Image.BILINEAR
+    if isinstance(name, str):
+        name = name.lower()
+    try:
+        got = _INTERPOLATIONS.get(name)
+    except TypeError:  # unhashable
+        got = None
+    if got is None:
         raise UnsupportedTransform(
-            "faster: %s(interpolation=%s): the Go pipeline resizes with PIL's antialiased bilinear "
-            "filter only; use InterpolationMode.BILINEAR" % (_name(t), name))
-    if getattr(t, "antialias", None) is False:
-        raise UnsupportedTransform("faster: %s(antialias=False): the Go pipeline always antialiases, "
-                                   "as torchvision does on PIL images" % _name(t))
+            "faster: %s(interpolation=%s): the Go pipeline resizes with PIL's bilinear, bicubic or nearest "
+            "filter; use InterpolationMode.BILINEAR, BICUBIC or NEAREST" % (_name(t), name))
+    antialias = getattr(t, "antialias", None)
+    if tensor:
+        if got == "nearest":
+            raise UnsupportedTransform(
+                "faster: %s(interpolation=NEAREST) on tensors: torch samples floor(i*scale), the Go pipeline PIL's "
+                "pixel centres; use the PIL path (ToTensor() last, no PILToTensor())" % _name(t))
+        if antialias is not True:
+            raise UnsupportedTransform(
+                "faster: %s(antialias=%r) on tensors: the Go pipeline always antialiases (PIL's filters); pass "
+                "antialias=True" % (_name(t), antialias))
+    elif got != "nearest" and antialias is False:
+        raise UnsupportedTransform("faster: %s(antialias=False): the Go pipeline antialiases bilinear and bicubic "
+                                   "resizing, as torchvision does on PIL images" % _name(t))
+    return got
 
 
 def _csv(values):
@@ -73,10 +109,11 @@ def from_torchvision(transform):
             return steps[i - 1]
         return None
 
+    tensor = take("PILToTensor") is not None  # the tensor path
     crop = take("RandomResizedCrop")
     if crop is not None:
         recipe = "train"
-        _bilinear(crop)
+        args += ["--interpolation", _interpolation(crop, tensor)]
         res = _square(crop.size, "RandomResizedCrop")
         args += ["--crop-scale", _csv(crop.scale), "--crop-ratio", _csv(crop.ratio)]
         flip = take("RandomHorizontalFlip")
@@ -87,15 +124,24 @@ def from_torchvision(transform):
         if resize is None or center is None:
             raise UnsupportedTransform(_refusal(steps, names, i))
         recipe = "eval"
-        _bilinear(resize)
+        args += ["--interpolation", _interpolation(resize, tensor)]
         if not isinstance(resize.size, int) and not (isinstance(resize.size, (list, tuple)) and len(resize.size) == 1):
             raise UnsupportedTransform("faster: Resize(size=%r): only an int (the shorter edge) is supported" % (resize.size,))
         if getattr(resize, "max_size", None) is not None:
             raise UnsupportedTransform("faster: Resize(max_size=%r) is not supported" % (resize.max_size,))
         res = _square(center.size, "CenterCrop")
         short = resize.size if isinstance(resize.size, int) else int(resize.size[0])
+        if short < res:
+            raise UnsupportedTransform("faster: Resize(%d) then CenterCrop(%d): torchvision would pad the crop; "
+                                       "the Go pipeline wants Resize's size at least the crop's" % (short, res))
         args += ["--resize", str(short)]
-    if take("ToTensor") is None:
+    if tensor:
+        conv = take("ConvertImageDtype")
+        if conv is None:
+            raise UnsupportedTransform(_refusal(steps, names, i, "ConvertImageDtype(torch.float32)"))
+        if str(getattr(conv, "dtype", "")) != "torch.float32":
+            raise UnsupportedTransform("faster: ConvertImageDtype(%s): only torch.float32" % (getattr(conv, "dtype", None),))
+    elif take("ToTensor") is None:
         raise UnsupportedTransform(_refusal(steps, names, i, "ToTensor"))
     norm = take("Normalize")
     if norm is not None:
@@ -115,5 +161,5 @@ def _refusal(steps, names, i, wanted=None):
     what = ("expected %s, found %s" % (wanted, got)) if wanted else ("%s is not supported by the Go pipeline" % got)
     if got == "PILToTensor":
         what += " (for uint8 pixels: ToTensor here, or transform='train'/'eval' with layout='u8-hwc')"
-    return ("faster: transform %s: %s. Supported: train = %s; eval = %s; or transform='train' / 'eval' "
-            "(the ImageNet recipes) with resolution=." % (" -> ".join(names), what, _TRAIN, _EVAL))
+    return ("faster: transform %s: %s. Supported: train = %s; eval = %s; %s; or transform='train' / 'eval' "
+            "(the ImageNet recipes) with resolution=." % (" -> ".join(names), what, _TRAIN, _EVAL, _TENSOR))
