@@ -32,8 +32,9 @@ import (
 
 // Task is task Index of Count (0 ≤ Index < Count), and where that was read.
 type Task struct {
-	Index, Count int
-	Source       string // "--task" or a scheduler and its variables
+	Index  int    `json:"index"`
+	Count  int    `json:"count"`
+	Source string `json:"source"` // "--task" or a scheduler and its variables
 }
 
 func (t Task) String() string { return fmt.Sprintf("task %d/%d (from %s)", t.Index, t.Count, t.Source) }
