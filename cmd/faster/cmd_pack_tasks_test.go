@@ -305,3 +305,67 @@ func TestPackTaskUsageErrors(t *testing.T) {
 		t.Fatalf("--merge with two arguments: exit %d: %s", code, errs)
 	}
 }
+
+// A resize split into 3 tasks (by a Slurm job array, a Kubernetes
+// Indexed Job, and --task) then merged leaves the tree one run writes,
+// byte for byte; a killed task is named incomplete, a task never run
+// missing, and rerunning it completes the set.
+func TestResizeTasksMergeEqualsOneMachine(t *testing.T) {
+	src := realPhotoTree(t)
+	os.WriteFile(filepath.Join(src, "notes.txt"), []byte("not an image"), 0o644)
+	setTaskEnv(t)
+	ref := filepath.Join(t.TempDir(), "ref")
+	if code, _, errs := runCLI(t, "resize", "--src", src, "--dst", ref, "--max-size", "96"); code != 0 {
+		t.Fatal(errs)
+	}
+	is := strconv.Itoa
+	for _, s := range []struct {
+		name string
+		env  func(i int) []string
+		args func(i int) []string
+	}{
+		{"slurm array", func(i int) []string {
+			return []string{"SLURM_ARRAY_TASK_ID", is(1 + i), "SLURM_ARRAY_TASK_COUNT", "3", "SLURM_ARRAY_TASK_MIN", "1", "SLURM_ARRAY_TASK_MAX", "3"}
+		}, func(int) []string { return nil }},
+		{"kubernetes", func(i int) []string { return []string{"JOB_COMPLETION_INDEX", is(i)} }, func(int) []string { return []string{"--task-count", "3"} }},
+		{"--task", func(int) []string { return nil }, func(i int) []string { return []string{"--task", is(i) + "/3"} }},
+	} {
+		dst := filepath.Join(t.TempDir(), "tasks")
+		resize := func(i int) {
+			t.Helper()
+			setTaskEnv(t, s.env(i)...)
+			args := append([]string{"resize", "--src", src, "--dst", dst, "--max-size", "96", "--json"}, s.args(i)...)
+			code, out, errs := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("%s: task %d: exit %d: %s", s.name, i, code, errs)
+			}
+			var sum struct {
+				Task   struct{ Index, Count int }
+				Images int
+			}
+			// 10 files sorted (9 photos in 3 classes, notes.txt): 3, 3, 4.
+			if json.Unmarshal([]byte(out), &sum); sum.Task.Index != i || sum.Task.Count != 3 || sum.Images != 3 {
+				t.Fatalf("%s: task %d: summary %s", s.name, i, out)
+			}
+		}
+		resize(2)
+		resize(1)
+		// Task 1 killed before its commit.
+		os.Remove(filepath.Join(dst, ".faster-parts", "resize", "task-00001-of-00003.json"))
+		setTaskEnv(t)
+		code, _, errs := runCLI(t, "resize", "--merge", "--dst", dst)
+		if code != 1 || !strings.Contains(errs, "2 of 3 resize tasks not done; missing (never started): 0; incomplete (started, no part manifest: killed, failed or still running): 1;") {
+			t.Fatalf("%s: merge with tasks missing: exit %d: %s", s.name, code, errs)
+		}
+		resize(1)
+		resize(0)
+		setTaskEnv(t)
+		if code, out, errs := runCLI(t, "resize", "--merge", "--dst", dst); code != 0 || !strings.Contains(out, "merged the resize tasks") {
+			t.Fatalf("%s: merge: exit %d: %s%s", s.name, code, out, errs)
+		}
+		if _, err := os.Stat(filepath.Join(dst, ".faster-parts")); err == nil {
+			t.Errorf("%s: .faster-parts left after the merge", s.name)
+		}
+		sameTree(t, s.name, ref, dst)
+	}
+}
