@@ -297,9 +297,7 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 		}
 		i, _ := strconv.Atoi(mm[1])
 		n, _ := strconv.Atoi(mm[2])
-		if len(counts[n]) == 0 || counts[n][len(counts[n])-1] != e.Name() {
-			counts[n] = append(counts[n], e.Name())
-		}
+		counts[n] = append(counts[n], e.Name())
 		switch mm[3] {
 		case ".json":
 			committed[i] = true

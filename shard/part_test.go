@@ -127,3 +127,39 @@ func TestMergeRefusesDifferentLayouts(t *testing.T) {
 		t.Fatalf("merge of different layouts: %v", err)
 	}
 }
+
+// Parts of two task counts in one destination are refused, naming the
+// files; more tasks than shards leave some tasks with empty parts, and
+// the merge still equals a one-task pack.
+func TestMergeTaskCounts(t *testing.T) {
+	root := makeFolder(t, []string{"a", "b"}, 5)
+	src, _ := source.OpenImageFolder(root)
+	ref := t.TempDir()
+	if _, err := Pack(context.Background(), src, root, ref, PackOptions{Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	for i := range 5 {
+		if _, err := Pack(context.Background(), src, root, dst, PackOptions{Shards: 2, TaskIndex: i, TaskCount: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Pack(context.Background(), src, root, dst, PackOptions{Shards: 2, TaskIndex: 0, TaskCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := MergeParts(context.Background(), dst, "train", 1)
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("different task counts: 2 tasks (task-00000-of-00002.json")) {
+		t.Fatalf("merge of two task counts: %v", err)
+	}
+	os.Remove(filepath.Join(dst, PartsDir, "train", "task-00000-of-00002.json"))
+	os.Remove(filepath.Join(dst, PartsDir, "train", "task-00000-of-00002.lock"))
+	os.Remove(filepath.Join(dst, PartsDir, "train", "task-00000-of-00002.progress.json"))
+	if _, err := MergeParts(context.Background(), dst, "train", 1); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(ref, ManifestName))
+	got, _ := os.ReadFile(filepath.Join(dst, ManifestName))
+	if !bytes.Equal(want, got) {
+		t.Fatalf("merged manifest differs:\n%s\nwant\n%s", got, want)
+	}
+}
