@@ -82,6 +82,11 @@ type Options struct {
 	MaxPixels int64
 	// Progress, if set, is told the number of images and each one done.
 	Progress Progress
+
+	// TaskCount > 0 processes only task TaskIndex's part of the files (one
+	// of TaskCount independent tasks, see parts.go), then commits a part
+	// manifest, create-only; MergeParts checks the set.
+	TaskIndex, TaskCount int
 }
 
 // EnsureDefaults fills the zero fields with their defaults.
@@ -108,6 +113,9 @@ func (o *Options) Validate() error {
 	}
 	if o.NonImages > SkipNonImages {
 		errs = append(errs, fmt.Errorf("unknown non-image policy %d", o.NonImages))
+	}
+	if o.TaskCount < 0 || o.TaskCount > 0 && (o.TaskIndex < 0 || o.TaskIndex >= o.TaskCount) {
+		errs = append(errs, fmt.Errorf("task %d of %d: want 0 <= task < count", o.TaskIndex, o.TaskCount))
 	}
 	if o.MaxPixels < 0 {
 		errs = append(errs, fmt.Errorf("max pixels %d: must not be negative", o.MaxPixels))

@@ -76,9 +76,16 @@ func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
 		return res, err
 	}
 	o.EnsureDefaults()
-	jobs, err := walk(ctx, src, dst, res)
+	jobs, err := walk(ctx, src, dst, res, o.TaskCount > 0)
 	if err != nil {
 		return res, err
+	}
+	var pt *partTask
+	if o.TaskCount > 0 {
+		if pt, jobs, err = startTask(dst, jobs, &o); err != nil {
+			return res, err
+		}
+		defer pt.unlock()
 	}
 	for _, j := range jobs {
 		if j.image {
@@ -128,6 +135,9 @@ func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
 	if err == nil && !o.Sync {
 		err = syncFS(dst)
 	}
+	if err == nil && pt != nil {
+		err = pt.commit(jobs, res)
+	}
 	res.Seconds = time.Since(start).Seconds()
 	res.CPUSeconds = (usage.CPU() - cpu0).Seconds()
 	res.ImagesPerSec = float64(res.Resized+res.Copied) / max(res.Seconds, 1e-9)
@@ -137,7 +147,7 @@ func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
 // walk lists the regular files under src (following symlinks to files,
 // not to folders) and creates the mirrored folders under dst. It skips dst
 // if dst lies inside src. Unreadable folders become Failures.
-func walk(ctx context.Context, src, dst string, res *Result) ([]job, error) {
+func walk(ctx context.Context, src, dst string, res *Result, tasked bool) ([]job, error) {
 	st, err := os.Stat(src)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSource, err)
@@ -157,7 +167,7 @@ func walk(ctx context.Context, src, dst string, res *Result) ([]job, error) {
 		return nil, err
 	}
 	var jobs []job
-	w := walker{ctx: ctx, src: src, dst: dst, absDst: absDst, res: res, jobs: &jobs}
+	w := walker{ctx: ctx, src: src, dst: dst, absDst: absDst, res: res, jobs: &jobs, keepTemps: tasked}
 	err = w.dir(src, ".", nil)
 	return jobs, err
 }
@@ -172,6 +182,9 @@ type walker struct {
 	absDst   string
 	res      *Result
 	jobs     *[]job
+	// keepTemps: other tasks write into the same folders at once (each
+	// task removes its own files' temporaries, startTask).
+	keepTemps bool
 }
 
 func (w *walker) fail(rel string, err error) {
@@ -207,7 +220,9 @@ func (w *walker) dir(p, rel string, ancestors []fs.FileInfo) error {
 			return err
 		}
 	}
-	removeTemps(filepath.Join(w.dst, rel))
+	if !w.keepTemps {
+		removeTemps(filepath.Join(w.dst, rel))
+	}
 	ents, err := os.ReadDir(p)
 	if err != nil {
 		if rel == "." {

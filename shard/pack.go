@@ -37,6 +37,12 @@ type PackOptions struct {
 	// Progress, if set, is called after each record is written, from any
 	// goroutine, with the record's encoded size.
 	Progress func(records int, bytes int64)
+
+	// TaskCount > 0 packs only task TaskIndex's part of the split (one of
+	// TaskCount independent tasks, see part.go): the shards a one-task
+	// pack writes at those positions, then a part manifest, create-only.
+	// MergeParts makes the split's manifest once every part is there.
+	TaskIndex, TaskCount int
 }
 
 // AutoShardBytes is the shard size the automatic shard count aims at.
@@ -91,6 +97,15 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 		n = autoShards(items)
 	}
 	n = min(n, len(items))
+	first, last := 0, n // the shards this run writes
+	var pt *partTask
+	if opts.TaskCount > 0 {
+		if opts.TaskIndex < 0 || opts.TaskIndex >= opts.TaskCount {
+			return nil, fmt.Errorf("task %d of %d: want 0 <= task < count", opts.TaskIndex, opts.TaskCount)
+		}
+		first, last = TaskShards(opts.TaskIndex, opts.TaskCount, n)
+		pt = &partTask{dst: dst, split: opts.Split, index: opts.TaskIndex, count: opts.TaskCount}
+	}
 
 	if err := refuseInside(srcPath, dst); err != nil {
 		return nil, err
@@ -98,15 +113,33 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return nil, err
 	}
-	unlock, err := lockDir(dst)
+	var unlock func()
+	var err error
+	if pt != nil {
+		unlock, err = pt.lock()
+	} else {
+		unlock, err = lockDir(dst)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	removeTemps(dst)
-	m, err := LoadManifest(dst)
+	var m *Manifest
+	if pt != nil {
+		pt.removeTemps(opts.Format, n, first, last)
+		m, err = pt.loadProgress()
+	} else {
+		removeTemps(dst)
+		m, err = LoadManifest(dst)
+	}
 	if err != nil {
 		return nil, err
+	}
+	save := func() error {
+		if pt != nil {
+			return pt.saveProgress(m)
+		}
+		return m.Save(dst)
 	}
 	if m.Format == "" || len(m.Splits) == 0 {
 		m.Format = opts.Format
@@ -115,6 +148,11 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 		return nil, fmt.Errorf("%s: holds %s shards; pack %s shards into another directory", dst, m.Format, opts.Format)
 	}
 	fp := fingerprint(src, items, order, n, opts.Format)
+	if pt != nil {
+		if res, err := pt.done(fp, start); res != nil || err != nil {
+			return res, err
+		}
+	}
 	old := m.Splits[opts.Split]
 	sp := &Split{
 		SourceKind: src.Kind(), Source: srcPath, Classes: src.Classes(),
@@ -133,6 +171,9 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	for k := range n {
 		name := FormatName(opts.Format, opts.Split, k, n)
 		sp.Shards[k] = ShardInfo{Name: name, Index: IndexName(name)}
+		if k < first || k >= last {
+			continue // another task's
+		}
 		if old != nil && old.Fingerprint == fp && k < len(old.Shards) && shardIntact(dst, old.Shards[k]) &&
 			!skippedNowReadable(src, byKey, old.Shards[k].Skipped) {
 			sp.Shards[k] = old.Shards[k]
@@ -145,7 +186,7 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 		todo = append(todo, k)
 	}
 	m.Splits[opts.Split] = sp
-	if err := m.Save(dst); err != nil {
+	if err := save(); err != nil {
 		return nil, err
 	}
 
@@ -166,7 +207,7 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 			mu.Lock()
 			defer mu.Unlock()
 			sp.Shards[k] = info
-			return m.Save(dst)
+			return save()
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -175,13 +216,18 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 		}
 		return nil, err
 	}
-	for _, s := range sp.Shards {
+	for _, s := range sp.Shards[first:last] {
 		sp.Records += s.Records
 		sp.Bytes += s.Bytes
 		res.SkipList = append(res.SkipList, s.Skipped...)
 	}
 	sp.Complete = true
-	if err := m.Save(dst); err != nil {
+	if pt != nil {
+		if err := pt.commit(m.Format, sp, first, last); err != nil {
+			return nil, err
+		}
+		res.Shards = last - first
+	} else if err := m.Save(dst); err != nil {
 		return nil, err
 	}
 	res.Records, res.Bytes = sp.Records, sp.Bytes

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
+	"github.com/faster-training/faster/internal/task"
 	"github.com/faster-training/faster/progress"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
@@ -24,13 +27,17 @@ type packOptions struct {
 	strict   bool
 	format   string
 	json     bool
+
+	task      string // --task i/n
+	taskCount int    // --task-count
+	merge     bool
 }
 
 func init() {
 	commands = append(commands, func(stdout, stderr io.Writer) *cobra.Command {
 		var o packOptions
 		c := &cobra.Command{
-			Use:   "pack SRC DST",
+			Use:   "pack SRC DST | pack --merge DST",
 			Short: "Pack a dataset into TFRecord or WebDataset shards with indexes and a manifest",
 			Long: `Pack reads a dataset (an ImageFolder tree: one folder per class; MNIST-style
 IDX files; a Caffe LMDB; WebDataset tar shards) and writes, with --format
@@ -44,9 +51,33 @@ except those that skipped a file that now loads. DST is locked while a pack
 writes it (a second pack into it fails at once) and must not lie inside SRC.
 Unreadable or non-image files are skipped and listed (or stop the run with --strict).
 
-Exit status: 0 packed; 1 failed (or a bad file under --strict); 2 usage error.`,
-			Args: exactArgs(2),
+On many machines: each task packs its part of the split — the shards a
+one-machine pack writes at those positions, byte for byte — and commits a
+part manifest under DST/.faster-parts/ (create-only), then
+"faster pack --merge DST" checks every part (counts, sizes, sha256) and
+writes DST/manifest.json, the one a one-machine pack writes; it names every
+task missing or incomplete at once, and rerunning just those completes the
+set. The task is --task i/n (0-based), else read from the environment:
+Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with --task-count N or
+FASTER_TASK_COUNT: Kubernetes does not set the count), Slurm job array
+(SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT), srun
+(SLURM_PROCID, SLURM_NTASKS), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE), PMI
+(PMI_RANK, PMI_SIZE), torchrun (RANK, WORLD_SIZE). --task wins; sources that
+disagree are an error naming them. See docs/parallel.md.
+
+Exit status: 0 packed (merged); 1 failed (or a bad file under --strict, or
+tasks not done at --merge); 2 usage error.`,
+			Args: func(cmd *cobra.Command, args []string) error {
+				if o.merge {
+					return exactArgs(1)(cmd, args)
+				}
+				return exactArgs(2)(cmd, args)
+			},
 			RunE: func(cmd *cobra.Command, args []string) error {
+				if o.merge {
+					o.dst = args[0]
+					return runPackMerge(cmd.Context(), cmd, o, stdout)
+				}
 				o.src, o.dst = args[0], args[1]
 				return runPack(cmd.Context(), o, stdout, stderr)
 			},
@@ -61,6 +92,9 @@ Exit status: 0 packed; 1 failed (or a bad file under --strict); 2 usage error.`,
 		f.Uint64Var(&o.seed, "seed", 0, "seed for --shuffle")
 		f.BoolVar(&o.strict, "strict", false, "stop at the first unreadable or non-image file")
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
+		f.StringVar(&o.task, "task", "", "pack only task i of n (i/n, 0-based) of the split; default: from the scheduler's environment")
+		f.IntVar(&o.taskCount, "task-count", 0, "the task count of a Kubernetes Indexed Job (its completions; or set FASTER_TASK_COUNT)")
+		f.BoolVar(&o.merge, "merge", false, "merge the tasks' parts in DST into its manifest")
 		return c
 	})
 }
@@ -81,6 +115,10 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if o.shards < 0 || o.workers < 0 {
 		return usagef("--shards and --workers must not be negative")
 	}
+	t, tasked, err := task.Resolve(o.task, o.taskCount, os.Getenv)
+	if err != nil {
+		return usagef("pack: %v", err)
+	}
 	o.workers = capWorkers(stderr, "--workers", o.workers, runtime.NumCPU())
 	src, err := source.Open(o.src, o.from, o.split)
 	if err != nil {
@@ -94,7 +132,8 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	res, err := shard.Pack(ctx, src, o.src, o.dst, shard.PackOptions{
 		Split: o.split, Shards: o.shards, Workers: o.workers,
 		Shuffle: o.shuffle, Seed: o.seed, Strict: o.strict, Format: o.format,
-		Progress: func(n int, b int64) { bar.Add(int64(n), b) },
+		Progress:  func(n int, b int64) { bar.Add(int64(n), b) },
+		TaskIndex: t.Index, TaskCount: t.Count,
 	})
 	bar.Done()
 	if err != nil {
@@ -103,12 +142,16 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if o.json {
 		return writeJSON(stdout, struct {
 			*shard.PackResult
-			Source        string  `json:"source"`
-			SourceKind    string  `json:"source_kind"`
-			Dest          string  `json:"dest"`
-			RecordsPerSec float64 `json:"records_per_sec"`
-			MBPerSec      float64 `json:"mb_per_sec"`
-		}{res, o.src, src.Kind(), o.dst, float64(res.Records) / max(res.Seconds, 1e-9), mbPerSec(res.Bytes, res.Seconds)})
+			Task          *task.Task `json:"task,omitempty"`
+			Source        string     `json:"source"`
+			SourceKind    string     `json:"source_kind"`
+			Dest          string     `json:"dest"`
+			RecordsPerSec float64    `json:"records_per_sec"`
+			MBPerSec      float64    `json:"mb_per_sec"`
+		}{res, taskOrNil(t, tasked), o.src, src.Kind(), o.dst, float64(res.Records) / max(res.Seconds, 1e-9), mbPerSec(res.Bytes, res.Seconds)})
+	}
+	if tasked {
+		fmt.Fprintf(stdout, "%s: part committed; run \"faster pack --merge %s\" once every task is done\n", t, o.dst)
 	}
 	fmt.Fprintf(stdout, "packed %s (%s) into %s: %d records in %d shards (%d kept from an earlier run), %.1f MB, %.1f s, %.0f records/s\n",
 		o.src, src.Kind(), o.dst, res.Records, res.Shards, res.KeptShards, float64(res.Bytes)/1e6, res.Seconds, float64(res.Records)/max(res.Seconds, 1e-9))
@@ -119,4 +162,59 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 		}
 	}
 	return nil
+}
+
+func taskOrNil(t task.Task, ok bool) *task.Task {
+	if !ok {
+		return nil
+	}
+	return &t
+}
+
+func runPackMerge(ctx context.Context, cmd *cobra.Command, o packOptions, stdout io.Writer) error {
+	for _, f := range []string{"from", "format", "shards", "shuffle", "seed", "strict", "task", "task-count"} {
+		if cmd.Flags().Changed(f) {
+			return usagef("--merge takes DST, --split, --workers and --json; --%s belongs to the tasks", f)
+		}
+	}
+	if o.workers < 0 {
+		return usagef("--workers must not be negative")
+	}
+	if o.workers == 0 {
+		o.workers = runtime.NumCPU()
+	}
+	res, err := shard.MergeParts(ctx, o.dst, o.split, o.workers)
+	var ie *shard.IncompleteError
+	if errors.As(err, &ie) {
+		if o.json {
+			writeJSON(stdout, struct {
+				Split      string         `json:"split"`
+				Tasks      int            `json:"tasks"`
+				Missing    []int          `json:"missing"`
+				Incomplete []int          `json:"incomplete"`
+				Damaged    map[int]string `json:"damaged"`
+				Rerun      []int          `json:"rerun"`
+			}{ie.Split, ie.Tasks, nonNil(ie.Missing), nonNil(ie.Incomplete), ie.Damaged, ie.Rerun()})
+		}
+		return &failError{err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(stdout, struct {
+			*shard.MergeResult
+			Dest string `json:"dest"`
+		}{res, o.dst})
+	}
+	fmt.Fprintf(stdout, "merged %d tasks of %s into %s: %d records in %d shards, %.1f MB, %d files skipped by the tasks, %.1f s\n",
+		res.Tasks, res.Split, o.dst, res.Records, res.Shards, float64(res.Bytes)/1e6, res.Skipped, res.Seconds)
+	return nil
+}
+
+func nonNil(x []int) []int {
+	if x == nil {
+		return []int{}
+	}
+	return x
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/faster-training/faster/downscale"
+	"github.com/faster-training/faster/internal/task"
 	"github.com/faster-training/faster/progress"
 )
 
@@ -24,6 +26,9 @@ type resizeOptions struct {
 	rgb            bool
 	fsync          bool
 	json           bool
+	task           string // --task i/n
+	taskCount      int
+	merge          bool
 }
 
 func init() {
@@ -41,6 +46,15 @@ Smaller images are copied byte for byte; other files are copied or skipped
 and newer than their source, and removes the temporary files a killed run
 left. Symlinked folders are followed (a loop once). Corrupt or empty files,
 FIFOs, devices and dangling links are listed and skipped, never read.
+
+On many machines: each task (--task i/n, 0-based, else the scheduler's
+environment as for faster pack: Kubernetes Indexed Job with --task-count or
+FASTER_TASK_COUNT, Slurm job array, srun, Open MPI, PMI, torchrun) resizes
+its share of the sorted file list into the same DST and commits a part
+manifest under DST/.faster-parts/resize/ (create-only); then
+"faster resize --merge --dst DST" checks every part and its outputs, names
+every task missing or incomplete at once, and removes the parts folder,
+leaving the tree one run writes. See docs/parallel.md.
 
 Exit status: 0 done; 1 some files failed or an I/O error; 2 usage error;
 130 interrupted (no partial file is left behind).`,
@@ -61,11 +75,17 @@ Exit status: 0 done; 1 some files failed or an I/O error; 2 usage error;
 		f.BoolVar(&o.rgb, "rgb", false, "resize JPEGs in RGB as OpenCV does, not in their stored 4:2:0 YCbCr planes")
 		f.BoolVar(&o.fsync, "fsync", false, "fsync every output file (default: one file-system sync at the end)")
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
+		f.StringVar(&o.task, "task", "", "resize only task i of n (i/n, 0-based); default: from the scheduler's environment")
+		f.IntVar(&o.taskCount, "task-count", 0, "the task count of a Kubernetes Indexed Job (its completions; or set FASTER_TASK_COUNT)")
+		f.BoolVar(&o.merge, "merge", false, "check the tasks' parts in --dst and remove them (no --src, --max-size)")
 		return c
 	})
 }
 
 func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) error {
+	if o.merge {
+		return runResizeMerge(o, stdout)
+	}
 	var problems []error
 	if o.src == "" || o.dst == "" {
 		problems = append(problems, errors.New("--src and --dst are required"))
@@ -83,6 +103,10 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		problems = append(problems, fmt.Errorf("--non-images: %w", err))
 	}
+	t, tasked, err := task.Resolve(o.task, o.taskCount, os.Getenv)
+	if err != nil {
+		problems = append(problems, err)
+	}
 	if len(problems) > 0 {
 		return usagef("resize: %v", errors.Join(problems...))
 	}
@@ -92,6 +116,7 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 	res, err := downscale.Run(ctx, o.src, o.dst, downscale.Options{
 		MaxSize: o.maxSize, Workers: o.workers, Quality: o.quality, EXIF: o.exif,
 		NonImages: policy, NoScaledDecode: o.noScaledDecode, RGB: o.rgb, Sync: o.fsync, Progress: bar,
+		TaskIndex: t.Index, TaskCount: t.Count,
 	})
 	bar.Done()
 	if err != nil {
@@ -100,14 +125,18 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 		}
 		return err
 	}
+	if tasked {
+		fmt.Fprintf(stderr, "%s: part committed; run \"faster resize --merge --dst %s\" once every task is done\n", t, o.dst)
+	}
 	if o.json {
 		if err := writeJSON(stdout, struct {
 			*downscale.Result
-			Source   string  `json:"source"`
-			Dest     string  `json:"dest"`
-			MaxSize  int     `json:"max_size"`
-			MBPerSec float64 `json:"mb_per_sec"`
-		}{res, o.src, o.dst, o.maxSize, mbPerSec(res.BytesIn, res.Seconds)}); err != nil {
+			Task     *task.Task `json:"task,omitempty"`
+			Source   string     `json:"source"`
+			Dest     string     `json:"dest"`
+			MaxSize  int        `json:"max_size"`
+			MBPerSec float64    `json:"mb_per_sec"`
+		}{res, taskOrNil(t, tasked), o.src, o.dst, o.maxSize, mbPerSec(res.BytesIn, res.Seconds)}); err != nil {
 			return err
 		}
 	} else {
@@ -124,6 +153,35 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 				fmt.Fprintf(stdout, "  %s: %s\n", f.Path, f.Reason)
 			}
 		}
+	}
+	if res.Failed > 0 {
+		return &failError{fmt.Sprintf("resize: %d files failed", res.Failed)}
+	}
+	return nil
+}
+
+func runResizeMerge(o resizeOptions, stdout io.Writer) error {
+	if o.dst == "" || o.src != "" || o.maxSize != 0 || o.task != "" || o.taskCount != 0 {
+		return usagef("resize --merge takes --dst (and --json) alone")
+	}
+	res, err := downscale.MergeParts(o.dst)
+	var ie *downscale.IncompleteError
+	if errors.As(err, &ie) {
+		return &failError{err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(stdout, struct {
+			*downscale.Result
+			Dest string `json:"dest"`
+		}{res, o.dst})
+	}
+	fmt.Fprintf(stdout, "merged the resize tasks into %s: %d resized, %d copied, %d skipped (up to date), %d failed\n",
+		o.dst, res.Resized, res.Copied, res.Skipped, res.Failed)
+	for _, f := range res.Failures {
+		fmt.Fprintf(stdout, "  %s: %s\n", f.Path, f.Reason)
 	}
 	if res.Failed > 0 {
 		return &failError{fmt.Sprintf("resize: %d files failed", res.Failed)}
