@@ -292,6 +292,7 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 			}
 			sum.WarmupTuneSeconds += w.TuneSeconds
 		}
+		sum.Backend, sum.Images = "", 0 // the timed runs' figures, not the warm-up's
 	}
 	sum.Repeats = max(o.repeats, 1)
 	runs := make([][]trainCell, len(specs))

@@ -406,19 +406,22 @@ func TestBenchTrainTable(t *testing.T) {
 	// Repeats with a warm-up: each cell's runs, the median between its
 	// extremes, the speed-up's spread around its median.
 	code, out, errs = runCLI(t, append(args, "--strategies", "single", "--variants", "plain,amp", "--ablation=false",
-		"--repeats", "3", "--warmup", "--json")...)
+		"--repeats", "3", "--warmup", "--batch", "4", "--json")...)
 	if code != 0 {
 		t.Fatalf("bench train --repeats 3: exit %d\n%s", code, errs)
 	}
 	var rep struct {
 		Repeats int         `json:"repeats"`
+		Images  int         `json:"images_per_epoch"`
 		Cells   []trainCell `json:"cells"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if rep.Repeats != 3 || len(rep.Cells) != 2 {
-		t.Fatalf("repeats %d, %d cells", rep.Repeats, len(rep.Cells))
+	// (The warm-up ran 16 images, 4 batches of 4; the table's are the
+	// timed runs' 32.)
+	if rep.Repeats != 3 || len(rep.Cells) != 2 || rep.Images != 32 {
+		t.Fatalf("repeats %d, %d cells, %d images per epoch", rep.Repeats, len(rep.Cells), rep.Images)
 	}
 	for _, c := range rep.Cells {
 		if len(c.Runs) != 3 || c.Low > c.Seconds || c.Seconds > c.High || !slices.Contains(c.Runs, c.Seconds) {
