@@ -78,6 +78,9 @@ var otherFixtures = map[string]func(t *testing.T) (args []string, needle string)
 	"model-huge": func(t *testing.T) ([]string, string) {
 		return []string{"train", "--data", writeTrainIDX(t, 16), "--batch", "4", "--threads", "1", "--filters", "20000", "--max-memory", "1G"}, "--max-memory"
 	},
+	"step-epochs-tiny": func(t *testing.T) ([]string, string) {
+		return []string{"train", "--data", writeTrainIDX(t, 8), "--batch", "2", "--threads", "1", "--filters", "4", "--step-epochs", "1e-300"}, "--step-epochs 1e-300"
+	},
 	"name-255": func(t *testing.T) ([]string, string) {
 		src := writeFolder(t, 1, 1)
 		ents, _ := os.ReadDir(filepath.Join(src, "c0"))

@@ -484,6 +484,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if trainStream != nil {
 		steps = trainStream.Steps() // the same on every rank
 	}
+	if err := checkSchedule(o, steps); err != nil {
+		return err
+	}
 	prec, _ := train.ParsePrecision("fp32")
 	if o.amp {
 		prec, _ = train.ParsePrecision(o.ampDtype)
