@@ -126,6 +126,7 @@ type IDX struct {
 	labels  []byte
 	items   []Item
 	damaged map[int]error // items whose label is outside the classes
+	stamp   string        // FileStamps of the two files (Stamp)
 	pngPool sync.Pool
 }
 
@@ -158,6 +159,16 @@ func OpenIDX(dir, split string) (*IDX, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The files' stamps before they are read (IDX.Stamp): a file changed
+	// after this changes its stamp.
+	var stamp string
+	for _, p := range []string{ip, lp} {
+		st, err := FileStamp(p)
+		if err != nil {
+			return nil, err
+		}
+		stamp += st + ";"
+	}
 	images, err := ReadIDXFile(ip)
 	if err != nil {
 		return nil, err
@@ -173,7 +184,7 @@ func OpenIDX(dir, split string) (*IDX, error) {
 	if strings.Contains(strings.ToLower(filepath.Base(filepath.Clean(dir))), "fashion") {
 		classes = FashionMNISTClasses
 	}
-	d := &IDX{dir: dir, split: split, classes: classes, images: images, labels: labels.Data}
+	d := &IDX{dir: dir, split: split, classes: classes, images: images, labels: labels.Data, stamp: stamp}
 	d.items = make([]Item, images.Dims[0])
 	where := "" // the offset of a gzipped file is in its uncompressed bytes
 	if strings.HasSuffix(lp, ".gz") {
