@@ -522,3 +522,38 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += n
 	return n, err
 }
+
+// TestClaimRank: the first claim of a rank in a group's store succeeds, a
+// second one is ErrDuplicateRank naming the rank; another rank, or the
+// same rank under another prefix (another attempt of the group), is free.
+func TestClaimRank(t *testing.T) {
+	srv, err := ListenStore("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dial := func() *Store {
+		s, err := DialStore(srv.Addr().String(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	first, second := dial(), dial()
+	if err := ClaimRank(first, "g/", 1); err != nil {
+		t.Fatal(err)
+	}
+	err = ClaimRank(second, "g/", 1)
+	if !errors.Is(err, ErrDuplicateRank) || !strings.Contains(err.Error(), "rank 1 joined this rendezvous twice") {
+		t.Fatalf("second claim of rank 1: %v", err)
+	}
+	for _, c := range []struct {
+		prefix string
+		rank   int
+	}{{"g/", 0}, {"attempt_1/g/", 1}} {
+		if err := ClaimRank(second, c.prefix, c.rank); err != nil {
+			t.Errorf("claim of rank %d under %q: %v", c.rank, c.prefix, err)
+		}
+	}
+}

@@ -52,6 +52,10 @@ type ShardInfo struct {
 	SHA256   string `json:"sha256"`
 	Complete bool   `json:"complete"`
 	Skipped  []Skip `json:"skipped,omitempty"`
+	// SourceStamp digests the source.Stamper stamps of the shard's
+	// inputs, taken before they were read ("" for a source without
+	// stamps): a rerun keeps the shard only when they are unchanged.
+	SourceStamp string `json:"source_stamp,omitempty"`
 }
 
 // Skip names an input that was left out, and why.

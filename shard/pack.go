@@ -174,8 +174,9 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 		if k < first || k >= last {
 			continue // another task's
 		}
+		lo, hi := k*len(order)/n, (k+1)*len(order)/n
 		if old != nil && old.Fingerprint == fp && k < len(old.Shards) && shardIntact(dst, old.Shards[k]) &&
-			!skippedNowReadable(src, byKey, old.Shards[k].Skipped) {
+			!skippedNowReadable(src, byKey, old.Shards[k].Skipped) && sourceStamp(src, order[lo:hi]) == old.Shards[k].SourceStamp {
 			sp.Shards[k] = old.Shards[k]
 			res.KeptShards++
 			if opts.Progress != nil {
@@ -282,6 +283,28 @@ func shardIntact(dir string, s ShardInfo) bool {
 	return err == nil
 }
 
+// sourceStamp digests the stamps of the items idxs of src (see
+// source.Stamper), "" when src has none. A shard is kept on a rerun only
+// when its digest is the one it was packed with: an input edited in place
+// since, even keeping its size and modification time, changes its stamp
+// (before: such a shard was kept, holding the old bytes). One stat a file,
+// no read: a content check would cost as much as packing again.
+func sourceStamp(src source.Source, idxs []int) string {
+	st, ok := src.(source.Stamper)
+	if !ok {
+		return ""
+	}
+	h := sha256.New()
+	for _, i := range idxs {
+		s, err := st.Stamp(i)
+		if err != nil {
+			s = "!" + err.Error()
+		}
+		io.WriteString(h, s+"\n")
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // skippedNowReadable reports whether any input a shard skipped loads now
 // (a file that was unreadable for a transient reason: permissions, an I/O
 // error, a file still being written): then the shard is packed again.
@@ -362,6 +385,9 @@ func writeShard(ctx context.Context, src source.Source, dir string, info ShardIn
 	h := sha256.New()
 	w := newSink(opts.Format, io.MultiWriter(f, h), src.Classes())
 	info.Skipped = nil
+	// The inputs' stamps before any is read: one edited from here on
+	// no longer matches, and the next run packs this shard again.
+	info.SourceStamp = sourceStamp(src, idxs)
 	err = loadOrdered(ctx, src, idxs, par, func(s source.Sample, err error) error {
 		if err != nil {
 			if opts.Strict {

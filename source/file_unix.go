@@ -4,6 +4,7 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -28,4 +29,14 @@ func clearNonblock(f *os.File) error {
 
 func isLinkError(err error) bool {
 	return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK)
+}
+
+// statStamp is the part of a FileStamp only Unix has: device, inode and
+// status change time.
+func statStamp(fi os.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d:%d.%09d", st.Dev, st.Ino, st.Ctim.Sec, st.Ctim.Nsec)
 }

@@ -125,6 +125,8 @@ type IDX struct {
 	images  *IDXFile
 	labels  []byte
 	items   []Item
+	damaged map[int]error // items whose label is outside the classes
+	stamp   string        // FileStamps of the two files (Stamp)
 	pngPool sync.Pool
 }
 
@@ -157,6 +159,16 @@ func OpenIDX(dir, split string) (*IDX, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The files' stamps before they are read (IDX.Stamp): a file changed
+	// after this changes its stamp.
+	var stamp string
+	for _, p := range []string{ip, lp} {
+		st, err := FileStamp(p)
+		if err != nil {
+			return nil, err
+		}
+		stamp += st + ";"
+	}
 	images, err := ReadIDXFile(ip)
 	if err != nil {
 		return nil, err
@@ -172,17 +184,32 @@ func OpenIDX(dir, split string) (*IDX, error) {
 	if strings.Contains(strings.ToLower(filepath.Base(filepath.Clean(dir))), "fashion") {
 		classes = FashionMNISTClasses
 	}
-	d := &IDX{dir: dir, split: split, classes: classes, images: images, labels: labels.Data}
+	d := &IDX{dir: dir, split: split, classes: classes, images: images, labels: labels.Data, stamp: stamp}
 	d.items = make([]Item, images.Dims[0])
+	where := "" // the offset of a gzipped file is in its uncompressed bytes
+	if strings.HasSuffix(lp, ".gz") {
+		where = " (offset in the uncompressed data)"
+	}
 	for i := range d.items {
 		l := int(labels.Data[i])
-		if l >= len(classes) {
-			return nil, fmt.Errorf("%s: offset %d: label %d of image %d out of range", lp, 8+i, l, i)
-		}
 		d.items[i] = Item{Key: fmt.Sprintf("%s/%05d.png", split, i), Label: l}
+		if l >= len(classes) {
+			// A damaged sample, as a record failing its CRC: Load
+			// reports it, a skipping reader skips it.
+			if d.damaged == nil {
+				d.damaged = map[int]error{}
+			}
+			d.damaged[i] = &CorruptError{Path: lp, Key: d.items[i].Key, Offset: int64(8 + i),
+				Reason: fmt.Sprintf("label %d of image %d outside the %d classes%s", l, i, len(classes), where)}
+		}
 	}
 	return d, nil
 }
+
+// Damage returns the damage of item i (*CorruptError: a label outside the
+// classes, naming the labels file and the label's offset), or nil. Load
+// returns the same error for it.
+func (d *IDX) Damage(i int) error { return d.damaged[i] }
 
 // Kind returns "idx".
 func (d *IDX) Kind() string { return "idx" }
@@ -190,7 +217,8 @@ func (d *IDX) Kind() string { return "idx" }
 // Classes returns the class names.
 func (d *IDX) Classes() []string { return d.classes }
 
-// Items returns one item per image, keys "<split>/<index>.png".
+// Items returns one item per image, keys "<split>/<index>.png". An item
+// whose Damage is not nil holds its label as stored, outside the classes.
 func (d *IDX) Items() []Item { return d.items }
 
 // Pixels returns image i's raw H×W grayscale pixels (aliasing the file).
@@ -212,8 +240,12 @@ type encoderPool struct{ b *png.EncoderBuffer }
 func (p *encoderPool) Get() *png.EncoderBuffer  { return p.b }
 func (p *encoderPool) Put(b *png.EncoderBuffer) { p.b = b }
 
-// Load encodes image i as a grayscale PNG.
+// Load encodes image i as a grayscale PNG. An image whose label is
+// outside the classes is damaged: Load returns its Damage.
 func (d *IDX) Load(i int) (Sample, error) {
+	if err := d.damaged[i]; err != nil {
+		return Sample{Item: d.items[i]}, err
+	}
 	h, w := d.Size()
 	img := &image.Gray{Pix: d.Pixels(i), Stride: w, Rect: image.Rect(0, 0, w, h)}
 	e, _ := d.pngPool.Get().(*pngEncoder)

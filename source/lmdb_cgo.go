@@ -156,3 +156,12 @@ func (db *LMDB) Raw(i int) ([]byte, error) {
 	})
 	return val, err
 }
+
+// Stamp implements Stamper: the stamp of the data file (data.mdb).
+func (db *LMDB) Stamp(int) (string, error) {
+	st, err := os.Stat(db.path)
+	if err != nil {
+		return "", err
+	}
+	return FileStamp(lmdbDataFile(db.path, st.IsDir()))
+}

@@ -293,6 +293,43 @@ func TestIDX(t *testing.T) {
 	}
 }
 
+// TestIDXLabelOutOfRange: a label outside the classes makes its image a
+// damaged sample, a CorruptError naming the labels file and the label's
+// offset (in the uncompressed bytes of a gzipped file), which Load
+// returns; the split opens and the other images load (before: OpenIDX
+// failed, so --on-error skip could not skip it).
+func TestIDXLabelOutOfRange(t *testing.T) {
+	const h, w = 2, 2
+	pix := make([]byte, 3*h*w)
+	for _, name := range []string{"train-labels-idx1-ubyte", "train-labels-idx1-ubyte.gz"} {
+		labels := idxBytes([]int{3}, []byte{1, 200, 2})
+		if strings.HasSuffix(name, ".gz") {
+			labels = gz(labels)
+		}
+		root := makeTree(t, map[string][]byte{"train-images-idx3-ubyte": idxBytes([]int{3, h, w}, pix), name: labels})
+		d, err := OpenIDX(root, "train")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var ce *CorruptError
+		if err := d.Damage(1); !errors.As(err, &ce) || ce.Path != filepath.Join(root, name) || ce.Offset != 9 ||
+			ce.Key != "train/00001.png" || !strings.Contains(ce.Reason, "label 200 of image 1 outside the 10 classes") {
+			t.Fatalf("%s: Damage(1) = %v", name, err)
+		}
+		if gzipped := strings.Contains(ce.Reason, "uncompressed"); gzipped != strings.HasSuffix(name, ".gz") {
+			t.Errorf("%s: %q", name, ce.Reason)
+		}
+		if _, err := d.Load(1); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: Load(1) = %v, want the damage", name, err)
+		}
+		for _, i := range []int{0, 2} {
+			if _, err := d.Load(i); err != nil || d.Damage(i) != nil {
+				t.Errorf("%s: image %d: %v, %v", name, i, err, d.Damage(i))
+			}
+		}
+	}
+}
+
 func TestIDXErrors(t *testing.T) {
 	good := idxBytes([]int{2, 2}, []byte{1, 2, 3, 4})
 	cases := map[string][]byte{

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,6 +79,17 @@ var otherFixtures = map[string]func(t *testing.T) (args []string, needle string)
 	"model-huge": func(t *testing.T) ([]string, string) {
 		return []string{"train", "--data", writeTrainIDX(t, 16), "--batch", "4", "--threads", "1", "--filters", "20000", "--max-memory", "1G"}, "--max-memory"
 	},
+	"step-epochs-tiny": func(t *testing.T) ([]string, string) {
+		return []string{"train", "--data", writeTrainIDX(t, 8), "--batch", "2", "--threads", "1", "--filters", "4", "--step-epochs", "1e-300"}, "--step-epochs 1e-300"
+	},
+	"idx-bad-label-train": func(t *testing.T) ([]string, string) {
+		return []string{"train", "--data", writeBadLabelIDX(t), "--batch", "4", "--threads", "1", "--filters", "4"}, "train-labels-idx1-ubyte: offset 11"
+	},
+	"idx-bad-label-train-skip": func(t *testing.T) ([]string, string) {
+		q := filepath.Join(t.TempDir(), "quarantine.jsonl")
+		return []string{"train", "--data", writeBadLabelIDX(t), "--batch", "4", "--threads", "1", "--filters", "4", "--on-error", "skip", "--quarantine", q},
+			`"offset":11,"key":"train/00003.png"`
+	},
 	"name-255": func(t *testing.T) ([]string, string) {
 		src := writeFolder(t, 1, 1)
 		ents, _ := os.ReadDir(filepath.Join(src, "c0"))
@@ -136,8 +148,15 @@ func TestBadInputOtherTable(t *testing.T) {
 				ok = code == 1 && strings.Contains(errs, needle) && !strings.Contains(errs, "panic")
 			case "usage":
 				ok = code == 2 && strings.Contains(errs, needle)
+			case "skipped": // exit 0, counted, and listed in the --quarantine file
+				listed := ""
+				if i := slices.Index(args, "--quarantine"); i >= 0 && i+1 < len(args) {
+					b, _ := os.ReadFile(args[i+1])
+					listed = string(b)
+				}
+				ok = code == 0 && strings.Contains(errs, "skipped") && strings.Contains(listed, needle)
 			default:
-				t.Fatalf("outcome %q is not one of ok, error, usage", r.outcome)
+				t.Fatalf("outcome %q is not one of ok, error, usage, skipped", r.outcome)
 			}
 			if !ok {
 				t.Errorf("%s: want %s (naming %q), got exit %d\nstdout: %s\nstderr: %s", r.command, r.outcome, needle, code, out, errs)

@@ -323,9 +323,28 @@ var badFixtures = map[string]func(t *testing.T) badFixture{
 	"resolution-huge": func(t *testing.T) badFixture {
 		return badFixture{data: writeFolder(t, 2, 2), needle: "resolution 100000", loadArgs: []string{"--resolution", "100000"}}
 	},
+	"idx-bad-label": func(t *testing.T) badFixture {
+		return badFixture{data: writeBadLabelIDX(t), needle: "train-labels-idx1-ubyte: offset 11"}
+	},
 	"label-offset-huge": func(t *testing.T) badFixture {
 		return badFixture{data: writeFolder(t, 2, 2), needle: "--label-offset 4000000000", loadArgs: []string{"--label-offset", "4000000000"}}
 	},
+}
+
+// writeBadLabelIDX writes an IDX dataset (writeTrainIDX's, 16 images a
+// split) whose training label 3, at offset 11 of train-labels-idx1-ubyte,
+// is 200: outside the 10 classes.
+func writeBadLabelIDX(t *testing.T) string {
+	dir := writeTrainIDX(t, 16)
+	f, err := os.OpenFile(filepath.Join(dir, "train-labels-idx1-ubyte"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{200}, 8+3); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestBadInputTable checks docs/badinput.md row by row: each row's input

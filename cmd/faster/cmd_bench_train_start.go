@@ -36,6 +36,12 @@ func writeSameStart(dir string, o benchTrainOptions) ([]string, error) {
 	if o.limit > 0 {
 		n = min(n, o.limit)
 	}
+	// The peer reads the same files and cannot skip a damaged image.
+	for i := range n {
+		if err := src.Damage(i); err != nil {
+			return nil, fmt.Errorf("--same-start: %w", err)
+		}
+	}
 	side, _ := src.Size()
 	b := train.NewReference(train.BackendOptions{Threads: 1})
 	net, err := newModel(b, "thinnet", o.filters, 1, side, len(src.Classes()), o.seed)

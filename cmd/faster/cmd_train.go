@@ -312,11 +312,14 @@ var idxStats = map[bool][2]float32{true: {0.2860, 0.3530}, false: {0.1307, 0.308
 
 // loadImages reads one split of an IDX directory into memory, normalised
 // with the statistics of the dataset it is (Fashion-MNIST when its class
-// names are, else MNIST), and returns its class names.
-func loadImages(dir, split string, limit int) (*train.Images, []string, error) {
+// names are, else MNIST), and returns its class names. A damaged image (its
+// label outside the classes) stops it under the stop policy, naming the
+// labels file and the label's offset; under skip it is left out and
+// returned in bad, within the policy's budget.
+func loadImages(dir, split string, limit int, policy loader.BadDataPolicy) (_ *train.Images, classes []string, bad []loader.BadSample, _ error) {
 	src, err := source.OpenIDX(dir, split)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	h, w := src.Size()
 	items := src.Items()
@@ -324,12 +327,34 @@ func loadImages(dir, split string, limit int) (*train.Images, []string, error) {
 		items = items[:limit]
 	}
 	st := idxStats[slices.Equal(src.Classes(), source.FashionMNISTClasses)]
-	d := &train.Images{C: 1, H: h, W: w, Mean: st[0], Std: st[1], Labels: make([]int, len(items)), Pixels: make([]byte, 0, len(items)*h*w)}
+	d := &train.Images{C: 1, H: h, W: w, Mean: st[0], Std: st[1], Labels: make([]int, 0, len(items)), Pixels: make([]byte, 0, len(items)*h*w)}
+	var first error
 	for i, it := range items {
-		d.Labels[i] = it.Label
+		if err := src.Damage(i); err != nil {
+			if !policy.Skip {
+				return nil, nil, nil, err
+			}
+			b := loader.BadSample{Path: dir, Offset: -1, Key: it.Key, Reason: err.Error()}
+			if ce := (*source.CorruptError)(nil); errors.As(err, &ce) {
+				b = loader.BadSample{Path: ce.Path, Offset: ce.Offset, Key: ce.Key, Reason: ce.Reason}
+			}
+			bad = append(bad, b)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		d.Labels = append(d.Labels, it.Label)
 		d.Pixels = append(d.Pixels, src.Pixels(i)...)
 	}
-	return d, src.Classes(), nil
+	switch k := len(bad); {
+	case k > 0 && len(d.Labels) == 0:
+		return nil, nil, bad, fmt.Errorf("%s split %s: every one of its %d images is bad (nothing to train on); the first: %w", dir, split, k, first)
+	case policy.MaxBad > 0 && k > policy.MaxBad || policy.MaxBadFraction > 0 && float64(k) > policy.MaxBadFraction*float64(len(items)):
+		return nil, nil, bad, fmt.Errorf("%w: %d of the %d images of %s split %s exceed the budget (max %d, fraction %g); the first: %w",
+			loader.ErrTooManyBad, k, len(items), dir, split, policy.MaxBad, policy.MaxBadFraction, first)
+	}
+	return d, src.Classes(), bad, nil
 }
 
 func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (retErr error) {
@@ -411,29 +436,50 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		names, testNames        []string     // class names, when the data records them
 		err                     error
 	)
+	// The damaged-sample policy, and the quarantine list written however
+	// the run ends (a list that cannot be written fails the run): what
+	// loading IDX data skipped, or what the pipelines skip.
+	policy, err := o.policy()
+	if err != nil {
+		return err
+	}
+	writeQ, abortQ, err := o.forRank(rank, world).openQuarantine()
+	if err != nil {
+		return err
+	}
+	defer abortQ()
+	var skipped []loader.BadSample
+	defer func() {
+		list := skipped
+		for _, st := range []*loaderStream{trainStream, testStream} {
+			if st != nil {
+				list = append(list, st.l.Bad()...)
+			}
+		}
+		if len(list) > 0 {
+			fmt.Fprintf(stderr, "faster: train: rank %d skipped %d bad samples\n", rank, len(list))
+		}
+		retErr = errors.Join(retErr, writeQ(list))
+	}()
 	if isIDX(o.data) {
 		if o.labelOffset != 0 {
 			return usagef("--label-offset applies to packed data, not IDX")
 		}
-		if trainSet, names, err = loadImages(o.data, "train", o.limit); err != nil {
+		var bad []loader.BadSample
+		trainSet, names, bad, err = loadImages(o.data, "train", o.limit, policy)
+		skipped = append(skipped, bad...)
+		if err != nil {
 			return err
 		}
-		if testSet, testNames, err = loadImages(o.data, "test", o.testLimit); err != nil {
+		testSet, testNames, bad, err = loadImages(o.data, "test", o.testLimit, policy)
+		skipped = append(skipped, bad...)
+		if err != nil {
 			return err
 		}
 	} else {
 		if o.limit > 0 || o.testLimit > 0 {
 			return usagef("--limit and --test-limit apply to IDX data only")
 		}
-		policy, err := o.policy()
-		if err != nil {
-			return err
-		}
-		writeQ, abortQ, err := o.forRank(rank, world).openQuarantine()
-		if err != nil {
-			return err
-		}
-		defer abortQ()
 		lo := loader.Options{Batch: o.batch / world, Seed: o.seed, NumShards: world, ShardIdx: rank, LabelOffset: o.labelOffset, Classes: o.classes, BadData: policy}
 		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, lo, resSched, o.epochs); err != nil {
 			return err
@@ -448,15 +494,6 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 			defer cs.l.Close()
 			calib = cs
 		}
-		defer func() {
-			// The skipped samples of training and evaluation, listed however
-			// the run ended; a list that cannot be written fails the run.
-			list := append(trainStream.l.Bad(), testStream.l.Bad()...)
-			if len(list) > 0 {
-				fmt.Fprintf(stderr, "faster: train: rank %d skipped %d bad samples\n", rank, len(list))
-			}
-			retErr = errors.Join(retErr, writeQ(list))
-		}()
 		names, testNames = trainStream.l.Classes(), testStream.l.Classes()
 	}
 	classes, err := trainClasses(o, names, testNames)
@@ -484,6 +521,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	steps := trainLen / o.batch
 	if trainStream != nil {
 		steps = trainStream.Steps() // the same on every rank
+	}
+	if err := checkSchedule(o, steps); err != nil {
+		return err
 	}
 	prec, _ := train.ParsePrecision("fp32")
 	if o.amp {

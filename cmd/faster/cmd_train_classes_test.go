@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfexample"
 	"github.com/faster-training/faster/tfrecord"
@@ -177,14 +178,14 @@ func TestTrainIDXStatistics(t *testing.T) {
 	if err := os.Rename(fashion, digits); err != nil {
 		t.Fatal(err)
 	}
-	d, names, err := loadImages(digits, "train", 0)
+	d, names, _, err := loadImages(digits, "train", 0, loader.BadDataPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Mean != 0.1307 || d.Std != 0.3081 || len(names) != 10 {
 		t.Errorf("MNIST: mean %g std %g, %d classes; want 0.1307, 0.3081, 10", d.Mean, d.Std, len(names))
 	}
-	d, names, err = loadImages(writeTrainIDX(t, 8), "train", 0)
+	d, names, _, err = loadImages(writeTrainIDX(t, 8), "train", 0, loader.BadDataPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,3 +91,35 @@ func TestTrainFP16Resume(t *testing.T) {
 			straight.WeightsSHA256, straight.SkippedSteps)
 	}
 }
+
+// TestTrainScheduleRange: a schedule whose rate leaves float32's normal
+// range over the run (a step at rate 0, or overflowing), or that decays
+// more often than once a step, is a usage error naming the flag and the
+// values it may take (before: --step-epochs 1e-300 trained the whole run
+// at rate 0, exit 0). 8 images in batches of 2: 4 steps an epoch.
+func TestTrainScheduleRange(t *testing.T) {
+	dir := writeTrainIDX(t, 8)
+	for _, c := range []struct {
+		args          []string
+		flag, accepts string
+	}{
+		{[]string{"--step-epochs", "1e-300"}, "--step-epochs 1e-300", "at least 0.25"},
+		{[]string{"--step-epochs", "0.01"}, "--step-epochs 0.01", "at least 0.25"},
+		{[]string{"--step-epochs", "1", "--gamma", "1e-300", "--epochs", "2"}, "--step-epochs 1 with --gamma 1e-300", "a period above 2 epochs"},
+		{[]string{"--step-epochs", "0.25", "--gamma", "1e-10", "--epochs", "2"}, "--step-epochs 0.25 with --gamma 1e-10", "a period above 0.5 epochs"},
+		{[]string{"--step-epochs", "0.25", "--gamma", "1e20", "--epochs", "2"}, "--step-epochs 0.25 with --gamma 1e+20", "a period above 0.6667 epochs"},
+		{[]string{"--warmup", "1e37"}, "--warmup 1e+37", "at most"},
+		{[]string{"--lr", "1e-300"}, "--lr 1e-300", "want a rate in [1.18e-38, 3.4e+38]"},
+		{[]string{"--schedule", "onecycle", "--div-factor", "1e-300"}, "--div-factor 1e-300", "in that range"},
+		{[]string{"--schedule", "onecycle", "--final-div-factor", "1e300"}, "--final-div-factor 1e+300", "in that range"},
+	} {
+		full := append([]string{"train", "--data", dir, "--batch", "2", "--threads", "1", "--filters", "4"}, c.args...)
+		if code, _, errs := runCLI(t, full...); code != 2 || !strings.Contains(errs, c.flag) || !strings.Contains(errs, c.accepts) {
+			t.Errorf("%v: exit %d, want 2 naming %q and %q\n%s", c.args, code, c.flag, c.accepts, errs)
+		}
+	}
+	// At the edge of what is accepted: a decay every step, 8 of them.
+	if code, _, errs := runCLI(t, "train", "--data", dir, "--batch", "2", "--threads", "1", "--filters", "4", "--epochs", "2", "--step-epochs", "0.25", "--gamma", "0.5"); code != 0 {
+		t.Errorf("--step-epochs 0.25 --gamma 0.5: exit %d\n%s", code, errs)
+	}
+}

@@ -110,14 +110,23 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 // (close files, remove temporaries) before the process exits anyway.
 const interruptGrace = 5 * time.Second
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := runUntilInterrupted(ctx, stop, time.After, func() int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) }, os.Stderr)
-	os.Exit(code)
+// interruptSignals end a command as an interrupt does: its context is
+// cancelled, so that it stops cleanly (train saves its checkpoint) and
+// exits 130. SIGHUP is one of them: a closed terminal or a dropped SSH
+// session must not kill a run without its checkpoint.
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+func main() { os.Exit(cli(os.Args[1:])) }
+
+// cli runs the command line args as the faster command and returns its
+// exit status, the interrupt signals handled.
+func cli(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), interruptSignals...)
+	return runUntilInterrupted(ctx, stop, time.After, func() int { return run(ctx, args, os.Stdout, os.Stderr) }, os.Stderr)
 }
 
-// runUntilInterrupted runs cmd and returns its exit status. After SIGINT
-// or SIGTERM (ctx done) it restores the default signal handling, so that a
+// runUntilInterrupted runs cmd and returns its exit status. After SIGINT,
+// SIGTERM or SIGHUP (ctx done) it restores the default signal handling, so that a
 // second signal kills the process at once, and waits for cmd at most the
 // grace period (after(interruptGrace) fires), whatever cmd is blocked on;
 // then it returns 130. Writes are atomic, so exiting early leaves at most

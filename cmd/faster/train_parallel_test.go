@@ -2,18 +2,15 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,10 +24,7 @@ import (
 // (cliEnv: a launcher in a network namespace).
 func TestMain(m *testing.M) {
 	if os.Getenv(launchEnv) != "" || os.Getenv(benchChildEnv) != "" || os.Getenv(cliEnv) != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+		os.Exit(cli(os.Args[1:])) // as main does
 	}
 	// Autotuning choices go to a file of this run, not the user's cache.
 	if _, ok := os.LookupEnv("FASTER_TUNE_CACHE"); !ok {

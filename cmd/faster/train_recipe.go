@@ -181,3 +181,60 @@ func scheduleName(o trainOptions) string {
 	}
 	return o.schedule
 }
+
+// minRate is the smallest learning rate a training step can use: the
+// smallest normal float32 (the optimiser's rate is a float32; below it the
+// rate is a subnormal or 0, and the step trains at rate 0).
+const minRate = 0x1p-126
+
+// checkSchedule refuses a learning-rate schedule that, over epochs of
+// steps steps, leaves float32's normal range (a step training at rate 0,
+// or at a rate that overflows), or that decays more often than once a
+// step: a usage error naming the flag and the values it may take (before:
+// --step-epochs 1e-300 trained the whole run at rate 0, exit 0). The
+// rates of a schedule are monotone between the first step, the end of
+// the warm-up and the last step, so the first and last steps' rates bound
+// them all (and --lr, checked with the other flags, the rest).
+func checkSchedule(o trainOptions, steps int) error {
+	if steps < 1 {
+		return nil
+	}
+	inRange := func(r float64) bool { return r >= minRate && r <= math.MaxFloat32 }
+	span := fmt.Sprintf("%d epoch(s) of %d steps", o.epochs, steps)
+	normal := fmt.Sprintf("[%.3g, %.3g]", minRate, math.MaxFloat32)
+	if !inRange(o.lr) {
+		return usagef("--lr %g: want a rate in %s (float32's normal range: below it a step trains at rate 0)", o.lr, normal)
+	}
+	switch sched := newSchedule(o, steps).(type) {
+	case train.WarmupStep:
+		if s := o.stepEpochs; s > 0 {
+			if step := 1 / float64(steps); s < step {
+				return usagef("--step-epochs %g: shorter than one step (%g epoch here, %d steps an epoch): want 0 (never) or at least %g", s, step, steps, step)
+			}
+			if last := sched.LR(float64(o.epochs)); !inRange(last) {
+				// The most decays the rate stays in range for, and the
+				// shortest period that decays no more over the run.
+				bound := minRate
+				if o.gamma > 1 {
+					bound = math.MaxFloat32
+				}
+				d := math.Floor(math.Log(bound/o.lr) / math.Log(o.gamma))
+				return usagef("--step-epochs %g with --gamma %g decays --lr %g %g times over %s, to %.3g (outside float32's normal range %s: training at rate 0 or overflowing): want 0 (never) or a period above %.4g epochs",
+					s, o.gamma, o.lr, math.Floor(float64(o.epochs)/s), span, last, normal, float64(o.epochs)/(d+1))
+			}
+		}
+		if w := o.warmup; w > 0 {
+			if first := sched.LR(1 / float64(steps)); !inRange(first) {
+				return usagef("--warmup %g: the first step's rate is %.3g, below %.3g (float32's smallest normal number: training at rate 0): want a warm-up of at most %.4g epochs",
+					w, first, minRate, o.lr/float64(steps)/minRate)
+			}
+		}
+	case train.OneCycle:
+		first, final := o.lr/o.divFactor, o.lr/o.divFactor/o.finalDivFactor
+		if !inRange(first) || !inRange(final) {
+			return usagef("--div-factor %g and --final-div-factor %g: --lr %g starts at %.3g and ends at %.3g, outside float32's normal range %s (training at rate 0 or overflowing): want --lr/--div-factor and --lr/--div-factor/--final-div-factor in that range",
+				o.divFactor, o.finalDivFactor, o.lr, first, final, normal)
+		}
+	}
+	return nil
+}

@@ -121,6 +121,15 @@ func Open(c collective.Config) (collective.Comm, error) {
 		}
 		return nil, fmt.Errorf("collective: gloo rendezvous (rank %d of %d): %w", c.Rank, c.Size, err)
 	}
+	// Claim the rank first: a second process with this RANK is refused
+	// here, before it writes a key the first one's group reads.
+	if err := collective.ClaimRank(store, c.StorePrefix+rootPrefix, c.Rank); err != nil {
+		store.Close()
+		if g.server != nil {
+			g.server.Close()
+		}
+		return nil, fmt.Errorf("collective: gloo rendezvous (rank %d of %d): %w", c.Rank, c.Size, err)
+	}
 	g.store = store
 	if tcp, ok := store.LocalAddr().(*net.TCPAddr); ok {
 		g.host = tcp.IP.String()
