@@ -380,8 +380,17 @@ func histograms(m *imgcodec.Image) (h [3][256]int) {
 	ch := m.Channels
 	for y := 0; y < m.Height; y++ {
 		row := m.Pix[y*m.Stride:][:m.Width*ch]
-		for i, v := range row {
-			h[i%ch][v]++
+		if ch == 1 {
+			for _, v := range row {
+				h[0][v]++
+			}
+			continue
+		}
+		for x := 0; x < len(row); x += 3 {
+			p := row[x : x+3 : x+3]
+			h[0][p[0]]++
+			h[1][p[1]]++
+			h[2][p[2]]++
 		}
 	}
 	return h

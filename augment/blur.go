@@ -44,34 +44,43 @@ func (s *Scratch) GaussianBlur(m *imgcodec.Image, kw, kh int, sigmaX, sigmaY flo
 	kx, ky := GaussianKernel1D(kw, sigmaX), GaussianKernel1D(kh, sigmaY)
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
-	// Horizontal pass into float32, every row.
-	s.f32 = grow(s.f32, rowLen*h)
-	tmp := s.f32
+	// Horizontal pass into float32, every row, through a reflect-padded
+	// copy of the row.
 	rx, ry := kw/2, kh/2
+	s.f32 = grow(s.f32, rowLen*h+(w+2*rx)*ch+rowLen)
+	tmp := s.f32[:rowLen*h]
+	pad := s.f32[rowLen*h:][:(w+2*rx)*ch]
+	acc := s.f32[rowLen*h+(w+2*rx)*ch:][:rowLen]
 	for y := 0; y < h; y++ {
 		row := m.Pix[y*m.Stride:][:rowLen]
-		out := tmp[y*rowLen:][:rowLen]
-		for x := 0; x < w; x++ {
+		for px := -rx; px < w+rx; px++ {
+			sx := reflect(px, w)
 			for c := 0; c < ch; c++ {
-				var acc float32
-				for t, kv := range kx {
-					sx := reflect(x+t-rx, w)
-					acc += float32(kv * float32(row[sx*ch+c]))
-				}
-				out[x*ch+c] = acc
+				pad[(px+rx)*ch+c] = float32(row[sx*ch+c])
 			}
 		}
-	}
-	// Vertical pass back into m.
-	for y := 0; y < h; y++ {
-		out := m.Pix[y*m.Stride:][:rowLen]
+		out := tmp[y*rowLen:][:rowLen]
 		for i := range out {
-			var acc float32
-			for t, kv := range ky {
-				sy := reflect(y+t-ry, h)
-				acc += float32(kv * tmp[sy*rowLen+i])
+			var a float32
+			p := pad[i:]
+			for t, kv := range kx {
+				a += float32(kv * p[t*ch])
 			}
-			out[i] = round8(acc)
+			out[i] = a
+		}
+	}
+	// Vertical pass back into m, a row of sums at a time.
+	for y := 0; y < h; y++ {
+		clear(acc)
+		for t, kv := range ky {
+			src := tmp[reflect(y+t-ry, h)*rowLen:][:rowLen]
+			for i, v := range src {
+				acc[i] += float32(kv * v)
+			}
+		}
+		out := m.Pix[y*m.Stride:][:rowLen]
+		for i, v := range acc {
+			out[i] = round8(v)
 		}
 	}
 	return nil

@@ -211,7 +211,7 @@ func hueShift(r8, g8, b8 uint8, hf float32) (uint8, uint8, uint8) {
 	}
 	v := maxc
 	h6 := float32(h * 6.0)
-	fi := float32(math.Floor(float64(h6)))
+	fi := float32(int32(h6)) // floor: h6 >= 0
 	f := h6 - fi
 	pp := clampUnit(float32(v * (1.0 - s)))
 	q := clampUnit(float32(v * (1.0 - float32(s*f))))
@@ -239,7 +239,7 @@ func hueShift(r8, g8, b8 uint8, hf float32) (uint8, uint8, uint8) {
 }
 
 // fmod1 is C's fmodf(x, 1) (exact).
-func fmod1(x float32) float32 { return float32(math.Mod(float64(x), 1)) }
+func fmod1(x float32) float32 { return x - float32(int32(x)) } // |x| < 2^31 here
 
 func clampUnit(x float32) float32 { return min(max(x, 0), 1) }
 
