@@ -34,6 +34,8 @@ func (i Interp) String() string {
 type Scratch struct {
 	src []uint8
 	f32 []float32
+	mix []float32 // AugMix's sum
+	aug []uint8   // AugMix's chain
 }
 
 // InverseAffine is torchvision's _get_inverse_affine_matrix on the tensor

@@ -166,6 +166,21 @@ func BenchmarkOps(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
 	})
+	b.Run("AugMix", func(b *testing.B) {
+		var s Scratch
+		am := AugMix{Interp: Bilinear}
+		m := NewImage(224, 224, 3)
+		b.ReportAllocs()
+		i := uint64(0)
+		for b.Loop() {
+			copy(m.Pix, src.Pix)
+			if err := am.Apply(&s, m, am.Draw(NewRNG(1, i), 224, 224)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
+	})
 	b.Run("RandomErasing", func(b *testing.B) {
 		re := RandomErasing{P: 1}
 		t := make([]float32, 3*224*224)

@@ -151,6 +151,50 @@ func TestDrawDistributions(t *testing.T) {
 	}
 }
 
+// TestAugMixDraws checks AugMix's draws: the weights add up to 1 (the
+// Beta draw's halves), Beta(1,1) makes M0 uniform, depths 1 to 3, ops of
+// AugMix's space only, bins below the severity.
+func TestAugMixDraws(t *testing.T) {
+	am := AugMix{}
+	tbl := AugMixTable(224, 224)
+	low, depth := 0, [4]int{}
+	const n = 4000
+	for i := range uint64(n) {
+		p := am.Draw(NewRNG(7, i), 224, 224)
+		sum := float64(p.M0)
+		for _, w := range p.Weights {
+			sum += float64(w)
+		}
+		if math.Abs(sum-1) > 1e-5 || len(p.Chains) != 3 {
+			t.Fatalf("draw %+v: weights sum to %v", p, sum)
+		}
+		if p.M0 < 0.25 {
+			low++
+		}
+		for _, c := range p.Chains {
+			depth[len(c)]++
+			for _, st := range c {
+				if st.Op == OpIdentity || st.Op == OpInvert {
+					t.Fatalf("AugMix drew %v", st.Op)
+				}
+				if m := tbl[st.Op]; m != nil {
+					ok := false
+					for _, v := range m[:3] {
+						ok = ok || float64(v) == math.Abs(st.Magnitude)
+					}
+					if !ok {
+						t.Fatalf("%v magnitude %v beyond severity 3", st.Op, st.Magnitude)
+					}
+				}
+			}
+		}
+	}
+	within(t, "AugMix M0 < 1/4 (Beta(1,1))", low, n, 0.25)
+	for d := 1; d <= 3; d++ {
+		within(t, "AugMix chain depth", depth[d], 3*n, 1.0/3)
+	}
+}
+
 func TestCutout(t *testing.T) {
 	m := NewImage(10, 8, 3)
 	for i := range m.Pix {

@@ -353,6 +353,7 @@ func checkTV(t *testing.T, cases []tvCase, erase []ErasePlan) {
 	}
 	for name, ours := range map[string]*MagnitudeTable{
 		"ta": TrivialAugmentTable(31), "ra": RandAugmentTable(31, 168, 224), "aa": RandAugmentTable(10, 168, 224),
+		"am": AugMixTable(168, 224),
 	} {
 		theirs := tables[name]
 		for op := OpIdentity; op < numAugOps; op++ {
@@ -391,5 +392,28 @@ func TestTorchvision(t *testing.T) {
 		{Erase: true, I: 0, J: 0, H: 167, W: 3, Values: []float32{0.5, -1, 2}},
 		{Erase: true, I: 100, J: 7, H: 20, W: 31, Values: noise},
 	}
-	checkTV(t, append(tvColorCases(), tvAugCases()...), erase)
+	cases := append(tvColorCases(), tvAugCases()...)
+	// AugMix with forced weights and chains (drawn here from our RNG).
+	for i, am := range []AugMix{{Interp: Bilinear}, {Severity: 10, Width: 4, Depth: 2, Alpha: 0.5, Interp: Nearest, Fill: []float64{9, 99, 199}}} {
+		p := am.Draw(NewRNG(11, uint64(i)), 224, 168) // magnitudes for the landscape photo; both use them
+		var chains [][]any
+		for _, c := range p.Chains {
+			var ops []any
+			for _, st := range c {
+				ops = append(ops, []any{st.Op.String(), st.Magnitude})
+			}
+			chains = append(chains, ops)
+		}
+		params := map[string]any{"m0": p.M0, "weights": p.Weights, "chains": chains, "interp": am.Interp.String()}
+		if am.Fill != nil {
+			params["fill"] = am.Fill
+		}
+		d := 1
+		if am.Interp == Nearest {
+			d = 255
+		}
+		cases = append(cases, tvCase{fmt.Sprintf("AugMix/%d/%v", i, am.Interp), "augmix", params,
+			func(s *Scratch, m *imgcodec.Image) error { return am.Apply(s, m, p) }, d, 0.003})
+	}
+	checkTV(t, cases, erase)
 }

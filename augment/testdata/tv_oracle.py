@@ -84,6 +84,16 @@ def apply(op, img, p):
     if op == "augop":  # one op of the auto-augment policies, as they call it
         from torchvision.transforms.autoaugment import _apply_op
         return _apply_op(img, p["name"], p["magnitude"], MODES[p["interp"]], p.get("fill"))
+    if op == "augmix":  # AugMix's forward with forced weights and chains
+        from torchvision.transforms.autoaugment import _apply_op
+        batch = img.view(1, *img.shape)
+        mix = torch.tensor([p["m0"]], dtype=torch.float32).view(1, 1, 1, 1) * batch
+        for wt, chain in zip(p["weights"], p["chains"]):
+            aug = batch
+            for name, mag in chain:
+                aug = _apply_op(aug, name, mag, MODES[p["interp"]], p.get("fill"))
+            mix.add_(torch.tensor([wt], dtype=torch.float32).view(1, 1, 1, 1) * aug)
+        return mix.view(img.shape).to(dtype=img.dtype)
     raise ValueError(op)
 
 
@@ -97,6 +107,8 @@ def tables():
     out["ra"] = {k: [float(x) for x in v.reshape(-1).tolist()] for k, (v, _) in ra.items()}
     aa = A.AutoAugment()._augmentation_space(10, (224, 168))
     out["aa"] = {k: [float(x) for x in v.reshape(-1).tolist()] for k, (v, _) in aa.items()}
+    am = A.AugMix()._augmentation_space(10, (224, 168))
+    out["am"] = {k: [float(x) for x in v.reshape(-1).tolist()] for k, (v, _) in am.items()}
     return out
 
 
