@@ -145,10 +145,9 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 				}
 				continue
 			}
-			fx, fy := math.Floor(float64(ix)), math.Floor(float64(iy))
-			x0, y0 := int(fx), int(fy)
-			wx := ix - float32(fx)
-			wy := iy - float32(fy)
+			x0, y0 := floor32(ix), floor32(iy)
+			wx := ix - float32(x0)
+			wy := iy - float32(y0)
 			ex, sy := 1-wx, 1-wy
 			wnw, wne := float32(sy*ex), float32(sy*wx)
 			wsw, wse := float32(wy*ex), float32(wy*wx)
@@ -156,20 +155,36 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 			inY0, inY1 := y0 >= 0 && y0 < h, y0+1 >= 0 && y0+1 < h
 			vals = [3]float32{}
 			var mask float32
-			corner := func(in bool, x, y int, wt float32) {
-				if !in { // zero padding: the corner adds nothing
-					return
+			// The corners in grid_sample's order (nw, ne, sw, se); one
+			// outside the image adds nothing (zero padding).
+			if inX0 && inY0 {
+				p := src[y0*rowLen+x0*ch:][:ch]
+				for c := range p {
+					vals[c] += float32(wnw * float32(p[c]))
 				}
-				p := src[y*rowLen+x*ch:]
-				for c := range ch {
-					vals[c] += float32(wt * float32(p[c]))
-				}
-				mask += wt
+				mask += wnw
 			}
-			corner(inX0 && inY0, x0, y0, wnw)
-			corner(inX1 && inY0, x0+1, y0, wne)
-			corner(inX0 && inY1, x0, y0+1, wsw)
-			corner(inX1 && inY1, x0+1, y0+1, wse)
+			if inX1 && inY0 {
+				p := src[y0*rowLen+(x0+1)*ch:][:ch]
+				for c := range p {
+					vals[c] += float32(wne * float32(p[c]))
+				}
+				mask += wne
+			}
+			if inX0 && inY1 {
+				p := src[(y0+1)*rowLen+x0*ch:][:ch]
+				for c := range p {
+					vals[c] += float32(wsw * float32(p[c]))
+				}
+				mask += wsw
+			}
+			if inX1 && inY1 {
+				p := src[(y0+1)*rowLen+(x0+1)*ch:][:ch]
+				for c := range p {
+					vals[c] += float32(wse * float32(p[c]))
+				}
+				mask += wse
+			}
 			for c := range ch {
 				v := vals[c]
 				if fill != nil {
@@ -180,6 +195,15 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 		}
 	}
 	return nil
+}
+
+// floor32 is floor for the sampling positions (well inside int32).
+func floor32(x float32) int {
+	i := int(x)
+	if float32(i) > x {
+		i--
+	}
+	return i
 }
 
 // Rotate rotates m in place by angle degrees (counter-clockwise) about

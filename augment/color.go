@@ -1,7 +1,6 @@
 package augment
 
 import (
-	"math"
 	"math/rand/v2"
 
 	"github.com/faster-training/faster/imgcodec"
@@ -38,14 +37,16 @@ func clamp8(x float32) uint8 {
 // round8 is torch.round (half to even) then a conversion to uint8, as
 // torchvision's grid transforms and convolutions end.
 func round8(x float32) uint8 {
-	r := math.RoundToEven(float64(x))
-	if !(r > 0) {
+	if !(x > 0) {
 		return 0
 	}
-	if r >= 255 {
+	if x >= 255 {
 		return 255
 	}
-	return uint8(r)
+	// Adding and removing 2^23 rounds a float32 in (0, 255) to an integer,
+	// half to even (IEEE round-to-nearest), as torch.round.
+	const big = 1 << 23
+	return uint8((x + big) - big)
 }
 
 func applyLUT(m *imgcodec.Image, lut *[256]uint8) {
