@@ -128,22 +128,21 @@ type TrivialAugmentWide struct {
 	Bins   int
 	Interp Interp
 	Fill   []float64
-	table  *MagnitudeTable
 }
+
+// trivialAugment31 is TrivialAugmentWide's default table (31 bins).
+var trivialAugment31 = TrivialAugmentTable(31)
 
 // Draw draws the op as torchvision does: the op index, then (for ops
 // with magnitudes) the bin, then (for signed ops) the sign.
 func (ta *TrivialAugmentWide) Draw(rng *rand.Rand) AugStep {
-	if ta.table == nil {
-		bins := ta.Bins
-		if bins == 0 {
-			bins = 31
-		}
-		ta.table = TrivialAugmentTable(bins)
+	table := trivialAugment31
+	if ta.Bins != 0 && ta.Bins != 31 {
+		table = TrivialAugmentTable(ta.Bins)
 	}
 	op := AugOp(rng.IntN(int(OpInvert)))
 	st := AugStep{Op: op}
-	if mags := ta.table[op]; mags != nil {
+	if mags := table[op]; mags != nil {
 		st.Magnitude = float64(mags[rng.IntN(len(mags))])
 	}
 	if op.signed() && rng.IntN(2) == 1 {

@@ -273,9 +273,9 @@ func JitterRange(v, center float64) [2]float64 {
 // adjustments (0 brightness, 1 contrast, 2 saturation, 3 hue) and their
 // factors; an adjustment whose Has bit is clear is skipped.
 type JitterParams struct {
-	Order                                  [4]uint8
+	Order                                 [4]uint8
 	Brightness, Contrast, Saturation, Hue float64
-	Has                                    [4]bool
+	Has                                   [4]bool
 }
 
 func jitterOn(r [2]float64, center float64) bool {
