@@ -134,6 +134,16 @@ type Options struct {
 	// pixels are PIL's (torchvision's PIL path), bit for bit where the
 	// JPEG decoders agree.
 	FullDecode bool
+	// Augment, if set, runs in the train recipe after the crop and flip, on
+	// the uint8 picture, with the sample's random source (the epoch and
+	// the sample decide its draws): torchvision's TrivialAugmentWide,
+	// RandAugment, AutoAugment, AugMix, ColorJitter, … from package
+	// augment, or an augment.Sequence of them. Erasing, if set, is
+	// torchvision's RandomErasing on the normalised tensor (F32CHW only),
+	// drawn after Augment. Neither is reachable from --recipe or
+	// faster.Loader's Compose mapping yet.
+	Augment augment.ImageOp
+	Erasing *augment.RandomErasing
 	// BadData is the policy for damaged samples: stop at the first (the
 	// zero value) or skip and quarantine them within a budget.
 	BadData BadDataPolicy
@@ -243,6 +253,9 @@ func (o *Options) ensureDefaults() error {
 	if o.Classes < 0 {
 		errs = append(errs, fmt.Errorf("classes %d: must not be negative", o.Classes))
 	}
+	if o.Erasing != nil && o.Layout == U8HWC {
+		errs = append(errs, fmt.Errorf("RandomErasing works on the normalised tensor: layout %s normalises elsewhere", U8HWC))
+	}
 	if o.Layout != F32CHW && o.Layout != U8HWC {
 		errs = append(errs, fmt.Errorf("layout %q: want %s or %s", o.Layout, F32CHW, U8HWC))
 	}
@@ -340,6 +353,8 @@ type Item struct {
 	pos int             // position in this rank's epoch order, -1 if none
 	rep bool            // repeats a sample served earlier this epoch
 	bad *BadSample
+	// erase is the sample's RandomErasing, applied after normalising.
+	erase augment.ErasePlan
 }
 
 // Batch is a batch of samples: Data holds Valid rows of RowBytes, laid out

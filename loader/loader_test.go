@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
@@ -418,5 +419,38 @@ func TestShardCountsWithoutIndexes(t *testing.T) {
 	defer l.Close()
 	if l.StepsPerEpoch() != 6 || len(runEpoch(t, l, 0).keys) != 21 {
 		t.Fatalf("one rank, counted shards: steps %d, want 6", l.StepsPerEpoch())
+	}
+}
+
+// TestTrainAugmentDeterministic: with TrivialAugmentWide and
+// RandomErasing in the train recipe, the batches depend on the seed, the
+// epoch and the sample only (not the workers; a fresh loader at epoch 1
+// gives epoch 1), and differ from the plain recipe's.
+func TestTrainAugmentDeterministic(t *testing.T) {
+	folder, _ := makeTree(t, 12)
+	open := func(workers int, aug bool) *Loader {
+		o := Options{Resolution: 24, Batch: 5, Workers: workers, Seed: 3}
+		if aug {
+			o.Augment = augment.Sequence{&augment.TrivialAugmentWide{}, &augment.ColorJitter{Brightness: augment.JitterRange(0.4, 1)}}
+			o.Erasing = &augment.RandomErasing{P: 0.5}
+		}
+		l, err := Open(folder, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open(1, true)
+	a0, a1 := runEpoch(t, l, 0), runEpoch(t, l, 1)
+	b1 := runEpoch(t, open(3, true), 1)
+	if !slices.Equal(a1.keys, b1.keys) || !slices.EqualFunc(a1.rows, b1.rows, bytes.Equal) {
+		t.Fatal("a fresh loader with 3 workers at epoch 1 differs from epoch 1 after epoch 0 with 1 worker")
+	}
+	plain := runEpoch(t, open(1, false), 0)
+	if !slices.Equal(a0.keys, plain.keys) || slices.EqualFunc(a0.rows, plain.rows, bytes.Equal) {
+		t.Fatal("augmented epoch: other order, or the same pixels as the plain recipe")
+	}
+	if _, err := Open(folder, Options{Resolution: 24, Batch: 5, Layout: U8HWC, Erasing: &augment.RandomErasing{P: 1}}); err == nil {
+		t.Error("RandomErasing with uint8 output accepted")
 	}
 }

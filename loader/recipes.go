@@ -18,6 +18,7 @@ import (
 // scratch is one decode worker's reusable state.
 type scratch struct {
 	aug augment.Augmenter
+	ops augment.Scratch
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -79,7 +80,8 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 			if o.FullDecode {
 				tr.MaxScaleDenom = 1
 			}
-			p := tr.Plan(sc.aug.RNG(epochSeed(o.Seed, epochOf(ctx)), s.ID), cfg.Width, cfg.Height)
+			rng := sc.aug.RNG(epochSeed(o.Seed, epochOf(ctx)), s.ID)
+			p := tr.Plan(rng, cfg.Width, cfg.Height)
 			img, err := imgcodec.Decode(s.Data, &p.Decode)
 			if err != nil {
 				dst.Release()
@@ -93,6 +95,15 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 			if err != nil {
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
+			}
+			if o.Augment != nil {
+				if err := o.Augment.Augment(&sc.ops, rng, dst); err != nil {
+					dst.Release()
+					return it, fmt.Errorf("%s: %w", s.Key, err)
+				}
+			}
+			if o.Erasing != nil {
+				it.erase = o.Erasing.Draw(rng, 3, res, res, nil)
 			}
 			if prof != nil {
 				since(&prof.resize, t)
@@ -171,7 +182,11 @@ func (l *Loader) filler() func(row []byte, it Item) error {
 			}
 			return nil
 		}
-		return norm.CHW(pipeline.Float32s(row), img)
+		f := pipeline.Float32s(row)
+		if err := norm.CHW(f, img); err != nil {
+			return err
+		}
+		return augment.Erase(f, img.Channels, img.Height, img.Width, it.erase)
 	}
 }
 
