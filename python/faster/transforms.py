@@ -145,8 +145,6 @@ def from_torchvision(transform):
         flip = take("RandomHorizontalFlip")
         args += ["--flip-prob", repr(float(flip.p)) if flip is not None else "0"]
         args += _augmentations(take)
-        if not tensor and i < len(steps) and names[i] == "PILToTensor":
-            tensor = take("PILToTensor") is not None  # the reference's order: the PIL ops, then the tensor
     else:
         resize = take("Resize")
         center = take("CenterCrop")
@@ -164,6 +162,10 @@ def from_torchvision(transform):
             raise UnsupportedTransform("faster: Resize(%d) then CenterCrop(%d): torchvision would pad the crop; "
                                        "the Go pipeline wants Resize's size at least the crop's" % (short, res))
         args += ["--resize", str(short)]
+    if not tensor and i < len(steps) and names[i] == "PILToTensor":
+        # The reference presets' order: the PIL steps, then PILToTensor +
+        # ConvertImageDtype (ToTensor's values, bit for bit).
+        tensor = take("PILToTensor") is not None
     if tensor:
         conv = take("ConvertImageDtype")
         if conv is None:

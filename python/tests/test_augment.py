@@ -82,6 +82,19 @@ class AugmentThreeWaysTest(unittest.TestCase):
             self.assertEqual(by_name == plain, recipe == "torchvision", recipe)
 
     @unittest.skipUnless(HAVE_TV or REQUIRE, "no torchvision")
+    def test_reference_eval_preset(self):
+        # ClassificationPresetEval(crop_size=32, resize_size=33): the v2
+        # recipe's Resize(232/224 of the crop) + CenterCrop, PILToTensor,
+        # ConvertImageDtype, Normalize.
+        import torch
+        from torchvision import transforms as T
+        tf = T.Compose([T.Resize(33, interpolation=T.InterpolationMode.BILINEAR), T.CenterCrop(32), T.PILToTensor(),
+                        T.ConvertImageDtype(torch.float), T.Normalize(*IMAGENET)])
+        v2 = self.epochs(transform="eval", augment_recipe="torchvision-v2")
+        self.assertEqual(self.epochs(transform=tf), v2)
+        self.assertNotEqual(self.epochs(transform="eval"), v2, "Resize(232/224) gave Resize(256/224)'s pixels")
+
+    @unittest.skipUnless(HAVE_TV or REQUIRE, "no torchvision")
     def test_epoch_is_seed_epoch_sample(self):
         from torchvision import transforms as T
         tf = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.RandAugment(num_ops=3, magnitude=12),
