@@ -204,6 +204,9 @@ func (af *augmentFlags) value() (v []float32, random bool, err error) {
 			}
 			v = append(v, float32(x))
 		}
+		if len(v) == 1 && v[0] == 0 {
+			v = nil // torchvision's default value=0, as "0" ("0.0" from a Compose)
+		}
 		return v, false, nil
 	}
 }
