@@ -86,6 +86,11 @@ func TestAugmentRecipeEqualsFlags(t *testing.T) {
 	if a, b := digest(0, "--augment-recipe", "torchvision-v2", "--erasing-prob", "0"), digest(0, "--augment-recipe", "torchvision-ta-wide"); a != b {
 		t.Error("--augment-recipe torchvision-v2 --erasing-prob 0 differs from torchvision-ta-wide")
 	}
+	// Erasing on every sample: the recipe's value 0 is a Compose's value=0 ("0.0").
+	if a, b := digest(0, "--augment-recipe", "torchvision-v2", "--erasing-prob", "1"),
+		digest(0, "--auto-augment", "ta-wide", "--augment-interpolation", "bilinear", "--erasing-prob", "1", "--erasing-value", "0.0"); a != b {
+		t.Error("--erasing-prob 1: the recipe's value 0 differs from --erasing-value 0.0")
+	}
 	// Every op at once, epoch 1: a fresh loader gives the same epoch.
 	all := []string{"--auto-augment", "ra", "--ra-n", "3", "--ra-m", "12", "--color-jitter", "0.4,0.4,0.4,0.1",
 		"--grayscale-prob", "0.3", "--erasing-prob", "0.5", "--erasing-value", "random", "--augment-fill", "128"}
