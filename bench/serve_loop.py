@@ -37,19 +37,28 @@ def main():
     ap.add_argument("--resolution", type=int, default=224)
     ap.add_argument("--layout", default="f32-chw", choices=("f32-chw", "u8-hwc"),
                     help="faster only: u8-hwc hands uint8 NHWC over, to normalise on the accelerator")
+    ap.add_argument("--recipe", default="plain", choices=("plain", "ta-wide-erasing"),
+                    help="ta-wide-erasing: torchvision's reference v2 train preset (TrivialAugmentWide(BILINEAR) "
+                         "after the flip, RandomErasing(0.1) after Normalize), the same Compose handed to both")
     a = ap.parse_args()
     torch.set_num_threads(1)
     c0 = cpu()
+    from torchvision import transforms as T
+    norm = T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    tf = T.Compose([T.RandomResizedCrop(a.resolution), T.RandomHorizontalFlip(), T.ToTensor(), norm])
+    if a.recipe == "ta-wide-erasing":
+        B = T.InterpolationMode.BILINEAR
+        tf = T.Compose([T.RandomResizedCrop(a.resolution, interpolation=B), T.RandomHorizontalFlip(0.5),
+                        T.TrivialAugmentWide(interpolation=B), T.PILToTensor(), T.ConvertImageDtype(torch.float),
+                        norm, T.RandomErasing(p=0.1)])
     if a.loader == "faster":
         import faster
-        dl = faster.Loader(a.root, batch_size=a.batch, transform="train", resolution=a.resolution,
-                           workers=a.workers, layout=a.layout, output="torch")
+        dl = faster.Loader(a.root, batch_size=a.batch, transform="train" if a.recipe == "plain" else tf,
+                           resolution=a.resolution, workers=a.workers, layout=a.layout, output="torch")
         name = "faster.Loader (faster serve, shared memory)"
     else:
         from torch.utils.data import DataLoader
-        from torchvision import datasets, transforms as T
-        norm = T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
-        tf = T.Compose([T.RandomResizedCrop(a.resolution), T.RandomHorizontalFlip(), T.ToTensor(), norm])
+        from torchvision import datasets
         dl = DataLoader(datasets.ImageFolder(a.root, transform=tf), batch_size=a.batch, shuffle=True,
                         num_workers=a.workers, persistent_workers=a.workers > 0)
         name = "torchvision ImageFolder + DataLoader"
@@ -66,7 +75,7 @@ def main():
     del dl  # DataLoader's persistent workers are shut down and reaped
     gc.collect()
     c = cpu() - c0
-    print(json.dumps({"loader": name, "workers": a.workers, "batch": a.batch, "images": n,
+    print(json.dumps({"loader": name, "recipe": a.recipe, "workers": a.workers, "batch": a.batch, "images": n,
                       "seconds": el, "images_per_sec": n / el, "cpu_seconds": c,
                       "cpu_seconds_per_1000_images": c / n * 1000}))
 

@@ -62,6 +62,9 @@ type trainOptions struct {
 	labelOffset int
 	json        bool
 
+	// The train recipe's augmentations (augmentflags.go).
+	augment augmentFlags
+
 	// The fast recipe (train_recipe.go).
 	recipe         string
 	schedule       string
@@ -163,6 +166,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		o.registerBad(f)
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
 		addRecipeFlags(f, &o)
+		o.augment.register(f)
 		addFixResFlags(f, &o)
 		addParallelFlags(f, &o)
 		return c
@@ -371,6 +375,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	problems = append(problems, checkHyper(o)...)
 	problems = append(problems, checkRecipe(o)...)
 	problems = append(problems, checkFixRes(o)...)
+	if err := o.augment.resolve(); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if o.classes < 0 {
 		problems = append(problems, "--classes must be positive")
 	}
@@ -465,6 +472,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		if o.labelOffset != 0 {
 			return usagef("--label-offset applies to packed data, not IDX")
 		}
+		if o.augment.any() {
+			return usagef("--augment-recipe, --auto-augment, --color-jitter, --grayscale-prob and --erasing-prob apply to packed or ImageFolder data, not IDX")
+		}
 		var bad []loader.BadSample
 		trainSet, names, bad, err = loadImages(o.data, "train", o.limit, policy)
 		skipped = append(skipped, bad...)
@@ -481,6 +491,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 			return usagef("--limit and --test-limit apply to IDX data only")
 		}
 		lo := loader.Options{Batch: o.batch / world, Seed: o.seed, NumShards: world, ShardIdx: rank, LabelOffset: o.labelOffset, Classes: o.classes, BadData: policy}
+		lo.Resolution = o.resolution // for the recipe's eval Resize; openStreams sets it again
+		o.augment.apply(&lo)
 		if trainStream, testStream, err = openStreams(o.data, o.testData, o.resolution, lo, resSched, o.epochs); err != nil {
 			return err
 		}

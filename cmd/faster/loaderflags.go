@@ -36,6 +36,7 @@ type loaderFlags struct {
 	interpolation        string
 	fullDecode           bool
 	mean, std            []float64
+	augment              augmentFlags
 }
 
 // cacheFlags are --cache-dir and --cache-size: the local cache of shards
@@ -112,6 +113,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.BoolVar(&lf.fullDecode, "full-decode", false, "decode JPEGs at full size, never scaled in the DCT: torchvision's (PIL's) pixels exactly, at more decode time (default: a crop at least twice the output decodes at 1/2 to 1/8 scale, a few levels from PIL's on edges)")
 	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
 	f.Float64SliceVar(&lf.std, "std", nil, "Normalize's std R,G,B (default ImageNet's 0.229,0.224,0.225)")
+	lf.augment.register(f)
 }
 
 // check refuses values the loader would read as "use the default" (0) or
@@ -144,6 +146,15 @@ func (lf *loaderFlags) check() error {
 			return usagef("--std %v: want positive numbers", lf.std)
 		}
 	}
+	if err := lf.augment.resolve(); err != nil {
+		return err
+	}
+	if lf.augment.recipe == "" && lf.augment.any() && lf.transform != string(loader.Train) {
+		return usagef("--auto-augment, --color-jitter, --grayscale-prob and --erasing-prob apply to --transform train")
+	}
+	if lf.augment.erasingProb > 0 && lf.layout == string(loader.U8HWC) && lf.transform == string(loader.Train) {
+		return usagef("--erasing-prob works on the normalised tensor: it needs --layout f32-chw")
+	}
 	return nil
 }
 
@@ -170,6 +181,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 			o.Mean[i], o.Std[i] = float32(lf.mean[i]), float32(lf.std[i])
 		}
 	}
+	lf.augment.apply(&o)
 	return o
 }
 

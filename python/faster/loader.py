@@ -157,6 +157,11 @@ class Loader:
     batches for that: memory is (slots + 3) x batch bytes).
     full_decode=True decodes JPEGs at full size, never scaled in the DCT:
     torchvision's (PIL's) pixels exactly, at more decode time.
+    augment_recipe names one of torchvision's classification reference
+    recipes (faster.transforms.AUGMENT_RECIPES: "torchvision-ta-wide",
+    "torchvision-ra", "torchvision-aa", "torchvision-augmix",
+    "torchvision-v2", "torchvision"), with transform="train" or "eval":
+    `faster serve --augment-recipe` (docs/pipeline.md, "Named recipes").
 
     Position: state_dict() and load_state_dict() save and restore the exact
     position within an epoch (torchdata's StatefulDataLoader protocol).
@@ -187,7 +192,7 @@ class Loader:
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
-                 global_shuffle=False, classes=None, unlabeled=False, full_decode=False):
+                 global_shuffle=False, classes=None, unlabeled=False, full_decode=False, augment_recipe=None):
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -224,6 +229,14 @@ class Loader:
         if seed < 0 or epoch < 0:
             raise ValueError("faster: seed=%d, epoch=%d: want integers of at least 0" % (seed, epoch))
         spec = _transform_spec(transform, resolution)
+        if augment_recipe is not None:
+            from .transforms import AUGMENT_RECIPES
+            if not isinstance(transform, str):
+                raise ValueError("faster: augment_recipe=%r with a torchvision transform: give one or the other "
+                                 "(the Compose says the recipe)" % (augment_recipe,))
+            if augment_recipe not in AUGMENT_RECIPES:
+                raise ValueError("faster: augment_recipe=%r: want one of %s" % (augment_recipe, ", ".join(AUGMENT_RECIPES)))
+            spec["args"] = spec["args"] + ["--augment-recipe", augment_recipe]
         self.output = output
         self.data = os.fspath(data)
         self.transform = transform

@@ -9,7 +9,15 @@ Supported, with their parameters (anything else is refused by name, before
 any work, with what would work instead):
 
     train:  RandomResizedCrop(size, scale, ratio, interpolation)
-            [RandomHorizontalFlip(p)] ToTensor() [Normalize(mean, std)]
+            [RandomHorizontalFlip(p)]
+            [TrivialAugmentWide(num_magnitude_bins, interpolation, fill)
+             | RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)
+             | AutoAugment(AutoAugmentPolicy.IMAGENET, interpolation, fill)
+             | AugMix(severity, interpolation, fill)]
+            [ColorJitter(brightness, contrast, saturation, hue)]
+            [RandomGrayscale(p)]
+            ToTensor() or PILToTensor() + ConvertImageDtype(torch.float32)
+            [Normalize(mean, std)] [RandomErasing(p, scale, ratio, value)]
     eval:   Resize(size: int, interpolation) CenterCrop(size)
             ToTensor() [Normalize(mean, std)]
 
@@ -29,11 +37,29 @@ torchvision's newer reference recipe, Resize(232) + CenterCrop(224) (with
 BILINEAR). Crops are square (size an int or (s, s)). Without Normalize
 the pixels are ToTensor's [0, 1]. antialias=False (a tensor-path option)
 is refused for bilinear and bicubic.
+
+The augmentations map onto `faster serve`'s flags (--auto-augment,
+--ra-n, --ra-m, --magnitude-bins, --augmix-severity,
+--augment-interpolation, --augment-fill, --color-jitter,
+--grayscale-prob, --erasing-*), in that order only: the policy, then
+ColorJitter, then RandomGrayscale, and RandomErasing last. Their
+interpolation is NEAREST (torchvision's default) or BILINEAR; AugMix only
+with its default mixture_width, chain_depth, alpha and all_ops. The Go ops
+compute torchvision's tensor path; on the PIL path (the reference's
+Compose: the ops before PILToTensor) torchvision's PIL kernels round
+differently, a few levels on the pixels the ops change (docs/pipeline.md).
+The named recipes are Loader(..., augment_recipe="torchvision-ta-wide").
 """
 
-_TRAIN = "RandomResizedCrop [RandomHorizontalFlip] ToTensor [Normalize]"
+_TRAIN = ("RandomResizedCrop [RandomHorizontalFlip] [TrivialAugmentWide|RandAugment|AutoAugment|AugMix] [ColorJitter] "
+          "[RandomGrayscale] ToTensor|PILToTensor+ConvertImageDtype [Normalize] [RandomErasing]")
 _EVAL = "Resize(int) CenterCrop ToTensor [Normalize]"
 _TENSOR = "or on tensors PILToTensor, then either with antialias=True, then ConvertImageDtype(float32) [Normalize]"
+
+
+# `faster serve --augment-recipe` names (docs/pipeline.md, "Named recipes").
+AUGMENT_RECIPES = ("torchvision", "torchvision-ta-wide", "torchvision-ra", "torchvision-aa",
+                   "torchvision-augmix", "torchvision-v2")
 
 
 class UnsupportedTransform(ValueError):
@@ -118,6 +144,7 @@ def from_torchvision(transform):
         args += ["--crop-scale", _csv(crop.scale), "--crop-ratio", _csv(crop.ratio)]
         flip = take("RandomHorizontalFlip")
         args += ["--flip-prob", repr(float(flip.p)) if flip is not None else "0"]
+        args += _augmentations(take)
     else:
         resize = take("Resize")
         center = take("CenterCrop")
@@ -135,6 +162,10 @@ def from_torchvision(transform):
             raise UnsupportedTransform("faster: Resize(%d) then CenterCrop(%d): torchvision would pad the crop; "
                                        "the Go pipeline wants Resize's size at least the crop's" % (short, res))
         args += ["--resize", str(short)]
+    if not tensor and i < len(steps) and names[i] == "PILToTensor":
+        # The reference presets' order: the PIL steps, then PILToTensor +
+        # ConvertImageDtype (ToTensor's values, bit for bit).
+        tensor = take("PILToTensor") is not None
     if tensor:
         conv = take("ConvertImageDtype")
         if conv is None:
@@ -151,6 +182,9 @@ def from_torchvision(transform):
     else:
         mean, std = [0, 0, 0], [1, 1, 1]  # ToTensor's [0, 1]
     args += ["--mean", _csv(mean), "--std", _csv(std)]
+    erase = take("RandomErasing") if recipe == "train" else None
+    if erase is not None:
+        args += _erasing(erase)
     if i < len(steps):
         raise UnsupportedTransform(_refusal(steps, names, i))
     return {"transform": recipe, "resolution": res, "args": args}
@@ -163,3 +197,93 @@ def _refusal(steps, names, i, wanted=None):
         what += " (for uint8 pixels: ToTensor here, or transform='train'/'eval' with layout='u8-hwc')"
     return ("faster: transform %s: %s. Supported: train = %s; eval = %s; %s; or transform='train' / 'eval' "
             "(the ImageNet recipes) with resolution=." % (" -> ".join(names), what, _TRAIN, _EVAL, _TENSOR))
+
+
+def _aug_interpolation(t):
+    mode = getattr(t, "interpolation", None)
+    name = getattr(mode, "value", mode)
+    if isinstance(name, str):
+        name = name.lower()
+    if name in ("nearest", 0):
+        return "nearest"
+    if name in ("bilinear", 2):
+        return "bilinear"
+    raise UnsupportedTransform("faster: %s(interpolation=%s): the Go ops warp with NEAREST or BILINEAR "
+                               "(torchvision's tensor path); use one of those" % (_name(t), name))
+
+
+def _fill(t):
+    fill = getattr(t, "fill", None)
+    if fill is None:
+        return []
+    if isinstance(fill, (int, float)):
+        return ["--augment-fill", repr(float(fill))]
+    return ["--augment-fill", _csv(fill)]
+
+
+def _augmentations(take):
+    """The flags of the augmentation steps after the flip, in the order the
+    Go recipe runs them; take consumes a step by name."""
+    args = []
+    ta, ra, aa, am = take("TrivialAugmentWide"), None, None, None
+    if ta is None:
+        ra = take("RandAugment")
+    if ta is None and ra is None:
+        aa = take("AutoAugment")
+    if ta is None and ra is None and aa is None:
+        am = take("AugMix")
+    if ta is not None:
+        args += ["--auto-augment", "ta-wide", "--magnitude-bins", str(int(ta.num_magnitude_bins))]
+    elif ra is not None:
+        if ra.num_ops < 1 or ra.num_magnitude_bins < 2 or not 0 <= ra.magnitude < ra.num_magnitude_bins:
+            raise UnsupportedTransform("faster: RandAugment(num_ops=%r, magnitude=%r, num_magnitude_bins=%r): want "
+                                       "num_ops >= 1 and 0 <= magnitude < num_magnitude_bins"
+                                       % (ra.num_ops, ra.magnitude, ra.num_magnitude_bins))
+        args += ["--auto-augment", "ra", "--ra-n", str(int(ra.num_ops)), "--ra-m", str(int(ra.magnitude)),
+                 "--magnitude-bins", str(int(ra.num_magnitude_bins))]
+    elif aa is not None:
+        policy = getattr(aa.policy, "value", aa.policy)
+        if str(policy).lower() != "imagenet":
+            raise UnsupportedTransform("faster: AutoAugment(policy=%s): only AutoAugmentPolicy.IMAGENET" % (policy,))
+        args += ["--auto-augment", "imagenet"]
+    elif am is not None:
+        for attr, default in (("mixture_width", 3), ("chain_depth", -1), ("alpha", 1.0), ("all_ops", True)):
+            if getattr(am, attr, default) != default:
+                raise UnsupportedTransform("faster: AugMix(%s=%r): only the default (%r) has a flag"
+                                           % (attr, getattr(am, attr), default))
+        args += ["--auto-augment", "augmix", "--augmix-severity", str(int(am.severity))]
+    policy = ta or ra or aa or am
+    if policy is not None:
+        args += ["--augment-interpolation", _aug_interpolation(policy)] + _fill(policy)
+    cj = take("ColorJitter")
+    if cj is not None:
+        ranges = []
+        for attr in ("brightness", "contrast", "saturation", "hue"):
+            r = getattr(cj, attr)
+            if r is None:
+                r = (0.0, 0.0)
+            elif attr != "hue" and float(r[0]) == 0 and float(r[1]) == 0:
+                raise UnsupportedTransform("faster: ColorJitter(%s=(0, 0)): a constant factor 0 is not supported "
+                                           "(0,0 means off in --color-jitter)" % attr)
+            ranges += [r[0], r[1]]
+        args += ["--color-jitter", _csv(ranges)]
+    gray = take("RandomGrayscale")
+    if gray is not None:
+        args += ["--grayscale-prob", repr(float(gray.p))]
+    return args
+
+
+def _erasing(e):
+    value = e.value
+    if isinstance(value, str):
+        if value != "random":
+            raise UnsupportedTransform("faster: RandomErasing(value=%r): a number, three numbers or 'random'" % (value,))
+        v = "random"
+    elif isinstance(value, (int, float)):
+        v = repr(float(value))
+    else:
+        if len(value) not in (1, 3):
+            raise UnsupportedTransform("faster: RandomErasing(value=%r): a number, three numbers or 'random'" % (value,))
+        v = _csv(value)
+    return ["--erasing-prob", repr(float(e.p)), "--erasing-scale", _csv(e.scale), "--erasing-ratio", _csv(e.ratio),
+            "--erasing-value", v]

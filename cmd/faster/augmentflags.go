@@ -1,0 +1,292 @@
+package main
+
+import (
+	"cmp"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faster-training/faster/augment"
+	"github.com/faster-training/faster/loader"
+)
+
+// augmentFlags are the train recipe's augmentations (package augment, after
+// the crop and flip) and RandomErasing (after normalising), shared by
+// `faster serve`, `faster bench load` and `faster train`; --augment-recipe
+// names a set of them (torchvision's classification references). The
+// flags have torchvision's meanings and defaults; a flag given explicitly
+// overrides the recipe's value.
+//
+// The ops run in one fixed order, which a torchvision Compose handed to
+// faster.Loader must follow: the auto-augment policy, ColorJitter,
+// RandomGrayscale; RandomErasing last, on the normalised tensor.
+type augmentFlags struct {
+	recipe         string
+	autoAugment    string
+	raN, raM, bins int
+	augmixSeverity int
+	interp         string
+	fill           []float64
+	colorJitter    []float64
+	grayscale      float64
+	erasingProb    float64
+	erasingScale   []float64
+	erasingRatio   []float64
+	erasingValue   string
+	fs             *pflag.FlagSet
+}
+
+// augmentRecipe is what an --augment-recipe name sets: the policy, its
+// interpolation and RandomErasing's p (--ra-n 2, --ra-m 9,
+// --augmix-severity 3 are the flags' defaults, the reference's too).
+type augmentRecipe struct {
+	auto, interp string
+	erasing      float64
+}
+
+// augmentRecipes are the names --augment-recipe takes (docs/pipeline.md
+// "Named recipes" says the same). --recipe is taken by `faster train`'s
+// training recipes (fast), hence the longer name.
+var augmentRecipes = map[string]augmentRecipe{
+	// ClassificationPresetTrain with auto_augment_policy=None:
+	// RandomResizedCrop(bilinear), flip 0.5, PILToTensor, ConvertImageDtype,
+	// Normalize; eval Resize(256) + CenterCrop(224). The loader's defaults.
+	"torchvision": {},
+	// ... with the policy, interpolation=bilinear as the reference passes
+	// its --interpolation (default bilinear) to it; random_erase 0 (the
+	// reference's default: add --erasing-prob).
+	"torchvision-ta-wide": {auto: "ta-wide", interp: "bilinear"},
+	"torchvision-ra":      {auto: "ra", interp: "bilinear"},
+	"torchvision-aa":      {auto: "imagenet", interp: "bilinear"},
+	"torchvision-augmix":  {auto: "augmix", interp: "bilinear"},
+	// The reference's v2 ("new training recipe") input: TrivialAugmentWide,
+	// RandomErasing(0.1), eval Resize(232) + CenterCrop(224) (resize
+	// resolution*232/224; train at --resolution 176 as the recipe does).
+	"torchvision-v2": {auto: "ta-wide", interp: "bilinear", erasing: 0.1},
+}
+
+func augmentRecipeNames() string {
+	return "torchvision, torchvision-ta-wide, torchvision-ra, torchvision-aa, torchvision-augmix, torchvision-v2"
+}
+
+func (af *augmentFlags) register(f *pflag.FlagSet) {
+	af.fs = f
+	f.StringVar(&af.recipe, "augment-recipe", "", "train and eval: a named input recipe of torchvision's classification references, "+augmentRecipeNames()+" (docs/pipeline.md; flags given explicitly override its values)")
+	f.StringVar(&af.autoAugment, "auto-augment", "", "train: the auto-augment policy after the crop and flip: ta-wide (TrivialAugmentWide), ra (RandAugment), imagenet (AutoAugment's ImageNet policy) or augmix (AugMix); default none")
+	f.IntVar(&af.raN, "ra-n", 2, "train: RandAugment's num_ops")
+	f.IntVar(&af.raM, "ra-m", 9, "train: RandAugment's magnitude (a bin below --magnitude-bins)")
+	f.IntVar(&af.bins, "magnitude-bins", 31, "train: num_magnitude_bins of TrivialAugmentWide and RandAugment")
+	f.IntVar(&af.augmixSeverity, "augmix-severity", 3, "train: AugMix's severity (1 to 10)")
+	f.StringVar(&af.interp, "augment-interpolation", "nearest", "train: the auto-augment policy's interpolation, nearest (torchvision's default) or bilinear (what the references pass)")
+	f.Float64SliceVar(&af.fill, "augment-fill", nil, "train: the policy's fill for pixels its warps leave, one number or R,G,B in 0..255 (default torchvision's fill=None: 0)")
+	f.Float64SliceVar(&af.colorJitter, "color-jitter", nil, "train: ColorJitter(brightness, contrast, saturation, hue) after the policy: four numbers B,C,S,H as torchvision's scalars, or eight, each a LO,HI range (0,0: off)")
+	f.Float64Var(&af.grayscale, "grayscale-prob", 0, "train: RandomGrayscale's p, after ColorJitter")
+	f.Float64Var(&af.erasingProb, "erasing-prob", 0, "train: RandomErasing's p, on the normalised tensor (f32-chw)")
+	f.Float64SliceVar(&af.erasingScale, "erasing-scale", nil, "train: RandomErasing's scale LO,HI (default 0.02,0.33)")
+	f.Float64SliceVar(&af.erasingRatio, "erasing-ratio", nil, "train: RandomErasing's ratio LO,HI (default 0.3,3.3)")
+	f.StringVar(&af.erasingValue, "erasing-value", "", "train: RandomErasing's value: one number, R,G,B, or random (normal noise); default 0")
+}
+
+// resolve sets the recipe's values on the flags not given explicitly, and
+// checks them all: a usage error naming the flag.
+func (af *augmentFlags) resolve() error {
+	if af.fs == nil { // built in Go, not from flags: the zero values are the defaults
+		af.raN, af.raM, af.bins, af.augmixSeverity, af.interp = cmp.Or(af.raN, 2), cmp.Or(af.raM, 9), cmp.Or(af.bins, 31),
+			cmp.Or(af.augmixSeverity, 3), cmp.Or(af.interp, "nearest")
+	}
+	if af.recipe != "" {
+		r, ok := augmentRecipes[af.recipe]
+		if !ok {
+			return usagef("--augment-recipe %q: want one of %s", af.recipe, augmentRecipeNames())
+		}
+		changed := func(name string) bool { return af.fs != nil && af.fs.Changed(name) }
+		if !changed("auto-augment") {
+			af.autoAugment = r.auto
+		}
+		if !changed("augment-interpolation") && r.interp != "" {
+			af.interp = r.interp
+		}
+		if !changed("erasing-prob") {
+			af.erasingProb = r.erasing
+		}
+	}
+	return af.check()
+}
+
+func (af *augmentFlags) check() error {
+	switch af.autoAugment {
+	case "", "none", "ta-wide", "ta_wide", "ra", "imagenet", "augmix":
+	default:
+		return usagef("--auto-augment %q: want ta-wide, ra, imagenet or augmix", af.autoAugment)
+	}
+	prob := func(name string, p float64) error {
+		if !(p >= 0 && p <= 1) {
+			return usagef("--%s %g: want a probability in [0, 1]", name, p)
+		}
+		return nil
+	}
+	rng := func(name string, v []float64, lo, hi float64) error {
+		if v != nil && (len(v) != 2 || !(v[0] >= lo && v[0] <= v[1] && v[1] <= hi)) {
+			return usagef("--%s %v: want LO,HI with %g <= LO <= HI <= %g", name, v, lo, hi)
+		}
+		return nil
+	}
+	switch {
+	case af.raN < 1 || af.raN > 16:
+		return usagef("--ra-n %d: want 1 to 16 ops", af.raN)
+	case af.bins < 2:
+		return usagef("--magnitude-bins %d: want at least 2", af.bins)
+	case af.raM < 0 || af.raM >= af.bins:
+		return usagef("--ra-m %d: want a bin in [0, %d) (--magnitude-bins)", af.raM, af.bins)
+	case af.augmixSeverity < 1 || af.augmixSeverity > 10:
+		return usagef("--augmix-severity %d: want 1 to 10", af.augmixSeverity)
+	case af.interp != "nearest" && af.interp != "bilinear":
+		return usagef("--augment-interpolation %q: want nearest or bilinear (torchvision's tensor path warps with these)", af.interp)
+	case af.fill != nil && len(af.fill) != 1 && len(af.fill) != 3:
+		return usagef("--augment-fill %v: want one number or R,G,B", af.fill)
+	case af.colorJitter != nil && len(af.colorJitter) != 4 && len(af.colorJitter) != 8:
+		return usagef("--color-jitter %v: want four numbers B,C,S,H or eight (LO,HI each)", af.colorJitter)
+	}
+	for _, v := range af.fill {
+		if !(v >= 0 && v <= 255) {
+			return usagef("--augment-fill %v: want values in 0..255", af.fill)
+		}
+	}
+	if j := af.colorJitter; j != nil {
+		r := af.jitter()
+		for k, name := range []string{"brightness", "contrast", "saturation", "hue"} {
+			x := [][2]float64{r.Brightness, r.Contrast, r.Saturation, r.Hue}[k]
+			lo, hi := 0.0, math.Inf(1)
+			if k == 3 {
+				lo, hi = -0.5, 0.5
+			}
+			if len(j) == 4 && (j[k] < 0 || (k == 3 && j[k] > 0.5)) || !(x[0] >= lo && x[0] <= x[1] && x[1] <= hi) {
+				return usagef("--color-jitter %v: %s out of range (want B,C,S >= 0 and hue in [0, 0.5]; ranges LO <= HI, hue within [-0.5, 0.5])", j, name)
+			}
+		}
+	}
+	if err := prob("grayscale-prob", af.grayscale); err != nil {
+		return err
+	}
+	if err := prob("erasing-prob", af.erasingProb); err != nil {
+		return err
+	}
+	if err := rng("erasing-scale", af.erasingScale, 0, 1); err != nil {
+		return err
+	}
+	if err := rng("erasing-ratio", af.erasingRatio, 1e-9, math.Inf(1)); err != nil {
+		return err
+	}
+	if _, _, err := af.value(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// value parses --erasing-value.
+func (af *augmentFlags) value() (v []float32, random bool, err error) {
+	switch s := strings.TrimSpace(af.erasingValue); s {
+	case "", "0":
+		return nil, false, nil
+	case "random":
+		return nil, true, nil
+	default:
+		parts := strings.Split(s, ",")
+		if len(parts) != 1 && len(parts) != 3 {
+			return nil, false, usagef("--erasing-value %q: want one number, R,G,B or random", s)
+		}
+		for _, p := range parts {
+			x, err := strconv.ParseFloat(strings.TrimSpace(p), 32)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, false, usagef("--erasing-value %q: want one number, R,G,B or random", s)
+			}
+			v = append(v, float32(x))
+		}
+		if len(v) == 1 && v[0] == 0 {
+			v = nil // torchvision's default value=0, as "0" ("0.0" from a Compose)
+		}
+		return v, false, nil
+	}
+}
+
+func (af *augmentFlags) jitter() *augment.ColorJitter {
+	j := af.colorJitter
+	if len(j) == 4 {
+		return &augment.ColorJitter{Brightness: augment.JitterRange(j[0], 1), Contrast: augment.JitterRange(j[1], 1),
+			Saturation: augment.JitterRange(j[2], 1), Hue: augment.JitterRange(j[3], 0)}
+	}
+	return &augment.ColorJitter{Brightness: [2]float64{j[0], j[1]}, Contrast: [2]float64{j[2], j[3]},
+		Saturation: [2]float64{j[4], j[5]}, Hue: [2]float64{j[6], j[7]}}
+}
+
+// any says whether a train-only augmentation is on.
+func (af *augmentFlags) any() bool {
+	return (af.autoAugment != "" && af.autoAugment != "none") || af.colorJitter != nil || af.grayscale > 0 || af.erasingProb > 0
+}
+
+// evalResize is the recipe's eval Resize for resolution res (0: the
+// loader's default, res*256/224).
+func (af *augmentFlags) evalResize(res int) int {
+	if af.recipe == "torchvision-v2" {
+		return int(math.Round(float64(res) * 232 / 224))
+	}
+	return 0
+}
+
+// apply sets o.Augment and o.Erasing (and, for a recipe that says so, the
+// eval Resize when --resize was not given). Call after resolve.
+func (af *augmentFlags) apply(o *loader.Options) {
+	interp := augment.WarpNearest
+	if af.interp == "bilinear" {
+		interp = augment.WarpBilinear
+	}
+	var fill []float64
+	switch len(af.fill) {
+	case 1:
+		fill = []float64{af.fill[0], af.fill[0], af.fill[0]}
+	case 3:
+		fill = append(fill, af.fill...)
+	}
+	var seq augment.Sequence
+	switch af.autoAugment {
+	case "ta-wide", "ta_wide":
+		seq = append(seq, &augment.TrivialAugmentWide{Bins: af.bins, Interp: interp, Fill: fill})
+	case "ra":
+		seq = append(seq, &augment.RandAugment{N: af.raN, M: af.raM, Bins: af.bins, Interp: interp, Fill: fill})
+	case "imagenet":
+		seq = append(seq, &augment.AutoAugment{Interp: interp, Fill: fill})
+	case "augmix":
+		seq = append(seq, &augment.AugMix{Severity: af.augmixSeverity, Interp: interp, Fill: fill})
+	}
+	if af.colorJitter != nil {
+		seq = append(seq, af.jitter())
+	}
+	if af.grayscale > 0 {
+		seq = append(seq, augment.RandomGrayscale{P: af.grayscale})
+	}
+	switch len(seq) {
+	case 0:
+		o.Augment = nil
+	case 1:
+		o.Augment = seq[0]
+	default:
+		o.Augment = seq
+	}
+	o.Erasing = nil
+	if af.erasingProb > 0 {
+		v, random, _ := af.value()
+		e := &augment.RandomErasing{P: af.erasingProb, Value: v, RandomValue: random}
+		if af.erasingScale != nil {
+			e.Scale = [2]float64{af.erasingScale[0], af.erasingScale[1]}
+		}
+		if af.erasingRatio != nil {
+			e.Ratio = [2]float64{af.erasingRatio[0], af.erasingRatio[1]}
+		}
+		o.Erasing = e
+	}
+	if o.Resize == 0 && o.Resolution > 0 {
+		o.Resize = af.evalResize(o.Resolution)
+	}
+}
