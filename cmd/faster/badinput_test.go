@@ -321,7 +321,13 @@ var badFixtures = map[string]func(t *testing.T) badFixture{
 		return badFixture{data: writeFolder(t, 2, 2), needle: dir, loadArgs: []string{"--dump-keys", dir}}
 	},
 	"resolution-huge": func(t *testing.T) badFixture {
-		return badFixture{data: writeFolder(t, 2, 2), needle: "resolution 100000", loadArgs: []string{"--resolution", "100000"}}
+		return badFixture{data: writeFolder(t, 2, 2), needle: "--resolution 100000", loadArgs: []string{"--resolution", "100000"}}
+	},
+	"resolution-overflow": func(t *testing.T) badFixture {
+		return badFixture{data: writeFolder(t, 2, 2), needle: "--resolution 4294967296", loadArgs: []string{"--resolution", "4294967296"}}
+	},
+	"epochs-negative": func(t *testing.T) badFixture {
+		return badFixture{data: writeFolder(t, 2, 2), needle: "--epochs -1", loadArgs: []string{"--epochs", "-1"}}
 	},
 	"label-offset-huge": func(t *testing.T) badFixture {
 		return badFixture{data: writeFolder(t, 2, 2), needle: "--label-offset 4000000000", loadArgs: []string{"--label-offset", "4000000000"}}
