@@ -257,6 +257,13 @@ func TestMemoryBudget(t *testing.T) {
 	if _, err := Open(folder, Options{Resolution: 100000}); err == nil || !strings.Contains(err.Error(), "pixel") {
 		t.Fatalf("resolution 100000: %v", err)
 	}
+	// 2^32 squared is 0 in 64 bits, and so was every product of it
+	// (before: "arena of 0 bytes per row"); a schedule's side too.
+	for _, o := range []Options{{Resolution: 1 << 32}, {Resolution: 64, Schedule: []int{64, 1 << 32}}} {
+		if _, err := Open(folder, o); err == nil || !strings.Contains(err.Error(), "resolution 4294967296: at most 16384") {
+			t.Fatalf("resolution %d, schedule %v: %v", o.Resolution, o.Schedule, err)
+		}
+	}
 	_, err := Open(folder, Options{Resolution: 4096, Batch: 64, MaxBatchMemory: 8 << 30})
 	if err == nil || !strings.Contains(err.Error(), "memory budget") {
 		t.Fatalf("resolution 4096 over an 8 GiB budget: %v", err)

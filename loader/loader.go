@@ -274,6 +274,18 @@ func (o *Options) ensureDefaults() error {
 // MaxWorkers bounds Options.Workers.
 const MaxWorkers = 1024
 
+// MaxResolution bounds Options.Resolution and its schedule: the side of a
+// square image at the decoder's pixel limit (imgcodec.DefaultMaxPixels).
+// It is checked before any size is multiplied out, so that no product
+// overflows.
+const MaxResolution = 1 << 14
+
+func init() {
+	if MaxResolution*MaxResolution != imgcodec.DefaultMaxPixels {
+		panic("loader: MaxResolution is not the side of imgcodec.DefaultMaxPixels")
+	}
+}
+
 // ShuffleMode is Options.Shuffle.
 type ShuffleMode int
 
@@ -291,8 +303,9 @@ func (o *Options) checkMemory() error {
 	for _, r := range o.Schedule {
 		res = max(res, r)
 	}
-	if int64(res)*int64(res) > imgcodec.DefaultMaxPixels {
-		return fmt.Errorf("resolution %d: %d pixels per image, above the decoder's limit of %d", res, int64(res)*int64(res), int64(imgcodec.DefaultMaxPixels))
+	if res > MaxResolution {
+		// Compared before squaring: 2^32 squared is 0 in 64 bits.
+		return fmt.Errorf("resolution %d: at most %d (the decoder's limit of %d pixels per image)", res, MaxResolution, int64(imgcodec.DefaultMaxPixels))
 	}
 	if o.Transform == None {
 		return nil

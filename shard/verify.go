@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/faster-training/faster/internal/lockfile"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfrecord"
 )
@@ -139,6 +140,14 @@ func expand(p string) ([]target, []Problem, error) {
 			}
 		}
 		return []target{t}, nil, nil
+	}
+	// A pack writing this destination now leaves it unfinished: say so,
+	// rather than "interrupted". Verify only reads: it looks at the lock
+	// without taking it.
+	if held, err := lockfile.Held(filepath.Join(p, LockName)); err != nil {
+		return nil, nil, err
+	} else if held {
+		return nil, []Problem{{Path: p, Offset: -1, Reason: fmt.Sprintf("a faster pack is writing this destination now (%s is locked): verify it once the pack has finished", LockName)}}, nil
 	}
 	mp := filepath.Join(p, ManifestName)
 	if _, err := os.Stat(mp); errors.Is(err, fs.ErrNotExist) {

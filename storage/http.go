@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -82,6 +83,10 @@ func parseContentRange(s string) (start, total int64, ok bool) {
 	return start, total, err1 == nil && err2 == nil
 }
 
+// errNoSize is a response to a range request that gives no size: neither a
+// Content-Range total (206) nor a Content-Length (200).
+var errNoSize = errors.New("the server gives no size (no Content-Range total, no Content-Length): an object of unknown length (a generated or endless body) cannot be read by range")
+
 type limitedBody struct {
 	io.Reader
 	io.Closer
@@ -112,6 +117,13 @@ func (h *httpBackend) open(ctx context.Context, key string, off, n int64) (io.Re
 	case http.StatusOK:
 		// The server ignored Range: skip to off and cut at off+n.
 		info.Size = resp.ContentLength
+		if info.Size < 0 {
+			// A body without a length (chunked: generated, or endless)
+			// has no size to check nor ranges to resume at; it was read
+			// as 0 bytes ("unexpected end of JSON input").
+			resp.Body.Close()
+			return nil, info, errNoSize
+		}
 		if off > 0 {
 			if _, err := io.CopyN(io.Discard, resp.Body, off); err != nil {
 				resp.Body.Close()

@@ -4,14 +4,17 @@ package main
 
 import (
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/train"
 )
 
@@ -103,6 +106,34 @@ var otherFixtures = map[string]func(t *testing.T) (args []string, needle string)
 		sock := filepath.Join(t.TempDir(), "notes.txt")
 		os.WriteFile(sock, []byte("keep"), 0o644)
 		return []string{"serve", writeFolder(t, 2, 2), "--socket", sock}, sock
+	},
+	"train-resolution-huge": func(t *testing.T) ([]string, string) {
+		return []string{"train", "--data", writeTrainIDX(t, 16), "--batch", "4", "--threads", "1", "--resolution", "4294967296"}, "--resolution 4294967296"
+	},
+	"train-epochs-negative": func(t *testing.T) ([]string, string) {
+		return []string{"train", "--data", writeTrainIDX(t, 16), "--batch", "4", "--threads", "1", "--epochs", "-1"}, "--epochs -1"
+	},
+	"ckpt-missing-dir": func(t *testing.T) ([]string, string) {
+		ckpt := filepath.Join(t.TempDir(), "missing", "ckpt")
+		return []string{"train", "--data", writeTrainIDX(t, 16), "--batch", "4", "--threads", "1", "--filters", "4", "--checkpoint", ckpt}, "--checkpoint " + ckpt
+	},
+	"collective-timeout-env": func(t *testing.T) ([]string, string) {
+		if !slices.Contains(collective.Libraries(), "gloo") {
+			t.Skip("no gloo library (CGO_ENABLED=0)")
+		}
+		// Rank 1 of 2, the store's port closed: the rendezvous fails after
+		// the timeout, which its message names.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		for k, v := range map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+			"MASTER_PORT": strconv.Itoa(port), "FASTER_COLLECTIVE_TIMEOUT": "300ms"} {
+			t.Setenv(k, v)
+		}
+		return []string{"train", "--data", writeTrainIDX(t, 16), "--batch", "4", "--threads", "1", "--strategy", "ddp"}, "within 300ms"
 	},
 	"socket-long": func(t *testing.T) ([]string, string) {
 		return []string{"serve", writeFolder(t, 2, 2), "--socket", filepath.Join(t.TempDir(), strings.Repeat("s", 120))}, "--socket"

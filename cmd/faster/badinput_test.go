@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -307,6 +308,22 @@ var badFixtures = map[string]func(t *testing.T) badFixture{
 		}
 		return badFixture{data: root, packDst: dst, needle: "another faster pack"}
 	},
+	"pack-running": badShards("tfrecord", func(t *testing.T, dir string) string {
+		// A pack in progress: its manifest unfinished, its lock held.
+		editManifest(t, dir, func(m map[string]any) { trainSplit(m)["complete"] = false })
+		f, err := os.Create(filepath.Join(dir, shard.LockName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Skip("flock:", err)
+		}
+		if runtime.GOOS != "linux" {
+			t.Skip("lockfile.Held reads /proc/locks")
+		}
+		return "a faster pack is writing this destination now"
+	}),
 	"workers-huge": func(t *testing.T) badFixture {
 		return badFixture{data: writeFolder(t, 2, 2), loadArgs: []string{"--workers", "100000"}}
 	},
@@ -321,7 +338,13 @@ var badFixtures = map[string]func(t *testing.T) badFixture{
 		return badFixture{data: writeFolder(t, 2, 2), needle: dir, loadArgs: []string{"--dump-keys", dir}}
 	},
 	"resolution-huge": func(t *testing.T) badFixture {
-		return badFixture{data: writeFolder(t, 2, 2), needle: "resolution 100000", loadArgs: []string{"--resolution", "100000"}}
+		return badFixture{data: writeFolder(t, 2, 2), needle: "--resolution 100000", loadArgs: []string{"--resolution", "100000"}}
+	},
+	"resolution-overflow": func(t *testing.T) badFixture {
+		return badFixture{data: writeFolder(t, 2, 2), needle: "--resolution 4294967296", loadArgs: []string{"--resolution", "4294967296"}}
+	},
+	"epochs-negative": func(t *testing.T) badFixture {
+		return badFixture{data: writeFolder(t, 2, 2), needle: "--epochs -1", loadArgs: []string{"--epochs", "-1"}}
 	},
 	"idx-bad-label": func(t *testing.T) badFixture {
 		return badFixture{data: writeBadLabelIDX(t), needle: "train-labels-idx1-ubyte: offset 11"}

@@ -154,8 +154,13 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 }
 
 func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Writer) error {
-	if o.steps < 0 || o.epochs < 1 || !(o.consumerRate >= 0) || math.IsInf(o.consumerRate, 0) {
-		return usagef("--epochs must be at least 1, --steps not negative, --consumer-rate a finite rate >= 0 (got %g)", o.consumerRate)
+	switch {
+	case o.epochs < 1:
+		return usagef("--epochs %d: must be at least 1", o.epochs)
+	case o.steps < 0:
+		return usagef("--steps %d: must not be negative", o.steps)
+	case !(o.consumerRate >= 0) || math.IsInf(o.consumerRate, 0):
+		return usagef("--consumer-rate %g: want a finite rate >= 0", o.consumerRate)
 	}
 	if err := o.check(); err != nil {
 		return err

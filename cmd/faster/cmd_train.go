@@ -96,8 +96,11 @@ type trainOptions struct {
 	zeroGrad  bool
 	bucketKB  int
 	timeout   time.Duration
-	timeAR    int      // --time-allreduce
-	argv      []string // the flags as given, for the launcher's children
+	// timeoutSet: --collective-timeout was given (it overrides
+	// FASTER_COLLECTIVE_TIMEOUT).
+	timeoutSet bool
+	timeAR     int      // --time-allreduce
+	argv       []string // the flags as given, for the launcher's children
 }
 
 func init() {
@@ -134,6 +137,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 					}
 					o.argv = append(o.argv, "--"+f.Name+"="+v)
 				})
+				o.timeoutSet = cmd.Flags().Changed("collective-timeout")
 				return runTrain(cmd.Context(), o, stdout, stderr)
 			},
 		}
@@ -369,9 +373,18 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if o.model != "thinnet" && o.model != "resnet18" {
 		problems = append(problems, fmt.Sprintf("--model %q: want thinnet or resnet18", o.model))
 	}
-	if o.epochs < 1 || o.batch < 1 || o.threads < 0 || o.normThreads < 0 || o.limit < 0 || o.testLimit < 0 {
-		problems = append(problems, "--epochs and --batch must be positive; --threads, --norm-threads, --limit, --test-limit not negative")
+	for _, f := range []struct {
+		name     string
+		v, least int
+	}{{"epochs", o.epochs, 1}, {"batch", o.batch, 1}, {"threads", o.threads, 0}, {"norm-threads", o.normThreads, 0}, {"limit", o.limit, 0}, {"test-limit", o.testLimit, 0}} {
+		if f.v < f.least {
+			problems = append(problems, fmt.Sprintf("--%s %d: must be at least %d", f.name, f.v, f.least))
+		}
 	}
+	if o.resolution < 0 || o.resolution > loader.MaxResolution {
+		problems = append(problems, fmt.Sprintf("--resolution %d: want 1 to %d (the decoder's limit of %d pixels per image), or 0 for the data's own", o.resolution, loader.MaxResolution, loader.MaxResolution*loader.MaxResolution))
+	}
+
 	problems = append(problems, checkHyper(o)...)
 	problems = append(problems, checkRecipe(o)...)
 	problems = append(problems, checkFixRes(o)...)
@@ -409,7 +422,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		if err != nil {
 			return usagef("--strategy ddp: %v (or use --nproc N to start N processes here)", err)
 		}
-		cfg.Timeout = o.timeout
+		// --collective-timeout when given, else FASTER_COLLECTIVE_TIMEOUT
+		// (FromEnv's, as every rank of the collective package reads it),
+		// else the flag's default.
+		if o.timeoutSet || cfg.Timeout == 0 {
+			cfg.Timeout = o.timeout
+		}
 		o.threads = rankThreads(o.threads, cfg)
 		localRanks = max(cfg.LocalSize, 1)
 		if comm, err = collective.Open("gloo", cfg); err != nil {
@@ -427,6 +445,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if o.checkpoint != "" && rank == 0 {
 		// Rank 0 writes the checkpoint: a second run saving to it fails
 		// here, before any work (as a second pack into one destination).
+		// A folder it cannot write to is a usage error, before the lock
+		// (which would create its file there) and the first epoch.
+		if err := checkOutputDir(o.checkpoint); err != nil {
+			return usagef("--checkpoint %s: %v", o.checkpoint, err)
+		}
 		unlock, err := train.LockCheckpoint(o.checkpoint)
 		if err != nil {
 			return err

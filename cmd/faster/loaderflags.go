@@ -122,8 +122,8 @@ func (lf *loaderFlags) check() error {
 	switch {
 	case lf.batch < 1:
 		return usagef("--batch %d: must be at least 1", lf.batch)
-	case lf.resolution < 1:
-		return usagef("--resolution %d: must be at least 1", lf.resolution)
+	case lf.resolution < 1 || lf.resolution > loader.MaxResolution:
+		return usagef("--resolution %d: want 1 to %d (the decoder's limit of %d pixels per image)", lf.resolution, loader.MaxResolution, loader.MaxResolution*loader.MaxResolution)
 	case lf.numShards < 1 || lf.shardIndex < 0 || lf.shardIndex >= lf.numShards:
 		return usagef("--shard-index %d of --num-shards %d: want 0 <= index < shards", lf.shardIndex, lf.numShards)
 	case lf.cropScale != nil && len(lf.cropScale) != 2, lf.cropRatio != nil && len(lf.cropRatio) != 2:

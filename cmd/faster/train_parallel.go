@@ -40,7 +40,7 @@ func addParallelFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.BoolVar(&o.zeroGrad, "zero-grad", false, "zero the gradients and accumulate into them each step (default: overwrite, like zero_grad(set_to_none=True))")
 	f.IntVar(&o.bucketKB, "bucket-kb", train.DefaultBucketBytes>>10, "ddp: gradient all-reduce bucket size in KiB")
 	f.IntVar(&o.timeAR, "time-allreduce", 0, "ddp: after training, time N rounds of a step's gradient all-reduces alone (its buckets, no compute); --json reports them under ddp")
-	f.DurationVar(&o.timeout, "collective-timeout", 60*time.Second, "ddp: how long to wait for the other ranks (rendezvous, each collective)")
+	f.DurationVar(&o.timeout, "collective-timeout", 60*time.Second, "ddp: how long to wait for the other ranks (rendezvous, each collective); default FASTER_COLLECTIVE_TIMEOUT, else 60s")
 }
 
 // checkParallel validates the strategy flags and fills their defaults.

@@ -143,6 +143,10 @@ func Open(c collective.Config) (collective.Comm, error) {
 		if err := store.Set(hostKey(c.Rank), []byte(g.host)); err != nil {
 			return nil, fmt.Errorf("collective: gloo rendezvous (rank %d of %d): %w", c.Rank, c.Size, err)
 		}
+		// Ranks of different sizes would meet Gloo's "enforce fail".
+		if err := collective.AgreeSize(store, c.StorePrefix+rootPrefix, c.Rank, c.Size); err != nil {
+			return nil, fmt.Errorf("collective: gloo rendezvous (rank %d of %d): %w", c.Rank, c.Size, err)
+		}
 		cm, err := g.connect(c.StorePrefix + rootPrefix)
 		if err != nil {
 			return nil, err

@@ -742,3 +742,18 @@ func BenchmarkAllReduce1MiB(b *testing.B) {
 	b.StopTimer()
 	rs.wait()
 }
+
+// TestWorldSizeDisagrees: rank 1 started with WORLD_SIZE=3 while rank 0
+// has 2 fails at rendezvous, and so does rank 0, each naming the other's
+// size (before: Gloo's raw "enforce fail").
+func TestWorldSizeDisagrees(t *testing.T) {
+	cfg, rs := spawn(t, "barrier", 2, 0, 30*time.Second, "WORLD_SIZE=3")
+	_, err := Open(cfg)
+	if err == nil || !strings.Contains(err.Error(), `this rank (0) has WORLD_SIZE=2, rank 1 has WORLD_SIZE="3"`) {
+		t.Errorf("rank 0: Open = %v", err)
+	}
+	cmd := rs.cmds[0]
+	if err := cmd.Wait(); err == nil || !strings.Contains(rs.stderr[0].String(), `this rank (1) has WORLD_SIZE=3, rank 0 has WORLD_SIZE="2"`) {
+		t.Errorf("rank 1: %v\n%s", err, rs.stderr[0])
+	}
+}
