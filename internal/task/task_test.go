@@ -59,8 +59,8 @@ func TestResolveNone(t *testing.T) {
 	for _, e := range [][]string{
 		nil,
 		{"SLURM_PROCID", "0", "SLURM_NTASKS", "1"}, // a Slurm batch script
-		{"RANK", "0"},                              // half a pair is no source
-		{"FASTER_TASK_COUNT", "4"},                 // a count without an index
+		{"RANK", "0"},              // half a pair is no source
+		{"FASTER_TASK_COUNT", "4"}, // a count without an index
 	} {
 		if got, ok, err := Resolve("", 0, env(e...)); ok || err != nil {
 			t.Errorf("%v: got %+v %v %v, want no task", e, got, ok, err)
