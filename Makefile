@@ -53,9 +53,9 @@ testnocgo: s3server
 # (too slow under -race, or needing oneDNN / libjpeg-turbo): AMP vs fp32 on
 # Fashion-MNIST, one epoch of a subset, learning on packed shards, ResNet-18
 # through the CLI, the decoder's steady-state allocations, and ranks under
-# torch's torchrun (on one machine, and on two network namespaces), and a
+# torch's torchrun and Open MPI's mpirun (on one machine; torchrun also on two network namespaces), and a
 # two-machine run resumed from its checkpoint. A skip here is a failure: nothing else runs them.
-ACCURACY_TESTS := TestTrainAMPAccuracy|TestTrainFashionMNISTSubset|TestTrainOnPackedShards|TestTrainCLIResNet18|TestDecodeAllocs|TestTrainUnderTorchrun|TestTorchrunTwoMachines|TestTrainTwoMachinesResume|TestJourney
+ACCURACY_TESTS := TestTrainAMPAccuracy|TestTrainFashionMNISTSubset|TestTrainOnPackedShards|TestTrainCLIResNet18|TestDecodeAllocs|TestTrainUnderTorchrun|TestTrainUnderMpirun|TestTorchrunTwoMachines|TestTrainTwoMachinesResume|TestJourney
 accuracy:
 	@out=$$(mktemp); FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -count=1 -timeout 45m -run '^($(ACCURACY_TESTS))$$' -v ./cmd/faster ./imgcodec >$$out 2>&1; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then cat $$out; else grep -E -- '^(---|ok|FAIL|PASS)|accuracy' $$out; fi; \

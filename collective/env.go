@@ -27,14 +27,20 @@ const DefaultTimeout = 60 * time.Second
 //	LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK
 //	                           the rank's place on its machine (default 0)
 //
+// Without RANK and WORLD_SIZE, Open MPI's and then Slurm's variables stand
+// for them (see schedulerEnv for the mapping and the precedence).
+//
 // An error names the variable and its bad value.
 func FromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
 }
 
 func configFrom(lookup func(string) (string, bool)) (Config, error) {
+	lookup, err := schedulerEnv(lookup)
+	if err != nil {
+		return Config{}, err
+	}
 	c := Config{Size: 1, Addr: DefaultAddr}
-	var err error
 	if v, ok := lookup("WORLD_SIZE"); ok {
 		if c.Size, err = strconv.Atoi(v); err != nil || c.Size < 1 {
 			return Config{}, fmt.Errorf("collective: WORLD_SIZE=%q: want a positive integer", v)

@@ -41,6 +41,11 @@ declare -A need=(
   [python3-setuptools]=/usr/lib/python3/dist-packages/setuptools/__init__.py
   [python3-wheel]=/usr/lib/python3/dist-packages/wheel/__init__.py
   [python3-venv]=/usr/lib/python3.11/ensurepip/__init__.py
+  # Ranks under the real engines (issue 30): mpirun (Open MPI) and a
+  # one-host Slurm cluster (slurmctld + slurmd, authenticated by munge).
+  [openmpi-bin]=/usr/bin/mpirun
+  [slurm-wlm]=/usr/sbin/slurmd
+  [munge]=/usr/sbin/munged
 )
 missing=()
 for pkg in "${!need[@]}"; do

@@ -127,6 +127,9 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 				if err := applyRecipe(cmd.Flags(), &o); err != nil {
 					return err
 				}
+				if err := applyPET(cmd.Flags(), &o, os.LookupEnv); err != nil {
+					return err
+				}
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					if launcherFlags[f.Name] {
 						return

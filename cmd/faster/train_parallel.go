@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -258,4 +259,94 @@ func nativeNote(s trainSummary) string {
 		return " native"
 	}
 	return " emulated: this CPU has no bf16/fp16 arithmetic"
+}
+
+// applyPET gives the launcher flags not on the command line torchrun's
+// defaults from the environment (Kubeflow's PyTorchJob sets them):
+// --nproc PET_NPROC_PER_NODE ("auto" or "cpu": this machine's CPUs, as
+// torchrun without GPUs), --nnodes PET_NNODES ("N", or "N:N"; an elastic
+// range is refused), --node-rank PET_NODE_RANK, --master-addr and
+// --master-port PET_MASTER_ADDR and PET_MASTER_PORT. A PyTorchJob v1 pod's
+// RANK counts pods, and its MASTER_ADDR and MASTER_PORT are the master
+// pod's: with PET_NNODES set they stand for PET_NODE_RANK, PET_MASTER_ADDR
+// and PET_MASTER_PORT when those are absent; the launcher then gives each
+// of its processes its own RANK (node rank × nproc + local rank) and
+// WORLD_SIZE (nnodes × nproc). Only with --strategy ddp, and not in a
+// process the launcher started.
+func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string, bool)) error {
+	if o.strategy != "ddp" {
+		return nil
+	}
+	if v, _ := lookup(launchEnv); v != "" {
+		return nil
+	}
+	get := func(names ...string) (string, string) {
+		for _, n := range names {
+			if v, ok := lookup(n); ok && v != "" {
+				return n, v
+			}
+		}
+		return "", ""
+	}
+	_, inJob := lookup("PET_NNODES")
+	setInt := func(flag string, dst *int, parse func(string) (int, error), names ...string) error {
+		if flags.Changed(flag) {
+			return nil
+		}
+		n, v := get(names...)
+		if n == "" {
+			return nil
+		}
+		x, err := parse(v)
+		if err != nil {
+			return usagef("%s=%q (the default of --%s): %v", n, v, flag, err)
+		}
+		*dst = x
+		return nil
+	}
+	atoi := func(v string) (int, error) {
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 0 {
+			return 0, fmt.Errorf("want a non-negative integer")
+		}
+		return x, nil
+	}
+	nproc := func(v string) (int, error) {
+		if v == "auto" || v == "cpu" {
+			return runtime.NumCPU(), nil
+		}
+		return atoi(v)
+	}
+	nnodes := func(v string) (int, error) {
+		lo, hi, ok := strings.Cut(v, ":")
+		if ok && lo != hi {
+			return 0, fmt.Errorf("an elastic range: faster trains a fixed group; give one count")
+		}
+		return atoi(lo)
+	}
+	if err := setInt("nproc", &o.nproc, nproc, "PET_NPROC_PER_NODE"); err != nil {
+		return err
+	}
+	if err := setInt("nnodes", &o.nodes.nnodes, nnodes, "PET_NNODES"); err != nil {
+		return err
+	}
+	rankNames, addrNames, portNames := []string{"PET_NODE_RANK"}, []string{"PET_MASTER_ADDR"}, []string{"PET_MASTER_PORT"}
+	if inJob {
+		rankNames, addrNames, portNames = append(rankNames, "RANK"), append(addrNames, "MASTER_ADDR"), append(portNames, "MASTER_PORT")
+	}
+	if err := setInt("node-rank", &o.nodes.nodeRank, atoi, rankNames...); err != nil {
+		return err
+	}
+	if err := setInt("master-port", &o.nodes.masterPort, atoi, portNames...); err != nil {
+		return err
+	}
+	if !flags.Changed("master-addr") {
+		if _, v := get(addrNames...); v != "" {
+			o.nodes.masterAddr = v
+		}
+	}
+	if inJob && o.nproc == 0 && !flags.Changed("nproc") {
+		o.nproc = 1 // torchrun's default --nproc_per_node
+	}
+	return nil
 }

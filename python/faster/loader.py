@@ -78,7 +78,9 @@ def _find_binary(binary):
 def _default_rank(rank, world_size):
     """Rank and world size from the arguments, else torch.distributed's
     environment variables (RANK, WORLD_SIZE, as torchrun sets them), else an
-    initialised default process group, else 0 of 1."""
+    initialised default process group, else Open MPI's (OMPI_COMM_WORLD_RANK,
+    OMPI_COMM_WORLD_SIZE), else an srun task's (SLURM_PROCID,
+    SLURM_STEP_NUM_TASKS or SLURM_NTASKS, with SLURM_STEP_ID), else 0 of 1."""
     if rank is None and "RANK" in os.environ:
         rank = int(os.environ["RANK"])
     if world_size is None and "WORLD_SIZE" in os.environ:
@@ -88,6 +90,16 @@ def _default_rank(rank, world_size):
         if dist is not None and dist.is_available() and dist.is_initialized():
             rank = dist.get_rank() if rank is None else rank
             world_size = dist.get_world_size() if world_size is None else world_size
+    # Open MPI's mpirun, then a task of a Slurm srun step (as faster's
+    # collective.FromEnv: the nearest launcher first; a batch script alone,
+    # without SLURM_STEP_ID, is one process).
+    env = os.environ
+    if rank is None and world_size is None:
+        if "OMPI_COMM_WORLD_RANK" in env:
+            rank, world_size = int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"])
+        elif "SLURM_PROCID" in env and ("SLURM_STEP_ID" in env or "SLURM_STEPID" in env):
+            rank = int(env["SLURM_PROCID"])
+            world_size = int(env.get("SLURM_STEP_NUM_TASKS") or env["SLURM_NTASKS"])
     rank = 0 if rank is None else rank
     world_size = 1 if world_size is None else world_size
     if world_size < 1 or not 0 <= rank < world_size:

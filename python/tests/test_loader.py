@@ -336,3 +336,31 @@ class LoaderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DefaultRankTest(unittest.TestCase):
+    """Rank defaults: torchrun's variables, else Open MPI's, else an srun
+    task's (a batch script without a step is one process)."""
+
+    NAMES = ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
+             "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS")
+
+    def ranks(self, **env):
+        from faster.loader import _default_rank
+        old = {k: os.environ.pop(k, None) for k in self.NAMES}
+        os.environ.update(env)
+        try:
+            return _default_rank(None, None)
+        finally:
+            for k in self.NAMES:
+                os.environ.pop(k, None)
+                if old[k] is not None:
+                    os.environ[k] = old[k]
+
+    def test_precedence(self):
+        srun = dict(SLURM_PROCID="1", SLURM_STEP_ID="0", SLURM_NTASKS="4")
+        self.assertEqual(self.ranks(), (0, 1))
+        self.assertEqual(self.ranks(**srun), (1, 4))
+        self.assertEqual(self.ranks(SLURM_PROCID="0", SLURM_NTASKS="4"), (0, 1))  # sbatch script
+        self.assertEqual(self.ranks(OMPI_COMM_WORLD_RANK="3", OMPI_COMM_WORLD_SIZE="6", **srun), (3, 6))
+        self.assertEqual(self.ranks(RANK="5", WORLD_SIZE="8", OMPI_COMM_WORLD_RANK="3", OMPI_COMM_WORLD_SIZE="6", **srun), (5, 8))
