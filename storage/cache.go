@@ -191,9 +191,48 @@ func (c *Cache) Open(ctx context.Context, s *Store, name string, want Want) (*Ca
 	return nil, fmt.Errorf("storage: cache: %s fetched to %s but does not check out", s.URL(name), c.dataPath(key))
 }
 
+// maxMetaBytes bounds an entry's .meta file (a few hundred bytes of JSON).
+const maxMetaBytes = 64 << 10
+
+// openRegular opens path if it is a regular file, by the data-file rules:
+// a FIFO, device or directory in the cache directory is never read (an
+// open would block, a read never end); the caller treats it as no entry.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := openNonblock(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
+	}
+	if err == nil {
+		err = clearNonblock(f)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// readMeta reads an entry's .meta by the data-file rules: a regular file
+// of at most maxMetaBytes, its size checked before it is read.
+func readMeta(path string) ([]byte, error) {
+	f, st, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st.Size() > maxMetaBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than a cache entry's metadata (%d)", path, st.Size(), maxMetaBytes)
+	}
+	return io.ReadAll(io.LimitReader(f, maxMetaBytes))
+}
+
 // lookup opens entry key if it is complete and matches want, or returns nil.
 func (c *Cache) lookup(key string, want Want) *CachedFile {
-	mb, err := os.ReadFile(c.metaPath(key))
+	mb, err := readMeta(c.metaPath(key))
 	if err != nil {
 		return nil
 	}
@@ -204,7 +243,7 @@ func (c *Cache) lookup(key string, want Want) *CachedFile {
 	if (want.Size >= 0 && m.Size != want.Size) || (want.SHA256 != "" && !strings.EqualFold(m.SHA256, want.SHA256)) {
 		return nil
 	}
-	f, err := os.Open(c.dataPath(key))
+	f, _, err := openRegular(c.dataPath(key))
 	if err != nil {
 		return nil
 	}
