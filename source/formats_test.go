@@ -133,9 +133,13 @@ func TestWDS(t *testing.T) {
 func FuzzWDS(f *testing.F) {
 	f.Add(tarBytes(f, "a.jpg", "\xff\xd8\xffxx", "a.cls", "3", "b.png", pngMagic, "b.json", `{"label":2}`))
 	f.Add(tarBytes(f, "x/y.z.png", pngMagic+"q")[:700])
+	// One file rewritten per input (a worker runs its inputs one at a
+	// time): a temporary directory per input cost more than the reader.
+	p := filepath.Join(f.TempDir(), "f.tar")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(t.TempDir(), "f.tar")
-		os.WriteFile(p, b, 0o644)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		w, err := OpenWDS([]string{p})
 		if err != nil {
 			return
