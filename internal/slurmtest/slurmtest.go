@@ -13,7 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -73,7 +75,7 @@ func freePort(t testing.TB) int {
 func Start(t testing.TB) *Cluster {
 	t.Helper()
 	bins := map[string]string{}
-	for _, b := range []string{"munged", "slurmctld", "slurmd", "sinfo", "scontrol", "srun", "sbatch"} {
+	for _, b := range []string{"munged", "slurmctld", "slurmd", "sinfo", "squeue", "scontrol", "srun", "sbatch"} {
 		p, err := exec.LookPath(b)
 		if err != nil {
 			for _, d := range []string{"/usr/sbin", "/usr/bin"} {
@@ -104,6 +106,17 @@ func Start(t testing.TB) *Cluster {
 	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Node: host}
 	var procs []*exec.Cmd
 	t.Cleanup(func() {
+		// Jobs done first (bounded polls), then the step daemons slurmd
+		// left (slurmstepd, a child of init, its log under dir), then the
+		// daemons.
+		for try := 0; try < 40 && len(procs) == 3; try++ {
+			out, err := c.Command(bins["squeue"], "-h").Output()
+			if err != nil || len(strings.TrimSpace(string(out))) == 0 {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		killSteps(dir)
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].Process.Kill()
 			procs[i].Wait()
@@ -200,4 +213,25 @@ PartitionName=test Nodes=%[1]s Default=YES MaxTime=INFINITE State=UP OverSubscri
 	}
 	t.Fatalf("slurmtest: node %s never idle (state %q)\n%s", host, state, c.Logs())
 	return nil
+}
+
+// killSteps kills every slurmstepd with a file open under dir: this
+// cluster's, not another's.
+func killSteps(dir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		comm, _ := os.ReadFile(filepath.Join(p, "comm"))
+		if strings.TrimSpace(string(comm)) != "slurmstepd" {
+			continue
+		}
+		fds, _ := filepath.Glob(filepath.Join(p, "fd", "*"))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, dir+"/") {
+				if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+				break
+			}
+		}
+	}
 }
