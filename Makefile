@@ -55,7 +55,7 @@ testnocgo: s3server
 # through the CLI, the decoder's steady-state allocations, and ranks under
 # torch's torchrun and Open MPI's mpirun (on one machine; torchrun also on two network namespaces), and a
 # two-machine run resumed from its checkpoint. A skip here is a failure: nothing else runs them.
-ACCURACY_TESTS := TestTrainAMPAccuracy|TestTrainFashionMNISTSubset|TestTrainOnPackedShards|TestTrainCLIResNet18|TestDecodeAllocs|TestTrainUnderTorchrun|TestTrainUnderMpirun|TestTorchrunTwoMachines|TestTrainTwoMachinesResume|TestJourney
+ACCURACY_TESTS := TestTrainAMPAccuracy|TestTrainFashionMNISTSubset|TestTrainOnPackedShards|TestTrainCLIResNet18|TestDecodeAllocs|TestTrainUnderTorchrun|TestTrainUnderMpirun|TestTrainUnderSrun|TestTorchrunTwoMachines|TestTrainTwoMachinesResume|TestJourney
 accuracy:
 	@out=$$(mktemp); FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -count=1 -timeout 45m -run '^($(ACCURACY_TESTS))$$' -v ./cmd/faster ./imgcodec >$$out 2>&1; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then cat $$out; else grep -E -- '^(---|ok|FAIL|PASS)|accuracy' $$out; fi; \
