@@ -45,7 +45,8 @@ echo "== train the seed's ThinNet on the real Fashion-MNIST (faster train; 8,192
 "$bin" train --data "$data" --model thinnet --epochs 1 --batch 64 --lr 0.01 --limit 8192 --test-limit 2000
 echo
 echo "== the seed's Model Running table (faster bench train): single / DP / DDP x plain / +autotune / +AMP,"
-echo "   a narrow ThinNet (widths 8,16,32) on 8,192 images so that the 14 runs take a minute or two"
+echo "   a narrow ThinNet (widths 8,16,32) on 8,192 images; each of the 14 cells warmed up, then run 3 times"
+echo "   in alternating order: medians with their spread (a few minutes; --repeats 1 for one pass)"
 "$bin" bench train --data "$data" --filters 8,16,32 --limit 8192 --test-limit 2000 --batch 64 --plot "$out/train.png"
 echo
 echo "Shards, indexes and manifest are in $dst; JSON summaries in $out/*.json; charts in $out/load.png, $out/train.png."
