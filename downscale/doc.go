@@ -1,4 +1,4 @@
-// Package downscale shrinks an image dataset on disk, the job of the seed's
+// Package downscale shrinks an image dataset on disk, the job of the Faster Training study's
 // resize_imagenet.py done right: `faster resize` is its command line.
 //
 // # What Run does

@@ -1,6 +1,6 @@
 package downscale
 
-// Size is the output size of a w x h image under the seed's rule
+// Size is the output size of a w x h image under the Faster Training study's rule
 // (resize_imagenet.py): an image whose shorter edge exceeds maxSize is
 // resized so that its shorter edge is exactly maxSize, the longer edge
 // computed as int((long/short) * maxSize) in float64, truncated, exactly as
@@ -9,7 +9,7 @@ package downscale
 // enough (shorter edge <= maxSize) and is to be copied as it is.
 //
 // Note the order of operations: augment.ShorterEdgeSize (torchvision's rule)
-// computes size*long/short, which differs from the seed's (long/short)*size
+// computes size*long/short, which differs from the Faster Training study's (long/short)*size
 // by one pixel for some sizes (2013x231 to 224: 1951 here, 1952 there).
 func Size(w, h, maxSize int) (ow, oh int, ok bool) {
 	if min(w, h) <= maxSize {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The seed's DDP training pattern with faster.Loader instead of DataLoader.
+"""The Faster Training study's DDP training pattern with faster.Loader instead of DataLoader.
 
 ThinNet (3x3 convolutions without padding -> ReLU -> BatchNorm, filters
 32/64/128, adaptive average pool 2x2, linear) on CIFAR-style 32x32 RGB

@@ -41,10 +41,10 @@ echo "== load benchmark on the shards (faster bench load)"
 "$bin" bench load "$dst" --transform train --resolution 28 --batch 512 --workers 1,0
 
 echo
-echo "== train the seed's ThinNet on the real Fashion-MNIST (faster train; 8,192 images, one epoch)"
+echo "== train the Faster Training study's ThinNet on the real Fashion-MNIST (faster train; 8,192 images, one epoch)"
 "$bin" train --data "$data" --model thinnet --epochs 1 --batch 64 --lr 0.01 --limit 8192 --test-limit 2000
 echo
-echo "== the seed's Model Running table (faster bench train): single / DP / DDP x plain / +autotune / +AMP,"
+echo "== the Faster Training study's Model Running table (faster bench train): single / DP / DDP x plain / +autotune / +AMP,"
 echo "   a narrow ThinNet (widths 8,16,32) on 8,192 images; each of the 14 cells warmed up, then run 3 times"
 echo "   in alternating order: medians with their spread (a few minutes; --repeats 1 for one pass)"
 "$bin" bench train --data "$data" --filters 8,16,32 --limit 8192 --test-limit 2000 --batch 64 --plot "$out/train.png"

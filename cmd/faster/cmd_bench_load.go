@@ -96,7 +96,7 @@ func init() {
 		c := &cobra.Command{
 			Use:   "load DATA...",
 			Short: "Run the input pipeline as fast as it can; report images/s, MB/s and the bottleneck",
-			Long: `Load runs the seed's ImageNet input pipeline (train: random-resized-crop, flip,
+			Long: `Load runs the Faster Training study's ImageNet input pipeline (train: random-resized-crop, flip,
 normalise; eval: resize 256 + centre crop 224; none: read only) over DATA
 (an ImageFolder tree, a packed dataset directory, a directory or glob of
 TFRecord shards, such as TensorFlow's ImageNet train-00000-of-01024) as fast as
@@ -443,7 +443,7 @@ func bottleneckCell(v pipeline.Verdict) string {
 }
 
 // dropCaches empties the page cache so the next read comes from the
-// device, as the seed did before each IO test. It needs root.
+// device, as the Faster Training study did before each IO test. It needs root.
 func dropCaches(stderr io.Writer) bool {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(stderr, "faster: --drop-caches: not root, the page cache is kept (results may come from memory)")

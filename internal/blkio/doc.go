@@ -33,7 +33,7 @@ type Limits struct {
 	ReadIOPS int64 // read requests per second
 }
 
-// The storage classes of the seed's "Data Loading" table.
+// The storage classes of the Faster Training study's "Data Loading" table.
 var (
 	// HDD is a 7,200 rpm hard disk: about 150 random reads per second,
 	// 120 MB/s sequential.
