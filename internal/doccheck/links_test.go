@@ -54,7 +54,7 @@ func anchors(text string) map[string]bool {
 
 func TestSlug(t *testing.T) {
 	for h, want := range map[string]string{
-		"Loading (the study's \"Data Loading\" table, on this machine)": "loading-the-studys-data-loading-table-on-this-machine",
+		"Loading (the study's \"Data Loading\" table, on this machine)":              "loading-the-studys-data-loading-table-on-this-machine",
 		"From the same start, batch 512 (`bench/run_tta_seeds.sh`, in `make bench`)": "from-the-same-start-batch-512-benchrun_tta_seedssh-in-make-bench",
 		"FixRes: BatchNorm statistics at the test resolution (`--fixres-bn`)":        "fixres-batchnorm-statistics-at-the-test-resolution---fixres-bn",
 	} {
