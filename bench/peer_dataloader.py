@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Peer of `faster bench load`: torchvision's ImageFolder + DataLoader with
-the seed's transform, batch size and worker count, timed the same way
+the study's transform, batch size and worker count, timed the same way
 (images delivered into the training loop's hands per second).
 
   train: RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize

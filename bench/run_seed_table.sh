@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Training" table (the seed's "Model Running" baseline):
+# The README's "Training" table (the study's "Model Running" baseline):
 # ThinNet on the full Fashion-MNIST training set, one epoch, batch 512,
 # SGD lr 0.001, momentum 0.9, one thread each, `faster train` on CPU 0 and
 # PyTorch (bench/peer_thinnet_torch.py) on CPU 1 at the same time

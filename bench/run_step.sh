@@ -15,7 +15,7 @@
 #   bench/run_step.sh [DATA]
 #   env: THREADS_LIST ("1 2"), BATCH (512), STEPS (8 per run; the first
 #        includes creating the primitives, in both), ROUNDS (3), LR (0.001),
-#        FILTERS (ThinNet's stage widths, both engines; default the seed's 32,64,128),
+#        FILTERS (ThinNet's stage widths, both engines; default the study's 32,64,128),
 #        OURS_FLAGS (extra `faster train` flags, e.g. "--winograd=false" for direct convolutions; the README's step table ran with the default, Winograd)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-// Package loader builds the seed's ImageNet input pipelines on top of
+// Package loader builds the Faster Training study's ImageNet input pipelines on top of
 // package pipeline: the train recipe (decode with random-resized-crop to
 // the training resolution, random horizontal flip, normalise) and the eval
 // recipe (resize the shorter edge to 256/224 of the resolution, centre crop,

@@ -1,6 +1,6 @@
 // Package train is a small, fast training engine for convolutional networks
 // on the CPU: tensors held in a backend's memory, layers with forward and
-// backward passes, models (the seed study's ThinNet, ResNet-18), SGD with momentum
+// backward passes, models (the Faster Training study's ThinNet, ResNet-18), SGD with momentum
 // and weight decay, learning-rate schedules, checkpoints and metrics.
 //
 // # Backends

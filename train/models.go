@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// ThinNetConfig is the seed study's small CNN. Zero fields take the seed's
+// ThinNetConfig is the Faster Training study's small CNN. Zero fields take the study's
 // values: filters [32, 64, 128], blocks [2, 2, 2], 10 classes, 1 channel.
 type ThinNetConfig struct {
 	InChannels int
@@ -33,7 +33,7 @@ func (c *ThinNetConfig) ensureDefaults() {
 	}
 }
 
-// NewThinNet builds the seed's ThinNet: for each stage i, a 3×3 convolution
+// NewThinNet builds the study's ThinNet: for each stage i, a 3×3 convolution
 // (no padding, no bias) from the previous width to Filters[i], then
 // Blocks[i] more 3×3 convolutions at that width, each convolution followed
 // by ReLU (fused into it unless cfg.SeparateReLU) and then BatchNorm; no pooling between stages (each convolution

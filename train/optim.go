@@ -80,7 +80,7 @@ type Constant float64
 
 func (c Constant) LR(float64) float64 { return float64(c) }
 
-// WarmupStep is the seed's ImageNet schedule: the rate rises linearly to
+// WarmupStep is the study's ImageNet schedule: the rate rises linearly to
 // Base over the first WarmupEpochs (Base·epoch/WarmupEpochs; the trainer
 // asks at the end of each step, so the first step is not at rate 0), then
 // is multiplied by Gamma every StepEpochs epochs (StepEpochs 0: never).

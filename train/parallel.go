@@ -245,7 +245,7 @@ type CommStats struct {
 }
 
 // DefaultBucketBytes is the gradient bucket size of Distribute when none
-// is given. torch uses 25 MiB for models of hundreds of MB; the seed's
+// is given. torch uses 25 MiB for models of hundreds of MB; the study's
 // ThinNet has 1.9 MB of gradients, so 512 KiB gives it four buckets to
 // overlap with its backward pass.
 const DefaultBucketBytes = 512 << 10

@@ -100,7 +100,7 @@ type Trainer struct {
 	ZeroGrad bool
 	// NoOverlap prepares each batch (gather, normalise, copy into the
 	// engine's memory) only once the previous step is done; by default the
-	// next batch is prepared while the current step runs (the seed's
+	// next batch is prepared while the current step runs (the study's
 	// pin_memory + non_blocking).
 	NoOverlap bool
 

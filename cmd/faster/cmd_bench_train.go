@@ -61,7 +61,7 @@ type benchTrainOptions struct {
 	lrSet          bool
 }
 
-// trainCell is one cell of the seed's "Model Running" table.
+// trainCell is one cell of the study's "Model Running" table.
 type trainCell struct {
 	Strategy     string  `json:"strategy"` // single, dp, ddp
 	Variant      string  `json:"variant"`  // plain, autotune, amp, autotune+amp, or an ablation
@@ -109,8 +109,8 @@ func init() {
 		var o benchTrainOptions
 		c := &cobra.Command{
 			Use:   "train",
-			Short: "The seed's training table: single/DP/DDP × plain/+autotune/+AMP/+both, seconds and test accuracy",
-			Long: `Train times ThinNet training (faster train) in every cell of the seed's
+			Short: "The study's training table: single/DP/DDP × plain/+autotune/+AMP/+both, seconds and test accuracy",
+			Long: `Train times ThinNet training (faster train) in every cell of the study's
 "Model Running" table — rows single device, DP (one process, --devices engines)
 and DDP (--devices processes over Gloo), columns plain, +autotune (cudnn.benchmark),
 +AMP (bf16) and +autotune +AMP — each cell a fresh process using the same
@@ -151,7 +151,7 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.BoolVar(&o.ablation, "ablation", true, "also run single-device plain without overlapped input, and with zeroed gradients")
 		f.StringVar(&o.backend, "backend", "", "compute backend (default: onednn when built with cgo)")
 		f.BoolVar(&o.winograd, "winograd", true, "ours with Winograd convolutions, faster train's default (--winograd=false: direct, faster train --winograd=false); the peer keeps its own algorithm")
-		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet stage widths (default: the seed's 32,64,128)")
+		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet stage widths (default: the study's 32,64,128)")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s per cell to this file")
 		f.BoolVar(&o.json, "json", false, "print JSON")
 		f.IntVar(&o.repeats, "repeats", 3, "timed runs of every cell, in rounds of alternating order (forward, then backward); the table shows medians with their spread")
@@ -341,7 +341,7 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 	return printTrainTable(stdout, sum, o)
 }
 
-// printTrainTable prints the cells like the seed's README: the baseline,
+// printTrainTable prints the cells like the study's README: the baseline,
 // then a row per strategy and a column per variant.
 func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) error {
 	fmt.Fprintf(w, "Model Running\n\nThinNet on %s, batch %d, %d epoch(s) of %d images, %d threads in all, %s backend\n\n",

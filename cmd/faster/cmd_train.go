@@ -82,7 +82,7 @@ type trainOptions struct {
 
 	fixresBN int // --fixres-bn (train_fixres.go)
 
-	// The seed's speed-ups (train_parallel.go).
+	// The study's speed-ups (train_parallel.go).
 	strategy  string // single, dp, ddp
 	devices   int
 	nproc     int
@@ -151,7 +151,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.StringVar(&o.model, "model", "thinnet", "model: thinnet or resnet18")
 		f.IntVar(&o.classes, "classes", 0, "classes of the model's head, for data that does not record them (default: from the data: its class folders, the manifest's classes, 10 for MNIST)")
 		f.IntVar(&o.labelOffset, "label-offset", 0, "packed data: add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
-		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet's stage widths, three 3×3 convolutions each (default 32,64,128: the seed's); ResNet-18's four stage widths (default 64,128,256,512)")
+		f.IntSliceVar(&o.filters, "filters", nil, "ThinNet's stage widths, three 3×3 convolutions each (default 32,64,128: the study's); ResNet-18's four stage widths (default 64,128,256,512)")
 		f.StringVar(&o.backend, "backend", "", "compute backend: onednn or reference (default: onednn when built with cgo)")
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to train (in total, counting resumed ones)")
 		f.IntVar(&o.batch, "batch", 512, "batch size")

@@ -4,9 +4,9 @@ python3-opencv), so that the Go tests need no Python:
 
 - src_*.jpg: small crops of real photographs (Debian mate-backgrounds),
   JPEG quality 92, one landscape, one portrait, one grayscale;
-- cv2_*.png: cv2.imread of each, cv2.resize(INTER_AREA) to the seed's size
+- cv2_*.png: cv2.imread of each, cv2.resize(INTER_AREA) to the study's size
   for max size N=96 (int((long/short) * N)), written losslessly;
-- geometry.json: the seed's output size for every JPEG of mate-backgrounds
+- geometry.json: the study's output size for every JPEG of mate-backgrounds
   at several N, with the image sizes cv2 reads.
 
 Run from this folder: /usr/bin/python3 gen.py

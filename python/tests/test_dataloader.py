@@ -65,7 +65,7 @@ class DataLoaderTest(unittest.TestCase):
         with self.case("train-f32", epoch=1) as l:
             self.assertEqual(self.epoch(l), e1, "a fresh loader at epoch=1")
 
-    # 8. The seed's recipe written as torchvision's Compose is the same
+    # 8. The study's recipe written as torchvision's Compose is the same
     # recipe: the same batches, bit for bit, as transform="train".
     def test_compose_is_the_recipe(self):
         if not HAVE_TORCHVISION:

@@ -90,7 +90,7 @@ class TorchvisionOracle(unittest.TestCase):
         print("torchvision oracle (%s): %d photos, 99th percentile %.2f levels, mean %.3f levels" % ("pure-go" if PURE_GO else "libjpeg-turbo", seen, worst, total / count))
 
     def test_compose_handed_to_the_loader(self):
-        # The user's own Compose, with parameters other than the seed's
+        # The user's own Compose, with parameters other than the study's
         # recipe (Resize 232 -> CenterCrop 200, another mean/std): the
         # loader maps it onto the Go pipeline and gives torchvision's pixels.
         from PIL import Image

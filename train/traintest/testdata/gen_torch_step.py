@@ -3,7 +3,7 @@
 reference that train's backends are checked against (traintest.TorchStep).
 
 Run with Debian's python3-torch (1.13): /usr/bin/python3 gen_torch_step.py
-The model is the seed's ThinNet (3x3 conv without padding or bias -> ReLU ->
+The model is the study's ThinNet (3x3 conv without padding or bias -> ReLU ->
 BatchNorm, per stage one widening conv then `blocks` more, adaptive average
 pool 2x2, linear) at a small width so the file stays small.
 """
