@@ -85,6 +85,8 @@ bench: setup build
 	FASTER_JOURNEY=large FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 60m -run '^TestJourney$$' -v ./cmd/faster
 	# Where a sample's CPU time goes, ours beside torchvision's recipe.
 	bench/run_profile.sh
+	# The first epoch and a loader made per epoch, faster.Loader beside DataLoader.
+	bench/run_first_epoch.sh
 	# ThinNet's training step at batch 512, 1 and 2 threads, beside PyTorch's.
 	bench/run_step.sh
 	# Time to a target accuracy with the fast recipe, ours beside PyTorch (curve JSON and PNG).

@@ -8,7 +8,13 @@
 // # Shared memory
 //
 // One file under /dev/shm (Options.Dir), named faster-serve-<pid>-<random>,
-// mapped by both sides. All integers are little-endian.
+// mapped by both sides. All integers are little-endian. The file has its
+// full size from the start, but its space is reserved (fallocate) for the
+// header at creation and for each slot the first time the ring hands it
+// out: a full tmpfs is an error of that allocation, never a SIGBUS, and
+// since the ring reuses the slot freed last, a consumer that keeps up
+// touches two or three slots, not all of them (the default f32 ring at
+// batch 64 is 270 MB, whose zeroing was ~80 ms of every loader's start).
 //
 //	offset 0               file header (HeaderBytes = 4096)
 //	  0  [8]byte  magic "FSTSERVE"                    must not change

@@ -29,18 +29,23 @@ type ring struct {
 	imagesOff int64  // images offset within a slot
 	images    int    // bytes of a slot's images area (batch × row bytes)
 
-	mu    sync.Mutex
-	state []uint8
-	gen   []uint32
-	free  []int         // free slots, reused last freed first
-	wake  chan struct{} // a slot was freed (capacity 1)
+	// reserve allocates the file's space for a slot's bytes before the
+	// slot is first handed out (nil: nothing to reserve).
+	reserve func(off, n int64) error
+
+	mu       sync.Mutex
+	state    []uint8
+	gen      []uint32
+	reserved []bool        // the slot's space is allocated
+	free     []int         // free slots, reused last freed first
+	wake     chan struct{} // a slot was freed (capacity 1)
 }
 
 func newRing(mem []byte, h *Hello) *ring {
 	r := &ring{
 		mem: mem, base: h.HeaderBytes, stride: h.SlotBytes, imagesOff: h.ImagesOffset,
 		images: h.Batch * h.RowBytes, state: make([]uint8, h.Slots), gen: make([]uint32, h.Slots),
-		wake: make(chan struct{}, 1),
+		reserved: make([]bool, h.Slots), wake: make(chan struct{}, 1),
 	}
 	for i := h.Slots - 1; i >= 0; i-- {
 		r.free = append(r.free, i)
@@ -68,9 +73,23 @@ func (r *ring) Alloc(ctx context.Context, n int) ([]byte, int, error) {
 			r.gen[i]++
 			id := int(r.gen[i])<<16 | i
 			more := k > 1
+			fresh := !r.reserved[i]
 			r.mu.Unlock()
 			if more {
 				r.signal() // another waiter may take the next one
+			}
+			if fresh && r.reserve != nil {
+				// The slot is this caller's alone (slotPipeline), so no
+				// other Alloc reserves it at the same time.
+				if err := r.reserve(r.base+int64(i)*r.stride, r.stride); err != nil {
+					r.Free(id)
+					return nil, 0, err
+				}
+			}
+			if fresh {
+				r.mu.Lock()
+				r.reserved[i] = true
+				r.mu.Unlock()
 			}
 			off := r.imagesOff
 			return r.slot(i)[off : off+int64(n) : off+int64(n)], id, nil

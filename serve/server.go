@@ -225,7 +225,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		return err
 	}
 	rowBytes, labelsOff, slotBytes, size := layout(&o)
-	mem, err := createShm(o.Dir, size)
+	mem, err := createShm(o.Dir, size, HeaderBytes)
 	if err != nil {
 		return err
 	}
@@ -244,6 +244,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 	}
 	putHeader(mem.mem, &s.hello)
 	s.ring = newRing(mem.mem, &s.hello)
+	s.ring.reserve = mem.reserve
 
 	// The session's context ends with the parent (a signal) or when the
 	// consumer's side closes, which also stops a pipeline stuck in I/O.

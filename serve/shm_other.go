@@ -9,9 +9,10 @@ type shm struct {
 	mem  []byte
 }
 
-func createShm(dir string, size int64) (*shm, error) {
+func createShm(dir string, size, header int64) (*shm, error) {
 	return nil, errors.New("serve: shared memory is implemented on Linux only")
 }
 
-func (s *shm) unlink()      {}
-func (s *shm) close() error { return nil }
+func (s *shm) unlink()                    {}
+func (s *shm) close() error               { return nil }
+func (s *shm) reserve(off, n int64) error { return nil }
