@@ -36,6 +36,8 @@ type Scratch struct {
 	f32 []float32
 	mix []float32 // AugMix's sum
 	aug []uint8   // AugMix's chain
+	// Warp's per-column products
+	colX, colY []float32
 }
 
 // InverseAffine is torchvision's _get_inverse_affine_matrix on the tensor
@@ -117,84 +119,156 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 	ay, by, cy := t[3]/hh, t[4]/hh, t[5]/hh
 	// grid_sample's unnormalize: (g + 1) * size/2 - 0.5
 	sw, sh := float32(w)/2, float32(h)/2
-	var vals [3]float32
+	// gxb*ax and gxb*ay depend on the column only, gyb*bx and gyb*by on
+	// the row: computed once each, they are the same float32 products the
+	// per-pixel expression forms, so the sums below round as they did.
+	s.colX = grow(s.colX, w)
+	s.colY = grow(s.colY, w)
+	for ox := range w {
+		gxb := float32(ox) + 0.5 - hw
+		s.colX[ox] = float32(gxb * ax)
+		s.colY[ox] = float32(gxb * ay)
+	}
+	colX, colY := s.colX[:w], s.colY[:w]
 	for oy := 0; oy < h; oy++ {
 		gyb := float32(oy) + 0.5 - hh
+		rowX, rowY := float32(gyb*bx), float32(gyb*by)
 		out := m.Pix[oy*m.Stride:][:rowLen]
+		if interp == WarpNearest {
+			warpNearestRow(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, ch, fill != nil, &fillv)
+			continue
+		}
+		if ch == 3 {
+			warpBilinearRow3(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, fill != nil, &fillv)
+			continue
+		}
 		for ox := 0; ox < w; ox++ {
-			gxb := float32(ox) + 0.5 - hw
-			gx := float32(gxb*ax) + float32(gyb*bx) + cx
-			gy := float32(gxb*ay) + float32(gyb*by) + cy
+			gx := colX[ox] + rowX + cx
+			gy := colY[ox] + rowY + cy
 			ix := float32((gx+1)*sw) - 0.5
 			iy := float32((gy+1)*sh) - 0.5
-			o := out[ox*ch : ox*ch+ch : ox*ch+ch]
-			if interp == WarpNearest {
-				nx := math.RoundToEven(float64(ix))
-				ny := math.RoundToEven(float64(iy))
-				if nx >= 0 && nx < float64(w) && ny >= 0 && ny < float64(h) {
-					p := src[int(ny)*rowLen+int(nx)*ch:]
-					copy(o, p[:ch])
-					continue
-				}
-				if fill == nil {
-					clear(o)
-					continue
-				}
-				for c := range ch {
-					o[c] = round8(fillv[c])
-				}
-				continue
-			}
-			x0, y0 := floor32(ix), floor32(iy)
-			wx := ix - float32(x0)
-			wy := iy - float32(y0)
-			ex, sy := 1-wx, 1-wy
-			wnw, wne := float32(sy*ex), float32(sy*wx)
-			wsw, wse := float32(wy*ex), float32(wy*wx)
-			inX0, inX1 := x0 >= 0 && x0 < w, x0+1 >= 0 && x0+1 < w
-			inY0, inY1 := y0 >= 0 && y0 < h, y0+1 >= 0 && y0+1 < h
-			vals = [3]float32{}
-			var mask float32
-			// The corners in grid_sample's order (nw, ne, sw, se); one
-			// outside the image adds nothing (zero padding).
-			if inX0 && inY0 {
-				p := src[y0*rowLen+x0*ch:][:ch]
-				for c := range p {
-					vals[c] += float32(wnw * float32(p[c]))
-				}
-				mask += wnw
-			}
-			if inX1 && inY0 {
-				p := src[y0*rowLen+(x0+1)*ch:][:ch]
-				for c := range p {
-					vals[c] += float32(wne * float32(p[c]))
-				}
-				mask += wne
-			}
-			if inX0 && inY1 {
-				p := src[(y0+1)*rowLen+x0*ch:][:ch]
-				for c := range p {
-					vals[c] += float32(wsw * float32(p[c]))
-				}
-				mask += wsw
-			}
-			if inX1 && inY1 {
-				p := src[(y0+1)*rowLen+(x0+1)*ch:][:ch]
-				for c := range p {
-					vals[c] += float32(wse * float32(p[c]))
-				}
-				mask += wse
-			}
-			for c := range ch {
-				v := vals[c]
-				if fill != nil {
-					v = float32(v*mask) + float32((1-mask)*fillv[c])
-				}
-				o[c] = round8(v)
-			}
+			bilinearPixel(out[ox*ch:ox*ch+ch:ox*ch+ch], src, ix, iy, w, h, ch, fill != nil, &fillv)
 		}
 	}
 	return nil
+}
+
+// warpNearestRow writes one output row of a nearest-neighbour warp.
+func warpNearestRow(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy, sw, sh float32, w, h, ch int, fill bool, fillv *[3]float32) {
+	rowLen := w * ch
+	for ox := range colX {
+		gx := colX[ox] + rowX + cx
+		gy := colY[ox] + rowY + cy
+		ix := float32((gx+1)*sw) - 0.5
+		iy := float32((gy+1)*sh) - 0.5
+		o := out[ox*ch : ox*ch+ch : ox*ch+ch]
+		nx := math.RoundToEven(float64(ix))
+		ny := math.RoundToEven(float64(iy))
+		if nx >= 0 && nx < float64(w) && ny >= 0 && ny < float64(h) {
+			p := src[int(ny)*rowLen+int(nx)*ch:]
+			copy(o, p[:ch])
+			continue
+		}
+		if !fill {
+			clear(o)
+			continue
+		}
+		for c := range ch {
+			o[c] = round8(fillv[c])
+		}
+	}
+}
+
+// warpBilinearRow3 writes one output row of a bilinear warp of an RGB
+// image. A pixel whose four taps are inside the image takes the direct
+// path: the same products, summed in grid_sample's order (nw, ne, sw, se)
+// from zero, and the same mask, so the same bytes as bilinearPixel.
+func warpBilinearRow3(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy, sw, sh float32, w, h int, fill bool, fillv *[3]float32) {
+	rowLen := w * 3
+	out = out[:len(colX)*3]
+	for ox := range colX {
+		gx := colX[ox] + rowX + cx
+		gy := colY[ox] + rowY + cy
+		ix := float32((gx+1)*sw) - 0.5
+		iy := float32((gy+1)*sh) - 0.5
+		x0, y0 := floor32(ix), floor32(iy)
+		if uint(x0) >= uint(w-1) || uint(y0) >= uint(h-1) {
+			bilinearPixel(out[ox*3:ox*3+3:ox*3+3], src, ix, iy, w, h, 3, fill, fillv)
+			continue
+		}
+		wx := ix - float32(x0)
+		wy := iy - float32(y0)
+		ex, sy := 1-wx, 1-wy
+		wnw, wne := float32(sy*ex), float32(sy*wx)
+		wsw, wse := float32(wy*ex), float32(wy*wx)
+		i := y0*rowLen + x0*3
+		p := src[i : i+6 : i+6]
+		q := src[i+rowLen : i+rowLen+6 : i+rowLen+6]
+		v0 := float32(wnw*float32(p[0])) + float32(wne*float32(p[3])) + float32(wsw*float32(q[0])) + float32(wse*float32(q[3]))
+		v1 := float32(wnw*float32(p[1])) + float32(wne*float32(p[4])) + float32(wsw*float32(q[1])) + float32(wse*float32(q[4]))
+		v2 := float32(wnw*float32(p[2])) + float32(wne*float32(p[5])) + float32(wsw*float32(q[2])) + float32(wse*float32(q[5]))
+		if fill {
+			mask := wnw + wne + wsw + wse
+			v0 = float32(v0*mask) + float32((1-mask)*fillv[0])
+			v1 = float32(v1*mask) + float32((1-mask)*fillv[1])
+			v2 = float32(v2*mask) + float32((1-mask)*fillv[2])
+		}
+		o := out[ox*3 : ox*3+3 : ox*3+3]
+		o[0], o[1], o[2] = round8(v0), round8(v1), round8(v2)
+	}
+}
+
+// bilinearPixel is one output pixel of a bilinear warp sampled at (ix,
+// iy), torchvision's grid_sample with zero padding and its fill mask.
+func bilinearPixel(o, src []byte, ix, iy float32, w, h, ch int, fill bool, fillv *[3]float32) {
+	rowLen := w * ch
+	x0, y0 := floor32(ix), floor32(iy)
+	wx := ix - float32(x0)
+	wy := iy - float32(y0)
+	ex, sy := 1-wx, 1-wy
+	wnw, wne := float32(sy*ex), float32(sy*wx)
+	wsw, wse := float32(wy*ex), float32(wy*wx)
+	inX0, inX1 := x0 >= 0 && x0 < w, x0+1 >= 0 && x0+1 < w
+	inY0, inY1 := y0 >= 0 && y0 < h, y0+1 >= 0 && y0+1 < h
+	var vals [3]float32
+	var mask float32
+	// The corners in grid_sample's order (nw, ne, sw, se); one outside
+	// the image adds nothing (zero padding).
+	if inX0 && inY0 {
+		p := src[y0*rowLen+x0*ch:][:ch]
+		for c := range p {
+			vals[c] += float32(wnw * float32(p[c]))
+		}
+		mask += wnw
+	}
+	if inX1 && inY0 {
+		p := src[y0*rowLen+(x0+1)*ch:][:ch]
+		for c := range p {
+			vals[c] += float32(wne * float32(p[c]))
+		}
+		mask += wne
+	}
+	if inX0 && inY1 {
+		p := src[(y0+1)*rowLen+x0*ch:][:ch]
+		for c := range p {
+			vals[c] += float32(wsw * float32(p[c]))
+		}
+		mask += wsw
+	}
+	if inX1 && inY1 {
+		p := src[(y0+1)*rowLen+(x0+1)*ch:][:ch]
+		for c := range p {
+			vals[c] += float32(wse * float32(p[c]))
+		}
+		mask += wse
+	}
+	for c := range ch {
+		v := vals[c]
+		if fill {
+			v = float32(v*mask) + float32((1-mask)*fillv[c])
+		}
+		o[c] = round8(v)
+	}
 }
 
 // floor32 is floor for the sampling positions (well inside int32).
