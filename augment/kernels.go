@@ -1,5 +1,7 @@
 package augment
 
+//go:generate python3 internal/gen/gen_kernels.py kernels_unrolled.go
+
 // The per-pixel loops. They are written for the Go compiler's bounds-check
 // elimination: every slice is re-sliced to its exact length before the loop
 // so that the loop body indexes without checks, weights are integers, and
