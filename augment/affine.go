@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/faster-training/faster/augment/internal/simd"
 	"github.com/faster-training/faster/imgcodec"
 )
 
@@ -36,8 +37,10 @@ type Scratch struct {
 	f32 []float32
 	mix []float32 // AugMix's sum
 	aug []uint8   // AugMix's chain
-	// Warp's per-column products
+	// Warp's per-column products, and the pixels the SIMD kernel left
 	colX, colY []float32
+	slow       []int32
+	fill       [3]float32
 }
 
 // InverseAffine is torchvision's _get_inverse_affine_matrix on the tensor
@@ -94,7 +97,7 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 	}
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
-	s.src = grow(s.src, rowLen*h)
+	s.src = grow(s.src, rowLen*h+4) // 4 bytes for the SIMD kernel's last gather
 	src := s.src
 	for y := 0; y < h; y++ {
 		copy(src[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
@@ -137,6 +140,24 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 		if interp == WarpNearest {
 			warpNearestRow(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, ch, fill != nil, &fillv)
 			continue
+		}
+		if ch == 3 && warpSIMD {
+			var fp *[3]float32
+			if fill != nil {
+				s.fill = fillv // in the Scratch: a pointer to a local would escape
+				fp = &s.fill
+			}
+			s.slow = grow(s.slow, w)
+			if ns, ok := simd.WarpBilinear3(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, fp, s.slow); ok {
+				for _, ox := range s.slow[:ns] {
+					gx := colX[ox] + rowX + cx
+					gy := colY[ox] + rowY + cy
+					ix := float32((gx+1)*sw) - 0.5
+					iy := float32((gy+1)*sh) - 0.5
+					bilinearPixel(out[ox*3:ox*3+3:ox*3+3], src, ix, iy, w, h, 3, fill != nil, &fillv)
+				}
+				continue
+			}
 		}
 		if ch == 3 {
 			warpBilinearRow3(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, fill != nil, &fillv)
@@ -204,18 +225,42 @@ func warpBilinearRow3(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy,
 		i := y0*rowLen + x0*3
 		p := src[i : i+6 : i+6]
 		q := src[i+rowLen : i+rowLen+6 : i+rowLen+6]
-		v0 := float32(wnw*float32(p[0])) + float32(wne*float32(p[3])) + float32(wsw*float32(q[0])) + float32(wse*float32(q[3]))
-		v1 := float32(wnw*float32(p[1])) + float32(wne*float32(p[4])) + float32(wsw*float32(q[1])) + float32(wse*float32(q[4]))
-		v2 := float32(wnw*float32(p[2])) + float32(wne*float32(p[5])) + float32(wsw*float32(q[2])) + float32(wse*float32(q[5]))
+		// byteF32[b] is float32(b), read from a table instead of converted.
+		v0 := float32(wnw*byteF32[p[0]]) + float32(wne*byteF32[p[3]]) + float32(wsw*byteF32[q[0]]) + float32(wse*byteF32[q[3]])
+		v1 := float32(wnw*byteF32[p[1]]) + float32(wne*byteF32[p[4]]) + float32(wsw*byteF32[q[1]]) + float32(wse*byteF32[q[4]])
+		v2 := float32(wnw*byteF32[p[2]]) + float32(wne*byteF32[p[5]]) + float32(wsw*byteF32[q[2]]) + float32(wse*byteF32[q[5]])
+		o := out[ox*3 : ox*3+3 : ox*3+3]
 		if fill {
 			mask := wnw + wne + wsw + wse
 			v0 = float32(v0*mask) + float32((1-mask)*fillv[0])
 			v1 = float32(v1*mask) + float32((1-mask)*fillv[1])
 			v2 = float32(v2*mask) + float32((1-mask)*fillv[2])
+			o[0], o[1], o[2] = round8(v0), round8(v1), round8(v2)
+			continue
 		}
-		o := out[ox*3 : ox*3+3 : ox*3+3]
-		o[0], o[1], o[2] = round8(v0), round8(v1), round8(v2)
+		// Without a fill each value is a convex blend of bytes: in [0, 255]
+		// but for a few ulps, so round8's clamps cannot act; the same
+		// rounding (half to even) without them.
+		o[0], o[1], o[2] = roundBlend(v0), roundBlend(v1), roundBlend(v2)
 	}
+}
+
+// warpSIMD lets Warp use the SIMD kernel (tests turn it off to compare).
+var warpSIMD = true
+
+// byteF32 maps a byte to its float32 value.
+var byteF32 = func() (t [256]float32) {
+	for i := range t {
+		t[i] = float32(i)
+	}
+	return
+}()
+
+// roundBlend is round8 for a value known to lie in [0, 255.5): torch.round
+// (half to even) by adding and removing 2^23.
+func roundBlend(x float32) uint8 {
+	const big = 1 << 23
+	return uint8(int32((x + big) - big))
 }
 
 // bilinearPixel is one output pixel of a bilinear warp sampled at (ix,

@@ -168,22 +168,30 @@ func TestWarpEqualsReference(t *testing.T) {
 			}
 			mat := InverseAffine(m.Width, m.Height, nil, angle, tr, scale, shear)
 			for _, interp := range []Interp{WarpNearest, WarpBilinear} {
-				for _, fill := range [][]float64{nil, {128}, {10, 200, 0}} {
+				for _, fill := range [][]float64{nil, {128}, {10, 200, 0}, {-40, 300, 255}} {
 					if len(fill) == 3 && m.Channels != 3 {
 						continue
 					}
-					got, want := cloneImage(m), cloneImage(m)
-					if err := s.Warp(got, mat, interp, fill); err != nil {
-						t.Fatal(err)
-					}
+					want := cloneImage(m)
 					if err := sr.warpRef(want, mat, interp, fill); err != nil {
 						t.Fatal(err)
 					}
-					if !bytes.Equal(got.Pix, want.Pix) {
-						t.Fatalf("%dx%dx%d angle %.3f translate %v scale %.3f shear %v %v fill %v: %s",
-							m.Width, m.Height, m.Channels, angle, tr, scale, shear, interp, fill, firstDiff(got.Pix, want.Pix))
+					// With the SIMD kernel (where the CPU has it) and
+					// without: the Go kernels.
+					for _, useSIMD := range []bool{true, false} {
+						warpSIMD = useSIMD
+						got := cloneImage(m)
+						err := s.Warp(got, mat, interp, fill)
+						warpSIMD = true
+						if err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(got.Pix, want.Pix) {
+							t.Fatalf("simd %v: %dx%dx%d angle %.3f translate %v scale %.3f shear %v %v fill %v: %s", useSIMD,
+								m.Width, m.Height, m.Channels, angle, tr, scale, shear, interp, fill, firstDiff(got.Pix, want.Pix))
+						}
+						cases++
 					}
-					cases++
 				}
 			}
 		}

@@ -1,6 +1,11 @@
 // Package simd holds augment's resize kernels written for SIMD units: the
 // same fixed-point arithmetic as augment's Go kernels, reordered so that it
-// runs several samples per instruction, and so the same bytes.
+// runs several samples per instruction, and so the same bytes. It also
+// holds the bilinear warp of RGB rows (warp.c, AVX2 only): eight output
+// pixels at a time, each lane doing the Go kernel's float32 operations in
+// its order (no FMA: contraction is off and the target has none), the four
+// taps fetched by masked gathers; pixels with a tap outside the image are
+// handed back to the caller.
 //
 // Horizontal pass: for each output sample group the source bytes of up to
 // four taps (one channel: eight) are loaded at once, spread into 16-bit

@@ -145,6 +145,8 @@ static int cpuLevel(void) {
 	return l < cap ? l : cap;
 }
 
+int faster_cpu_level(void) { return cpuLevel(); }
+
 int faster_resize(job *j) {
 	int level = cpuLevel();
 	if (level == 0 || (j->ch != 1 && j->ch != 3) || j->hshift < 1 || j->hshift > 31 || j->vshift < 1 ||
@@ -171,6 +173,8 @@ int faster_resize(job *j) {
 #else
 
 void faster_set_level_cap(int cap) { (void)cap; }
+
+int faster_cpu_level(void) { return 0; }
 
 int faster_resize(job *j) {
 	(void)j;

@@ -6,6 +6,10 @@ package simd
 #cgo CFLAGS: -O3
 #include "resize.h"
 
+int faster_warp_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, const float *colX, const float *colY,
+		float rowX, float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill,
+		int32_t *slow);
+
 // run builds the job on the C stack: Go passes only pointers to memory
 // without Go pointers in it, as cgo's rules ask.
 static int run(uint8_t *dst, int dstStride, int dstH, const uint8_t *src, long srcLen, int srcStride, int ch,
@@ -39,6 +43,28 @@ func Resize(j *Job) bool {
 		C.int(j.V.KSize), i32(j.V.Start), i32(j.V.Count), i32(j.V.W), C.int(j.YLo), C.int(j.YHi),
 		tmp, wide, C.int(j.HShift), C.int(j.HMax), C.int(j.VShift),
 		(*C.int16_t)(&j.Weights[0]), C.long(len(j.Weights))) != 0
+}
+
+// WarpBilinear3 writes the pixels of one output row of augment's bilinear
+// RGB warp whose four taps lie inside the w×h source image,
+// computing what the Go kernel computes, and lists the others (edges, and
+// the row's last len(out)/3 mod 8) in slow, returning how many. ok is false,
+// with nothing written, without AVX2 or cgo: the caller does the row. src
+// holds the image's rows (w*3 bytes each) and 4 bytes more; colX and colY
+// have len(out)/3 entries, slow at least as many; fill is nil (zero
+// padding) or the three fill values (torchvision's mask blend, clamped).
+func WarpBilinear3(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy, sw, sh float32, w, h int, fill *[3]float32, slow []int32) (nslow int, ok bool) {
+	n := len(out) / 3
+	if n == 0 || len(colX) < n || len(colY) < n || len(slow) < n {
+		return 0, false
+	}
+	r := C.faster_warp_bilinear3((*C.uint8_t)(&out[0]), (*C.uint8_t)(&src[0]), C.long(len(src)),
+		(*C.float)(&colX[0]), (*C.float)(&colY[0]), C.float(rowX), C.float(rowY), C.float(cx), C.float(cy),
+		C.float(sw), C.float(sh), C.int(w), C.int(h), C.int(n), (*C.float)(unsafe.Pointer(fill)), (*C.int32_t)(&slow[0]))
+	if r < 0 {
+		return 0, false
+	}
+	return int(r), true
 }
 
 func i32(s []int32) *C.int32_t { return (*C.int32_t)(unsafe.Pointer(&s[0])) }

@@ -11,3 +11,8 @@ func Resize(j *Job) bool {
 
 // SetLevel does nothing: there are no kernels to limit.
 func SetLevel(level int) {}
+
+// WarpBilinear3 reports false: without cgo the caller runs its Go kernel.
+func WarpBilinear3(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy, sw, sh float32, w, h int, fill *[3]float32, slow []int32) (nslow int, ok bool) {
+	return 0, false
+}

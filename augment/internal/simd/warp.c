@@ -1,0 +1,137 @@
+//go:build cgo
+
+// The bilinear warp of an RGB row (augment's Warp), eight output pixels at
+// a time with AVX2: the same float32 operations in the same order as the Go
+// kernel (per lane: no FMA, no reassociation: the kernel's target is AVX2
+// without FMA, and contraction is off below), so the same bytes. Pixels whose four taps are not all
+// inside the image, and the row's last n mod 8 pixels, are left to the
+// caller, listed in slow.
+
+#include <stdint.h>
+#include <string.h>
+
+#include "resize.h"
+
+int faster_cpu_level(void);
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,no-fma")
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
+#pragma GCC optimize("fp-contract=off")
+#endif
+static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const float *colY, float rowX,
+		float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill, int32_t *slow) {
+	const int rowLen = w * 3;
+	const __m256 vrowX = _mm256_set1_ps(rowX), vrowY = _mm256_set1_ps(rowY);
+	const __m256 vcx = _mm256_set1_ps(cx), vcy = _mm256_set1_ps(cy);
+	const __m256 vsw = _mm256_set1_ps(sw), vsh = _mm256_set1_ps(sh);
+	const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f), big = _mm256_set1_ps(8388608.0f);
+	const __m256i zero = _mm256_setzero_si256(), ff = _mm256_set1_epi32(0xff);
+	const __m256i wm2 = _mm256_set1_epi32(w - 2), hm2 = _mm256_set1_epi32(h - 2);
+	const __m256i vrow = _mm256_set1_epi32(rowLen), three = _mm256_set1_epi32(3);
+	const __m256i off3 = _mm256_set1_epi32(3), offq = _mm256_set1_epi32(rowLen), offq3 = _mm256_set1_epi32(rowLen + 3);
+	int ns = 0, ox = 0;
+	int32_t packed[8];
+	for (; ox + 8 <= n; ox += 8) {
+		__m256 gx = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(colX + ox), vrowX), vcx);
+		__m256 gy = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(colY + ox), vrowY), vcy);
+		__m256 ix = _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(gx, one), vsw), half);
+		__m256 iy = _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(gy, one), vsh), half);
+		__m256 fx = _mm256_floor_ps(ix), fy = _mm256_floor_ps(iy);
+		__m256i x0 = _mm256_cvttps_epi32(fx), y0 = _mm256_cvttps_epi32(fy);
+		// Outside unless 0 <= x0 <= w-2 and 0 <= y0 <= h-2 (NaN and
+		// overflow convert to INT32_MIN: outside).
+		__m256i bad = _mm256_or_si256(_mm256_or_si256(_mm256_cmpgt_epi32(zero, x0), _mm256_cmpgt_epi32(x0, wm2)),
+				_mm256_or_si256(_mm256_cmpgt_epi32(zero, y0), _mm256_cmpgt_epi32(y0, hm2)));
+		int badBits = _mm256_movemask_ps(_mm256_castsi256_ps(bad));
+		if (badBits == 0xff) {
+			for (int k = 0; k < 8; k++)
+				slow[ns++] = ox + k;
+			continue;
+		}
+		__m256i good = _mm256_xor_si256(bad, _mm256_set1_epi32(-1));
+		__m256i idx = _mm256_add_epi32(_mm256_mullo_epi32(y0, vrow), _mm256_mullo_epi32(x0, three));
+		const int *base = (const int *)src;
+		__m256i p = _mm256_mask_i32gather_epi32(zero, base, idx, good, 1);
+		__m256i p3 = _mm256_mask_i32gather_epi32(zero, base, _mm256_add_epi32(idx, off3), good, 1);
+		__m256i q = _mm256_mask_i32gather_epi32(zero, base, _mm256_add_epi32(idx, offq), good, 1);
+		__m256i q3 = _mm256_mask_i32gather_epi32(zero, base, _mm256_add_epi32(idx, offq3), good, 1);
+		__m256 wx = _mm256_sub_ps(ix, fx), wy = _mm256_sub_ps(iy, fy);
+		__m256 ex = _mm256_sub_ps(one, wx), sy = _mm256_sub_ps(one, wy);
+		__m256 wnw = _mm256_mul_ps(sy, ex), wne = _mm256_mul_ps(sy, wx);
+		__m256 wsw = _mm256_mul_ps(wy, ex), wse = _mm256_mul_ps(wy, wx);
+		__m256 mask, unmask;
+		if (fill) {
+			mask = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(wnw, wne), wsw), wse);
+			unmask = _mm256_sub_ps(one, mask);
+		}
+		__m256i res = zero;
+		for (int c = 0; c < 3; c++) {
+			__m256i sh8 = _mm256_set1_epi64x(8 * c);
+			__m256 a = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(p, _mm256_castsi256_si128(sh8)), ff));
+			__m256 b = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(p3, _mm256_castsi256_si128(sh8)), ff));
+			__m256 d = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(q, _mm256_castsi256_si128(sh8)), ff));
+			__m256 e = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(q3, _mm256_castsi256_si128(sh8)), ff));
+			__m256 v = _mm256_add_ps(_mm256_mul_ps(wnw, a), _mm256_mul_ps(wne, b));
+			v = _mm256_add_ps(v, _mm256_mul_ps(wsw, d));
+			v = _mm256_add_ps(v, _mm256_mul_ps(wse, e));
+			if (fill) {
+				// img*mask + (1-mask)*fill, then round8's clamps (NaN to
+				// 0: max_ps returns its second operand for a NaN).
+				v = _mm256_add_ps(_mm256_mul_ps(v, mask), _mm256_mul_ps(unmask, _mm256_set1_ps(fill[c])));
+				v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+			}
+			// Half to even: add and remove 2^23 (v is in [0, 255]).
+			__m256i r = _mm256_cvttps_epi32(_mm256_sub_ps(_mm256_add_ps(v, big), big));
+			res = _mm256_or_si256(res, _mm256_sll_epi32(r, _mm256_castsi256_si128(sh8)));
+		}
+		_mm256_storeu_si256((__m256i *)packed, res);
+		uint8_t *o = out + (long)ox * 3;
+		if (badBits == 0) {
+			for (int k = 0; k < 8; k++) {
+				o[3 * k] = (uint8_t)packed[k];
+				o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
+				o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+			}
+			continue;
+		}
+		for (int k = 0; k < 8; k++) {
+			if (badBits >> k & 1) {
+				slow[ns++] = ox + k;
+				continue;
+			}
+			o[3 * k] = (uint8_t)packed[k];
+			o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
+			o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+		}
+	}
+	for (; ox < n; ox++)
+		slow[ns++] = ox;
+	return ns;
+}
+#pragma GCC pop_options
+
+int faster_warp_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, const float *colX, const float *colY,
+		float rowX, float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill,
+		int32_t *slow) {
+	// The gathers read 4 bytes at a tap's offset + 3 on the lower row: one
+	// byte past the image at its last pixel, so the caller pads src by 4.
+	if (faster_cpu_level() < 2 || w < 2 || h < 2 || (long)w * 3 * h + 4 > srcLen || (long)w * 3 * h > 0x7ffffff0L)
+		return -1;
+	return warp3_avx2(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, n, fill, slow);
+}
+
+#else
+
+int faster_warp_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, const float *colX, const float *colY,
+		float rowX, float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill,
+		int32_t *slow) {
+	return -1;
+}
+
+#endif
