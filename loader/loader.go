@@ -445,14 +445,22 @@ type statser interface{ Stats() pipeline.Stats }
 // directory (with manifest.json; TFRecord or WebDataset shards), a
 // TFRecord file or glob, a WebDataset tar file or directory of them, a
 // Caffe LMDB, or shards under an s3://, gs:// or http(s):// URL (see
-// shard.Open).
+// shard.Open). It is OpenContext with context.Background().
 func Open(path string, opts Options) (*Loader, error) {
+	return OpenContext(context.Background(), path, opts)
+}
+
+// OpenContext is Open whose opening work (listing an object store,
+// reading indexes and a manifest, counting records) stops when ctx ends,
+// returning ctx's error: a Ctrl-C during an S3 listing ends it at once.
+// ctx is not kept: the epochs take their own (Iter, IterEpoch).
+func OpenContext(ctx context.Context, path string, opts Options) (*Loader, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
 	l := &Loader{opts: opts, byRes: map[dsKey]pipeline.Dataset[*Batch]{}, stats: map[dsKey]statser{}}
 	l.q.notify = opts.Quarantine
-	err := l.init(path)
+	err := l.init(ctx, path)
 	if err == nil {
 		err = l.initLabels()
 	}
@@ -471,7 +479,7 @@ func Open(path string, opts Options) (*Loader, error) {
 
 // init opens the dataset at path (shard.Open: the one place that knows
 // the container formats) and builds the recipe over its kind.
-func (l *Loader) init(path string) error {
+func (l *Loader) init(ctx context.Context, path string) error {
 	o := l.opts
 	oo := shard.OpenOptions{Split: o.Split, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards, Paths: o.Paths, Unlabeled: o.Unlabeled}
 	if o.BadData.Skip {
@@ -482,7 +490,7 @@ func (l *Loader) init(path string) error {
 			return l.q.add(BadSample{Path: d.Path, Offset: d.Offset, Key: d.Key, Reason: d.Reason}, 0, o.BadData, of)
 		}
 	}
-	ds, err := shard.Open(context.Background(), path, oo)
+	ds, err := shard.Open(ctx, path, oo)
 	if err != nil {
 		return err
 	}

@@ -310,7 +310,7 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 		prof = new(loader.Profile)
 		lo.Profile = prof
 	}
-	l, err := loader.Open(o.data[0], lo)
+	l, err := loader.OpenContext(ctx, o.data[0], lo)
 	if err != nil {
 		return nil, err
 	}

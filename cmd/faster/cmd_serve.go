@@ -93,7 +93,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	defer abortQ()
 	lo := o.options(capWorkers(stderr, "--workers", o.workers, runtime.NumCPU()))
 	lo.BadData = policy
-	l, err := loader.Open(o.data, lo)
+	l, err := loader.OpenContext(ctx, o.data, lo)
 	if err != nil {
 		return err
 	}
