@@ -155,7 +155,7 @@ func TestWarpEqualsReference(t *testing.T) {
 	for _, m := range images {
 		for k := range 40 {
 			angle := rng.Float64()*360 - 180
-			tr := [2]float64{math.Round(rng.Float64()*20 - 10), rng.Float64()*10 - 5}
+			tr := [2]float64{math.Round(rng.Float64()*80 - 40), rng.Float64()*60 - 30}
 			scale := 0.7 + rng.Float64()*0.6
 			shear := [2]float64{rng.Float64()*60 - 30, rng.Float64()*20 - 10}
 			switch k % 4 {

@@ -35,6 +35,21 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 	const __m256i wm2 = _mm256_set1_epi32(w - 2), hm2 = _mm256_set1_epi32(h - 2);
 	const __m256i vrow = _mm256_set1_epi32(rowLen), three = _mm256_set1_epi32(3);
 	const __m256i off3 = _mm256_set1_epi32(3), offq = _mm256_set1_epi32(rowLen), offq3 = _mm256_set1_epi32(rowLen + 3);
+	const __m256i wm1 = _mm256_set1_epi32(w - 1), hm1 = _mm256_set1_epi32(h - 1);
+	// What a pixel with no tap inside becomes: 0, or the fill through
+	// round8 (clamped to [0, 255], NaN to 0, half to even).
+	uint8_t fillb[3] = {0, 0, 0};
+	if (fill) {
+		for (int c = 0; c < 3; c++) {
+			float f = fill[c];
+			if (!(f > 0))
+				f = 0;
+			if (f >= 255)
+				f = 255;
+			volatile float t = f + 8388608.0f; // one rounding, as round8's
+			fillb[c] = (uint8_t)(int)(t - 8388608.0f);
+		}
+	}
 	int ns = 0, ox = 0;
 	int32_t packed[8];
 	for (; ox + 8 <= n; ox += 8) {
@@ -49,9 +64,34 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 		__m256i bad = _mm256_or_si256(_mm256_or_si256(_mm256_cmpgt_epi32(zero, x0), _mm256_cmpgt_epi32(x0, wm2)),
 				_mm256_or_si256(_mm256_cmpgt_epi32(zero, y0), _mm256_cmpgt_epi32(y0, hm2)));
 		int badBits = _mm256_movemask_ps(_mm256_castsi256_ps(bad));
+		// Of those, the pixels whose four taps are all outside (x0 < -1 or
+		// x0 > w-1, or the same for y0) are the fill, or zero: no sample to
+		// blend (the Go kernel's sums stay 0 and its mask 0). The others
+		// straddle the border and go back to the caller.
+		__m256i away = _mm256_or_si256(
+				_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(-1), x0), _mm256_cmpgt_epi32(x0, wm1)),
+				_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(-1), y0), _mm256_cmpgt_epi32(y0, hm1)));
+		int awayBits = _mm256_movemask_ps(_mm256_castsi256_ps(away));
+		if (badBits == 0xff && awayBits != 0xff) {
+			uint8_t *o = out + (long)ox * 3;
+			for (int k = 0; k < 8; k++) {
+				if (awayBits >> k & 1) {
+					o[3 * k] = fillb[0];
+					o[3 * k + 1] = fillb[1];
+					o[3 * k + 2] = fillb[2];
+				} else {
+					slow[ns++] = ox + k;
+				}
+			}
+			continue;
+		}
 		if (badBits == 0xff) {
-			for (int k = 0; k < 8; k++)
-				slow[ns++] = ox + k;
+			uint8_t *o = out + (long)ox * 3;
+			for (int k = 0; k < 8; k++) {
+				o[3 * k] = fillb[0];
+				o[3 * k + 1] = fillb[1];
+				o[3 * k + 2] = fillb[2];
+			}
 			continue;
 		}
 		__m256i good = _mm256_xor_si256(bad, _mm256_set1_epi32(-1));
@@ -101,6 +141,12 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 			continue;
 		}
 		for (int k = 0; k < 8; k++) {
+			if (awayBits >> k & 1) {
+				o[3 * k] = fillb[0];
+				o[3 * k + 1] = fillb[1];
+				o[3 * k + 2] = fillb[2];
+				continue;
+			}
 			if (badBits >> k & 1) {
 				slow[ns++] = ox + k;
 				continue;
