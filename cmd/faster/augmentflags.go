@@ -20,8 +20,9 @@ import (
 // overrides the recipe's value.
 //
 // The ops run in one fixed order, which a torchvision Compose handed to
-// faster.Loader must follow: the auto-augment policy, ColorJitter,
-// RandomGrayscale; RandomErasing last, on the normalised tensor.
+// faster.Loader must follow: the auto-augment policy, RandomAffine,
+// RandomRotation, ColorJitter, RandomGrayscale, GaussianBlur;
+// RandomErasing last, on the normalised tensor.
 type augmentFlags struct {
 	recipe         string
 	autoAugment    string
@@ -31,6 +32,13 @@ type augmentFlags struct {
 	fill           []float64
 	colorJitter    []float64
 	grayscale      float64
+	rotate         []float64 // RandomRotation's degrees
+	affineDegrees  []float64 // RandomAffine's
+	affineTrans    []float64
+	affineScale    []float64
+	affineShear    []float64
+	blurKernel     []int // GaussianBlur's kernel_size
+	blurSigma      []float64
 	erasingProb    float64
 	erasingScale   []float64
 	erasingRatio   []float64
@@ -83,6 +91,13 @@ func (af *augmentFlags) register(f *pflag.FlagSet) {
 	f.Float64SliceVar(&af.fill, "augment-fill", nil, "train: the policy's fill for pixels its warps leave, one number or R,G,B in 0..255 (default torchvision's fill=None: 0)")
 	f.Float64SliceVar(&af.colorJitter, "color-jitter", nil, "train: ColorJitter(brightness, contrast, saturation, hue) after the policy: four numbers B,C,S,H as torchvision's scalars, or eight, each a LO,HI range (0,0: off)")
 	f.Float64Var(&af.grayscale, "grayscale-prob", 0, "train: RandomGrayscale's p, after ColorJitter")
+	f.Float64SliceVar(&af.affineDegrees, "affine-degrees", nil, "train: RandomAffine's degrees after the policy: D (uniform in -D..D) or LO,HI; 0 with --affine-translate/-scale/-shear alone (warps with --augment-interpolation and --augment-fill)")
+	f.Float64SliceVar(&af.affineTrans, "affine-translate", nil, "train: RandomAffine's translate TX,TY: up to TX of the width and TY of the height each way")
+	f.Float64SliceVar(&af.affineScale, "affine-scale", nil, "train: RandomAffine's scale LO,HI")
+	f.Float64SliceVar(&af.affineShear, "affine-shear", nil, "train: RandomAffine's shear: S (x in -S..S), XLO,XHI, or XLO,XHI,YLO,YHI")
+	f.Float64SliceVar(&af.rotate, "rotate-degrees", nil, "train: RandomRotation's degrees after RandomAffine: D (uniform in -D..D) or LO,HI (warps with --augment-interpolation and --augment-fill)")
+	f.IntSliceVar(&af.blurKernel, "blur-kernel", nil, "train: GaussianBlur's kernel_size after RandomGrayscale: K or KW,KH, odd; default off")
+	f.Float64SliceVar(&af.blurSigma, "blur-sigma", nil, "train: GaussianBlur's sigma: S, or LO,HI drawn uniformly per sample (default 0.1,2.0)")
 	f.Float64Var(&af.erasingProb, "erasing-prob", 0, "train: RandomErasing's p, on the normalised tensor (f32-chw)")
 	f.Float64SliceVar(&af.erasingScale, "erasing-scale", nil, "train: RandomErasing's scale LO,HI (default 0.02,0.33)")
 	f.Float64SliceVar(&af.erasingRatio, "erasing-ratio", nil, "train: RandomErasing's ratio LO,HI (default 0.3,3.3)")
@@ -170,6 +185,9 @@ func (af *augmentFlags) check() error {
 	if err := prob("grayscale-prob", af.grayscale); err != nil {
 		return err
 	}
+	if err := af.checkGeometry(); err != nil {
+		return err
+	}
 	if err := prob("erasing-prob", af.erasingProb); err != nil {
 		return err
 	}
@@ -181,6 +199,68 @@ func (af *augmentFlags) check() error {
 	}
 	if _, _, err := af.value(); err != nil {
 		return err
+	}
+	return nil
+}
+
+// degrees reads a torchvision degrees argument: D means -D..D.
+func degrees(name string, v []float64) ([2]float64, error) {
+	switch {
+	case len(v) == 1 && v[0] >= 0 && v[0] <= 360:
+		return [2]float64{-v[0], v[0]}, nil
+	case len(v) == 2 && v[0] <= v[1] && v[0] >= -360 && v[1] <= 360:
+		return [2]float64{v[0], v[1]}, nil
+	}
+	return [2]float64{}, usagef("--%s %v: want D in 0..360 (uniform in -D..D) or LO,HI with LO <= HI", name, v)
+}
+
+// checkGeometry checks the RandomAffine, RandomRotation and GaussianBlur
+// flags (torchvision's checks of the same arguments).
+func (af *augmentFlags) checkGeometry() error {
+	if af.rotate != nil {
+		if _, err := degrees("rotate-degrees", af.rotate); err != nil {
+			return err
+		}
+	}
+	if af.affineDegrees != nil {
+		if _, err := degrees("affine-degrees", af.affineDegrees); err != nil {
+			return err
+		}
+	}
+	if t := af.affineTrans; t != nil && (len(t) != 2 || !(t[0] >= 0 && t[0] <= 1 && t[1] >= 0 && t[1] <= 1)) {
+		return usagef("--affine-translate %v: want TX,TY, fractions in [0, 1]", t)
+	}
+	if sc := af.affineScale; sc != nil && (len(sc) != 2 || !(sc[0] > 0 && sc[0] <= sc[1] && sc[1] <= 100)) {
+		return usagef("--affine-scale %v: want LO,HI with 0 < LO <= HI", sc)
+	}
+	if sh := af.affineShear; sh != nil {
+		ok := len(sh) == 1 && sh[0] >= 0 && sh[0] < 90 ||
+			len(sh) == 2 && sh[0] <= sh[1] && sh[0] > -90 && sh[1] < 90 ||
+			len(sh) == 4 && sh[0] <= sh[1] && sh[2] <= sh[3] && sh[0] > -90 && sh[1] < 90 && sh[2] > -90 && sh[3] < 90
+		if !ok {
+			return usagef("--affine-shear %v: want S (-S..S in x), XLO,XHI, or XLO,XHI,YLO,YHI, in degrees within (-90, 90)", sh)
+		}
+	}
+	if (af.affineTrans != nil || af.affineScale != nil || af.affineShear != nil) && af.affineDegrees == nil {
+		return usagef("--affine-translate, --affine-scale and --affine-shear need --affine-degrees (0 for no rotation), as RandomAffine's degrees is required")
+	}
+	if k := af.blurKernel; k != nil {
+		if len(k) != 1 && len(k) != 2 {
+			return usagef("--blur-kernel %v: want K or KW,KH", k)
+		}
+		for _, x := range k {
+			if x < 1 || x%2 == 0 || x > 255 {
+				return usagef("--blur-kernel %v: want odd sizes from 1 to 255", k)
+			}
+		}
+	}
+	if sg := af.blurSigma; sg != nil {
+		if af.blurKernel == nil {
+			return usagef("--blur-sigma needs --blur-kernel")
+		}
+		if !(len(sg) == 1 && sg[0] > 0 && sg[0] <= 100 || len(sg) == 2 && sg[0] > 0 && sg[0] <= sg[1] && sg[1] <= 100) {
+			return usagef("--blur-sigma %v: want S or LO,HI with 0 < LO <= HI", sg)
+		}
 	}
 	return nil
 }
@@ -223,7 +303,8 @@ func (af *augmentFlags) jitter() *augment.ColorJitter {
 
 // any says whether a train-only augmentation is on.
 func (af *augmentFlags) any() bool {
-	return (af.autoAugment != "" && af.autoAugment != "none") || af.colorJitter != nil || af.grayscale > 0 || af.erasingProb > 0
+	return (af.autoAugment != "" && af.autoAugment != "none") || af.colorJitter != nil || af.grayscale > 0 || af.erasingProb > 0 ||
+		af.rotate != nil || af.affineDegrees != nil || af.blurKernel != nil
 }
 
 // evalResize is the recipe's eval Resize for resolution res (0: the
@@ -260,11 +341,47 @@ func (af *augmentFlags) apply(o *loader.Options) {
 	case "augmix":
 		seq = append(seq, &augment.AugMix{Severity: af.augmixSeverity, Interp: interp, Fill: fill})
 	}
+	// torchvision's RandomAffine and RandomRotation default to fill 0,
+	// which takes the mask path (Fill {0}), unlike the policies' None.
+	warpFill := fill
+	if warpFill == nil {
+		warpFill = []float64{0, 0, 0}
+	}
+	if af.affineDegrees != nil {
+		d, _ := degrees("", af.affineDegrees)
+		a := &augment.RandomAffine{Degrees: d, Interp: interp, Fill: warpFill}
+		if t := af.affineTrans; t != nil {
+			a.Translate = &[2]float64{t[0], t[1]}
+		}
+		if sc := af.affineScale; sc != nil {
+			a.Scale = &[2]float64{sc[0], sc[1]}
+		}
+		switch sh := af.affineShear; len(sh) {
+		case 1:
+			a.Shear = &[4]float64{-sh[0], sh[0]}
+		case 2:
+			a.Shear = &[4]float64{sh[0], sh[1]}
+		case 4:
+			a.Shear, a.ShearY = &[4]float64{sh[0], sh[1], sh[2], sh[3]}, true
+		}
+		seq = append(seq, a)
+	}
+	if af.rotate != nil {
+		d, _ := degrees("", af.rotate)
+		seq = append(seq, &augment.RandomRotation{Degrees: d, Interp: interp, Fill: warpFill})
+	}
 	if af.colorJitter != nil {
 		seq = append(seq, af.jitter())
 	}
 	if af.grayscale > 0 {
 		seq = append(seq, augment.RandomGrayscale{P: af.grayscale})
+	}
+	if k := af.blurKernel; k != nil {
+		b := &augment.GaussianBlurOp{KernelW: k[0], KernelH: k[len(k)-1], Sigma: [2]float64{0.1, 2.0}}
+		if sg := af.blurSigma; sg != nil {
+			b.Sigma = [2]float64{sg[0], sg[len(sg)-1]}
+		}
+		seq = append(seq, b)
 	}
 	switch len(seq) {
 	case 0:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/loader"
 )
 
@@ -130,6 +131,21 @@ func TestAugmentFlagsValidation(t *testing.T) {
 		{"--erasing-prob 0.5 --erasing-value 1,2", "--erasing-value"},
 		{"--erasing-prob 0.5 --layout u8-hwc", "--erasing-prob"},
 		{"--transform eval --auto-augment ta-wide", "--auto-augment"},
+		{"--rotate-degrees -5", "--rotate-degrees"},
+		{"--rotate-degrees 30,10", "--rotate-degrees"},
+		{"--affine-degrees 1,2,3", "--affine-degrees"},
+		{"--affine-degrees 0 --affine-translate 0.1", "--affine-translate"},
+		{"--affine-degrees 0 --affine-translate 1.5,0", "--affine-translate"},
+		{"--affine-degrees 0 --affine-scale 0,1", "--affine-scale"},
+		{"--affine-degrees 0 --affine-shear 1,2,3", "--affine-shear"},
+		{"--affine-degrees 0 --affine-shear 95", "--affine-shear"},
+		{"--affine-scale 0.9,1.1", "--affine-degrees"},
+		{"--blur-kernel 4", "--blur-kernel"},
+		{"--blur-kernel 3,5,7", "--blur-kernel"},
+		{"--blur-sigma 1", "--blur-kernel"},
+		{"--blur-kernel 3 --blur-sigma 2,1", "--blur-sigma"},
+		{"--blur-kernel 3 --blur-sigma 0", "--blur-sigma"},
+		{"--transform eval --rotate-degrees 10", "--rotate-degrees"},
 	} {
 		args := append([]string{"bench", "load", root, "--batch", "1", "--resolution", "8", "--steps", "1"}, strings.Fields(c.args)...)
 		code, _, errs := runCLI(t, args...)
@@ -150,5 +166,71 @@ func TestTrainAugmentRecipe(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, append(args, "--auto-augment", "ta")...); code != 2 || !strings.Contains(errs, "--auto-augment") {
 		t.Errorf("--auto-augment ta: exit %d: %s", code, errs)
+	}
+}
+
+// TestGeometryAndBlurFlags: RandomAffine, RandomRotation and GaussianBlur
+// from their flags: torchvision's meanings of the arguments (D is -D..D,
+// shear S is x in -S..S, fill 0 through the mask unless --augment-fill),
+// in the documented order after the policy (affine, rotation, jitter,
+// grayscale, blur); each changes the pixels, and the epoch is decided by
+// (seed, epoch, sample).
+func TestGeometryAndBlurFlags(t *testing.T) {
+	o, err := parseLoaderFlags(t, "--auto-augment", "ta-wide", "--affine-degrees", "10", "--affine-translate", "0.1,0.2",
+		"--affine-scale", "0.9,1.1", "--affine-shear", "5", "--rotate-degrees", "-20,30", "--grayscale-prob", "0.2",
+		"--blur-kernel", "5,3", "--blur-sigma", "0.5,1.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, ok := o.Augment.(augment.Sequence)
+	if !ok || len(seq) != 5 {
+		t.Fatalf("Augment = %#v, want a sequence of 5 ops", o.Augment)
+	}
+	if _, ok := seq[0].(*augment.TrivialAugmentWide); !ok {
+		t.Errorf("op 0 is %T, want the policy", seq[0])
+	}
+	a, ok := seq[1].(*augment.RandomAffine)
+	if !ok || a.Degrees != [2]float64{-10, 10} || *a.Translate != [2]float64{0.1, 0.2} || *a.Scale != [2]float64{0.9, 1.1} ||
+		*a.Shear != [4]float64{-5, 5, 0, 0} || a.ShearY || a.Interp != augment.WarpNearest || len(a.Fill) != 3 || a.Fill[0] != 0 {
+		t.Errorf("op 1: %#v, want RandomAffine(10, translate (0.1, 0.2), scale (0.9, 1.1), shear 5, fill 0)", seq[1])
+	}
+	if r, ok := seq[2].(*augment.RandomRotation); !ok || r.Degrees != [2]float64{-20, 30} {
+		t.Errorf("op 2: %#v, want RandomRotation((-20, 30))", seq[2])
+	}
+	if g, ok := seq[3].(augment.RandomGrayscale); !ok || g.P != 0.2 {
+		t.Errorf("op 3: %#v, want RandomGrayscale(0.2)", seq[3])
+	}
+	if b, ok := seq[4].(*augment.GaussianBlurOp); !ok || b.KernelW != 5 || b.KernelH != 3 || b.Sigma != [2]float64{0.5, 1.5} {
+		t.Errorf("op 4: %#v, want GaussianBlur((5, 3), (0.5, 1.5))", seq[4])
+	}
+	if o, _ := parseLoaderFlags(t, "--affine-degrees", "0", "--affine-shear", "1,2,3,4", "--augment-fill", "7"); true {
+		a := o.Augment.(*augment.RandomAffine)
+		if *a.Shear != [4]float64{1, 2, 3, 4} || !a.ShearY || a.Fill[0] != 7 {
+			t.Errorf("--affine-shear 1,2,3,4 --augment-fill 7: %#v", a)
+		}
+	}
+	if o, _ := parseLoaderFlags(t, "--blur-kernel", "3"); o.Augment.(*augment.GaussianBlurOp).Sigma != [2]float64{0.1, 2} {
+		t.Errorf("--blur-kernel 3: sigma %v, want torchvision's default (0.1, 2.0)", o.Augment.(*augment.GaussianBlurOp).Sigma)
+	}
+
+	root := writeFolder(t, 2, 4)
+	base := []string{"--batch", "4", "--resolution", "24", "--seed", "3"}
+	digest := func(epoch int, args ...string) string {
+		o, err := parseLoaderFlags(t, append(append([]string{}, base...), args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return epochDigest(t, root, o, epoch)
+	}
+	plain := digest(0)
+	for _, flags := range []string{"--rotate-degrees 30", "--affine-degrees 0 --affine-translate 0.2,0.2 --affine-scale 0.8,0.9",
+		"--blur-kernel 5 --blur-sigma 1,2"} {
+		f := strings.Fields(flags)
+		if digest(0, f...) == plain {
+			t.Errorf("%s: the same pixels as without it", flags)
+		}
+		if digest(1, f...) != digest(1, f...) || digest(1, f...) == digest(0, f...) {
+			t.Errorf("%s: epoch 1 not decided by (seed, epoch, sample)", flags)
+		}
 	}
 }

@@ -499,7 +499,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 			return usagef("--label-offset applies to packed data, not IDX")
 		}
 		if o.augment.any() {
-			return usagef("--augment-recipe, --auto-augment, --color-jitter, --grayscale-prob and --erasing-prob apply to packed or ImageFolder data, not IDX")
+			return usagef("--augment-recipe, --auto-augment, --affine-*, --rotate-degrees, --color-jitter, --grayscale-prob, --blur-* and --erasing-prob apply to packed or ImageFolder data, not IDX")
 		}
 		var bad []loader.BadSample
 		trainSet, names, bad, err = loadImages(o.data, "train", o.limit, policy)

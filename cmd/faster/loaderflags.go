@@ -150,7 +150,7 @@ func (lf *loaderFlags) check() error {
 		return err
 	}
 	if lf.augment.recipe == "" && lf.augment.any() && lf.transform != string(loader.Train) {
-		return usagef("--auto-augment, --color-jitter, --grayscale-prob and --erasing-prob apply to --transform train")
+		return usagef("--auto-augment, --affine-*, --rotate-degrees, --color-jitter, --grayscale-prob, --blur-* and --erasing-prob apply to --transform train")
 	}
 	if lf.augment.erasingProb > 0 && lf.layout == string(loader.U8HWC) && lf.transform == string(loader.Train) {
 		return usagef("--erasing-prob works on the normalised tensor: it needs --layout f32-chw")

@@ -14,8 +14,11 @@ any work, with what would work instead):
              | RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)
              | AutoAugment(AutoAugmentPolicy.IMAGENET, interpolation, fill)
              | AugMix(severity, interpolation, fill)]
+            [RandomAffine(degrees, translate, scale, shear, interpolation, fill)]
+            [RandomRotation(degrees, interpolation, fill)]
             [ColorJitter(brightness, contrast, saturation, hue)]
             [RandomGrayscale(p)]
+            [GaussianBlur(kernel_size, sigma)]
             ToTensor() or PILToTensor() + ConvertImageDtype(torch.float32)
             [Normalize(mean, std)] [RandomErasing(p, scale, ratio, value)]
     eval:   Resize(size: int, interpolation) CenterCrop(size)
@@ -40,10 +43,16 @@ is refused for bilinear and bicubic.
 
 The augmentations map onto `faster serve`'s flags (--auto-augment,
 --ra-n, --ra-m, --magnitude-bins, --augmix-severity,
---augment-interpolation, --augment-fill, --color-jitter,
---grayscale-prob, --erasing-*), in that order only: the policy, then
-ColorJitter, then RandomGrayscale, and RandomErasing last. Their
-interpolation is NEAREST (torchvision's default) or BILINEAR; AugMix only
+--augment-interpolation, --augment-fill, --affine-*, --rotate-degrees,
+--color-jitter, --grayscale-prob, --blur-kernel, --blur-sigma,
+--erasing-*), in that order only: the policy, RandomAffine,
+RandomRotation, ColorJitter, RandomGrayscale, GaussianBlur, and
+RandomErasing last. The warps (the policy's, RandomAffine's,
+RandomRotation's) share one interpolation and one fill: a Compose whose
+warps differ in them is refused (RandomAffine's and RandomRotation's
+default fill 0 goes with a policy's fill=None). Their interpolation is
+NEAREST (torchvision's default) or BILINEAR; expand=True and center= are
+refused. AugMix only
 with its default mixture_width, chain_depth, alpha and all_ops. The Go ops
 compute torchvision's tensor path; on the PIL path (the reference's
 Compose: the ops before PILToTensor) torchvision's PIL kernels round
@@ -51,8 +60,9 @@ differently, a few levels on the pixels the ops change (docs/pipeline.md).
 The named recipes are Loader(..., augment_recipe="torchvision-ta-wide").
 """
 
-_TRAIN = ("RandomResizedCrop [RandomHorizontalFlip] [TrivialAugmentWide|RandAugment|AutoAugment|AugMix] [ColorJitter] "
-          "[RandomGrayscale] ToTensor|PILToTensor+ConvertImageDtype [Normalize] [RandomErasing]")
+_TRAIN = ("RandomResizedCrop [RandomHorizontalFlip] [TrivialAugmentWide|RandAugment|AutoAugment|AugMix] [RandomAffine] "
+          "[RandomRotation] [ColorJitter] [RandomGrayscale] [GaussianBlur] ToTensor|PILToTensor+ConvertImageDtype "
+          "[Normalize] [RandomErasing]")
 _EVAL = "Resize(int) CenterCrop ToTensor [Normalize]"
 _TENSOR = "or on tensors PILToTensor, then either with antialias=True, then ConvertImageDtype(float32) [Normalize]"
 
@@ -255,6 +265,7 @@ def _augmentations(take):
     policy = ta or ra or aa or am
     if policy is not None:
         args += ["--augment-interpolation", _aug_interpolation(policy)] + _fill(policy)
+    args += _geometry(policy, take("RandomAffine"), take("RandomRotation"))
     cj = take("ColorJitter")
     if cj is not None:
         ranges = []
@@ -270,6 +281,66 @@ def _augmentations(take):
     gray = take("RandomGrayscale")
     if gray is not None:
         args += ["--grayscale-prob", repr(float(gray.p))]
+    blur = take("GaussianBlur")
+    if blur is not None:
+        kw, kh = (list(blur.kernel_size) * 2)[:2]
+        lo, hi = (list(blur.sigma) * 2)[:2]
+        args += ["--blur-kernel", "%d,%d" % (int(kw), int(kh)), "--blur-sigma", _csv([lo, hi])]
+    return args
+
+
+def _fill_values(fill):
+    """A warp's fill as three numbers, or None for fill=None."""
+    if fill is None:
+        return None
+    if isinstance(fill, (int, float)):
+        return [float(fill)] * 3
+    fill = [float(v) for v in fill]
+    return fill * 3 if len(fill) == 1 else fill
+
+
+def _geometry(policy, affine, rotation):
+    """The flags of RandomAffine and RandomRotation, which share the
+    policy's --augment-interpolation and --augment-fill."""
+    args = []
+    warps = [w for w in (affine, rotation) if w is not None]
+    if not warps:
+        return args
+    for w in warps:
+        if getattr(w, "center", None) is not None:
+            raise UnsupportedTransform("faster: %s(center=%r): only the image centre is supported" % (_name(w), w.center))
+        if getattr(w, "expand", False):
+            raise UnsupportedTransform("faster: RandomRotation(expand=True): the Go ops keep the image's size")
+    interp = _aug_interpolation(warps[0])
+    fill = _fill_values(getattr(warps[0], "fill", 0)) or [0.0] * 3
+    for w in warps[1:] + ([policy] if policy is not None else []):
+        if _aug_interpolation(w) != interp:
+            raise UnsupportedTransform("faster: %s and %s warp with different interpolations; the Go ops share one "
+                                       "(--augment-interpolation)" % (_name(warps[0]), _name(w)))
+    for w in warps[1:]:
+        if (_fill_values(getattr(w, "fill", 0)) or [0.0] * 3) != fill:
+            raise UnsupportedTransform("faster: %s and %s fill differently; the Go ops share one fill (--augment-fill)"
+                                       % (_name(warps[0]), _name(w)))
+    if policy is not None:
+        pf = _fill_values(getattr(policy, "fill", None))
+        if (pf or [0.0] * 3) != fill:
+            raise UnsupportedTransform("faster: %s(fill=%r) and %s(fill=%r): the Go ops share one fill "
+                                       "(--augment-fill; the policy's None goes with 0)"
+                                       % (_name(policy), policy.fill, _name(warps[0]), warps[0].fill))
+    else:
+        args += ["--augment-interpolation", interp]
+        if fill != [0.0] * 3:
+            args += ["--augment-fill", _csv(fill)]
+    if affine is not None:
+        args += ["--affine-degrees", _csv(affine.degrees)]
+        if affine.translate is not None:
+            args += ["--affine-translate", _csv(affine.translate)]
+        if affine.scale is not None:
+            args += ["--affine-scale", _csv(affine.scale)]
+        if affine.shear is not None:
+            args += ["--affine-shear", _csv(affine.shear)]
+    if rotation is not None:
+        args += ["--rotate-degrees", _csv(rotation.degrees)]
     return args
 
 

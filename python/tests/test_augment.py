@@ -129,7 +129,13 @@ class AugmentThreeWaysTest(unittest.TestCase):
         self.assertEqual(a[a.index("--augment-fill") + 1], "7.0")
         crop = T.RandomResizedCrop(32)
         for bad, word in (
-                ([crop, T.GaussianBlur(3), T.ToTensor()], "GaussianBlur"),
+                ([crop, T.RandomPerspective(), T.ToTensor()], "RandomPerspective"),
+                ([crop, T.GaussianBlur(3), T.ColorJitter(0.4), T.ToTensor()], "ColorJitter"),
+                ([crop, T.RandomRotation(10), T.RandomAffine(5), T.ToTensor()], "RandomAffine"),
+                ([crop, T.RandomRotation(10, expand=True), T.ToTensor()], "expand"),
+                ([crop, T.RandomRotation(10, center=(1, 1)), T.ToTensor()], "center"),
+                ([crop, T.RandomAffine(5, interpolation=B), T.RandomRotation(10), T.ToTensor()], "interpolation"),
+                ([crop, T.TrivialAugmentWide(), T.RandomRotation(10, fill=9), T.ToTensor()], "fill"),
                 ([crop, T.ColorJitter(0.4), T.TrivialAugmentWide(), T.ToTensor()], "TrivialAugmentWide"),
                 ([crop, T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC), T.ToTensor()], "bicubic"),
                 ([crop, T.AutoAugment(T.AutoAugmentPolicy.CIFAR10), T.ToTensor()], "cifar10"),
@@ -144,6 +150,39 @@ class AugmentThreeWaysTest(unittest.TestCase):
             faster.Loader(self.root, transform=tf, augment_recipe="torchvision-v2")
         with self.assertRaises(ValueError):
             faster.Loader(self.root, augment_recipe="torchvision-ta")
+
+    @unittest.skipUnless(HAVE_TV or REQUIRE, "no torchvision")
+    def test_geometry_and_blur(self):
+        # RandomAffine, RandomRotation and GaussianBlur map onto their flags
+        # with torchvision's meanings; they change the pixels, and the
+        # epoch decides the draws.
+        from torchvision import transforms as T
+        B = T.InterpolationMode.BILINEAR
+        tf = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(),
+                        T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.9, 1.1), shear=(1, 2, 3, 4), interpolation=B,
+                                       fill=5),
+                        T.RandomRotation((-20, 30), interpolation=B, fill=5), T.RandomGrayscale(0.2),
+                        T.GaussianBlur((5, 3), sigma=(0.5, 1.5)), T.ToTensor(), T.Normalize(*IMAGENET)])
+        a = from_torchvision(tf)["args"]
+        for flag, want in (("--augment-interpolation", "bilinear"), ("--augment-fill", "5.0,5.0,5.0"),
+                           ("--affine-degrees", "-10.0,10.0"), ("--affine-translate", "0.1,0.2"),
+                           ("--affine-scale", "0.9,1.1"), ("--affine-shear", "1.0,2.0,3.0,4.0"),
+                           ("--rotate-degrees", "-20.0,30.0"), ("--grayscale-prob", "0.2"),
+                           ("--blur-kernel", "5,3"), ("--blur-sigma", "0.5,1.5")):
+            self.assertEqual(a[a.index(flag) + 1], want, flag)
+        # torchvision's defaults: fill 0, NEAREST, sigma (0.1, 2.0); no
+        # --augment-fill (0 is the default of these warps).
+        a = from_torchvision(T.Compose([T.RandomResizedCrop(32), T.RandomRotation(15), T.GaussianBlur(3),
+                                        T.ToTensor()]))["args"]
+        self.assertNotIn("--augment-fill", a)
+        self.assertEqual(a[a.index("--augment-interpolation") + 1], "nearest")
+        self.assertEqual(a[a.index("--blur-sigma") + 1], "0.1,2.0")
+        plain = self.epochs(transform=T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToTensor(),
+                                                 T.Normalize(*IMAGENET)]))[0]
+        e0, e1 = self.epochs(2, transform=tf)
+        self.assertNotEqual(e0, plain)
+        self.assertNotEqual(e0, e1)
+        self.assertEqual(self.epochs(transform=tf, epoch=1)[0], e1, "a fresh loader at epoch=1")
 
 
 if __name__ == "__main__":
