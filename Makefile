@@ -82,6 +82,10 @@ bench: setup build
 	bench/run_profile.sh
 	# The first epoch and a loader made per epoch, faster.Loader beside DataLoader.
 	bench/run_first_epoch.sh
+	# The reference recipe with TrivialAugmentWide + RandomErasing, beside torchvision, CPU per image.
+	bench/run_augment_recipe.sh 1 64 5
+	# The downscaled pack (shorter edge 256) against the full-size one at 224/160/128, beside torchvision.
+	bench/run_downscaled.sh 3
 	# ThinNet's training step at batch 512, 1 and 2 threads, beside PyTorch's.
 	bench/run_step.sh
 	# Time to a target accuracy with the fast recipe, ours beside PyTorch (curve JSON and PNG).
