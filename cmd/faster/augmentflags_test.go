@@ -52,19 +52,23 @@ func epochDigest(t *testing.T, root string, o loader.Options, epoch int) string 
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// TestAugmentRecipeEqualsFlags: each named recipe gives the batches its
-// documented flags give, bit for bit; the augmentations change the pixels
-// (not the order); the epoch is decided by (seed, epoch, sample).
-func TestAugmentRecipeEqualsFlags(t *testing.T) {
-	root := writeFolder(t, 2, 5)
-	base := []string{"--batch", "4", "--resolution", "24", "--seed", "7"}
-	digest := func(epoch int, args ...string) string {
+// flagDigest returns the digest of an epoch of root under the loader flags
+// base plus args.
+func flagDigest(t *testing.T, root string, base ...string) func(epoch int, args ...string) string {
+	return func(epoch int, args ...string) string {
 		o, err := parseLoaderFlags(t, append(append([]string{}, base...), args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return epochDigest(t, root, o, epoch)
 	}
+}
+
+// TestAugmentRecipeEqualsFlags: each named recipe gives the batches its
+// documented flags give, bit for bit; the augmentations change the pixels
+// (not the order); the epoch is decided by (seed, epoch, sample).
+func TestAugmentRecipeEqualsFlags(t *testing.T) {
+	digest := flagDigest(t, writeFolder(t, 2, 5), "--batch", "4", "--resolution", "24", "--seed", "7")
 	plain := digest(0)
 	for _, c := range []struct{ recipe, flags string }{
 		{"torchvision", ""},
@@ -213,15 +217,7 @@ func TestGeometryAndBlurFlags(t *testing.T) {
 		t.Errorf("--blur-kernel 3: sigma %v, want torchvision's default (0.1, 2.0)", o.Augment.(*augment.GaussianBlurOp).Sigma)
 	}
 
-	root := writeFolder(t, 2, 4)
-	base := []string{"--batch", "4", "--resolution", "24", "--seed", "3"}
-	digest := func(epoch int, args ...string) string {
-		o, err := parseLoaderFlags(t, append(append([]string{}, base...), args...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return epochDigest(t, root, o, epoch)
-	}
+	digest := flagDigest(t, writeFolder(t, 2, 4), "--batch", "4", "--resolution", "24", "--seed", "3")
 	plain := digest(0)
 	for _, flags := range []string{"--rotate-degrees 30", "--affine-degrees 0 --affine-translate 0.2,0.2 --affine-scale 0.8,0.9",
 		"--blur-kernel 5 --blur-sigma 1,2"} {
