@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // The equality tests of the augmentation ops against torchvision 0.14's
@@ -23,11 +25,11 @@ import (
 // difference in 8-bit levels and the fraction of values that differ at
 // all (ties of float32 roundings that torch sums in another order).
 
-const tvPython = "/usr/bin/python3"
+const tvPython = testenv.Python
 
 var tvPhotoFiles = []string{
-	"/usr/share/backgrounds/mate/nature/FreshFlower.jpg",
-	"/usr/share/backgrounds/mate/nature/GreenMeadow.jpg",
+	testenv.PhotoDir + "/FreshFlower.jpg",
+	testenv.PhotoDir + "/GreenMeadow.jpg",
 }
 
 // requireTorchvision skips (or, under FASTER_REQUIRE_DATA=1, fails) when
@@ -41,10 +43,7 @@ func requireTorchvision(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("missing %v (FASTER_REQUIRE_DATA=1: run scripts/setup.sh)", missing)
-		}
-		t.Skipf("missing %v", missing)
+		testenv.Missing(t, "missing %v", missing)
 	}
 }
 
@@ -106,10 +105,7 @@ func runOracle(t *testing.T, cases []map[string]any, inputs map[string][]byte) s
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 3 {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("torchvision missing for %s (FASTER_REQUIRE_DATA=1): %s", tvPython, out)
-		}
-		t.Skipf("torchvision missing for %s: %s", tvPython, out)
+		testenv.Missing(t, "torchvision missing for %s: %s", tvPython, out)
 	}
 	if err != nil {
 		t.Fatalf("tv_oracle.py: %v\n%s", err, out)

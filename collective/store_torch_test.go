@@ -9,11 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // torchPython is Debian's python3 with torch (scripts/setup.sh installs
 // python3-torch); not the python3 first on PATH, which may lack it.
-const torchPython = "/usr/bin/python3"
+const torchPython = testenv.Python
 
 // needTorch skips where torch is not installed, and fails instead under
 // FASTER_REQUIRE_INTEROP=1.

@@ -14,19 +14,18 @@ import (
 
 	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/internal/atomicfile"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
-const mateDir = "/usr/share/backgrounds/mate"
+const mateDir = testenv.MateDir
 
 // needFile skips the test when path is missing, or fails it when
 // FASTER_REQUIRE_DATA=1.
 func needFile(t testing.TB, path string) {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("%s missing (FASTER_REQUIRE_DATA=1): run scripts/setup.sh", path)
-		}
-		t.Skipf("%s missing: run scripts/setup.sh", path)
+		testenv.Missing(t, "%s missing: run scripts/setup.sh", path)
 	}
 }
 

@@ -8,13 +8,14 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // pngHeader is a PNG's signature and IHDR chunk for a w x h image of the
@@ -80,10 +81,7 @@ func TestDecodeBombRefusedByBytes(t *testing.T) {
 func TestProgressiveJPEGCountsItsCoefficients(t *testing.T) {
 	jpegtran, err := exec.LookPath("jpegtran")
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatal("jpegtran missing (FASTER_REQUIRE_DATA=1): run scripts/setup.sh (libjpeg-turbo-progs)")
-		}
-		t.Skip("jpegtran missing")
+		testenv.Missing(t, "jpegtran missing")
 	}
 	img := image.NewRGBA(image.Rect(0, 0, 1200, 1000))
 	for y := range 1000 {

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // The independent oracle: libjpeg-turbo's own djpeg program (Debian
@@ -23,10 +24,7 @@ import (
 func TestAgainstDjpeg(t *testing.T) {
 	djpeg, err := exec.LookPath("djpeg")
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatal("djpeg missing (FASTER_REQUIRE_DATA=1): run scripts/setup.sh (libjpeg-turbo-progs)")
-		}
-		t.Skip("djpeg missing: run scripts/setup.sh (libjpeg-turbo-progs)")
+		testenv.Missing(t, "djpeg missing: run scripts/setup.sh (libjpeg-turbo-progs)")
 	}
 	inputs := map[string][]byte{}
 	for _, n := range goldens {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/imgcodec/turbojpeg"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // decoder is one implementation under the conformance suite.
@@ -155,7 +157,7 @@ func readGolden(t testing.TB, name string) []byte {
 
 // photoDir holds real photographs installed by scripts/setup.sh (Debian
 // mate-backgrounds).
-const photoDir = "/usr/share/backgrounds/mate/nature"
+const photoDir = testenv.PhotoDir
 
 // photos returns the named real photographs, skipping the test when they
 // are missing unless FASTER_REQUIRE_DATA=1, which makes it fail.
@@ -165,10 +167,7 @@ func photos(t testing.TB, names ...string) map[string][]byte {
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(photoDir, n))
 		if err != nil {
-			if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-				t.Fatalf("test photo missing (run scripts/setup.sh): %v", err)
-			}
-			t.Skipf("test photo missing (run scripts/setup.sh): %v", err)
+			testenv.Missing(t, "test photo missing (run scripts/setup.sh): %v", err)
 		}
 		out[n] = b
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/source"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // TestLMDBRawSameBatches: the same pixels as raw Caffe Datums (planar BGR,
@@ -26,11 +28,8 @@ import (
 // raw Datum. The raw records reach the decode stage as pixels, never
 // re-encoded.
 func TestLMDBRawSameBatches(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-c", "import lmdb, PIL").Run(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("python3-lmdb / python3-pil missing (scripts/setup.sh installs them): %v", err)
-		}
-		t.Skipf("python3-lmdb / python3-pil missing: %v", err)
+	if err := exec.Command(testenv.Python, "-c", "import lmdb, PIL").Run(); err != nil {
+		testenv.Missing(t, "python3-lmdb / python3-pil missing: %v", err)
 	}
 	dir := t.TempDir()
 	var files []string
@@ -63,7 +62,7 @@ func TestLMDBRawSameBatches(t *testing.T) {
 		files = append(files, f)
 	}
 	enc, raw := filepath.Join(dir, "enc.lmdb"), filepath.Join(dir, "raw.lmdb")
-	if out, err := exec.Command("/usr/bin/python3", append([]string{"testdata/write_datums.py", enc, raw}, files...)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Python, append([]string{"testdata/write_datums.py", enc, raw}, files...)...).CombinedOutput(); err != nil {
 		t.Fatalf("write_datums.py: %v\n%s", err, out)
 	}
 	db, err := source.OpenLMDB(raw)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/faster-training/faster/storage/s3test"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 var s3srv struct {
@@ -38,10 +40,7 @@ func s3Shards(t testing.TB, shards, prefix string) (string, *s3test.Server) {
 		s3srv.srv, s3srv.err = srv, err
 	})
 	if s3srv.err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("S3 test server: %v", s3srv.err)
-		}
-		t.Skipf("S3 test server unavailable: %v", s3srv.err)
+		testenv.Missing(t, "S3 test server unavailable: %v", s3srv.err)
 	}
 	ents, _ := os.ReadDir(shards)
 	for _, e := range ents {

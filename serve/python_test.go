@@ -15,18 +15,12 @@ import (
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
-const python = "/usr/bin/python3"
+const python = testenv.Python
 
-// requireOrSkip skips the test, or fails it under FASTER_REQUIRE_DATA=1.
-func requireOrSkip(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-		t.Fatalf(format+" (FASTER_REQUIRE_DATA=1: run scripts/setup.sh)", args...)
-	}
-	t.Skipf(format, args...)
-}
 
 // pyCase is one configuration the Python tests run, with what the Go
 // loader makes of it.
@@ -55,10 +49,10 @@ func TestPython(t *testing.T) {
 		t.Skip("-short")
 	}
 	if _, err := os.Stat(python); err != nil {
-		requireOrSkip(t, "no %s", python)
+		testenv.Missing(t, "no %s", python)
 	}
 	if out, err := exec.Command(python, "-c", "import numpy").CombinedOutput(); err != nil {
-		requireOrSkip(t, "%s has no numpy (python3-numpy): %s", python, out)
+		testenv.Missing(t, "%s has no numpy (python3-numpy): %s", python, out)
 	}
 	goBin := "/usr/local/go/bin/go" // where the project's machines have it
 	if p, err := exec.LookPath("go"); err == nil {
@@ -129,7 +123,7 @@ func TestPython(t *testing.T) {
 	}
 	s := string(out)
 	t.Logf("%s", s[max(0, len(s)-3000):])
-	if strings.Contains(s, "skipped") && os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+	if strings.Contains(s, "skipped") && testenv.Required() {
 		t.Fatalf("python tests skipped under FASTER_REQUIRE_DATA=1:\n%s", s)
 	}
 }

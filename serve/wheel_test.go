@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // One install for PyTorch users: scripts/wheel.sh (make wheel) builds a
@@ -27,7 +29,7 @@ func TestWheel(t *testing.T) {
 	}
 	for _, mod := range []string{"numpy", "pip", "setuptools", "wheel", "venv"} {
 		if out, err := exec.Command(python, "-c", "import "+mod).CombinedOutput(); err != nil {
-			requireOrSkip(t, "%s has no %s: %s", python, mod, out)
+			testenv.Missing(t, "%s has no %s: %s", python, mod, out)
 		}
 	}
 	tmp := t.TempDir()

@@ -22,6 +22,8 @@ import (
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfexample"
 	"github.com/faster-training/faster/tfrecord"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 func jpegBytes(t testing.TB, w, h, seed int) []byte {
@@ -402,12 +404,9 @@ func TestInspect(t *testing.T) {
 // Packing the real Fashion-MNIST gives one record per image whose label and
 // pixels match the IDX files.
 func TestPackRealFashionMNIST(t *testing.T) {
-	const dir = "/usr/share/datasets/fashion-mnist"
+	const dir = testenv.FashionMNISTDir
 	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal("Fashion-MNIST missing: run scripts/setup.sh")
-		}
-		t.Skip("Fashion-MNIST missing")
+		testenv.Missing(t, "Fashion-MNIST missing")
 	}
 	split := "train" // 60,000 records; the race detector makes it slow, so use test there
 	if raceEnabled {

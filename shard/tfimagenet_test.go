@@ -18,6 +18,8 @@ import (
 	"github.com/faster-training/faster/shard/shardtest"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfrecord"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // tfImageNetDir writes, with an independent writer (shardtest: pure
@@ -211,10 +213,10 @@ func TestFormatOf(t *testing.T) {
 			}
 			want[out] = "tar"
 		}
-	} else if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+	} else if testenv.Required() {
 		t.Fatal("GNU tar missing")
 	}
-	py := "/usr/bin/python3"
+	py := testenv.Python
 	gz, pytar, mdb := filepath.Join(dir, "s.bin"), filepath.Join(dir, "t.bin"), filepath.Join(dir, "lmdb")
 	script := `import gzip, lmdb, sys, tarfile
 open(sys.argv[1], "wb").write(gzip.compress(b"not a shard"))
@@ -223,7 +225,7 @@ e = lmdb.open(sys.argv[3], map_size=1 << 20)
 with e.begin(write=True) as x: x.put(b"k", b"v")
 e.close()`
 	if b, err := exec.Command(py, "-c", script, gz, pytar, mdb, member).CombinedOutput(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
+		if testenv.Required() {
 			t.Fatalf("python3 gzip/tarfile/lmdb: %v %s", err, b)
 		}
 		t.Logf("python3 gzip/tarfile/lmdb unavailable: %v %s", err, b)

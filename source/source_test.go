@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // requireData fails (under FASTER_REQUIRE_DATA=1, as make test sets) or
@@ -22,10 +24,7 @@ import (
 func requireData(t *testing.T, path string) {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatalf("%s missing: run scripts/setup.sh", path)
-		}
-		t.Skipf("%s missing: run scripts/setup.sh", path)
+		testenv.Missing(t, "%s missing: run scripts/setup.sh", path)
 	}
 }
 
@@ -193,13 +192,10 @@ func TestImageFolderSymlinkLoop(t *testing.T) {
 
 func matchTorchvision(t *testing.T, root string) *ImageFolder {
 	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import torchvision").Run(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal("python3 torchvision missing: run scripts/setup.sh")
-		}
-		t.Skip("python3 torchvision missing")
+	if err := exec.Command(testenv.Python, "-c", "import torchvision").Run(); err != nil {
+		testenv.Missing(t, "python3 torchvision missing")
 	}
-	out, err := exec.Command("/usr/bin/python3", "-c", `
+	out, err := exec.Command(testenv.Python, "-c", `
 import json, sys, os
 from torchvision.datasets import ImageFolder
 d = ImageFolder(sys.argv[1], loader=lambda p: p)
@@ -353,7 +349,7 @@ func TestIDXErrors(t *testing.T) {
 }
 
 func TestRealFashionMNIST(t *testing.T) {
-	const dir = "/usr/share/datasets/fashion-mnist"
+	const dir = testenv.FashionMNISTDir
 	requireData(t, filepath.Join(dir, "t10k-images-idx3-ubyte.gz"))
 	d, err := OpenIDX(dir, "test")
 	if err != nil {

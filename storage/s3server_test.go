@@ -3,11 +3,12 @@ package storage
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 
 	"github.com/faster-training/faster/storage/s3test"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 const vgwBucket = s3test.Bucket
@@ -26,7 +27,7 @@ var shared struct {
 // than spend minutes building a server that is not cached yet.
 func sharedS3(t testing.TB) *s3test.Server {
 	t.Helper()
-	if testing.Short() && os.Getenv("FASTER_REQUIRE_DATA") != "1" {
+	if testing.Short() && !testenv.Required() {
 		if bin, _, err := s3test.BinaryPath(); err != nil || !s3test.FileExists(bin) {
 			t.Skip("-short: the S3 test server (versitygw) is not built yet")
 		}
@@ -51,10 +52,7 @@ func sharedS3(t testing.TB) *s3test.Server {
 		shared.srv = srv
 	})
 	if shared.err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("S3 test server (versitygw): %v", shared.err)
-		}
-		t.Skipf("S3 test server (versitygw) unavailable: %v", shared.err)
+		testenv.Missing(t, "S3 test server (versitygw) unavailable: %v", shared.err)
 	}
 	return shared.srv
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfrecord"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // badRow is one row of docs/badinput.md: the outcome of each command.
@@ -180,11 +182,8 @@ var badFixtures = map[string]func(t *testing.T) badFixture{
 		dir := filepath.Join(t.TempDir(), "db")
 		script := "import lmdb, sys\nenv = lmdb.open(sys.argv[1], map_size=1 << 26)\n" +
 			"with env.begin(write=True) as txn:\n    for i in range(40):\n        txn.put(b'%08d_x%d.jpg' % (i, i), bytes(3000))\nenv.close()\n"
-		if out, err := exec.Command("/usr/bin/python3", "-c", script, dir).CombinedOutput(); err != nil {
-			if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-				t.Fatalf("py-lmdb (python3-lmdb, scripts/setup.sh): %v: %s", err, out)
-			}
-			t.Skip("py-lmdb:", err)
+		if out, err := exec.Command(testenv.Python, "-c", script, dir).CombinedOutput(); err != nil {
+			testenv.Missing(t, "py-lmdb (python3-lmdb): %v: %s", err, out)
 		}
 		if err := os.Truncate(filepath.Join(dir, "data.mdb"), 40000); err != nil {
 			t.Fatal(err)

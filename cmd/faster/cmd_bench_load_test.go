@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/storage/s3test"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 func writeFolder(t *testing.T, classes, per int) string {
@@ -123,10 +125,7 @@ func TestBenchLoadCacheCLI(t *testing.T) {
 	s3test.SetEnv()
 	srv, err := s3test.Start()
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("S3 test server: %v", err)
-		}
-		t.Skipf("S3 test server unavailable: %v", err)
+		testenv.Missing(t, "S3 test server unavailable: %v", err)
 	}
 	t.Cleanup(srv.Close)
 	if err := srv.CreateBucket(context.Background(), s3test.Bucket); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/internal/blkio"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // The storage benchmark's verdict follows the storage: the same photographs
@@ -21,28 +23,22 @@ import (
 // instead under FASTER_REQUIRE_DATA=1, as on CI's machines (root, blkio).
 func TestBenchStorageVerdict(t *testing.T) {
 	if err := blkio.Available(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("%v (FASTER_REQUIRE_DATA=1)", err)
-		}
-		t.Skip(err)
+		testenv.Missing(t, "%v", err)
 	}
-	if _, err := os.Stat("/usr/share/backgrounds/mate/nature/LadyBird.jpg"); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatal("mate-backgrounds missing: run scripts/setup.sh")
-		}
-		t.Skip("mate-backgrounds missing")
+	if _, err := os.Stat(testenv.PhotoDir + "/LadyBird.jpg"); err != nil {
+		testenv.Missing(t, "mate-backgrounds missing")
 	}
 	base, err := os.MkdirTemp("/var/tmp", "faster-storage-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(base)
-	if _, err := blkio.DeviceOf(base); errors.Is(err, blkio.ErrUnavailable) && os.Getenv("FASTER_REQUIRE_DATA") != "1" {
+	if _, err := blkio.DeviceOf(base); errors.Is(err, blkio.ErrUnavailable) && !testenv.Required() {
 		t.Skip(err)
 	}
 	tree := filepath.Join(base, "tree")
 	// 24 photographs at ImageNet's sizes, about 1 MB in all.
-	if out, err := exec.Command("/usr/bin/python3", "../../bench/imagenet_like.py", tree, "--classes", "4", "--per-class", "6").CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Python, "../../bench/imagenet_like.py", tree, "--classes", "4", "--per-class", "6").CombinedOutput(); err != nil {
 		t.Fatalf("imagenet_like.py: %v\n%s", err, out)
 	}
 	var size int64

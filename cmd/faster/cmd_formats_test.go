@@ -21,6 +21,8 @@ import (
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // writePNGFolder writes an ImageFolder of small PNGs (lossless, so raw
@@ -49,11 +51,8 @@ func writePNGFolder(t *testing.T, classes, per int) string {
 // Debian's python3-lmdb and python3-pil.
 func needPython3LMDB(t *testing.T) {
 	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import lmdb, PIL").Run(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("python3-lmdb / python3-pil missing (scripts/setup.sh installs them): %v", err)
-		}
-		t.Skipf("python3-lmdb / python3-pil missing: %v", err)
+	if err := exec.Command(testenv.Python, "-c", "import lmdb, PIL").Run(); err != nil {
+		testenv.Missing(t, "python3-lmdb / python3-pil missing: %v", err)
 	}
 }
 
@@ -104,7 +103,7 @@ func TestFormatsSameSamples(t *testing.T) {
 	if code, _, errs := runCLI(t, "pack", root, wds, "--shards", "2", "--format", "wds"); code != 0 {
 		t.Fatal(errs)
 	}
-	if out, err := exec.Command("/usr/bin/python3", "testdata/write_formats.py", root, pyTar, lmdbEnc, lmdbRaw).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Python, "testdata/write_formats.py", root, pyTar, lmdbEnc, lmdbRaw).CombinedOutput(); err != nil {
 		t.Fatalf("write_formats.py: %v\n%s", err, out)
 	}
 	want := loadKeys(t, root)
@@ -315,12 +314,9 @@ func TestResumeElastic(t *testing.T) {
 // pixels; a raw Datum holds exactly the pixels of the JPEG it came from.
 func TestFormatsSameSamplesRealPhotos(t *testing.T) {
 	needPython3LMDB(t)
-	photos, _ := filepath.Glob("/usr/share/backgrounds/mate/nature/*.jpg")
+	photos, _ := filepath.Glob(testenv.PhotoDir + "/*.jpg")
 	if len(photos) < 4 {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatal("mate-backgrounds missing: run scripts/setup.sh")
-		}
-		t.Skip("mate-backgrounds missing")
+		testenv.Missing(t, "mate-backgrounds missing")
 	}
 	root := t.TempDir()
 	script := `
@@ -335,7 +331,7 @@ for i, f in enumerate(files):
     im.save(os.path.join(d, os.path.basename(f)), "JPEG", quality=90)
 `
 	args := append([]string{"-c", script, root}, photos[:6]...)
-	if out, err := exec.Command("/usr/bin/python3", args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Python, args...).CombinedOutput(); err != nil {
 		t.Fatalf("making the photo tree: %v\n%s", err, out)
 	}
 	tmp := t.TempDir()
@@ -347,7 +343,7 @@ for i, f in enumerate(files):
 	if code, _, errs := runCLI(t, "pack", root, wds, "--shards", "2", "--format", "wds"); code != 0 {
 		t.Fatal(errs)
 	}
-	if out, err := exec.Command("/usr/bin/python3", "testdata/write_formats.py", root, pyTar, lmdbEnc, lmdbRaw).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Python, "testdata/write_formats.py", root, pyTar, lmdbEnc, lmdbRaw).CombinedOutput(); err != nil {
 		t.Fatalf("write_formats.py: %v\n%s", err, out)
 	}
 	want, wantPix := loadKeys(t, root), evalPixels(t, root)

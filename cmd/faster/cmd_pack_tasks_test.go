@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // taskVars are every variable internal/task reads; each test run clears
@@ -35,12 +37,9 @@ func setTaskEnv(t *testing.T, kv ...string) {
 // mate-backgrounds, the files as they are) in three classes.
 func realPhotoTree(t *testing.T) string {
 	t.Helper()
-	photos, _ := filepath.Glob("/usr/share/backgrounds/mate/nature/*.jpg")
+	photos, _ := filepath.Glob(testenv.PhotoDir + "/*.jpg")
 	if len(photos) < 9 {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatal("mate-backgrounds missing: run scripts/setup.sh")
-		}
-		t.Skip("mate-backgrounds missing")
+		testenv.Missing(t, "mate-backgrounds missing")
 	}
 	slices.Sort(photos)
 	root := filepath.Join(t.TempDir(), "photos")

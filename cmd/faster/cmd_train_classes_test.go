@@ -17,6 +17,8 @@ import (
 	"github.com/faster-training/faster/tfexample"
 	"github.com/faster-training/faster/tfrecord"
 	"github.com/faster-training/faster/train"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // photoTree writes an ImageFolder of classes class folders (c000, c001,
@@ -25,12 +27,9 @@ import (
 // from photo k mod P at its own place.
 func photoTree(t *testing.T, root string, classes, perClass, side int) {
 	t.Helper()
-	paths, _ := filepath.Glob("/usr/share/backgrounds/mate/nature/*.jpg")
+	paths, _ := filepath.Glob(testenv.PhotoDir + "/*.jpg")
 	if len(paths) < 4 {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatal("mate-backgrounds missing: run scripts/setup.sh")
-		}
-		t.Skip("mate-backgrounds missing")
+		testenv.Missing(t, "mate-backgrounds missing")
 	}
 	var photos []*imgcodec.Image
 	for _, p := range paths {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/storage/s3test"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // writeIDXSubset writes the first n images of one split of an IDX dataset
@@ -40,12 +42,9 @@ func writeIDXSubset(t *testing.T, src, dst, prefix string, n int) {
 // `faster train` on packed shards goes through the input pipeline's train
 // and eval recipes and learns: real Fashion-MNIST images, packed, one epoch.
 func TestTrainOnPackedShards(t *testing.T) {
-	const fm = "/usr/share/datasets/fashion-mnist"
+	const fm = testenv.FashionMNISTDir
 	if _, err := os.Stat(fm); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal("Fashion-MNIST missing: run scripts/setup.sh")
-		}
-		t.Skip("Fashion-MNIST missing")
+		testenv.Missing(t, "Fashion-MNIST missing")
 	}
 	n, batch, learn := 2048, 32, true
 	if raceEnabled || !fast(t) {
@@ -104,10 +103,7 @@ func TestTrainOnS3Shards(t *testing.T) {
 	s3test.SetEnv()
 	srv, err := s3test.Start()
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatalf("S3 test server: %v", err)
-		}
-		t.Skipf("S3 test server unavailable: %v", err)
+		testenv.Missing(t, "S3 test server unavailable: %v", err)
 	}
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/train"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // writeTrainIDX writes a learnable 28×28 IDX dataset (train and test):
@@ -120,7 +122,7 @@ func TestTrainCLIUsage(t *testing.T) {
 
 // One epoch on a real Fashion-MNIST subset lands far above chance (10%).
 func TestTrainFashionMNISTSubset(t *testing.T) {
-	const dir = "/usr/share/datasets/fashion-mnist"
+	const dir = testenv.FashionMNISTDir
 	if _, err := os.Stat(filepath.Join(dir, "train-images-idx3-ubyte.gz")); err != nil {
 		t.Skip("Fashion-MNIST not installed (scripts/setup.sh)")
 	}

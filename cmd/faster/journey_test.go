@@ -18,6 +18,8 @@ import (
 	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/train"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // journeySize is the journey's dataset: classes, train images per class,
@@ -53,12 +55,9 @@ func TestJourney(t *testing.T) {
 		t.Skip("ResNet-18 under -race or without oneDNN: run in make accuracy (cgo, no race)")
 	}
 	needGloo(t)
-	for _, p := range []string{"/usr/share/backgrounds/mate/nature/LadyBird.jpg", "/usr/bin/python3"} {
+	for _, p := range []string{testenv.PhotoDir + "/LadyBird.jpg", testenv.Python} {
 		if _, err := os.Stat(p); err != nil {
-			if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-				t.Fatalf("%s missing (FASTER_REQUIRE_DATA=1): run scripts/setup.sh", p)
-			}
-			t.Skipf("%s missing", p)
+			testenv.Missing(t, "%s missing", p)
 		}
 	}
 	classes, perTrain, perVal := journeySize()
@@ -74,7 +73,7 @@ func TestJourney(t *testing.T) {
 		if odd {
 			args = append(args, "--odd")
 		}
-		out, err := exec.Command("/usr/bin/python3", args...).Output()
+		out, err := exec.Command(testenv.Python, args...).Output()
 		if err != nil {
 			t.Fatalf("imagenet_like.py: %v", err)
 		}
@@ -252,11 +251,8 @@ func killMidEpoch(t *testing.T, ckpt string, args []string) {
 // relies on.
 func journeyTorch(t *testing.T, packed string, classes, records int) {
 	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import torch, numpy").CombinedOutput(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("torch missing (FASTER_REQUIRE_DATA=1): %s", out)
-		}
-		t.Skipf("torch missing: %s", out)
+	if out, err := exec.Command(testenv.Python, "-c", "import torch, numpy").CombinedOutput(); err != nil {
+		testenv.Missing(t, "torch missing: %s", out)
 	}
 	bin := filepath.Join(t.TempDir(), "faster")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -274,7 +270,7 @@ func journeyTorch(t *testing.T, packed string, classes, records int) {
 	var errs [2]bytes.Buffer
 	var cmds [2]*exec.Cmd
 	for r := range 2 {
-		c := exec.Command("/usr/bin/python3", "testdata/journey_ddp.py", packed, "32", strconv.Itoa(batch), strconv.Itoa(classes))
+		c := exec.Command(testenv.Python, "testdata/journey_ddp.py", packed, "32", strconv.Itoa(batch), strconv.Itoa(classes))
 		c.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port,
 			"PYTHONPATH="+filepath.Join(root, "python"), "FASTER_BIN="+bin, "OMP_NUM_THREADS=1")
 		c.Stdout, c.Stderr = &outs[r], &errs[r]

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/faster-training/faster/storage/s3test"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // cliEnv makes the test binary run as the faster CLI (TestMain).
@@ -45,10 +47,7 @@ func newNetwork(t *testing.T, n int) *machines {
 	needGloo(t)
 	skip := func(why string) {
 		t.Helper()
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatalf("network namespaces: %s", why)
-		}
-		t.Skipf("network namespaces: %s", why)
+		testenv.Missing(t, "network namespaces: %s", why)
 	}
 	if os.Geteuid() != 0 {
 		skip("not root")
@@ -345,7 +344,7 @@ wait:
 // the store the agents and the ranks meet at) trains the weights of two
 // ranks on one machine, bit for bit.
 func TestTorchrunTwoMachines(t *testing.T) {
-	const torchrun = "/usr/bin/torchrun"
+	const torchrun = testenv.Torchrun
 	if _, err := os.Stat(torchrun); err != nil {
 		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
 			t.Fatal("torchrun missing: run scripts/setup.sh (python3-torch)")
@@ -392,10 +391,7 @@ func TestTrainTwoMachinesFromS3(t *testing.T) {
 	const port = "7070"
 	srv, err := s3test.StartIn([]string{"ip", "netns", "exec", m.ns[2]}, m.addrs[2]+":"+port)
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatalf("S3 test server: %v", err)
-		}
-		t.Skipf("S3 test server unavailable: %v", err)
+		testenv.Missing(t, "S3 test server unavailable: %v", err)
 	}
 	t.Cleanup(srv.Close)
 	s3test.SetEnv() // the nodes' credentials; their endpoint is added below

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/internal/slurmtest"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // sbatchWait runs sbatch --wait with args on the cluster, the test binary
@@ -88,12 +90,9 @@ func TestTrainUnderSrun(t *testing.T) {
 	if raceEnabled {
 		t.Skip("slow under -race; make accuracy runs it")
 	}
-	const fm = "/usr/share/datasets/fashion-mnist"
+	const fm = testenv.FashionMNISTDir
 	if _, err := os.Stat(filepath.Join(fm, "train-images-idx3-ubyte.gz")); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal("Fashion-MNIST missing: run scripts/setup.sh")
-		}
-		t.Skip("Fashion-MNIST missing")
+		testenv.Missing(t, "Fashion-MNIST missing")
 	}
 	c := slurmtest.Start(t)
 	tmp := t.TempDir()

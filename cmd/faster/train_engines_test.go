@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // Open MPI's mpirun starts two ranks of `faster train --strategy ddp`
@@ -27,12 +29,9 @@ func TestTrainUnderMpirun(t *testing.T) {
 		}
 		t.Skip("mpirun missing (openmpi-bin)")
 	}
-	const fm = "/usr/share/datasets/fashion-mnist"
+	const fm = testenv.FashionMNISTDir
 	if _, err := os.Stat(filepath.Join(fm, "train-images-idx3-ubyte.gz")); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal("Fashion-MNIST missing: run scripts/setup.sh")
-		}
-		t.Skip("Fashion-MNIST missing")
+		testenv.Missing(t, "Fashion-MNIST missing")
 	}
 	tmp := t.TempDir()
 	sub := filepath.Join(tmp, "fashion-subset")

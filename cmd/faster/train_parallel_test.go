@@ -16,6 +16,8 @@ import (
 
 	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/train"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // TestMain lets the test binary stand in for faster when `faster train
@@ -303,12 +305,9 @@ func TestTrainParallelUsage(t *testing.T) {
 // widths 8/16/32) keeps it to a minute a run; `make test` runs it without
 // -race (make accuracy).
 func TestTrainAMPAccuracy(t *testing.T) {
-	const data = "/usr/share/datasets/fashion-mnist"
+	const data = testenv.FashionMNISTDir
 	if _, err := os.Stat(filepath.Join(data, "train-images-idx3-ubyte.gz")); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal("Fashion-MNIST not installed (scripts/setup.sh)")
-		}
-		t.Skip("Fashion-MNIST not installed (scripts/setup.sh)")
+		testenv.Missing(t, "Fashion-MNIST not installed (scripts/setup.sh)")
 	}
 	if testing.Short() || raceEnabled || !fast(t) {
 		t.Skip("needs the oneDNN backend, and not -short or -race")
@@ -441,19 +440,16 @@ func TestTrainUnderTorchrun(t *testing.T) {
 		// Six race-built ranks take half a minute: make accuracy runs it.
 		t.Skip("slow under -race; make accuracy runs it")
 	}
-	const torchrun = "/usr/bin/torchrun"
+	const torchrun = testenv.Torchrun
 	if _, err := os.Stat(torchrun); err != nil {
 		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
 			t.Fatal("torchrun missing: run scripts/setup.sh (python3-torch)")
 		}
 		t.Skip("torchrun missing (python3-torch)")
 	}
-	const fm = "/usr/share/datasets/fashion-mnist"
+	const fm = testenv.FashionMNISTDir
 	if _, err := os.Stat(filepath.Join(fm, "train-images-idx3-ubyte.gz")); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal("Fashion-MNIST missing: run scripts/setup.sh")
-		}
-		t.Skip("Fashion-MNIST missing")
+		testenv.Missing(t, "Fashion-MNIST missing")
 	}
 	tmp := t.TempDir()
 	// A tiny subset of the real images: the ranks (race-built under -race)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 func TestProgressiveSchedule(t *testing.T) {
@@ -125,11 +127,8 @@ func TestTrainRecipeUsage(t *testing.T) {
 // python3-torch.
 func needTorch(t *testing.T) {
 	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("python3-torch missing (scripts/setup.sh installs it): %v", err)
-		}
-		t.Skipf("python3-torch missing: %v", err)
+	if err := exec.Command(testenv.Python, "-c", "import torch").Run(); err != nil {
+		testenv.Missing(t, "python3-torch missing: %v", err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/internal/blkio"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // needThrottle skips where the machine offers no throttle, or fails under
@@ -18,10 +20,7 @@ import (
 func needThrottle(t *testing.T) {
 	t.Helper()
 	if err := blkio.Available(); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("%v (FASTER_REQUIRE_DATA=1)", err)
-		}
-		t.Skip(err)
+		testenv.Missing(t, "%v", err)
 	}
 }
 

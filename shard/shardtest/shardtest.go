@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // TFImageNet describes TFRecord shards as TensorFlow's
@@ -36,12 +38,9 @@ type TFImageNet struct {
 // FASTER_REQUIRE_DATA=1.
 func WriteTFImageNet(t testing.TB, dir string, o TFImageNet) {
 	t.Helper()
-	const py = "/usr/bin/python3"
+	const py = testenv.Python
 	if _, err := os.Stat(py); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("%s missing: run scripts/setup.sh", py)
-		}
-		t.Skipf("%s missing", py)
+		testenv.Missing(t, "%s missing", py)
 	}
 	_, self, _, _ := runtime.Caller(0)
 	args := []string{filepath.Join(filepath.Dir(self), "tfimagenet.py"), dir}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // WDSSample is a WebDataset sample as a test writes it: its key (a path
@@ -56,10 +58,7 @@ func need(t testing.TB, tool string) string {
 	t.Helper()
 	p, err := exec.LookPath(tool)
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("%s missing: run scripts/setup.sh", tool)
-		}
-		t.Skipf("%s missing", tool)
+		testenv.Missing(t, "%s missing", tool)
 	}
 	return p
 }
@@ -71,10 +70,7 @@ func GNUTar(t testing.TB, format, dir, out string, names []string) {
 	t.Helper()
 	tar := need(t, "tar")
 	if v, _ := exec.Command(tar, "--version").Output(); !bytes.Contains(v, []byte("GNU tar")) {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("%s is not GNU tar", tar)
-		}
-		t.Skipf("%s is not GNU tar", tar)
+		testenv.Missing(t, "%s is not GNU tar", tar)
 	}
 	args := append([]string{"--format=" + format, "--owner=0", "--group=0", "--mtime=@1700000000", "-cf", out, "-C", dir, "--no-recursion", "--"}, names...)
 	if b, err := exec.Command(tar, args...).CombinedOutput(); err != nil {
@@ -93,12 +89,9 @@ func PyTar(t testing.TB, format, dir, out string, names []string) {
 
 func runPy(t testing.TB, script string, args ...string) []byte {
 	t.Helper()
-	const py = "/usr/bin/python3"
+	const py = testenv.Python
 	if _, err := os.Stat(py); err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("%s missing: run scripts/setup.sh", py)
-		}
-		t.Skipf("%s missing", py)
+		testenv.Missing(t, "%s missing", py)
 	}
 	_, self, _, _ := runtime.Caller(0)
 	cmd := exec.Command(py, append([]string{filepath.Join(filepath.Dir(self), script)}, args...)...)

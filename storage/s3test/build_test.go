@@ -1,8 +1,9 @@
 package s3test
 
 import (
-	"os"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // TestBuild builds (or finds cached) the versitygw binary, so that
@@ -11,10 +12,7 @@ import (
 func TestBuild(t *testing.T) {
 	bin, err := Binary()
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testenv.Missing(t, "%v", err)
 	}
 	if !FileExists(bin) {
 		t.Fatalf("%s missing after the build", bin)

@@ -1,0 +1,92 @@
+// Package testenv says what the test machine has, as the standard
+// library's internal/testenv does: the data, programs and privileges some
+// tests need, where they are, and what their absence does to a test. On a
+// developer's machine a missing dataset or program skips the test that
+// needs it; under FASTER_REQUIRE_DATA=1 (make test and CI set it, after
+// scripts/setup.sh installed everything) it fails the test, because there
+// a skip would hide a path nothing else tests.
+//
+// It is imported by tests only.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Where Debian puts what the tests use (scripts/setup.sh installs them).
+const (
+	// Python is Debian's interpreter, the one with torch, torchvision,
+	// Pillow, numpy and lmdb (python3 on PATH may be another).
+	Python = "/usr/bin/python3"
+	// Torchrun is torch 1.13's launcher (needs --redirects 1 --tee 1 on
+	// Python 3.11).
+	Torchrun = "/usr/bin/torchrun"
+	// FashionMNISTDir is the Debian package dataset-fashion-mnist.
+	FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
+	// PhotoDir holds real photographs (mate-backgrounds' nature set:
+	// JPEGs of 1280x1024 to 5640x3172).
+	PhotoDir = "/usr/share/backgrounds/mate/nature"
+	// MateDir is mate-backgrounds' whole tree.
+	MateDir = "/usr/share/backgrounds/mate"
+)
+
+// Required reports whether a missing requirement fails the test rather
+// than skipping it: FASTER_REQUIRE_DATA is set to anything but "" or "0".
+func Required() bool {
+	v := os.Getenv("FASTER_REQUIRE_DATA")
+	return v != "" && v != "0"
+}
+
+// Missing skips t saying what is missing, or fails it when Required.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Required() {
+		t.Fatalf(format+" (FASTER_REQUIRE_DATA=1: run scripts/setup.sh)", args...)
+		return
+	}
+	t.Skipf(format, args...)
+}
+
+// File returns path when it exists, else calls Missing.
+func File(t testing.TB, path string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Missing(t, "%s missing: %v", path, err)
+	}
+	return path
+}
+
+// FashionMNIST returns the Fashion-MNIST directory (its four IDX files).
+func FashionMNIST(t testing.TB) string {
+	t.Helper()
+	File(t, filepath.Join(FashionMNISTDir, "train-images-idx3-ubyte.gz"))
+	return FashionMNISTDir
+}
+
+// Photos returns the real photographs under PhotoDir, sorted, at least n
+// of them (else Missing).
+func Photos(t testing.TB, n int) []string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(PhotoDir, "*.jpg"))
+	sort.Strings(paths)
+	if len(paths) < n {
+		Missing(t, "%d photographs under %s, want %d", len(paths), PhotoDir, n)
+	}
+	return paths
+}
+
+// PythonWith returns Python when it imports every module, else calls
+// Missing naming what failed.
+func PythonWith(t testing.TB, modules ...string) string {
+	t.Helper()
+	out, err := exec.Command(Python, "-c", "import "+strings.Join(modules, ", ")).CombinedOutput()
+	if err != nil {
+		Missing(t, "%s cannot import %s: %v: %s", Python, strings.Join(modules, ", "), err, strings.TrimSpace(string(out)))
+	}
+	return Python
+}
