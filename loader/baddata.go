@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/faster-training/faster/imgcodec"
-	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
 )
 
 // BadDataPolicy says what a loader does with a sample whose bytes are
@@ -23,36 +22,26 @@ type BadDataPolicy struct {
 	MaxBadFraction float64
 }
 
-// BadSample is one quarantined sample: where it is and why it is bad.
-// Offset is the byte offset of the damaged record (-1 when the format
-// names records by key, as LMDB does).
-type BadSample struct {
-	Path   string `json:"path"`
-	Offset int64  `json:"offset"`
-	Key    string `json:"key,omitempty"`
-	Reason string `json:"reason"`
-}
+// BadSample is one quarantined sample: where it is and why it is bad
+// (source.Damage, the one record of damage: the quarantine file's and
+// --json's lines). Offset is the byte offset of the damaged record (-1 when
+// the format names records by key, as LMDB does).
+type BadSample = source.Damage
 
 // ErrTooManyBad marks an epoch stopped because bad samples exceeded the
 // budget.
 var ErrTooManyBad = errors.New("loader: too many bad samples")
 
 // isBadData reports whether err is damage in the data rather than a
-// failure to read it: the one definition of a bad sample (see
-// docs/badinput.md). A path that is no regular file (a FIFO, a device, a
-// directory named .JPEG, a dangling symlink, a loop) or above the size
-// cap, and an image above the pixel limit, are bad samples too.
-func isBadData(err error) bool {
-	return shard.IsDamage(err) || errors.Is(err, imgcodec.ErrCorrupt) ||
-		errors.Is(err, imgcodec.ErrUnknownFormat) || errors.Is(err, imgcodec.ErrUnsupported) ||
-		errors.Is(err, imgcodec.ErrTooLarge)
-}
+// failure to read it: source.IsDamage, the one definition of a bad sample
+// (see docs/badinput.md).
+func isBadData(err error) bool { return source.IsDamage(err) }
 
-// badOf describes err as a quarantine entry (shard.DamageOf: the file and
+// badOf describes err as a quarantine entry (source.DamageOf: the file and
 // offset its corruption error carries, else path, off and key).
 func badOf(err error, path string, off int64, key string) *BadSample {
-	d := shard.DamageOf(err, path, off, key)
-	return &BadSample{Path: d.Path, Offset: d.Offset, Key: d.Key, Reason: d.Reason}
+	d := source.DamageOf(err, path, off, key)
+	return &d
 }
 
 // quarantine is a loader's list of bad samples and its budget check.

@@ -487,7 +487,7 @@ func (l *Loader) init(ctx context.Context, path string) error {
 		// the manifest, a tar region that cannot be listed) is quarantined
 		// as epoch 0's.
 		oo.Skip = func(d source.Damage, of int) error {
-			return l.q.add(BadSample{Path: d.Path, Offset: d.Offset, Key: d.Key, Reason: d.Reason}, 0, o.BadData, of)
+			return l.q.add(d, 0, o.BadData, of)
 		}
 	}
 	ds, err := shard.Open(ctx, path, oo)

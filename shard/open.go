@@ -11,8 +11,6 @@ import (
 
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/storage"
-	"github.com/faster-training/faster/tfexample"
-	"github.com/faster-training/faster/tfrecord"
 )
 
 // OpenOptions configure Open. The zero value works: split "train", no
@@ -303,7 +301,7 @@ func openWDS(files []string, o OpenOptions) (source.Dataset, error) {
 	}
 	errs, err := checkWDSManifest(files, w)
 	if err != nil {
-		if o.Skip == nil || !IsDamage(err) {
+		if o.Skip == nil || !source.IsDamage(err) {
 			return fail(err)
 		}
 		errs = append(errs, err)
@@ -313,7 +311,7 @@ func openWDS(files []string, o OpenOptions) (source.Dataset, error) {
 			return fail(errors.Join(errs...))
 		}
 		for _, e := range errs {
-			if err := o.Skip(DamageOf(e, files[0], 0, ""), of); err != nil {
+			if err := o.Skip(source.DamageOf(e, files[0], 0, ""), of); err != nil {
 				return fail(err)
 			}
 		}
@@ -374,36 +372,4 @@ func checkWDSManifest(files []string, w *source.WDS) (damage []error, _ error) {
 		}
 	}
 	return damage, nil
-}
-
-// IsDamage reports whether err is damage in the data rather than a
-// failure to read it: a record or container failing its checks
-// (tfrecord.ErrCorrupt, source.ErrCorrupt, tfexample.ErrMalformed), a
-// file that is not an image (source.ErrNotImage), or a path that cannot
-// be a sample (source.ErrBadFile: a FIFO, a device, a dangling link, a
-// loop, above the size cap). See docs/badinput.md.
-func IsDamage(err error) bool {
-	return errors.Is(err, tfrecord.ErrCorrupt) || errors.Is(err, source.ErrCorrupt) ||
-		errors.Is(err, source.ErrNotImage) || errors.Is(err, tfexample.ErrMalformed) ||
-		errors.Is(err, source.ErrBadFile)
-}
-
-// DamageOf describes err as a damaged record: the file, offset and
-// reason its corruption error carries (a *tfrecord.CorruptError or a
-// *source.CorruptError, at any depth), else path, off, key and the error's
-// text.
-func DamageOf(err error, path string, off int64, key string) source.Damage {
-	d := source.Damage{Path: path, Offset: off, Key: key, Reason: err.Error()}
-	var te *tfrecord.CorruptError
-	var se *source.CorruptError
-	switch {
-	case errors.As(err, &te):
-		d.Path, d.Offset, d.Reason = te.Path, te.Offset, te.Reason
-	case errors.As(err, &se):
-		d.Path, d.Offset, d.Reason = se.Path, se.Offset, se.Reason
-		if se.Key != "" {
-			d.Key = se.Key
-		}
-	}
-	return d
 }

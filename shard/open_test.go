@@ -14,6 +14,8 @@ import (
 	"github.com/faster-training/faster/storage"
 	"github.com/faster-training/faster/storage/s3test"
 	"github.com/faster-training/faster/tfrecord"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // packedDir packs a folder of 3 classes × 7 images (plus one broken file
@@ -232,10 +234,7 @@ func s3Dataset(t *testing.T, dir, prefix string) string {
 		}
 	}
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_DATA") == "1" {
-			t.Fatalf("S3 test server: %v", err)
-		}
-		t.Skipf("S3 test server unavailable: %v", err)
+		testenv.Missing(t, "S3 test server unavailable: %v", err)
 	}
 	t.Cleanup(srv.Close)
 	ents, _ := os.ReadDir(dir)
@@ -260,7 +259,7 @@ func TestOpenDamageUnderSkip(t *testing.T) {
 	b, _ := os.ReadFile(idx)
 	os.WriteFile(idx, b[:strings.LastIndexByte(strings.TrimSuffix(string(b), "\n"), '\n')+1], 0o644) // one entry fewer
 	_, err := Open(context.Background(), tfr, OpenOptions{})
-	if !errors.Is(err, tfrecord.ErrStaleIndex) || !IsDamage(err) || !strings.Contains(err.Error(), idx) {
+	if !errors.Is(err, tfrecord.ErrStaleIndex) || !source.IsDamage(err) || !strings.Contains(err.Error(), idx) {
 		t.Fatalf("stale index: %v", err)
 	}
 	var got []source.Damage
@@ -290,7 +289,7 @@ func TestWDSManifestEveryShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Open(context.Background(), wds, OpenOptions{})
-	if err == nil || !IsDamage(err) || !strings.Contains(err.Error(), sh[0].Name) || !strings.Contains(err.Error(), sh[2].Name) || strings.Contains(err.Error(), sh[1].Name) {
+	if err == nil || !source.IsDamage(err) || !strings.Contains(err.Error(), sh[0].Name) || !strings.Contains(err.Error(), sh[2].Name) || strings.Contains(err.Error(), sh[1].Name) {
 		t.Fatalf("want one error naming %s and %s, got %v", sh[0].Name, sh[2].Name, err)
 	}
 	var got []string
@@ -360,7 +359,7 @@ func TestRecordReaderDamage(t *testing.T) {
 		}
 		ids = append(ids, rec.ID)
 	}
-	if len(bad) != 1 || bad[0].Offset != idx[2].Offset || bad[0].Path != p || !IsDamage(bad[0].Bad) || DamageOf(bad[0].Bad, "", 0, "").Offset != idx[2].Offset {
+	if len(bad) != 1 || bad[0].Offset != idx[2].Offset || bad[0].Path != p || !source.IsDamage(bad[0].Bad) || source.DamageOf(bad[0].Bad, "", 0, "").Offset != idx[2].Offset {
 		t.Fatalf("damaged records %+v", bad)
 	}
 	if len(ids) != len(idx)-1 || ids[1] != 1 || ids[2] != 3 {

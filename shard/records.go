@@ -136,7 +136,7 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 		info := infos[path.Base(filepath.ToSlash(f))]
 		n, idx, size, err := s.shardIndex(ctx, f, info)
 		if err != nil {
-			if o.Skip == nil || !IsDamage(err) {
+			if o.Skip == nil || !source.IsDamage(err) {
 				return nil, err
 			}
 			// The skip policy: list the shard's damage and read it
@@ -146,7 +146,7 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 			if info != nil {
 				hint = max(int(info.Records), 1)
 			}
-			if qerr := o.Skip(DamageOf(err, sfs.display(f), 0, ""), hint); qerr != nil {
+			if qerr := o.Skip(source.DamageOf(err, sfs.display(f), 0, ""), hint); qerr != nil {
 				return nil, qerr
 			}
 			// Steps are planned from the manifest's count, the same on
@@ -314,7 +314,7 @@ func (r *recordReader) Next() (source.Record, error) {
 	id := r.id | r.i
 	r.i++
 	if err != nil {
-		if !r.skip || !IsDamage(err) {
+		if !r.skip || !source.IsDamage(err) {
 			r.err = err
 			return source.Record{}, err
 		}
@@ -324,7 +324,7 @@ func (r *recordReader) Next() (source.Record, error) {
 	s, err := exampleRecord(rec, r.path, off, id)
 	s.Path, s.Offset = r.path, off
 	if err != nil {
-		if r.skip && IsDamage(err) {
+		if r.skip && source.IsDamage(err) {
 			s.Bad = err
 			return s, nil
 		}
@@ -437,7 +437,7 @@ func (s *shards) checkIndex(ctx context.Context, name, display string, size int6
 		} else {
 			n, err = s.count.count(ctx, name)
 		}
-		if IsDamage(err) {
+		if source.IsDamage(err) {
 			if s.countErr == nil {
 				s.countErr = err
 			}

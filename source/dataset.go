@@ -65,7 +65,7 @@ type Indexed interface {
 	Len() int
 	// Record reads record i (0 <= i < Len()). It is safe for concurrent
 	// use. Damage (a record failing its checks, a file that is no regular
-	// file) is an error for which shard.IsDamage holds; the Record
+	// file) is an error for which IsDamage holds; the Record
 	// returned with it still names where (Key, Path, Offset).
 	Record(i int) (Record, error)
 }

@@ -1,14 +1,11 @@
 package source
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // ErrCorrupt marks a damaged record of a container format (an LMDB value
 // that is not a Caffe Datum, a tar member cut short): errors.Is(err,
 // ErrCorrupt) holds for every *CorruptError.
-var ErrCorrupt = errors.New("source: corrupt data")
+var ErrCorrupt error = &kindError{"source: corrupt data"}
 
 // CorruptError reports damage in a container file: the file, the byte
 // offset of the damaged record (-1 when it has none, as for LMDB values,

@@ -20,7 +20,7 @@ const MaxFileSize = 256 << 20
 // regular files are read as data; errors.Is(err, ErrBadFile) holds for
 // every *FileError, so a skip-or-stop policy treats them like damaged
 // samples.
-var ErrBadFile = errors.New("not a readable sample file")
+var ErrBadFile error = &kindError{"not a readable sample file"}
 
 // FileError is a path refused as data, and why.
 type FileError struct {

@@ -24,7 +24,6 @@ package source
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,7 +60,7 @@ type Source interface {
 }
 
 // ErrNotImage marks a file that is not a readable image.
-var ErrNotImage = errors.New("not a readable image")
+var ErrNotImage error = &kindError{"not a readable image"}
 
 // Open opens the dataset at path as kind ("imagefolder", "idx", "lmdb",
 // "wds", or "" to detect). split selects the IDX files ("train" or "test"); ImageFolder

@@ -18,7 +18,6 @@
 package tfexample
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -177,7 +176,14 @@ func appendFeature(dst []byte, f Feature) []byte {
 }
 
 // ErrMalformed reports bytes that are not a valid tf.train.Example.
-var ErrMalformed = errors.New("tfexample: malformed Example")
+var ErrMalformed error = &kindError{"tfexample: malformed Example"}
+
+// kindError is a sentinel marking a kind of damage: its DamageKind method
+// lets source.IsDamage recognise it without this package importing any.
+type kindError struct{ s string }
+
+func (e *kindError) Error() string { return e.s }
+func (e *kindError) DamageKind()   {}
 
 func malformed(what string, n int) error {
 	if n < 0 {

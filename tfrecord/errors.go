@@ -1,13 +1,21 @@
 package tfrecord
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // ErrCorrupt is the marker of damaged data: errors.Is(err, ErrCorrupt)
 // holds for every *CorruptError, truncation included.
-var ErrCorrupt = errors.New("tfrecord: corrupt data")
+var ErrCorrupt error = &kindError{"tfrecord: corrupt data"}
+
+// kindError is a sentinel marking a kind of damage: its DamageKind method
+// lets source.IsDamage recognise it without this package importing any.
+type kindError struct{ s string }
+
+func (e *kindError) Error() string { return e.s }
+func (e *kindError) DamageKind()   {}
+
+// Damaged reports the file, the offset and the reason (source.Damaged:
+// the one shape of damage).
+func (e *CorruptError) Damaged() (string, int64, string) { return e.Path, e.Offset, e.Reason }
 
 // CorruptError reports damage found in a TFRecord or index file.
 type CorruptError struct {

@@ -345,11 +345,7 @@ func loadImages(dir, split string, limit int, policy loader.BadDataPolicy) (_ *t
 			if !policy.Skip {
 				return nil, nil, nil, err
 			}
-			b := loader.BadSample{Path: dir, Offset: -1, Key: it.Key, Reason: err.Error()}
-			if ce := (*source.CorruptError)(nil); errors.As(err, &ce) {
-				b = loader.BadSample{Path: ce.Path, Offset: ce.Offset, Key: ce.Key, Reason: ce.Reason}
-			}
-			bad = append(bad, b)
+			bad = append(bad, source.DamageOf(err, dir, -1, it.Key))
 			if first == nil {
 				first = err
 			}

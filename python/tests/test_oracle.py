@@ -134,7 +134,7 @@ class TorchvisionOracle(unittest.TestCase):
             # ToTensor without Normalize: [0, 1].
             self.assertGreaterEqual(float(np.asarray(b.images).min()), 0.0)
             self.assertLessEqual(float(np.asarray(b.images).max()), 1.0)
-        for bad, word in ((T.Compose([T.RandomResizedCrop(48), T.RandomRotation(10), T.ToTensor()]), "RandomRotation"),
+        for bad, word in ((T.Compose([T.RandomResizedCrop(48), T.RandomPerspective(), T.ToTensor()]), "RandomPerspective"),
                           (T.Compose([T.RandomResizedCrop(48, interpolation=T.InterpolationMode.LANCZOS), T.ToTensor()]), "lanczos"),
                           (T.Compose([T.Resize((40, 50)), T.CenterCrop(32), T.ToTensor()]), "only an int"),
                           (T.Compose([T.RandomResizedCrop((48, 40)), T.ToTensor()]), "square"),

@@ -15,19 +15,33 @@ import (
 // Sentinel errors. imgcodec re-exports them; tests use errors.Is.
 var (
 	// ErrCorrupt marks every error caused by bad data, at any depth.
-	ErrCorrupt = errors.New("corrupt image data")
+	ErrCorrupt error = &kindError{"corrupt image data"}
 	// ErrTruncated: the data ends before the image does.
-	ErrTruncated = errors.New("truncated image data")
+	ErrTruncated error = &kindError{"truncated image data"}
 	// ErrTooLarge: width*height exceeds the pixel limit.
-	ErrTooLarge = errors.New("image exceeds the pixel limit")
+	ErrTooLarge error = &kindError{"image exceeds the pixel limit"}
 	// ErrUnknownFormat: no registered decoder recognises the magic bytes.
-	ErrUnknownFormat = errors.New("unknown image format")
+	ErrUnknownFormat error = &kindError{"unknown image format"}
 	// ErrUnsupported: a valid file using a feature the decoder lacks
 	// (12-bit JPEG, arithmetic coding in the pure-Go decoder, ...).
-	ErrUnsupported = errors.New("unsupported image feature")
+	ErrUnsupported error = &kindError{"unsupported image feature"}
 	// ErrInvalidOptions: the DecodeOptions are wrong (scale, crop).
 	ErrInvalidOptions = errors.New("invalid decode options")
 )
+
+// kindError is a sentinel marking a kind of damage in the data: its
+// DamageKind method lets source.IsDamage recognise it (an image the
+// decoder cannot read is a bad sample) without an import.
+// ErrInvalidOptions, a caller's mistake, is not one.
+type kindError struct{ s string }
+
+func (e *kindError) Error() string { return e.s }
+func (e *kindError) DamageKind()   {}
+
+// DamageKind marks every CorruptError as damage (its Offset is within
+// the image's bytes, not a file's, so it does not implement
+// source.Damaged: the reader's position names the sample).
+func (e *CorruptError) DamageKind() {}
 
 // CorruptError reports bad data: the format, the byte offset where the
 // decoder stopped (-1 if unknown) and the cause. errors.Is(err, ErrCorrupt)
