@@ -21,7 +21,6 @@ import (
 
 const python = testenv.Python
 
-
 // pyCase is one configuration the Python tests run, with what the Go
 // loader makes of it.
 type pyCase struct {
