@@ -78,6 +78,11 @@ func TestStoreAgainstTorchServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server runs until its stdin closes, after our last answer.
+	stdin, err := py.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := py.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +103,11 @@ func TestStoreAgainstTorchServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !lines.Scan() || lines.Text() != "ok" {
+		stdin.Close()
 		py.Wait()
 		t.Fatalf("torch's side failed: %s", stderr.String())
 	}
+	stdin.Close()
 	if err := py.Wait(); err != nil {
 		t.Fatalf("torch's side: %v\n%s", err, stderr.String())
 	}

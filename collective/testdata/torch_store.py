@@ -33,11 +33,16 @@ def main():
         srv = dist.TCPStore("127.0.0.1", 0, 1, True, T, wait_for_workers=False)
         print(srv.port, flush=True)
         play(srv)
-        srv.wait(["go/done"])  # keep serving until Go has read everything
-    else:
-        cl = dist.TCPStore("127.0.0.1", int(sys.argv[2]), 2, False, T)
-        play(cl)
-        assert cl.num_keys() >= 8, cl.num_keys()
+        srv.wait(["go/done"])
+        print("ok", flush=True)
+        # Keep serving until the Go side closes our stdin: its last Set
+        # still waits for the server's answer, which a server that exited
+        # as soon as it saw go/done would cut off (connection reset).
+        sys.stdin.read()
+        return
+    cl = dist.TCPStore("127.0.0.1", int(sys.argv[2]), 2, False, T)
+    play(cl)
+    assert cl.num_keys() >= 8, cl.num_keys()
     print("ok", flush=True)
 
 
