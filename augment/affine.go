@@ -150,10 +150,7 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 			s.slow = grow(s.slow, w)
 			if ns, ok := simd.WarpBilinear3(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, fp, s.slow); ok {
 				for _, ox := range s.slow[:ns] {
-					gx := colX[ox] + rowX + cx
-					gy := colY[ox] + rowY + cy
-					ix := float32((gx+1)*sw) - 0.5
-					iy := float32((gy+1)*sh) - 0.5
+					ix, iy := warpPos(colX[ox], colY[ox], rowX, rowY, cx, cy, sw, sh)
 					bilinearPixel(out[ox*3:ox*3+3:ox*3+3], src, ix, iy, w, h, 3, fill != nil, &fillv)
 				}
 				continue
@@ -164,24 +161,27 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 			continue
 		}
 		for ox := 0; ox < w; ox++ {
-			gx := colX[ox] + rowX + cx
-			gy := colY[ox] + rowY + cy
-			ix := float32((gx+1)*sw) - 0.5
-			iy := float32((gy+1)*sh) - 0.5
+			ix, iy := warpPos(colX[ox], colY[ox], rowX, rowY, cx, cy, sw, sh)
 			bilinearPixel(out[ox*ch:ox*ch+ch:ox*ch+ch], src, ix, iy, w, h, ch, fill != nil, &fillv)
 		}
 	}
 	return nil
 }
 
+// warpPos is the source position output column ox samples, from its
+// column products (colX[ox], colY[ox]) and its row's: grid_sample's
+// unnormalised coordinates, in torch's float32 order.
+func warpPos(colX, colY, rowX, rowY, cx, cy, sw, sh float32) (ix, iy float32) {
+	gx := colX + rowX + cx
+	gy := colY + rowY + cy
+	return float32((gx+1)*sw) - 0.5, float32((gy+1)*sh) - 0.5
+}
+
 // warpNearestRow writes one output row of a nearest-neighbour warp.
 func warpNearestRow(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy, sw, sh float32, w, h, ch int, fill bool, fillv *[3]float32) {
 	rowLen := w * ch
 	for ox := range colX {
-		gx := colX[ox] + rowX + cx
-		gy := colY[ox] + rowY + cy
-		ix := float32((gx+1)*sw) - 0.5
-		iy := float32((gy+1)*sh) - 0.5
+		ix, iy := warpPos(colX[ox], colY[ox], rowX, rowY, cx, cy, sw, sh)
 		o := out[ox*ch : ox*ch+ch : ox*ch+ch]
 		nx := math.RoundToEven(float64(ix))
 		ny := math.RoundToEven(float64(iy))
@@ -208,10 +208,7 @@ func warpBilinearRow3(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy,
 	rowLen := w * 3
 	out = out[:len(colX)*3]
 	for ox := range colX {
-		gx := colX[ox] + rowX + cx
-		gy := colY[ox] + rowY + cy
-		ix := float32((gx+1)*sw) - 0.5
-		iy := float32((gy+1)*sh) - 0.5
+		ix, iy := warpPos(colX[ox], colY[ox], rowX, rowY, cx, cy, sw, sh)
 		x0, y0 := floor32(ix), floor32(iy)
 		if uint(x0) >= uint(w-1) || uint(y0) >= uint(h-1) {
 			bilinearPixel(out[ox*3:ox*3+3:ox*3+3], src, ix, iy, w, h, 3, fill, fillv)

@@ -46,7 +46,7 @@ func DamageOf(err error, path string, off int64, key string) Damage {
 	var de Damaged
 	if errors.As(err, &de) {
 		d.Path, d.Offset, d.Reason = de.Damaged()
-		if p := d.Path; p == "" {
+		if d.Path == "" {
 			d.Path = path
 		}
 		var ke interface{ DamagedKey() string }
