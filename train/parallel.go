@@ -419,24 +419,11 @@ func (d *distributed) close() {
 // evaluates the average of the weights; with EvalFlip, with flip
 // test-time augmentation.
 func (t *Trainer) Evaluate(ctx context.Context, data Dataset, batch int) (Metrics, error) {
-	opts := EvalOptions{Flip: t.EvalFlip}
-	if t.EMA != nil {
-		t.EMA.Swap(t.Net)
-		defer t.EMA.Swap(t.Net)
+	rank, ranks := 0, 1
+	if t.dist != nil {
+		rank, ranks = t.dist.comm.Rank(), t.dist.comm.Size()
 	}
-	if t.dist == nil {
-		return EvaluateWith(ctx, t.Backend, t.Net, data, batch, opts)
-	}
-	if err := t.syncBuffers(); err != nil {
-		return Metrics{}, err
-	}
-	r, n := t.dist.comm.Rank(), t.dist.comm.Size()
-	lo, hi := data.Len()*r/n, data.Len()*(r+1)/n
-	m, err := EvaluateWith(ctx, t.Backend, t.Net, &rangeData{data, lo, hi}, batch, opts)
-	if err != nil {
-		return m, err
-	}
-	return t.sumMetrics(m)
+	return t.EvaluateStream(ctx, EvalStream(data, batch, rank, ranks), 0)
 }
 
 // EvaluateStream is Evaluate over one epoch of a Stream; in distributed
@@ -480,19 +467,4 @@ func (t *Trainer) sumMetrics(m Metrics) (Metrics, error) {
 		m.Loss, m.Top1, m.Top5 = v[0]/v[3], v[1]/v[3], v[2]/v[3]
 	}
 	return m, nil
-}
-
-// rangeData is items [lo, hi) of a dataset.
-type rangeData struct {
-	Dataset
-	lo, hi int
-}
-
-func (d *rangeData) Len() int { return d.hi - d.lo }
-func (d *rangeData) Fill(idx []int, x []float32, y []int) {
-	moved := make([]int, len(idx))
-	for i, j := range idx {
-		moved[i] = j + d.lo
-	}
-	d.Dataset.Fill(moved, x, y)
 }

@@ -217,34 +217,13 @@ func (t *Trainer) releaseInput() {
 // (may be nil) after each; then the trainer moves to the next epoch. It
 // returns early with ctx's error, or with no error when onStep returns
 // ErrStop. In distributed training every rank passes the whole dataset
-// and trains on its part of each global batch.
+// and trains on its part of each global batch. It is TrainStream over
+// data as the trainer's stream (StreamOf): the engine has one data seam.
 func (t *Trainer) TrainEpoch(ctx context.Context, data Dataset, onStep func(StepResult) error) (EpochResult, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	steps, err := t.prepare(data, data.Len()/t.Batch)
-	if err != nil {
-		return EpochResult{}, err
+	if t.Batch > 0 && data.Len() < t.Batch {
+		return EpochResult{}, fmt.Errorf("train: %d samples are fewer than one batch of %d", data.Len(), t.Batch)
 	}
-	order := t.Order(data.Len(), t.Epoch)
-	local := t.LocalBatch()
-	rank := 0
-	if t.dist != nil {
-		rank = t.dist.comm.Rank()
-	}
-	batches := func(yield func(Batch, error) bool) {
-		for k := t.Step; k < steps; k++ {
-			if err := ctx.Err(); err != nil {
-				yield(Batch{}, err)
-				return
-			}
-			lo := k*t.Batch + rank*local
-			data.Fill(order[lo:lo+local], t.hostX, t.hostY)
-			if !yield(Batch{X: t.hostX, Y: t.hostY}, nil) {
-				return
-			}
-		}
-	}
-	return t.run(ctx, steps, batches, onStep)
+	return t.TrainStream(ctx, t.StreamOf(data), onStep)
 }
 
 // TrainStream is TrainEpoch over a Stream: it runs the remaining steps of
@@ -525,31 +504,10 @@ func Evaluate(ctx context.Context, b Backend, net Layer, data Dataset, batch int
 	return EvaluateWith(ctx, b, net, data, batch, EvalOptions{})
 }
 
-// EvaluateWith is Evaluate with options.
+// EvaluateWith is Evaluate with options: EvaluateStreamWith over data as
+// an evaluation stream (EvalStream).
 func EvaluateWith(ctx context.Context, b Backend, net Layer, data Dataset, batch int, opts EvalOptions) (Metrics, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	e := newEvaluator(b, net, data)
-	e.flip = opts.Flip
-	defer e.close()
-	c, h, w := data.Shape()
-	idx := make([]int, 0, batch)
-	xs, ys := make([]float32, batch*c*h*w), make([]int, batch)
-	for lo := 0; lo < data.Len(); lo += batch {
-		if err := ctx.Err(); err != nil {
-			return e.m, err
-		}
-		n := min(batch, data.Len()-lo)
-		idx = idx[:0]
-		for i := range n {
-			idx = append(idx, lo+i)
-		}
-		data.Fill(idx, xs[:n*c*h*w], ys[:n])
-		if err := e.add(xs[:n*c*h*w], ys[:n]); err != nil {
-			return e.m, err
-		}
-	}
-	return e.result(), nil
+	return EvaluateStreamWith(ctx, b, net, EvalStream(data, batch, 0, 1), 0, opts)
 }
 
 // EvaluateStream is Evaluate over one epoch of a Stream (its batches may

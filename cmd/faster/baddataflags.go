@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/loader"
 )
 
@@ -78,38 +75,21 @@ func (b badDataFlags) forRank(rank, world int) badDataFlags {
 	return b
 }
 
-// openQuarantine creates the --quarantine file up front (so a path that
-// cannot be written fails before the run, not after it) and returns the
-// function that writes the list into it, atomically, at the end: its error
-// fails the run, for a lost list would be a silent loss. Without
-// --quarantine both are no-ops.
+// openQuarantine creates the --quarantine file up front
+// (loader.CreateQuarantine: a path that cannot be written fails before the
+// run, not after it) and returns the function that writes the list into
+// it at the end: its error fails the run, for a lost list would be a
+// silent loss. Without --quarantine both are no-ops.
 func (b badDataFlags) openQuarantine() (write func([]loader.BadSample) error, abort func(), err error) {
 	if b.quarantine == "" {
 		return func([]loader.BadSample) error { return nil }, func() {}, nil
 	}
-	if fi, err := os.Stat(b.quarantine); err == nil && !fi.Mode().IsRegular() {
-		// The list is renamed into place at the end: a directory (or a
-		// FIFO, a device) there would lose it after the whole run.
-		return nil, nil, usagef("--quarantine %s: not a regular file (%s): name a file to write the list to", b.quarantine, fi.Mode().Type())
+	q, err := loader.CreateQuarantine(b.quarantine)
+	if errors.Is(err, loader.ErrQuarantinePath) {
+		return nil, nil, usagef("%v", err)
 	}
-	f, err := atomicfile.Create(b.quarantine, 0o644)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--quarantine %s: %w", b.quarantine, err)
+		return nil, nil, err
 	}
-	write = func(list []loader.BadSample) error {
-		w := bufio.NewWriter(f)
-		for _, s := range list {
-			line, _ := json.Marshal(s)
-			w.Write(append(line, '\n'))
-		}
-		err := w.Flush()
-		if err == nil {
-			err = f.Commit()
-		}
-		if err != nil {
-			return fmt.Errorf("--quarantine %s: %w", b.quarantine, err)
-		}
-		return nil
-	}
-	return write, func() { f.Abort() }, nil
+	return q.Commit, q.Abort, nil
 }

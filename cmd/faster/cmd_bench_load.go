@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -292,16 +291,11 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 		}
 		resume = &s
 	}
-	var qf *atomicfile.File
-	var qw *bufio.Writer
-	if o.quarantine != "" {
-		f, err := atomicfile.Create(o.quarantine, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Abort()
-		qf, qw = f, bufio.NewWriter(f)
+	writeQ, abortQ, err := o.openQuarantine()
+	if err != nil {
+		return nil, err
 	}
+	defer abortQ()
 	lo := o.options(workers)
 	lo.BadData, lo.Resume = policy, resume
 	lo.Paths = o.data[1:] // several paths: one dataset
@@ -317,22 +311,7 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 	defer l.Close()
 	// The quarantine list is written even when the budget stops the run;
 	// failing to write it fails the run (the list would be lost).
-	defer func() {
-		if qw == nil {
-			return
-		}
-		for _, b := range l.Bad() {
-			line, _ := json.Marshal(b)
-			qw.Write(append(line, '\n'))
-		}
-		err := qw.Flush()
-		if err == nil {
-			err = qf.Commit()
-		}
-		if err != nil {
-			retErr = errors.Join(retErr, fmt.Errorf("--quarantine %s: %w", o.quarantine, err))
-		}
-	}()
+	defer func() { retErr = errors.Join(retErr, writeQ(l.Bad())) }()
 	r := &loadResult{Data: dataLabel(o.data), Kind: l.Kind(), Transform: o.transform, Workers: workers, Batch: o.batch,
 		Resolution: o.resolution, ConsumerRate: o.consumerRate}
 	if o.dropCaches {

@@ -4,40 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"image"
-	"image/color"
-	"image/jpeg"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/faster-training/faster/storage/s3test"
-
 	"github.com/faster-training/faster/internal/testenv"
+	"github.com/faster-training/faster/storage/s3test"
 )
 
-func writeFolder(t *testing.T, classes, per int) string {
-	root := t.TempDir()
-	for c := range classes {
-		d := filepath.Join(root, fmt.Sprintf("c%d", c))
-		os.MkdirAll(d, 0o755)
-		for i := range per {
-			img := image.NewRGBA(image.Rect(0, 0, 48+i, 40))
-			for y := range 40 {
-				for x := range 48 + i {
-					img.Set(x, y, color.RGBA{uint8(x * 5), uint8(y * c * 9), uint8(i * 20), 255})
-				}
-			}
-			var b bytes.Buffer
-			jpeg.Encode(&b, img, nil)
-			os.WriteFile(filepath.Join(d, fmt.Sprintf("%02d.jpg", i)), b.Bytes(), 0o644)
-		}
-	}
-	return root
-}
+func writeFolder(t *testing.T, classes, per int) string { return testenv.WriteFolder(t, classes, per) }
 
 func TestBenchLoadCLI(t *testing.T) {
 	root := writeFolder(t, 3, 8)

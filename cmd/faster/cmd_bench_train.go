@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faster-training/faster/bench"
+	"github.com/faster-training/faster/fit"
 )
 
 // benchChildEnv marks a `faster train` started by `faster bench train`
@@ -463,10 +464,10 @@ func ratioText(mid, low, high float64, spread bool) string {
 
 // runTrainChild runs `faster train ... --json` as a child process and
 // returns its summary.
-func runTrainChild(ctx context.Context, args []string, stderr io.Writer) (trainSummary, error) {
+func runTrainChild(ctx context.Context, args []string, stderr io.Writer) (fit.Summary, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return trainSummary{}, err
+		return fit.Summary{}, err
 	}
 	var out, errb bytes.Buffer
 	c := exec.CommandContext(ctx, exe, args...)
@@ -474,13 +475,13 @@ func runTrainChild(ctx context.Context, args []string, stderr io.Writer) (trainS
 	c.Stdout, c.Stderr = &out, &errb
 	if err := c.Run(); err != nil {
 		if ctx.Err() != nil {
-			return trainSummary{}, ctx.Err()
+			return fit.Summary{}, ctx.Err()
 		}
-		return trainSummary{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+		return fit.Summary{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
 	}
-	var s trainSummary
+	var s fit.Summary
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		return trainSummary{}, fmt.Errorf("train --json: %v", err)
+		return fit.Summary{}, fmt.Errorf("train --json: %v", err)
 	}
 	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/train"
@@ -44,7 +45,7 @@ func writeSameStart(dir string, o benchTrainOptions) ([]string, error) {
 	}
 	side, _ := src.Size()
 	b := train.NewReference(train.BackendOptions{Threads: 1})
-	net, err := newModel(b, "thinnet", o.filters, 1, side, len(src.Classes()), o.seed)
+	net, err := fit.NewModel(b, "thinnet", o.filters, 1, side, len(src.Classes()), o.seed)
 	if err != nil {
 		return nil, fmt.Errorf("--same-start: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/train"
 )
 
@@ -75,7 +76,7 @@ func TestSameStartFiles(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%q: exit %d: %s", args, code, errs)
 		}
-		var s trainSummary
+		var s fit.Summary
 		if err := json.Unmarshal([]byte(stdout), &s); err != nil || s.WeightsSHA256 == "" {
 			t.Fatalf("%v: %s", err, stdout)
 		}

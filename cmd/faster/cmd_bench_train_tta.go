@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/faster-training/faster/bench"
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/internal/atomicfile"
 )
 
@@ -29,17 +30,17 @@ type ttaRun struct {
 	Backend string `json:"backend"` // onednn, pytorch-1.13...
 	Round   int    `json:"round"`
 	// Variant is "recipe" or the recipe without one part ("no-ema", ...).
-	Variant         string       `json:"variant"`
-	Winograd        bool         `json:"winograd,omitempty"`  // ours ran with --winograd
-	Processes       int          `json:"processes,omitempty"` // ours: DDP ranks (--ours-ddp)
-	SecondsToTarget *float64     `json:"seconds_to_target"`   // null: not reached
-	StepsToTarget   int          `json:"steps_to_target,omitempty"`
-	BestAccuracy    float64      `json:"best_accuracy"`
-	FinalAccuracy   float64      `json:"final_accuracy"`
-	Seconds         float64      `json:"seconds"` // training seconds run
-	EvalSeconds     float64      `json:"eval_seconds"`
-	ImagesPerSec    float64      `json:"images_per_sec"`
-	Curve           []curvePoint `json:"curve"`
+	Variant         string           `json:"variant"`
+	Winograd        bool             `json:"winograd,omitempty"`  // ours ran with --winograd
+	Processes       int              `json:"processes,omitempty"` // ours: DDP ranks (--ours-ddp)
+	SecondsToTarget *float64         `json:"seconds_to_target"`   // null: not reached
+	StepsToTarget   int              `json:"steps_to_target,omitempty"`
+	BestAccuracy    float64          `json:"best_accuracy"`
+	FinalAccuracy   float64          `json:"final_accuracy"`
+	Seconds         float64          `json:"seconds"` // training seconds run
+	EvalSeconds     float64          `json:"eval_seconds"`
+	ImagesPerSec    float64          `json:"images_per_sec"`
+	Curve           []fit.CurvePoint `json:"curve"`
 }
 
 type ttaSummary struct {
@@ -239,7 +240,7 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	return printTTATable(stdout, sum)
 }
 
-func newTTARun(engine, backend string, round int, variant string, toTarget *float64, steps int, curve []curvePoint, seconds, evalSeconds, ips float64) ttaRun {
+func newTTARun(engine, backend string, round int, variant string, toTarget *float64, steps int, curve []fit.CurvePoint, seconds, evalSeconds, ips float64) ttaRun {
 	r := ttaRun{Engine: engine, Backend: backend, Round: round, Variant: variant, SecondsToTarget: toTarget, StepsToTarget: steps,
 		Seconds: seconds, EvalSeconds: evalSeconds, ImagesPerSec: ips, Curve: curve}
 	for _, p := range curve {
@@ -290,20 +291,20 @@ func printTTATable(w io.Writer, sum ttaSummary) error {
 }
 
 // runPeer runs the PyTorch peer script with the same training flags.
-func runPeer(ctx context.Context, python, script string, args []string, threads int) (trainSummary, error) {
+func runPeer(ctx context.Context, python, script string, args []string, threads int) (fit.Summary, error) {
 	var out, errb bytes.Buffer
 	c := exec.CommandContext(ctx, python, append([]string{script}, args...)...)
 	c.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads))
 	c.Stdout, c.Stderr = &out, &errb
 	if err := c.Run(); err != nil {
 		if ctx.Err() != nil {
-			return trainSummary{}, ctx.Err()
+			return fit.Summary{}, ctx.Err()
 		}
-		return trainSummary{}, fmt.Errorf("pytorch peer (%s %s): %v: %s", python, script, err, strings.TrimSpace(errb.String()))
+		return fit.Summary{}, fmt.Errorf("pytorch peer (%s %s): %v: %s", python, script, err, strings.TrimSpace(errb.String()))
 	}
-	var s trainSummary
+	var s fit.Summary
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		return trainSummary{}, fmt.Errorf("pytorch peer: %v", err)
+		return fit.Summary{}, fmt.Errorf("pytorch peer: %v", err)
 	}
 	return s, nil
 }

@@ -11,14 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/imgcodec"
-	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/internal/testenv"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfexample"
 	"github.com/faster-training/faster/tfrecord"
 	"github.com/faster-training/faster/train"
-
-	"github.com/faster-training/faster/internal/testenv"
 )
 
 // photoTree writes an ImageFolder of classes class folders (c000, c001,
@@ -157,7 +156,7 @@ func TestTrainModelHead(t *testing.T) {
 	b := train.NewReference(train.BackendOptions{})
 	defer b.Close()
 	for _, model := range []string{"thinnet", "resnet18"} {
-		net, err := newModel(b, model, nil, 3, 32, 110, 1)
+		net, err := fit.NewModel(b, model, nil, 3, 32, 110, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,29 +166,6 @@ func TestTrainModelHead(t *testing.T) {
 		if last.Name != "fc.bias" || len(last.Value) != 110 {
 			t.Errorf("%s: last parameter %s[%d], want fc.bias[110]", model, last.Name, len(last.Value))
 		}
-	}
-}
-
-// MNIST is normalised with MNIST's statistics, Fashion-MNIST with its own.
-func TestTrainIDXStatistics(t *testing.T) {
-	fashion := writeTrainIDX(t, 8) // named fashion-toy
-	digits := filepath.Join(t.TempDir(), "mnist")
-	if err := os.Rename(fashion, digits); err != nil {
-		t.Fatal(err)
-	}
-	d, names, _, err := loadImages(digits, "train", 0, loader.BadDataPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Mean != 0.1307 || d.Std != 0.3081 || len(names) != 10 {
-		t.Errorf("MNIST: mean %g std %g, %d classes; want 0.1307, 0.3081, 10", d.Mean, d.Std, len(names))
-	}
-	d, names, _, err = loadImages(writeTrainIDX(t, 8), "train", 0, loader.BadDataPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Mean != 0.2860 || d.Std != 0.3530 || names[0] != "T-shirt/top" {
-		t.Errorf("Fashion-MNIST: mean %g std %g, classes %v; want 0.2860, 0.3530", d.Mean, d.Std, names)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/fit"
 )
 
 // Non-finite or out-of-range hyper-parameters are usage errors: NaN and
@@ -42,8 +44,8 @@ func TestTrainDivergesStops(t *testing.T) {
 // The --json summary stays valid JSON when a loss is not finite: null.
 func TestTrainJSONNonFinite(t *testing.T) {
 	var buf bytes.Buffer
-	sum := trainSummary{Model: "thinnet", TestLoss: math.NaN(), TestAccuracy: 0.5,
-		PerEpoch: []epochSummary{{Epoch: 1, TrainLoss: math.Inf(1), TestLoss: math.NaN(), TrainAcc: 0.25}}}
+	sum := fit.Summary{Model: "thinnet", TestLoss: math.NaN(), TestAccuracy: 0.5,
+		PerEpoch: []fit.EpochSummary{{Epoch: 1, TrainLoss: math.Inf(1), TestLoss: math.NaN(), TrainAcc: 0.25}}}
 	if err := writeJSON(&buf, sum); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestTrainJSONNonFinite(t *testing.T) {
 		t.Errorf("summary %s", buf.Bytes())
 	}
 	// It still reads back into the summary (null leaves the zero value).
-	var back trainSummary
+	var back fit.Summary
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.TestAccuracy != 0.5 || len(back.PerEpoch) != 1 {
 		t.Errorf("read back: %+v, %v", back, err)
 	}
@@ -67,10 +69,10 @@ func TestTrainJSONNonFinite(t *testing.T) {
 func TestTrainFP16Resume(t *testing.T) {
 	dir := writeTrainIDX(t, 32)
 	args := []string{"train", "--data", dir, "--batch", "8", "--threads", "1", "--filters", "4,8", "--lr", "0.05", "--amp", "--amp-dtype", "fp16", "--json"}
-	digest := func(extra ...string) (trainSummary, string) {
+	digest := func(extra ...string) (fit.Summary, string) {
 		t.Helper()
 		code, out, errs := runCLI(t, append(args, extra...)...)
-		var s trainSummary
+		var s fit.Summary
 		if code != 0 || json.Unmarshal([]byte(out), &s) != nil || len(s.WeightsSHA256) != 64 {
 			t.Fatalf("%v: exit %d\n%s\n%s", extra, code, out, errs)
 		}

@@ -8,37 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faster-training/faster/train"
-
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/internal/testenv"
+	"github.com/faster-training/faster/train"
 )
 
 // writeTrainIDX writes a learnable 28×28 IDX dataset (train and test):
 // class k (0..3) has a bright band in the k-th quarter of the rows.
-func writeTrainIDX(t *testing.T, n int) string {
-	dir := filepath.Join(t.TempDir(), "fashion-toy")
-	os.MkdirAll(dir, 0o755)
-	for s, prefix := range []string{"train", "t10k"} {
-		img := []byte{0, 0, 8, 3, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n), 0, 0, 0, 28, 0, 0, 0, 28}
-		lab := []byte{0, 0, 8, 1, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
-		for i := range n {
-			k := (i*7 + s) % 4
-			for y := range 28 {
-				for x := range 28 {
-					v := (i*31 + y*17 + x*13) % 60
-					if y/7 == k {
-						v += 180
-					}
-					img = append(img, byte(v))
-				}
-			}
-			lab = append(lab, byte(k))
-		}
-		os.WriteFile(filepath.Join(dir, prefix+"-images-idx3-ubyte"), img, 0o644)
-		os.WriteFile(filepath.Join(dir, prefix+"-labels-idx1-ubyte"), lab, 0o644)
-	}
-	return dir
-}
+func writeTrainIDX(t *testing.T, n int) string { return testenv.WriteIDX(t, n) }
 
 // fast reports whether the default backend is oneDNN (cgo); the pure-Go
 // reference backend gets the smallest runs.
@@ -92,7 +69,7 @@ func TestTrainCLI(t *testing.T) {
 	}
 	code, out, errs = runCLI(t, "train", "--data", dir, "--limit", n, "--test-limit", n, "--batch", batch, "--epochs", "1",
 		"--threads", "1", "--checkpoint", ckpt, "--json")
-	var again trainSummary
+	var again fit.Summary
 	if code != 0 || json.Unmarshal([]byte(out), &again) != nil {
 		t.Fatalf("resume --json: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}

@@ -2,12 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
+
+	"github.com/faster-training/faster/internal/atomicfile"
 )
 
 // writeJSON prints v as indented JSON: the machine-readable summary of
@@ -41,25 +39,6 @@ func capWorkers(stderr io.Writer, flag string, n, cpus int) int {
 	return limit
 }
 
-// checkOutputDir reports why a file cannot be written at path: its folder
-// is missing, is not a folder, or refuses a new file (a temporary one is
-// created and removed, which also catches a read-only mount). Checked
-// before a run, so that the run does not fail at its first save.
-func checkOutputDir(path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("folder %s does not exist", dir)
-	case err != nil:
-		return err
-	case !st.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	}
-	f, err := os.CreateTemp(dir, ".faster-write-check-*")
-	if err != nil {
-		return fmt.Errorf("folder %s is not writable: %w", dir, errors.Unwrap(err))
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
+// checkOutputDir reports why a file cannot be written at path
+// (atomicfile.CheckDir).
+func checkOutputDir(path string) error { return atomicfile.CheckDir(path) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/faster-training/faster/collective"
 	_ "github.com/faster-training/faster/collective/gloo" // registers "gloo" when built with cgo
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/launch"
 	"github.com/faster-training/faster/train"
 )
@@ -25,100 +26,24 @@ import (
 const launchEnv = "FASTER_LAUNCH_CHILD"
 
 func addParallelFlags(f *pflag.FlagSet, o *trainOptions) {
-	f.StringVar(&o.strategy, "strategy", "single", "single (one device), dp (one process splits each batch over --devices) or ddp (one process per device, gradients all-reduced through Gloo)")
-	f.IntVar(&o.devices, "devices", 0, "devices for --strategy dp, each a oneDNN engine with --threads/N threads (default 2)")
+	c, d := &o.cfg, fit.DefaultConfig()
+	f.StringVar(&c.Parallel.Strategy, "strategy", d.Parallel.Strategy, "single (one device), dp (one process splits each batch over --devices) or ddp (one process per device, gradients all-reduced through Gloo)")
+	f.IntVar(&c.Parallel.Devices, "devices", 0, "devices for --strategy dp, each a oneDNN engine with --threads/N threads (default 2)")
 	f.IntVar(&o.nproc, "nproc", 0, "with --strategy ddp: start N processes on this machine (else RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT say which rank this is, as with torchrun)")
 	f.IntVar(&o.nodes.nnodes, "nnodes", 1, "with --nproc: machines taking part, each running `faster train --nproc N --node-rank R` with the same flags")
 	f.IntVar(&o.nodes.nodeRank, "node-rank", 0, "with --nnodes: this machine's index, 0 … nnodes-1 (node 0 serves the rendezvous store)")
 	f.StringVar(&o.nodes.masterAddr, "master-addr", "", "with --nnodes > 1: an address of node 0 that every node reaches")
 	f.IntVar(&o.nodes.masterPort, "master-port", 0, "with --nproc: the rendezvous store's port on node 0 (default 29500 with several nodes, a free port on one)")
-	f.BoolVar(&o.syncBN, "sync-bn", false, "with dp or ddp: BatchNorm uses the statistics of the whole batch across devices (SyncBN; off by default, as in torch: it adds two blocking all-reduces per BatchNorm layer per step)")
-	f.BoolVar(&o.amp, "amp", false, "mixed precision: convolutions and matrix products in --amp-dtype, fp32 master weights")
-	f.StringVar(&o.ampDtype, "amp-dtype", "bf16", "bf16, or fp16 (with dynamic loss scaling like torch's GradScaler)")
-	f.BoolVar(&o.autotune, "autotune", false, "time each layer's candidate implementations once per shape and keep the fastest (like cudnn.benchmark)")
-	f.StringVar(&o.tuneCache, "tune-cache", train.DefaultTuneCachePath(), "with --autotune, keep the choices in this file (by machine) so that later runs do not time them again; \"\" to tune every run ($FASTER_TUNE_CACHE)")
-	f.BoolVar(&o.noOverlap, "no-overlap", false, "prepare each batch only after the previous step (default: while it runs)")
-	f.BoolVar(&o.zeroGrad, "zero-grad", false, "zero the gradients and accumulate into them each step (default: overwrite, like zero_grad(set_to_none=True))")
-	f.IntVar(&o.bucketKB, "bucket-kb", train.DefaultBucketBytes>>10, "ddp: gradient all-reduce bucket size in KiB")
-	f.IntVar(&o.timeAR, "time-allreduce", 0, "ddp: after training, time N rounds of a step's gradient all-reduces alone (its buckets, no compute); --json reports them under ddp")
+	f.BoolVar(&c.Parallel.SyncBN, "sync-bn", false, "with dp or ddp: BatchNorm uses the statistics of the whole batch across devices (SyncBN; off by default, as in torch: it adds two blocking all-reduces per BatchNorm layer per step)")
+	f.BoolVar(&c.Parallel.AMP, "amp", false, "mixed precision: convolutions and matrix products in --amp-dtype, fp32 master weights")
+	f.StringVar(&c.Parallel.AMPDtype, "amp-dtype", d.Parallel.AMPDtype, "bf16, or fp16 (with dynamic loss scaling like torch's GradScaler)")
+	f.BoolVar(&c.Parallel.Autotune, "autotune", false, "time each layer's candidate implementations once per shape and keep the fastest (like cudnn.benchmark)")
+	f.StringVar(&c.Parallel.TuneCache, "tune-cache", d.Parallel.TuneCache, "with --autotune, keep the choices in this file (by machine) so that later runs do not time them again; \"\" to tune every run ($FASTER_TUNE_CACHE)")
+	f.BoolVar(&c.Parallel.NoOverlap, "no-overlap", false, "prepare each batch only after the previous step (default: while it runs)")
+	f.BoolVar(&c.Parallel.ZeroGrad, "zero-grad", false, "zero the gradients and accumulate into them each step (default: overwrite, like zero_grad(set_to_none=True))")
+	f.IntVar(&c.Parallel.BucketKB, "bucket-kb", d.Parallel.BucketKB, "ddp: gradient all-reduce bucket size in KiB")
+	f.IntVar(&c.Parallel.TimeAllReduce, "time-allreduce", 0, "ddp: after training, time N rounds of a step's gradient all-reduces alone (its buckets, no compute); --json reports them under ddp")
 	f.DurationVar(&o.timeout, "collective-timeout", 60*time.Second, "ddp: how long to wait for the other ranks (rendezvous, each collective); default FASTER_COLLECTIVE_TIMEOUT, else 60s")
-}
-
-// checkParallel validates the strategy flags and fills their defaults.
-func checkParallel(o *trainOptions) []string {
-	var problems []string
-	switch o.strategy {
-	case "single", "ddp":
-		if o.devices > 1 {
-			problems = append(problems, fmt.Sprintf("--devices %d needs --strategy dp (ddp runs one device per process)", o.devices))
-		}
-		o.devices = 1
-	case "dp":
-		if o.devices == 0 {
-			o.devices = 2
-		}
-		if o.devices < 1 {
-			problems = append(problems, "--devices must be positive")
-		}
-	default:
-		problems = append(problems, fmt.Sprintf("--strategy %q: want single, dp or ddp", o.strategy))
-	}
-	if o.nproc < 0 || (o.nproc > 0 && o.strategy != "ddp") {
-		problems = append(problems, "--nproc N (N ≥ 1) goes with --strategy ddp")
-	}
-	problems = append(problems, checkNodes(o)...)
-	if _, err := train.ParsePrecision(o.ampDtype); err != nil || o.ampDtype == "fp32" {
-		problems = append(problems, fmt.Sprintf("--amp-dtype %q: want bf16 or fp16", o.ampDtype))
-	}
-	if o.bucketKB < 1 {
-		problems = append(problems, "--bucket-kb must be positive")
-	}
-	if o.timeAR < 0 || (o.timeAR > 0 && o.strategy != "ddp") {
-		problems = append(problems, "--time-allreduce N (N ≥ 1) goes with --strategy ddp")
-	}
-	if o.strategy == "dp" && o.batch < o.devices {
-		problems = append(problems, fmt.Sprintf("--batch %d is smaller than --devices %d", o.batch, o.devices))
-	}
-	return problems
-}
-
-// setupParallel adds dp's replicas or joins ddp's group. The returned
-// function closes the replicas' networks and backends; call it after the
-// trainer's Close (it is never nil).
-func setupParallel(o trainOptions, tr *train.Trainer, comm collective.Comm, newNet func() (train.Backend, *train.Sequential, error)) (func(), error) {
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	switch o.strategy {
-	case "dp":
-		var comms []collective.Comm
-		if o.syncBN {
-			comms = collective.NewLocal(o.devices)
-			train.SyncBatchNorm(tr.Net, comms[0].AllReduceF64)
-		}
-		for i := 1; i < o.devices; i++ {
-			b, net, err := newNet()
-			if err != nil {
-				return closeAll, err
-			}
-			closers = append(closers, func() { net.Close(); b.Close() })
-			if comms != nil {
-				train.SyncBatchNorm(net, comms[i].AllReduceF64)
-			}
-			if err := tr.AddReplica(b, net); err != nil {
-				return closeAll, err
-			}
-		}
-	case "ddp":
-		if o.syncBN {
-			train.SyncBatchNorm(tr.Net, comm.AllReduceF64)
-		}
-		return closeAll, tr.Distribute(comm, o.bucketKB<<10)
-	}
-	return closeAll, nil
 }
 
 // nodeOptions are the flags of `faster train --nproc` across machines.
@@ -241,7 +166,7 @@ func reportTuning(w io.Writer, choices []train.TuneChoice) {
 	}
 }
 
-func describeStrategy(s trainSummary) string {
+func describeStrategy(s *fit.Summary) string {
 	switch s.Strategy {
 	case "dp":
 		return fmt.Sprintf("dp over %d devices", s.Devices)
@@ -251,7 +176,7 @@ func describeStrategy(s trainSummary) string {
 	return "single device"
 }
 
-func nativeNote(s trainSummary) string {
+func nativeNote(s *fit.Summary) string {
 	if s.Precision == "fp32" {
 		return ""
 	}
@@ -274,7 +199,7 @@ func nativeNote(s trainSummary) string {
 // WORLD_SIZE (nnodes × nproc). Only with --strategy ddp, and not in a
 // process the launcher started.
 func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string, bool)) error {
-	if o.strategy != "ddp" {
+	if o.cfg.Parallel.Strategy != "ddp" {
 		return nil
 	}
 	if v, _ := lookup(launchEnv); v != "" {

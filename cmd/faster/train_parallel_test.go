@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/faster-training/faster/collective"
-	"github.com/faster-training/faster/train"
-
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/internal/testenv"
+	"github.com/faster-training/faster/train"
 )
 
 // TestMain lets the test binary stand in for faster when `faster train
@@ -120,7 +120,7 @@ func TestTrainStrategiesSameWeights(t *testing.T) {
 	tmp := t.TempDir()
 	common := []string{"train", "--data", dir, "--limit", "128", "--test-limit", "64", "--batch", "32", "--epochs", "1",
 		"--lr", "0.05", "--weight-decay", "1e-4", "--threads", "1", "--json", "--backend", "reference", "--filters", "4,8"}
-	sums := map[string]trainSummary{}
+	sums := map[string]fit.Summary{}
 	weights := map[string][][]float32{}
 	for _, s := range [][]string{
 		{"single"},
@@ -135,7 +135,7 @@ func TestTrainStrategiesSameWeights(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d\n%s", s, code, errs)
 		}
-		var sum trainSummary
+		var sum fit.Summary
 		if err := json.Unmarshal([]byte(out), &sum); err != nil {
 			t.Fatalf("%v: %v\n%s", s, err, out)
 		}
@@ -323,7 +323,7 @@ func TestTrainAMPAccuracy(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", amp, code, errs)
 		}
-		var sum trainSummary
+		var sum fit.Summary
 		if err := json.Unmarshal([]byte(out), &sum); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/faster-training/faster/fit"
 )
 
 func TestApplyPET(t *testing.T) {
@@ -33,7 +35,7 @@ func TestApplyPET(t *testing.T) {
 		{"N:N", []string{"PET_NNODES", "1:1"}, nil, nodeOptions{nnodes: 1}, 1},
 		{"torchrun's RANK without PET_NNODES", []string{"RANK", "1", "MASTER_ADDR", "m"}, nil, nodeOptions{nnodes: 1}, 0},
 	} {
-		o := trainOptions{strategy: "ddp"}
+		o := trainOptions{cfg: fit.Config{Parallel: fit.ParallelConfig{Strategy: "ddp"}}}
 		f := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		addParallelFlags(f, &o)
 		if err := f.Parse(append([]string{"--strategy", "ddp"}, c.args...)); err != nil {
@@ -43,7 +45,7 @@ func TestApplyPET(t *testing.T) {
 			t.Errorf("%s: %+v nproc %d %v, want %+v nproc %d", c.name, o.nodes, o.nproc, err, c.want, c.np)
 		}
 	}
-	o := trainOptions{strategy: "ddp"}
+	o := trainOptions{cfg: fit.Config{Parallel: fit.ParallelConfig{Strategy: "ddp"}}}
 	f := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	addParallelFlags(f, &o)
 	f.Parse([]string{"--strategy", "ddp"})

@@ -10,19 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/internal/testenv"
 )
-
-func TestProgressiveSchedule(t *testing.T) {
-	for _, c := range []struct {
-		full, epochs int
-		want         []int
-	}{{28, 1, []int{28}}, {28, 2, []int{20, 28}}, {28, 3, []int{20, 24, 28}}, {28, 4, []int{20, 22, 26, 28}}, {224, 3, []int{156, 190, 224}}} {
-		if got := progressiveSchedule(c.full, c.epochs); !slices.Equal(got, c.want) {
-			t.Errorf("progressiveSchedule(%d, %d) = %v, want %v", c.full, c.epochs, got, c.want)
-		}
-	}
-}
 
 // recipeRun runs faster train on the toy IDX data and decodes its JSON.
 func recipeRun(t *testing.T, dir string, args ...string) trainResult {
@@ -40,17 +30,17 @@ func recipeRun(t *testing.T, dir string, args ...string) trainResult {
 }
 
 type trainResult struct {
-	Schedule        string       `json:"schedule"`
-	LR              float64      `json:"lr"`
-	LabelSmoothing  float64      `json:"label_smoothing"`
-	Nesterov        bool         `json:"nesterov"`
-	EMA             float64      `json:"ema"`
-	TTA             string       `json:"tta"`
-	Resolutions     []int        `json:"resolution_schedule"`
-	Curve           []curvePoint `json:"curve"`
-	SecondsToTarget *float64     `json:"seconds_to_target"`
-	StepsToTarget   int          `json:"steps_to_target"`
-	Weights         string       `json:"weights_sha256"`
+	Schedule        string           `json:"schedule"`
+	LR              float64          `json:"lr"`
+	LabelSmoothing  float64          `json:"label_smoothing"`
+	Nesterov        bool             `json:"nesterov"`
+	EMA             float64          `json:"ema"`
+	TTA             string           `json:"tta"`
+	Resolutions     []int            `json:"resolution_schedule"`
+	Curve           []fit.CurvePoint `json:"curve"`
+	SecondsToTarget *float64         `json:"seconds_to_target"`
+	StepsToTarget   int              `json:"steps_to_target"`
+	Weights         string           `json:"weights_sha256"`
 	PerEpoch        []struct {
 		Resolution int `json:"resolution"`
 		Images     int `json:"images"`

@@ -10,7 +10,9 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,4 +123,27 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // temporary files.
 func IsTemp(name string) bool {
 	return strings.HasPrefix(name, TempPrefix) && strings.Contains(name, ".tmp-")
+}
+
+// CheckDir reports why a file cannot be created at path: its folder is
+// missing, is not a folder, or refuses a new file (a temporary one is
+// created and removed, which also catches a read-only mount). Checked
+// before a long run, so that the run does not fail at its first save.
+func CheckDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("folder %s does not exist", dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a folder", dir)
+	}
+	f, err := os.CreateTemp(dir, ".faster-write-check-*")
+	if err != nil {
+		return fmt.Errorf("folder %s is not writable: %w", dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

@@ -82,14 +82,15 @@ func TestLayering(t *testing.T) {
 		{"augment", []string{"source", "shard", "loader", "serve", "train", "pipeline", "storage"}, false, "augmentations work on decoded images"},
 		{"source", []string{"shard", "loader", "serve", "train", "augment", "pipeline", "storage", "downscale"}, false, "a source reads one dataset's files"},
 		{"shard", []string{"loader", "serve", "train", "augment", "pipeline", "downscale"}, false, "shards are data at rest"},
-		{"loader", []string{"serve", "train", "downscale", "launch", "bench"}, false, "the loader feeds both engines and knows neither"},
+		{"loader", []string{"serve", "train", "fit", "downscale", "launch", "bench"}, false, "the loader feeds both engines and knows neither"},
 		{"loader", []string{"tfrecord", "tfexample"}, true, "container formats are read through shard.Open and source's interfaces"},
 		{"serve", []string{"tfrecord", "tfexample"}, true, "container formats are read through shard.Open and source's interfaces"},
-		{"serve", []string{"train", "downscale", "launch", "bench"}, false, "serve hands batches to PyTorch; the Go trainer is another consumer"},
-		{"train", []string{"loader", "serve", "shard", "augment", "imgcodec$", "imgcodec/turbojpeg", "pipeline", "storage", "downscale", "bench"}, false, "the engine trains on batches, whoever made them"},
+		{"serve", []string{"train", "fit", "downscale", "launch", "bench"}, false, "serve hands batches to PyTorch; the Go trainer is another consumer"},
+		{"fit", []string{"serve", "downscale", "launch", "bench"}, false, "fit runs the Go trainer on the loader's batches; serve, the other consumer, is its sibling"},
+		{"train", []string{"loader", "serve", "shard", "augment", "imgcodec$", "imgcodec/turbojpeg", "pipeline", "storage", "downscale", "bench", "fit"}, false, "the engine trains on batches, whoever made them"},
 		{"downscale", []string{"loader", "serve", "train", "shard"}, false, "resizing a dataset needs no loader"},
 		{"launch", []string{"loader", "serve", "train", "shard", "source"}, false, "launching ranks knows processes, not data"},
-		{"internal", []string{"source", "shard", "loader", "serve", "train", "augment", "imgcodec", "pipeline", "storage", "collective", "downscale", "launch", "bench"}, false, "internal helpers sit below every room"},
+		{"internal", []string{"source", "shard", "loader", "serve", "train", "augment", "imgcodec", "pipeline", "storage", "collective", "downscale", "launch", "bench", "fit"}, false, "internal helpers sit below every room"},
 	}
 	checked := 0
 	for name, p := range pkgs {

@@ -1,4 +1,4 @@
-package main
+package fit
 
 import (
 	"context"
@@ -7,17 +7,21 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/faster-training/faster/collective"
+	"github.com/faster-training/faster/internal/testenv"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/train"
 )
+
+func writeFolder(t *testing.T, classes, per int) string { return testenv.WriteFolder(t, classes, per) }
 
 // packUnequal packs an ImageFolder of 27 JPEGs (3 classes) into nshards
 // train shards and a test split, and returns the packed directory.
@@ -63,7 +67,7 @@ func streamDigests(t *testing.T, s *loaderStream, e, skip int) []string {
 func TestStreamResumeServesTheRemainingBatches(t *testing.T) {
 	packed := packUnequal(t, 3)
 	for rank := range 2 {
-		long, _, err := openStreams(packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, 1)
+		long, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +85,7 @@ func TestStreamResumeServesTheRemainingBatches(t *testing.T) {
 		}
 		for _, e := range []int{1, 2} {
 			for _, skip := range []int{0, 1, 2} {
-				fresh, _, err := openStreams(packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, 1)
+				fresh, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,7 +117,7 @@ func TestStreamDDPUnequalShards(t *testing.T) {
 						comms[r].Close() // the other ranks fail instead of waiting
 					}
 				}()
-				s, _, err := openStreams(packed, "", 16, loader.Options{Batch: 2, Seed: 3, ShardIdx: r, NumShards: c.world}, nil, 1)
+				s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 2, Seed: 3, ShardIdx: r, NumShards: c.world}, nil, 1)
 				if err != nil {
 					errs[r] = err
 					return
@@ -169,7 +173,7 @@ func TestStreamDDPUnequalShards(t *testing.T) {
 func TestStreamCheckpointResumeSameWeights(t *testing.T) {
 	packed := packUnequal(t, 3)
 	newRun := func(seed uint64) (*train.Trainer, *loaderStream, func()) {
-		s, _, err := openStreams(packed, "", 16, loader.Options{Batch: 3, Seed: 5, ShardIdx: 0, NumShards: 1}, nil, 1)
+		s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 5, ShardIdx: 0, NumShards: 1}, nil, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,5 +236,88 @@ func TestStreamCheckpointResumeSameWeights(t *testing.T) {
 		if !slices.Equal(got[i], want[i]) {
 			t.Fatalf("tensor %d differs from the uninterrupted run's after the resume", i)
 		}
+	}
+}
+
+// imageDigests hashes every image of epoch e of s (at most max batches),
+// sorted: the multiset of the images a stream yields.
+func imageDigests(t *testing.T, s *loaderStream, e, max int) []string {
+	t.Helper()
+	c, h, w := s.Shape()
+	n := c * h * w
+	var out []string
+	k := 0
+	for b, err := range s.Epoch(context.Background(), e, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Y {
+			hs := sha256.New()
+			var buf []byte
+			for _, v := range b.X[i*n : (i+1)*n] {
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			}
+			hs.Write(buf)
+			out = append(out, string(hs.Sum(nil)))
+		}
+		if k++; k == max {
+			break
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The recalibration batches are the training images under the eval
+// recipe at the test resolution (not the train recipe's crops), whole
+// batches, shuffled.
+func TestFixResCalibrationImages(t *testing.T) {
+	root := writeFolder(t, 3, 8)
+	base := loader.Options{Batch: 4, Seed: 1, NumShards: 1}
+	cs, err := openCalibration(context.Background(), root, 24, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.l.Close()
+	eo := base
+	eo.Transform, eo.Resolution = loader.Eval, 24
+	el, err := loader.Open(root, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer el.Close()
+	ev := &loaderStream{l: el, res: 24, full: 24}
+	if c, h, w := cs.Shape(); c != 3 || h != 24 || w != 24 {
+		t.Fatalf("calibration images %d×%d×%d, want 3×24×24", c, h, w)
+	}
+	got, want := imageDigests(t, cs, 0, 0), imageDigests(t, ev, 0, 0)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the calibration epoch's %d images are not the eval recipe's %d training images", len(got), len(want))
+	}
+	if len(imageDigests(t, cs, 0, 2)) != 8 {
+		t.Error("two calibration batches are not 8 images")
+	}
+}
+
+// MNIST is normalised with MNIST's statistics, Fashion-MNIST with its own.
+func TestTrainIDXStatistics(t *testing.T) {
+	fashion := testenv.WriteIDX(t, 8) // named fashion-toy
+	digits := filepath.Join(t.TempDir(), "mnist")
+	if err := os.Rename(fashion, digits); err != nil {
+		t.Fatal(err)
+	}
+	d, names, _, err := loadImages(digits, "train", 0, loader.BadDataPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Mean != 0.1307 || d.Std != 0.3081 || len(names) != 10 {
+		t.Errorf("MNIST: mean %g std %g, %d classes; want 0.1307, 0.3081, 10", d.Mean, d.Std, len(names))
+	}
+	d, names, _, err = loadImages(testenv.WriteIDX(t, 8), "train", 0, loader.BadDataPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Mean != 0.2860 || d.Std != 0.3530 || names[0] != "T-shirt/top" {
+		t.Errorf("Fashion-MNIST: mean %g std %g, classes %v; want 0.2860, 0.3530", d.Mean, d.Std, names)
 	}
 }

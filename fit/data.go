@@ -1,0 +1,299 @@
+package fit
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/pipeline"
+	"github.com/faster-training/faster/shard"
+	"github.com/faster-training/faster/source"
+	"github.com/faster-training/faster/storage"
+	"github.com/faster-training/faster/train"
+)
+
+// Data is a run's training and test data, opened once for one rank: the
+// one place that tells in-memory IDX images from data read through the
+// input pipeline (packed shards, an ImageFolder tree). Either way the
+// engine sees streams.
+type Data struct {
+	path        string
+	rank, world int
+	// IDX: the images in memory.
+	mem, memTest *train.Images
+	// Packed or ImageFolder: the loader's train and eval recipes, and the
+	// FixRes calibration pipeline when asked for.
+	train, test, calib *loaderStream
+	names, testNames   []string // class names, when the data records them
+	skipped            []loader.BadSample
+}
+
+// OpenData opens cfg.Data for rank of world ranks (0 of 1 without ddp):
+// an IDX directory into memory (normalised as torchvision's examples
+// normalise Fashion-MNIST and MNIST), anything else through the loader's
+// train and eval recipes at cfg.Data.Resolution. Settings that do not
+// apply to the data found are a *ConfigError.
+func OpenData(ctx context.Context, cfg *Config, rank, world int) (*Data, error) {
+	dc := cfg.Data
+	d := &Data{path: dc.Path, rank: rank, world: world}
+	if isIDX(dc.Path) {
+		if dc.LabelOffset != 0 {
+			return nil, configErrorf("--label-offset applies to packed data, not IDX")
+		}
+		if dc.augmented() {
+			return nil, configErrorf("--augment-recipe, --auto-augment, --affine-*, --rotate-degrees, --color-jitter, --grayscale-prob, --blur-* and --erasing-prob apply to packed or ImageFolder data, not IDX")
+		}
+		var (
+			bad []loader.BadSample
+			err error
+		)
+		d.mem, d.names, bad, err = loadImages(dc.Path, "train", dc.Limit, dc.BadData)
+		d.skipped = append(d.skipped, bad...)
+		if err != nil {
+			return d, err
+		}
+		d.memTest, d.testNames, bad, err = loadImages(dc.Path, "test", dc.TestLimit, dc.BadData)
+		d.skipped = append(d.skipped, bad...)
+		return d, err
+	}
+	if dc.Limit > 0 || dc.TestLimit > 0 {
+		return nil, configErrorf("--limit and --test-limit apply to IDX data only")
+	}
+	lo := loader.Options{Batch: cfg.Batch / world, Seed: cfg.Seed, NumShards: world, ShardIdx: rank, LabelOffset: dc.LabelOffset, Classes: dc.Classes, BadData: dc.BadData,
+		Resolution: dc.Resolution, Augment: dc.Augment, Erasing: dc.Erasing, Resize: dc.EvalResize}
+	sched := dc.Schedule
+	if dc.Progressive {
+		sched = []int{0}
+	}
+	var err error
+	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, sched, cfg.Epochs); err != nil {
+		return nil, err
+	}
+	if cfg.Eval.FixResBN > 0 {
+		if d.calib, err = openCalibration(ctx, dc.Path, d.test.full, lo); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	d.names, d.testNames = d.train.l.Classes(), d.test.l.Classes()
+	return d, nil
+}
+
+// Close closes the pipelines.
+func (d *Data) Close() error {
+	for _, s := range []*loaderStream{d.train, d.test, d.calib} {
+		if s != nil {
+			s.l.Close()
+		}
+	}
+	return nil
+}
+
+// Bad lists the damaged samples skipped so far (under a skip policy):
+// those left out of IDX data as it loaded, and those the pipelines
+// skipped, in the order they were met.
+func (d *Data) Bad() []loader.BadSample {
+	list := slices.Clone(d.skipped)
+	for _, s := range []*loaderStream{d.train, d.test} {
+		if s != nil {
+			list = append(list, s.l.Bad()...)
+		}
+	}
+	return list
+}
+
+// sizes returns the input's channels and side (the test side), the
+// training and test images over all ranks and the samples the
+// checkpoint records.
+func (d *Data) sizes() (inC, side, trainLen, testLen, samples int) {
+	if d.mem != nil {
+		return d.mem.C, d.mem.H, d.mem.Len(), d.memTest.Len(), d.mem.Len()
+	}
+	inC, side, _ = d.train.Shape()
+	return inC, d.train.full, d.train.Len() * d.world, d.test.Len() * d.world, d.train.l.DatasetLen()
+}
+
+// idxStats are the per-pixel mean and standard deviation (of v/255) of
+// the training images of Fashion-MNIST and of MNIST, as torchvision's
+// examples normalise them.
+var idxStats = map[bool][2]float32{true: {0.2860, 0.3530}, false: {0.1307, 0.3081}}
+
+// loadImages reads one split of an IDX directory into memory, normalised
+// with the statistics of the dataset it is (Fashion-MNIST when its class
+// names are, else MNIST), and returns its class names. A damaged image (its
+// label outside the classes) stops it under the stop policy, naming the
+// labels file and the label's offset; under skip it is left out and
+// returned in bad, within the policy's budget.
+func loadImages(dir, split string, limit int, policy loader.BadDataPolicy) (_ *train.Images, classes []string, bad []loader.BadSample, _ error) {
+	src, err := source.OpenIDX(dir, split)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, w := src.Size()
+	items := src.Items()
+	if limit > 0 && limit < len(items) {
+		items = items[:limit]
+	}
+	st := idxStats[slices.Equal(src.Classes(), source.FashionMNISTClasses)]
+	d := &train.Images{C: 1, H: h, W: w, Mean: st[0], Std: st[1], Labels: make([]int, 0, len(items)), Pixels: make([]byte, 0, len(items)*h*w)}
+	var first error
+	for i, it := range items {
+		if err := src.Damage(i); err != nil {
+			if !policy.Skip {
+				return nil, nil, nil, err
+			}
+			bad = append(bad, source.DamageOf(err, dir, -1, it.Key))
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		d.Labels = append(d.Labels, it.Label)
+		d.Pixels = append(d.Pixels, src.Pixels(i)...)
+	}
+	switch k := len(bad); {
+	case k > 0 && len(d.Labels) == 0:
+		return nil, nil, bad, fmt.Errorf("%s split %s: every one of its %d images is bad (nothing to train on); the first: %w", dir, split, k, first)
+	case policy.MaxBad > 0 && k > policy.MaxBad || policy.MaxBadFraction > 0 && float64(k) > policy.MaxBadFraction*float64(len(items)):
+		return nil, nil, bad, fmt.Errorf("%w: %d of the %d images of %s split %s exceed the budget (max %d, fraction %g); the first: %w",
+			loader.ErrTooManyBad, k, len(items), dir, split, policy.MaxBad, policy.MaxBadFraction, first)
+	}
+	return d, src.Classes(), bad, nil
+}
+
+// loaderStream feeds the trainer from an input pipeline: the loader's
+// train or eval recipe decodes and augments ahead of the training step.
+type loaderStream struct {
+	l      *loader.Loader
+	res    int   // of the epoch being trained (SetEpoch)
+	full   int   // the resolution without a schedule
+	sched  []int // the loader's resolution schedule, if any
+	labels []int
+}
+
+// SetEpoch makes Shape that of epoch e (0-based) under the resolution
+// schedule.
+func (s *loaderStream) SetEpoch(e int) { s.res = resolutionAt(s.sched, e, s.full) }
+
+var _ train.Stream = (*loaderStream)(nil)
+
+func (s *loaderStream) Shape() (c, h, w int) { return 3, s.res, s.res }
+func (s *loaderStream) Len() int             { return s.l.Len() }
+
+// Steps is the loader's StepsPerEpoch: the same on every rank, from every
+// shard's record count (not this rank's share), so no rank ends its epoch
+// while the others wait in an all-reduce.
+func (s *loaderStream) Steps() int { return s.l.StepsPerEpoch() }
+
+func (s *loaderStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
+	n := 3 * s.res * s.res
+	return func(yield func(train.Batch, error) bool) {
+		i := 0
+		for b, err := range s.l.IterEpoch(ctx, e) {
+			if err != nil {
+				yield(train.Batch{}, err)
+				return
+			}
+			if i++; i <= skip || b.Valid == 0 {
+				b.Release()
+				continue
+			}
+			s.labels = s.labels[:0]
+			for j := range b.Valid {
+				s.labels = append(s.labels, b.Items[j].Label)
+			}
+			ok := yield(train.Batch{X: pipeline.Float32s(b.Data)[:b.Valid*n], Y: s.labels}, nil)
+			b.Release()
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// isIDX reports whether data is an MNIST-style IDX directory.
+func isIDX(data string) bool {
+	k, err := source.Detect(data)
+	return err == nil && k == "idx"
+}
+
+// IsIDX reports whether path is an MNIST-style IDX directory, the data
+// OpenData holds in memory.
+func IsIDX(path string) bool { return isIDX(path) }
+
+// openStreams opens the train and test pipelines of a packed dataset (its
+// train and test splits; a local directory or a storage URL such as
+// s3://bucket/prefix) or of an ImageFolder tree (with testData for the
+// test images), at resolution res (0: the packed images' width, else 224).
+// base gives the options both share: the local batch, the seed (of the
+// train pipeline), this rank's share (ShardIdx of NumShards), the labels'
+// offset and class count. sched is the train pipeline's resolution
+// schedule (progressive resizing; nil: none, {0}: ProgressiveSchedule);
+// the test pipeline stays at res.
+func openStreams(ctx context.Context, data, testData string, res int, base loader.Options, sched []int, epochs int) (trainS, testS *loaderStream, err error) {
+	if !strings.ContainsAny(data, "*?[") && !storage.IsURL(data) { // a glob of shards is the loader's to match
+		if _, err := os.Stat(data); err != nil {
+			return nil, nil, err
+		}
+	}
+	packed, evalSplit := false, "test"
+	if m, err := shard.LoadManifestAt(ctx, data); err == nil && len(m.Splits) > 0 {
+		packed = true
+		if res == 0 {
+			res = shard.PackedWidth(ctx, data, "train", base.ShardIdx)
+		}
+		if testData == "" {
+			testData = data
+		}
+	} else if sp := shard.EvalSplit(data); sp != "" {
+		// TensorFlow's ImageNet shards: train-* and validation-* side by side.
+		packed, evalSplit = true, sp
+		if testData == "" {
+			testData = data
+		}
+	}
+	if res == 0 {
+		res = 224
+	}
+	if testData == "" {
+		return nil, nil, configErrorf("--data %s is not a packed dataset with a test split: give --test-data", data)
+	}
+	if len(sched) == 1 && sched[0] == 0 {
+		sched = ProgressiveSchedule(res, epochs)
+	}
+	to := base
+	to.Transform, to.Resolution, to.Drop, to.Split, to.Schedule = loader.Train, res, true, "train", sched
+	tl, err := loader.OpenContext(ctx, data, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	split := "train"
+	if packed && testData == data {
+		split = evalSplit
+	}
+	eo := base
+	eo.Transform, eo.Resolution, eo.Split, eo.Seed = loader.Eval, res, split, 0
+	el, err := loader.OpenContext(ctx, testData, eo)
+	if err != nil {
+		tl.Close()
+		return nil, nil, fmt.Errorf("test data: %w", err)
+	}
+	return &loaderStream{l: tl, res: resolutionAt(sched, 0, res), full: res, sched: sched}, &loaderStream{l: el, res: res, full: res}, nil
+}
+
+// openCalibration opens the training images of data under the eval
+// recipe at the test resolution res, shuffled, in whole batches of this
+// rank's share (base as for openStreams): FixRes's recalibration batches.
+func openCalibration(ctx context.Context, data string, res int, base loader.Options) (*loaderStream, error) {
+	co := base
+	co.Transform, co.Resolution, co.Split, co.Shuffle, co.Drop = loader.Eval, res, "train", loader.ShuffleOn, true
+	l, err := loader.OpenContext(ctx, data, co)
+	if err != nil {
+		return nil, fmt.Errorf("--fixres-bn: %w", err)
+	}
+	return &loaderStream{l: l, res: res, full: res}, nil
+}
