@@ -9,7 +9,7 @@ OUT ?= out
 FUZZTIME ?= 10s
 
 
-.PHONY: all setup build demo test s3server testrace testnocgo accuracy fuzz fuzzshort bench lint vet clean
+.PHONY: all setup build demo test testservers testrace testnocgo accuracy fuzz fuzzshort bench lint vet clean
 
 all: build
 
@@ -36,15 +36,17 @@ demo: setup build
 test: setup vet testrace testnocgo accuracy
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
-# The S3 test server (versitygw) is built once, before the packages that
-# start it run in parallel; it is cached under ~/.cache/faster-test-bin.
-s3server:
-	FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -run TestBuild ./storage/s3test
+# The test servers, versitygw (S3) and fake-gcs-server (GCS), are built
+# once, before the packages that start them run in parallel: from the nested
+# module internal/testservers (not the library's go.mod), cached under
+# ~/.cache/faster-test-bin.
+testservers:
+	FASTER_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -run TestBuild ./storage/s3test ./storage/gcstest
 
-testrace: s3server
+testrace: testservers
 	FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -race -count=1 -timeout 20m ./...
 
-testnocgo: s3server
+testnocgo: testservers
 	FASTER_REQUIRE_DATA=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./...
 
 # The non-race cgo step: the tests that -race and CGO_ENABLED=0 both skip

@@ -9,11 +9,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/faster-training/faster/internal/testenv"
+	"github.com/faster-training/faster/storage/gcstest"
 )
 
 // backendCase starts one kind of storage serving fixtures() and returns the
@@ -40,22 +42,40 @@ var backendCases = []backendCase{
 		return sharedS3(t).RootURL("ds")
 	}},
 	{"gcs", func(t *testing.T) string {
-		var objs []fakestorage.Object
-		for _, f := range fixtures() {
-			objs = append(objs, fakestorage.Object{
-				ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "faster", Name: "ds/" + f.name},
-				Content:     f.data,
-			})
-		}
-		srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
-			InitialObjects: objs, Scheme: "http", Host: "127.0.0.1", Writer: io.Discard,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(srv.Stop)
-		return "gs://faster/ds?endpoint=" + srv.URL()
+		return startGCS(t).RootURL("ds")
 	}},
+}
+
+// startGCS starts a GCS emulator (fake-gcs-server, a subprocess) for t, with
+// the bucket made and the fixtures uploaded under "ds/" through the store; it
+// fails or skips t when that is impossible (fails under
+// FASTER_REQUIRE_DATA=1). With -short, and unless FASTER_REQUIRE_DATA=1, it
+// skips rather than build a server that is not cached yet.
+func startGCS(t *testing.T) *gcstest.Server {
+	t.Helper()
+	if testing.Short() && !testenv.Required() {
+		if bin, _, err := gcstest.BinaryPath(); err != nil || !fileExists(bin) {
+			t.Skip("-short: the GCS test server (fake-gcs-server) is not built yet")
+		}
+	}
+	srv, err := gcstest.Start()
+	if err != nil {
+		testenv.Missing(t, "GCS test server (fake-gcs-server) unavailable: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	ctx := testCtx(t)
+	if err := srv.CreateBucket(ctx, gcstest.Bucket); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	if err := uploadFixtures(ctx, srv.RootURL("ds"), fixtures()); err != nil {
+		t.Fatalf("upload fixtures: %v", err)
+	}
+	return srv
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // smallRing makes ring buffers small so that fixtures span many of them.

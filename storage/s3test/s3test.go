@@ -1,6 +1,7 @@
 // Package s3test runs a real S3 server for tests: versitygw (Apache-2.0),
-// built from the Go module proxy at the version go.mod pins (a tool
-// dependency), cached under os.UserCacheDir()/faster-test-bin, and started
+// built from the Go module proxy at the version the nested module
+// internal/testservers pins (a tool dependency there, not in the library's
+// go.mod), cached under os.UserCacheDir()/faster-test-bin, and started
 // on a free loopback port with a posix backend over a temporary directory.
 // It can be stopped and started again on the same port and data, to test
 // clients through a server restart. StartIn runs it elsewhere, e.g. in a
@@ -18,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,10 +28,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/faster-training/faster/storage/internal/testbin"
 )
 
 // The S3 tests run against versitygw (Apache-2.0), a real S3 gateway, built
-// from the module proxy at the version go.mod pins (a tool dependency) and
+// from the module proxy at the version internal/testservers/go.mod pins and
 // started on loopback with a posix backend on a temporary directory.
 const (
 	module = "github.com/versity/versitygw"
@@ -51,52 +53,14 @@ var vgwBinary struct {
 // versions.
 func Binary() (string, error) {
 	vgwBinary.once.Do(func() {
-		vgwBinary.path, vgwBinary.err = build()
+		vgwBinary.path, vgwBinary.err = testbin.Build("versitygw", module, module+"/cmd/versitygw")
 	})
 	return vgwBinary.path, vgwBinary.err
 }
 
 // BinaryPath returns where the binary of the pinned version is cached.
 func BinaryPath() (bin, version string, err error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
-	if err != nil {
-		return "", "", fmt.Errorf("go list -m %s: %w", module, err)
-	}
-	version = strings.TrimSpace(string(out))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	return filepath.Join(cache, "faster-test-bin", fmt.Sprintf("versitygw-%s-%s", version, runtime.Version())), version, nil
-}
-
-func build() (string, error) {
-	bin, version, err := BinaryPath()
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	dir := filepath.Dir(bin)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(dir, "versitygw-build-*")
-	if err != nil {
-		return "", err
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	start := time.Now()
-	cmd := exec.Command("go", "build", "-o", tmp.Name(), "-ldflags=-s -w", module+"/cmd/versitygw")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s@%s: %w\n%s", module, version, err, msg)
-	}
-	fmt.Fprintf(os.Stderr, "s3test: built versitygw %s in %v (cached at %s)\n", version, time.Since(start).Round(time.Second), bin)
-	// Rename is atomic: concurrent test binaries see no half-written file.
-	return bin, os.Rename(tmp.Name(), bin)
+	return testbin.Path("versitygw", module)
 }
 
 // Server is one running versitygw.
@@ -112,15 +76,6 @@ type Server struct {
 	http            *http.Client // the test's own client: probes, buckets, uploads
 }
 
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // Start starts versitygw on a free loopback port over a new data
 // directory.
 func Start() (*Server, error) {
@@ -128,7 +83,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr, err := freePort()
+	addr, err := testbin.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +142,7 @@ func (s *Server) Restart() error {
 	args = append(slices.Concat(s.prefix, []string{s.bin}, args), "posix", s.data)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}
-	setDeathSignal(cmd)
+	testbin.SetDeathSignal(cmd)
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
