@@ -182,13 +182,7 @@ func (c *Cache) Open(ctx context.Context, s *Store, name string, want Want) (*Ca
 		os.Remove(c.metaPath(key))
 		os.Remove(c.dataPath(key))
 	}
-	if err := c.fetch(ctx, s, name, key, want); err != nil {
-		return nil, err
-	}
-	if f := c.lookup(key, want); f != nil {
-		return f, nil
-	}
-	return nil, fmt.Errorf("storage: cache: %s fetched to %s but does not check out", s.URL(name), c.dataPath(key))
+	return c.fetch(ctx, s, name, key, want)
 }
 
 // maxMetaBytes bounds an entry's .meta file (a few hundred bytes of JSON).
@@ -280,54 +274,69 @@ func statOf(f *os.File) (stamp, bool) {
 	return stamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inode(fi)}, true
 }
 
-// fetch downloads object name into entry key (the caller holds its lock).
-func (c *Cache) fetch(ctx context.Context, s *Store, name, key string, want Want) error {
+// fetch downloads object name into entry key (the caller holds its lock)
+// and opens it. The entry is opened before the directory lock is let go:
+// another process making room may evict it as soon as it is (its own
+// in-use list does not know ours), and an open file outlives its removal.
+func (c *Cache) fetch(ctx context.Context, s *Store, name, key string, want Want) (*CachedFile, error) {
 	r, err := s.NewReader(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer r.Close()
 	f, err := atomicfile.Create(c.dataPath(key), 0o644)
 	if err != nil {
-		return fmt.Errorf("storage: cache: %w", err)
+		return nil, fmt.Errorf("storage: cache: %w", err)
 	}
 	defer f.Abort()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), r)
 	c.stats.FetchBytes.Add(n)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if want.Size >= 0 && n != want.Size {
-		return fmt.Errorf("storage: %s: %d bytes, the manifest says %d", s.URL(name), n, want.Size)
+		return nil, fmt.Errorf("storage: %s: %d bytes, the manifest says %d", s.URL(name), n, want.Size)
 	}
 	if want.SHA256 != "" && !strings.EqualFold(sum, want.SHA256) {
-		return fmt.Errorf("storage: %s: sha256 %s, the manifest says %s", s.URL(name), sum, want.SHA256)
+		return nil, fmt.Errorf("storage: %s: sha256 %s, the manifest says %s", s.URL(name), sum, want.SHA256)
 	}
 	c.stats.Fetches.Add(1)
 	if n > c.max {
 		c.stats.Passthrough.Add(1)
-		return ErrNotCached
+		return nil, ErrNotCached
 	}
 	unlock, err := lockFile(ctx, filepath.Join(c.dir, ".lock"))
 	if err != nil {
-		return fmt.Errorf("storage: cache: %w", err)
+		return nil, fmt.Errorf("storage: cache: %w", err)
 	}
 	defer unlock()
 	if !c.makeRoom(key, n) {
 		c.stats.Passthrough.Add(1)
-		return ErrNotCached
+		return nil, ErrNotCached
 	}
 	if err := f.Commit(); err != nil {
-		return fmt.Errorf("storage: cache: %w", err)
+		return nil, fmt.Errorf("storage: cache: %w", err)
 	}
 	mb, _ := json.Marshal(cacheMeta{URL: s.URL(name), Size: n, SHA256: sum})
 	if err := atomicfile.WriteFile(c.metaPath(key), mb, 0o644); err != nil {
 		os.Remove(c.dataPath(key))
-		return fmt.Errorf("storage: cache: %w", err)
+		return nil, fmt.Errorf("storage: cache: %w", err)
 	}
-	return nil
+	// What was just written and hashed needs no second hashing.
+	if f, err := os.Open(c.dataPath(key)); err == nil {
+		if st, ok := statOf(f); ok && st.size == n {
+			c.mu.Lock()
+			c.checked[key] = st
+			c.mu.Unlock()
+		}
+		f.Close()
+	}
+	if f := c.lookup(key, want); f != nil {
+		return f, nil
+	}
+	return nil, fmt.Errorf("storage: cache: %s fetched to %s but does not check out", s.URL(name), c.dataPath(key))
 }
 
 // makeRoom evicts least recently used entries (not open in this process,
