@@ -22,21 +22,11 @@ import (
 	"github.com/faster-training/faster/tfrecord"
 )
 
-// Problem is one thing Verify found wrong. Offset is the byte offset in
-// Path where it was found, or -1 when the problem is not at an offset
-// (a missing file, a count that differs from the manifest).
-type Problem struct {
-	Path   string `json:"path"`
-	Offset int64  `json:"offset"`
-	Reason string `json:"reason"`
-}
-
-func (p Problem) String() string {
-	if p.Offset >= 0 {
-		return fmt.Sprintf("%s: offset %d: %s", p.Path, p.Offset, p.Reason)
-	}
-	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
-}
+// Problem is one thing Verify found wrong: the one record of damage
+// (source.Damage), whose Offset is the byte offset in Path where it was
+// found, or -1 when the problem is not at an offset (a missing file, a
+// count that differs from the manifest).
+type Problem = source.Damage
 
 // VerifyReport summarises a Verify run.
 type VerifyReport struct {

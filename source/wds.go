@@ -76,6 +76,18 @@ type Damage struct {
 	Reason string `json:"reason"`
 }
 
+// String is "path: offset N: reason" (key K in place of the offset when
+// there is none): how a command lists damage for a person.
+func (d Damage) String() string {
+	switch {
+	case d.Offset >= 0:
+		return fmt.Sprintf("%s: offset %d: %s", d.Path, d.Offset, d.Reason)
+	case d.Key != "":
+		return fmt.Sprintf("%s: key %s: %s", d.Path, d.Key, d.Reason)
+	}
+	return fmt.Sprintf("%s: %s", d.Path, d.Reason)
+}
+
 // WDS is a set of WebDataset tar shards as an indexed source. Load is safe
 // for concurrent use (it reads with ReadAt).
 type WDS struct {
