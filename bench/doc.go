@@ -1,5 +1,8 @@
-// Package bench is the harness behind `faster bench …`: it renders results
-// as the seed's markdown-style tables and as PNG bar charts. The scripts
-// beside it (peer_*.py, run_*.sh) run the peers — torchvision, OpenCV,
-// djpeg, PyTorch — on the same data in the same run as our commands.
+// Package bench is the harness behind `faster bench …`: it runs ours and
+// a peer as child processes that print a fit.Summary (RunSummary), in
+// rounds whose order alternates (Rounds), and renders the results as the
+// Faster Training study's markdown-style tables and as PNG charts. The
+// scripts beside it (peer_*.py, run_*.sh) run the peers — torchvision,
+// OpenCV, djpeg, PyTorch — on the same data in the same run as our
+// commands.
 package bench

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -297,21 +294,18 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 	}
 	sum.Repeats = max(o.repeats, 1)
 	runs := make([][]trainCell, len(specs))
-	for r := range sum.Repeats {
-		order := make([]int, len(specs))
-		for i := range order {
-			order[i] = i
+	// Alternate the order between rounds: drift over the rounds hits every
+	// cell alike.
+	err := bench.Rounds(sum.Repeats, len(specs), func(_, i int) error {
+		c, err := run(specs[i].strategy, specs[i].variant, specs[i].extra...)
+		if err != nil {
+			return err
 		}
-		if r%2 == 1 {
-			slices.Reverse(order) // alternate: drift over the rounds hits every cell alike
-		}
-		for _, i := range order {
-			c, err := run(specs[i].strategy, specs[i].variant, specs[i].extra...)
-			if err != nil {
-				return err
-			}
-			runs[i] = append(runs[i], c)
-		}
+		runs[i] = append(runs[i], c)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	var base []trainCell
 	for i, c := range specs {
@@ -469,19 +463,5 @@ func runTrainChild(ctx context.Context, args []string, stderr io.Writer) (fit.Su
 	if err != nil {
 		return fit.Summary{}, err
 	}
-	var out, errb bytes.Buffer
-	c := exec.CommandContext(ctx, exe, args...)
-	c.Env = append(os.Environ(), benchChildEnv+"=1")
-	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
-		if ctx.Err() != nil {
-			return fit.Summary{}, ctx.Err()
-		}
-		return fit.Summary{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
-	}
-	var s fit.Summary
-	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		return fit.Summary{}, fmt.Errorf("train --json: %v", err)
-	}
-	return s, nil
+	return bench.RunSummary(ctx, exe, args, append(os.Environ(), benchChildEnv+"=1"))
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,19 +162,12 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	}
 	// Alternate the order between rounds, to spread a shared machine's
 	// noise; --no-peer runs ours alone in every round.
-	for r := 1; r <= o.rounds; r++ {
-		steps := []func() error{func() error { return ours(r, "recipe") }}
-		if !o.noPeer {
-			steps = append(steps, func() error { return peer(r, "recipe") })
-			if r%2 == 0 {
-				steps[0], steps[1] = steps[1], steps[0]
-			}
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return err
-			}
-		}
+	entrants := []func(round int) error{func(r int) error { return ours(r, "recipe") }}
+	if !o.noPeer {
+		entrants = append(entrants, func(r int) error { return peer(r, "recipe") })
+	}
+	if err := bench.Rounds(o.rounds, len(entrants), func(r, i int) error { return entrants[i](r + 1) }); err != nil {
+		return err
 	}
 	if o.recipeAblation {
 		for _, a := range ablations {
@@ -292,21 +283,11 @@ func printTTATable(w io.Writer, sum ttaSummary) error {
 
 // runPeer runs the PyTorch peer script with the same training flags.
 func runPeer(ctx context.Context, python, script string, args []string, threads int) (fit.Summary, error) {
-	var out, errb bytes.Buffer
-	c := exec.CommandContext(ctx, python, append([]string{script}, args...)...)
-	c.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads))
-	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
-		if ctx.Err() != nil {
-			return fit.Summary{}, ctx.Err()
-		}
-		return fit.Summary{}, fmt.Errorf("pytorch peer (%s %s): %v: %s", python, script, err, strings.TrimSpace(errb.String()))
+	s, err := bench.RunSummary(ctx, python, append([]string{script}, args...), append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads)))
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("pytorch peer (%s %s): %w", python, script, err)
 	}
-	var s fit.Summary
-	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		return fit.Summary{}, fmt.Errorf("pytorch peer: %v", err)
-	}
-	return s, nil
+	return s, err
 }
 
 func joinInts(v []int) string {
