@@ -74,6 +74,7 @@ func OpenData(ctx context.Context, cfg *Config, rank, world int) (*Data, error) 
 		return nil, err
 	}
 	if cfg.Eval.FixResBN > 0 {
+		lo.Manifest = d.train.manifest
 		if d.calib, err = openCalibration(ctx, dc.Path, d.test.full, lo); err != nil {
 			d.Close()
 			return nil, err
@@ -173,6 +174,8 @@ type loaderStream struct {
 	full   int   // the resolution without a schedule
 	sched  []int // the loader's resolution schedule, if any
 	labels []int
+	// manifest is the packed dataset's manifest, read once (nil: none).
+	manifest *shard.Manifest
 }
 
 // SetEpoch makes Shape that of epoch e (0-based) under the resolution
@@ -240,11 +243,13 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 			return nil, nil, err
 		}
 	}
+	// The manifest is read once: the width, the train and test pipelines
+	// (and the calibration one: base) take it from here.
 	packed, evalSplit := false, "test"
 	if m, err := shard.LoadManifestAt(ctx, data); err == nil && len(m.Splits) > 0 {
-		packed = true
+		packed, base.Manifest = true, m
 		if res == 0 {
-			res = shard.PackedWidth(ctx, data, "train", base.ShardIdx)
+			res = shard.PackedWidthOf(ctx, data, m, "train", base.ShardIdx)
 		}
 		if testData == "" {
 			testData = data
@@ -277,12 +282,15 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 	}
 	eo := base
 	eo.Transform, eo.Resolution, eo.Split, eo.Seed = loader.Eval, res, split, 0
+	if testData != data {
+		eo.Manifest = nil // another dataset's
+	}
 	el, err := loader.OpenContext(ctx, testData, eo)
 	if err != nil {
 		tl.Close()
 		return nil, nil, fmt.Errorf("test data: %w", err)
 	}
-	return &loaderStream{l: tl, res: resolutionAt(sched, 0, res), full: res, sched: sched}, &loaderStream{l: el, res: res, full: res}, nil
+	return &loaderStream{l: tl, res: resolutionAt(sched, 0, res), full: res, sched: sched, manifest: base.Manifest}, &loaderStream{l: el, res: res, full: res}, nil
 }
 
 // openCalibration opens the training images of data under the eval

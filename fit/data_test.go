@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/faster-training/faster/collective"
@@ -319,5 +323,38 @@ func TestTrainIDXStatistics(t *testing.T) {
 	}
 	if d.Mean != 0.2860 || d.Std != 0.3530 || names[0] != "T-shirt/top" {
 		t.Errorf("Fashion-MNIST: mean %g std %g, classes %v; want 0.2860, 0.3530", d.Mean, d.Std, names)
+	}
+}
+
+// A packed dataset at a URL has its manifest fetched once before the
+// first step, however many pipelines open it (the train and test splits,
+// FixRes's calibration) and the width is learned from it (before: four
+// fetches, five with FixRes).
+func TestOpenDataReadsTheManifestOnce(t *testing.T) {
+	packed := packUnequal(t, 2)
+	var manifests atomic.Int64
+	files := http.FileServer(http.Dir(packed))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if path.Base(r.URL.Path) == shard.ManifestName {
+			manifests.Add(1)
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Data.Path, cfg.Batch, cfg.Eval.FixResBN = srv.URL, 3, 1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenData(context.Background(), &cfg, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.train.full != 48 || d.calib == nil || d.test.Len() != 27 {
+		t.Fatalf("width %d, calibration %v, %d test images; want 48 (the packed width), one, 27", d.train.full, d.calib != nil, d.test.Len())
+	}
+	if n := manifests.Load(); n != 1 {
+		t.Errorf("the manifest was fetched %d times, want once", n)
 	}
 }

@@ -163,6 +163,9 @@ type Options struct {
 	// Ranks may share the directory. Local datasets ignore it.
 	CacheDir  string
 	CacheSize int64
+	// Manifest, if set, is the manifest of a packed dataset at a storage
+	// URL, read already (shard.LoadManifestAt): it is not fetched again.
+	Manifest *shard.Manifest
 	// Resume, if set, continues the epoch it names from that position (see
 	// State): this rank serves its stride of the samples not yet served.
 	// Needs an indexed source (ImageFolder, LMDB, WebDataset, or shards
@@ -481,7 +484,7 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Loader, error
 // the container formats) and builds the recipe over its kind.
 func (l *Loader) init(ctx context.Context, path string) error {
 	o := l.opts
-	oo := shard.OpenOptions{Split: o.Split, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards, Paths: o.Paths, Unlabeled: o.Unlabeled}
+	oo := shard.OpenOptions{Split: o.Split, Manifest: o.Manifest, CacheDir: o.CacheDir, CacheSize: o.CacheSize, GlobalShuffle: o.GlobalShuffle, Ranks: o.NumShards, Paths: o.Paths, Unlabeled: o.Unlabeled}
 	if o.BadData.Skip {
 		// Damage found while opening (a shard disagreeing with its index or
 		// the manifest, a tar region that cannot be listed) is quarantined

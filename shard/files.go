@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/storage"
@@ -50,7 +51,27 @@ func (localFiles) close() error { return nil }
 
 // storeFiles reads a dataset under a storage URL; names are relative to
 // the store's root.
-type storeFiles struct{ s *storage.Store }
+type storeFiles struct {
+	s    *storage.Store
+	memo *manifestMemo // the manifest, fetched once per open (nil: every time)
+}
+
+// manifestMemo is a dataset's manifest, fetched at most once.
+type manifestMemo struct {
+	once sync.Once
+	m    *Manifest
+	err  error
+}
+
+// newStoreFiles returns the files of s; m, when it lists splits, is the
+// manifest the caller read already.
+func newStoreFiles(s *storage.Store, m *Manifest) storeFiles {
+	f := storeFiles{s: s, memo: &manifestMemo{}}
+	if m != nil && len(m.Splits) > 0 {
+		f.memo.once.Do(func() { f.memo.m = m })
+	}
+	return f
+}
 
 func (f storeFiles) open(ctx context.Context, name string) (io.ReadCloser, error) {
 	return f.s.NewReader(ctx, name)
@@ -60,6 +81,14 @@ func (f storeFiles) openAt(ctx context.Context, name string) (io.ReaderAt, error
 }
 func (f storeFiles) display(name string) string { return f.s.URL(name) }
 func (f storeFiles) manifest(ctx context.Context, _ string) (*Manifest, error) {
+	if f.memo == nil {
+		return f.fetchManifest(ctx)
+	}
+	f.memo.once.Do(func() { f.memo.m, f.memo.err = f.fetchManifest(ctx) })
+	return f.memo.m, f.memo.err
+}
+
+func (f storeFiles) fetchManifest(ctx context.Context) (*Manifest, error) {
 	r, err := f.s.NewReader(ctx, ManifestName)
 	if err != nil {
 		return nil, err
@@ -78,12 +107,12 @@ func (f storeFiles) close() error { return f.s.Close() }
 
 // remoteShards opens a packed dataset (or a directory of *.tfrecord files)
 // at a storage URL and lists the shards of split.
-func remoteShards(ctx context.Context, url, split string) (storeFiles, []string, error) {
+func remoteShards(ctx context.Context, url, split string, known *Manifest) (storeFiles, []string, error) {
 	s, err := storage.Open(ctx, url, nil)
 	if err != nil {
 		return storeFiles{}, nil, err
 	}
-	f := storeFiles{s}
+	f := newStoreFiles(s, known)
 	m, err := f.manifest(ctx, "")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.Close()

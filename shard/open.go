@@ -18,6 +18,10 @@ import (
 type OpenOptions struct {
 	// Split is the split of a packed dataset to read; "train".
 	Split string
+	// Manifest, if set, is the manifest of the dataset at a storage URL,
+	// read already by the caller (LoadManifestAt): Open does not fetch it
+	// again.
+	Manifest *Manifest
 	// CacheDir, if set, keeps the shards (and indexes) of a dataset read
 	// from a storage URL on local disk in that directory, under CacheSize
 	// bytes (storage.DefaultCacheSize when 0), evicting whole files least
@@ -107,7 +111,7 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 		return openFiles(ctx, files, opts)
 	}
 	if storage.IsURL(path) {
-		fs, files, err := remoteShards(ctx, path, opts.Split)
+		fs, files, err := remoteShards(ctx, path, opts.Split, opts.Manifest)
 		if err != nil {
 			return nil, err
 		}

@@ -16,7 +16,7 @@ import (
 // splits where there is none, an error where there is one that cannot be
 // read.
 func LoadManifestAt(ctx context.Context, pathOrURL string) (*Manifest, error) {
-	return manifestAt(ctx, pathOrURL, nil)
+	return manifestAt(ctx, pathOrURL, nil, nil)
 }
 
 // PackedWidth is the image width recorded in the first record of shard
@@ -24,8 +24,14 @@ func LoadManifestAt(ctx context.Context, pathOrURL string) (*Manifest, error) {
 // 0 when unknown. Rank r of n is given shards r, r+n, …, so rank r asking
 // for shard r reads none of another rank's shards to learn it.
 func PackedWidth(ctx context.Context, pathOrURL, split string, i int) int {
+	return PackedWidthOf(ctx, pathOrURL, nil, split, i)
+}
+
+// PackedWidthOf is PackedWidth with the dataset's manifest m read already
+// (nil: read it).
+func PackedWidthOf(ctx context.Context, pathOrURL string, m *Manifest, split string, i int) int {
 	width := 0
-	manifestAt(ctx, pathOrURL, func(f shardFS, m *Manifest) {
+	manifestAt(ctx, pathOrURL, m, func(f shardFS, m *Manifest) {
 		sp := m.Splits[split]
 		if sp == nil || len(sp.Shards) == 0 {
 			return
@@ -53,9 +59,10 @@ func PackedWidth(ctx context.Context, pathOrURL, split string, i int) int {
 	return width
 }
 
-// manifestAt opens the dataset's files, reads its manifest and, if with
-// is set, calls it with the files and the manifest before closing them.
-func manifestAt(ctx context.Context, pathOrURL string, with func(shardFS, *Manifest)) (*Manifest, error) {
+// manifestAt opens the dataset's files, reads its manifest (known, when
+// not nil, is it, read already) and, if with is set, calls it with the
+// files and the manifest before closing them.
+func manifestAt(ctx context.Context, pathOrURL string, known *Manifest, with func(shardFS, *Manifest)) (*Manifest, error) {
 	var f shardFS = localFiles{}
 	name := filepath.Join(pathOrURL, ManifestName)
 	if storage.IsURL(pathOrURL) {
@@ -63,7 +70,7 @@ func manifestAt(ctx context.Context, pathOrURL string, with func(shardFS, *Manif
 		if err != nil {
 			return nil, err
 		}
-		f, name = storeFiles{s}, ManifestName
+		f, name = newStoreFiles(s, known), ManifestName
 	}
 	defer f.close()
 	m, err := f.manifest(ctx, name)
