@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/faster-training/faster/storage/internal/testbin"
@@ -34,26 +33,14 @@ const (
 	Bucket = "faster"
 )
 
-var gcsBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
+var gcsBinary = &testbin.Binary{Name: "fake-gcs-server", Module: module, Pkg: module}
 
 // Binary builds the server once per machine: the binary is cached under
-// os.UserCacheDir()/faster-test-bin, keyed by the fake-gcs-server and Go
-// versions.
-func Binary() (string, error) {
-	gcsBinary.once.Do(func() {
-		gcsBinary.path, gcsBinary.err = testbin.Build("fake-gcs-server", module, module)
-	})
-	return gcsBinary.path, gcsBinary.err
-}
+// os.UserCacheDir()/faster-test-bin, keyed by the fake-gcs-server and Go versions.
+func Binary() (string, error) { return gcsBinary.Build() }
 
 // BinaryPath returns where the binary of the pinned version is cached.
-func BinaryPath() (bin, version string, err error) {
-	return testbin.Path("fake-gcs-server", module)
-}
+func BinaryPath() (bin, version string, err error) { return gcsBinary.Path() }
 
 // Server is one running fake-gcs-server.
 type Server struct {

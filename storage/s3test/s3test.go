@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -42,26 +41,14 @@ const (
 	Bucket = "faster"
 )
 
-var vgwBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
+var vgwBinary = &testbin.Binary{Name: "versitygw", Module: module, Pkg: module + "/cmd/versitygw"}
 
-// Binary builds the server once per machine: the binary is cached
-// under os.UserCacheDir()/faster-test-bin, keyed by the versitygw and Go
-// versions.
-func Binary() (string, error) {
-	vgwBinary.once.Do(func() {
-		vgwBinary.path, vgwBinary.err = testbin.Build("versitygw", module, module+"/cmd/versitygw")
-	})
-	return vgwBinary.path, vgwBinary.err
-}
+// Binary builds the server once per machine: the binary is cached under
+// os.UserCacheDir()/faster-test-bin, keyed by the versitygw and Go versions.
+func Binary() (string, error) { return vgwBinary.Build() }
 
 // BinaryPath returns where the binary of the pinned version is cached.
-func BinaryPath() (bin, version string, err error) {
-	return testbin.Path("versitygw", module)
-}
+func BinaryPath() (bin, version string, err error) { return vgwBinary.Path() }
 
 // Server is one running versitygw.
 type Server struct {

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -136,3 +137,21 @@ func FreePort() (string, error) {
 	defer l.Close()
 	return l.Addr().String(), nil
 }
+
+// Binary is one test server's binary: built (or found cached) once per
+// process.
+type Binary struct {
+	Name, Module, Pkg string // the cache name, the module pinned in internal/testservers, the command's package
+	once              sync.Once
+	path              string
+	err               error
+}
+
+// Build returns the binary's path, building it on first use.
+func (b *Binary) Build() (string, error) {
+	b.once.Do(func() { b.path, b.err = Build(b.Name, b.Module, b.Pkg) })
+	return b.path, b.err
+}
+
+// Path returns where the binary of the pinned version is cached.
+func (b *Binary) Path() (bin, version string, err error) { return Path(b.Name, b.Module) }
