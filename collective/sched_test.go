@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 var hostlists = []struct {
@@ -46,10 +48,7 @@ func TestExpandHostlist(t *testing.T) {
 func TestExpandHostlistScontrol(t *testing.T) {
 	scontrol, err := exec.LookPath("scontrol")
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
-			t.Fatal("scontrol missing: run scripts/setup.sh (slurm-wlm)")
-		}
-		t.Skip("scontrol missing (slurm-wlm)")
+		testenv.MissingInterop(t, "scontrol missing (slurm-wlm)")
 	}
 	conf := filepath.Join(t.TempDir(), "slurm.conf")
 	os.WriteFile(conf, []byte("ClusterName=t\nSlurmctldHost=localhost\nNodeName=localhost CPUs=1\nPartitionName=p Nodes=localhost\n"), 0o644)

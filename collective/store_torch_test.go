@@ -3,8 +3,6 @@ package collective
 import (
 	"bufio"
 	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -22,11 +20,7 @@ const torchPython = testenv.Python
 func needTorch(t *testing.T) {
 	t.Helper()
 	if err := exec.Command(torchPython, "-c", "import torch.distributed").Run(); err != nil {
-		msg := fmt.Sprintf("%s cannot import torch.distributed (%v): run scripts/setup.sh", torchPython, err)
-		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.MissingInterop(t, "%s cannot import torch.distributed (%v)", torchPython, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/faster-training/faster/internal/testenv"
 	"github.com/faster-training/faster/tfexample"
 	"github.com/faster-training/faster/tfrecord"
 )
@@ -25,11 +26,7 @@ func nodeInterop(t *testing.T) string {
 	_, errNode := exec.LookPath("node")
 	_, errMod := os.Stat(filepath.Join(dir, "node_modules/@roboflow/tfrecords"))
 	if errNode != nil || errMod != nil {
-		msg := "node or @roboflow/tfrecords missing (run scripts/setup.sh)"
-		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.MissingInterop(t, "node or @roboflow/tfrecords missing")
 	}
 	return dir
 }

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faster-training/faster/storage/s3test"
-
 	"github.com/faster-training/faster/internal/testenv"
+	"github.com/faster-training/faster/storage/s3test"
 )
 
 // cliEnv makes the test binary run as the faster CLI (TestMain).
@@ -346,10 +345,7 @@ wait:
 func TestTorchrunTwoMachines(t *testing.T) {
 	const torchrun = testenv.Torchrun
 	if _, err := os.Stat(torchrun); err != nil {
-		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
-			t.Fatal("torchrun missing: run scripts/setup.sh (python3-torch)")
-		}
-		t.Skip("torchrun missing (python3-torch)")
+		testenv.MissingInterop(t, "torchrun missing (python3-torch)")
 	}
 	if raceEnabled {
 		t.Skip("slow under -race; make accuracy runs it")

@@ -24,10 +24,7 @@ func TestTrainUnderMpirun(t *testing.T) {
 	}
 	mpirun, err := exec.LookPath("mpirun")
 	if err != nil {
-		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
-			t.Fatal("mpirun missing: run scripts/setup.sh (openmpi-bin)")
-		}
-		t.Skip("mpirun missing (openmpi-bin)")
+		testenv.MissingInterop(t, "mpirun missing (openmpi-bin)")
 	}
 	const fm = testenv.FashionMNISTDir
 	if _, err := os.Stat(filepath.Join(fm, "train-images-idx3-ubyte.gz")); err != nil {

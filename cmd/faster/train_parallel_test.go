@@ -442,10 +442,7 @@ func TestTrainUnderTorchrun(t *testing.T) {
 	}
 	const torchrun = testenv.Torchrun
 	if _, err := os.Stat(torchrun); err != nil {
-		if os.Getenv("FASTER_REQUIRE_INTEROP") != "" {
-			t.Fatal("torchrun missing: run scripts/setup.sh (python3-torch)")
-		}
-		t.Skip("torchrun missing (python3-torch)")
+		testenv.MissingInterop(t, "torchrun missing (python3-torch)")
 	}
 	const fm = testenv.FashionMNISTDir
 	if _, err := os.Stat(filepath.Join(fm, "train-images-idx3-ubyte.gz")); err != nil {

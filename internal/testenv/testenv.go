@@ -52,6 +52,26 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// InteropRequired reports whether a missing peer tool (torch's
+// distributed store, torchrun, mpirun, Slurm, node) fails the test rather
+// than skipping it: FASTER_REQUIRE_INTEROP is set to anything but "" or
+// "0" (make test sets it after scripts/setup.sh).
+func InteropRequired() bool {
+	v := os.Getenv("FASTER_REQUIRE_INTEROP")
+	return v != "" && v != "0"
+}
+
+// MissingInterop skips t saying which peer tool is missing, or fails it
+// when InteropRequired.
+func MissingInterop(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InteropRequired() {
+		t.Fatalf(format+" (FASTER_REQUIRE_INTEROP=1: run scripts/setup.sh)", args...)
+		return
+	}
+	t.Skipf(format, args...)
+}
+
 // File returns path when it exists, else calls Missing.
 func File(t testing.TB, path string) string {
 	t.Helper()
