@@ -1,6 +1,11 @@
 package downscale
 
-import "errors"
+import (
+	"errors"
+	"path/filepath"
+
+	"github.com/faster-training/faster/source"
+)
 
 var (
 	// ErrOptions marks invalid Options.
@@ -10,9 +15,13 @@ var (
 	ErrSource = errors.New("downscale: bad source or destination")
 )
 
-// Failure is a source file that could not be processed and why. Failures
-// are reported in Result and never stop a run; nothing is written for them.
-type Failure struct {
-	Path   string `json:"path"`   // relative to the source root, slash-separated
-	Reason string `json:"reason"` // the error
+// Failure is a source file that could not be processed and why: the one
+// record of damage (source.Damage), its Path relative to the source root
+// (slash-separated) and its Offset -1 (the file as a whole). Failures are
+// reported in Result and never stop a run; nothing is written for them.
+type Failure = source.Damage
+
+// failure is file rel's Failure with err.
+func failure(rel string, err error) Failure {
+	return Failure{Path: filepath.ToSlash(rel), Offset: -1, Reason: err.Error()}
 }

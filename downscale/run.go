@@ -189,7 +189,7 @@ type walker struct {
 
 func (w *walker) fail(rel string, err error) {
 	w.res.Failed++
-	w.res.Failures = append(w.res.Failures, Failure{filepath.ToSlash(rel), err.Error()})
+	w.res.Failures = append(w.res.Failures, failure(rel, err))
 }
 
 // dir lists folder p (rel to the source), whose ancestors are given.
@@ -333,7 +333,7 @@ func (w *worker) do(ctx context.Context, j job) error {
 
 func (w *worker) fail(j job, err error) {
 	w.res.Failed++
-	w.res.Failures = append(w.res.Failures, Failure{filepath.ToSlash(j.rel), err.Error()})
+	w.res.Failures = append(w.res.Failures, failure(j.rel, err))
 }
 
 // read reads a whole file into the worker's read buffer.
