@@ -47,3 +47,20 @@ func TestRunSummary(t *testing.T) {
 		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
 }
+
+func TestMedianAndPairedRatio(t *testing.T) {
+	if i, lo, hi := Median([]float64{3, 1, 4, 2}); i != 3 || lo != 1 || hi != 4 {
+		t.Errorf("Median(3 1 4 2) = %d %g %g, want index 3 (2: the lower middle), 1, 4", i, lo, hi)
+	}
+	if i, _, _ := Median(nil); i != -1 {
+		t.Errorf("Median(nil) = %d, want -1", i)
+	}
+	// Rounds pair up: 10/5, 12/4 and 9/9; a zero time is left out.
+	mid, lo, hi, ok := PairedRatio([]float64{10, 12, 9, 7}, []float64{5, 4, 9, 0})
+	if !ok || mid != 2 || lo != 1 || hi != 3 {
+		t.Errorf("PairedRatio = %g [%g, %g] %v, want 2 [1, 3]", mid, lo, hi, ok)
+	}
+	if got := RatioText(mid, lo, hi, true); got != "≈2.00× [1.00–3.00]" {
+		t.Errorf("RatioText = %q: a spread holding 1.0 is marked ≈", got)
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -386,7 +385,7 @@ func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) er
 		fmt.Fprintln(w, "\nSingle device, plain, without each of the defaults:")
 		for _, a := range sum.Ablation {
 			what := map[string]string{"no-overlap": "input prepared after each step (no overlap)", "zero-grad": "gradients zeroed and accumulated (zero_grad without set_to_none)"}[a.Variant]
-			fmt.Fprintf(w, "  %s: %.1f s vs %.1f s: the default is %s as fast\n", what, a.Seconds, base.Seconds, ratioText(1/a.Speedup, 1/a.SpeedupHigh, 1/a.SpeedupLow, len(a.Runs) > 1))
+			fmt.Fprintf(w, "  %s: %.1f s vs %.1f s: the default is %s as fast\n", what, a.Seconds, base.Seconds, bench.RatioText(1/a.Speedup, 1/a.SpeedupHigh, 1/a.SpeedupLow, len(a.Runs) > 1))
 		}
 	}
 	return nil
@@ -397,27 +396,19 @@ func printTrainTable(w io.Writer, sum benchTrainSummary, o benchTrainOptions) er
 // the speed-up over the baseline's run of the same round (base; none for
 // the baseline itself or without one).
 func medianCell(runs, base []trainCell) trainCell {
-	idx := make([]int, len(runs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(runs[a].Seconds, runs[b].Seconds) })
-	c := runs[idx[(len(idx)-1)/2]]
-	c.Runs = nil
-	for _, r := range runs {
-		c.Runs = append(c.Runs, r.Seconds)
-	}
-	c.Low, c.High = runs[idx[0]].Seconds, runs[idx[len(idx)-1]].Seconds
-	if len(base) == len(runs) && &base[0] != &runs[0] {
-		var ratios []float64
-		for r := range runs {
-			if runs[r].Seconds > 0 {
-				ratios = append(ratios, base[r].Seconds/runs[r].Seconds)
-			}
+	secs := func(cells []trainCell) []float64 {
+		var v []float64
+		for _, c := range cells {
+			v = append(v, c.Seconds)
 		}
-		if len(ratios) > 0 {
-			slices.Sort(ratios)
-			c.Speedup, c.SpeedupLow, c.SpeedupHigh = ratios[(len(ratios)-1)/2], ratios[0], ratios[len(ratios)-1]
+		return v
+	}
+	i, low, high := bench.Median(secs(runs))
+	c := runs[i]
+	c.Runs, c.Low, c.High = secs(runs), low, high
+	if len(base) == len(runs) && &base[0] != &runs[0] {
+		if mid, lo, hi, ok := bench.PairedRatio(secs(base), c.Runs); ok {
+			c.Speedup, c.SpeedupLow, c.SpeedupHigh = mid, lo, hi
 		}
 	}
 	return c
@@ -438,22 +429,9 @@ func cellText(c, base *trainCell) string {
 	}
 	text += fmt.Sprintf(" · %.1f%%", 100*c.TestAccuracy)
 	if base != nil && c != base && c.Speedup > 0 {
-		text += " · " + ratioText(c.Speedup, c.SpeedupLow, c.SpeedupHigh, len(c.Runs) > 1)
+		text += " · " + bench.RatioText(c.Speedup, c.SpeedupLow, c.SpeedupHigh, len(c.Runs) > 1)
 	}
 	return text
-}
-
-// ratioText is a ratio with its spread; one whose spread holds 1.0 is
-// marked ≈: the runs do not show a difference.
-func ratioText(mid, low, high float64, spread bool) string {
-	if !spread {
-		return fmt.Sprintf("%.2f×", mid)
-	}
-	t := fmt.Sprintf("%.2f× [%.2f–%.2f]", mid, low, high)
-	if low <= 1 && 1 <= high {
-		t = "≈" + t
-	}
-	return t
 }
 
 // runTrainChild runs `faster train ... --json` as a child process and

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/bench"
 )
 
 // The table's figures from given runs (no timing): the median run, its
@@ -38,7 +40,7 @@ func TestMedianCell(t *testing.T) {
 	if e := medianCell(cells(3, 1, 4, 2), nil); e.Seconds != 2 || len(e.Runs) != 4 {
 		t.Fatalf("even count: %+v", e)
 	}
-	if got := ratioText(1.3, 0, 0, false); got != "1.30×" {
+	if got := bench.RatioText(1.3, 0, 0, false); got != "1.30×" {
 		t.Fatalf("one run: %q", got)
 	}
 }
