@@ -51,16 +51,14 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rank, world, localRanks := 0, 1, 1
+	rank, world := 0, 1
 	if comm != nil {
 		rank, world = comm.Rank(), comm.Size()
-		localRanks = max(cfg.Parallel.LocalRanks, 1)
 	}
 	if cfg.Batch%world != 0 {
 		return nil, configErrorf("--batch %d does not split over %d processes", cfg.Batch, world)
 	}
-	ck := cfg.Checkpoint.Path
-	if ck != "" && rank == 0 {
+	if ck := cfg.Checkpoint.Path; ck != "" && rank == 0 {
 		// Rank 0 writes the checkpoint: a second run saving to it fails
 		// here, before any work (as a second pack into one destination).
 		// A folder it cannot write to is a usage error, before the lock
@@ -74,38 +72,89 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 		}
 		defer unlock()
 	}
+	p, err := cfg.plan(data, rank, world)
+	if err != nil {
+		return nil, err
+	}
+	r, err := cfg.newRun(p, comm, hooks)
+	if r != nil {
+		defer r.close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.train(ctx, p, rank, hooks)
+}
+
+// plan is what a run's shape is decided by: the data's sizes and
+// classes, the engine's two streams, the steps of an epoch and the
+// resolution schedule.
+type plan struct {
+	data                                 *Data
+	classes, inC, inH, trainLen, testLen int
+	samples                              int // that a checkpoint records
+	steps                                int
+	side                                 int // the largest side of the run: a schedule's last, the test side, a FixRes pass's
+	trainS, testS                        train.Stream
+	resSched                             []int
+	world                                int
+}
+
+// plan sizes the run on data and checks what depends on it.
+func (cfg *Config) plan(data *Data, rank, world int) (*plan, error) {
 	classes, err := cfg.classes(data.names, data.testNames)
 	if err != nil {
 		return nil, err
 	}
-	inC, inH, trainLen, testLen, samples := data.sizes()
-	if data.train != nil && trainLen == 0 {
+	p := &plan{data: data, classes: classes, world: world}
+	p.inC, p.inH, p.trainLen, p.testLen, p.samples = data.sizes()
+	if data.train != nil && p.trainLen == 0 {
 		return nil, fmt.Errorf("--data %s: the number of records is unknown (shards without an .idx index beside each): index them, e.g. with DALI's tfrecord2idx", cfg.Data.Path)
 	}
-	if trainLen < cfg.Batch {
-		return nil, configErrorf("--batch %d is larger than the %d training images", cfg.Batch, trainLen)
+	if p.trainLen < cfg.Batch {
+		return nil, configErrorf("--batch %d is larger than the %d training images", cfg.Batch, p.trainLen)
 	}
-	// The engine's two streams: the training batches and the test split.
-	var (
-		trainS, testS train.Stream
-		resSched      []int
-	)
+	// The engine's two streams: the training batches (in memory, the
+	// trainer's: see newRun) and the test split.
+	p.side, p.steps = p.inH, p.trainLen/cfg.Batch
 	if data.train != nil {
-		trainS, testS, resSched = data.train, data.test, data.train.sched
+		p.trainS, p.testS, p.resSched = data.train, data.test, data.train.sched
+		p.steps = data.train.Steps() // the same on every rank
+		p.side = max(p.side, data.train.full, data.test.full)
 	} else {
-		resSched = cfg.Data.Schedule
+		p.resSched = cfg.Data.Schedule
 		if cfg.Data.Progressive {
-			resSched = ProgressiveSchedule(inH, cfg.Epochs)
+			p.resSched = ProgressiveSchedule(p.inH, cfg.Epochs)
 		}
-		testS = train.EvalStream(data.memTest, cfg.Batch, rank, world)
+		p.testS = train.EvalStream(data.memTest, cfg.Batch, rank, world)
 	}
-	steps := trainLen / cfg.Batch
-	if data.train != nil {
-		steps = data.train.Steps() // the same on every rank
+	return p, cfg.checkSchedule(p.steps)
+}
+
+// run is a run's engine: the backend, the model, the trainer with its
+// replicas, and what it closes.
+type run struct {
+	cfg     *Config
+	b       train.Backend
+	net     *train.Sequential
+	tr      *train.Trainer
+	prec    train.Precision
+	comm    collective.Comm
+	closers []func()
+}
+
+func (r *run) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
 	}
-	if err := cfg.checkSchedule(steps); err != nil {
-		return nil, err
-	}
+}
+
+// newRun builds the engine of plan p: the model (its step's memory
+// checked on its shapes first, before any of it is allocated), the
+// trainer, its state from the checkpoint when there is one, and the
+// replicas or the process group of the strategy. The run it returns is
+// closed by the caller, also on error.
+func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, error) {
 	m := cfg.Model
 	prec, _ := train.ParsePrecision("fp32")
 	if cfg.Parallel.AMP {
@@ -135,24 +184,22 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 		if err != nil {
 			return nil, nil, err
 		}
-		net, err := NewModel(b, m.Name, m.Filters, inC, inH, classes, cfg.Seed)
+		net, err := NewModel(b, m.Name, m.Filters, p.inC, p.inH, p.classes, cfg.Seed)
 		if err != nil {
 			b.Close()
 			return nil, nil, err
 		}
 		return b, net, nil
 	}
-	// The step's memory is checked on the model's shapes (train.Shapes),
-	// before any of it is allocated.
-	shapes, err := NewModel(train.Shapes(), m.Name, m.Filters, inC, inH, classes, cfg.Seed)
+	shapes, err := NewModel(train.Shapes(), m.Name, m.Filters, p.inC, p.inH, p.classes, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	side := inH // the largest side of the run: a schedule's last, the test side, a FixRes pass's
-	if data.train != nil {
-		side = max(side, data.train.full, data.test.full)
+	localRanks := 1
+	if comm != nil {
+		localRanks = max(cfg.Parallel.LocalRanks, 1)
 	}
-	err = cfg.checkStepMemory(shapes, inC, side, world, localRanks)
+	err = cfg.checkStepMemory(shapes, p.inC, p.side, p.world, localRanks)
 	shapes.Close()
 	if err != nil {
 		return nil, err
@@ -161,13 +208,14 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	defer net.Close()
+	r := &run{cfg: cfg, b: b, net: net, prec: prec, comm: comm}
+	r.closers = append(r.closers, func() { b.Close() }, func() { net.Close() })
 	o := cfg.Optim
 	opt := &train.SGD{Momentum: float32(o.Momentum), WeightDecay: float32(o.WeightDecay), Nesterov: o.Nesterov}
-	tr := train.NewTrainer(b, net, opt, cfg.newSchedule(steps), cfg.Batch, cfg.Seed)
-	defer tr.Close()
-	tr.Classes = classes
+	tr := train.NewTrainer(b, net, opt, cfg.newSchedule(p.steps), cfg.Batch, cfg.Seed)
+	r.tr = tr
+	r.closers = append(r.closers, tr.Close)
+	tr.Classes = p.classes
 	tr.LabelSmoothing, tr.EvalFlip = o.LabelSmoothing, cfg.Eval.TTA == "flip"
 	if o.EMA > 0 {
 		tr.EMA = &train.EMA{Decay: o.EMA, Warmup: o.EMAWarmup} // before loading: a checkpoint holds its average
@@ -177,62 +225,75 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 	}
 	// The data a checkpoint records: a rank's share times the ranks may
 	// differ by rank, the dataset's length does not.
-	tr.Data = train.DataID{Name: dataName(cfg.Data.Path), Samples: samples}
-	if ck != "" {
+	tr.Data = train.DataID{Name: dataName(cfg.Data.Path), Samples: p.samples}
+	if ck := cfg.Checkpoint.Path; ck != "" {
 		if err := tr.LoadCheckpoint(ck); err == nil {
 			if tr.Epoch < cfg.Epochs {
 				hooks.note("resuming from %s at epoch %d step %d", ck, tr.Epoch+1, tr.Step)
 			}
 		} else if errors.Is(err, train.ErrData) {
-			return nil, fmt.Errorf("%w: resume on the data it was saved on, or train into another --checkpoint", err)
+			return r, fmt.Errorf("%w: resume on the data it was saved on, or train into another --checkpoint", err)
 		} else if errors.Is(err, train.ErrClasses) {
-			return nil, fmt.Errorf("%w: --data %s has %d classes; train it into another --checkpoint", err, cfg.Data.Path, classes)
+			return r, fmt.Errorf("%w: --data %s has %d classes; train it into another --checkpoint", err, cfg.Data.Path, p.classes)
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+			return r, err
 		}
 	}
 	closeReplicas, err := cfg.setupParallel(tr, comm, newNet)
-	defer func() { tr.Close(); closeReplicas() }() // the trainer lets go of the replicas first
+	// The trainer lets go of the replicas first.
+	r.closers = append(r.closers, closeReplicas, tr.Close)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	p := cfg.Parallel
-	tr.NoOverlap, tr.ZeroGrad = p.NoOverlap, p.ZeroGrad
-	if data.train == nil {
-		trainS = tr.StreamOf(data.mem)
+	tr.NoOverlap, tr.ZeroGrad = cfg.Parallel.NoOverlap, cfg.Parallel.ZeroGrad
+	if p.data.train == nil {
+		p.trainS = tr.StreamOf(p.data.mem)
 	}
-	calib := train.Stream(nil) // FixRes's batches
-	if cfg.Eval.FixResBN > 0 {
-		if data.calib != nil {
-			calib = data.calib
-		} else {
-			calib = tr.StreamOf(data.mem) // IDX: the test images are the training images' size, with no other preprocessing
-		}
-	}
+	return r, nil
+}
 
-	sum := &Summary{Model: m.Name, Backend: b.Name(), Strategy: p.Strategy, Devices: p.Devices, WorldSize: world, SyncBN: p.SyncBN && p.Strategy != "single",
-		Precision: prec.String(), Overlap: !p.NoOverlap, ZeroGrad: "set_to_none", Threads: b.Threads(), NormThreads: m.NormThreads, Winograd: m.Winograd, Batch: cfg.Batch, LR: o.LR,
-		Epochs: cfg.Epochs, Classes: classes, TrainImages: trainLen, TestImages: testLen, PerEpoch: []EpochSummary{},
+// summary is the run's Summary before anything is trained.
+func (r *run) summary(p *plan) *Summary {
+	cfg, m, o, par := r.cfg, r.cfg.Model, r.cfg.Optim, r.cfg.Parallel
+	sum := &Summary{Model: m.Name, Backend: r.b.Name(), Strategy: par.Strategy, Devices: par.Devices, WorldSize: p.world, SyncBN: par.SyncBN && par.Strategy != "single",
+		Precision: r.prec.String(), Overlap: !par.NoOverlap, ZeroGrad: "set_to_none", Threads: r.b.Threads(), NormThreads: m.NormThreads, Winograd: m.Winograd, Batch: cfg.Batch, LR: o.LR,
+		Epochs: cfg.Epochs, Classes: p.classes, TrainImages: p.trainLen, TestImages: p.testLen, PerEpoch: []EpochSummary{},
 		Recipe: cfg.Recipe, Schedule: cfg.scheduleName(), LabelSmoothing: o.LabelSmoothing, Nesterov: o.Nesterov, EMA: o.EMA, EMAWarmup: o.EMAWarmup, TTA: cfg.Eval.TTA,
-		Resolutions: resSched, Curve: []CurvePoint{}, TargetAccuracy: cfg.Eval.TargetAccuracy}
-	if p.ZeroGrad {
+		Resolutions: p.resSched, Curve: []CurvePoint{}, TargetAccuracy: cfg.Eval.TargetAccuracy}
+	if par.ZeroGrad {
 		sum.ZeroGrad = "zero"
 	}
-	if pr, ok := b.(train.PrecisionReporter); ok {
+	if pr, ok := r.b.(train.PrecisionReporter); ok {
 		_, sum.NativeAMP = pr.Precision()
 	}
+	return sum
+}
+
+// train trains the epochs left (or evaluates what the checkpoint holds
+// when none is), then recalibrates for FixRes, and returns the summary.
+func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summary, error) {
+	cfg, tr := r.cfg, r.tr
+	calib := train.Stream(nil) // FixRes's batches
+	if cfg.Eval.FixResBN > 0 {
+		if p.data.calib != nil {
+			calib = p.data.calib
+		} else {
+			calib = tr.StreamOf(p.data.mem) // IDX: the test images are the training images' size, with no other preprocessing
+		}
+	}
+	sum := r.summary(p)
 	wall := time.Now()
-	evaluate := func() (train.Metrics, error) { return tr.EvaluateStream(ctx, testS, 0) }
+	evaluate := func() (train.Metrics, error) { return tr.EvaluateStream(ctx, p.testS, 0) }
 	if tr.Epoch >= cfg.Epochs {
 		// Nothing to train: say so, and evaluate what the checkpoint holds.
 		if rank == 0 {
-			hooks.note("training is already complete: %s has trained %d epoch(s), --epochs is %d; evaluating it", ck, tr.Epoch, cfg.Epochs)
+			hooks.note("training is already complete: %s has trained %d epoch(s), --epochs is %d; evaluating it", cfg.Checkpoint.Path, tr.Epoch, cfg.Epochs)
 		}
 		m, err := evaluate()
 		if err != nil {
 			return nil, err
 		}
-		sum.AlreadyDone, sum.Epochs, sum.WeightsSHA256 = true, tr.Epoch, WeightsDigest(net)
+		sum.AlreadyDone, sum.Epochs, sum.WeightsSHA256 = true, tr.Epoch, WeightsDigest(r.net)
 		sum.TestAccuracy, sum.TestTop5, sum.TestLoss = m.Top1, m.Top5, m.Loss
 		if cfg.Eval.FixResBN > 0 {
 			if err := cfg.fixres(ctx, tr, calib, evaluate, sum); err != nil {
@@ -243,18 +304,19 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 		return sum, nil
 	}
 	var mem train.Dataset // IDX images, resized in memory for a schedule
-	if data.mem != nil {
-		mem = data.mem
+	if p.data.mem != nil {
+		mem = p.data.mem
 	}
-	if err := cfg.epochs(ctx, tr, trainS, mem, testS, steps, inH, resSched, rank, sum, hooks); err != nil {
+	if err := cfg.epochs(ctx, tr, p.trainS, mem, p.testS, p.steps, p.inH, p.resSched, rank, sum, hooks); err != nil {
 		return nil, err
 	}
-	if comm != nil {
-		if sum.DDP, err = commSummary(tr, comm, p.TimeAllReduce); err != nil {
+	var err error
+	if r.comm != nil {
+		if sum.DDP, err = commSummary(tr, r.comm, cfg.Parallel.TimeAllReduce); err != nil {
 			return nil, err
 		}
 	}
-	sum.WeightsSHA256 = WeightsDigest(net) // the trained weights, before FixRes
+	sum.WeightsSHA256 = WeightsDigest(r.net) // the trained weights, before FixRes
 	if cfg.Eval.FixResBN > 0 {
 		if err := cfg.fixres(ctx, tr, calib, evaluate, sum); err != nil {
 			return nil, err
@@ -264,7 +326,7 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 	if sum.Seconds > 0 {
 		sum.ImagesPerSec = float64(sum.Images) / sum.Seconds
 	}
-	if tu, ok := b.(train.Tuner); ok {
+	if tu, ok := r.b.(train.Tuner); ok {
 		sum.Autotune = tu.TuneChoices()
 		for _, c := range sum.Autotune {
 			sum.TuneSeconds += c.Seconds
