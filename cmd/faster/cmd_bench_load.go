@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -323,56 +321,21 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 	}
 	bar := progress.New(stderr, "load "+l.Kind(), total, "images")
 	defer bar.Done()
-	h := sha256.New()
 	start, cpu0 := time.Now(), usage.CPU()
-	var owed time.Duration // simulated consumer time not yet slept
-	steps := 0
 	first := 0
 	if resume != nil {
 		first = resume.Epoch
 	}
-epochs:
-	for e := first; o.steps > 0 || e < first+o.epochs; e++ {
-		r.Epochs = e + 1
-		n := 0
-		for b, err := range l.IterEpoch(ctx, e) {
-			if err != nil {
-				return nil, err
-			}
-			n++
-			var nb int64
-			for i := range b.Valid {
-				it := &b.Items[i]
-				nb += int64(it.Bytes)
-				io.WriteString(h, it.Key)
-				h.Write([]byte{'\n'})
-				if keys != nil && i < b.Valid-b.Repeats {
-					keys.WriteString(it.Key)
-					keys.WriteByte('\n')
-				}
-			}
-			r.Images += int64(b.Valid)
-			r.Repeats += int64(b.Repeats)
-			r.Bytes += nb
-			r.Batches++
-			bar.Add(int64(b.Valid), nb)
-			if o.consumerRate > 0 {
-				owed += time.Duration(float64(b.Valid) / o.consumerRate * float64(time.Second))
-				if owed > time.Millisecond {
-					t0 := time.Now()
-					time.Sleep(owed)
-					owed -= time.Since(t0)
-				}
-			}
-			b.Release()
-			if steps++; o.steps > 0 && steps >= o.steps {
-				break epochs
-			}
-		}
-		if n == 0 {
-			break
-		}
+	co := bench.ConsumeOptions{First: first, Epochs: o.epochs, Steps: o.steps, Rate: o.consumerRate,
+		Progress: func(images, bytes int64) { bar.Add(images, bytes) }}
+	if keys != nil {
+		co.Keys = keys
 	}
+	c, err := bench.Consume(ctx, l.IterEpoch, co)
+	if err != nil {
+		return nil, err
+	}
+	r.Epochs, r.Images, r.Repeats, r.Bytes, r.Batches, r.SampleDigest = c.Epochs, c.Images, c.Repeats, c.Bytes, c.Batches, c.Digest
 	r.Seconds = time.Since(start).Seconds()
 	r.CPUSeconds = (usage.CPU() - cpu0).Seconds()
 	if r.Images > 0 {
@@ -388,7 +351,6 @@ epochs:
 	r.Verdict, r.Stages, r.Bottleneck = st.Verdict, st.Stages, st.Verdict.Bottleneck
 	r.ImagesPerSec = float64(r.Images) / max(r.Seconds, 1e-9)
 	r.MBPerSec = mbPerSec(r.Bytes, r.Seconds)
-	r.SampleDigest = hex.EncodeToString(h.Sum(nil))
 	if prof != nil {
 		rep := prof.Report()
 		r.Profile = &rep

@@ -201,47 +201,7 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 	}
 	sum := benchTrainSummary{Model: "thinnet", Data: o.data, Batch: o.batch, Epochs: o.epochs, Threads: threads}
 	run := func(strategy, variant string, extra ...string) (trainCell, error) {
-		perProcess := threads
-		if strategy == "ddp" {
-			perProcess = max(1, threads/o.devices) // each process gets its share
-		}
-		args := []string{"train", "--data", o.data, "--epochs", strconv.Itoa(o.epochs), "--batch", strconv.Itoa(o.batch),
-			"--lr", strconv.FormatFloat(o.lr, 'g', -1, 64), "--threads", strconv.Itoa(perProcess), "--json", "--strategy", strategy}
-		if o.limit > 0 {
-			args = append(args, "--limit", strconv.Itoa(o.limit))
-		}
-		if o.testLimit > 0 {
-			args = append(args, "--test-limit", strconv.Itoa(o.testLimit))
-		}
-		if o.backend != "" {
-			args = append(args, "--backend", o.backend)
-		}
-		if !o.winograd {
-			args = append(args, "--winograd=false")
-		}
-		if len(o.filters) > 0 {
-			var fs []string
-			for _, f := range o.filters {
-				fs = append(fs, strconv.Itoa(f))
-			}
-			args = append(args, "--filters", strings.Join(fs, ","))
-		}
-		if o.syncBN && strategy != "single" {
-			args = append(args, "--sync-bn")
-		}
-		switch strategy {
-		case "dp":
-			args = append(args, "--devices", strconv.Itoa(o.devices))
-		case "ddp":
-			args = append(args, "--nproc", strconv.Itoa(o.devices))
-		}
-		if strings.Contains(variant, "autotune") {
-			args = append(args, "--autotune")
-		}
-		if strings.Contains(variant, "amp") {
-			args = append(args, "--amp")
-		}
-		args = append(args, extra...)
+		args := append(o.trainArgs(strategy, variant, threads), extra...)
 		fmt.Fprintf(stderr, "bench train: %s %s ...\n", strategy, variant)
 		ts, err := runTrainChild(ctx, args, stderr)
 		if err != nil {
@@ -333,6 +293,49 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 		return writeJSON(stdout, sum)
 	}
 	return printTrainTable(stdout, sum, o)
+}
+
+// trainArgs are the `faster train` flags of one cell: strategy and
+// variant over the shared data and hyper-parameters, threads in all (a
+// ddp process gets its share).
+func (o benchTrainOptions) trainArgs(strategy, variant string, threads int) []string {
+	perProcess := threads
+	if strategy == "ddp" {
+		perProcess = max(1, threads/o.devices)
+	}
+	args := []string{"train", "--data", o.data, "--epochs", strconv.Itoa(o.epochs), "--batch", strconv.Itoa(o.batch),
+		"--lr", strconv.FormatFloat(o.lr, 'g', -1, 64), "--threads", strconv.Itoa(perProcess), "--json", "--strategy", strategy}
+	if o.limit > 0 {
+		args = append(args, "--limit", strconv.Itoa(o.limit))
+	}
+	if o.testLimit > 0 {
+		args = append(args, "--test-limit", strconv.Itoa(o.testLimit))
+	}
+	if o.backend != "" {
+		args = append(args, "--backend", o.backend)
+	}
+	if !o.winograd {
+		args = append(args, "--winograd=false")
+	}
+	if len(o.filters) > 0 {
+		args = append(args, "--filters", joinInts(o.filters))
+	}
+	if o.syncBN && strategy != "single" {
+		args = append(args, "--sync-bn")
+	}
+	switch strategy {
+	case "dp":
+		args = append(args, "--devices", strconv.Itoa(o.devices))
+	case "ddp":
+		args = append(args, "--nproc", strconv.Itoa(o.devices))
+	}
+	if strings.Contains(variant, "autotune") {
+		args = append(args, "--autotune")
+	}
+	if strings.Contains(variant, "amp") {
+		args = append(args, "--amp")
+	}
+	return args
 }
 
 // printTrainTable prints the cells like the study's README: the baseline,
