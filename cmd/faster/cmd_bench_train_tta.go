@@ -72,41 +72,10 @@ var ablations = []struct{ name, flag string }{
 }
 
 func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, stdout, stderr io.Writer) error {
-	if o.targetAccuracy <= 0 || o.targetAccuracy > 1 || math.IsNaN(o.targetAccuracy) {
-		return usagef("--target-accuracy %g: want a fraction in (0, 1], e.g. 0.9", o.targetAccuracy)
+	if err := o.checkTTA(threads); err != nil {
+		return err
 	}
-	if o.evalEvery < 1 || o.rounds < 1 {
-		return usagef("--eval-every and --rounds must be positive")
-	}
-	if o.oursDDP < 0 || o.oursDDP > threads || (o.oursDDP > 0 && threads%o.oursDDP != 0) {
-		return usagef("--ours-ddp %d: want a number of processes that divides --threads %d", o.oursDDP, threads)
-	}
-	if o.recipeAblation && o.recipe != "fast" {
-		return usagef("--recipe-ablation takes the parts out of --recipe fast")
-	}
-	if !o.noPeer {
-		if _, err := os.Stat(o.peer); err != nil {
-			return usagef("--peer %s: %v (run from the repository root, or give its path)", o.peer, err)
-		}
-	}
-	args := []string{"--data", o.data, "--epochs", strconv.Itoa(o.epochs), "--batch", strconv.Itoa(o.batch), "--threads", strconv.Itoa(threads),
-		"--seed", strconv.FormatUint(o.seed, 10), "--eval-every", strconv.Itoa(o.evalEvery),
-		"--target-accuracy", strconv.FormatFloat(o.targetAccuracy, 'g', -1, 64)}
-	if o.lrSet || o.recipe == "" {
-		args = append(args, "--lr", strconv.FormatFloat(o.lr, 'g', -1, 64))
-	}
-	if o.recipe != "" {
-		args = append(args, "--recipe", o.recipe)
-	}
-	if o.limit > 0 {
-		args = append(args, "--limit", strconv.Itoa(o.limit))
-	}
-	if o.testLimit > 0 {
-		args = append(args, "--test-limit", strconv.Itoa(o.testLimit))
-	}
-	if len(o.filters) > 0 {
-		args = append(args, "--filters", joinInts(o.filters))
-	}
+	args := o.ttaArgs(threads)
 	sum := ttaSummary{Model: "thinnet", Filters: o.filters, Data: o.data, Target: o.targetAccuracy, EvalEvery: o.evalEvery, Batch: o.batch,
 		Epochs: o.epochs, Threads: threads, Recipe: o.recipe, Args: args}
 	if o.backend != "" {
@@ -201,6 +170,57 @@ func runTimeToAccuracy(ctx context.Context, o benchTrainOptions, threads int, st
 	if oursOK && peerOK && oursT > 0 && !o.noPeer {
 		sum.Ratio = peerT / oursT
 	}
+	return writeTTA(sum, o, threads, stdout)
+}
+
+// checkTTA validates the time-to-accuracy mode's flags.
+func (o benchTrainOptions) checkTTA(threads int) error {
+	if o.targetAccuracy <= 0 || o.targetAccuracy > 1 || math.IsNaN(o.targetAccuracy) {
+		return usagef("--target-accuracy %g: want a fraction in (0, 1], e.g. 0.9", o.targetAccuracy)
+	}
+	if o.evalEvery < 1 || o.rounds < 1 {
+		return usagef("--eval-every and --rounds must be positive")
+	}
+	if o.oursDDP < 0 || o.oursDDP > threads || (o.oursDDP > 0 && threads%o.oursDDP != 0) {
+		return usagef("--ours-ddp %d: want a number of processes that divides --threads %d", o.oursDDP, threads)
+	}
+	if o.recipeAblation && o.recipe != "fast" {
+		return usagef("--recipe-ablation takes the parts out of --recipe fast")
+	}
+	if !o.noPeer {
+		if _, err := os.Stat(o.peer); err != nil {
+			return usagef("--peer %s: %v (run from the repository root, or give its path)", o.peer, err)
+		}
+	}
+	return nil
+}
+
+// ttaArgs are the training flags ours and the peer share.
+func (o benchTrainOptions) ttaArgs(threads int) []string {
+	args := []string{"--data", o.data, "--epochs", strconv.Itoa(o.epochs), "--batch", strconv.Itoa(o.batch), "--threads", strconv.Itoa(threads),
+		"--seed", strconv.FormatUint(o.seed, 10), "--eval-every", strconv.Itoa(o.evalEvery),
+		"--target-accuracy", strconv.FormatFloat(o.targetAccuracy, 'g', -1, 64)}
+	if o.lrSet || o.recipe == "" {
+		args = append(args, "--lr", strconv.FormatFloat(o.lr, 'g', -1, 64))
+	}
+	if o.recipe != "" {
+		args = append(args, "--recipe", o.recipe)
+	}
+	if o.limit > 0 {
+		args = append(args, "--limit", strconv.Itoa(o.limit))
+	}
+	if o.testLimit > 0 {
+		args = append(args, "--test-limit", strconv.Itoa(o.testLimit))
+	}
+	if len(o.filters) > 0 {
+		args = append(args, "--filters", joinInts(o.filters))
+	}
+	return args
+}
+
+// writeTTA writes the summary: --curve's file, --plot's chart, and the
+// table (or --json).
+func writeTTA(sum ttaSummary, o benchTrainOptions, threads int, stdout io.Writer) error {
 	out, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
