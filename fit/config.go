@@ -10,10 +10,9 @@ import (
 	"github.com/faster-training/faster/train"
 )
 
-// Config is one training run: what `faster train`'s flags say, typed. The
-// zero values of most fields are the defaults the flags document; New
-// gives the rest (DefaultConfig). Problems are named by the flag that
-// sets the field, for that is how users meet them.
+// Config is one training run: what `faster train`'s flags say, typed.
+// Start from DefaultConfig (the flags' defaults). Problems are named by the
+// flag that sets the field, for that is how users meet them.
 type Config struct {
 	Data       DataConfig
 	Model      ModelConfig
