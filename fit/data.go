@@ -65,12 +65,8 @@ func OpenData(ctx context.Context, cfg *Config, rank, world int) (*Data, error) 
 	}
 	lo := loader.Options{Batch: cfg.Batch / world, Seed: cfg.Seed, NumShards: world, ShardIdx: rank, LabelOffset: dc.LabelOffset, Classes: dc.Classes, BadData: dc.BadData,
 		Resolution: dc.Resolution, Augment: dc.Augment, Erasing: dc.Erasing, Resize: dc.EvalResize}
-	sched := dc.Schedule
-	if dc.Progressive {
-		sched = []int{0}
-	}
 	var err error
-	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, sched, cfg.Epochs); err != nil {
+	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs); err != nil {
 		return nil, err
 	}
 	if cfg.Eval.FixResBN > 0 {
@@ -107,15 +103,16 @@ func (d *Data) Bad() []loader.BadSample {
 	return list
 }
 
-// sizes returns the input's channels and side (the test side), the
+// sizes returns the input's channels and side (the model is built for
+// the first epoch's), the
 // training and test images over all ranks and the samples the
 // checkpoint records.
 func (d *Data) sizes() (inC, side, trainLen, testLen, samples int) {
 	if d.mem != nil {
 		return d.mem.C, d.mem.H, d.mem.Len(), d.memTest.Len(), d.mem.Len()
 	}
-	inC, side, _ = d.train.Shape()
-	return inC, d.train.full, d.train.Len() * d.world, d.test.Len() * d.world, d.train.l.DatasetLen()
+	inC, side, _ = d.train.Shape() // the first epoch's side, under a resolution schedule
+	return inC, side, d.train.Len() * d.world, d.test.Len() * d.world, d.train.l.DatasetLen()
 }
 
 // idxStats are the per-pixel mean and standard deviation (of v/255) of
@@ -235,9 +232,9 @@ func IsIDX(path string) bool { return isIDX(path) }
 // base gives the options both share: the local batch, the seed (of the
 // train pipeline), this rank's share (ShardIdx of NumShards), the labels'
 // offset and class count. sched is the train pipeline's resolution
-// schedule (progressive resizing; nil: none, {0}: ProgressiveSchedule);
-// the test pipeline stays at res.
-func openStreams(ctx context.Context, data, testData string, res int, base loader.Options, sched []int, epochs int) (trainS, testS *loaderStream, err error) {
+// schedule (nil: none), or progressive (ProgressiveSchedule from res over
+// epochs); the test pipeline stays at res.
+func openStreams(ctx context.Context, data, testData string, res int, base loader.Options, sched []int, progressive bool, epochs int) (trainS, testS *loaderStream, err error) {
 	if !strings.ContainsAny(data, "*?[") && !storage.IsURL(data) { // a glob of shards is the loader's to match
 		if _, err := os.Stat(data); err != nil {
 			return nil, nil, err
@@ -267,7 +264,7 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 	if testData == "" {
 		return nil, nil, configErrorf("--data %s is not a packed dataset with a test split: give --test-data", data)
 	}
-	if len(sched) == 1 && sched[0] == 0 {
+	if progressive {
 		sched = ProgressiveSchedule(res, epochs)
 	}
 	to := base

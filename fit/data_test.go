@@ -71,7 +71,7 @@ func streamDigests(t *testing.T, s *loaderStream, e, skip int) []string {
 func TestStreamResumeServesTheRemainingBatches(t *testing.T) {
 	packed := packUnequal(t, 3)
 	for rank := range 2 {
-		long, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, 1)
+		long, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, false, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestStreamResumeServesTheRemainingBatches(t *testing.T) {
 		}
 		for _, e := range []int{1, 2} {
 			for _, skip := range []int{0, 1, 2} {
-				fresh, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, 1)
+				fresh, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, false, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -121,7 +121,7 @@ func TestStreamDDPUnequalShards(t *testing.T) {
 						comms[r].Close() // the other ranks fail instead of waiting
 					}
 				}()
-				s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 2, Seed: 3, ShardIdx: r, NumShards: c.world}, nil, 1)
+				s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 2, Seed: 3, ShardIdx: r, NumShards: c.world}, nil, false, 1)
 				if err != nil {
 					errs[r] = err
 					return
@@ -177,7 +177,7 @@ func TestStreamDDPUnequalShards(t *testing.T) {
 func TestStreamCheckpointResumeSameWeights(t *testing.T) {
 	packed := packUnequal(t, 3)
 	newRun := func(seed uint64) (*train.Trainer, *loaderStream, func()) {
-		s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 5, ShardIdx: 0, NumShards: 1}, nil, 1)
+		s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 5, ShardIdx: 0, NumShards: 1}, nil, false, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,5 +356,32 @@ func TestOpenDataReadsTheManifestOnce(t *testing.T) {
 	}
 	if n := manifests.Load(); n != 1 {
 		t.Errorf("the manifest was fetched %d times, want once", n)
+	}
+}
+
+// Under progressive resizing the model is built for the first epoch's
+// side (as `faster train` built it before fit), and the memory check
+// takes the largest side of the run.
+func TestOpenDataProgressiveSides(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Data.Path, cfg.Data.Resolution, cfg.Data.Progressive, cfg.Epochs, cfg.Batch = packUnequal(t, 2), 40, true, 3, 3
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenData(context.Background(), &cfg, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	sched := ProgressiveSchedule(40, 3)
+	if _, side, _, _, _ := d.sizes(); side != sched[0] {
+		t.Errorf("the model's side %d, want the first epoch's %d (schedule %v)", side, sched[0], sched)
+	}
+	p, err := cfg.plan(d, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.side != 40 || !slices.Equal(p.resSched, sched) {
+		t.Errorf("plan: largest side %d, schedule %v; want 40 and %v", p.side, p.resSched, sched)
 	}
 }

@@ -21,10 +21,10 @@ import (
 // Hooks are how a caller follows a run (the CLI draws its progress line
 // and prints its epoch lines from them). Every hook may be nil.
 type Hooks struct {
-	// Train is called as each stretch of training starts (an epoch, or
-	// its part up to the next evaluation), with the epoch (1-based), the
-	// run's epochs and the images left in the epoch; the run calls the
-	// returned step after each step and done when the stretch ends.
+	// Train is called as each epoch's training starts (or resumes), with
+	// the epoch (1-based), the run's epochs and the images left in the
+	// epoch; the run calls the returned step after each step and done when
+	// the epoch's training ends.
 	Train func(epoch, epochs int, images int64) (step func(loss float64, images int), done func())
 	// Epoch is called after each epoch's evaluation.
 	Epoch func(EpochSummary)
@@ -114,8 +114,8 @@ func (cfg *Config) plan(data *Data, rank, world int) (*plan, error) {
 	if p.trainLen < cfg.Batch {
 		return nil, configErrorf("--batch %d is larger than the %d training images", cfg.Batch, p.trainLen)
 	}
-	// The engine's two streams: the training batches (in memory, the
-	// trainer's: see newRun) and the test split.
+	// The engine's two streams: the training batches (in memory: the
+	// trainer's stream of them, see run.train) and the test split.
 	p.side, p.steps = p.inH, p.trainLen/cfg.Batch
 	if data.train != nil {
 		p.trainS, p.testS, p.resSched = data.train, data.test, data.train.sched
@@ -209,7 +209,7 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		return nil, err
 	}
 	r := &run{cfg: cfg, b: b, net: net, prec: prec, comm: comm}
-	r.closers = append(r.closers, func() { b.Close() }, func() { net.Close() })
+	r.closers = append(r.closers, func() { b.Close() }, func() { net.Close() }) // closed in reverse
 	o := cfg.Optim
 	opt := &train.SGD{Momentum: float32(o.Momentum), WeightDecay: float32(o.WeightDecay), Nesterov: o.Nesterov}
 	tr := train.NewTrainer(b, net, opt, cfg.newSchedule(p.steps), cfg.Batch, cfg.Seed)
@@ -240,15 +240,12 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		}
 	}
 	closeReplicas, err := cfg.setupParallel(tr, comm, newNet)
-	// The trainer lets go of the replicas first.
-	r.closers = append(r.closers, closeReplicas, tr.Close)
+	// The trainer lets go of the replicas before they close.
+	r.closers = slices.Insert(r.closers, len(r.closers)-1, closeReplicas)
 	if err != nil {
 		return r, err
 	}
 	tr.NoOverlap, tr.ZeroGrad = cfg.Parallel.NoOverlap, cfg.Parallel.ZeroGrad
-	if p.data.train == nil {
-		p.trainS = tr.StreamOf(p.data.mem)
-	}
 	return r, nil
 }
 
@@ -273,13 +270,13 @@ func (r *run) summary(p *plan) *Summary {
 // when none is), then recalibrates for FixRes, and returns the summary.
 func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summary, error) {
 	cfg, tr := r.cfg, r.tr
-	calib := train.Stream(nil) // FixRes's batches
-	if cfg.Eval.FixResBN > 0 {
-		if p.data.calib != nil {
-			calib = p.data.calib
-		} else {
-			calib = tr.StreamOf(p.data.mem) // IDX: the test images are the training images' size, with no other preprocessing
-		}
+	trainS, calib := p.trainS, train.Stream(p.data.calib) // calib: FixRes's batches
+	if p.data.mem != nil {
+		// IDX: the trainer's stream of the images in memory; FixRes
+		// recalibrates on them too (the test images are their size, with
+		// no other preprocessing).
+		trainS = tr.StreamOf(p.data.mem)
+		calib = trainS
 	}
 	sum := r.summary(p)
 	wall := time.Now()
@@ -303,11 +300,7 @@ func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summa
 		sum.WallSeconds = time.Since(wall).Seconds()
 		return sum, nil
 	}
-	var mem train.Dataset // IDX images, resized in memory for a schedule
-	if p.data.mem != nil {
-		mem = p.data.mem
-	}
-	if err := cfg.epochs(ctx, tr, p.trainS, mem, p.testS, p.steps, p.inH, p.resSched, rank, sum, hooks); err != nil {
+	if err := r.epochs(ctx, p, trainS, evaluate, rank, sum, hooks); err != nil {
 		return nil, err
 	}
 	var err error
@@ -347,12 +340,12 @@ type resizable interface{ SetEpoch(e int) }
 // and resumes where it stopped); an evaluation ends each stretch and the
 // epoch. The clock (sum.Seconds) counts training only, so the curve's
 // seconds and the time to the target exclude evaluation.
-func (cfg *Config) epochs(ctx context.Context, tr *train.Trainer, trainS train.Stream, mem train.Dataset, testS train.Stream, steps, inH int, resSched []int, rank int, sum *Summary, hooks Hooks) error {
+func (r *run) epochs(ctx context.Context, p *plan, trainS train.Stream, evaluate func() (train.Metrics, error), rank int, sum *Summary, hooks Hooks) error {
+	cfg, tr, steps := r.cfg, r.tr, p.steps
 	ck, every := cfg.Checkpoint.Path, cfg.Checkpoint.Every
 	reached := false
 	var lastEval train.Metrics
 	evalAt := -1 // the global step of lastEval
-	evaluate := func() (train.Metrics, error) { return tr.EvaluateStream(ctx, testS, 0) }
 	point := func(m train.Metrics) {
 		g := tr.Epoch*steps + tr.Step
 		lastEval, evalAt = m, g
@@ -366,11 +359,11 @@ func (cfg *Config) epochs(ctx context.Context, tr *train.Trainer, trainS train.S
 	for tr.Epoch < cfg.Epochs && !reached {
 		epoch := tr.Epoch + 1
 		data := trainS
-		side := resolutionAt(resSched, tr.Epoch, inH)
+		side := resolutionAt(p.resSched, tr.Epoch, p.inH)
 		if rs, ok := trainS.(resizable); ok {
 			rs.SetEpoch(tr.Epoch)
-		} else if mem != nil && side != inH {
-			data = tr.StreamOf(train.NewResized(mem, side, side)) // IDX: resized in memory
+		} else if p.data.mem != nil && side != p.inH {
+			data = tr.StreamOf(train.NewResized(p.data.mem, side, side)) // IDX: resized in memory
 		}
 		step, done := func(float64, int) {}, func() {}
 		if hooks.Train != nil {

@@ -52,10 +52,7 @@ func untimed(t *testing.T, b []byte) any {
 // recalibration, to the last bit. The pure-Go reference backend computes
 // alike with and without cgo and under -race.
 func TestSummaryUnchangedByTheMove(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "fashion-toy")
-	if err := os.Rename(testenv.WriteIDX(t, 64), dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := testenv.WriteIDX(t, 64)
 	base := DefaultConfig()
 	base.Data.Path = dir
 	base.Model.Backend, base.Model.Filters, base.Batch, base.Epochs = "reference", []int{4, 4, 4}, 16, 2

@@ -271,7 +271,11 @@ func statOf(f *os.File) (stamp, bool) {
 	if err != nil {
 		return stamp{}, false
 	}
-	return stamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inode(fi)}, true
+	return stampOf(fi), true
+}
+
+func stampOf(fi os.FileInfo) stamp {
+	return stamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inode(fi)}
 }
 
 // fetch downloads object name into entry key (the caller holds its lock)
@@ -325,13 +329,10 @@ func (c *Cache) fetch(ctx context.Context, s *Store, name, key string, want Want
 		return nil, fmt.Errorf("storage: cache: %w", err)
 	}
 	// What was just written and hashed needs no second hashing.
-	if f, err := os.Open(c.dataPath(key)); err == nil {
-		if st, ok := statOf(f); ok && st.size == n {
-			c.mu.Lock()
-			c.checked[key] = st
-			c.mu.Unlock()
-		}
-		f.Close()
+	if fi, err := os.Stat(c.dataPath(key)); err == nil && fi.Size() == n {
+		c.mu.Lock()
+		c.checked[key] = stampOf(fi)
+		c.mu.Unlock()
 	}
 	if f := c.lookup(key, want); f != nil {
 		return f, nil
