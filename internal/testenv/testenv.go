@@ -35,38 +35,46 @@ const (
 	MateDir = "/usr/share/backgrounds/mate"
 )
 
+// The two switches make test sets (after scripts/setup.sh installed
+// everything): a missing dataset or program fails a test instead of
+// skipping it.
+const (
+	requireData    = "FASTER_REQUIRE_DATA"
+	requireInterop = "FASTER_REQUIRE_INTEROP"
+)
+
 // Required reports whether a missing requirement fails the test rather
 // than skipping it: FASTER_REQUIRE_DATA is set to anything but "" or "0".
-func Required() bool {
-	v := os.Getenv("FASTER_REQUIRE_DATA")
-	return v != "" && v != "0"
-}
+func Required() bool { return on(requireData) }
 
 // Missing skips t saying what is missing, or fails it when Required.
 func Missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if Required() {
-		t.Fatalf(format+" (FASTER_REQUIRE_DATA=1: run scripts/setup.sh)", args...)
-		return
-	}
-	t.Skipf(format, args...)
+	missing(t, requireData, format, args...)
 }
 
 // InteropRequired reports whether a missing peer tool (torch's
 // distributed store, torchrun, mpirun, Slurm, node) fails the test rather
 // than skipping it: FASTER_REQUIRE_INTEROP is set to anything but "" or
-// "0" (make test sets it after scripts/setup.sh).
-func InteropRequired() bool {
-	v := os.Getenv("FASTER_REQUIRE_INTEROP")
-	return v != "" && v != "0"
-}
+// "0".
+func InteropRequired() bool { return on(requireInterop) }
 
 // MissingInterop skips t saying which peer tool is missing, or fails it
 // when InteropRequired.
 func MissingInterop(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if InteropRequired() {
-		t.Fatalf(format+" (FASTER_REQUIRE_INTEROP=1: run scripts/setup.sh)", args...)
+	missing(t, requireInterop, format, args...)
+}
+
+func on(env string) bool {
+	v := os.Getenv(env)
+	return v != "" && v != "0"
+}
+
+func missing(t testing.TB, env, format string, args ...any) {
+	t.Helper()
+	if on(env) {
+		t.Fatalf(format+" ("+env+"=1: run scripts/setup.sh)", args...)
 		return
 	}
 	t.Skipf(format, args...)
