@@ -167,7 +167,7 @@ func TestScaledDecodePhoto(t *testing.T) {
 func TestCropDecode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, d := range decoders() {
-		for _, name := range []string{"ycc420.jpg", "ycc422.jpg", "progressive.jpg", "gray.jpg", "cmyk.jpg", "ycck.jpg", "restart.jpg", "png_named.JPEG"} {
+		for _, name := range []string{"ycc420.jpg", "ycc422.jpg", "ycc440.jpg", "ycc411.jpg", "ycc444.jpg", "progressive.jpg", "gray.jpg", "cmyk.jpg", "ycck.jpg", "restart.jpg", "png_named.JPEG"} {
 			if name == "png_named.JPEG" && d.name == "pure-go" {
 				continue
 			}
@@ -178,7 +178,7 @@ func TestCropDecode(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for k := 0; k < 4; k++ {
+					for k := 0; k < 24; k++ {
 						x0, y0 := rng.IntN(full.Width), rng.IntN(full.Height)
 						r := image.Rect(x0, y0, x0+1+rng.IntN(full.Width-x0), y0+1+rng.IntN(full.Height-y0))
 						if k == 0 {

@@ -143,7 +143,7 @@ static void fj_convert(const JSAMPLE *s, unsigned char *dst, int n, int in_ch, i
 }
 
 #define FJ_BATCH 16
-#define FJ_MARGIN 32
+#define FJ_MARGIN 2
 
 // fj_start creates d, reads the header into r and checks it: at most
 // max_pixels (FJ_TOO_LARGE), want_w x want_h (FJ_MISMATCH, the real size
@@ -221,7 +221,11 @@ static int fj_decode(const unsigned char *src, unsigned long n, int want_w, int 
 	in_ch = d.output_components;
 	// libjpeg upsamples chroma at the edges of a cropped or skipped region
 	// by replication, not from the neighbours outside it. Decode a margin
-	// around the crop so that its pixels equal those of a full decode.
+	// around the crop so that its pixels equal those of a full decode: a
+	// fancy upsampler reads one chroma sample beyond the pixel, so one
+	// pixel suffices (TestCropDecode fails with none); FJ_MARGIN is two, and
+	// jpeg_crop_scanline moves the left edge further, to an iMCU boundary.
+	// (It was 32: up to a quarter more pixels decoded for a typical crop.)
 	xoff = crop_x > FJ_MARGIN ? crop_x - FJ_MARGIN : 0;
 	xw = (JDIMENSION)(crop_x + crop_w + FJ_MARGIN) < d.output_width ? crop_x + crop_w + FJ_MARGIN - xoff : d.output_width - xoff;
 	if (xoff != 0 || xw != d.output_width) jpeg_crop_scanline(&d, &xoff, &xw);
