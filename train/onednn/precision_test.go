@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 
 	"github.com/faster-training/faster/train"
 )
@@ -90,6 +95,64 @@ func BenchmarkRound(b *testing.B) {
 					roundFloats(p, dst, src, threads)
 				}
 			})
+		}
+	}
+}
+
+// Implementation names oneDNN 2.6 and 3.x report: only a bf16 ISA counts
+// as native.
+func TestBF16ISA(t *testing.T) {
+	for impl, want := range map[string]bool{
+		"jit_bf16:avx512_core_bf16": true,
+		"brg:avx512_core_amx":       true,
+		"brgconv:avx512_core_bf16":  true,
+		"jit_bf16:avx512_core":      false, // oneDNN's emulation on AVX-512 without bf16
+		"jit:avx2":                  false,
+		"gemm:jit":                  false,
+		"?":                         false,
+	} {
+		if got := bf16ISA(impl); got != want {
+			t.Errorf("bf16ISA(%q) = %v, want %v", impl, got, want)
+		}
+	}
+}
+
+// On a CPU whose bf16 instructions oneDNN may not use (DNNL_MAX_CPU_ISA
+// below AVX512_CORE_BF16, as on AVX-512 CPUs without them), bf16 is not
+// native even though oneDNN creates an emulating bf16 convolution; where
+// the CPU has them and nothing caps the ISA, it is. The probe runs in a
+// child process, as oneDNN reads the cap once.
+func TestNativeBF16NeedsBF16ISA(t *testing.T) {
+	if os.Getenv("FASTER_BF16_PROBE_CHILD") == "1" {
+		if _, err := newStream(1); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("native=%v\n", nativeBF16())
+		return
+	}
+	probe := func(env ...string) string {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestNativeBF16NeedsBF16ISA$", "-test.count", "1")
+		cmd.Env = append(append(os.Environ(), "FASTER_BF16_PROBE_CHILD=1"), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("probe %v: %v\n%s", env, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(line, "native="); ok {
+				return v
+			}
+		}
+		t.Fatalf("probe %v printed no result:\n%s", env, out)
+		return ""
+	}
+	for _, isa := range []string{"AVX512_CORE_VNNI", "AVX512_CORE", "AVX2"} {
+		if got := probe("DNNL_MAX_CPU_ISA=" + isa); got != "false" {
+			t.Errorf("with DNNL_MAX_CPU_ISA=%s: native bf16 = %s, want false", isa, got)
+		}
+	}
+	if cpu.X86.HasAVX512BF16 {
+		if got := probe("DNNL_MAX_CPU_ISA=ALL"); got != "true" {
+			t.Errorf("the CPU has AVX512_BF16 and the ISA is not capped: native bf16 = %s, want true", got)
 		}
 	}
 }
