@@ -90,6 +90,8 @@ bench: setup build
 	bench/run_downscaled.sh 3
 	# ThinNet's training step at batch 512, 1 and 2 threads, beside PyTorch's.
 	bench/run_step.sh
+	# What bf16 AMP gains over fp32 (Winograd and direct) at batch 512, beside PyTorch's fp32 and autocast.
+	bench/run_amp.sh
 	# Time to a target accuracy with the fast recipe, ours beside PyTorch (curve JSON and PNG).
 	bench/run_time_to_accuracy.sh
 	# Winograd vs direct convolutions over whole fast-recipe runs, beside a rounding-only control.
