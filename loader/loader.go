@@ -357,6 +357,7 @@ type Sample struct {
 	// synset is a TensorFlow ImageNet record's image/class/synset, to
 	// name the class in a label error.
 	synset string
+	buf    *source.Buffer // the pooled memory Data lies in, released once decoded; nil if none
 }
 
 // Item is what a batch row holds besides its pixels.

@@ -33,6 +33,9 @@ func (l *Loader) decoder(res int) func(context.Context, Sample) (Item, error) {
 	o := l.opts
 	dec := l.decodeOne(res)
 	return func(ctx context.Context, s Sample) (Item, error) {
+		// The item holds pixels, never the encoded bytes: once decoded
+		// (or judged bad), the record's buffer goes to the next read.
+		defer s.buf.Release()
 		if s.bad != nil {
 			return Item{Key: s.Key, pos: s.pos, bad: s.bad}, nil
 		}
@@ -248,7 +251,7 @@ func (l *Loader) shuffles() bool {
 // sampleOf is the loader's sample of a dataset's record at position pos
 // of this rank's epoch order (-1 when streamed).
 func sampleOf(r source.Record, pos int) Sample {
-	return Sample{Key: r.Key, Label: r.Label, Data: r.Data, ID: r.ID, pos: pos, path: r.Path, off: r.Offset, synset: r.Synset}
+	return Sample{Key: r.Key, Label: r.Label, Data: r.Data, ID: r.ID, pos: pos, path: r.Path, off: r.Offset, synset: r.Synset, buf: r.Buf}
 }
 
 // initIndexed builds the pipeline of a random-access dataset: each

@@ -268,6 +268,7 @@ type recordReader struct {
 	resync bool // the last record was damaged: resynchronise first
 	damage bool // a damaged record was skipped: the count no longer tells
 	want   int  // records the index or manifest gave when the dataset was opened, -1 unknown
+	hint   int  // the last record's size: the next one's buffer
 	err    error
 }
 
@@ -298,7 +299,17 @@ func (r *recordReader) Next() (source.Record, error) {
 		}
 	}
 	off := r.rd.Offset()
-	rec, err := r.rd.ReadRecord(nil) // the sample keeps it: no reuse
+	// The sample keeps the record's memory: a pooled buffer (Record.Buf)
+	// its consumer may release, sized by the record before.
+	buf := source.GetBuffer(r.hint)
+	rec, err := r.rd.ReadRecord(buf.B[:0])
+	buf.B = rec
+	if err != nil {
+		buf.Release()
+		buf = nil
+	} else {
+		r.hint = len(rec)
+	}
 	if err == io.EOF {
 		if r.want >= 0 && !r.damage && r.i != uint64(r.want) {
 			// The size matched (or the store has none) and yet the shard
@@ -322,7 +333,7 @@ func (r *recordReader) Next() (source.Record, error) {
 		return source.Record{Path: r.path, Offset: off, Bad: err}, nil
 	}
 	s, err := exampleRecord(rec, r.path, off, id)
-	s.Path, s.Offset = r.path, off
+	s.Path, s.Offset, s.Buf = r.path, off, buf
 	if err != nil {
 		if r.skip && source.IsDamage(err) {
 			s.Bad = err
@@ -370,8 +381,10 @@ func (x *indexed) Record(i int) (source.Record, error) {
 	if size := x.sizes[file]; e.Offset > size-e.Size { // a stale index under the skip policy
 		return where, &tfrecord.CorruptError{Path: name, Offset: e.Offset, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", max(size-e.Offset, 0), e.Size), Err: io.ErrUnexpectedEOF}
 	}
-	buf := make([]byte, e.Size)
+	pooled := source.GetBuffer(int(e.Size))
+	buf := pooled.B[:e.Size]
 	if n, err := f.ReadAt(buf, e.Offset); err != nil {
+		pooled.Release()
 		if err == io.EOF {
 			return where, &tfrecord.CorruptError{Path: name, Offset: e.Offset, Reason: fmt.Sprintf("truncated record: %d of %d bytes present", n, e.Size), Err: io.ErrUnexpectedEOF}
 		}
@@ -379,10 +392,11 @@ func (x *indexed) Record(i int) (source.Record, error) {
 	}
 	data, _, err := tfrecord.Unframe(buf, name, e.Offset)
 	if err != nil {
+		pooled.Release()
 		return where, err
 	}
 	s, err := exampleRecord(data, name, e.Offset, uint64(file)<<32|uint64(rec))
-	s.Path, s.Offset = name, e.Offset
+	s.Path, s.Offset, s.Buf = name, e.Offset, pooled
 	return s, err
 }
 

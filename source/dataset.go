@@ -29,6 +29,10 @@ type Record struct {
 	Key   string // path relative to the dataset (ImageFolder), image/filename (shards), …
 	Label int    // as stored (a loader applies its own offset)
 	Data  []byte // the encoded image; the record owns it (no reuse)
+	// Buf, when not nil, is the pooled memory Data lies in (see Buffer).
+	// Whoever is done with Data, and has given it to no one, may Release
+	// it for the next read; otherwise the garbage collector takes it.
+	Buf *Buffer
 	// ID is stable across epochs and ranks and seeds the sample's
 	// augmentation: the global index of an indexed source, file<<32|record
 	// of TFRecord shards (streamed or indexed). It must not change.
@@ -113,7 +117,7 @@ func (d *ImageFolder) Len() int { return len(d.items) }
 func (d *ImageFolder) Record(i int) (Record, error) {
 	it := d.items[i]
 	p := filepath.Join(d.root, filepath.FromSlash(it.Key))
-	data, err := ReadFile(p, 0)
+	data, buf, err := readFileInto(p, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Listed when the dataset was opened, gone now (deleted during
 		// the run): a bad sample, which the skip policy skips and lists.
@@ -122,7 +126,7 @@ func (d *ImageFolder) Record(i int) (Record, error) {
 	if err != nil {
 		return Record{Key: it.Key, Path: p, Offset: -1}, err
 	}
-	return Record{Key: it.Key, Label: it.Label, Data: data, ID: uint64(i), Path: p, Offset: -1}, nil
+	return Record{Key: it.Key, Label: it.Label, Data: data, Buf: buf, ID: uint64(i), Path: p, Offset: -1}, nil
 }
 
 // Close does nothing: an ImageFolder keeps no file open.

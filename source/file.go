@@ -73,6 +73,25 @@ func OpenFile(path string) (*os.File, int64, error) {
 // ReadFile reads a whole regular file of at most max bytes (MaxFileSize
 // if max is 0): a larger one is a *FileError, refused before it is read.
 func ReadFile(path string, max int64) ([]byte, error) {
+	return readFileWith(path, max, func(n int) []byte { return make([]byte, n) })
+}
+
+// readFileInto is ReadFile into a pooled Buffer (nil with an error).
+func readFileInto(path string, max int64) ([]byte, *Buffer, error) {
+	var buf *Buffer
+	data, err := readFileWith(path, max, func(n int) []byte {
+		buf = GetBuffer(n)
+		return buf.B[:n]
+	})
+	if err != nil {
+		buf.Release()
+		return nil, nil, err
+	}
+	return data, buf, nil
+}
+
+// readFileWith is ReadFile, the file's bytes read into alloc(size).
+func readFileWith(path string, max int64, alloc func(int) []byte) ([]byte, error) {
 	if max <= 0 {
 		max = MaxFileSize
 	}
@@ -84,7 +103,7 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	if size > max {
 		return nil, &FileError{Path: path, Reason: fmt.Sprintf("%d bytes, above the %d-byte cap on one sample", size, max)}
 	}
-	b := make([]byte, size)
+	b := alloc(int(size))
 	n, err := io.ReadFull(f, b)
 	if err == io.ErrUnexpectedEOF || err == io.EOF {
 		return b[:n], nil // shrank since the stat: what is there
