@@ -10,6 +10,9 @@
 # nothing was tuned on them), quality 92. CPU per image (user + system),
 # lowest of ROUNDS turns per cell, start-up included (torch's import not).
 # Usage: bench/run_downscaled.sh [ROUNDS] [CORE] [EPOCHS]
+# env: NOISE (0; imagenet_like.py --noise: 8 gives ImageNet's bytes per
+#      pixel, about 72 kB a photograph here), FASTER_BEFORE (another faster
+#      binary, measured in the same turns as a column of its own)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -17,9 +20,12 @@ core=${2:-0}
 epochs=${3:-2}
 export PATH=/usr/local/go/bin:$PATH
 go build -o bin/faster ./cmd/faster
+noise=${NOISE:-0}
+before=${FASTER_BEFORE:-}
 base=${FASTER_DOWNSCALED_DIR:-/tmp/faster-downscaled}
+[ "$noise" = 0 ] || base=$base-noise$noise
 full=$base/full small=$base/small256
-/usr/bin/python3 bench/imagenet_like.py "$full" --classes 20 --per-class 25 --seed 13 --quality 92 >/dev/null
+/usr/bin/python3 bench/imagenet_like.py "$full" --classes 20 --per-class 25 --seed 13 --quality 92 --noise "$noise" >/dev/null
 bin/faster resize --src "$full" --dst "$small" --max-size 256 --quality 92 >/dev/null
 for t in full small256; do
 	[ -f "$base/$t-shards/manifest.json" ] || bin/faster pack "$base/$t" "$base/$t-shards" --shards 4 >/dev/null
@@ -35,10 +41,14 @@ fs = glob.glob('$full/*/*.JPEG'); px = [Image.open(f).size for f in fs]
 print('%dx%d, %d kB' % (sum(w for w, h in px) / len(px), sum(h for w, h in px) / len(px), sum(os.path.getsize(f) for f in fs) / len(fs) / 1000))
 ")) and shorter edge 256 (mean $(du -sk "$small" | cut -f1) kB in all); train recipe, batch 64, $epochs epochs, one core, lowest CPU of $rounds turns:"
 echo
-printf "| data | resolution | torchvision images/CPU-s | faster bench load images/CPU-s | ratio |\n|---|---|---|---|---|\n"
+if [ -n "$before" ]; then
+	printf "| data | resolution | torchvision images/CPU-s | faster bench load images/CPU-s | ratio | before (%s) images/CPU-s | now / before |\n|---|---|---|---|---|---|---|\n" "$before"
+else
+	printf "| data | resolution | torchvision images/CPU-s | faster bench load images/CPU-s | ratio |\n|---|---|---|---|---|\n"
+fi
 for res in 224 160 128; do
 	for t in full small256; do
-		tv=1e9 fa=1e9
+		tv=1e9 fa=1e9 fb=1e9
 		for r in $(seq "$rounds"); do
 			c=$(taskset -c "$core" /usr/bin/python3 bench/serve_loop.py "$base/$t" --loader torchvision --workers 1 \
 				--batch 64 --epochs "$epochs" --resolution "$res" | cpu)
@@ -46,7 +56,17 @@ for res in 224 160 128; do
 			c=$(taskset -c "$core" bin/faster bench load "$base/$t-shards" --workers 1 --batch 64 --epochs "$epochs" \
 				--resolution "$res" --json | cpu)
 			fa=$(low "$fa" "$c")
+			if [ -n "$before" ]; then
+				c=$(taskset -c "$core" "$before" bench load "$base/$t-shards" --workers 1 --batch 64 --epochs "$epochs" \
+					--resolution "$res" --json | cpu)
+				fb=$(low "$fb" "$c")
+			fi
 		done
-		printf "| %s | %d | %s | %s | %.2f× |\n" "$t" "$res" "$(ips "$tv")" "$(ips "$fa")" "$(/usr/bin/python3 -c "print($tv/$fa)")"
+		if [ -n "$before" ]; then
+			printf "| %s | %d | %s | %s | %.2f× | %s | %.2f× |\n" "$t" "$res" "$(ips "$tv")" "$(ips "$fa")" "$(/usr/bin/python3 -c "print($tv/$fa)")" \
+				"$(ips "$fb")" "$(/usr/bin/python3 -c "print($fb/$fa)")"
+		else
+			printf "| %s | %d | %s | %s | %.2f× |\n" "$t" "$res" "$(ips "$tv")" "$(ips "$fa")" "$(/usr/bin/python3 -c "print($tv/$fa)")"
+		fi
 	done
 done
