@@ -251,6 +251,7 @@ func (b *BatchDataset[T]) get(pool chan *Minibatch[T], index int, a Allocator) *
 		if cap(mb.Data) < n {
 			words := make([]uint64, (n+7)/8)
 			mb.Data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
+			adviseHuge(mb.Data)
 		}
 		mb.Data = mb.Data[:n]
 	} else {
