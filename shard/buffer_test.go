@@ -17,15 +17,7 @@ import (
 // not change what the next holds, streamed or indexed, and Data must lie
 // in its Buf.
 func TestRecordBuffersReleased(t *testing.T) {
-	root := makeFolder(t, []string{"cat", "dog"}, 12)
-	src, err := source.OpenImageFolder(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := t.TempDir()
-	if _, err := Pack(context.Background(), src, root, dst, PackOptions{Shards: 2}); err != nil {
-		t.Fatal(err)
-	}
+	root, dst := packFolder(t, 12)
 	check := func(how string, r source.Record) {
 		t.Helper()
 		want, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(r.Key)))
@@ -84,6 +76,10 @@ func TestRecordBuffersReleased(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("indexed", r)
+	}
+	src, err := source.OpenImageFolder(root)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i := range src.Len() {
 		r, err := src.Record(i)

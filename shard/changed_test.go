@@ -13,18 +13,26 @@ import (
 	"github.com/faster-training/faster/tfrecord"
 )
 
-// packedStream packs a small tree into 2 shards and opens it streamed.
-func packedStream(t *testing.T) (source.Streaming, string) {
+// packFolder packs a tree of nPer images in each of two classes into 2
+// shards and returns the tree and the shards' directory.
+func packFolder(t *testing.T, nPer int) (root, dst string) {
 	t.Helper()
-	root := makeFolder(t, []string{"cat", "dog"}, 6)
+	root = makeFolder(t, []string{"cat", "dog"}, nPer)
 	src, err := source.OpenImageFolder(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := t.TempDir()
+	dst = t.TempDir()
 	if _, err := Pack(context.Background(), src, root, dst, PackOptions{Shards: 2}); err != nil {
 		t.Fatal(err)
 	}
+	return root, dst
+}
+
+// packedStream packs a small tree into 2 shards and opens it streamed.
+func packedStream(t *testing.T) (source.Streaming, string) {
+	t.Helper()
+	_, dst := packFolder(t, 6)
 	ds, err := Open(context.Background(), dst, OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
