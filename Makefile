@@ -88,6 +88,8 @@ bench: setup build
 	bench/run_augment_recipe.sh 1 64 5
 	# The downscaled pack (shorter edge 256) against the full-size one at 224/160/128, beside torchvision.
 	bench/run_downscaled.sh 3
+	# The same at ImageNet's bytes per pixel (sensor-like noise), 10 epochs: the steady state.
+	NOISE=8 bench/run_downscaled.sh 2 0 10
 	# ThinNet's training step at batch 512, 1 and 2 threads, beside PyTorch's.
 	bench/run_step.sh
 	# What bf16 AMP gains over fp32 (Winograd and direct) at batch 512, beside PyTorch's fp32 and autocast.
