@@ -2,9 +2,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 #include "shim.h"
 
 extern void omp_set_num_threads(int);
@@ -44,23 +42,8 @@ dnnl_status_t shim_stream_create(dnnl_stream_t *s) {
     return dnnl_stream_create(s, engine, dnnl_stream_default_flags);
 }
 
-// shim_memory_create allocates a buffer for md. One of 4 MiB or more is
-// advised MADV_HUGEPAGE (the whole 2 MiB pages inside it): a ThinNet step at
-// batch 512 first touches about 1.5 GB of activations and gradients, and in
-// 4 KiB pages the first step spent seconds in page faults.
 dnnl_status_t shim_memory_create(dnnl_memory_t *m, const dnnl_memory_desc_t *md) {
-    dnnl_status_t st = dnnl_memory_create(m, md, engine, DNNL_MEMORY_ALLOCATE);
-    if (st != dnnl_success) return st;
-#ifdef MADV_HUGEPAGE
-    size_t n = dnnl_memory_desc_get_size(md);
-    void *h = NULL;
-    if (n >= (4u << 20) && dnnl_memory_get_data_handle(*m, &h) == dnnl_success && h) {
-        uintptr_t lo = ((uintptr_t)h + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-        uintptr_t hi = ((uintptr_t)h + n) & ~(uintptr_t)((2u << 20) - 1);
-        if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-    }
-#endif
-    return st;
+    return dnnl_memory_create(m, md, engine, DNNL_MEMORY_ALLOCATE);
 }
 
 dnnl_status_t shim_execute(const_dnnl_primitive_t p, dnnl_stream_t s, int nargs,
