@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"os"
@@ -317,5 +318,56 @@ func TestWDSManifest(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, shard.ManifestName), []byte("{"), 0o644)
 	if err := openErr(t, dir, Options{Transform: None, Batch: 4}); err == nil || !strings.Contains(err.Error(), shard.ManifestName) {
 		t.Fatalf("unreadable manifest: %v", err)
+	}
+}
+
+// A record that does not decode, inside a shard: under the stop policy
+// the error names the shard and the record's offset (the key alone does
+// not say where), the same place the skip policy's list gives.
+func TestUndecodableRecordNamesShardAndOffset(t *testing.T) {
+	folder, _ := makeTree(t, 3)
+	good, err := os.ReadFile(filepath.Join(folder, "ant", "000.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(folder, "ant", "cut.jpg"), good[:len(good)*2/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := source.OpenImageFolder(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if _, err := shard.Pack(context.Background(), src, folder, dst, shard.PackOptions{Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, global := range []bool{false, true} {
+		skip, err := Open(dst, Options{Resolution: 16, Batch: 4, GlobalShuffle: global, BadData: BadDataPolicy{Skip: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runEpoch(t, skip, 0)
+		bad := skip.Bad()
+		skip.Close()
+		if len(bad) != 1 || bad[0].Offset < 0 {
+			t.Fatalf("global shuffle %v: skip policy listed %v, want the one cut record with its offset", global, bad)
+		}
+		stop, err := Open(dst, Options{Resolution: 16, Batch: 4, GlobalShuffle: global})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got error
+		for b, err := range stop.IterEpoch(context.Background(), 0) {
+			if err != nil {
+				got = err
+				break
+			}
+			b.Release()
+		}
+		stop.Close()
+		want := fmt.Sprintf("%s: offset %d: ", bad[0].Path, bad[0].Offset)
+		if got == nil || !strings.HasPrefix(got.Error(), want) {
+			t.Fatalf("global shuffle %v: stop policy error %v, want it to begin %q", global, got, want)
+		}
 	}
 }

@@ -46,8 +46,15 @@ func (l *Loader) decoder(res int) func(context.Context, Sample) (Item, error) {
 			return Item{}, err
 		}
 		it, err := dec(ctx, s)
-		if err != nil && o.BadData.Skip && isBadData(err) {
-			return Item{Key: s.Key, pos: s.pos, bad: badOf(err, s.path, s.off, s.Key)}, nil
+		if err != nil && isBadData(err) {
+			if o.BadData.Skip {
+				return Item{Key: s.Key, pos: s.pos, bad: badOf(err, s.path, s.off, s.Key)}, nil
+			}
+			if s.off >= 0 {
+				// A record inside a shard or tar: the key alone does not
+				// say where (the skip policy's list has it as path, offset).
+				err = fmt.Errorf("%s: offset %d: %w", s.path, s.off, err)
+			}
 		}
 		it.rep = s.rep
 		return it, err
