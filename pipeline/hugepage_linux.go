@@ -1,8 +1,9 @@
 package pipeline
 
 import (
-	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // hugePage is the size of a transparent huge page on the platforms that
@@ -22,10 +23,6 @@ func adviseHuge(b []byte) {
 		return
 	}
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (start + hugePage - 1) &^ (hugePage - 1)
-	hi := (start + uintptr(len(b))) &^ (hugePage - 1)
-	if hi <= lo {
-		return
-	}
-	syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, 14) // MADV_HUGEPAGE
+	lo := int((start+hugePage-1)&^(hugePage-1) - start) // where the first whole huge page begins
+	unix.Madvise(b[lo:lo+(len(b)-lo)&^(hugePage-1)], unix.MADV_HUGEPAGE)
 }
