@@ -47,6 +47,21 @@ func packUnequal(t *testing.T, nshards int) string {
 
 // streamDigests runs epoch e of a training stream from batch skip on and
 // returns one digest per batch (pixels and labels).
+// openValid validates cfg and opens its data as rank 0 of 1, closed when
+// the test ends.
+func openValid(t *testing.T, cfg *Config) *Data {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenData(context.Background(), cfg, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 func streamDigests(t *testing.T, s *loaderStream, e, skip int) []string {
 	t.Helper()
 	var out []string
@@ -343,14 +358,7 @@ func TestOpenDataReadsTheManifestOnce(t *testing.T) {
 	defer srv.Close()
 	cfg := DefaultConfig()
 	cfg.Data.Path, cfg.Batch, cfg.Eval.FixResBN = srv.URL, 3, 1
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenData(context.Background(), &cfg, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openValid(t, &cfg)
 	if d.train.full != 48 || d.calib == nil || d.test.Len() != 27 {
 		t.Fatalf("width %d, calibration %v, %d test images; want 48 (the packed width), one, 27", d.train.full, d.calib != nil, d.test.Len())
 	}
@@ -365,14 +373,7 @@ func TestOpenDataReadsTheManifestOnce(t *testing.T) {
 func TestOpenDataProgressiveSides(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Data.Path, cfg.Data.Resolution, cfg.Data.Progressive, cfg.Epochs, cfg.Batch = packUnequal(t, 2), 40, true, 3, 3
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenData(context.Background(), &cfg, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openValid(t, &cfg)
 	sched := ProgressiveSchedule(40, 3)
 	if _, side, _, _, _ := d.sizes(); side != sched[0] {
 		t.Errorf("the model's side %d, want the first epoch's %d (schedule %v)", side, sched[0], sched)

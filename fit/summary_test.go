@@ -76,14 +76,7 @@ func TestSummaryUnchangedByTheMove(t *testing.T) {
 		t.Run(strings.TrimSuffix(c.golden, ".json"), func(t *testing.T) {
 			cfg := base
 			c.set(&cfg)
-			if err := cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			data, err := OpenData(context.Background(), &cfg, 0, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer data.Close()
+			data := openValid(t, &cfg)
 			epochs := 0
 			sum, err := Run(context.Background(), cfg, data, nil, Hooks{Epoch: func(EpochSummary) { epochs++ }})
 			if err != nil {
