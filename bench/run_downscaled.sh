@@ -39,13 +39,13 @@ import glob, os
 from PIL import Image
 fs = glob.glob('$full/*/*.JPEG'); px = [Image.open(f).size for f in fs]
 print('%dx%d, %d kB' % (sum(w for w, h in px) / len(px), sum(h for w, h in px) / len(px), sum(os.path.getsize(f) for f in fs) / len(fs) / 1000))
-")) and shorter edge 256 (mean $(du -sk "$small" | cut -f1) kB in all); train recipe, batch 64, $epochs epochs, one core, lowest CPU of $rounds turns:"
+")) and shorter edge 256 ($(du -sk "$small" | cut -f1) kB in all); train recipe, batch 64, $epochs epochs, one core, lowest CPU of $rounds turns:"
 echo
-if [ -n "$before" ]; then
-	printf "| data | resolution | torchvision images/CPU-s | faster bench load images/CPU-s | ratio | before (%s) images/CPU-s | now / before |\n|---|---|---|---|---|---|---|\n" "$before"
-else
-	printf "| data | resolution | torchvision images/CPU-s | faster bench load images/CPU-s | ratio |\n|---|---|---|---|---|\n"
-fi
+head="| data | resolution | torchvision images/CPU-s | faster bench load images/CPU-s | ratio |" rule="|---|---|---|---|---|"
+[ -z "$before" ] || head="$head before ($before) images/CPU-s | now / before |" rule="$rule---|---|"
+printf "%s\n%s\n" "$head" "$rule"
+# load BIN DATA RES: CPU-s per 1,000 images of `BIN bench load`, one core.
+load() { taskset -c "$core" "$1" bench load "$2" --workers 1 --batch 64 --epochs "$epochs" --resolution "$3" --json | cpu; }
 for res in 224 160 128; do
 	for t in full small256; do
 		tv=1e9 fa=1e9 fb=1e9
@@ -53,20 +53,11 @@ for res in 224 160 128; do
 			c=$(taskset -c "$core" /usr/bin/python3 bench/serve_loop.py "$base/$t" --loader torchvision --workers 1 \
 				--batch 64 --epochs "$epochs" --resolution "$res" | cpu)
 			tv=$(low "$tv" "$c")
-			c=$(taskset -c "$core" bin/faster bench load "$base/$t-shards" --workers 1 --batch 64 --epochs "$epochs" \
-				--resolution "$res" --json | cpu)
-			fa=$(low "$fa" "$c")
-			if [ -n "$before" ]; then
-				c=$(taskset -c "$core" "$before" bench load "$base/$t-shards" --workers 1 --batch 64 --epochs "$epochs" \
-					--resolution "$res" --json | cpu)
-				fb=$(low "$fb" "$c")
-			fi
+			fa=$(low "$fa" "$(load bin/faster "$base/$t-shards" "$res")")
+			[ -z "$before" ] || fb=$(low "$fb" "$(load "$before" "$base/$t-shards" "$res")")
 		done
-		if [ -n "$before" ]; then
-			printf "| %s | %d | %s | %s | %.2f× | %s | %.2f× |\n" "$t" "$res" "$(ips "$tv")" "$(ips "$fa")" "$(/usr/bin/python3 -c "print($tv/$fa)")" \
-				"$(ips "$fb")" "$(/usr/bin/python3 -c "print($fb/$fa)")"
-		else
-			printf "| %s | %d | %s | %s | %.2f× |\n" "$t" "$res" "$(ips "$tv")" "$(ips "$fa")" "$(/usr/bin/python3 -c "print($tv/$fa)")"
-		fi
+		row=$(printf "| %s | %d | %s | %s | %.2f× |" "$t" "$res" "$(ips "$tv")" "$(ips "$fa")" "$(/usr/bin/python3 -c "print($tv/$fa)")")
+		[ -z "$before" ] || row=$(printf "%s %s | %.2f× |" "$row" "$(ips "$fb")" "$(/usr/bin/python3 -c "print($fb/$fa)")")
+		echo "$row"
 	done
 done
