@@ -238,14 +238,7 @@ func TestBadFilesAreBadSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l2.Close()
-	var stop error
-	for b, err := range l2.IterEpoch(context.Background(), 0) {
-		if err != nil {
-			stop = err
-			break
-		}
-		b.Release()
-	}
+	stop := epochErr(l2, 0)
 	if stop == nil || !strings.Contains(stop.Error(), cls) {
 		t.Fatalf("stop policy: want an error naming a file of %s, got %v", cls, stop)
 	}
@@ -356,18 +349,23 @@ func TestUndecodableRecordNamesShardAndOffset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got error
-		for b, err := range stop.IterEpoch(context.Background(), 0) {
-			if err != nil {
-				got = err
-				break
-			}
-			b.Release()
-		}
+		got := epochErr(stop, 0)
 		stop.Close()
 		want := fmt.Sprintf("%s: offset %d: ", bad[0].Path, bad[0].Offset)
 		if got == nil || !strings.HasPrefix(got.Error(), want) {
 			t.Fatalf("global shuffle %v: stop policy error %v, want it to begin %q", global, got, want)
 		}
 	}
+}
+
+// epochErr runs epoch e of l, releasing every batch, and returns the
+// error that ended it (nil: none).
+func epochErr(l *Loader, e int) error {
+	for b, err := range l.IterEpoch(context.Background(), e) {
+		if err != nil {
+			return err
+		}
+		b.Release()
+	}
+	return nil
 }
