@@ -58,6 +58,13 @@ type PackResult struct {
 	Skipped    int     `json:"skipped"`
 	SkipList   []Skip  `json:"skipped_files"`
 	Seconds    float64 `json:"seconds"`
+	// SplitShards is the split's shard count, for a task pack (whose
+	// Shards are its own: none when there are more tasks than shards).
+	SplitShards int `json:"split_shards,omitempty"`
+	// Merged says a task pack found its split merged already in
+	// manifest.json, from the same source and layout, its shards intact:
+	// it wrote nothing.
+	Merged bool `json:"merged,omitempty"`
 }
 
 // Pack writes the items of src into TFRecord shards under dst, with their
@@ -68,8 +75,11 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	if opts.Split == "" {
 		opts.Split = "train"
 	}
-	if strings.ContainsAny(opts.Split, `/\`) {
-		return nil, fmt.Errorf("split name %q must not contain a path separator", opts.Split)
+	if err := CheckSplitName(opts.Split); err != nil {
+		return nil, err
+	}
+	if opts.TaskCount < 0 || opts.TaskCount > MaxTasks {
+		return nil, fmt.Errorf("task count %d: want 1 to at most %d tasks", opts.TaskCount, MaxTasks)
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
@@ -113,10 +123,16 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return nil, err
 	}
+	fp := fingerprint(src, items, order, n, opts.Format)
+	// A one-machine pack holds the destination's lock, a task pack holds
+	// it shared and its own task's lock: tasks run at once, but never
+	// beside a one-machine pack or a merge, which remove or write what
+	// every task shares (before: each removed the other's temporary
+	// files).
 	var unlock func()
 	var err error
 	if pt != nil {
-		unlock, err = pt.lock()
+		unlock, err = lockDirShared(dst)
 	} else {
 		unlock, err = lockDir(dst)
 	}
@@ -124,6 +140,16 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 		return nil, err
 	}
 	defer unlock()
+	if pt != nil {
+		if res := pt.merged(fp, n, first, last, start); res != nil {
+			return res, nil
+		}
+		unlockTask, err := pt.lock()
+		if err != nil {
+			return nil, err
+		}
+		defer unlockTask()
+	}
 	var m *Manifest
 	if pt != nil {
 		pt.removeTemps(opts.Format, n, first, last)
@@ -147,7 +173,6 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 	if m.Format != opts.Format {
 		return nil, fmt.Errorf("%s: holds %s shards; pack %s shards into another directory", dst, m.Format, opts.Format)
 	}
-	fp := fingerprint(src, items, order, n, opts.Format)
 	if pt != nil {
 		if res, err := pt.done(fp, start); res != nil || err != nil {
 			return res, err
@@ -227,7 +252,7 @@ func Pack(ctx context.Context, src source.Source, srcPath, dst string, opts Pack
 		if err := pt.commit(m.Format, sp, first, last); err != nil {
 			return nil, err
 		}
-		res.Shards = last - first
+		res.Shards, res.SplitShards = last-first, n
 	} else if err := m.Save(dst); err != nil {
 		return nil, err
 	}

@@ -36,12 +36,23 @@ import (
 
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/internal/lockfile"
+	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfrecord"
 )
 
 // PartsDir is the folder under a destination that holds the tasks' part
 // manifests until the merge.
 const PartsDir = ".faster-parts"
+
+// MaxTasks is the largest task count a split is packed in (Kubernetes'
+// bound on an Indexed Job's completions): a count from a flag, the
+// environment or a part file's name is checked against it before the
+// merge allocates anything by it.
+const MaxTasks = 100_000
+
+// maxPartShards bounds a part's shard count before TaskShards multiplies
+// by it (a manifest of MaxManifestSize lists far fewer).
+const maxPartShards = 1 << 24
 
 // TaskShards returns the shards [first, last) that task i of count writes
 // when the split has n shards.
@@ -76,7 +87,8 @@ func (p *partTask) path(suffix string) string {
 }
 
 // lock takes the task's own lock (tasks of one split run at once into one
-// destination; two runs of one task do not).
+// destination; two runs of one task do not). The caller holds the
+// destination's lock shared (lockDirShared).
 func (p *partTask) lock() (func(), error) {
 	if err := os.MkdirAll(p.dir(), 0o755); err != nil {
 		return nil, err
@@ -86,6 +98,28 @@ func (p *partTask) lock() (func(), error) {
 		return nil, fmt.Errorf("%s: task %d of %d is being packed by another faster pack (%s is locked)", p.dst, p.index, p.count, p.path(".lock"))
 	}
 	return unlock, err
+}
+
+// readPartFile reads a part or progress manifest by the data-file rules:
+// a regular file (a FIFO is refused, never waited on; /dev/zero is not
+// read), of at most max bytes.
+func readPartFile(path string, max int64) ([]byte, error) {
+	f, size, err := source.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > max {
+		return nil, fmt.Errorf("%s: %d bytes, above the %d-byte cap on a manifest", path, size, max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: grows past the %d-byte cap on a manifest while read", path, max)
+	}
+	return b, nil
 }
 
 // removeTemps deletes the temporary files a killed run of this task left:
@@ -116,11 +150,14 @@ func (p *partTask) loadProgress() (*Manifest, error) {
 	if _, err := os.Lstat(p.path(".progress.json")); errors.Is(err, fs.ErrNotExist) {
 		return &Manifest{Version: ManifestVersion, Format: FormatTFRecord, Splits: map[string]*Split{}}, nil
 	}
-	b, err := os.ReadFile(p.path(".progress.json"))
-	if err != nil {
-		return nil, err
+	b, err := readPartFile(p.path(".progress.json"), MaxManifestSize)
+	if err == nil {
+		var m *Manifest
+		if m, err = ParseManifest(b, p.path(".progress.json")); err == nil {
+			return m, nil
+		}
 	}
-	return ParseManifest(b, p.path(".progress.json"))
+	return nil, fmt.Errorf("task %d of %d's progress manifest: %w (remove it to pack the task from the start)", p.index, p.count, err)
 }
 
 func (p *partTask) saveProgress(m *Manifest) error {
@@ -135,12 +172,12 @@ func (p *partTask) saveProgress(m *Manifest) error {
 // the same layout (the part is never rewritten), an error when it is
 // committed for another, and neither when it is not there.
 func (p *partTask) done(fp string, start time.Time) (*PackResult, error) {
-	b, err := os.ReadFile(p.path(".json"))
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(p.path(".json")); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	b, err := readPartFile(p.path(".json"), MaxManifestSize)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("task %d of %d's part manifest: %w (remove it to pack the task again)", p.index, p.count, err)
 	}
 	pt, err := parsePart(b, p.path(".json"))
 	if err != nil {
@@ -149,13 +186,42 @@ func (p *partTask) done(fp string, start time.Time) (*PackResult, error) {
 	if pt.Layout.Fingerprint != fp {
 		return nil, fmt.Errorf("%s: task %d of %d is packed already from another source, order or shard count (a part manifest is never replaced): remove %s (and the split's parts) to pack it again", p.dst, p.index, p.count, p.path(".json"))
 	}
-	res := &PackResult{Split: p.split, Records: pt.Layout.Records, Bytes: pt.Layout.Bytes, Shards: len(pt.Layout.Shards), KeptShards: len(pt.Layout.Shards), SkipList: []Skip{}}
+	res := &PackResult{Split: p.split, Records: pt.Layout.Records, Bytes: pt.Layout.Bytes, Shards: len(pt.Layout.Shards), KeptShards: len(pt.Layout.Shards), SplitShards: pt.Layout.NumShards, SkipList: []Skip{}}
 	for _, s := range pt.Layout.Shards {
 		res.SkipList = append(res.SkipList, s.Skipped...)
 	}
 	res.Skipped = len(res.SkipList)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// merged returns a result when dst/manifest.json lists the split
+// complete, from the same source and layout (fingerprint fp), with this
+// task's shards intact: the split is merged already and the task has
+// nothing to write (before: it packed its shards again, and a merge then
+// named the other tasks "missing (never started)"). Otherwise nil: a
+// manifest that cannot be read is the merge's to report.
+func (p *partTask) merged(fp string, n, first, last int, start time.Time) *PackResult {
+	m, err := LoadManifest(p.dst)
+	if err != nil {
+		return nil
+	}
+	sp := m.Splits[p.split]
+	if sp == nil || !sp.Complete || sp.Fingerprint != fp || sp.NumShards != n || len(sp.Shards) != n {
+		return nil
+	}
+	res := &PackResult{Split: p.split, Shards: last - first, KeptShards: last - first, SplitShards: n, Merged: true, SkipList: []Skip{}}
+	for _, s := range sp.Shards[first:last] {
+		if !shardIntact(p.dst, s) {
+			return nil
+		}
+		res.Records += s.Records
+		res.Bytes += s.Bytes
+		res.SkipList = append(res.SkipList, s.Skipped...)
+	}
+	res.Skipped = len(res.SkipList)
+	res.Seconds = time.Since(start).Seconds()
+	return res
 }
 
 // commit writes the part manifest, create-only.
@@ -178,19 +244,45 @@ func (p *partTask) commit(format string, sp *Split, first, last int) error {
 	return nil
 }
 
+// parsePart decodes a part manifest (name is used in errors) and checks
+// it against what its task writes: a version of this build, task i of T
+// with 0 <= i < T <= MaxTasks, a plain split name, a format, and exactly
+// the shards TaskShards gives task i, in order, under the names a
+// one-task pack gives them (before: a part listing another task's shards,
+// or its own out of order, was merged).
 func parsePart(b []byte, name string) (*Part, error) {
 	var pt Part
 	if err := json.Unmarshal(b, &pt); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if pt.Version != ManifestVersion || pt.Layout == nil || pt.Tasks < 1 || pt.Task < 0 || pt.Task >= pt.Tasks {
+	if pt.Version != ManifestVersion || pt.Layout == nil || pt.Tasks < 1 || pt.Tasks > MaxTasks || pt.Task < 0 || pt.Task >= pt.Tasks {
 		return nil, fmt.Errorf("%s: not a part manifest of this build (version %d, task %d of %d)", name, pt.Version, pt.Task, pt.Tasks)
 	}
-	// The shard names are checked as a manifest's are.
-	probe := &Manifest{Version: ManifestVersion, Format: pt.Format, Splits: map[string]*Split{pt.Split: {NumShards: len(pt.Layout.Shards), Shards: pt.Layout.Shards}}}
-	pb, _ := json.Marshal(probe)
-	if _, err := ParseManifest(pb, name); err != nil {
-		return nil, err
+	if err := CheckSplitName(pt.Split); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if pt.Format != FormatTFRecord && pt.Format != FormatWDS {
+		return nil, fmt.Errorf("%s: format %q: want %s or %s", name, pt.Format, FormatTFRecord, FormatWDS)
+	}
+	l := pt.Layout
+	if l.NumShards < 0 || l.NumShards > maxPartShards {
+		return nil, fmt.Errorf("%s: the split has %d shards, want 0 to %d", name, l.NumShards, maxPartShards)
+	}
+	if l.Records < 0 || l.Bytes < 0 {
+		return nil, fmt.Errorf("%s: negative counts (%d records, %d bytes)", name, l.Records, l.Bytes)
+	}
+	first, last := TaskShards(pt.Task, pt.Tasks, l.NumShards)
+	if pt.FirstShard != first || len(l.Shards) != last-first {
+		return nil, fmt.Errorf("%s: lists %d shards from shard %d; task %d of %d writes shards %d..%d of %d", name, len(l.Shards), pt.FirstShard, pt.Task, pt.Tasks, first, last, l.NumShards)
+	}
+	for j, s := range l.Shards {
+		want := FormatName(pt.Format, pt.Split, first+j, l.NumShards)
+		if s.Name != want || s.Index != IndexName(want) {
+			return nil, fmt.Errorf("%s: lists %q (index %q) in place of %s: another task's shards, or its own out of order", name, s.Name, s.Index, want)
+		}
+		if s.Records < 0 || s.Bytes < 0 {
+			return nil, fmt.Errorf("%s: shard %s: negative counts (%d records, %d bytes)", name, s.Name, s.Records, s.Bytes)
+		}
 	}
 	return &pt, nil
 }
@@ -203,24 +295,20 @@ type IncompleteError struct {
 	Missing    []int          // no trace: never started (or ran against another destination)
 	Incomplete []int          // started, no part manifest: killed, failed or still running
 	Damaged    map[int]string // a part whose shards fail their checks, and why
+	// Merged: manifest.json lists the split complete already (the parts
+	// there are leftovers of a merged split's rerun, or of a new pack).
+	Merged bool
 }
 
 func (e *IncompleteError) Error() string {
 	var b strings.Builder
 	bad := len(e.Missing) + len(e.Incomplete) + len(e.Damaged)
 	fmt.Fprintf(&b, "%s: split %q: %d of %d tasks not done", e.Dir, e.Split, bad, e.Tasks)
-	list := func(xs []int) string {
-		s := make([]string, len(xs))
-		for i, x := range xs {
-			s[i] = strconv.Itoa(x)
-		}
-		return strings.Join(s, ", ")
-	}
 	if len(e.Missing) > 0 {
-		fmt.Fprintf(&b, "; missing (never started): %s", list(e.Missing))
+		fmt.Fprintf(&b, "; missing (never started): %s", intRuns(e.Missing))
 	}
 	if len(e.Incomplete) > 0 {
-		fmt.Fprintf(&b, "; incomplete (started, no part manifest: killed, failed or still running): %s", list(e.Incomplete))
+		fmt.Fprintf(&b, "; incomplete (started, no part manifest: killed, failed or still running): %s", intRuns(e.Incomplete))
 	}
 	if len(e.Damaged) > 0 {
 		keys := make([]int, 0, len(e.Damaged))
@@ -232,8 +320,34 @@ func (e *IncompleteError) Error() string {
 			fmt.Fprintf(&b, "; damaged %d: %s (remove %s and rerun it)", k, e.Damaged[k], filepath.Join(e.Dir, PartsDir, e.Split, partStem(k, e.Tasks)+".json"))
 		}
 	}
+	if e.Merged {
+		fmt.Fprintf(&b, "; manifest.json lists split %q complete already (merged before? then remove %s)", e.Split, filepath.Join(e.Dir, PartsDir, e.Split))
+	}
 	fmt.Fprintf(&b, "; rerun those tasks (--task i/%d, or the scheduler's indexes), then merge again", e.Tasks)
 	return b.String()
+}
+
+// intRuns writes sorted numbers with runs of three or more as ranges:
+// "0, 2, 5-99999" (a merge of 100,000 tasks with one done names the
+// others in one line).
+func intRuns(xs []int) string {
+	var s []string
+	for i := 0; i < len(xs); {
+		j := i
+		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
+			j++
+		}
+		switch {
+		case j-i >= 2:
+			s = append(s, fmt.Sprintf("%d-%d", xs[i], xs[j]))
+		case j > i:
+			s = append(s, strconv.Itoa(xs[i]), strconv.Itoa(xs[j]))
+		default:
+			s = append(s, strconv.Itoa(xs[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(s, ", ")
 }
 
 // Rerun lists the tasks to run again, in order.
@@ -259,27 +373,80 @@ type MergeResult struct {
 
 var partName = regexp.MustCompile(`^task-(\d{5,})-of-(\d{5,})(\.json|\.progress\.json|\.lock)$`)
 
+// partFileName parses a task's file name in a split's part folder:
+// task i of n, 0 <= i < n <= MaxTasks. ok is false for a name of
+// another kind; err names a task file outside those bounds (a stray
+// "task-00000-of-1099511627776.json" once made the merge allocate by
+// its count).
+func partFileName(dir, name string) (i, n int, kind string, ok bool, err error) {
+	mm := partName.FindStringSubmatch(name)
+	if mm == nil {
+		return 0, 0, "", false, nil
+	}
+	i, err1 := strconv.Atoi(mm[1])
+	n, err2 := strconv.Atoi(mm[2])
+	if err1 != nil || err2 != nil || n < 1 || n > MaxTasks || i >= n {
+		return 0, 0, "", false, fmt.Errorf("%s: not a task file of this build (task %s of %s: want 0 <= task < count <= %d); remove it", filepath.Join(dir, name), strings.TrimLeft(mm[1], "0"), strings.TrimLeft(mm[2], "0"), MaxTasks)
+	}
+	return i, n, mm[3], true, nil
+}
+
+// UnmergedSplits lists the splits of dst with task parts waiting for a
+// merge (a folder under dst/PartsDir holding a task's file), sorted: a
+// reader of dst can say "not merged: run faster pack --merge" rather
+// than serve the shards a one-task manifest does not list.
+func UnmergedSplits(dst string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(dst, PartsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var splits []string
+	for _, e := range ents {
+		if !e.IsDir() || CheckSplitName(e.Name()) != nil {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dst, PartsDir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if partName.MatchString(f.Name()) {
+				splits = append(splits, e.Name())
+				break
+			}
+		}
+	}
+	return splits, nil
+}
+
 // MergeParts checks every part of split under dst — each task's part
 // manifest there, agreeing with the others on the layout, its shards
 // tiling the split in order, every shard at its recorded size and sha256
 // with an index listing its record count — and writes dst/manifest.json
 // as a one-task pack of the same source writes it, then removes the
-// split's part folder. Tasks not done are all named at once in an
-// *IncompleteError, and nothing is written. workers shards are hashed at
-// once (0: one).
+// task files it read from the split's part folder (and the folders, once
+// empty). Tasks not done are all named at once in an *IncompleteError,
+// and nothing is written. workers shards are hashed at once (0: one).
 func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResult, error) {
 	start := time.Now()
 	if split == "" {
 		split = "train"
 	}
-	if strings.ContainsAny(split, `/\`) {
-		return nil, fmt.Errorf("split name %q must not contain a path separator", split)
+	if err := CheckSplitName(split); err != nil {
+		return nil, err
 	}
 	dir := filepath.Join(dst, PartsDir, split)
+	merged := func() bool {
+		m, err := LoadManifest(dst)
+		return err == nil && m.Splits[split] != nil && m.Splits[split].Complete
+	}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		msg := fmt.Sprintf("%s: no task parts of split %q (%s is missing): pack with --task or under a scheduler first", dst, split, dir)
-		if m, err := LoadManifest(dst); err == nil && m.Splits[split] != nil && m.Splits[split].Complete {
+		if merged() {
 			msg += "; manifest.json lists the split complete already (merged before?)"
 		}
 		return nil, errors.New(msg)
@@ -290,15 +457,18 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 	counts := map[int][]string{}
 	started := map[int]bool{}
 	committed := map[int]bool{}
+	var files []string // the task files read, removed once merged
 	for _, e := range ents {
-		mm := partName.FindStringSubmatch(e.Name())
-		if mm == nil {
+		i, n, kind, ok, err := partFileName(dir, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
-		i, _ := strconv.Atoi(mm[1])
-		n, _ := strconv.Atoi(mm[2])
+		files = append(files, e.Name())
 		counts[n] = append(counts[n], e.Name())
-		switch mm[3] {
+		switch kind {
 		case ".json":
 			committed[i] = true
 		default:
@@ -318,10 +488,11 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 	}
 	var tasks int
 	for n := range counts {
-		tasks = n
+		tasks = n // 1..MaxTasks (partFileName)
 	}
 	ie := &IncompleteError{Dir: dst, Split: split, Tasks: tasks, Damaged: map[int]string{}}
 	parts := make([]*Part, tasks)
+	budget := int64(MaxManifestSize) // the parts together: one manifest's worth
 	for i := range tasks {
 		if !committed[i] {
 			if started[i] {
@@ -332,10 +503,12 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 			continue
 		}
 		p := filepath.Join(dir, partStem(i, tasks)+".json")
-		b, err := os.ReadFile(p)
+		b, err := readPartFile(p, budget)
 		if err != nil {
-			return nil, err
+			ie.Damaged[i] = err.Error()
+			continue
 		}
+		budget -= int64(len(b))
 		pt, err := parsePart(b, p)
 		if err != nil {
 			ie.Damaged[i] = err.Error()
@@ -358,17 +531,12 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 		}
 	}
 	if ref != nil {
-		for i, pt := range parts {
+		for _, pt := range parts {
 			if pt == nil {
 				continue
 			}
 			if why := layoutDiffers(ref, pt); why != "" {
 				return nil, fmt.Errorf("%s: split %q: task %d and task %d packed different layouts (%s): were they given the same SRC, --shards, --shuffle, --seed, --format and source files? Remove the wrong part and rerun it", dst, split, ref.Task, pt.Task, why)
-			}
-			first, last := TaskShards(i, tasks, ref.Layout.NumShards)
-			if pt.FirstShard != first || len(pt.Layout.Shards) != last-first {
-				ie.Damaged[i] = fmt.Sprintf("lists shards %d..%d, want %d..%d", pt.FirstShard, pt.FirstShard+len(pt.Layout.Shards), first, last)
-				parts[i] = nil
 			}
 		}
 	}
@@ -404,6 +572,7 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 		return nil, err
 	}
 	if len(ie.Missing)+len(ie.Incomplete)+len(ie.Damaged) > 0 {
+		ie.Merged = merged()
 		return nil, ie
 	}
 
@@ -443,13 +612,27 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 	if err := m.Save(dst); err != nil {
 		return nil, err
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+	// Only the task files read, and the folders once empty: never a file
+	// or folder the merge did not make (before: the split's folder was
+	// removed whole, and a split named ".." was DST itself).
+	for _, f := range files {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
-	os.Remove(filepath.Join(dst, PartsDir)) // when no other split's parts are left
+	removeEmptyDir(dir)
+	removeEmptyDir(filepath.Join(dst, PartsDir)) // when no other split's parts are left
 	res.Shards, res.Records, res.Bytes = len(sp.Shards), sp.Records, sp.Bytes
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// removeEmptyDir removes dir if it is a folder (not a link to one) and
+// empty.
+func removeEmptyDir(dir string) {
+	if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+		os.Remove(dir) // fails, leaving it, when something is in it
+	}
 }
 
 func layoutDiffers(a, b *Part) string {
@@ -477,7 +660,7 @@ func checkShard(dir, format string, s ShardInfo) string {
 	if !s.Complete {
 		return fmt.Sprintf("shard %s is not complete", s.Name)
 	}
-	f, err := os.Open(filepath.Join(dir, s.Name))
+	f, _, err := source.OpenFile(filepath.Join(dir, s.Name)) // a FIFO or /dev/zero is refused, not read
 	if err != nil {
 		return fmt.Sprintf("shard %s: %v", s.Name, unwrapPath(err))
 	}
@@ -493,14 +676,14 @@ func checkShard(dir, format string, s ShardInfo) string {
 	if got := hex.EncodeToString(h.Sum(nil)); got != s.SHA256 {
 		return fmt.Sprintf("shard %s: sha256 %s, its part says %s", s.Name, got, s.SHA256)
 	}
-	idx, err := os.Open(filepath.Join(dir, s.Index))
+	idx, _, err := source.OpenFile(filepath.Join(dir, s.Index))
 	if err != nil {
 		return fmt.Sprintf("index %s: %v", s.Index, unwrapPath(err))
 	}
 	defer idx.Close()
 	var records int64
 	if format == FormatWDS {
-		line, err := bufio.NewReader(idx).ReadString('\n')
+		line, err := bufio.NewReader(io.LimitReader(idx, 4096)).ReadString('\n') // "v1.x <records>\n": a header, not the whole file
 		f := strings.Fields(line)
 		if err != nil || len(f) != 2 || !strings.HasPrefix(f[0], "v1.") {
 			return fmt.Sprintf("index %s: no wds2idx header", s.Index)
