@@ -20,8 +20,10 @@
 // mpirun or srun under Slurm set several, with the same values — and the
 // first in the order above is named; sources that disagree are an error
 // naming each of them with its values (pass --task to choose). A value
-// that is not a number, an index outside its count, or a Slurm array that
-// is not an evenly stepped range is an error naming the variable.
+// that is not a number, a count above MaxCount, an index outside its count
+// (also of one task: JOB_COMPLETION_INDEX=3 with a count of 1 is an error,
+// not the whole job), or a Slurm array that is not an evenly stepped range
+// is an error naming the variables (or flags) as they were given.
 package task
 
 import (
@@ -44,13 +46,28 @@ func (t Task) String() string { return fmt.Sprintf("task %d/%d (from %s)", t.Ind
 // Kubernetes does not put in the pod's environment.
 const CountEnv = "FASTER_TASK_COUNT"
 
-// Parse reads "i/n" (0 ≤ i < n).
+// MaxCount is the largest task count read, from a flag or the
+// environment: Kubernetes' limit on an Indexed Job's completions, and
+// shard.MaxTasks. A count is checked against it when it is parsed, before
+// anything is sized by it.
+const MaxCount = 100_000
+
+// tooMany is the error of a count above MaxCount; given is the flag or
+// variable with its value as the user gave it.
+func tooMany(given string) error {
+	return fmt.Errorf("%s: more than %d tasks (at most %d: Kubernetes' limit on an Indexed Job's completions)", given, MaxCount, MaxCount)
+}
+
+// Parse reads "i/n" (0 ≤ i < n ≤ MaxCount).
 func Parse(s string) (Task, error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(strings.TrimSpace(a))
 	n, err2 := strconv.Atoi(strings.TrimSpace(b))
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
 		return Task{}, fmt.Errorf("--task %q: want i/n with 0 <= i < n (task 0/4 is the first of four)", s)
+	}
+	if n > MaxCount {
+		return Task{}, tooMany(fmt.Sprintf("--task %q", s))
 	}
 	return Task{Index: i, Count: n, Source: "--task"}, nil
 }
@@ -63,6 +80,9 @@ func Parse(s string) (Task, error) {
 func Resolve(flag string, count int, getenv func(string) string) (t Task, ok bool, err error) {
 	if count < 0 {
 		return Task{}, false, fmt.Errorf("--task-count %d: want a positive number", count)
+	}
+	if count > MaxCount {
+		return Task{}, false, tooMany(fmt.Sprintf("--task-count %d", count))
 	}
 	if flag != "" {
 		t, err := Parse(flag)
@@ -102,7 +122,8 @@ func Resolve(flag string, count int, getenv func(string) string) (t Task, ok boo
 
 // fromEnv lists the sources that count, in precedence order.
 func fromEnv(countFlag int, getenv func(string) string) ([]Task, error) {
-	num := func(name string) (int, bool, error) {
+	// num reads a non-negative integer; a count (isCount) at most MaxCount.
+	num := func(name string, isCount bool) (int, bool, error) {
 		v := strings.TrimSpace(getenv(name))
 		if v == "" {
 			return 0, false, nil
@@ -111,59 +132,64 @@ func fromEnv(countFlag int, getenv func(string) string) ([]Task, error) {
 		if err != nil || n < 0 {
 			return 0, false, fmt.Errorf("%s=%q: not a non-negative integer", name, getenv(name))
 		}
+		if isCount && n > MaxCount {
+			return 0, false, tooMany(fmt.Sprintf("%s=%d", name, n))
+		}
 		return n, true, nil
 	}
 	var found []Task
-	add := func(source, idxName, cntName string, i, n int) error {
-		if n <= 1 {
-			return nil // one task: no split
-		}
+	// add lists task i of n; idx and cnt say where each was read, as
+	// given ("NAME=value", "--task-count n").
+	add := func(source, idx, cnt string, i, n int) error {
 		if i >= n {
-			return fmt.Errorf("%s: index %d (%s) is not below the count %d (%s)", source, i, idxName, n, cntName)
+			return fmt.Errorf("%s: %s is not below %s: the task index must be less than the task count", source, idx, cnt)
+		}
+		if n == 1 {
+			return nil // one task: no split
 		}
 		found = append(found, Task{Index: i, Count: n, Source: source})
 		return nil
 	}
 
 	// Kubernetes Indexed Job.
-	if i, ok, err := num("JOB_COMPLETION_INDEX"); err != nil {
+	if i, ok, err := num("JOB_COMPLETION_INDEX", false); err != nil {
 		return nil, err
 	} else if ok {
-		n, cntName := countFlag, "--task-count"
+		n, cntName, cnt := countFlag, "--task-count", fmt.Sprintf("--task-count %d", countFlag)
 		if n == 0 {
 			var set bool
-			if n, set, err = num(CountEnv); err != nil {
+			if n, set, err = num(CountEnv, true); err != nil {
 				return nil, err
 			} else if !set {
 				return nil, fmt.Errorf("JOB_COMPLETION_INDEX=%d is set but not the task count (Kubernetes does not put the Job's completions in the pod): pass --task-count N or set %s to the Job's spec.completions in the pod template", i, CountEnv)
 			}
-			cntName = CountEnv
+			cntName, cnt = CountEnv, fmt.Sprintf("%s=%d", CountEnv, n)
 		}
 		if n == 0 {
 			return nil, fmt.Errorf("%s=0: want the Job's completions", CountEnv)
 		}
-		if err := add("Kubernetes Indexed Job (JOB_COMPLETION_INDEX, "+cntName+")", "JOB_COMPLETION_INDEX", cntName, i, n); err != nil {
+		if err := add("Kubernetes Indexed Job (JOB_COMPLETION_INDEX, "+cntName+")", fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), cnt, i, n); err != nil {
 			return nil, err
 		}
 	}
 
 	// Slurm job array: the ids run MIN, MIN+STEP, …, MAX.
-	if id, ok, err := num("SLURM_ARRAY_TASK_ID"); err != nil {
+	if id, ok, err := num("SLURM_ARRAY_TASK_ID", false); err != nil {
 		return nil, err
 	} else if ok {
-		n, nok, err := num("SLURM_ARRAY_TASK_COUNT")
+		n, nok, err := num("SLURM_ARRAY_TASK_COUNT", true)
 		if err != nil {
 			return nil, err
 		}
-		lo, _, err := num("SLURM_ARRAY_TASK_MIN")
+		lo, _, err := num("SLURM_ARRAY_TASK_MIN", false)
 		if err != nil {
 			return nil, err
 		}
-		hi, hiok, err := num("SLURM_ARRAY_TASK_MAX")
+		hi, hiok, err := num("SLURM_ARRAY_TASK_MAX", false)
 		if err != nil {
 			return nil, err
 		}
-		step, sok, err := num("SLURM_ARRAY_TASK_STEP")
+		step, sok, err := num("SLURM_ARRAY_TASK_STEP", false)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +201,18 @@ func fromEnv(countFlag int, getenv func(string) string) ([]Task, error) {
 			if id < lo || (id-lo)%step != 0 || (hiok && (hi < lo || (hi-lo)%step != 0 || (hi-lo)/step+1 != n)) {
 				return nil, fmt.Errorf("%s: SLURM_ARRAY_TASK_ID=%d in an array of %d tasks from %d to %d step %d is not one of an evenly stepped range; submit --array=0-%d or pass --task i/n", src, id, n, lo, hi, step, n-1)
 			}
-			if err := add(src, "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", (id-lo)/step, n); err != nil {
+		}
+		if nok {
+			const src = "Slurm job array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT)"
+			i := (id - lo) / step
+			if id < lo {
+				i = n // below the array's first id: outside it
+			}
+			idx := fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", id)
+			if lo != 0 || step != 1 {
+				idx += fmt.Sprintf(" (task %d of the array from SLURM_ARRAY_TASK_MIN=%d step %d)", i, lo, step)
+			}
+			if err := add(src, idx, fmt.Sprintf("SLURM_ARRAY_TASK_COUNT=%d", n), i, n); err != nil {
 				return nil, err
 			}
 		}
@@ -187,16 +224,16 @@ func fromEnv(countFlag int, getenv func(string) string) ([]Task, error) {
 		{"PMI (PMI_RANK, PMI_SIZE)", "PMI_RANK", "PMI_SIZE"},
 		{"torchrun (RANK, WORLD_SIZE)", "RANK", "WORLD_SIZE"},
 	} {
-		i, iok, err := num(s.idx)
+		i, iok, err := num(s.idx, false)
 		if err != nil {
 			return nil, err
 		}
-		n, nok, err := num(s.cnt)
+		n, nok, err := num(s.cnt, true)
 		if err != nil {
 			return nil, err
 		}
 		if iok && nok {
-			if err := add(s.name, s.idx, s.cnt, i, n); err != nil {
+			if err := add(s.name, fmt.Sprintf("%s=%d", s.idx, i), fmt.Sprintf("%s=%d", s.cnt, n), i, n); err != nil {
 				return nil, err
 			}
 		}

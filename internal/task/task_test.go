@@ -81,7 +81,7 @@ func TestResolveErrors(t *testing.T) {
 		{"", 0, []string{"SLURM_PROCID", "1", "SLURM_NTASKS", "2", "OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2"},
 			[]string{"srun (SLURM_PROCID, SLURM_NTASKS) says 1/2", "Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) says 0/2"}},
 		{"", 0, []string{"JOB_COMPLETION_INDEX", "1"}, []string{"JOB_COMPLETION_INDEX=1", "--task-count", "FASTER_TASK_COUNT"}},
-		{"", 0, []string{"JOB_COMPLETION_INDEX", "3", "FASTER_TASK_COUNT", "3"}, []string{"index 3", "FASTER_TASK_COUNT"}},
+		{"", 0, []string{"JOB_COMPLETION_INDEX", "3", "FASTER_TASK_COUNT", "3"}, []string{"JOB_COMPLETION_INDEX=3", "FASTER_TASK_COUNT=3"}},
 		{"", 0, []string{"RANK", "x", "WORLD_SIZE", "2"}, []string{`RANK="x"`}},
 		{"", 0, []string{"SLURM_ARRAY_TASK_ID", "3", "SLURM_ARRAY_TASK_COUNT", "3", "SLURM_ARRAY_TASK_MIN", "1", "SLURM_ARRAY_TASK_MAX", "7"},
 			[]string{"evenly stepped", "SLURM_ARRAY_TASK_ID=3"}},
@@ -100,6 +100,78 @@ func TestResolveErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%q %d %v: %v, want it to name %q", tc.flag, tc.count, tc.env, err, w)
 			}
+		}
+	}
+}
+
+// A count read from the flag or any scheduler's variable is bounded by
+// MaxCount when it is parsed, the error naming where it was read and the
+// bound (before: 2^40 tasks were accepted, and a merge of them ran out of
+// memory).
+func TestResolveCountsBounded(t *testing.T) {
+	const huge = "1099511627776" // 2^40
+	for _, tc := range []struct {
+		flag  string
+		count int
+		env   []string
+		want  string
+	}{
+		{"0/" + huge, 0, nil, `--task "0/1099511627776"`},
+		{"0/100001", 0, nil, `--task "0/100001"`},
+		{"", 1 << 40, []string{"JOB_COMPLETION_INDEX", "0"}, "--task-count 1099511627776"},
+		{"0/2", 1 << 40, nil, "--task-count 1099511627776"},
+		{"", 0, []string{"JOB_COMPLETION_INDEX", "0", "FASTER_TASK_COUNT", huge}, "FASTER_TASK_COUNT=" + huge},
+		{"", 0, []string{"SLURM_ARRAY_TASK_ID", "0", "SLURM_ARRAY_TASK_COUNT", huge}, "SLURM_ARRAY_TASK_COUNT=" + huge},
+		{"", 0, []string{"SLURM_PROCID", "0", "SLURM_NTASKS", huge}, "SLURM_NTASKS=" + huge},
+		{"", 0, []string{"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "100001"}, "OMPI_COMM_WORLD_SIZE=100001"},
+		{"", 0, []string{"PMI_RANK", "0", "PMI_SIZE", huge}, "PMI_SIZE=" + huge},
+		{"", 0, []string{"RANK", "0", "WORLD_SIZE", huge}, "WORLD_SIZE=" + huge},
+		// A count alone (no index) is no source, but is still read.
+		{"", 0, []string{"SLURM_NTASKS", huge}, "SLURM_NTASKS=" + huge},
+	} {
+		_, _, err := Resolve(tc.flag, tc.count, env(tc.env...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "100000") {
+			t.Errorf("%q %d %v: %v, want an error naming %s and the bound 100000", tc.flag, tc.count, tc.env, err, tc.want)
+		}
+	}
+	// The bound itself is a count.
+	if got, ok, err := Resolve("", 0, env("RANK", "99999", "WORLD_SIZE", "100000")); err != nil || !ok || got.Count != MaxCount {
+		t.Errorf("WORLD_SIZE=100000: %+v %v %v", got, ok, err)
+	}
+}
+
+// An index outside its count is an error naming both variables, also for
+// a count of 1 (before: JOB_COMPLETION_INDEX=3 with a task count of 1, or
+// SLURM_PROCID=5 with SLURM_NTASKS=1, ran the whole job).
+func TestResolveIndexOutsideCount(t *testing.T) {
+	for _, tc := range []struct {
+		count int
+		env   []string
+		want  []string
+	}{
+		{0, []string{"JOB_COMPLETION_INDEX", "3", "FASTER_TASK_COUNT", "1"}, []string{"JOB_COMPLETION_INDEX=3", "FASTER_TASK_COUNT=1"}},
+		{1, []string{"JOB_COMPLETION_INDEX", "3"}, []string{"JOB_COMPLETION_INDEX=3", "--task-count 1"}},
+		{0, []string{"SLURM_PROCID", "5", "SLURM_NTASKS", "1"}, []string{"SLURM_PROCID=5", "SLURM_NTASKS=1"}},
+		{0, []string{"RANK", "0", "WORLD_SIZE", "0"}, []string{"RANK=0", "WORLD_SIZE=0"}},
+		{0, []string{"OMPI_COMM_WORLD_RANK", "2", "OMPI_COMM_WORLD_SIZE", "2"}, []string{"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2"}},
+		{0, []string{"SLURM_ARRAY_TASK_ID", "7", "SLURM_ARRAY_TASK_COUNT", "1", "SLURM_ARRAY_TASK_MIN", "0"}, []string{"SLURM_ARRAY_TASK_ID=7", "SLURM_ARRAY_TASK_COUNT=1"}},
+	} {
+		_, ok, err := Resolve("", tc.count, env(tc.env...))
+		if err == nil {
+			t.Errorf("%d %v: no error (whole job: %v)", tc.count, tc.env, !ok)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%d %v: %v, want it to name %q", tc.count, tc.env, err, w)
+			}
+		}
+	}
+	// The one task of one is no split, and no error.
+	for _, e := range [][]string{{"JOB_COMPLETION_INDEX", "0", "FASTER_TASK_COUNT", "1"}, {"SLURM_PROCID", "0", "SLURM_NTASKS", "1"},
+		{"SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_COUNT", "1", "SLURM_ARRAY_TASK_MIN", "5", "SLURM_ARRAY_TASK_MAX", "5"}} {
+		if got, ok, err := Resolve("", 0, env(e...)); ok || err != nil {
+			t.Errorf("%v: %+v %v %v, want no task", e, got, ok, err)
 		}
 	}
 }
