@@ -386,7 +386,13 @@ func partFileName(dir, name string) (i, n int, kind string, ok bool, err error) 
 	i, err1 := strconv.Atoi(mm[1])
 	n, err2 := strconv.Atoi(mm[2])
 	if err1 != nil || err2 != nil || n < 1 || n > MaxTasks || i >= n {
-		return 0, 0, "", false, fmt.Errorf("%s: not a task file of this build (task %s of %s: want 0 <= task < count <= %d); remove it", filepath.Join(dir, name), strings.TrimLeft(mm[1], "0"), strings.TrimLeft(mm[2], "0"), MaxTasks)
+		num := func(d string) string {
+			if d = strings.TrimLeft(d, "0"); d == "" {
+				return "0"
+			}
+			return d
+		}
+		return 0, 0, "", false, fmt.Errorf("%s: not a task file of this build (task %s of %s: want 0 <= task < count <= %d); remove it", filepath.Join(dir, name), num(mm[1]), num(mm[2]), MaxTasks)
 	}
 	return i, n, mm[3], true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -115,9 +116,15 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if o.shards < 0 || o.workers < 0 {
 		return usagef("--shards and --workers must not be negative")
 	}
+	if err := shard.CheckSplitName(o.split); err != nil {
+		return usagef("--split: %v", err)
+	}
 	t, tasked, err := task.Resolve(o.task, o.taskCount, os.Getenv)
 	if err != nil {
 		return usagef("pack: %v", err)
+	}
+	if tasked && t.Count > shard.MaxTasks {
+		return usagef("pack: %s: at most %d tasks", t, shard.MaxTasks)
 	}
 	o.workers = capWorkers(stderr, "--workers", o.workers, runtime.NumCPU())
 	src, err := source.Open(o.src, o.from, o.split)
@@ -150,6 +157,15 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 			MBPerSec      float64    `json:"mb_per_sec"`
 		}{res, taskOrNil(t, tasked), o.src, src.Kind(), o.dst, float64(res.Records) / max(res.Seconds, 1e-9), mbPerSec(res.Bytes, res.Seconds)})
 	}
+	if tasked && res.Merged {
+		fmt.Fprintf(stdout, "%s: split %q is merged already in %s (this task's %d of its %d shards there, intact, %d records): nothing to do\n",
+			t, o.split, filepath.Join(o.dst, shard.ManifestName), res.Shards, res.SplitShards, res.Records)
+		return nil
+	}
+	if tasked && res.Shards == 0 {
+		fmt.Fprintf(stdout, "%s: no shards of its own: the split has %d shards, fewer than the %d tasks; its empty part is committed; run \"faster pack --merge %s\" once every task is done\n", t, res.SplitShards, t.Count, o.dst)
+		return nil
+	}
 	if tasked {
 		fmt.Fprintf(stdout, "%s: part committed; run \"faster pack --merge %s\" once every task is done\n", t, o.dst)
 	}
@@ -179,6 +195,9 @@ func runPackMerge(ctx context.Context, cmd *cobra.Command, o packOptions, stdout
 	}
 	if o.workers < 0 {
 		return usagef("--workers must not be negative")
+	}
+	if err := shard.CheckSplitName(o.split); err != nil {
+		return usagef("--split: %v", err)
 	}
 	if o.workers == 0 {
 		o.workers = runtime.NumCPU()
