@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,28 +13,40 @@ import (
 
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/internal/lockfile"
+	"github.com/faster-training/faster/source"
 )
 
 // TuneCache keeps autotuning's choices across runs, as MIOpen's find-db
 // does: the choice for an op's configuration on a machine, so that only the
 // first run there pays for timing the candidates. Choices are kept by
-// machine (the backend's description of the CPU and library it tuned on)
-// and by configuration (the op, its shapes, layouts, precision and thread
-// count, as the backend spells them); another machine's choices are kept in
-// the file but never served.
+// machine (the backend's description of the CPU and library it tuned on:
+// what its library dispatches on) and by configuration (the op, its
+// shapes, layouts, precision and thread count, as the backend spells
+// them); another machine's choices are kept in the file but never served.
 //
-// The file is JSON, written whole by atomic replacement; a writer merges
-// what other processes recorded since it read (under a lock file beside
-// it, so that concurrent runs do not drop each other's entries). A file
-// that cannot be parsed is not used and is replaced at the next Record:
-// a cache is never worth stopping a run for, and Problem says why it was
-// dropped.
+// A cache is never worth stopping a run for. The file is read by the
+// data-file rules (a regular file, opened without blocking, its size
+// bounded before it is read); one that cannot be read or parsed is not
+// used, and Problem says why (naming the file). Choices are recorded in
+// memory and written at Flush, once per run or per batch of new choices:
+// the file whole, by atomic replacement, merged with what other processes
+// recorded since it was read (under a lock file beside it, so that
+// concurrent runs do not drop each other's entries). A file whose contents
+// are damaged is replaced; one that is not a regular file, or cannot be
+// read, is never written over. A backend checks a served choice against
+// what it describes (that it builds, and runs the implementations it
+// names) and Drops one that does not hold.
 type TuneCache struct {
 	path    string
 	machine string
 
 	mu      sync.Mutex
 	entries map[string]TuneChoice // this machine's
+	dirty   map[string]bool       // recorded or dropped since the last write
+	// keep is why the file must not be written (nil: it may be);
+	// failed is set once a Flush failed, so that a run warns once.
+	keep   error
+	failed bool
 	// Problem is why the file's contents were not used (nil: read, or
 	// absent).
 	Problem error
@@ -67,24 +80,27 @@ func DefaultTuneCachePath() string {
 }
 
 // OpenTuneCache reads the choices recorded at path for machine. A missing
-// file is an empty cache; a path that is not a regular file is an error
-// (naming it); unreadable contents leave the cache empty with Problem set.
+// file is an empty cache. A file that is not a regular file (a FIFO, a
+// device, a directory, a dangling symlink), cannot be read, or does not
+// parse leaves the cache empty with Problem set (naming it); the error is
+// only for a path or machine that is "".
 func OpenTuneCache(path, machine string) (*TuneCache, error) {
 	if path == "" || machine == "" {
 		return nil, errors.New("train: tune cache: a path and a machine are needed")
 	}
-	c := &TuneCache{path: path, machine: machine, entries: map[string]TuneChoice{}}
+	c := &TuneCache{path: path, machine: machine, entries: map[string]TuneChoice{}, dirty: map[string]bool{}}
 	f, err := readTuneCache(path)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case errors.As(err, new(*tuneCacheCorrupt)):
-		c.Problem = err
-	case err != nil:
-		return nil, err
-	default:
+	case err == nil:
 		for k, v := range f.Machines[machine] {
 			c.entries[k] = v
 		}
+	case errors.Is(err, fs.ErrNotExist) && !errors.Is(err, source.ErrBadFile):
+	case errors.As(err, new(*tuneCacheCorrupt)):
+		c.Problem = err
+	default: // not a regular file, unreadable: not ours to replace
+		c.keep = err
+		c.Problem = fmt.Errorf("%w (the tune cache is not used, nor written: tuning afresh)", err)
 	}
 	return c, nil
 }
@@ -99,33 +115,42 @@ func (e *tuneCacheCorrupt) Error() string {
 }
 
 // readTuneCache reads the file by the data-file rules: a regular file,
-// its size bounded before it is read.
+// opened without blocking (source.OpenFile), its size bounded before it
+// is read. Errors name path.
 func readTuneCache(path string) (tuneCacheFile, error) {
-	var f tuneCacheFile
-	fh, err := os.Open(path)
+	fh, size, err := source.OpenFile(path)
 	if err != nil {
-		return f, err
+		if errors.As(err, new(*source.FileError)) {
+			return tuneCacheFile{}, err
+		}
+		return tuneCacheFile{}, fmt.Errorf("tune cache %w", err) // *PathError: names path
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return f, err
-	}
-	if !st.Mode().IsRegular() {
-		return f, fmt.Errorf("%s: the tune cache is not a regular file (%s)", path, st.Mode().Type())
-	}
-	if st.Size() > maxTuneCacheBytes {
-		return f, &tuneCacheCorrupt{path, fmt.Errorf("%d bytes, more than a tune cache holds (%d)", st.Size(), maxTuneCacheBytes)}
+	if size > maxTuneCacheBytes {
+		return tuneCacheFile{}, &tuneCacheCorrupt{path, fmt.Errorf("%d bytes, more than a tune cache holds (%d)", size, maxTuneCacheBytes)}
 	}
 	b, err := io.ReadAll(io.LimitReader(fh, maxTuneCacheBytes+1))
 	if err != nil {
-		return f, err
+		return tuneCacheFile{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
+	if len(b) > maxTuneCacheBytes {
+		return tuneCacheFile{}, &tuneCacheCorrupt{path, fmt.Errorf("grew past %d bytes while read", maxTuneCacheBytes)}
+	}
+	f, err := parseTuneCache(b)
+	if err != nil {
 		return tuneCacheFile{}, &tuneCacheCorrupt{path, err}
 	}
+	return f, nil
+}
+
+// parseTuneCache parses a tune cache's bytes.
+func parseTuneCache(b []byte) (tuneCacheFile, error) {
+	var f tuneCacheFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return tuneCacheFile{}, err
+	}
 	if f.Version != TuneCacheVersion {
-		return tuneCacheFile{}, &tuneCacheCorrupt{path, fmt.Errorf("format version %d, this build reads %d", f.Version, TuneCacheVersion)}
+		return tuneCacheFile{}, fmt.Errorf("format version %d, this build reads %d", f.Version, TuneCacheVersion)
 	}
 	return f, nil
 }
@@ -142,27 +167,68 @@ func (c *TuneCache) Lookup(key string) (TuneChoice, bool) {
 	return ch, ok
 }
 
-// Record keeps ch for key on this machine and writes the file: what is
-// there now (other processes' choices) merged with this one, replaced
-// atomically.
-func (c *TuneCache) Record(key string, ch TuneChoice) error {
+// Record keeps ch for key on this machine, served by Lookup at once and
+// written at the next Flush.
+func (c *TuneCache) Record(key string, ch TuneChoice) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries[key] = ch
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
-		return err
+	c.dirty[key] = true
+}
+
+// Drop forgets the choice for key on this machine (one that does not
+// hold here): the next Flush removes it from the file, unless a new one
+// is Recorded first.
+func (c *TuneCache) Drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+	c.dirty[key] = true
+}
+
+// Flush writes the choices recorded or dropped since the last Flush, if
+// any: what the file holds now (other processes' choices) merged with
+// them, replaced atomically (through a symlink, its target). A file that
+// is not a regular file or cannot be read is left as it is. The error
+// names the file; after one, later Flushes do nothing (a run warns once).
+func (c *TuneCache) Flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.dirty) == 0 || c.failed {
+		return nil
 	}
-	unlock, err := lockWait(c.path + ".lock")
+	if err := c.write(); err != nil {
+		c.failed = true
+		return fmt.Errorf("autotune: the tune cache was not written (this run's choices are not kept): %w", err)
+	}
+	clear(c.dirty)
+	return nil
+}
+
+func (c *TuneCache) write() error {
+	if c.keep != nil {
+		return c.keep
+	}
+	path := c.path
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("%s: %w", c.path, err)
+	}
+	unlock, err := lockWait(path + ".lock")
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", c.path, err)
 	}
 	defer unlock()
-	f, err := readTuneCache(c.path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.As(err, new(*tuneCacheCorrupt)) {
-		return err
-	}
-	if err != nil {
+	f, err := readTuneCache(path)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist) && !errors.Is(err, source.ErrBadFile),
+		errors.As(err, new(*tuneCacheCorrupt)):
 		f = tuneCacheFile{}
+	default:
+		return err
 	}
 	f.Version = TuneCacheVersion
 	if f.Machines == nil {
@@ -173,11 +239,15 @@ func (c *TuneCache) Record(key string, ch TuneChoice) error {
 		m = map[string]TuneChoice{}
 		f.Machines[c.machine] = m
 	}
-	for k, v := range c.entries {
-		m[k] = v
+	for k := range c.dirty {
+		if v, ok := c.entries[k]; ok {
+			m[k] = v
+		} else {
+			delete(m, k)
+		}
 	}
 	for k, v := range m { // what others recorded, for the next Lookup
-		if _, ok := c.entries[k]; !ok {
+		if _, ok := c.entries[k]; !ok && !c.dirty[k] {
 			c.entries[k] = v
 		}
 	}
@@ -185,7 +255,10 @@ func (c *TuneCache) Record(key string, ch TuneChoice) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(c.path, append(b, '\n'), 0o644)
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", c.path, err)
+	}
+	return nil
 }
 
 // lockWait takes the lock file at path, waiting for a concurrent writer

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -67,9 +68,11 @@ type tuner struct {
 }
 
 // MachineKey describes what a tuning choice depends on besides the op:
-// oneDNN's version, the architecture, the CPU's model and the instruction
-// sets oneDNN dispatches on. Choices kept in a train.TuneCache are served
-// only to the same key.
+// oneDNN's version, the architecture, the CPU's model and instruction
+// sets, and what oneDNN dispatches on: its effective ISA (lowered by
+// DNNL_MAX_CPU_ISA), the ISA hints and the default floating-point math
+// mode. Choices kept in a train.TuneCache are served only to the same
+// key, and checked when served (tuner.cached).
 func MachineKey() string {
 	v := C.dnnl_version()
 	key := fmt.Sprintf("onednn %d.%d.%d %s", v.major, v.minor, v.patch, runtime.GOARCH)
@@ -81,6 +84,14 @@ func MachineKey() string {
 		if slices.Contains(flags, f) {
 			key += " " + f
 		}
+	}
+	key += " isa " + C.GoString(C.dnnl_cpu_isa2str(C.dnnl_get_effective_cpu_isa()))
+	if h := os.Getenv("DNNL_CPU_ISA_HINTS"); h != "" {
+		key += " hints " + h
+	}
+	var mode C.dnnl_fpmath_mode_t
+	if C.dnnl_get_default_fpmath_mode(&mode) == C.dnnl_success && mode != C.dnnl_fpmath_mode_strict {
+		key += " fpmath " + C.GoString(C.dnnl_fpmath_mode2str(mode))
 	}
 	return key
 }
@@ -182,11 +193,12 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 	}
 	// The file's key: the configuration's bytes (a memory descriptor's
 	// included) hashed, as JSON keeps text only.
-	sum := sha256.Sum256([]byte(skey + " " + t.prec.String()))
+	// The default is part of it: a candidate must beat it by tuneMargin.
+	sum := sha256.Sum256([]byte(skey + " " + t.prec.String() + " default " + c.defaultAlgo().String()))
 	ckey := hex.EncodeToString(sum[:16])
 	if t.cache != nil {
 		if ch, ok := t.cache.Lookup(ckey); ok {
-			if a, ok := cachedAlgo(ch); ok {
+			if a, ok := t.cached(c, x, ckey, ch); ok {
 				ch.Seconds, ch.Cached = 0, true
 				t.chosen[key] = a
 				t.choices = append(t.choices, ch)
@@ -282,12 +294,57 @@ func (t *tuner) conv(c *conv, x *tensor, w, b []float32) convAlgo {
 	t.choices = append(t.choices, choice)
 	shared.chosen[skey] = sharedChoice{best, choice}
 	if t.cache != nil {
-		if err := t.cache.Record(ckey, choice); err != nil {
-			// The choice stands for this run; the next one tunes again.
-			fmt.Fprintf(os.Stderr, "faster: autotune: the choice was not kept: %v\n", err)
-		}
+		t.cache.Record(ckey, choice) // written when the backend closes
 	}
 	return best
+}
+
+// warnings receives the tuner's notes (a test's buffer in tests).
+var warnings io.Writer = os.Stderr
+
+// cached checks a choice kept in the tune cache for c on x before it is
+// served: it names one of the candidates (convAlgos, in order), builds
+// here, and runs the implementations it names. oneDNN may dispatch
+// otherwise than when it was made (another ISA, library build or
+// setting the machine key missed): then it is dropped, with a note naming
+// the cache file, and the configuration is tuned again.
+func (t *tuner) cached(c *conv, x *tensor, ckey string, ch train.TuneChoice) (convAlgo, bool) {
+	a, ok := cachedAlgo(ch)
+	problem := "names no candidate of this build"
+	if ok {
+		cand := &conv{s: c.s, spec: c.spec, num: c.num, algo: a, winograd: c.winograd}
+		err := cand.setupAlgo(x)
+		if err == nil {
+			err = cand.setupBackwardData()
+		}
+		name := ""
+		if err == nil {
+			name = cand.name()
+		}
+		cand.Close()
+		switch {
+		case err != nil:
+			problem = fmt.Sprintf("does not build here (%v)", err)
+		case name != ch.Chosen:
+			problem = fmt.Sprintf("runs other kernels here (%s)", name)
+		default:
+			return a, true
+		}
+	}
+	fmt.Fprintf(warnings, "faster: autotune: %s: the kept choice for %s, %s, %s: tuning it again\n", t.cache.Path(), ch.Op, ch.Chosen, problem)
+	t.cache.Drop(ckey)
+	return convAlgo{}, false
+}
+
+// flush writes the choices made since the last flush to the tune cache,
+// warning (never failing) when it cannot.
+func (t *tuner) flush() {
+	if t == nil || t.cache == nil {
+		return
+	}
+	if err := t.cache.Flush(); err != nil {
+		fmt.Fprintf(warnings, "faster: %v\n", err)
+	}
 }
 
 // cachedAlgo is the candidate a kept choice names: its Candidates are
@@ -302,6 +359,19 @@ func cachedAlgo(ch train.TuneChoice) (convAlgo, bool) {
 		}
 	}
 	return convAlgo{}, false
+}
+
+// name is c's algorithm with the implementations oneDNN picked for its
+// primitives (created: forward, backward weights and backward data), as
+// a choice names it.
+func (c *conv) name() string {
+	impls := []string{c.fwd.impl()}
+	for _, p := range []*prim{c.bwdW, c.bwdD} {
+		if s := p.impl(); s != impls[len(impls)-1] {
+			impls = append(impls, s)
+		}
+	}
+	return c.algo.String() + " (" + strings.Join(impls, ", ") + ")"
 }
 
 // run times one forward, backward-weights and backward-data of c on x,
@@ -328,17 +398,10 @@ func (c *conv) run(x, dy *tensor, w, b, dw, db []float32) (float64, error) {
 // as one in seen (dnnl_convolution_auto does) is not worth timing: it
 // returns an error naming the first.
 func (c *conv) warmUp(x, dy *tensor, w, b, dw, db []float32, seen map[string]string) (string, error) {
-	name := c.algo.String()
 	if _, err := c.run(x, dy, w, b, dw, db); err != nil {
-		return name, err
+		return c.algo.String(), err
 	}
-	impls := []string{c.fwd.impl()}
-	for _, p := range []*prim{c.bwdW, c.bwdD} {
-		if s := p.impl(); s != impls[len(impls)-1] {
-			impls = append(impls, s)
-		}
-	}
-	name += " (" + strings.Join(impls, ", ") + ")"
+	name := c.name()
 	var sig strings.Builder
 	for _, p := range []*prim{c.fwd, c.bwdW, c.bwdD} {
 		sig.WriteString(p.impl())

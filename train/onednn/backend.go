@@ -4,7 +4,6 @@ package onednn
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 
@@ -58,8 +57,8 @@ func New(o train.BackendOptions) (*Backend, error) {
 				b.Close()
 				return nil, fmt.Errorf("onednn: autotune: %w", err)
 			}
-			if c.Problem != nil {
-				fmt.Fprintf(os.Stderr, "faster: autotune: %v\n", c.Problem)
+			if c.Problem != nil { // never worth stopping a run for
+				fmt.Fprintf(warnings, "faster: autotune: %v\n", c.Problem)
 			}
 			b.tune.cache = c
 		}
@@ -69,7 +68,14 @@ func New(o train.BackendOptions) (*Backend, error) {
 
 func (b *Backend) Name() string { return "onednn" }
 func (b *Backend) Threads() int { return b.threads }
-func (b *Backend) Close() error { b.s.close(); return nil }
+
+// Close writes the choices autotuning made to the tune cache (once per
+// run, not per choice) and releases the backend.
+func (b *Backend) Close() error {
+	b.tune.flush()
+	b.s.close()
+	return nil
+}
 
 // tensor is a buffer in any layout with its logical shape.
 type tensor struct {

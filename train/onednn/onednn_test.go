@@ -62,7 +62,8 @@ func TestWinograd(t *testing.T) {
 }
 
 // With a TuneCache, a configuration tuned by one run is served from the
-// file to the next (a new process: the shared choices forgotten): the same
+// file to the next (a new process: the shared choices forgotten; the
+// first backend wrote them as it closed): the same
 // choices, marked cached, nothing timed. Another machine key would not be
 // served (train.TestTuneCache).
 func TestAutotuneCache(t *testing.T) {
@@ -86,7 +87,9 @@ func TestAutotuneCache(t *testing.T) {
 		if _, err := net.Forward(x, true); err != nil {
 			t.Fatal(err)
 		}
-		return b.TuneChoices()
+		choices := b.TuneChoices()
+		b.Close() // writes the cache
+		return choices
 	}
 	first := run()
 	if len(first) == 0 {
