@@ -199,7 +199,8 @@ func (c *Config) Problems() []string {
 // optimProblems reports the floating-point settings that are not finite
 // (NaN and Inf parse as numbers, and a NaN rate would "train" to NaN
 // weights) or outside their range, as torch.optim.SGD refuses a negative
-// rate, momentum or weight decay.
+// rate, momentum or weight decay, and beyond float32's (each message says
+// which bound).
 func (c *Config) optimProblems() []string {
 	var problems []string
 	o := c.Optim
@@ -212,12 +213,16 @@ func (c *Config) optimProblems() []string {
 		{"warmup", o.Warmup, false}, {"step-epochs", o.StepEpochs, false}, {"gamma", o.Gamma, true},
 	} {
 		switch {
-		case math.IsNaN(h.v) || math.IsInf(h.v, 0) || math.Abs(h.v) > math.MaxFloat32:
-			problems = append(problems, fmt.Sprintf("--%s %g: must be a finite number", h.flag, h.v))
+		case math.IsNaN(h.v):
+			problems = append(problems, fmt.Sprintf("--%s %g: not a number", h.flag, h.v))
+		case math.IsInf(h.v, 0):
+			problems = append(problems, fmt.Sprintf("--%s %g: must be finite", h.flag, h.v))
 		case h.positive && h.v <= 0:
 			problems = append(problems, fmt.Sprintf("--%s %g: must be positive", h.flag, h.v))
 		case h.v < 0:
 			problems = append(problems, fmt.Sprintf("--%s %g: must not be negative", h.flag, h.v))
+		case h.v > math.MaxFloat32: // training runs in float32
+			problems = append(problems, fmt.Sprintf("--%s %g: at most %.2g (float32's largest)", h.flag, h.v, math.MaxFloat32))
 		}
 	}
 	return problems
