@@ -26,9 +26,12 @@ func RandomResizedCropRect(rng *rand.Rand, w, h int, scale, ratio [2]float64) im
 	for range 10 {
 		target := area * (scale[0] + (scale[1]-scale[0])*rng.Float64())
 		aspect := math.Exp(logLo + (logHi-logLo)*rng.Float64())
-		cw := int(math.RoundToEven(math.Sqrt(target * aspect)))
-		ch := int(math.RoundToEven(math.Sqrt(target / aspect)))
-		if 0 < cw && cw <= w && 0 < ch && ch <= h {
+		// Compared before the conversion to int (an extreme ratio's side
+		// may be beyond int, or NaN: a miss).
+		fw := math.RoundToEven(math.Sqrt(target * aspect))
+		fh := math.RoundToEven(math.Sqrt(target / aspect))
+		if 0 < fw && fw <= float64(w) && 0 < fh && fh <= float64(h) {
+			cw, ch := int(fw), int(fh)
 			y := rng.IntN(h - ch + 1)
 			x := rng.IntN(w - cw + 1)
 			return image.Rect(x, y, x+cw, y+ch)
@@ -38,12 +41,23 @@ func RandomResizedCropRect(rng *rand.Rand, w, h int, scale, ratio [2]float64) im
 	cw, ch := w, h
 	switch {
 	case inRatio < min(ratio[0], ratio[1]):
-		ch = int(math.RoundToEven(float64(cw) / min(ratio[0], ratio[1])))
+		ch = clampSide(float64(cw)/min(ratio[0], ratio[1]), h)
 	case inRatio > max(ratio[0], ratio[1]):
-		cw = int(math.RoundToEven(float64(ch) * max(ratio[0], ratio[1])))
+		cw = clampSide(float64(ch)*max(ratio[0], ratio[1]), w)
 	}
 	y, x := (h-ch)/2, (w-cw)/2
 	return image.Rect(x, y, x+cw, y+ch)
+}
+
+// clampSide rounds a fallback crop's side half to even, within 1..limit:
+// a ratio so extreme that the side rounds to 0 (where torchvision's
+// resized_crop fails on the image) keeps one pixel.
+func clampSide(v float64, limit int) int {
+	v = math.RoundToEven(v)
+	if !(v >= 1) {
+		return 1
+	}
+	return int(min(v, float64(limit)))
 }
 
 // CenterCropRect is torchvision's CenterCrop geometry: a cw x ch region

@@ -55,11 +55,15 @@ func (e *RandomErasing) Draw(rng *rand.Rand, c, h, w int, buf []float32) ErasePl
 	for range 10 {
 		ea := area * (scale[0] + (scale[1]-scale[0])*rng.Float64())
 		ar := math.Exp(lo + (hi-lo)*rng.Float64())
-		eh := int(math.RoundToEven(math.Sqrt(ea * ar)))
-		ew := int(math.RoundToEven(math.Sqrt(ea / ar)))
-		if !(eh < h && ew < w) {
+		// Compared before the conversion to int: a side beyond int (an
+		// extreme ratio) or NaN is a miss, as torchvision's Python ints
+		// compare.
+		fh := math.RoundToEven(math.Sqrt(ea * ar))
+		fw := math.RoundToEven(math.Sqrt(ea / ar))
+		if !(fh >= 0 && fh < float64(h) && fw >= 0 && fw < float64(w)) {
 			continue
 		}
+		eh, ew := int(fh), int(fw)
 		p := ErasePlan{Erase: true, H: eh, W: ew}
 		switch {
 		case e.RandomValue:
