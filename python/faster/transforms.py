@@ -80,6 +80,48 @@ def _name(t):
     return type(t).__name__
 
 
+# The server's bounds (`faster serve` refuses the same with a usage error):
+# loader.MaxResolution, augment.MaxMagnitudeBins, and float32's largest,
+# the bound torch's uniform_ takes (a NaN, an infinity or a value beyond
+# it raises "out of bounds for float" at torchvision's first draw).
+MAX_SIDE = 16384
+MAX_MAGNITUDE_BINS = 1024
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _bad(t, what, why):
+    """A parameter torchvision refuses, or one the Go pipeline cannot run
+    with: a ValueError naming the transform and the parameter."""
+    raise ValueError("faster: %s(%s): %s" % (_name(t), what, why))
+
+
+def _floats(t, attr, values):
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        _bad(t, "%s=%r" % (attr, values), "want numbers")
+
+
+def _range(t, attr, r, lo, hi, why, low_open=False):
+    """Checks the (min, max) pair r of t.attr: lo <= min <= max <= hi (min
+    > lo with low_open), False for NaN."""
+    a, b = _floats(t, attr, r)
+    if not ((a > lo if low_open else a >= lo) and a <= b <= hi):
+        _bad(t, "%s=%r" % (attr, tuple(r)), why)
+    return a, b
+
+
+def _prob(t, attr="p"):
+    p = getattr(t, attr)
+    if not 0 <= float(p) <= 1:
+        _bad(t, "%s=%r" % (attr, p), "want a probability in [0, 1]")
+
+
+def _side(t, size):
+    if not 1 <= size <= MAX_SIDE:
+        _bad(t, "size=%r" % (size,), "want 1 to %d (the side of the decoder's limit of %d pixels)" % (MAX_SIDE, MAX_SIDE * MAX_SIDE))
+
+
 def _square(size, what):
     if isinstance(size, int):
         return size
@@ -151,10 +193,19 @@ def from_torchvision(transform):
         recipe = "train"
         args += ["--interpolation", _interpolation(crop, tensor)]
         res = _square(crop.size, "RandomResizedCrop")
-        args += ["--crop-scale", _csv(crop.scale), "--crop-ratio", _csv(crop.ratio)]
+        _side(crop, res)
+        _range(crop, "scale", crop.scale, 0, 1, "want 0 <= min <= max <= 1 (fractions of the image's area)")
+        # torchvision takes log(ratio) in float32: 0, NaN, inf or 1e300
+        # raise "out of bounds for float" at its first draw.
+        lo, _ = _range(crop, "ratio", crop.ratio, 0, _FLOAT32_MAX, "want 0 < min <= max <= %g (float32s: torchvision "
+                       "draws log(ratio) in float32 and raises 'out of bounds for float')" % _FLOAT32_MAX, low_open=True)
+        if lo < 1.4e-45:  # 0 as a float32
+            _bad(crop, "ratio=%r" % (tuple(crop.ratio),), "min is 0 as a float32: torchvision raises 'out of bounds for float'")
         flip = take("RandomHorizontalFlip")
+        if flip is not None:
+            _prob(flip)
         args += ["--flip-prob", repr(float(flip.p)) if flip is not None else "0"]
-        args += _augmentations(take)
+        args += _augmentations(take, res)
     else:
         resize = take("Resize")
         center = take("CenterCrop")
@@ -167,7 +218,9 @@ def from_torchvision(transform):
         if getattr(resize, "max_size", None) is not None:
             raise UnsupportedTransform("faster: Resize(max_size=%r) is not supported" % (resize.max_size,))
         res = _square(center.size, "CenterCrop")
+        _side(center, res)
         short = resize.size if isinstance(resize.size, int) else int(resize.size[0])
+        _side(resize, short)
         if short < res:
             raise UnsupportedTransform("faster: Resize(%d) then CenterCrop(%d): torchvision would pad the crop; "
                                        "the Go pipeline wants Resize's size at least the crop's" % (short, res))
@@ -189,6 +242,13 @@ def from_torchvision(transform):
         mean, std = list(norm.mean), list(norm.std)
         if len(mean) != 3 or len(std) != 3:
             raise UnsupportedTransform("faster: Normalize(mean=%r, std=%r): want three channels" % (mean, std))
+        if not all(abs(v) <= _FLOAT32_MAX for v in _floats(norm, "mean", mean)):
+            _bad(norm, "mean=%r" % (mean,), "want finite numbers (float32s): NaN or infinite pixels otherwise")
+        if not all(1.4e-45 <= v <= _FLOAT32_MAX for v in _floats(norm, "std", std)):
+            # torchvision: "std evaluated to zero after conversion to
+            # torch.float32, leading to division by zero".
+            _bad(norm, "std=%r" % (std,), "want positive numbers, finite and above 0 as float32s (torchvision: std "
+                 "evaluated to zero after conversion to torch.float32)")
     else:
         mean, std = [0, 0, 0], [1, 1, 1]  # ToTensor's [0, 1]
     args += ["--mean", _csv(mean), "--std", _csv(std)]
@@ -231,9 +291,10 @@ def _fill(t):
     return ["--augment-fill", _csv(fill)]
 
 
-def _augmentations(take):
+def _augmentations(take, res):
     """The flags of the augmentation steps after the flip, in the order the
-    Go recipe runs them; take consumes a step by name."""
+    Go recipe runs them, on a res x res picture; take consumes a step by
+    name."""
     args = []
     ta, ra, aa, am = take("TrivialAugmentWide"), None, None, None
     if ta is None:
@@ -242,6 +303,11 @@ def _augmentations(take):
         aa = take("AutoAugment")
     if ta is None and ra is None and aa is None:
         am = take("AugMix")
+    for policy in (ta, ra):
+        if policy is not None and not 2 <= policy.num_magnitude_bins <= MAX_MAGNITUDE_BINS:
+            # Every draw builds a table of the bins for each op (2**40:
+            # out of memory, in torchvision too).
+            _bad(policy, "num_magnitude_bins=%r" % (policy.num_magnitude_bins,), "want 2 to %d" % MAX_MAGNITUDE_BINS)
     if ta is not None:
         args += ["--auto-augment", "ta-wide", "--magnitude-bins", str(int(ta.num_magnitude_bins))]
     elif ra is not None:
@@ -276,15 +342,29 @@ def _augmentations(take):
             elif attr != "hue" and float(r[0]) == 0 and float(r[1]) == 0:
                 raise UnsupportedTransform("faster: ColorJitter(%s=(0, 0)): a constant factor 0 is not supported "
                                            "(0,0 means off in --color-jitter)" % attr)
+            elif attr != "hue":
+                # torchvision draws the factor in float32: brightness=3.5e38
+                # raises "to is out of bounds for float" at its first draw.
+                _range(cj, attr, r, 0, _FLOAT32_MAX, "want 0 <= min <= max <= %g (torchvision draws the factor in "
+                       "float32 and raises 'out of bounds for float')" % _FLOAT32_MAX)
+            else:
+                _range(cj, attr, r, -0.5, 0.5, "want -0.5 <= min <= max <= 0.5")
             ranges += [r[0], r[1]]
         args += ["--color-jitter", _csv(ranges)]
     gray = take("RandomGrayscale")
     if gray is not None:
+        _prob(gray)
         args += ["--grayscale-prob", repr(float(gray.p))]
     blur = take("GaussianBlur")
     if blur is not None:
         kw, kh = (list(blur.kernel_size) * 2)[:2]
         lo, hi = (list(blur.sigma) * 2)[:2]
+        _range(blur, "sigma", (lo, hi), 0, 100, "want 0 < min <= max <= 100", low_open=True)
+        if max(int(kw), int(kh)) // 2 >= res:
+            # torchvision: "Padding size should be less than the
+            # corresponding input dimension".
+            _bad(blur, "kernel_size=%r" % (blur.kernel_size,), "want sizes at most %d on the %dx%d crop (the reflect "
+                 "padding must be below the picture's side)" % (2 * res - 1, res, res))
         args += ["--blur-kernel", "%d,%d" % (int(kw), int(kh)), "--blur-sigma", _csv([lo, hi])]
     return args
 
@@ -331,7 +411,21 @@ def _geometry(policy, affine, rotation):
         args += ["--augment-interpolation", interp]
         if fill != [0.0] * 3:
             args += ["--augment-fill", _csv(fill)]
+    for w in warps:
+        _range(w, "degrees", w.degrees, -360, 360, "want finite angles, min <= max, within -360..360")
     if affine is not None:
+        if affine.translate is not None:
+            if not all(0 <= v <= 1 for v in _floats(affine, "translate", affine.translate)):
+                _bad(affine, "translate=%r" % (affine.translate,), "want fractions in [0, 1]")
+        if affine.scale is not None:
+            _range(affine, "scale", affine.scale, 0, 100, "want 0 < min <= max <= 100", low_open=True)
+        if affine.shear is not None:
+            sh = _floats(affine, "shear", affine.shear)
+            for pair in (sh[:2], sh[2:]):
+                if pair:
+                    _range(affine, "shear", pair, -90, 90, "want angles within (-90, 90), min <= max", low_open=True)
+                    if not pair[1] < 90:
+                        _bad(affine, "shear=%r" % (affine.shear,), "want angles within (-90, 90), min <= max")
         args += ["--affine-degrees", _csv(affine.degrees)]
         if affine.translate is not None:
             args += ["--affine-translate", _csv(affine.translate)]
@@ -345,6 +439,16 @@ def _geometry(policy, affine, rotation):
 
 
 def _erasing(e):
+    _prob(e)
+    _range(e, "scale", e.scale, 0, 1, "want 0 <= min <= max <= 1")
+    # torchvision takes log(ratio) in float32: inf or 1e300 raise "out of
+    # bounds for float" (before: the server panicked in rand.IntN).
+    _range(e, "ratio", e.ratio, 1e-9, _FLOAT32_MAX, "want 1e-09 <= min <= max <= %g (torchvision draws log(ratio) in "
+           "float32 and raises 'out of bounds for float')" % _FLOAT32_MAX)
+    if not isinstance(e.value, str):
+        vals = _floats(e, "value", [e.value] if isinstance(e.value, (int, float)) else e.value)
+        if not all(abs(v) <= _FLOAT32_MAX for v in vals):
+            _bad(e, "value=%r" % (e.value,), "want finite numbers")
     value = e.value
     if isinstance(value, str):
         if value != "random":
