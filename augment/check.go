@@ -179,8 +179,10 @@ func (g *GaussianBlurOp) Check() error {
 			return fmt.Errorf("augment: GaussianBlur kernel %dx%d: want odd sizes from 1 to %d", g.KernelW, g.KernelH, MaxBlurKernel)
 		}
 	}
-	if s := g.Sigma; s != ([2]float64{}) && !(s[0] > 0 && rangeIn(s, 0, float32Max)) {
-		return fmt.Errorf("augment: GaussianBlur sigma %v: want 0 < min <= max <= %g", s, float32Max)
+	if s := g.Sigma; s != ([2]float64{}) && !(float32(s[0]) > 0 && rangeIn(s, 0, float32Max)) {
+		// A sigma of 0 as a float32 (1e-300): torchvision raises "sigma
+		// should have positive values".
+		return fmt.Errorf("augment: GaussianBlur sigma %v: want 0 < min <= max <= %g (min above 0 as a float32)", s, float32Max)
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ func TestOpsCheck(t *testing.T) {
 		{&GaussianBlurOp{KernelW: 4, KernelH: 3}, "kernel"},
 		{&GaussianBlurOp{KernelW: 3, KernelH: 3, Sigma: [2]float64{1, inf}}, "sigma"},
 		{&GaussianBlurOp{KernelW: 3, KernelH: 3, Sigma: [2]float64{nan, nan}}, "sigma"},
+		{&GaussianBlurOp{KernelW: 3, KernelH: 3, Sigma: [2]float64{1e-300, 1}}, "sigma"},
 		{&RandomRotation{Degrees: [2]float64{nan, nan}}, "degrees"},
 		{&RandomRotation{Degrees: [2]float64{10, -10}}, "degrees"},
 		{&RandomAffine{Degrees: [2]float64{-inf, inf}}, "degrees"},

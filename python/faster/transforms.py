@@ -359,7 +359,9 @@ def _augmentations(take, res):
     if blur is not None:
         kw, kh = (list(blur.kernel_size) * 2)[:2]
         lo, hi = (list(blur.sigma) * 2)[:2]
-        _range(blur, "sigma", (lo, hi), 0, 100, "want 0 < min <= max <= 100", low_open=True)
+        # A sigma of 0 as a float32 (1e-300): torchvision raises "sigma
+        # should have positive values".
+        _range(blur, "sigma", (lo, hi), 1.4e-45, 100, "want 0 < min <= max <= 100 (min above 0 as a float32)")
         if max(int(kw), int(kh)) // 2 >= res:
             # torchvision: "Padding size should be less than the
             # corresponding input dimension".

@@ -59,6 +59,7 @@ class TransformParamsTest(unittest.TestCase):
                 (self.train(T.RandomGrayscale(NAN)), "RandomGrayscale"),
                 (self.train(T.GaussianBlur(3, sigma=(1, INF))), "sigma"),
                 (self.train(T.GaussianBlur(65)), "kernel_size"),
+                (self.train(T.GaussianBlur(3, sigma=1e-300)), "sigma"),
                 (self.train(T.RandomRotation(INF)), "degrees"),
                 (self.train(T.RandomAffine(0, scale=(1, INF))), "scale"),
                 (self.train(T.RandomAffine(0, shear=NAN)), "shear"),
