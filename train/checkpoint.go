@@ -110,7 +110,8 @@ func (t *Trainer) stateTensors() (names []string, vals [][]float32) {
 // the end of the process however it ends: a second run saving to the same
 // path fails at once, where the two would overwrite each other's
 // checkpoints. It also fails at once when path's folder is missing or not
-// writable, before any training.
+// writable, before any training. Holding the lock, it removes the
+// temporaries a killed save of path left (atomicfile.RemoveStale).
 func LockCheckpoint(path string) (unlock func(), err error) {
 	lock := CheckpointLockName(path)
 	unlock, err = lockfile.Lock(lock)
@@ -120,6 +121,10 @@ func LockCheckpoint(path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	// A run killed while it saved left its temporary: the lock's holder
+	// is the only writer, so any there now is stale (a failure to remove
+	// one is no reason to stop).
+	atomicfile.RemoveStale(path)
 	return unlock, nil
 }
 
