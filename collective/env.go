@@ -30,67 +30,85 @@ const DefaultTimeout = 60 * time.Second
 // Without RANK and WORLD_SIZE, Open MPI's and then Slurm's variables stand
 // for them (see schedulerEnv for the mapping and the precedence).
 //
-// An error names the variable and its bad value.
+// An error names the variable read and its bad value: a scheduler's
+// variable when it stood for torchrun's. WORLD_SIZE is at most MaxSize,
+// LOCAL_WORLD_SIZE at most WORLD_SIZE (or MaxSize without it).
 func FromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
 }
 
-func configFrom(lookup func(string) (string, bool)) (Config, error) {
-	lookup, err := schedulerEnv(lookup)
+// MaxSize is the largest group a Config may describe, from the
+// environment or not: more ranks than any job has run, and far inside the
+// C int Gloo takes (a WORLD_SIZE of 2^32+2 was 2 to it).
+const MaxSize = 1 << 20
+
+func configFrom(env func(string) (string, bool)) (Config, error) {
+	lookup, err := schedulerEnv(env)
 	if err != nil {
 		return Config{}, err
 	}
 	c := Config{Size: 1, Addr: DefaultAddr}
-	if v, ok := lookup("WORLD_SIZE"); ok {
+	const unsetSize = "WORLD_SIZE (unset: 1)"
+	sizeGiven := unsetSize
+	if v, g, ok := lookup("WORLD_SIZE"); ok {
 		if c.Size, err = strconv.Atoi(v); err != nil || c.Size < 1 {
-			return Config{}, fmt.Errorf("collective: WORLD_SIZE=%q: want a positive integer", v)
+			return Config{}, fmt.Errorf("collective: %s: want a positive integer", g)
 		}
+		if c.Size > MaxSize {
+			return Config{}, fmt.Errorf("collective: %s: more than %d ranks", g, MaxSize)
+		}
+		sizeGiven = g
 	}
-	if v, ok := lookup("RANK"); ok {
+	if v, g, ok := lookup("RANK"); ok {
 		if c.Rank, err = strconv.Atoi(v); err != nil || c.Rank < 0 {
-			return Config{}, fmt.Errorf("collective: RANK=%q: want a non-negative integer", v)
+			return Config{}, fmt.Errorf("collective: %s: want a non-negative integer", g)
 		}
 		if c.Rank >= c.Size {
-			return Config{}, fmt.Errorf("collective: RANK=%q: want less than WORLD_SIZE=%d", v, c.Size)
+			return Config{}, fmt.Errorf("collective: %s: want less than %s", g, sizeGiven)
 		}
 	}
-	if v, ok := lookup("MASTER_ADDR"); ok && v != "" {
+	if v, _, ok := lookup("MASTER_ADDR"); ok && v != "" {
 		c.Addr = v
 	}
-	if v, ok := lookup("MASTER_PORT"); ok && v != "" {
+	if v, g, ok := lookup("MASTER_PORT"); ok && v != "" {
 		if c.Port, err = strconv.Atoi(v); err != nil || c.Port < 1 || c.Port > 65535 {
-			return Config{}, fmt.Errorf("collective: MASTER_PORT=%q: want a port number 1-65535", v)
+			return Config{}, fmt.Errorf("collective: %s: want a port number 1-65535", g)
 		}
 	} else if c.Size > 1 {
-		return Config{}, fmt.Errorf("collective: MASTER_PORT is not set (required when WORLD_SIZE=%d > 1)", c.Size)
+		return Config{}, fmt.Errorf("collective: MASTER_PORT is not set (required when %s > 1)", sizeGiven)
 	}
 	// torch compares with str(True); so do we.
-	if v, _ := lookup("TORCHELASTIC_USE_AGENT_STORE"); v == "True" {
+	if v, _, _ := lookup("TORCHELASTIC_USE_AGENT_STORE"); v == "True" {
 		c.AgentStore = true
 		attempt := 0
-		if v, ok := lookup("TORCHELASTIC_RESTART_COUNT"); ok && v != "" {
+		if v, g, ok := lookup("TORCHELASTIC_RESTART_COUNT"); ok && v != "" {
 			if attempt, err = strconv.Atoi(v); err != nil || attempt < 0 {
-				return Config{}, fmt.Errorf("collective: TORCHELASTIC_RESTART_COUNT=%q: want a non-negative integer", v)
+				return Config{}, fmt.Errorf("collective: %s: want a non-negative integer", g)
 			}
 		}
 		c.StorePrefix = "/worker/attempt_" + strconv.Itoa(attempt) + "/"
 	}
+	givens := map[string]string{}
 	for _, f := range []struct {
 		name string
 		dst  *int
 	}{{"LOCAL_RANK", &c.LocalRank}, {"LOCAL_WORLD_SIZE", &c.LocalSize}, {"GROUP_RANK", &c.GroupRank}} {
-		if v, ok := lookup(f.name); ok && v != "" {
+		if v, g, ok := lookup(f.name); ok && v != "" {
 			if *f.dst, err = strconv.Atoi(v); err != nil || *f.dst < 0 {
-				return Config{}, fmt.Errorf("collective: %s=%q: want a non-negative integer", f.name, v)
+				return Config{}, fmt.Errorf("collective: %s: want a non-negative integer", g)
 			}
+			givens[f.name] = g
 		}
 	}
 	if c.LocalSize > 0 && c.LocalRank >= c.LocalSize {
-		return Config{}, fmt.Errorf("collective: LOCAL_RANK=%d: want less than LOCAL_WORLD_SIZE=%d", c.LocalRank, c.LocalSize)
+		return Config{}, fmt.Errorf("collective: %s: want less than %s", givens["LOCAL_RANK"], givens["LOCAL_WORLD_SIZE"])
 	}
-	if v, ok := lookup("FASTER_COLLECTIVE_TIMEOUT"); ok && v != "" {
+	if c.LocalSize > MaxSize || (c.LocalSize > c.Size && sizeGiven != unsetSize) {
+		return Config{}, fmt.Errorf("collective: %s: more ranks on this machine than in the group (%s)", givens["LOCAL_WORLD_SIZE"], sizeGiven)
+	}
+	if v, g, ok := lookup("FASTER_COLLECTIVE_TIMEOUT"); ok && v != "" {
 		if c.Timeout, err = time.ParseDuration(v); err != nil || c.Timeout < 0 {
-			return Config{}, fmt.Errorf("collective: FASTER_COLLECTIVE_TIMEOUT=%q: want a Go duration such as 90s", v)
+			return Config{}, fmt.Errorf("collective: %s: want a Go duration such as 90s", g)
 		}
 	}
 	return c, nil
@@ -99,8 +117,8 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 // Validate reports whether c describes a rank of a group.
 func (c Config) Validate() error {
 	switch {
-	case c.Size < 1:
-		return fmt.Errorf("collective: config: size %d: want at least 1", c.Size)
+	case c.Size < 1 || c.Size > MaxSize:
+		return fmt.Errorf("collective: config: size %d: want 1 to %d", c.Size, MaxSize)
 	case c.Rank < 0 || c.Rank >= c.Size:
 		return fmt.Errorf("collective: config: rank %d: want 0 <= rank < size %d", c.Rank, c.Size)
 	case c.Port < 0 || c.Port > 65535:

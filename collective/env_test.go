@@ -22,7 +22,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"WORLD_SIZE": "two"}, err: `WORLD_SIZE="two"`},
 		{env: map[string]string{"WORLD_SIZE": "0"}, err: `WORLD_SIZE="0"`},
 		{env: map[string]string{"RANK": "-1"}, err: `RANK="-1"`},
-		{env: map[string]string{"RANK": "2", "WORLD_SIZE": "2", "MASTER_PORT": "1"}, err: `RANK="2": want less than WORLD_SIZE=2`},
+		{env: map[string]string{"RANK": "2", "WORLD_SIZE": "2", "MASTER_PORT": "1"}, err: `RANK="2": want less than WORLD_SIZE="2"`},
 		{env: map[string]string{"MASTER_PORT": "70000"}, err: `MASTER_PORT="70000"`},
 		{env: map[string]string{"MASTER_PORT": "x"}, err: `MASTER_PORT="x"`},
 		{env: map[string]string{"FASTER_COLLECTIVE_TIMEOUT": "10"}, err: `FASTER_COLLECTIVE_TIMEOUT="10"`},
@@ -38,7 +38,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"TORCHELASTIC_USE_AGENT_STORE": "True"}, want: Config{Size: 1, Addr: "127.0.0.1", AgentStore: true, StorePrefix: "/worker/attempt_0/"}},
 		{env: map[string]string{"TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RESTART_COUNT": "x"}, err: `TORCHELASTIC_RESTART_COUNT="x"`},
 		{env: map[string]string{"LOCAL_WORLD_SIZE": "-2"}, err: `LOCAL_WORLD_SIZE="-2"`},
-		{env: map[string]string{"LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"}, err: `LOCAL_RANK=2: want less than LOCAL_WORLD_SIZE=2`},
+		{env: map[string]string{"LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"}, err: `LOCAL_RANK="2": want less than LOCAL_WORLD_SIZE="2"`},
 	}
 	for _, tt := range tests {
 		got, err := configFrom(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })

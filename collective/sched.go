@@ -30,81 +30,133 @@ import (
 // is on this machine (LOCAL_SIZE = SIZE); across machines it must be passed
 // (mpirun -x MASTER_ADDR=host-of-rank-0 -x MASTER_PORT=port), and so must
 // MASTER_PORT whenever WORLD_SIZE > 1.
-func schedulerEnv(lookup func(string) (string, bool)) (func(string) (string, bool), error) {
+//
+// Every value answered for one of torchrun's names carries the variable it
+// was read from, so that an error names what the user or the scheduler
+// set (OMPI_COMM_WORLD_RANK="abc", never RANK="abc"). A hostlist is parsed,
+// not expanded (ParseHostlist): its first host is MASTER_ADDR.
+// envLookup answers a variable for configFrom: its value and how it was
+// given, `NAME="value"` of the variable actually read (for torchrun's
+// names answered from a scheduler's, the scheduler's variable, or what it
+// was derived from).
+type envLookup func(name string) (v, given string, ok bool)
+
+// answer is a value of envLookup.
+type answer struct{ v, given string }
+
+// maxQuoted is how much of a variable's value an error quotes.
+const maxQuoted = 200
+
+// given is NAME="value" as an error names it, a long value cut short.
+func given(name, v string) string {
+	if len(v) > maxQuoted {
+		return fmt.Sprintf("%s=%q… (%d bytes)", name, v[:maxQuoted], len(v))
+	}
+	return fmt.Sprintf("%s=%q", name, v)
+}
+
+// plain is lookup answering each variable as itself.
+func plain(lookup func(string) (string, bool)) envLookup {
+	return func(k string) (string, string, bool) {
+		v, ok := lookup(k)
+		return v, given(k, v), ok
+	}
+}
+
+func schedulerEnv(lookup func(string) (string, bool)) (envLookup, error) {
 	_, r := lookup("RANK")
 	_, w := lookup("WORLD_SIZE")
 	if r || w {
-		return lookup, nil
+		return plain(lookup), nil
 	}
-	m := map[string]string{}
-	if rank, ok := lookup("OMPI_COMM_WORLD_RANK"); ok {
-		m["RANK"] = rank
-		m["WORLD_SIZE"], _ = lookup("OMPI_COMM_WORLD_SIZE")
-		if v, ok := lookup("OMPI_COMM_WORLD_LOCAL_RANK"); ok {
-			m["LOCAL_RANK"] = v
-		}
-		if v, ok := lookup("OMPI_COMM_WORLD_LOCAL_SIZE"); ok {
-			m["LOCAL_WORLD_SIZE"] = v
-			if v == m["WORLD_SIZE"] {
-				m["MASTER_ADDR"] = DefaultAddr
+	m := map[string]answer{}
+	// from answers torch's name with the first of names that is set.
+	from := func(torch string, names ...string) (string, bool) {
+		for _, n := range names {
+			if v, ok := lookup(n); ok {
+				m[torch] = answer{v, given(n, v)}
+				return n, true
 			}
+		}
+		return "", false
+	}
+	if _, ok := lookup("OMPI_COMM_WORLD_RANK"); ok {
+		from("RANK", "OMPI_COMM_WORLD_RANK")
+		if _, ok := from("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"); !ok {
+			return nil, fmt.Errorf("collective: OMPI_COMM_WORLD_RANK is set but not OMPI_COMM_WORLD_SIZE: is this process started by mpirun?")
+		}
+		from("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")
+		if _, ok := from("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"); ok && m["LOCAL_WORLD_SIZE"].v == m["WORLD_SIZE"].v {
+			m["MASTER_ADDR"] = answer{DefaultAddr, "MASTER_ADDR (127.0.0.1: every rank of Open MPI on this machine)"}
 		}
 		if _, ok := m["MASTER_ADDR"]; !ok {
 			if v, _ := lookup("MASTER_ADDR"); v == "" {
-				return nil, fmt.Errorf("collective: under mpirun across machines MASTER_ADDR is not set: pass mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=<port>")
+				local, ok := lookup("OMPI_COMM_WORLD_LOCAL_SIZE")
+				if !ok {
+					local = "unset"
+				} else {
+					local = strconv.Quote(local)
+				}
+				return nil, fmt.Errorf("collective: under mpirun across machines (OMPI_COMM_WORLD_LOCAL_SIZE %s, %s) MASTER_ADDR is not set: pass mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=<port>", local, m["WORLD_SIZE"].given)
 			}
 		}
-	} else if rank, ok := lookup("SLURM_PROCID"); ok && has(lookup, "SLURM_STEP_ID", "SLURM_STEPID") {
-		m["RANK"] = rank
-		m["WORLD_SIZE"] = first(lookup, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
-		if v, ok := lookup("SLURM_LOCALID"); ok {
-			m["LOCAL_RANK"] = v
+	} else if _, ok := lookup("SLURM_PROCID"); ok && has(lookup, "SLURM_STEP_ID", "SLURM_STEPID") {
+		from("RANK", "SLURM_PROCID")
+		if _, ok := from("WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"); !ok {
+			return nil, fmt.Errorf("collective: SLURM_PROCID is set (a task of an srun step) but neither SLURM_STEP_NUM_TASKS nor SLURM_NTASKS: is this process started by srun?")
 		}
-		node, _ := lookup("SLURM_NODEID")
-		if node != "" {
-			m["GROUP_RANK"] = node
+		from("LOCAL_RANK", "SLURM_LOCALID")
+		node := 0
+		if v, ok := lookup("SLURM_NODEID"); ok && v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("collective: %s: want a non-negative integer", given("SLURM_NODEID", v))
+			}
+			node = n
+			m["GROUP_RANK"] = answer{v, given("SLURM_NODEID", v)}
 		}
-		if spec := first(lookup, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"); spec != "" {
-			n, err := TasksOnNode(spec, atoiOr(node, 0))
+		if name, spec := first(lookup, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"); spec != "" {
+			n, err := tasksOnNode(spec, node)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("collective: %s: %v", given(name, spec), err)
 			}
-			m["LOCAL_WORLD_SIZE"] = strconv.Itoa(n)
-		} else if v, ok := lookup("SLURM_NTASKS_PER_NODE"); ok {
-			m["LOCAL_WORLD_SIZE"] = v
+			m["LOCAL_WORLD_SIZE"] = answer{strconv.Itoa(n), fmt.Sprintf("%s (node %d's entry: %d)", given(name, spec), node, n)}
+		} else {
+			from("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE")
 		}
-		if list := first(lookup, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"); list != "" {
-			hosts, err := ExpandHostlist(list)
+		if name, list := first(lookup, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"); list != "" {
+			hosts, err := parseHostlist(list)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("collective: %s: %v", given(name, list), err)
 			}
-			m["MASTER_ADDR"] = hosts[0]
+			m["MASTER_ADDR"] = answer{hosts.Host(0), fmt.Sprintf("MASTER_ADDR (%q, the first host of %s)", hosts.Host(0), given(name, list))}
 		}
 		if v, ok := lookup("SLURM_JOB_ID"); ok {
 			id, err := strconv.Atoi(v)
 			if err != nil || id < 0 {
-				return nil, fmt.Errorf("collective: SLURM_JOB_ID=%q: want a non-negative integer", v)
+				return nil, fmt.Errorf("collective: %s: want a non-negative integer", given("SLURM_JOB_ID", v))
 			}
-			m["MASTER_PORT"] = strconv.Itoa(SlurmPort(id))
+			p := strconv.Itoa(SlurmPort(id))
+			m["MASTER_PORT"] = answer{p, fmt.Sprintf("MASTER_PORT (%s: 15000 + %s %% 10000)", p, given("SLURM_JOB_ID", v))}
 		}
 	} else {
-		return lookup, nil
+		return plain(lookup), nil
 	}
-	return func(k string) (string, bool) {
+	return func(k string) (string, string, bool) {
 		if k == "MASTER_ADDR" || k == "MASTER_PORT" {
 			if v, ok := lookup(k); ok && v != "" {
-				return v, true
+				return v, given(k, v), true
 			}
 		}
-		v, ok := m[k]
-		if ok {
-			return v, true
+		if a, ok := m[k]; ok {
+			return a.v, a.given, true
 		}
 		switch k {
 		case "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK":
-			return "", false // the scheduler's, not a stray torchrun value
+			return "", "", false // the scheduler's, not a stray torchrun value
 		}
-		return lookup(k)
+		v, ok := lookup(k)
+		return v, given(k, v), ok
 	}, nil
 }
 
@@ -121,28 +173,29 @@ func has(lookup func(string) (string, bool), names ...string) bool {
 	return false
 }
 
-func first(lookup func(string) (string, bool), names ...string) string {
+// first returns the first of names set to a non-empty value, and it.
+func first(lookup func(string) (string, bool), names ...string) (string, string) {
 	for _, n := range names {
 		if v, ok := lookup(n); ok && v != "" {
-			return v
+			return n, v
 		}
 	}
-	return ""
-}
-
-func atoiOr(s string, def int) int {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n
-	}
-	return def
+	return "", ""
 }
 
 // TasksOnNode reads Slurm's tasks-per-node syntax ("2(x3),1": two tasks on
-// each of the first three nodes, one on the fourth) and returns node's count.
+// each of the first three nodes, one on the fourth) and returns node's
+// count, at most MaxSize.
 func TasksOnNode(spec string, node int) (int, error) {
-	bad := func() (int, error) {
-		return 0, fmt.Errorf("collective: tasks per node %q: want counts such as 2(x3),1", spec)
+	n, err := tasksOnNode(spec, node)
+	if err != nil {
+		return 0, fmt.Errorf("collective: tasks per node %q: %v", spec, err)
 	}
+	return n, nil
+}
+
+func tasksOnNode(spec string, node int) (int, error) {
+	asked := node
 	for _, part := range strings.Split(spec, ",") {
 		count, rep := part, "1"
 		if i := strings.Index(part, "(x"); i >= 0 && strings.HasSuffix(part, ")") {
@@ -151,100 +204,15 @@ func TasksOnNode(spec string, node int) (int, error) {
 		c, err1 := strconv.Atoi(count)
 		r, err2 := strconv.Atoi(rep)
 		if err1 != nil || err2 != nil || c < 0 || r < 1 {
-			return bad()
+			return 0, fmt.Errorf("want counts such as 2(x3),1")
+		}
+		if c > MaxSize {
+			return 0, fmt.Errorf("%d tasks on a node: more than %d", c, MaxSize)
 		}
 		if node < r {
 			return c, nil
 		}
 		node -= r
 	}
-	return 0, fmt.Errorf("collective: tasks per node %q: no entry for this node", spec)
-}
-
-// ExpandHostlist expands Slurm's hostlist syntax, as `scontrol show
-// hostnames` does: "node[01-03,07],gpu-a[1-2]" is node01 node02 node03
-// node07 gpu-a1 gpu-a2; ranges keep their zero padding; several bracket
-// groups in one name multiply ("r[1-2]n[1-2]": r1n1 r1n2 r2n1 r2n2).
-func ExpandHostlist(list string) ([]string, error) {
-	var hosts []string
-	depth, start := 0, 0
-	for i := 0; i <= len(list); i++ {
-		if i < len(list) {
-			switch list[i] {
-			case '[':
-				depth++
-				if depth > 1 {
-					return nil, fmt.Errorf("collective: hostlist %q: nested brackets", list)
-				}
-				continue
-			case ']':
-				depth--
-				if depth < 0 {
-					return nil, fmt.Errorf("collective: hostlist %q: unbalanced brackets", list)
-				}
-				continue
-			case ',':
-				if depth > 0 {
-					continue
-				}
-			default:
-				continue
-			}
-		}
-		if depth != 0 {
-			return nil, fmt.Errorf("collective: hostlist %q: unbalanced brackets", list)
-		}
-		if item := strings.TrimSpace(list[start:i]); item != "" {
-			names, err := expandHost(item)
-			if err != nil {
-				return nil, fmt.Errorf("collective: hostlist %q: %w", list, err)
-			}
-			hosts = append(hosts, names...)
-		}
-		start = i + 1
-	}
-	if len(hosts) == 0 {
-		return nil, fmt.Errorf("collective: hostlist %q: no host", list)
-	}
-	return hosts, nil
-}
-
-// expandHost expands one host item's bracket groups, left to right.
-func expandHost(item string) ([]string, error) {
-	open := strings.IndexByte(item, '[')
-	if open < 0 {
-		return []string{item}, nil
-	}
-	end := strings.IndexByte(item[open:], ']') + open
-	prefix, rest := item[:open], item[end+1:]
-	var values []string
-	for _, r := range strings.Split(item[open+1:end], ",") {
-		lo, hi, isRange := strings.Cut(r, "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil || a < 0 || b < a || lo == "" {
-			return nil, fmt.Errorf("bad range %q", r)
-		}
-		if b-a > 1<<16 {
-			return nil, fmt.Errorf("range %q too large", r)
-		}
-		width := len(lo)
-		for n := a; n <= b; n++ {
-			values = append(values, fmt.Sprintf("%0*d", width, n))
-		}
-	}
-	tails, err := expandHost(rest)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, v := range values {
-		for _, t := range tails {
-			out = append(out, prefix+v+t)
-		}
-	}
-	return out, nil
+	return 0, fmt.Errorf("no entry for node %d", asked)
 }
