@@ -17,6 +17,10 @@ import (
 	"github.com/faster-training/faster/collective"
 )
 
+// MaxNProc is the most ranks Run starts on one machine: more than any
+// machine has CPUs. NNodes × NProc is at most collective.MaxSize.
+const MaxNProc = 1 << 16
+
 // DefaultGrace is the Grace a zero Options.Grace stands for.
 const DefaultGrace = 15 * time.Second
 
@@ -28,8 +32,9 @@ type Options struct {
 	// Env is the environment every rank starts from (nil: os.Environ());
 	// the variables of the package documentation are added to it.
 	Env []string
-	// NProc ranks run on this machine; NNodes machines take part (0: 1),
-	// this one being NodeRank (0 … NNodes-1).
+	// NProc ranks run on this machine (1 … MaxNProc); NNodes machines take
+	// part (0: 1), this one being NodeRank (0 … NNodes-1); NNodes × NProc
+	// is at most collective.MaxSize.
 	NProc, NNodes, NodeRank int
 	// MasterAddr and MasterPort are where node 0's launcher serves the
 	// rendezvous store. On one machine they may be left empty and 0: the
@@ -70,14 +75,18 @@ func (o *Options) check() error {
 	if o.Command == "" {
 		problems = append(problems, "no command")
 	}
-	if o.NProc < 1 {
-		problems = append(problems, fmt.Sprintf("nproc %d: want at least 1", o.NProc))
+	if o.NProc < 1 || o.NProc > MaxNProc {
+		problems = append(problems, fmt.Sprintf("nproc %d: want 1 to %d", o.NProc, MaxNProc))
 	}
 	if o.NNodes == 0 {
 		o.NNodes = 1
 	}
 	if o.NNodes < 1 || o.NodeRank < 0 || o.NodeRank >= o.NNodes {
 		problems = append(problems, fmt.Sprintf("node rank %d of %d nodes: want 0 <= node rank < nodes", o.NodeRank, o.NNodes))
+	}
+	// The world is NNodes × NProc: checked by division, before the product.
+	if o.NProc >= 1 && o.NNodes >= 1 && o.NNodes > collective.MaxSize/o.NProc {
+		problems = append(problems, fmt.Sprintf("%d nodes × nproc %d: more than %d ranks (collective.MaxSize)", o.NNodes, o.NProc, collective.MaxSize))
 	}
 	if o.MasterPort < 0 || o.MasterPort > 65535 {
 		problems = append(problems, fmt.Sprintf("master port %d out of range", o.MasterPort))

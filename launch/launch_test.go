@@ -302,3 +302,23 @@ func TestOptionsCheck(t *testing.T) {
 		}
 	}
 }
+
+// Counts are bounded before anything is sized or multiplied by them
+// (before: NProc 2^40 panicked in makechan; NNodes 2^62 × NProc 4 wrapped
+// to WORLD_SIZE=0 in every rank's environment).
+func TestOptionsCheckBounds(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Command: "x", NProc: 1 << 40}, "nproc 1099511627776"},
+		{Options{Command: "x", NProc: 65537}, "nproc 65537"},
+		{Options{Command: "x", NProc: 4, NNodes: 1 << 62, MasterAddr: "a", MasterPort: 1}, "4611686018427387904 nodes × nproc 4"},
+		{Options{Command: "x", NProc: 1 << 16, NNodes: 1 << 16, NodeRank: 1, MasterAddr: "a", MasterPort: 1}, "65536 nodes × nproc 65536"},
+	} {
+		err := Run(context.Background(), c.o)
+		if err == nil || !strings.HasPrefix(err.Error(), "launch: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: Run = %v, want it to name %q", c.o, err, c.want)
+		}
+	}
+}
