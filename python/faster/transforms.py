@@ -201,6 +201,7 @@ def from_torchvision(transform):
                        "draws log(ratio) in float32 and raises 'out of bounds for float')" % _FLOAT32_MAX, low_open=True)
         if lo < 1.4e-45:  # 0 as a float32
             _bad(crop, "ratio=%r" % (tuple(crop.ratio),), "min is 0 as a float32: torchvision raises 'out of bounds for float'")
+        args += ["--crop-scale", _csv(crop.scale), "--crop-ratio", _csv(crop.ratio)]
         flip = take("RandomHorizontalFlip")
         if flip is not None:
             _prob(flip)

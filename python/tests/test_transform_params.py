@@ -89,6 +89,10 @@ class TransformParamsTest(unittest.TestCase):
         ):
             with self.subTest(steps=[repr(s) for s in steps]):
                 from_torchvision(T.Compose(steps))
+        # The checked values still reach the server.
+        a = from_torchvision(T.Compose(self.train(crop=T.RandomResizedCrop(32, scale=(0.5, 1), ratio=(1e-30, 3e38)))))["args"]
+        self.assertEqual(a[a.index("--crop-scale") + 1], "0.5,1.0")
+        self.assertEqual(a[a.index("--crop-ratio") + 1], "1e-30,3e+38")
 
 
 if __name__ == "__main__":
