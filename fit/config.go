@@ -113,6 +113,10 @@ type ParallelConfig struct {
 type CheckpointConfig struct {
 	Path  string // saved after each epoch; resumed from when it exists
 	Every int    // also every N steps within an epoch
+	// SameData resumes a checkpoint saved on data at another path (the
+	// dataset moved) when the epoch's sample count is the same
+	// (train.Trainer.DataMoved).
+	SameData bool
 }
 
 // DefaultConfig is `faster train`'s defaults.
@@ -183,6 +187,9 @@ func (c *Config) Problems() []string {
 	}
 	if c.Checkpoint.Every < 0 || (c.Checkpoint.Every > 0 && c.Checkpoint.Path == "") {
 		add("--checkpoint-every takes a positive step count, with --checkpoint")
+	}
+	if c.Checkpoint.SameData && c.Checkpoint.Path == "" {
+		add("--same-data goes with --checkpoint (it resumes one saved on data that moved)")
 	}
 	for _, f := range m.Filters {
 		if f < 1 || (m.Name == "resnet18" && len(m.Filters) != 4) {

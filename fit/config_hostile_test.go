@@ -28,3 +28,17 @@ func TestOptimBoundsSaySo(t *testing.T) {
 		}
 	}
 }
+
+// --same-data resumes a checkpoint: without one it is a usage error
+// naming both flags.
+func TestSameDataNeedsCheckpoint(t *testing.T) {
+	c := DefaultConfig()
+	c.Data.Path, c.Checkpoint.SameData = "x", true
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--same-data goes with --checkpoint") {
+		t.Fatalf("--same-data without --checkpoint: %v", err)
+	}
+	c.Checkpoint.Path = "ckpt"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

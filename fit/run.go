@@ -226,11 +226,17 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 	// The data a checkpoint records: a rank's share times the ranks may
 	// differ by rank, the dataset's length does not.
 	tr.Data = train.DataID{Name: dataName(cfg.Data.Path), Samples: p.samples}
+	tr.DataMoved = cfg.Checkpoint.SameData
 	if ck := cfg.Checkpoint.Path; ck != "" {
+		var de *train.DataError
 		if err := tr.LoadCheckpoint(ck); err == nil {
 			if tr.Epoch < cfg.Epochs {
 				hooks.note("resuming from %s at epoch %d step %d", ck, tr.Epoch+1, tr.Step)
 			}
+		} else if errors.As(err, &de) && de.Moved() {
+			return r, fmt.Errorf("%w: if it is the same data, moved, --same-data resumes it (its sample count is checked); else train into another --checkpoint", err)
+		} else if errors.As(err, &de) && cfg.Checkpoint.SameData {
+			return r, fmt.Errorf("%w: other data (--same-data resumes data that moved, of as many samples); train it into another --checkpoint", err)
 		} else if errors.Is(err, train.ErrData) {
 			return r, fmt.Errorf("%w: resume on the data it was saved on, or train into another --checkpoint", err)
 		} else if errors.Is(err, train.ErrClasses) {

@@ -55,6 +55,25 @@ type DataID struct {
 
 func (d DataID) String() string { return fmt.Sprintf("%s (%d samples)", d.Name, d.Samples) }
 
+// DataError is a checkpoint saved training on other data than the run
+// that loads it: Saved is what it records, Run what the run trains on.
+// errors.Is(err, ErrData) and errors.Is(err, ErrCheckpoint) hold.
+type DataError struct {
+	Path       string
+	Saved, Run DataID
+}
+
+func (e *DataError) Error() string {
+	return fmt.Sprintf("%s: %v: %v: saved training on %v; this run trains on %v", e.Path, ErrCheckpoint, ErrData, e.Saved, e.Run)
+}
+
+// Is reports ErrData and ErrCheckpoint as matching.
+func (e *DataError) Is(target error) bool { return target == ErrData || target == ErrCheckpoint }
+
+// Moved reports whether the data differs by its name only (as many
+// samples): the dataset may have moved (Trainer.DataMoved).
+func (e *DataError) Moved() bool { return e.Saved.Samples == e.Run.Samples }
+
 // ErrClasses marks a checkpoint saved by a model of another class count
 // than the one it is loaded into (with ErrCheckpoint).
 var ErrClasses = errors.New("class count differs")
@@ -300,7 +319,9 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 		return fmt.Errorf("%s: %w: %w: saved by a model of %d classes, this one has %d", path, ErrCheckpoint, ErrClasses, h.Classes, t.Classes)
 	}
 	if h.Data != nil && t.Data != (DataID{}) && *h.Data != t.Data {
-		return fmt.Errorf("%s: %w: %w: saved training on %v; this run trains on %v", path, ErrCheckpoint, ErrData, *h.Data, t.Data)
+		if e := (&DataError{path, *h.Data, t.Data}); !(t.DataMoved && e.Moved()) {
+			return e
+		}
 	}
 	if h.Step > 0 && h.Batch != t.Batch {
 		return bad("saved mid-epoch with batch %d; resume with the same batch (have %d)", h.Batch, t.Batch)

@@ -1,6 +1,7 @@
-package train
+package train_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/train"
 )
 
 // A run killed while it saved (kill -9) leaves its temporary beside the
@@ -36,7 +38,7 @@ func TestLockCheckpointRemovesStaleTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep = append(keep, ".model.ckpt.tmp-99")
-	unlock, err := LockCheckpoint(ck)
+	unlock, err := train.LockCheckpoint(ck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +63,42 @@ func TestLockCheckpointRemovesStaleTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.File.Close()
-	unlock2, err := LockCheckpoint(long)
+	unlock2, err := train.LockCheckpoint(long)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unlock2()
 	if _, err := os.Stat(f.Name()); err != nil {
 		t.Fatalf("a temporary whose stem other names share was removed: %v", err)
+	}
+}
+
+// Trainer.DataMoved resumes a checkpoint saved on data of another name
+// (the dataset moved) when the sample count is the same; data of another
+// count is still refused, and without it another name is.
+func TestCheckpointDataMoved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ckpt")
+	saved := toyTrainer(t)
+	saved.Data = train.DataID{Name: "/data/a", Samples: 1000}
+	saved.Step = 40
+	if err := saved.SaveCheckpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	moved := toyTrainer(t)
+	moved.Data, moved.DataMoved = train.DataID{Name: "/data/b", Samples: 1000}, true
+	if err := moved.LoadCheckpoint(path); err != nil || moved.Step != 40 {
+		t.Fatalf("the moved data: step %d, %v", moved.Step, err)
+	}
+	other := toyTrainer(t)
+	other.Data, other.DataMoved = train.DataID{Name: "/data/b", Samples: 999}, true
+	err := other.LoadCheckpoint(path)
+	var de *train.DataError
+	if !errors.Is(err, train.ErrData) || !errors.As(err, &de) || de.Saved.Samples != 1000 || de.Run.Samples != 999 {
+		t.Fatalf("data of another size with DataMoved: %v, want a *DataError", err)
+	}
+	plain := toyTrainer(t)
+	plain.Data = train.DataID{Name: "/data/b", Samples: 1000}
+	if err := plain.LoadCheckpoint(path); !errors.As(err, &de) || de.Saved.Name != "/data/a" || de.Run.Name != "/data/b" {
+		t.Fatalf("another name without DataMoved: %v", err)
 	}
 }

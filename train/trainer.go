@@ -89,6 +89,10 @@ type Trainer struct {
 	// saved training on other data does not load (zero: not recorded, not
 	// checked). See DataID.
 	Data DataID
+	// DataMoved loads a checkpoint saved on data of another name (the
+	// dataset moved, or is reached by another path) when its sample
+	// count is Data's; data of another count is still refused.
+	DataMoved bool
 
 	// Scaler, when set, scales the loss gradient and skips the steps whose
 	// gradients are not finite (mixed precision; see GradScaler).

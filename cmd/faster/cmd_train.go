@@ -59,7 +59,8 @@ normalise) and eval recipe (resize, centre crop), decoded ahead of the step.
 Each epoch is followed by an evaluation on the test split. A progress line
 shows loss, images/s and ETA on a terminal. With --checkpoint FILE the
 state is saved after every epoch (and on interrupt) and a rerun resumes
-from it.
+from it, on the data it was saved on (its path and sample count; after
+moving the data, --same-data).
 
 Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 130 interrupted (after saving the checkpoint, if any).`,
@@ -111,6 +112,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.IntVar(&c.Data.TestLimit, "test-limit", 0, "evaluate on the first N test images only (0: all)")
 		f.StringVar(&c.Checkpoint.Path, "checkpoint", "", "save state to FILE after each epoch; resume from it when it exists")
 		f.IntVar(&c.Checkpoint.Every, "checkpoint-every", 0, "with --checkpoint: also save every N steps within an epoch (a killed run resumes there)")
+		f.BoolVar(&c.Checkpoint.SameData, "same-data", false, "with --checkpoint: the data moved: resume a checkpoint saved on data at another path, of as many training samples")
 		o.registerBad(f)
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
 		addRecipeFlags(f, &o)
