@@ -230,6 +230,12 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 	if ck := cfg.Checkpoint.Path; ck != "" {
 		var de *train.DataError
 		if err := tr.LoadCheckpoint(ck); err == nil {
+			if tr.Step > p.steps {
+				// Same data and batch: the same steps an epoch (all of
+				// them when interrupted after the last). Past them, the
+				// epoch would train nothing.
+				return r, fmt.Errorf("%s: %w: step %d of an epoch of %d steps", ck, train.ErrCheckpoint, tr.Step, p.steps)
+			}
 			if tr.Epoch < cfg.Epochs {
 				hooks.note("resuming from %s at epoch %d step %d", ck, tr.Epoch+1, tr.Step)
 			}

@@ -90,6 +90,31 @@ type ckptHeader struct {
 	Tensors []ckptTensor `json:"tensors"`
 }
 
+// maxCheckpointCount bounds a checkpoint's epoch, step and counts: no run
+// writes more, and a forged one must not reach the schedule (an epoch of
+// 2^62) or be negative (the rate at epoch -1).
+const maxCheckpointCount = math.MaxInt32
+
+// problem is what no run writes in h, naming the field ("" if none).
+func (h *ckptHeader) problem() string {
+	bad := func(v int) bool { return v < 0 || v > maxCheckpointCount }
+	switch {
+	case bad(h.Epoch):
+		return fmt.Sprintf("epoch %d (want 0 to %d)", h.Epoch, maxCheckpointCount)
+	case bad(h.Step):
+		return fmt.Sprintf("step %d (want 0 to %d)", h.Step, maxCheckpointCount)
+	case bad(h.Batch) || (h.Step > 0 && h.Batch == 0):
+		return fmt.Sprintf("batch %d at step %d", h.Batch, h.Step)
+	case bad(h.Classes):
+		return fmt.Sprintf("classes %d", h.Classes)
+	case bad(h.EMA):
+		return fmt.Sprintf("EMA updates %d", h.EMA)
+	case h.Data != nil && bad(h.Data.Samples):
+		return fmt.Sprintf("data %v", *h.Data)
+	}
+	return ""
+}
+
 type ckptScaler struct {
 	Scale          float64 `json:"scale"`
 	GrowthFactor   float64 `json:"growth_factor"`
@@ -249,6 +274,9 @@ func CheckpointPosition(path string) (epoch, step int, err error) {
 	if err := json.Unmarshal(hj, &h); err != nil {
 		return 0, 0, bad("header: %v", err)
 	}
+	if p := h.problem(); p != "" {
+		return 0, 0, bad("header: %s", p)
+	}
 	return h.Epoch, h.Step, nil
 }
 
@@ -287,6 +315,9 @@ func readCheckpoint(path string, max int64) (h ckptHeader, body []byte, off int,
 	}
 	if err := json.Unmarshal(body[off:off+hl], &h); err != nil {
 		return h, nil, 0, bad("header: %v", err)
+	}
+	if p := h.problem(); p != "" {
+		return h, nil, 0, bad("header: %s", p)
 	}
 	return h, body, off + hl, nil
 }

@@ -102,3 +102,38 @@ func TestCheckpointDataMoved(t *testing.T) {
 		t.Fatalf("another name without DataMoved: %v", err)
 	}
 }
+
+// A checkpoint whose header holds a position or count no run writes (a
+// negative epoch or step, an epoch past MaxCheckpointEpoch, a negative
+// EMA update count or class count, a mid-epoch step without a batch) is
+// refused naming the field, by LoadCheckpoint and CheckpointPosition
+// (before: epoch -1 loaded, and the schedule's rate at a negative epoch
+// trained on).
+func TestCheckpointPositionBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ckpt")
+	for _, tc := range []struct {
+		name  string
+		edit  func(*train.Trainer)
+		field string
+	}{
+		{"epoch -1", func(tr *train.Trainer) { tr.Epoch = -1 }, "epoch -1"},
+		{"epoch 2^62", func(tr *train.Trainer) { tr.Epoch = 1 << 62 }, "epoch 4611686018427387904"},
+		{"step -5", func(tr *train.Trainer) { tr.Step = -5 }, "step -5"},
+		{"classes -3", func(tr *train.Trainer) { tr.Classes = -3 }, "classes -3"},
+		{"samples -1", func(tr *train.Trainer) { tr.Data = train.DataID{Name: "/d", Samples: -1} }, "-1 samples"},
+	} {
+		saved := toyTrainer(t)
+		tc.edit(saved)
+		if err := saved.SaveCheckpoint(path); err != nil {
+			t.Fatal(err)
+		}
+		tr := toyTrainer(t)
+		err := tr.LoadCheckpoint(path)
+		if !errors.Is(err, train.ErrCheckpoint) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: LoadCheckpoint: %v, want ErrCheckpoint naming %q", tc.name, err, tc.field)
+		}
+		if _, _, err := train.CheckpointPosition(path); !errors.Is(err, train.ErrCheckpoint) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: CheckpointPosition: %v, want ErrCheckpoint naming %q", tc.name, err, tc.field)
+		}
+	}
+}

@@ -3,8 +3,11 @@
 package main
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -57,5 +60,54 @@ func init() {
 		args := tinyTrainArgs(moved, "--checkpoint", ckpt, "--epochs", "2", "--same-data")
 		args[10] = "12" // --limit
 		return args, "(8 samples)"
+	}
+}
+
+// forgeCheckpoint replaces old by new in the JSON header of the checkpoint
+// at path, its length and CRC-32C made right (as a forger would).
+func forgeCheckpoint(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const magic = 8
+	hl := int(binary.LittleEndian.Uint32(b[magic:]))
+	h := string(b[magic+4 : magic+4+hl])
+	if !strings.Contains(h, old) {
+		t.Fatalf("%s: the header has no %q: %s", path, old, h)
+	}
+	h = strings.Replace(h, old, new, 1)
+	out := append([]byte(nil), b[:magic]...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(h)))
+	out = append(out, h...)
+	out = append(out, b[magic+4+hl:len(b)-4]...)
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trainedCheckpoint trains one epoch into a checkpoint and returns the
+// data and the checkpoint.
+func trainedCheckpoint(t *testing.T) (data, ckpt string) {
+	data = writeTrainIDX(t, 16)
+	ckpt = filepath.Join(t.TempDir(), "ckpt")
+	if code, _, errs := runCLI(t, tinyTrainArgs(data, "--checkpoint", ckpt)...); code != 0 {
+		t.Fatalf("training the checkpoint: %s", errs)
+	}
+	return data, ckpt
+}
+
+func init() {
+	otherFixtures["ckpt-epoch-negative"] = func(t *testing.T) ([]string, string) {
+		data, ckpt := trainedCheckpoint(t)
+		forgeCheckpoint(t, ckpt, `"epoch":1,`, `"epoch":-1,`)
+		return tinyTrainArgs(data, "--checkpoint", ckpt, "--epochs", "2"), "epoch -1"
+	}
+	otherFixtures["ckpt-step-past-epoch"] = func(t *testing.T) ([]string, string) {
+		data, ckpt := trainedCheckpoint(t)
+		forgeCheckpoint(t, ckpt, `"step":0,`, `"step":9,`)
+		return tinyTrainArgs(data, "--checkpoint", ckpt, "--epochs", "2"), "step 9"
 	}
 }
