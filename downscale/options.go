@@ -117,6 +117,9 @@ func (o *Options) Validate() error {
 	if o.TaskCount < 0 || o.TaskCount > 0 && (o.TaskIndex < 0 || o.TaskIndex >= o.TaskCount) {
 		errs = append(errs, fmt.Errorf("task %d of %d: want 0 <= task < count", o.TaskIndex, o.TaskCount))
 	}
+	if o.TaskCount > MaxTasks {
+		errs = append(errs, fmt.Errorf("task count %d: at most %d tasks", o.TaskCount, MaxTasks))
+	}
 	if o.MaxPixels < 0 {
 		errs = append(errs, fmt.Errorf("max pixels %d: must not be negative", o.MaxPixels))
 	}

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -33,6 +34,8 @@ import (
 
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/internal/lockfile"
+	"github.com/faster-training/faster/internal/task"
+	"github.com/faster-training/faster/source"
 )
 
 // PartsDir is the folder under a destination that holds the tasks' part
@@ -40,6 +43,38 @@ import (
 const PartsDir = ".faster-parts"
 
 const partsSub = "resize"
+
+// MaxTasks is the largest task count a resize is split into (task.MaxCount,
+// Kubernetes' bound on an Indexed Job's completions): a count from a
+// flag, the environment or a part file's name is checked against it
+// before the merge allocates anything by it.
+const MaxTasks = task.MaxCount
+
+// maxPartSize bounds a part manifest read (one output listed per source
+// file: about 4 million files).
+const maxPartSize = 256 << 20
+
+// readPart reads a part manifest by the data-file rules: a regular file
+// (a FIFO is refused, never waited on; /dev/zero is not read) of at most
+// maxPartSize bytes.
+func readPart(path string) ([]byte, error) {
+	f, size, err := source.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > maxPartSize {
+		return nil, fmt.Errorf("%s: %d bytes, above the %d-byte cap on a part manifest", path, size, maxPartSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPartSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxPartSize {
+		return nil, fmt.Errorf("%s: grows past the %d-byte cap on a part manifest while read", path, maxPartSize)
+	}
+	return b, nil
+}
 
 // Part is a resize task's part manifest.
 type Part struct {
@@ -107,7 +142,12 @@ func startTask(dst string, jobs []job, o *Options) (*partTask, []job, error) {
 		return nil, nil, err
 	}
 	p.unlock = unlock
-	if b, err := os.ReadFile(filepath.Join(p.dir, p.stem+".json")); err == nil {
+	if _, err := os.Lstat(filepath.Join(p.dir, p.stem+".json")); err == nil {
+		b, err := readPart(filepath.Join(p.dir, p.stem+".json"))
+		if err != nil {
+			unlock()
+			return nil, nil, fmt.Errorf("task %d of %d's part manifest: %w (remove it to resize the task again)", p.index, p.count, err)
+		}
 		var old Part
 		if json.Unmarshal(b, &old) != nil || old.Listing != p.listing || old.Options != p.options {
 			unlock()
@@ -220,6 +260,30 @@ func (e *IncompleteError) Error() string {
 
 var partFile = regexp.MustCompile(`^task-(\d{5,})-of-(\d{5,})\.(json|started|lock)$`)
 
+// partFileName parses a task's file name in the parts folder dir: task i
+// of n, 0 <= i < n <= MaxTasks. ok is false for a name of another kind;
+// err names a task file outside those bounds (a stray
+// "task-00000-of-1099511627776.json" once made the merge allocate by its
+// count, and "-of-00000" merged no task at all, reporting success).
+func partFileName(dir, name string) (i, n int, kind string, ok bool, err error) {
+	m := partFile.FindStringSubmatch(name)
+	if m == nil {
+		return 0, 0, "", false, nil
+	}
+	i, err1 := strconv.Atoi(m[1])
+	n, err2 := strconv.Atoi(m[2])
+	if err1 != nil || err2 != nil || n < 1 || n > MaxTasks || i >= n {
+		num := func(d string) string {
+			if d = strings.TrimLeft(d, "0"); d == "" {
+				return "0"
+			}
+			return d
+		}
+		return 0, 0, "", false, fmt.Errorf("%s: not a task file of this build (task %s of %s: want 0 <= task < count <= %d); remove it", filepath.Join(dir, name), num(m[1]), num(m[2]), MaxTasks)
+	}
+	return i, n, m[3], true, nil
+}
+
 // MergeParts checks the parts of a resize split into tasks under dst: a
 // part manifest from every task, all for the same source listing and
 // options, their files tiling the listing, every output they list present
@@ -236,15 +300,18 @@ func MergeParts(dst string) (*Result, error) {
 	}
 	counts := map[int]bool{}
 	started, committed := map[int]bool{}, map[int]bool{}
+	var files []string // the task files read, removed once merged
 	for _, e := range ents {
-		m := partFile.FindStringSubmatch(e.Name())
-		if m == nil {
+		i, n, kind, ok, err := partFileName(dir, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
-		i, _ := strconv.Atoi(m[1])
-		n, _ := strconv.Atoi(m[2])
+		files = append(files, e.Name())
 		counts[n] = true
-		if m[3] == "json" {
+		if kind == "json" {
 			committed[i] = true
 		} else {
 			started[i] = true
@@ -274,9 +341,10 @@ func MergeParts(dst string) (*Result, error) {
 			continue
 		}
 		var pt Part
-		b, err := os.ReadFile(filepath.Join(dir, taskStem(i, tasks)+".json"))
+		b, err := readPart(filepath.Join(dir, taskStem(i, tasks)+".json"))
 		if err != nil {
-			return nil, err
+			ie.Damaged[i] = err.Error()
+			continue
 		}
 		if err := json.Unmarshal(b, &pt); err != nil || pt.Result == nil {
 			ie.Damaged[i] = fmt.Sprintf("unreadable part manifest: %v", err)
@@ -294,6 +362,10 @@ func MergeParts(dst string) (*Result, error) {
 			continue
 		}
 		for _, o := range pt.Outputs {
+			if !filepath.IsLocal(filepath.FromSlash(o.Path)) || strings.ContainsAny(o.Path, "\\\x00") {
+				ie.Damaged[i] = fmt.Sprintf("output %q is not a path inside the destination", o.Path)
+				break
+			}
 			st, err := os.Stat(filepath.Join(dst, filepath.FromSlash(o.Path)))
 			if err != nil || st.Size() != o.Bytes {
 				why := fmt.Sprintf("output %s: ", o.Path)
@@ -324,9 +396,22 @@ func MergeParts(dst string) (*Result, error) {
 	total.Failed = len(total.Failures)
 	sort.Slice(total.Failures, func(a, b int) bool { return total.Failures[a].Path < total.Failures[b].Path })
 	total.ImagesPerSec = float64(total.Resized+total.Copied) / max(total.Seconds, 1e-9)
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+	// Only the task files read, and the folders once empty: never a file
+	// or folder the merge did not make (before: the folder went whole).
+	for _, f := range files {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
-	os.Remove(filepath.Join(dst, PartsDir)) // when no pack parts are left
+	removeEmptyDir(dir)
+	removeEmptyDir(filepath.Join(dst, PartsDir)) // when no pack parts are left
 	return total, nil
+}
+
+// removeEmptyDir removes dir if it is a folder (not a link to one) and
+// empty.
+func removeEmptyDir(dir string) {
+	if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+		os.Remove(dir) // fails, leaving it, when something is in it
+	}
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/internal/lockfile"
+	"github.com/faster-training/faster/internal/task"
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfrecord"
 )
@@ -44,11 +45,11 @@ import (
 // manifests until the merge.
 const PartsDir = ".faster-parts"
 
-// MaxTasks is the largest task count a split is packed in (Kubernetes'
-// bound on an Indexed Job's completions): a count from a flag, the
-// environment or a part file's name is checked against it before the
-// merge allocates anything by it.
-const MaxTasks = 100_000
+// MaxTasks is the largest task count a split is packed in (task.MaxCount,
+// Kubernetes' bound on an Indexed Job's completions): a count from a
+// flag, the environment or a part file's name is checked against it
+// before the merge allocates anything by it.
+const MaxTasks = task.MaxCount
 
 // maxPartShards bounds a part's shard count before TaskShards multiplies
 // by it (a manifest of MaxManifestSize lists far fewer).

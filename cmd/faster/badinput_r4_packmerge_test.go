@@ -48,11 +48,6 @@ func init() {
 		os.WriteFile(p, []byte("{}"), 0o644)
 		return []string{"pack", "--merge", dst}, p
 	}
-	// --task 0/2^40 (before: packed, and the merge ran out of memory).
-	otherFixtures["task-count-huge"] = func(t *testing.T) ([]string, string) {
-		setTaskEnv(t)
-		return []string{"pack", writeFolder(t, 2, 2), filepath.Join(t.TempDir(), "dst"), "--task", "0/1099511627776"}, "at most 100000"
-	}
 	// A part manifest that is a FIFO (or a link to /dev/zero): damage
 	// named by its file (before: the merge hung, or ran out of memory).
 	otherFixtures["part-manifest-fifo"] = func(t *testing.T) ([]string, string) {
@@ -104,6 +99,30 @@ func init() {
 		os.Remove(p)
 		os.WriteFile(p, b, 0o644)
 		return []string{"pack", "--merge", dst}, p + ": lists \"train-00000-of-00004.tfrecord\""
+	}
+	// A stray resize part name saying task 0 of 2^40 (before: out of
+	// memory; "-of-00000": a merge of nothing reported done).
+	otherFixtures["resize-merge-task-count-huge"] = func(t *testing.T) ([]string, string) {
+		dst := t.TempDir()
+		dir := filepath.Join(dst, shard.PartsDir, "resize")
+		os.MkdirAll(dir, 0o755)
+		p := filepath.Join(dir, "task-00000-of-1099511627776.started")
+		os.WriteFile(p, nil, 0o644)
+		return []string{"resize", "--merge", "--dst", dst}, p
+	}
+	// A resize part manifest that is a FIFO (before: the merge hung).
+	otherFixtures["resize-part-fifo"] = func(t *testing.T) ([]string, string) {
+		setTaskEnv(t)
+		src, dst := writeFolder(t, 2, 2), filepath.Join(t.TempDir(), "dst")
+		if code, _, errs := runCLI(t, "resize", "--src", src, "--dst", dst, "--max-size", "16", "--task", "0/1"); code != 0 {
+			t.Fatal(errs)
+		}
+		p := filepath.Join(dst, shard.PartsDir, "resize", "task-00000-of-00001.json")
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"resize", "--merge", "--dst", dst}, p + ": not a regular file (named pipe)"
 	}
 	// A task rerun after its split is merged: nothing written, said so
 	// (before: its shards packed again, and the merge then said "missing

@@ -123,9 +123,6 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return usagef("pack: %v", err)
 	}
-	if tasked && t.Count > shard.MaxTasks {
-		return usagef("pack: %s: at most %d tasks", t, shard.MaxTasks)
-	}
 	o.workers = capWorkers(stderr, "--workers", o.workers, runtime.NumCPU())
 	src, err := source.Open(o.src, o.from, o.split)
 	if err != nil {
