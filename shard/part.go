@@ -11,7 +11,10 @@ package shard
 // Task i of T writes shards [i·N/T, (i+1)·N/T) of the N a one-task pack
 // writes, byte for byte the same, then its part manifest, committed last
 // and never replaced. The merge checks every part and writes manifest.json
-// as a one-task pack would, then removes DST/.faster-parts/<split>.
+// as a one-task pack would, then removes the task files it read from
+// DST/.faster-parts/<split> and the folders once empty. Tasks hold the
+// destination's LockName shared, a one-machine pack and the merge
+// exclusively.
 
 import (
 	"bufio"
