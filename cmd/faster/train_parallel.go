@@ -73,6 +73,11 @@ func checkNodes(o *trainOptions) []string {
 	if (n.nnodes > 1 || n.nodeRank > 0 || n.masterAddr != "" || n.masterPort != 0) && o.nproc == 0 {
 		problems = append(problems, "--nnodes, --node-rank, --master-addr and --master-port go with --nproc")
 	}
+	if o.nproc > launch.MaxNProc {
+		problems = append(problems, fmt.Sprintf("--nproc %d: want at most %d ranks on a machine", o.nproc, launch.MaxNProc))
+	} else if o.nproc > 0 && n.nnodes > collective.MaxSize/o.nproc { // the product, checked before it is formed
+		problems = append(problems, fmt.Sprintf("--nnodes %d × --nproc %d: more than %d ranks", n.nnodes, o.nproc, collective.MaxSize))
+	}
 	if n.masterPort < 0 || n.masterPort > 65535 {
 		problems = append(problems, fmt.Sprintf("--master-port %d: want 1-65535", n.masterPort))
 	}
@@ -214,6 +219,15 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 		return "", ""
 	}
 	_, inJob := lookup("PET_NNODES")
+	// given names a launcher value as it was given: the variable read, or
+	// the flag.
+	fromEnv := map[string]string{}
+	given := func(flag string, v int) string {
+		if g, ok := fromEnv[flag]; ok {
+			return g
+		}
+		return fmt.Sprintf("--%s %d", flag, v)
+	}
 	setInt := func(flag string, dst *int, parse func(string) (int, error), names ...string) error {
 		if flags.Changed(flag) {
 			return nil
@@ -227,6 +241,7 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 			return usagef("%s=%q (the default of --%s): %v", n, v, flag, err)
 		}
 		*dst = x
+		fromEnv[flag] = fmt.Sprintf("%s=%q (the default of --%s)", n, v, flag)
 		return nil
 	}
 	atoi := func(v string) (int, error) {
@@ -240,14 +255,29 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 		if v == "auto" || v == "cpu" {
 			return runtime.NumCPU(), nil
 		}
-		return atoi(v)
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 1 || x > launch.MaxNProc {
+			return 0, fmt.Errorf("want 1 to %d ranks on a machine, or auto", launch.MaxNProc)
+		}
+		return x, nil
 	}
 	nnodes := func(v string) (int, error) {
 		lo, hi, ok := strings.Cut(v, ":")
 		if ok && lo != hi {
 			return 0, fmt.Errorf("an elastic range: faster trains a fixed group; give one count")
 		}
-		return atoi(lo)
+		x, err := strconv.Atoi(lo)
+		if err != nil || x < 1 || x > collective.MaxSize {
+			return 0, fmt.Errorf("want 1 to %d machines", collective.MaxSize)
+		}
+		return x, nil
+	}
+	port := func(v string) (int, error) {
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 1 || x > 65535 {
+			return 0, fmt.Errorf("want a port number 1-65535")
+		}
+		return x, nil
 	}
 	if err := setInt("nproc", &o.nproc, nproc, "PET_NPROC_PER_NODE"); err != nil {
 		return err
@@ -262,8 +292,20 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 	if err := setInt("node-rank", &o.nodes.nodeRank, atoi, rankNames...); err != nil {
 		return err
 	}
-	if err := setInt("master-port", &o.nodes.masterPort, atoi, portNames...); err != nil {
+	if err := setInt("master-port", &o.nodes.masterPort, port, portNames...); err != nil {
 		return err
+	}
+	// What checkNodes checks of the flags, named here as the variables
+	// read: the node rank below the nodes, the world's size bounded (by
+	// division, before the product is formed).
+	_, np := fromEnv["nproc"]
+	_, nn := fromEnv["nnodes"]
+	_, nr := fromEnv["node-rank"]
+	if (nr || nn) && o.nodes.nodeRank >= max(o.nodes.nnodes, 1) {
+		return usagef("%s: want less than %s", given("node-rank", o.nodes.nodeRank), given("nnodes", o.nodes.nnodes))
+	}
+	if (np || nn) && o.nproc > 0 && o.nodes.nnodes > collective.MaxSize/o.nproc {
+		return usagef("%s × %s: more than %d ranks", given("nnodes", o.nodes.nnodes), given("nproc", o.nproc), collective.MaxSize)
 	}
 	if !flags.Changed("master-addr") {
 		if _, v := get(addrNames...); v != "" {

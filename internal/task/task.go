@@ -55,7 +55,7 @@ const MaxCount = 100_000
 // tooMany is the error of a count above MaxCount; given is the flag or
 // variable with its value as the user gave it.
 func tooMany(given string) error {
-	return fmt.Errorf("%s: more than %d tasks (at most %d: Kubernetes' limit on an Indexed Job's completions)", given, MaxCount, MaxCount)
+	return fmt.Errorf("%s: want at most %d tasks (Kubernetes' limit on an Indexed Job's completions)", given, MaxCount)
 }
 
 // Parse reads "i/n" (0 ≤ i < n ≤ MaxCount).
