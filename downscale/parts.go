@@ -155,7 +155,9 @@ func startTask(dst string, jobs []job, o *Options) (*partTask, []job, error) {
 				dst, p.index, p.count, filepath.Join(p.dir, p.stem+".json"))
 		}
 	}
-	if err := os.WriteFile(filepath.Join(p.dir, p.stem+".started"), nil, 0o666); err != nil {
+	// Written as a new file renamed into place: whatever is at the name
+	// (a FIFO would block an open for writing) is replaced, never opened.
+	if err := atomicfile.WriteFile(filepath.Join(p.dir, p.stem+".started"), nil, 0o644); err != nil {
 		unlock()
 		return nil, nil, err
 	}

@@ -122,3 +122,22 @@ func TestResizeMergeRemovesOnlyItsFiles(t *testing.T) {
 		t.Error("merge left the empty parts folder")
 	}
 }
+
+// A FIFO where a task's ".started" mark goes is replaced, never opened
+// for writing (before: the task blocked until a signal).
+func TestResizeStartedMarkFIFO(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string][]byte{"a/1.jpg": photo(t, 40, 30)})
+	dst := t.TempDir()
+	dir := filepath.Join(dst, PartsDir, partsSub)
+	os.MkdirAll(dir, 0o755)
+	if err := syscall.Mkfifo(filepath.Join(dir, taskStem(0, 2)+".started"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), src, dst, Options{MaxSize: 16, Workers: 1, TaskIndex: 0, TaskCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(filepath.Join(dir, taskStem(0, 2)+".started")); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("the started mark: %v %v", st, err)
+	}
+}
