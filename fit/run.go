@@ -58,6 +58,14 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 	if cfg.Batch%world != 0 {
 		return nil, configErrorf("--batch %d does not split over %d processes", cfg.Batch, world)
 	}
+	if ck := cfg.Checkpoint.Path; ck != "" {
+		// A symlink is saved to, and locked as, its target: an atomic
+		// save would replace the link with a file and leave the target
+		// behind, and two names of one file would have two locks.
+		if p, err := filepath.EvalSymlinks(ck); err == nil {
+			cfg.Checkpoint.Path = p
+		}
+	}
 	if ck := cfg.Checkpoint.Path; ck != "" && rank == 0 {
 		// Rank 0 writes the checkpoint: a second run saving to it fails
 		// here, before any work (as a second pack into one destination).

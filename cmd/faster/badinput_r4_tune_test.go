@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/faster-training/faster/train"
 )
 
 // tinyTrainArgs is a tiny training run of ThinNet on data (8 images, one
@@ -109,5 +111,35 @@ func init() {
 		data, ckpt := trainedCheckpoint(t)
 		forgeCheckpoint(t, ckpt, `"step":0,`, `"step":9,`)
 		return tinyTrainArgs(data, "--checkpoint", ckpt, "--epochs", "2"), "step 9"
+	}
+}
+
+// A --checkpoint that is a symlink is saved to, and locked as, its
+// target: the link stays a link, the target holds the run, and a run on
+// the target and one through the link exclude each other (before: the
+// save replaced the link with a file, the target kept the old epoch, and
+// the two names had two locks).
+func TestTrainCheckpointThroughSymlink(t *testing.T) {
+	data, real := trainedCheckpoint(t)
+	link := filepath.Join(t.TempDir(), "link.ckpt")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := train.LockCheckpoint(real) // another run on the target
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, tinyTrainArgs(data, "--checkpoint", link, "--epochs", "2")...); code != 1 || !strings.Contains(errs, "another run") {
+		t.Errorf("a run through the link while the target is locked: exit %d, %s", code, errs)
+	}
+	unlock()
+	if code, _, errs := runCLI(t, tinyTrainArgs(data, "--checkpoint", link, "--epochs", "2")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v, %v", st.Mode(), err)
+	}
+	if epoch, _, err := train.CheckpointPosition(real); err != nil || epoch != 2 {
+		t.Fatalf("the target is at epoch %d (%v), want 2", epoch, err)
 	}
 }
