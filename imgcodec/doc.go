@@ -51,7 +51,11 @@
 // # Limits and errors
 //
 // MaxPixels (default DefaultMaxPixels) bounds width*height, read from the
-// header before any pixel buffer is allocated: ErrTooLarge. Truncated data
+// header before any pixel buffer is allocated: ErrTooLarge. A JPEG whose
+// scans would make the decoder go over its blocks more than 64 times in
+// all (a scan bomb: each scan is a pass over the image however few bytes
+// it holds) is ErrCorrupt, refused from a walk of its markers before
+// decoding (package jpegscan, which readers that do not decode call too). Truncated data
 // is ErrTruncated, unless AllowTruncated, in which case libjpeg-turbo
 // returns the image with the missing part grey and Image.Warning set (the
 // pure-Go decoder can recover only some truncated files and returns

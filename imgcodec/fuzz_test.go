@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/imgcodec/jpegtest"
 	"github.com/faster-training/faster/imgcodec/rawpix"
 )
 
@@ -27,6 +28,11 @@ func FuzzDecode(f *testing.F) {
 			}
 			f.Add(b, uint8(0))
 		}
+	}
+	// Scan bombs (jpegtest): at MaxScanPasses passes over the blocks, one
+	// scan past, and 999 scans.
+	for _, c := range [][3]int{{1, 62}, {1, 63}, {3, 995}} {
+		f.Add(jpegtest.Progressive(24, 16, c[0], c[1]), uint8(c[1]))
 	}
 	// Raw-pixel images (package rawpix), each layout and channel count.
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/faster-training/faster/imgcodec/jpegscan"
 )
 
 // ImageExtensions are the file extensions torchvision's ImageFolder
@@ -161,7 +163,8 @@ func (d *ImageFolder) Root() string { return d.root }
 
 // Load reads item i's file and checks that it is an image: its magic bytes
 // name a format and, for JPEG, PNG and GIF, its header decodes (which also
-// gives width and height).
+// gives width and height), and a JPEG's scans are within what a decoder
+// may spend on its blocks (jpegscan.Check: a scan bomb is damage).
 func (d *ImageFolder) Load(i int) (Sample, error) {
 	it := d.items[i]
 	p := filepath.Join(d.root, filepath.FromSlash(it.Key))
@@ -180,6 +183,9 @@ func (d *ImageFolder) Load(i int) (Sample, error) {
 			return s, fmt.Errorf("%s: %w: %v", p, ErrNotImage, err)
 		}
 		s.Width, s.Height = cfg.Width, cfg.Height
+		if err := jpegscan.Check(data); err != nil {
+			return s, fmt.Errorf("%s: %w", p, err) // a scan bomb
+		}
 	}
 	return s, nil
 }

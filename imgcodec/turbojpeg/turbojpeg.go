@@ -27,8 +27,13 @@
 //     end of data segment" warnings) rejected as ErrTruncated unless
 //     Options.AllowTruncated, which keeps libjpeg's grey fill for the
 //     missing part and sets Frame.Warning;
-//   - progressive files with more than MaxScans scans rejected, so that
-//     hostile input cannot make decoding arbitrarily slow.
+//   - files whose scans go over the image's blocks more than
+//     MaxScanPasses times in all (a scan bomb: repeated scans, each a
+//     pass over the image however few bytes it holds), or that have more
+//     than MaxScans scans, rejected as corrupt from a walk of their
+//     markers before decoding (libjpeg's progress monitor counts the same
+//     as it reads), so that hostile input cannot make decoding
+//     arbitrarily slow.
 package turbojpeg
 
 import "github.com/faster-training/faster/imgcodec/internal/rawimg"
@@ -45,8 +50,14 @@ type (
 	Header = rawimg.JPEGHeader
 )
 
-// MaxScans bounds the number of scans of a progressive JPEG.
-const MaxScans = 1000
+// MaxScans bounds the number of scans of a JPEG, and MaxScanPasses the
+// passes its scans make over the image's blocks (see
+// rawimg.MaxScanPasses): a file past either is ErrCorrupt, refused from
+// its markers before decoding.
+const (
+	MaxScans      = rawimg.MaxScans
+	MaxScanPasses = rawimg.MaxScanPasses
+)
 
 // PureGo decodes with the pure-Go decoder whatever the build. Tests use
 // it to run one conformance suite against both decoders.

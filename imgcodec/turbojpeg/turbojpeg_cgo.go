@@ -34,7 +34,8 @@ typedef struct {
 typedef struct {
 	struct jpeg_progress_mgr pub;
 	fj_err *err;
-	int max_scans;
+	int max_scans, max_passes, last_scan;
+	long long work, budget; // blocks the scans so far go over; max_passes times the image's
 } fj_progress;
 
 static void fj_error_exit(j_common_ptr c) {
@@ -62,11 +63,29 @@ static void fj_emit_message(j_common_ptr c, int level) {
 	}
 }
 
+// fj_progress_monitor is called before each iMCU row libjpeg reads (and
+// each batch of rows it outputs). At a new scan it counts the blocks the
+// scan goes over and stops a file whose scans go over the image's blocks
+// more than max_passes times (or that has more than max_scans scans)
+// before the scan is decoded: a backstop to the Go walk of the markers
+// (rawimg.CheckJPEGScans), which refuses such a file before decoding.
 static void fj_progress_monitor(j_common_ptr c) {
 	fj_progress *p = (fj_progress *)c->progress;
-	if (c->is_decompressor && ((j_decompress_ptr)c)->input_scan_number > p->max_scans) {
+	j_decompress_ptr d = (j_decompress_ptr)c;
+	int i;
+	if (!c->is_decompressor || d->input_scan_number == p->last_scan) return;
+	p->last_scan = d->input_scan_number;
+	if (p->budget == 0) {
+		for (i = 0; i < d->num_components; i++)
+			p->budget += (long long)d->comp_info[i].width_in_blocks * d->comp_info[i].height_in_blocks;
+		p->budget *= p->max_passes;
+	}
+	for (i = 0; i < d->comps_in_scan; i++)
+		p->work += (long long)d->cur_comp_info[i]->width_in_blocks * d->cur_comp_info[i]->height_in_blocks;
+	if (d->input_scan_number > p->max_scans || p->work > p->budget) {
 		p->err->res->code = FJ_TOO_MANY_SCANS;
-		snprintf(p->err->res->msg, JMSG_LENGTH_MAX, "more than %d scans", p->max_scans);
+		snprintf(p->err->res->msg, JMSG_LENGTH_MAX, "too many scans: scan %d goes over the image's blocks more than %d times in all, or past %d scans (a scan bomb)",
+			d->input_scan_number, p->max_passes, p->max_scans);
 		longjmp(p->err->jb, 1);
 	}
 }
@@ -99,6 +118,9 @@ static void fj_setup(j_decompress_ptr d, fj_err *e, fj_progress *p, fj_result *r
 	p->pub.progress_monitor = fj_progress_monitor;
 	p->err = e;
 	p->max_scans = 1000;
+	p->max_passes = 64;
+	p->last_scan = 0;
+	p->work = p->budget = 0;
 }
 
 static int fj_header(const unsigned char *src, unsigned long n, fj_result *r) {
@@ -170,7 +192,7 @@ static int fj_start(struct jpeg_decompress_struct *d, fj_progress *p, const unsi
 // written and the code is FJ_MISMATCH with the real size in r.
 static int fj_decode(const unsigned char *src, unsigned long n, int want_w, int want_h,
 		int denom, int gray, int crop_x, int crop_y, int crop_w, int crop_h,
-		long long max_pixels, int allow_truncated, int max_scans,
+		long long max_pixels, int allow_truncated, int max_scans, int max_passes,
 		unsigned char *dst, long dst_stride, fj_result *r) {
 	struct jpeg_decompress_struct d;
 	fj_err e;
@@ -183,6 +205,7 @@ static int fj_decode(const unsigned char *src, unsigned long n, int want_w, int 
 	memset(&d, 0, sizeof d);
 	fj_setup(&d, &e, &p, r, allow_truncated);
 	p.max_scans = max_scans;
+	p.max_passes = max_passes;
 	if (setjmp(e.jb)) {
 		fj_fill_offset(&d, src, n, r);
 		jpeg_destroy_decompress(&d);
@@ -273,7 +296,7 @@ static int fj_decode(const unsigned char *src, unsigned long n, int want_w, int 
 // and y_stride, c_stride the MCU columns' 16/denom and 8/denom samples. Any
 // other sampling or colour space is FJ_UNSUPPORTED, before any output.
 static int fj_decode420(const unsigned char *src, unsigned long n, int want_w, int want_h, int denom,
-		long long max_pixels, int max_scans, int mcu_rows,
+		long long max_pixels, int max_scans, int max_passes, int mcu_rows,
 		unsigned char *y, long y_stride, unsigned char *cb, unsigned char *cr, long c_stride, fj_result *r) {
 	struct jpeg_decompress_struct d;
 	fj_err e;
@@ -285,6 +308,7 @@ static int fj_decode420(const unsigned char *src, unsigned long n, int want_w, i
 	memset(&d, 0, sizeof d);
 	fj_setup(&d, &e, &p, r, 0);
 	p.max_scans = max_scans;
+	p.max_passes = max_passes;
 	if (setjmp(e.jb)) {
 		fj_fill_offset(&d, src, n, r);
 		jpeg_destroy_decompress(&d);
@@ -517,6 +541,9 @@ func Decode(data []byte, o *Options, alloc Alloc) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
+	if err := rawimg.CheckJPEGScans(data, MaxScans, false); err != nil {
+		return Frame{}, err
+	}
 	for try := 0; ; try++ {
 		f, err := decode(data, o, h, alloc)
 		if m, ok := err.(mismatch); ok && try == 0 {
@@ -559,7 +586,7 @@ func decode(data []byte, o *Options, h Header, alloc Alloc) (Frame, error) {
 	}
 	C.fj_decode((*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), C.int(h.Width), C.int(h.Height),
 		C.int(d), C.int(gray), C.int(rect.Min.X), C.int(rect.Min.Y), C.int(rect.Dx()), C.int(rect.Dy()),
-		C.longlong(limit), C.int(allow), C.int(MaxScans),
+		C.longlong(limit), C.int(allow), C.int(MaxScans), C.int(MaxScanPasses),
 		(*C.uchar)(unsafe.Pointer(&f.Pix[0])), C.long(f.Stride), &r)
 	if err := resultError(&r, data, o, rect); err != nil {
 		return Frame{}, err
@@ -584,6 +611,8 @@ func resultError(r *C.fj_result, data []byte, o *Options, rect image.Rectangle) 
 		return fmt.Errorf("jpeg: crop %v outside the %dx%d output: %w", rect, r.out_width, r.out_height, rawimg.ErrInvalidOptions)
 	case C.FJ_UNSUPPORTED:
 		return fmt.Errorf("jpeg: %s: %w", msg, rawimg.ErrUnsupported)
+	case C.FJ_TOO_MANY_SCANS:
+		return &rawimg.CorruptError{Format: "jpeg", Offset: int64(r.offset), Err: fmt.Errorf("%s", msg)}
 	}
 	switch r.msg_code {
 	case C.JERR_BAD_PRECISION, C.JERR_ARITH_NOTIMPL, C.JERR_NOT_COMPILED, C.JERR_CONVERSION_NOTIMPL:
@@ -625,6 +654,9 @@ func Decode420(data []byte, o *Options, alloc Alloc) (Planes420, error) {
 	if h.Components != 3 || h.ColorSpace != rawimg.ColorYCbCr {
 		return Planes420{}, fmt.Errorf("jpeg: planar decode of a %d-component JPEG: %w", h.Components, rawimg.ErrUnsupported)
 	}
+	if err := rawimg.CheckJPEGScans(data, MaxScans, false); err != nil {
+		return Planes420{}, err
+	}
 	for try := 0; ; try++ {
 		p, err := decode420(data, o, h, alloc)
 		if m, ok := err.(mismatch); ok && try == 0 {
@@ -658,7 +690,7 @@ func decode420(data []byte, o *Options, h Header, alloc Alloc) (Planes420, error
 	p.Y, p.Cb, p.Cr = buf[:ny:ny], buf[ny:ny+nc:ny+nc], buf[ny+nc:]
 	var r C.fj_result
 	C.fj_decode420((*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), C.int(h.Width), C.int(h.Height),
-		C.int(d), C.longlong(limit), C.int(MaxScans), C.int(my),
+		C.int(d), C.longlong(limit), C.int(MaxScans), C.int(MaxScanPasses), C.int(my),
 		(*C.uchar)(unsafe.Pointer(&p.Y[0])), C.long(p.YStride), (*C.uchar)(unsafe.Pointer(&p.Cb[0])),
 		(*C.uchar)(unsafe.Pointer(&p.Cr[0])), C.long(p.CStride), &r)
 	if err := resultError(&r, data, o, image.Rectangle{}); err != nil {

@@ -28,6 +28,11 @@ func DecodeJPEG(data []byte, o *Options, alloc Alloc) (Frame, error) {
 	if _, _, err := o.Region(hdr.Width, hdr.Height); err != nil {
 		return Frame{}, err
 	}
+	// image/jpeg decodes every scan, those after a baseline file's first
+	// one too.
+	if err := CheckJPEGScans(data, MaxScans, true); err != nil {
+		return Frame{}, err
+	}
 	img, err := jpeg.Decode(bytes.NewReader(data))
 	var warn error
 	if err != nil {
