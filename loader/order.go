@@ -154,9 +154,10 @@ func (l *Loader) advance(b *Batch) {
 // they are equal to within the last batch), or let FillLockstep infer
 // them. A streaming source's state resumes only with the same ranks.
 func (l *Loader) State() (State, error) {
+	fp := l.Fingerprint()
 	l.stMu.Lock()
 	defer l.stMu.Unlock()
-	s := State{Version: StateVersion, Seed: l.opts.Seed, Shuffle: l.shuffles(), Samples: l.n, Stream: !l.indexed}
+	s := State{Version: StateVersion, Seed: l.opts.Seed, Shuffle: l.shuffles(), Samples: l.n, Stream: !l.indexed, Fingerprint: fp}
 	switch {
 	case !l.stAny && l.opts.Resume != nil:
 		r := *l.opts.Resume
@@ -210,6 +211,13 @@ func (l *Loader) initResume(s State) error {
 	if s.Version != StateVersion {
 		return fmt.Errorf("%w: state version %d", ErrResume, s.Version)
 	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if fp := l.Fingerprint(); s.Fingerprint != "" && s.Fingerprint != fp {
+		return fmt.Errorf("%w: the state was saved on other data (fingerprint %s); this loader's data has fingerprint %s (a %s dataset of %d samples: %s)",
+			ErrResume, s.Fingerprint, fp, l.kind, l.n, fingerprintCovers)
+	}
 	if s.Samples != l.n || s.Seed != l.opts.Seed || s.Shuffle != l.shuffles() || s.Epoch < 0 || s.Stream == l.indexed {
 		return fmt.Errorf("%w: state is of %d samples, seed %d, shuffle %v, %s; this loader has %d samples, seed %d, shuffle %v, %s",
 			ErrResume, s.Samples, s.Seed, s.Shuffle, kindOfState(s.Stream), l.n, l.opts.Seed, l.shuffles(), kindOfState(!l.indexed))
@@ -231,8 +239,13 @@ func (l *Loader) initResume(s State) error {
 			if c > l.local {
 				return fmt.Errorf("%w: rank %d consumed %d of its %d samples", ErrResume, l.opts.ShardIdx, c, l.local)
 			}
+			seg := s.Segments[0]
+			if rows := l.SamplesPerEpoch(); rows >= 0 && seg.Steps*seg.Batch > rows {
+				return fmt.Errorf("%w: segments[0].steps %d of batch %d: %d rows, more than rank %d's epoch has (%d)",
+					ErrResume, seg.Steps, seg.Batch, seg.Steps*seg.Batch, l.opts.ShardIdx, rows)
+			}
 			l.skip = c
-			l.skipRows = s.Segments[0].Steps * s.Segments[0].Batch
+			l.skipRows = seg.Steps * seg.Batch
 		}
 		return nil
 	}

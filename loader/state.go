@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/faster-training/faster/internal/atomicfile"
 	"github.com/faster-training/faster/pipeline"
@@ -35,6 +36,89 @@ type State struct {
 	// the world size it was saved with, each rank skipping what it read.
 	Stream   bool      `json:"stream,omitempty"`
 	Segments []Segment `json:"segments,omitempty"`
+	// Fingerprint names the data the state was saved on (see
+	// Loader.Fingerprint): a loader over other data refuses the state,
+	// naming both. A state saved before fingerprints has none and is
+	// checked by the fields above only.
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// Bounds on a State's fields, checked (Validate) before any of them sizes
+// anything: a state comes from a file or a client.
+const (
+	// MaxEpoch is the largest epoch a state (or `faster serve`'s epoch
+	// request) may name.
+	MaxEpoch = 1 << 31
+	// MaxSegments is the most runs one epoch's state may record: each
+	// interruption and resume within the epoch adds one, and each costs
+	// a step of indirection per sample served.
+	MaxSegments = 1024
+	// MaxWorld is the most ranks a segment may record.
+	MaxWorld = 1 << 20
+	// maxSteps and maxBatch bound a segment's Steps and Batch, so that
+	// their product (the rows a rank served) cannot overflow.
+	maxSteps = 1 << 40
+	maxBatch = 1 << 20
+	// maxFingerprint bounds the length of State.Fingerprint.
+	maxFingerprint = 64
+)
+
+// Validate reports every field of s that no epoch of any dataset can have,
+// each named as in the JSON ("segments[1].consumed[0] -2"), as ErrResume:
+// an epoch outside [0, MaxEpoch], a negative sample count, more than
+// MaxSegments segments, a world outside [1, MaxWorld] or with another
+// number of counts, a count below -1 (unknown) or above the samples (when
+// known: a stream's may be 0), negative or overflowing steps and batch.
+// Whether s fits a given loader (its size, seed, data) is checked when the
+// loader takes it.
+func (s State) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if s.Epoch < 0 || s.Epoch > MaxEpoch {
+		bad("epoch %d: want 0 to %d", s.Epoch, MaxEpoch)
+	}
+	if s.Samples < 0 {
+		bad("samples %d: want at least 0", s.Samples)
+	}
+	if len(s.Fingerprint) > maxFingerprint {
+		bad("fingerprint of %d bytes: want at most %d", len(s.Fingerprint), maxFingerprint)
+	}
+	if len(s.Segments) > MaxSegments {
+		bad("%d segments: want at most %d (one per run within the epoch)", len(s.Segments), MaxSegments)
+		return joinResume(errs)
+	}
+	for i, seg := range s.Segments {
+		if seg.World < 1 || seg.World > MaxWorld {
+			bad("segments[%d].world %d: want 1 to %d", i, seg.World, MaxWorld)
+		} else if len(seg.Consumed) != seg.World {
+			bad("segments[%d].consumed: %d counts for world %d", i, len(seg.Consumed), seg.World)
+		}
+		for r, c := range seg.Consumed {
+			if c < -1 || (s.Samples > 0 && c > s.Samples) {
+				bad("segments[%d].consumed[%d] %d: want -1 (unknown) to %d", i, r, c, max(s.Samples, 0))
+				break // one per segment: a forged list may be long
+			}
+		}
+		if seg.Steps < 0 || seg.Steps > maxSteps {
+			bad("segments[%d].steps %d: want 0 to %d", i, seg.Steps, maxSteps)
+		}
+		if seg.Batch < 0 || seg.Batch > maxBatch {
+			bad("segments[%d].batch %d: want 0 to %d", i, seg.Batch, maxBatch)
+		}
+	}
+	return joinResume(errs)
+}
+
+// joinResume is errs as one ErrResume on one line, or nil.
+func joinResume(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msg := make([]string, len(errs))
+	for i, e := range errs {
+		msg[i] = e.Error()
+	}
+	return fmt.Errorf("%w: %s", ErrResume, strings.Join(msg, "; "))
 }
 
 // Segment is one run within an epoch: its world size and the positions each
@@ -106,6 +190,12 @@ func MergeStates(states ...State) (State, error) {
 		out.Segments[n-1].Consumed = slices.Clone(out.Segments[n-1].Consumed)
 	}
 	for _, s := range states[1:] {
+		if s.Fingerprint != out.Fingerprint && s.Fingerprint != "" && out.Fingerprint != "" {
+			return State{}, fmt.Errorf("%w: states of different data (fingerprint %s and %s)", ErrResume, out.Fingerprint, s.Fingerprint)
+		}
+		if out.Fingerprint == "" {
+			out.Fingerprint = s.Fingerprint
+		}
 		if s.Epoch != out.Epoch || s.Seed != out.Seed || s.Samples != out.Samples || s.Shuffle != out.Shuffle || len(s.Segments) != len(out.Segments) {
 			return State{}, fmt.Errorf("%w: states of different runs (epoch %d/%d, seed %d/%d, samples %d/%d)", ErrResume, out.Epoch, s.Epoch, out.Seed, s.Seed, out.Samples, s.Samples)
 		}
@@ -140,15 +230,18 @@ func LoadState(path string) (State, error) {
 // maxStateSize bounds a State file (a few integers per rank and run).
 const maxStateSize = 64 << 20
 
-// ParseState decodes a State as written by SaveState; name is used in
-// errors.
+// ParseState decodes a State as written by SaveState and checks its
+// fields (Validate); name is used in errors.
 func ParseState(b []byte, name string) (State, error) {
 	var s State
 	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", name, err)
+		return State{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if s.Version != StateVersion {
-		return s, fmt.Errorf("%s: state version %d, this build reads %d", name, s.Version, StateVersion)
+		return State{}, fmt.Errorf("%s: state version %d, this build reads %d", name, s.Version, StateVersion)
+	}
+	if err := s.Validate(); err != nil {
+		return State{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
 }
@@ -210,6 +303,7 @@ func mix64(x uint64) uint64 {
 // tail, computed. The memory is O(world × the ranks' spread), never
 // O(samples), whatever the epoch's size.
 func remaining(ord ordering, segs []Segment) (ordering, error) {
+	budget := ord.Len() // positions the bands may list in all: 8 bytes a sample at most
 	for si, seg := range segs {
 		if seg.World < 1 || len(seg.Consumed) != seg.World {
 			return nil, fmt.Errorf("%w: segment %d: world %d with %d counts", ErrResume, si, seg.World, len(seg.Consumed))
@@ -229,7 +323,20 @@ func remaining(ord ordering, segs []Segment) (ordering, error) {
 			hi = max(hi, c)
 		}
 		tail := min(hi*seg.World, n)
-		var band []int
+		// The band's size, counted before it is listed: rank r left
+		// positions c..hi-1 of its stride below tail unserved. Ranks
+		// that ran in lockstep leave a few (the bad samples one skipped
+		// more than another); a forged state may leave what is left of
+		// the epoch in every run.
+		size := 0
+		for r, c := range seg.Consumed {
+			size += max(0, strideLen(tail, seg.World, r)-c)
+		}
+		if budget -= size; budget < 0 {
+			return nil, fmt.Errorf("%w: segment %d leaves %d positions unserved behind its ranks' counts (%d to %d): more, over the state's runs, than the epoch has; ranks that ran in lockstep differ by the bad samples they skipped",
+				ErrResume, si, size, lo, hi)
+		}
+		band := make([]int, 0, size)
 		for p := lo * seg.World; p < tail; p++ {
 			if r, k := p%seg.World, p/seg.World; k >= seg.Consumed[r] {
 				band = append(band, p)

@@ -70,6 +70,10 @@
 //	'D' end        int64 epoch, int64 batches, int64 images, uint8 cancelled,
 //	               then, optionally, JSON EpochStats (the pipeline's
 //	               statistics and the loader's ceiling)
+//	'N' refused    UTF-8 message: the last 'E' cannot run (an epoch outside
+//	               0 to loader.MaxEpoch, a state that is malformed, out of
+//	               bounds, or of other data or another order); nothing ran,
+//	               and the session goes on: a consumer's state never ends it
 //	'X' error      UTF-8 message; the server then exits
 //
 // Consumer to server:
@@ -82,7 +86,7 @@
 //	'C' cancel     stop the running epoch early (its 'D' still follows)
 //
 // A session: the server sends 'H'; the consumer maps the file and sends
-// 'A'; then any number of times 'E' → 'R'… → 'D', with 'F' for each slot as
+// 'A'; then any number of times 'E' → 'R'… → 'D' (or 'E' → 'N'), with 'F' for each slot as
 // the consumer is done with it. A slot the consumer holds (announced and not
 // freed) is never written: the ring, Options.Slots deep, is the prefetch
 // depth and the backpressure. When the consumer closes the socket (or dies)

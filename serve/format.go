@@ -11,7 +11,7 @@ import (
 // Version: the Python client (python/faster/_protocol.py) repeats them.
 const (
 	Magic       = "FSTSERVE"
-	Version     = 3        // 3: ready carries the consumed count, epoch a state, end the statistics
+	Version     = 4        // 4: a refused epoch request ('N'); 3: ready carries the consumed count, epoch a state, end the statistics
 	HeaderBytes = 4096     // file header; slot 0 starts here
 	SlotHeader  = 4096     // per-slot header; images start here
 	MaxFrame    = 16 << 20 // largest frame accepted
@@ -28,14 +28,15 @@ const (
 
 // Frame types.
 const (
-	FrameHello  byte = 'H'
-	FrameReady  byte = 'R'
-	FrameEnd    byte = 'D'
-	FrameError  byte = 'X'
-	FrameAttach byte = 'A'
-	FrameEpoch  byte = 'E'
-	FrameFree   byte = 'F'
-	FrameCancel byte = 'C'
+	FrameHello   byte = 'H'
+	FrameReady   byte = 'R'
+	FrameEnd     byte = 'D'
+	FrameError   byte = 'X'
+	FrameRefused byte = 'N' // the epoch request cannot run; the session goes on
+	FrameAttach  byte = 'A'
+	FrameEpoch   byte = 'E'
+	FrameFree    byte = 'F'
+	FrameCancel  byte = 'C'
 )
 
 // ErrProtocol marks a malformed or unexpected frame.
@@ -80,6 +81,9 @@ type Hello struct {
 	Drop         bool   `json:"drop"`
 	Exact        bool   `json:"exact"`
 	StateVersion int    `json:"state_version"`
+	// Fingerprint names the data (loader.Loader.Fingerprint): a state
+	// saved on it carries it, and one saved on other data is refused.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // layout computes the slot geometry of o (already validated).

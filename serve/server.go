@@ -88,14 +88,15 @@ type Options struct {
 	World   int      // told to the consumer; 1
 	// Told to the consumer (Hello): the order's facts a client saves a
 	// position with.
-	DatasetLen int
-	PerRank    []int
-	Kind       string
-	Seed       uint64
-	Shuffle    bool
-	Stream     bool
-	Drop       bool
-	Exact      bool
+	DatasetLen  int
+	PerRank     []int
+	Kind        string
+	Seed        uint64
+	Shuffle     bool
+	Stream      bool
+	Drop        bool
+	Exact       bool
+	Fingerprint string
 	// Counters, if set, is where the session counts what it served and
 	// how (rows written in place or copied).
 	Counters *Counters
@@ -119,7 +120,7 @@ func ForLoader(l *loader.Loader, lo loader.Options) Options {
 	o := Options{Batch: lo.Batch, Len: l.Len(), Steps: l.StepsPerEpoch(), Samples: l.SamplesPerEpoch(),
 		Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards,
 		DatasetLen: l.DatasetLen(), PerRank: l.PerRank(), Kind: l.Kind(), Seed: lo.Seed, Shuffle: l.Shuffles(),
-		Stream: !l.Indexed(), Drop: lo.Drop, Exact: lo.Exact}
+		Stream: !l.Indexed(), Drop: lo.Drop, Exact: lo.Exact, Fingerprint: l.Fingerprint()}
 	if o.Batch == 0 {
 		o.Batch = 256
 	}
@@ -201,10 +202,11 @@ func (s *session) cpu() time.Duration {
 }
 
 // epochReq is an 'E' frame: the epoch, and the state it resumes from (nil:
-// from its start).
+// from its start); refuse, if set, is why it cannot run.
 type epochReq struct {
-	epoch int64
-	state []byte
+	epoch  int64
+	state  []byte
+	refuse error
 }
 
 type frame struct {
@@ -240,7 +242,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		Batch: o.Batch, DType: o.DType, Shape: o.Shape, RowBytes: rowBytes,
 		Len: o.Len, Steps: o.Steps, Samples: o.Samples, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
 		DatasetLen: o.DatasetLen, PerRank: o.PerRank, Kind: o.Kind, Seed: o.Seed, Shuffle: o.Shuffle, Stream: o.Stream,
-		Drop: o.Drop, Exact: o.Exact, StateVersion: loader.StateVersion,
+		Drop: o.Drop, Exact: o.Exact, StateVersion: loader.StateVersion, Fingerprint: o.Fingerprint,
 	}
 	putHeader(mem.mem, &s.hello)
 	s.ring = newRing(mem.mem, &s.hello)
@@ -335,8 +337,11 @@ func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
 		if len(p) > 8 {
 			state = bytes.Clone(p[8:]) // p is the reader's buffer
 		}
-		if e < 0 || e > 1<<31 {
-			return fmt.Errorf("%w: epoch %d", ErrProtocol, e)
+		var refuse error
+		if e < 0 || e > loader.MaxEpoch {
+			// The consumer's input, not a broken frame: refused, and
+			// the session goes on.
+			refuse = fmt.Errorf("epoch %d: want 0 to %d", e, loader.MaxEpoch)
 		}
 		s.mu.Lock()
 		busy := s.requested > s.finished
@@ -348,7 +353,7 @@ func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
 			return fmt.Errorf("%w: epoch requested while one runs", ErrProtocol)
 		}
 		select {
-		case s.epochs <- epochReq{e, state}: // never blocks: one epoch at a time
+		case s.epochs <- epochReq{e, state, refuse}: // never blocks: one epoch at a time
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -409,10 +414,17 @@ func (s *session) run(ctx context.Context) error {
 	for {
 		select {
 		case req := <-s.epochs:
-			if req.state != nil {
-				if err := s.resume(req.state); err != nil {
+			err := req.refuse
+			if err == nil && req.state != nil {
+				err = s.resume(req.state)
+			}
+			if err != nil {
+				// The consumer's epoch or state: refused, the session
+				// goes on (a client's state never ends the server).
+				if err := s.refuse(err); err != nil {
 					return err
 				}
+				continue
 			}
 			if err := s.epoch(ctx, int(req.epoch)); err != nil {
 				return err
@@ -425,6 +437,15 @@ func (s *session) run(ctx context.Context) error {
 	}
 }
 
+// refuse ends an epoch request that cannot run, telling the consumer why
+// ('N'); the session goes on.
+func (s *session) refuse(why error) error {
+	s.mu.Lock()
+	s.finished = s.requested // before 'N': the consumer may ask again at once
+	s.mu.Unlock()
+	return s.send(FrameRefused, []byte(why.Error()))
+}
+
 // resume makes the next epoch continue from the state the consumer sent.
 func (s *session) resume(b []byte) error {
 	r, ok := s.src.(resumer)
@@ -433,18 +454,10 @@ func (s *session) resume(b []byte) error {
 	}
 	var st loader.State
 	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' { // every rank's state
-		var list []json.RawMessage
-		if err := json.Unmarshal(b, &list); err != nil {
-			return fmt.Errorf("the consumer's states: %w", err)
+		states, err := parseStates(b)
+		if err != nil {
+			return err
 		}
-		states := make([]loader.State, len(list))
-		for i, m := range list {
-			var err error
-			if states[i], err = loader.ParseState(m, fmt.Sprintf("the consumer's state %d", i)); err != nil {
-				return err
-			}
-		}
-		var err error
 		if st, err = loader.MergeStates(states...); err != nil {
 			return err
 		}
@@ -455,6 +468,38 @@ func (s *session) resume(b []byte) error {
 		}
 	}
 	return r.SetResume(st)
+}
+
+// parseStates decodes a JSON array of every rank's state, one element at a
+// time, refusing more than loader.MaxWorld of them before decoding the
+// next (a frame of "{}," repeated would otherwise hold millions).
+func parseStates(b []byte) ([]loader.State, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // '['
+		return nil, fmt.Errorf("the consumer's states: %w", err)
+	}
+	var states []loader.State
+	for i := 0; dec.More(); i++ {
+		if i == loader.MaxWorld {
+			return nil, fmt.Errorf("the consumer's states: more than %d (one per rank)", loader.MaxWorld)
+		}
+		var m json.RawMessage
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("the consumer's states: %w", err)
+		}
+		st, err := loader.ParseState(m, fmt.Sprintf("the consumer's state %d", i))
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, st)
+	}
+	if _, err := dec.Token(); err != nil { // ']'
+		return nil, fmt.Errorf("the consumer's states: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("the consumer's states: data after the list")
+	}
+	return states, nil
 }
 
 // epoch runs epoch e: every batch goes into a slot (its stage waiting for

@@ -360,6 +360,9 @@ func (r *recordReader) Close() error {
 // Len returns the number of records of all shards.
 func (x *indexed) Len() int { return x.table.len() }
 
+// Files names the shards, in order (their records are numbered in it).
+func (x *indexed) Files() []string { return x.files }
+
 // Close closes the shards kept open and the store of a dataset under a
 // URL.
 func (x *indexed) Close() error { return errors.Join(x.open.close(), x.fs.close()) }

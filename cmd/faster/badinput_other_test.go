@@ -167,7 +167,7 @@ func TestBadInputOtherTable(t *testing.T) {
 		}
 		t.Run(r.id, func(t *testing.T) {
 			args, needle := build(t)
-			if args[0] != r.command {
+			if args[0] != r.command && strings.Join(args[:min(2, len(args))], " ") != r.command { // "train", "bench load"
 				t.Fatalf("the fixture runs %q, the row says %q", args[0], r.command)
 			}
 			code, out, errs := runCLI(t, args...)

@@ -138,7 +138,7 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f.IntVar(&o.epochs, "epochs", 1, "epochs to run")
 		f.IntVar(&o.steps, "steps", 0, "stop after this many batches in all (overrides --epochs)")
 		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
-		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order (without the repeats that even out the ranks)")
+		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order (without the repeats that even out the ranks); a key holding a control character or starting with a double quote is Go-quoted")
 		o.registerBad(f)
 		f.StringArrayVar(&o.resumeFrom, "resume-from", nil, "resume the epoch from a saved state (repeat for the states of several ranks)")
 		f.StringVar(&o.saveState, "save-state", "", "write the loader's position (JSON) to this file at the end")
@@ -285,7 +285,7 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 		}
 		s, err := loader.MergeStates(states...)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--resume-from %s: %w", strings.Join(o.resumeFrom, ", "), err)
 		}
 		resume = &s
 	}
@@ -303,6 +303,9 @@ func benchLoadOne(ctx context.Context, o benchLoadOptions, workers int, keys *bu
 		lo.Profile = prof
 	}
 	l, err := loader.OpenContext(ctx, o.data[0], lo)
+	if errors.Is(err, loader.ErrResume) {
+		return nil, fmt.Errorf("--resume-from %s: %w", strings.Join(o.resumeFrom, ", "), err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -240,6 +240,9 @@ class Loader:
                 raise ValueError("faster: %s=%r: want an integer" % (name, v))
         if seed < 0 or epoch < 0:
             raise ValueError("faster: seed=%d, epoch=%d: want integers of at least 0" % (seed, epoch))
+        if epoch > P.MAX_EPOCH or seed >= 1 << 64:
+            raise ValueError("faster: seed=%d, epoch=%d: want a seed below 2**64 and an epoch of at most %d"
+                             % (seed, epoch, P.MAX_EPOCH))
         spec = _transform_spec(transform, resolution)
         if augment_recipe is not None:
             from .transforms import AUGMENT_RECIPES
@@ -447,8 +450,8 @@ class Loader:
         seeds), like DistributedSampler.set_epoch. Without it every new
         iteration runs the next epoch, as DataLoader(shuffle=True) draws a
         new order each time it is iterated."""
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError("faster: set_epoch(%r): want an integer of at least 0" % (epoch,))
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= P.MAX_EPOCH:
+            raise ValueError("faster: set_epoch(%r): want an integer from 0 to %d" % (epoch, P.MAX_EPOCH))
         self.epoch = int(epoch)
 
     def __len__(self):
@@ -518,6 +521,7 @@ class Loader:
         run.executing = True
         payload = struct.pack("<q", epoch)
         prior, steps0 = [], 0
+        pos0 = self._pos
         if state is not None:
             payload += json.dumps(state).encode()
             one = _merge(state) if isinstance(state, list) else state
@@ -543,6 +547,13 @@ class Loader:
                     self._pos["done"] = not payload[P.END_FIXED.size - 1]
                     self._end_epoch(run.meter, epoch, payload)
                     return
+                if typ == P.REFUSED:
+                    # Nothing ran: the loader is where it was, and goes on.
+                    run.finished = True
+                    self._pos, self.epoch = pos0, epoch
+                    raise ValueError("faster: the server refused epoch %d%s: %s" % (
+                        epoch, " from the loaded state" if state is not None else "",
+                        bytes(payload).decode("utf-8", "replace")))
                 if typ != P.READY:
                     raise ServerError("faster: protocol error: frame %r during an epoch" % typ)
                 slot, e, index, valid, rows, repeats, consumed = P.READY_FIXED.unpack_from(payload)
@@ -634,6 +645,8 @@ class Loader:
                                                       "batch_size": self.batch_size}}
         if h.get("stream"):
             st["stream"] = True
+        if h.get("fingerprint"):
+            st["fingerprint"] = h["fingerprint"]  # the data it is a position in
         pos = self._pos
         if pos is None or pos["done"]:
             st["epoch"] = self.epoch if pos is None else pos["epoch"] + 1
@@ -653,15 +666,22 @@ class Loader:
         list of every rank's): it runs the state's epoch from where that
         stopped. set_epoch to another epoch drops it."""
         states = state if isinstance(state, list) else [state]
-        h = self.hello
-        for s in states:
-            if not isinstance(s, dict) or "epoch" not in s:
-                raise ValueError("faster: load_state_dict: not a faster.Loader state: %r" % (s,))
-            want = (h["state_version"], h["seed"], h["shuffle"], h["dataset_len"], bool(h.get("stream")))
-            got = (s.get("version"), s.get("seed"), s.get("shuffle"), s.get("samples"), bool(s.get("stream")))
-            if got != want:
-                raise ValueError("faster: load_state_dict: the state is of (version, seed, shuffle, samples, "
-                                 "streamed) %r; this loader has %r" % (got, want))
+        if not states or len(states) > P.MAX_WORLD:
+            raise ValueError("faster: load_state_dict: a list of %d states: want one per rank (1 to %d)"
+                             % (len(states), P.MAX_WORLD))
+        for i, s in enumerate(states):
+            _check_state(s, "state" if len(states) == 1 and not isinstance(state, list) else "state[%d]" % i,
+                         self.hello, self.world_size, self.rank)
+        first = states[0]
+        for i, s in enumerate(states[1:], 1):
+            for key in ("epoch", "fingerprint"):
+                if s.get(key) != first.get(key):
+                    raise ValueError("faster: load_state_dict: state[%d]['%s'] = %r, state[0]'s %r: states of different runs"
+                                     % (i, key, s.get(key), first.get(key)))
+            a, b = first.get("segments") or [], s.get("segments") or []
+            if [g["world"] for g in a] != [g["world"] for g in b]:
+                raise ValueError("faster: load_state_dict: state[%d]'s segments (worlds %r) differ from state[0]'s (%r): "
+                                 "states of different runs" % (i, [g["world"] for g in b], [g["world"] for g in a]))
         epoch = int(states[0]["epoch"])
         self.epoch = epoch
         mid = any(s.get("segments") for s in states)
@@ -870,6 +890,86 @@ def _list_image_folder(root, class_to_idx):
                 if name.lower().endswith(_IMG_EXTENSIONS):
                     out.append((os.path.join(base, name), class_to_idx[cls]))
     return out
+
+
+def _check_state(s, where, hello, world_size, rank):
+    """Raises ValueError naming the field of s (a state_dict, or one rank's
+    of a list) that is malformed, out of bounds (_protocol's MAX_*, as the
+    server's loader.State.Validate), or of another loader: version, seed,
+    shuffle, samples, streamed or not, and the data (fingerprint; a state
+    saved before fingerprints has none and is checked without it)."""
+    def bad(field, v, want):
+        raise ValueError("faster: load_state_dict: %s%s = %r: %s" % (where, field, v, want))
+
+    def integer(field, v, lo, hi):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            bad(field, v, "want an integer from %d to %d" % (lo, hi))
+
+    if not isinstance(s, dict):
+        raise ValueError("faster: load_state_dict: %s has type %s, not a faster.Loader state (a dict from state_dict())"
+                         % (where, type(s).__name__))
+    for key in ("version", "epoch", "seed", "shuffle", "samples"):
+        if key not in s:
+            raise ValueError("faster: load_state_dict: %s has no '%s': not a faster.Loader state (keys %s)"
+                             % (where, key, sorted(map(str, s))[:10]))
+    integer("['version']", s["version"], 0, 1 << 31)
+    integer("['epoch']", s["epoch"], 0, P.MAX_EPOCH)
+    integer("['seed']", s["seed"], 0, (1 << 64) - 1)
+    integer("['samples']", s["samples"], 0, 1 << 62)
+    for key in ("shuffle", "stream"):
+        if key in s and not isinstance(s[key], bool):
+            bad("['%s']" % key, s[key], "want True or False")
+    fp = s.get("fingerprint")
+    if fp is not None and (not isinstance(fp, str) or len(fp) > P.MAX_FINGERPRINT):
+        bad("['fingerprint']", fp, "want a string of at most %d characters" % P.MAX_FINGERPRINT)
+    # Of this loader?
+    got = {"version": s["version"], "seed": s["seed"], "shuffle": s["shuffle"], "samples": s["samples"],
+           "stream": bool(s.get("stream"))}
+    want = {"version": hello["state_version"], "seed": hello["seed"], "shuffle": hello["shuffle"],
+            "samples": hello["dataset_len"], "stream": bool(hello.get("stream"))}
+    diff = [k for k in got if got[k] != want[k]]
+    if diff:
+        raise ValueError("faster: load_state_dict: %s is of another loader: its %s; this loader has %s"
+                         % (where, ", ".join("%s %r" % (k, got[k]) for k in diff),
+                            ", ".join("%s %r" % (k, want[k]) for k in diff)))
+    mine = hello.get("fingerprint")
+    if fp and mine and fp != mine:
+        raise ValueError("faster: load_state_dict: %s was saved on other data (fingerprint %s); this loader's data "
+                         "has fingerprint %s (the kind, class names and the samples' or files' names, in order)"
+                         % (where, fp, mine))
+    segs = s.get("segments")
+    if segs is None:
+        return
+    if not isinstance(segs, list) or len(segs) > P.MAX_SEGMENTS:
+        bad("['segments']", segs if not isinstance(segs, list) else "a list of %d" % len(segs),
+            "want a list of at most %d segments" % P.MAX_SEGMENTS)
+    n = s["samples"]
+    for i, g in enumerate(segs):
+        f = "['segments'][%d]" % i
+        if not isinstance(g, dict) or "world" not in g or "consumed" not in g:
+            bad(f, g, "want a dict with 'world' and 'consumed'")
+        integer(f + "['world']", g["world"], 1, P.MAX_WORLD)
+        c = g["consumed"]
+        if not isinstance(c, list) or len(c) != g["world"]:
+            bad(f + "['consumed']", c if not isinstance(c, list) else "%d counts" % len(c),
+                "want a list of %d counts (one per rank of world %d)" % (g["world"], g["world"]))
+        for r, v in enumerate(c):
+            integer(f + "['consumed'][%d]" % r, v, -1, n if n > 0 else 1 << 62)
+        if all(v < 0 for v in c):
+            bad(f + "['consumed']", c, "want at least one rank's count (-1 is unknown)")
+        integer(f + "['steps']", g.get("steps", 0), 0, P.MAX_STEPS)
+        integer(f + "['batch']", g.get("batch", 0), 0, P.MAX_BATCH)
+    if s.get("stream") and segs:
+        # A stream's order depends on the ranks: it resumes with the same.
+        g = segs[-1]
+        if len(segs) > 1 or g["world"] != world_size:
+            bad("['segments']", [x["world"] for x in segs],
+                "a streamed dataset resumes with the ranks it was saved with, here %d (pack with indexes or use "
+                "global_shuffle=True to change the world size)" % world_size)
+        rows = hello.get("samples", -1)
+        if rows >= 0 and g.get("steps", 0) * g.get("batch", 0) > rows:
+            bad("['segments'][0]['steps']", g.get("steps"), "%d batches of %d rows: more than this rank's epoch has (%d)"
+                % (g.get("steps"), g.get("batch"), rows))
 
 
 def _merge(states):
