@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -136,5 +137,24 @@ func TestApplyPETBoundsAndNames(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %v: %v, want an error naming %s", c.env, c.args, err, c.want)
 		}
+	}
+}
+
+// A long bad launcher variable is quoted cut short (before: a 1 MB
+// PET_NNODES was printed whole).
+func TestApplyPETQuotesLongValuesShort(t *testing.T) {
+	o := trainOptions{cfg: fit.Config{Parallel: fit.ParallelConfig{Strategy: "ddp"}}}
+	f := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	addParallelFlags(f, &o)
+	f.Parse([]string{"--strategy", "ddp"})
+	long := strings.Repeat("9", 1<<20)
+	err := applyPET(f, &o, func(k string) (string, bool) {
+		if k == "PET_NNODES" {
+			return long, true
+		}
+		return "", false
+	})
+	if err == nil || !strings.Contains(err.Error(), `PET_NNODES="999`) || len(err.Error()) > 1000 {
+		t.Errorf("a 1 MB PET_NNODES: %d bytes of error, want under 1000 naming PET_NNODES", len(fmt.Sprint(err)))
 	}
 }

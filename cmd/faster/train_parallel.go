@@ -236,12 +236,16 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 		if n == "" {
 			return nil
 		}
+		q := strconv.Quote(v)
+		if len(v) > 200 { // a long value cut short: one readable line
+			q = fmt.Sprintf("%q… (%d bytes)", v[:200], len(v))
+		}
 		x, err := parse(v)
 		if err != nil {
-			return usagef("%s=%q (the default of --%s): %v", n, v, flag, err)
+			return usagef("%s=%s (the default of --%s): %v", n, q, flag, err)
 		}
 		*dst = x
-		fromEnv[flag] = fmt.Sprintf("%s=%q (the default of --%s)", n, v, flag)
+		fromEnv[flag] = fmt.Sprintf("%s=%s (the default of --%s)", n, q, flag)
 		return nil
 	}
 	atoi := func(v string) (int, error) {

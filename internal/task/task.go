@@ -58,16 +58,25 @@ func tooMany(given string) error {
 	return fmt.Errorf("%s: want at most %d tasks (Kubernetes' limit on an Indexed Job's completions)", given, MaxCount)
 }
 
+// quote is v quoted for an error, a long value cut short.
+func quote(v string) string {
+	const max = 200
+	if len(v) > max {
+		return fmt.Sprintf("%q… (%d bytes)", v[:max], len(v))
+	}
+	return strconv.Quote(v)
+}
+
 // Parse reads "i/n" (0 ≤ i < n ≤ MaxCount).
 func Parse(s string) (Task, error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(strings.TrimSpace(a))
 	n, err2 := strconv.Atoi(strings.TrimSpace(b))
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return Task{}, fmt.Errorf("--task %q: want i/n with 0 <= i < n (task 0/4 is the first of four)", s)
+		return Task{}, fmt.Errorf("--task %s: want i/n with 0 <= i < n (task 0/4 is the first of four)", quote(s))
 	}
 	if n > MaxCount {
-		return Task{}, tooMany(fmt.Sprintf("--task %q", s))
+		return Task{}, tooMany("--task " + quote(s))
 	}
 	return Task{Index: i, Count: n, Source: "--task"}, nil
 }
@@ -130,7 +139,7 @@ func fromEnv(countFlag int, getenv func(string) string) ([]Task, error) {
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return 0, false, fmt.Errorf("%s=%q: not a non-negative integer", name, getenv(name))
+			return 0, false, fmt.Errorf("%s=%s: not a non-negative integer", name, quote(getenv(name)))
 		}
 		if isCount && n > MaxCount {
 			return 0, false, tooMany(fmt.Sprintf("%s=%d", name, n))

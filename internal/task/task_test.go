@@ -1,6 +1,7 @@
 package task
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -172,6 +173,25 @@ func TestResolveIndexOutsideCount(t *testing.T) {
 		{"SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_COUNT", "1", "SLURM_ARRAY_TASK_MIN", "5", "SLURM_ARRAY_TASK_MAX", "5"}} {
 		if got, ok, err := Resolve("", 0, env(e...)); ok || err != nil {
 			t.Errorf("%v: %+v %v %v, want no task", e, got, ok, err)
+		}
+	}
+}
+
+// A long bad value is quoted cut short: the error stays one readable line
+// (before: a 1 MB RANK was printed whole).
+func TestResolveQuotesLongValuesShort(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		flag string
+		env  []string
+		want string
+	}{
+		{"", []string{"RANK", long, "WORLD_SIZE", "2"}, `RANK="xxx`},
+		{long, nil, `--task "xxx`},
+	} {
+		_, _, err := Resolve(tc.flag, 0, env(tc.env...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 1000 {
+			t.Errorf("%.20q %.20q: %d bytes of error, want under 1000 naming %s", tc.flag, tc.env, len(fmt.Sprint(err)), tc.want)
 		}
 	}
 }
