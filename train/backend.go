@@ -237,6 +237,16 @@ type Tuner interface {
 	TuneChoices() []TuneChoice
 }
 
+// TuneFlusher is implemented by backends that keep autotuning's choices in
+// a TuneCache (BackendOptions.TuneCache). FlushTuneCache writes the
+// choices made since the last call, nothing when there are none, and warns
+// (never fails) when it cannot: a cache is never worth stopping a run for.
+// The trainer calls it after each step, so that a run killed later keeps
+// what it tuned; the backend's Close writes the rest.
+type TuneFlusher interface {
+	FlushTuneCache()
+}
+
 // BackendOptions configures a backend.
 type BackendOptions struct {
 	// Precision of convolutions and matrix products (default Float32).

@@ -438,6 +438,11 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 		}
 	}
 	t.Step++
+	for _, d := range t.devs { // a step's new tuning choices, kept now
+		if f, ok := d.b.(TuneFlusher); ok {
+			f.FlushTuneCache()
+		}
+	}
 	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr, Skipped: skipped}
 	if onStep != nil {
 		return sr, onStep(sr)

@@ -30,6 +30,7 @@ var (
 	_ train.Backend           = (*Backend)(nil)
 	_ train.PrecisionReporter = (*Backend)(nil)
 	_ train.Tuner             = (*Backend)(nil)
+	_ train.TuneFlusher       = (*Backend)(nil)
 )
 
 // New opens the oneDNN CPU engine with its own stream.
@@ -69,8 +70,12 @@ func New(o train.BackendOptions) (*Backend, error) {
 func (b *Backend) Name() string { return "onednn" }
 func (b *Backend) Threads() int { return b.threads }
 
-// Close writes the choices autotuning made to the tune cache (once per
-// run, not per choice) and releases the backend.
+// FlushTuneCache implements train.TuneFlusher: it writes the choices
+// autotuning made since the last call to the tune cache, if any.
+func (b *Backend) FlushTuneCache() { b.tune.flush() }
+
+// Close writes the choices autotuning made to the tune cache (those not
+// written yet) and releases the backend.
 func (b *Backend) Close() error {
 	b.tune.flush()
 	b.s.close()

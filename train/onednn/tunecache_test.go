@@ -4,6 +4,7 @@ package onednn
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -195,5 +196,52 @@ func TestTuneCacheChoiceNotHolding(t *testing.T) {
 				t.Fatalf("the new choice did not replace the forged one in the file: %+v", third)
 			}
 		})
+	}
+}
+
+// The trainer writes a step's new tuning choices after that step
+// (train.TuneFlusher), not only when the backend closes: a run killed
+// later (kill -9, out of memory) keeps them for the next; a step with no
+// new choice writes nothing.
+func TestTuneCacheWrittenAfterStep(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tune.json")
+	ForgetSharedChoices()
+	b, err := New(train.BackendOptions{Threads: 1, Autotune: true, TuneCache: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	net, err := train.NewThinNet(b, train.ThinNetConfig{Filters: []int{16, 16}, Blocks: []int{1, 1}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.01), 4, 1)
+	defer tr.Close()
+	data := &train.Images{C: 1, H: 12, W: 12, Mean: 0.3, Std: 0.3, Pixels: make([]byte, 8*12*12), Labels: make([]int, 8)}
+	for i := range data.Pixels {
+		data.Pixels[i] = byte(i * 7)
+	}
+	var after []os.FileInfo
+	_, err = tr.TrainEpoch(context.Background(), data, func(r train.StepResult) error {
+		st, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("after step %d the tune cache is not written: %w", r.Step, err)
+		}
+		after = append(after, st)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 2 || !os.SameFile(after[0], after[1]) {
+		t.Fatalf("the second step, with nothing new to tune, rewrote the cache")
+	}
+	c, err := train.OpenTuneCache(path, MachineKey())
+	if err != nil || c.Problem != nil {
+		t.Fatal(err, c.Problem)
+	}
+	if len(b.TuneChoices()) == 0 {
+		t.Fatal("nothing was tuned")
 	}
 }
