@@ -170,6 +170,14 @@ func TestPackTaskMessages(t *testing.T) {
 	if code != 1 || strings.Contains(errs, "never started") || !strings.Contains(errs, "merged before?") {
 		t.Errorf("merge after the rerun: exit %d: %s", code, errs)
 	}
+	// A task file left by an older build's rerun: --json says the split
+	// was merged before.
+	os.MkdirAll(filepath.Join(dst, shard.PartsDir, "train"), 0o755)
+	os.WriteFile(filepath.Join(dst, shard.PartsDir, "train", "task-00004-of-00005.lock"), nil, 0o644)
+	code, out, errs = runCLI(t, "pack", "--merge", dst, "--json")
+	if code != 1 || !strings.Contains(out, `"merged_before": true`) || !strings.Contains(errs, "merged before?") {
+		t.Errorf("merge of a leftover task file: exit %d: %s%s", code, out, errs)
+	}
 	for _, split := range []string{"", ".", "..", "a/b", "a\nb"} {
 		for _, args := range [][]string{{"pack", src, filepath.Join(t.TempDir(), "d"), "--split", split}, {"pack", "--merge", dst, "--split", split}} {
 			if code, _, errs := runCLI(t, args...); code != 2 || !strings.Contains(errs, "--split") {

@@ -210,7 +210,8 @@ func runPackMerge(ctx context.Context, cmd *cobra.Command, o packOptions, stdout
 				Incomplete []int          `json:"incomplete"`
 				Damaged    map[int]string `json:"damaged"`
 				Rerun      []int          `json:"rerun"`
-			}{ie.Split, ie.Tasks, nonNil(ie.Missing), nonNil(ie.Incomplete), ie.Damaged, ie.Rerun()})
+				Merged     bool           `json:"merged_before"` // manifest.json lists the split complete already
+			}{ie.Split, ie.Tasks, nonNil(ie.Missing), nonNil(ie.Incomplete), ie.Damaged, ie.Rerun(), ie.Merged})
 		}
 		return &failError{err.Error()}
 	}
