@@ -33,12 +33,29 @@ func fingerprintOf(ds source.Dataset) string {
 		return ""
 	}
 	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	str := func(s string) {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
+	buf := make([]byte, 0, 64<<10) // the hash is fed in large writes
+	flush := func() {
+		h.Write(buf)
+		buf = buf[:0]
 	}
-	num := func(v int) { h.Write(n[:binary.PutVarint(n[:], int64(v))]) }
+	str := func(s string) {
+		if len(buf)+len(s)+binary.MaxVarintLen64 > cap(buf) {
+			flush()
+		}
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		if len(s) > cap(buf)-len(buf) { // longer than the buffer
+			flush()
+			h.Write([]byte(s))
+			return
+		}
+		buf = append(buf, s...)
+	}
+	num := func(v int) {
+		if len(buf)+binary.MaxVarintLen64 > cap(buf) {
+			flush()
+		}
+		buf = binary.AppendVarint(buf, int64(v))
+	}
 	str("faster dataset fingerprint 1")
 	str(ds.Kind())
 	classes := ds.Classes()
@@ -63,6 +80,7 @@ func fingerprintOf(ds source.Dataset) string {
 			str(baseName(f))
 		}
 	}
+	flush()
 	return "v1:" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
