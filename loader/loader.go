@@ -237,11 +237,7 @@ func (o *Options) ensureDefaults() error {
 	if o.Shuffle < ShuffleAuto || o.Shuffle > ShuffleOff {
 		errs = append(errs, fmt.Errorf("shuffle mode %d", o.Shuffle))
 	}
-	if o.Resize < 0 || o.FlipProb < 0 || o.FlipProb > 1 || o.CropScale[0] < 0 || o.CropScale[0] > o.CropScale[1] ||
-		o.CropScale[1] > 1 || o.CropRatio[0] < 0 || o.CropRatio[0] > o.CropRatio[1] {
-		errs = append(errs, fmt.Errorf("resize %d, flip probability %g, crop scale %v, crop ratio %v: want resize >= 0, a probability in [0, 1], scale 0 < lo <= hi <= 1, ratio 0 < lo <= hi",
-			o.Resize, o.FlipProb, o.CropScale, o.CropRatio))
-	}
+	errs = append(errs, o.checkRecipe()...)
 	if _, err := o.filter(); err != nil {
 		errs = append(errs, err)
 	}

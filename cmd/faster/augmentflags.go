@@ -85,7 +85,7 @@ func (af *augmentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&af.autoAugment, "auto-augment", "", "train: the auto-augment policy after the crop and flip: ta-wide (TrivialAugmentWide), ra (RandAugment), imagenet (AutoAugment's ImageNet policy) or augmix (AugMix); default none")
 	f.IntVar(&af.raN, "ra-n", 2, "train: RandAugment's num_ops")
 	f.IntVar(&af.raM, "ra-m", 9, "train: RandAugment's magnitude (a bin below --magnitude-bins)")
-	f.IntVar(&af.bins, "magnitude-bins", 31, "train: num_magnitude_bins of TrivialAugmentWide and RandAugment")
+	f.IntVar(&af.bins, "magnitude-bins", 31, "train: num_magnitude_bins of TrivialAugmentWide and RandAugment (2 to 1024)")
 	f.IntVar(&af.augmixSeverity, "augmix-severity", 3, "train: AugMix's severity (1 to 10)")
 	f.StringVar(&af.interp, "augment-interpolation", "nearest", "train: the auto-augment policy's interpolation, nearest (torchvision's default) or bilinear (what the references pass)")
 	f.Float64SliceVar(&af.fill, "augment-fill", nil, "train: the policy's fill for pixels its warps leave, one number or R,G,B in 0..255 (default torchvision's fill=None: 0)")
@@ -151,8 +151,9 @@ func (af *augmentFlags) check() error {
 	switch {
 	case af.raN < 1 || af.raN > 16:
 		return usagef("--ra-n %d: want 1 to 16 ops", af.raN)
-	case af.bins < 2:
-		return usagef("--magnitude-bins %d: want at least 2", af.bins)
+	case af.bins < 2 || af.bins > augment.MaxMagnitudeBins:
+		// Every draw builds a table of the bins for each op.
+		return usagef("--magnitude-bins %d: want 2 to %d", af.bins, augment.MaxMagnitudeBins)
 	case af.raM < 0 || af.raM >= af.bins:
 		return usagef("--ra-m %d: want a bin in [0, %d) (--magnitude-bins)", af.raM, af.bins)
 	case af.augmixSeverity < 1 || af.augmixSeverity > 10:
@@ -173,12 +174,16 @@ func (af *augmentFlags) check() error {
 		r := af.jitter()
 		for k, name := range []string{"brightness", "contrast", "saturation", "hue"} {
 			x := [][2]float64{r.Brightness, r.Contrast, r.Saturation, r.Hue}[k]
-			lo, hi := 0.0, math.Inf(1)
+			// torchvision draws the factors in float32: a bound beyond
+			// it (brightness 3.5e38: 1+3.5e38) raises "to is out of
+			// bounds for float".
+			lo, hi := 0.0, float64(math.MaxFloat32)
 			if k == 3 {
 				lo, hi = -0.5, 0.5
 			}
-			if len(j) == 4 && (j[k] < 0 || (k == 3 && j[k] > 0.5)) || !(x[0] >= lo && x[0] <= x[1] && x[1] <= hi) {
-				return usagef("--color-jitter %v: %s out of range (want B,C,S >= 0 and hue in [0, 0.5]; ranges LO <= HI, hue within [-0.5, 0.5])", j, name)
+			if len(j) == 4 && !(j[k] >= 0 && (k != 3 || j[k] <= 0.5)) || !(x[0] >= lo && x[0] <= x[1] && x[1] <= hi) {
+				return usagef("--color-jitter %v: %s out of range (want B,C,S >= 0 and hue in [0, 0.5]; ranges LO <= HI, hue within [-0.5, 0.5], B,C,S at most %g: torchvision draws them in float32)",
+					j, name, float32(math.MaxFloat32))
 			}
 		}
 	}
@@ -194,8 +199,11 @@ func (af *augmentFlags) check() error {
 	if err := rng("erasing-scale", af.erasingScale, 0, 1); err != nil {
 		return err
 	}
-	if err := rng("erasing-ratio", af.erasingRatio, 1e-9, math.Inf(1)); err != nil {
-		return err
+	// torchvision takes log(ratio) in float32: inf or 1e300 raise "out of
+	// bounds for float".
+	if r := af.erasingRatio; r != nil && (len(r) != 2 || !(r[0] >= 1e-9 && r[0] <= r[1] && r[1] <= math.MaxFloat32)) {
+		return usagef("--erasing-ratio %v: want LO,HI with 1e-09 <= LO <= HI <= %g (torchvision draws log(ratio) in float32: Inf or 1e300 raise \"out of bounds for float\")",
+			r, float32(math.MaxFloat32))
 	}
 	if _, _, err := af.value(); err != nil {
 		return err
@@ -258,8 +266,24 @@ func (af *augmentFlags) checkGeometry() error {
 		if af.blurKernel == nil {
 			return usagef("--blur-sigma needs --blur-kernel")
 		}
-		if !(len(sg) == 1 && sg[0] > 0 && sg[0] <= 100 || len(sg) == 2 && sg[0] > 0 && sg[0] <= sg[1] && sg[1] <= 100) {
-			return usagef("--blur-sigma %v: want S or LO,HI with 0 < LO <= HI", sg)
+		// float32(LO) > 0: torchvision draws sigma in float32, and a sigma
+		// of 0 raises "sigma should have positive values".
+		if !(len(sg) == 1 && float32(sg[0]) > 0 && sg[0] <= 100 || len(sg) == 2 && float32(sg[0]) > 0 && sg[0] <= sg[1] && sg[1] <= 100) {
+			return usagef("--blur-sigma %v: want S or LO,HI with 0 < LO <= HI <= 100 (LO above 0 as a float32)", sg)
+		}
+	}
+	return nil
+}
+
+// checkSide checks --blur-kernel against the side of the picture the
+// augmentations run on (the crop, --resolution): torchvision's reflect
+// padding must be below the side ("Padding size should be less than the
+// corresponding input dimension"), else every image would fail.
+func (af *augmentFlags) checkSide(side int) error {
+	for _, k := range af.blurKernel {
+		if k/2 >= side {
+			return usagef("--blur-kernel %v: want sizes at most %d at --resolution %d (torchvision's padding must be below the picture's side)",
+				af.blurKernel, 2*side-1, side)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -108,7 +109,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.Float64SliceVar(&lf.cropScale, "crop-scale", nil, "train: RandomResizedCrop's scale range LO,HI (default 0.08,1)")
 	f.Float64SliceVar(&lf.cropRatio, "crop-ratio", nil, "train: RandomResizedCrop's aspect-ratio range LO,HI (default 0.75,1.3333)")
 	f.Float64Var(&lf.flipProb, "flip-prob", 0.5, "train: RandomHorizontalFlip's probability (0: no flip)")
-	f.IntVar(&lf.resize, "resize", 0, "eval: Resize's shorter edge before the centre crop (default resolution*256/224)")
+	f.IntVar(&lf.resize, "resize", 0, "eval: Resize's shorter edge before the centre crop, --resolution to 16384 (default resolution*256/224)")
 	f.StringVar(&lf.interpolation, "interpolation", "bilinear", "train and eval: the resize's interpolation, bilinear, bicubic or nearest, as PIL computes it (torchvision's InterpolationMode on PIL images)")
 	f.BoolVar(&lf.fullDecode, "full-decode", false, "decode JPEGs at full size, never scaled in the DCT: torchvision's (PIL's) pixels exactly, at more decode time (default: a crop at least twice the output decodes at 1/2 to 1/8 scale, a few levels from PIL's on edges)")
 	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
@@ -124,7 +125,9 @@ func (lf *loaderFlags) check() error {
 		return usagef("--batch %d: must be at least 1", lf.batch)
 	case lf.resolution < 1 || lf.resolution > loader.MaxResolution:
 		return usagef("--resolution %d: want 1 to %d (the decoder's limit of %d pixels per image)", lf.resolution, loader.MaxResolution, loader.MaxResolution*loader.MaxResolution)
-	case lf.numShards < 1 || lf.shardIndex < 0 || lf.shardIndex >= lf.numShards:
+	case lf.numShards < 1 || lf.numShards > loader.MaxWorld:
+		return usagef("--num-shards %d: want 1 to %d ranks", lf.numShards, loader.MaxWorld)
+	case lf.shardIndex < 0 || lf.shardIndex >= lf.numShards:
 		return usagef("--shard-index %d of --num-shards %d: want 0 <= index < shards", lf.shardIndex, lf.numShards)
 	case lf.cropScale != nil && len(lf.cropScale) != 2, lf.cropRatio != nil && len(lf.cropRatio) != 2:
 		return usagef("--crop-scale %v, --crop-ratio %v: want two numbers LO,HI", lf.cropScale, lf.cropRatio)
@@ -134,26 +137,58 @@ func (lf *loaderFlags) check() error {
 		return usagef("--mean and --std go together")
 	case lf.classes < 0:
 		return usagef("--classes %d: must not be negative", lf.classes)
-	case lf.flipProb < 0 || lf.flipProb > 1:
+	case !(lf.flipProb >= 0 && lf.flipProb <= 1):
 		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
 	case lf.interpolation != "" && lf.interpolation != "bilinear" && lf.interpolation != "bicubic" && lf.interpolation != "nearest":
 		return usagef("--interpolation %q: want bilinear, bicubic or nearest", lf.interpolation)
 	case lf.labelOff < -loader.MaxLabelOffset || lf.labelOff > loader.MaxLabelOffset:
 		return usagef("--label-offset %d: at most %d either way (the largest label a container stores)", lf.labelOff, loader.MaxLabelOffset)
 	}
-	for _, v := range lf.std {
-		if v <= 0 {
-			return usagef("--std %v: want positive numbers", lf.std)
-		}
+	if err := lf.checkRecipe(); err != nil {
+		return err
 	}
 	if err := lf.augment.resolve(); err != nil {
 		return err
+	}
+	if lf.transform == string(loader.Train) {
+		if err := lf.augment.checkSide(lf.resolution); err != nil {
+			return err
+		}
 	}
 	if lf.augment.recipe == "" && lf.augment.any() && lf.transform != string(loader.Train) {
 		return usagef("--auto-augment, --affine-*, --rotate-degrees, --color-jitter, --grayscale-prob, --blur-* and --erasing-prob apply to --transform train")
 	}
 	if lf.augment.erasingProb > 0 && lf.layout == string(loader.U8HWC) && lf.transform == string(loader.Train) {
 		return usagef("--erasing-prob works on the normalised tensor: it needs --layout f32-chw")
+	}
+	return nil
+}
+
+// checkRecipe checks the recipes' numbers as torchvision checks its
+// transforms' (torch draws in float32: a NaN, an infinity or a bound
+// beyond float32 raises "out of bounds for float"), and bounds --resize
+// before anything is sized by it.
+func (lf *loaderFlags) checkRecipe() error {
+	if s := lf.cropScale; s != nil && !(s[0] >= 0 && s[0] <= s[1] && s[1] <= 1) {
+		return usagef("--crop-scale %v: want LO,HI with 0 <= LO <= HI <= 1 (fractions of the image's area)", s)
+	}
+	if r := lf.cropRatio; r != nil && !(float32(r[0]) > 0 && r[0] <= r[1] && r[1] <= math.MaxFloat32) {
+		return usagef("--crop-ratio %v: want LO,HI with 0 < LO <= HI <= %g (torchvision draws log(ratio) in float32: 0, NaN or Inf raise \"out of bounds for float\")",
+			r, float32(math.MaxFloat32))
+	}
+	if lf.resize != 0 && (lf.resize < lf.resolution || lf.resize > loader.MaxResolution) {
+		return usagef("--resize %d: want 0 (resolution*256/224) or %d to %d: at least --resolution (torchvision would pad the crop), at most the side of the decoder's limit of %d pixels",
+			lf.resize, lf.resolution, loader.MaxResolution, loader.MaxResolution*loader.MaxResolution)
+	}
+	for i := range lf.mean {
+		if m := lf.mean[i]; !(math.Abs(m) <= math.MaxFloat32) {
+			return usagef("--mean %v: want finite numbers (float32s)", lf.mean)
+		}
+		if s := lf.std[i]; !(s <= math.MaxFloat32 && float32(s) > 0) {
+			// torchvision: "std evaluated to zero after conversion to
+			// torch.float32, leading to division by zero".
+			return usagef("--std %v: want positive numbers, finite and above 0 as float32s", lf.std)
+		}
 	}
 	return nil
 }
