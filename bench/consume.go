@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"io"
 	"iter"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/faster-training/faster/loader"
 )
@@ -23,7 +26,7 @@ type ConsumeOptions struct {
 	Sleep func(time.Duration)
 	Now   func() time.Time
 	// Keys, if set, gets the key of every sample served, one a line
-	// (padding repeats left out).
+	// (padding repeats left out), as KeyLine writes it.
 	Keys io.Writer
 	// Progress, if set, is told of each batch's images and bytes.
 	Progress func(images, bytes int64)
@@ -69,7 +72,7 @@ func Consume(ctx context.Context, epoch func(context.Context, int) iter.Seq2[*lo
 				io.WriteString(h, it.Key)
 				h.Write([]byte{'\n'})
 				if o.Keys != nil && i < b.Valid-b.Repeats {
-					io.WriteString(o.Keys, it.Key+"\n")
+					io.WriteString(o.Keys, KeyLine(it.Key))
 				}
 			}
 			c.Images += int64(b.Valid)
@@ -99,4 +102,20 @@ func Consume(ctx context.Context, epoch func(context.Context, int) iter.Seq2[*lo
 	}
 	c.Digest = hex.EncodeToString(h.Sum(nil))
 	return c, nil
+}
+
+// KeyLine is a sample's key as a line of a list of keys: as it is, or,
+// when it holds a byte that would break the line or be read back as
+// another key (a newline, a carriage return, another control character,
+// bytes that are not UTF-8) or starts with a double quote, Go-quoted
+// (strconv.Quote), so that one line is one sample and a line starting
+// with '"' is strconv.Unquote'd.
+func KeyLine(key string) string {
+	plain := utf8.ValidString(key) && !strings.HasPrefix(key, `"`) && !strings.ContainsFunc(key, func(r rune) bool {
+		return r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029
+	})
+	if plain {
+		return key + "\n"
+	}
+	return strconv.Quote(key) + "\n"
 }

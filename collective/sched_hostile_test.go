@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -118,5 +119,20 @@ func TestConfigValidateBoundsSize(t *testing.T) {
 	}
 	if err := (Config{Size: 1 << 32, Rank: 0}).Validate(); err == nil {
 		t.Error("size 2^32: Validate = nil")
+	}
+}
+
+// A long bad value is quoted cut short: the error stays one readable line
+// (before: a 1 MB hostlist was printed whole, twice).
+func TestSchedulerErrorsQuoteLongValuesShort(t *testing.T) {
+	long := strings.Repeat("n[1-2]", 1<<18) + "["
+	for _, env := range [][]string{
+		{"SLURM_PROCID", "0", "SLURM_STEP_ID", "0", "SLURM_NTASKS", "2", "SLURM_STEP_NODELIST", long},
+		{"RANK", "0", "WORLD_SIZE", long},
+	} {
+		_, err := configFrom(envOf(env...))
+		if err == nil || !strings.Contains(err.Error(), env[len(env)-2]+"=") || len(err.Error()) > 1000 {
+			t.Errorf("a 1.5 MB %s: %d bytes of error, want under 1000 naming it", env[len(env)-2], len(fmt.Sprint(err)))
+		}
 	}
 }

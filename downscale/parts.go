@@ -184,6 +184,29 @@ func startTask(dst string, jobs []job, o *Options) (*partTask, []job, error) {
 	return p, mine, nil
 }
 
+// refuseRunningTasks refuses a one-machine run into dst while a resize
+// task writes it (a task's lock held, seen without taking it): the run
+// removes every temporary file it finds in the output folders, the
+// task's too. A task's parts left unlocked (finished or killed) do not
+// stop it.
+func refuseRunningTasks(dst string) error {
+	dir := filepath.Join(dst, PartsDir, partsSub)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // no tasks here
+	}
+	for _, e := range ents {
+		i, n, kind, ok, _ := partFileName(dir, e.Name())
+		if !ok || kind != "lock" {
+			continue
+		}
+		if held, err := lockfile.Held(filepath.Join(dir, e.Name())); err == nil && held {
+			return fmt.Errorf("%s: resize task %d of %d is writing this destination now (%s is locked): a resize of the whole tree would remove its temporary files; wait for the tasks to finish, then merge them (faster resize --merge)", dst, i, n, filepath.Join(dir, e.Name()))
+		}
+	}
+	return nil
+}
+
 // commit lists the task's outputs and writes its part manifest, unless
 // the part is there already (a rerun of a finished task changes nothing).
 func (p *partTask) commit(jobs []job, res *Result) error {

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/faster-training/faster/internal/atomicfile"
+	"github.com/faster-training/faster/internal/lockfile"
 )
 
 // resizeTasks resizes a small tree into a new destination as count
@@ -139,5 +142,36 @@ func TestResizeStartedMarkFIFO(t *testing.T) {
 	}
 	if st, err := os.Lstat(filepath.Join(dir, taskStem(0, 2)+".started")); err != nil || !st.Mode().IsRegular() {
 		t.Errorf("the started mark: %v %v", st, err)
+	}
+}
+
+// A one-machine resize into a destination a resize task is writing now
+// (its lock held) is refused naming the task, before it removes any
+// temporary file (before: it removed the task's, which then failed with
+// a raw "rename … no such file").
+func TestResizeOneMachineBesideRunningTask(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string][]byte{"a/1.jpg": photo(t, 40, 30)})
+	dst := t.TempDir()
+	dir := filepath.Join(dst, PartsDir, partsSub)
+	os.MkdirAll(dir, 0o755)
+	unlock, err := lockfile.Lock(filepath.Join(dir, taskStem(1, 2)+".lock")) // task 1 of 2, running
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	os.MkdirAll(filepath.Join(dst, "a"), 0o755)
+	temp := filepath.Join(dst, "a", atomicfile.TempStem("1.jpg")+"123")
+	os.WriteFile(temp, []byte("in flight"), 0o644)
+	_, err = Run(context.Background(), src, dst, Options{MaxSize: 16, Workers: 1})
+	if err == nil || !strings.Contains(err.Error(), "task 1 of 2") {
+		t.Errorf("one-machine resize beside a running task: %v", err)
+	}
+	if _, err := os.Stat(temp); err != nil {
+		t.Errorf("the task's temporary file: %v", err)
+	}
+	unlock()
+	if _, err := Run(context.Background(), src, dst, Options{MaxSize: 16, Workers: 1}); err != nil {
+		t.Errorf("once the task ended: %v", err)
 	}
 }

@@ -76,6 +76,11 @@ func Run(ctx context.Context, src, dst string, o Options) (*Result, error) {
 		return res, err
 	}
 	o.EnsureDefaults()
+	if o.TaskCount == 0 {
+		if err := refuseRunningTasks(dst); err != nil {
+			return res, err
+		}
+	}
 	jobs, err := walk(ctx, src, dst, res, o.TaskCount > 0)
 	if err != nil {
 		return res, err

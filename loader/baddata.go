@@ -49,6 +49,7 @@ type quarantine struct {
 	mu     sync.Mutex
 	list   []BadSample
 	epoch  map[int]int // bad samples per epoch
+	first  map[int]BadSample
 	seen   map[badKey]bool
 	notify func(BadSample)
 }
@@ -82,6 +83,12 @@ func (q *quarantine) add(b BadSample, e int, p BadDataPolicy, n int) error {
 	}
 	q.epoch[e]++
 	k := q.epoch[e]
+	if k == 1 {
+		if q.first == nil {
+			q.first = map[int]BadSample{}
+		}
+		q.first[e] = b
+	}
 	notify := q.notify
 	q.mu.Unlock()
 	if notify != nil {
@@ -92,6 +99,19 @@ func (q *quarantine) add(b BadSample, e int, p BadDataPolicy, n int) error {
 			ErrTooManyBad, k, e, p.MaxBad, p.MaxBadFraction, n, b.Path, b.Offset, b.Reason)
 	}
 	return nil
+}
+
+// inEpoch returns how many bad samples epoch e met.
+func (q *quarantine) inEpoch(e int) int {
+	_, n := q.firstIn(e)
+	return n
+}
+
+// firstIn returns the first bad sample epoch e met and how many it met.
+func (q *quarantine) firstIn(e int) (BadSample, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.first[e], q.epoch[e]
 }
 
 // Bad returns the samples quarantined so far, in the order they were met.

@@ -25,9 +25,15 @@ import (
 //	{"version": 1, "shards": {"train-00000-of-01024":
 //	    {"size": 146923912, "mtime_ns": 1733200000000000000, "records": 1251}}}
 //
-// An entry holds while the shard keeps its size and modification time; a
-// changed shard is counted again. Where the shards' directory cannot be
-// written, the file is kept in the user's cache directory instead
+// An entry holds while the shard keeps its size, modification time and
+// stamp (source.FileStamp: inode and status-change time too, so a shard
+// edited in place with its mtime set back is counted again), and while
+// its count is one the shard's size can hold; a changed shard is counted
+// again. A count is a cached fact, checked against the shard as it is
+// read: a shard that holds a record past it, or ends before it, drops the
+// entry and is an error naming this file (never an epoch cut at the
+// count). Where the shards' directory cannot be written, the file is kept
+// in the user's cache directory instead
 // (os.UserCacheDir()/faster/counts/<sha256 of the directory>.json).
 const CountsName = ".faster-counts.json"
 
@@ -36,14 +42,29 @@ const CountsName = ".faster-counts.json"
 const countsVersion = 1
 
 type countEntry struct {
-	Size    int64 `json:"size"`
-	MTimeNs int64 `json:"mtime_ns"`
-	Records int   `json:"records"`
+	Size    int64  `json:"size"`
+	MTimeNs int64  `json:"mtime_ns"`
+	Records int    `json:"records"`
+	Stamp   string `json:"stamp,omitempty"` // source.FileStamp of the shard when counted
+}
+
+// holds reports whether e is the count of a file whose stat is st and
+// stamp stamp: the same size, modification time and stamp, and a count
+// its size can hold, each record at least minRecord bytes (a TFRecord
+// record a 16-byte frame: an empty shard holds none, a shard of some
+// bytes at least one; 0 for a gzip-compressed tar, whose size says
+// little).
+func (e countEntry) holds(st os.FileInfo, stamp string, minRecord int64) bool {
+	if e.Size != st.Size() || e.MTimeNs != st.ModTime().UnixNano() || e.Stamp == "" || e.Stamp != stamp || e.Records < 0 {
+		return false
+	}
+	return minRecord == 0 || int64(e.Records) <= e.Size/minRecord && (e.Records == 0) == (e.Size == 0)
 }
 
 type countsFile struct {
 	Version int                   `json:"version"`
 	Shards  map[string]countEntry `json:"shards"`
+	path    string                // where it was read from ("" when new)
 }
 
 // maxCountsFile bounds the counts file read (64 MiB, as the manifest).
@@ -55,6 +76,7 @@ type counter struct {
 	mu    sync.Mutex
 	dirs  map[string]*countsFile // by directory
 	dirty map[string]bool
+	from  map[string]string // the counts file each count read from one came from, by path
 }
 
 func newCounter() *counter {
@@ -100,41 +122,117 @@ func readCounts(p string) *countsFile {
 	if err != nil {
 		return nil
 	}
-	var f countsFile
-	if json.Unmarshal(b, &f) != nil || f.Version != countsVersion || f.Shards == nil {
+	f, err := parseCounts(b)
+	if err != nil {
 		return nil
 	}
-	return &f
+	f.path = p
+	return f
+}
+
+// parseCounts parses a counts file: its version must be countsVersion and
+// it must list its shards; entries are checked against their shards when
+// used (countEntry.holds).
+func parseCounts(b []byte) (*countsFile, error) {
+	var f countsFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	if f.Version != countsVersion || f.Shards == nil {
+		return nil, fmt.Errorf("counts file version %d (want %d) or no shards", f.Version, countsVersion)
+	}
+	return &f, nil
 }
 
 // count returns the number of records of the local TFRecord shard at
-// path: from the counts file while the shard keeps its size and
-// modification time, else by reading its length headers.
-func (c *counter) count(ctx context.Context, path string) (int, error) {
-	st, err := os.Stat(path)
+// path: from the counts file while its entry holds (countEntry.holds),
+// else by reading its length headers. from names the counts file the
+// count was read from ("" when the shard was counted).
+func (c *counter) count(ctx context.Context, path string) (n int, from string, _ error) {
+	n, from, ok, err := c.kept(path, tfrecord.FrameSize)
+	if err != nil || ok {
+		return n, from, err
+	}
+	st, stamp, err := statStamp(path)
 	if err != nil {
-		return 0, err
+		return 0, "", err
+	}
+	if n, err = CountRecords(ctx, path); err != nil {
+		return 0, "", err
+	}
+	c.keep(path, st, stamp, n)
+	return n, "", nil
+}
+
+// kept returns the count the counts file keeps for the file at path, if
+// its entry holds, and the counts file's path.
+// minRecord is the least bytes a record takes (see countEntry.holds).
+func (c *counter) kept(path string, minRecord int64) (n int, from string, ok bool, _ error) {
+	st, stamp, err := statStamp(path)
+	if err != nil {
+		return 0, "", false, err
 	}
 	dir, name := filepath.Split(path)
 	dir = filepath.Clean(dir)
 	c.mu.Lock()
-	e, ok := c.load(dir).Shards[name]
-	c.mu.Unlock()
-	if ok && e.Size == st.Size() && e.MTimeNs == st.ModTime().UnixNano() && e.Records >= 0 {
-		return e.Records, nil
+	defer c.mu.Unlock()
+	f := c.load(dir)
+	e, ok := f.Shards[name]
+	if !ok || !e.holds(st, stamp, minRecord) || f.path == "" {
+		return 0, "", false, nil
 	}
-	n, err := CountRecords(ctx, path)
+	if c.from == nil {
+		c.from = map[string]string{}
+	}
+	c.from[path] = f.path
+	return e.Records, f.path, true, nil
+}
+
+// statStamp returns the stat and the stamp (source.FileStamp) of the
+// file at path, taken before it is counted.
+func statStamp(path string) (os.FileInfo, string, error) {
+	st, err := os.Stat(path)
 	if err != nil {
-		return 0, err
+		return nil, "", err
 	}
-	c.keep(path, st, n)
-	return n, nil
+	stamp, err := source.FileStamp(path)
+	return st, stamp, err
+}
+
+// keptIn returns the counts file the count of path was read from, "" when
+// it was counted (or not asked).
+func (c *counter) keptIn(path string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.from[path]
+}
+
+// drop removes the entry of the file at path, found wrong as the file was
+// read (a record past its count, or its end before it), and saves the
+// counts file: the next open counts the file again.
+func (c *counter) drop(path string) {
+	dir, name := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	c.mu.Lock()
+	if f := c.dirs[dir]; f != nil {
+		delete(f.Shards, name)
+		c.dirty[dir] = true
+	}
+	delete(c.from, path)
+	c.mu.Unlock()
+	c.save()
+}
+
+// wrongCount is the error of a count kept in the counts file at from that
+// the file at path, as read, disagrees with: more said how.
+func wrongCount(from, path string, n int, more string) error {
+	return fmt.Errorf("%s: its entry for %s says %d records, and %s: a stale or forged entry (the entry is dropped: the next run counts the shard again)", from, path, n, more)
 }
 
 // index reads the local TFRecord shard's length headers into an index
 // (as tfrecord2idx would write it) and keeps its count.
 func (c *counter) index(ctx context.Context, path string) ([]tfrecord.IndexEntry, error) {
-	st, err := os.Stat(path)
+	st, stamp, err := statStamp(path)
 	if err != nil {
 		return nil, err
 	}
@@ -144,16 +242,17 @@ func (c *counter) index(ctx context.Context, path string) ([]tfrecord.IndexEntry
 	}); err != nil {
 		return nil, err
 	}
-	c.keep(path, st, len(entries))
+	c.keep(path, st, stamp, len(entries))
 	return entries, nil
 }
 
-// keep records n as the count of the shard at path whose stat is st.
-func (c *counter) keep(path string, st os.FileInfo, n int) {
+// keep records n as the count of the shard at path whose stat and stamp
+// were st and stamp before it was counted.
+func (c *counter) keep(path string, st os.FileInfo, stamp string, n int) {
 	dir, name := filepath.Split(path)
 	dir = filepath.Clean(dir)
 	c.mu.Lock()
-	c.load(dir).Shards[name] = countEntry{Size: st.Size(), MTimeNs: st.ModTime().UnixNano(), Records: n}
+	c.load(dir).Shards[name] = countEntry{Size: st.Size(), MTimeNs: st.ModTime().UnixNano(), Records: n, Stamp: stamp}
 	c.dirty[dir] = true
 	c.mu.Unlock()
 }

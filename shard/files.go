@@ -156,6 +156,10 @@ func remoteShards(ctx context.Context, url, split string, known *Manifest) (stor
 			s.Close()
 			return f, nil, err
 		}
+		if err := checkComplete(url, split, names); err != nil {
+			s.Close()
+			return f, nil, err // all N of -of-N, or none read
+		}
 	}
 	slices.Sort(names)
 	if len(names) == 0 {

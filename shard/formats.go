@@ -208,8 +208,9 @@ func verifierOf(path string) func(context.Context, target, func(int64)) (int64, 
 
 // shardNameRE matches shard names as packers write them:
 // "<split>-00007-of-01024" with no extension (TensorFlow's
-// build_imagenet_data.py), or with ".tfrecord", ".tfrecords" or ".tar".
-var shardNameRE = regexp.MustCompile(`^(.+)-(\d{5,})-of-(\d{5,})(\.tfrecords?|\.tar)?$`)
+// build_imagenet_data.py), or with ".tfrecord", ".tfrecords", ".tar",
+// ".tar.gz" or ".tgz".
+var shardNameRE = regexp.MustCompile(`^(.+)-(\d{5,})-of-(\d{5,})(\.tfrecords?|\.tar|\.tar\.gz|\.tgz)?$`)
 
 // splitOf returns the split a shard file name carries, or "".
 func splitOf(name string) string {
@@ -275,7 +276,7 @@ func openFiles(ctx context.Context, files []string, o OpenOptions) (source.Datas
 		if format == nil {
 			format, firstOf = f, p
 		} else if f != format {
-			return nil, fmt.Errorf("%s is a %s file, %s a %s file: the files of one dataset must be of one format", firstOf, format.name, p, f.name)
+			return nil, fmt.Errorf("%s is a %s file, %s a %s file: two formats in one dataset, which reads one (the files of one dataset must be of one format; give one format's files as paths)", firstOf, format.name, p, f.name)
 		}
 	}
 	if len(kept) == 0 {
@@ -294,6 +295,9 @@ func openFiles(ctx context.Context, files []string, o OpenOptions) (source.Datas
 		if splitOf(filepath.Base(p)) == "" {
 			return nil, fmt.Errorf("%s: not a dataset file: its first bytes match no format read here (TFRecord, tar, gzip, LMDB)", p)
 		}
+	}
+	if err := checkMerged(kept, o.Split); err != nil {
+		return nil, err // a split packed as tasks: its shards are read once merged
 	}
 	return format.open(ctx, kept, o)
 }

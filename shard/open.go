@@ -143,12 +143,10 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	if !st.IsDir() {
 		return openFiles(ctx, []string{path}, opts)
 	}
-	// A packed directory is read through its manifest (its splits), never
-	// by listing.
-	if _, noManifest := os.Lstat(filepath.Join(path, ManifestName)); noManifest != nil {
-		if files := source.WDSFiles(path); len(files) > 0 {
-			return openFiles(ctx, files, opts) // tars, or gzip-compressed ones
-		}
+	// A split packed as tasks is read once merged (its manifest lists it
+	// then), never as the shards the finished tasks left.
+	if err := mergedSplits(path, []string{opts.Split}); err != nil {
+		return nil, err
 	}
 	files, err := dirShards(path, opts.Split)
 	if err != nil {
@@ -168,8 +166,11 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 }
 
 // dirShards returns the shard files of split in a directory: those its
-// manifest lists, else those named <split>-NNNNN-of-NNNNN (see Open),
-// else every *.tfrecord; nil if there are none (an ImageFolder tree).
+// manifest lists; else, of its files told by their bytes (or names: see
+// DataFiles), those named <split>-NNNNN-of-NNNNN (see Open), all N of
+// them, else every one; nil if there are none (an ImageFolder tree). A
+// packed directory is read through its manifest (its splits), never by
+// listing.
 func dirShards(dir, split string) ([]string, error) {
 	m, err := LoadManifest(dir)
 	if err != nil {
@@ -189,34 +190,25 @@ func dirShards(dir, split string) ([]string, error) {
 		}
 		return files, nil
 	}
-	entries, err := os.ReadDir(dir)
+	all, err := DataFiles(dir) // TFRecord, tar and gzip files, by their bytes
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	bySplit := bySplitName(all)
+	unnamed := bySplit[""]
+	delete(bySplit, "")
+	if len(bySplit) == 0 {
+		return unnamed, nil
+	}
+	files, err := pickSplit(bySplit, split, dir)
 	if err != nil {
 		return nil, err
 	}
-	bySplit := map[string][]string{}
-	var tfrecords []string
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, ".") {
-			continue
-		}
-		if sp := splitOf(name); sp != "" && !strings.HasSuffix(name, ".tar") {
-			bySplit[sp] = append(bySplit[sp], filepath.Join(dir, name))
-		}
-		if strings.HasSuffix(name, ".tfrecord") {
-			tfrecords = append(tfrecords, filepath.Join(dir, name))
-		}
+	slices.Sort(files)
+	if err := checkComplete(dir, split, files); err != nil {
+		return nil, err
 	}
-	if len(bySplit) > 0 {
-		files, err := pickSplit(bySplit, split, dir)
-		if err != nil {
-			return nil, err
-		}
-		slices.Sort(files)
-		return files, nil
-	}
-	slices.Sort(tfrecords)
-	return tfrecords, nil
+	return files, nil
 }
 
 // EvalSplit returns the evaluation split of a local directory of shards
@@ -234,7 +226,7 @@ func EvalSplit(dir string) string {
 	}
 	have := map[string]bool{}
 	for _, e := range entries {
-		if !e.IsDir() && !strings.HasSuffix(e.Name(), ".tar") {
+		if !e.IsDir() {
 			have[splitOf(e.Name())] = true
 		}
 	}

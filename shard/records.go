@@ -247,10 +247,19 @@ func (s *streaming) Open(ctx context.Context, i int) (source.RecordReader, error
 	if s.sizes == nil || s.sizes[i] < 0 {
 		want = -1 // damaged at open, read under the skip policy: no count to hold it to
 	}
-	return &recordReader{
+	r := &recordReader{
 		ctx: ctx, fs: s.fs, name: name, path: path, f: f, id: uint64(i) << 32, skip: s.skip, want: want,
 		rd: tfrecord.NewReader(f, tfrecord.WithName(path), tfrecord.WithMaxRecordSize(maxRecordSize)),
-	}, nil
+	}
+	if want >= 0 && s.count != nil {
+		// A count kept in the counts file is a cached fact, checked as
+		// the shard is read: a record past it, or the end before it,
+		// drops the entry and names the file (countEntry).
+		if r.keptIn = s.count.keptIn(name); r.keptIn != "" {
+			r.size, r.drop = s.sizes[i], func() { s.count.drop(name) }
+		}
+	}
+	return r, nil
 }
 
 // recordReader reads one shard's tf.train.Example records as samples.
@@ -270,6 +279,20 @@ type recordReader struct {
 	want   int  // records the index or manifest gave when the dataset was opened, -1 unknown
 	hint   int  // the last record's size: the next one's buffer
 	err    error
+	// keptIn is the counts file want was read from ("" when an index,
+	// the manifest or a count at open gave it), size the shard's size,
+	// drop removes the entry.
+	keptIn string
+	size   int64
+	drop   func()
+}
+
+// wrongCount fails the reader on a count from the counts file that the
+// shard disagrees with, dropping the entry.
+func (r *recordReader) wrongCount(more string) (source.Record, error) {
+	r.drop()
+	r.err = wrongCount(r.keptIn, r.path, r.want, more)
+	return source.Record{}, r.err
 }
 
 // Next returns the next record. Under the skip policy a damaged record is
@@ -311,6 +334,9 @@ func (r *recordReader) Next() (source.Record, error) {
 		r.hint = len(rec)
 	}
 	if err == io.EOF {
+		if r.keptIn != "" && !r.damage && r.i != uint64(r.want) {
+			return r.wrongCount(fmt.Sprintf("the shard ends after %d", r.i))
+		}
 		if r.want >= 0 && !r.damage && r.i != uint64(r.want) {
 			// The size matched (or the store has none) and yet the shard
 			// holds another number of records than its index or the
@@ -324,6 +350,12 @@ func (r *recordReader) Next() (source.Record, error) {
 	}
 	id := r.id | r.i
 	r.i++
+	if err == nil && r.keptIn != "" && !r.damage && r.i >= uint64(r.want) && (r.i > uint64(r.want) || r.rd.Offset() < r.size) {
+		// The last record the count allows, and the shard goes on: fail
+		// now, before an epoch planned by the count ends on it.
+		buf.Release()
+		return r.wrongCount(fmt.Sprintf("it holds more: a record at offset %d past the count", r.rd.Offset()))
+	}
 	if err != nil {
 		if !r.skip || !source.IsDamage(err) {
 			r.err = err
@@ -452,7 +484,7 @@ func (s *shards) checkIndex(ctx context.Context, name, display string, size int6
 			entries, err = s.count.index(ctx, name)
 			n = len(entries)
 		} else {
-			n, err = s.count.count(ctx, name)
+			n, _, err = s.count.count(ctx, name) // s.count.keptIn tells whence
 		}
 		if source.IsDamage(err) {
 			if s.countErr == nil {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/faster-training/faster/source"
 )
@@ -40,29 +38,32 @@ func openTarGz(ctx context.Context, files []string, o OpenOptions) (source.Datas
 }
 
 // countTarGz learns the sample counts of gzip-compressed tars: from the
-// counts file beside them (CountsName) while a file keeps its size and
-// modification time, else by reading it through, and keeps them there.
+// counts file beside them (CountsName) while a file's entry holds, else
+// by reading it through, and keeps them there. A count from the counts
+// file is checked as the file is read (source.TarGz.SetKeptCount).
 func countTarGz(ctx context.Context, t *source.TarGz) error {
 	c := newCounter()
 	defer c.save()
 	for i, f := range t.Files() {
-		st, err := os.Stat(f)
+		n, from, ok, err := c.kept(f, 0)
 		if err != nil {
 			return err
 		}
-		dir, name := filepath.Split(f)
-		c.mu.Lock()
-		e, ok := c.load(filepath.Clean(dir)).Shards[name]
-		c.mu.Unlock()
-		if ok && e.Size == st.Size() && e.MTimeNs == st.ModTime().UnixNano() && e.Records >= 0 {
-			t.SetCount(i, e.Records)
+		if ok {
+			t.SetKeptCount(i, n, func(got string) error {
+				c.drop(f)
+				return wrongCount(from, f, n, got)
+			})
 			continue
 		}
-		n, err := t.CountFile(ctx, i)
+		st, stamp, err := statStamp(f)
 		if err != nil {
 			return err
 		}
-		c.keep(f, st, n)
+		if n, err = t.CountFile(ctx, i); err != nil {
+			return err
+		}
+		c.keep(f, st, stamp, n)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -77,6 +78,7 @@ func Verify(ctx context.Context, paths []string, opts VerifyOptions) (*VerifyRep
 		rep.Problems = append(rep.Problems, probs...)
 	}
 	var mu sync.Mutex
+	found := map[string]int64{} // records of the shards no manifest describes, read whole
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Workers)
 	for _, t := range targets {
@@ -88,12 +90,16 @@ func Verify(ctx context.Context, paths []string, opts VerifyOptions) (*VerifyRep
 			rep.Records += records
 			rep.Bytes += bytes
 			rep.Problems = append(rep.Problems, probs...)
+			if t.want == nil && len(probs) == 0 {
+				found[t.path] = records
+			}
 			return gctx.Err()
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	rep.Problems = append(rep.Problems, countsProblems(found)...)
 	slices.SortStableFunc(rep.Problems, func(a, b Problem) int {
 		if a.Path != b.Path {
 			if a.Path < b.Path {
@@ -139,27 +145,30 @@ func expand(p string) ([]target, []Problem, error) {
 	} else if held {
 		return nil, []Problem{{Path: p, Offset: -1, Reason: fmt.Sprintf("a faster pack is writing this destination now (%s is locked): verify it once the pack has finished", LockName)}}, nil
 	}
+	// Splits packed as tasks and not merged: their shards are no dataset
+	// yet.
+	probs := unmergedProblems(p)
 	mp := filepath.Join(p, ManifestName)
 	if _, err := os.Stat(mp); errors.Is(err, fs.ErrNotExist) {
 		files, err := DataFiles(p) // by their bytes: train-00000-of-01024 too
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(files) == 0 {
+		if len(files) == 0 && len(probs) == 0 {
 			return nil, nil, fmt.Errorf("%s: no manifest.json, no TFRecord or tar files, not an LMDB", p)
 		}
 		var ts []target
 		for _, f := range files {
 			ts = append(ts, target{path: f})
 		}
-		return ts, nil, nil
+		// What the names promise: all N of -of-N, one format a split.
+		return ts, append(probs, setProblems(p, files)...), nil
 	}
 	m, err := LoadManifest(p)
 	if err != nil {
-		return nil, []Problem{{Path: mp, Offset: -1, Reason: err.Error()}}, nil
+		return nil, append(probs, Problem{Path: mp, Offset: -1, Reason: err.Error()}), nil
 	}
 	var ts []target
-	var probs []Problem
 	if len(m.Splits) == 0 {
 		probs = append(probs, Problem{Path: mp, Offset: -1, Reason: "the manifest lists no splits"})
 	}
@@ -190,6 +199,27 @@ func expand(p string) ([]target, []Problem, error) {
 		}
 	}
 	return ts, probs, nil
+}
+
+// countsProblems checks the counts files (CountsName) kept beside shards
+// without a manifest against the records found in them: an entry that
+// holds for its shard (size, modification time, stamp) with another
+// count is stale or forged, and named with the counts file.
+func countsProblems(found map[string]int64) []Problem {
+	c := newCounter()
+	var probs []Problem
+	for _, p := range slices.Sorted(maps.Keys(found)) {
+		dir, name := filepath.Split(p)
+		f := c.load(filepath.Clean(dir))
+		e, ok := f.Shards[name]
+		st, stamp, err := statStamp(p)
+		if !ok || f.path == "" || err != nil || !e.holds(st, stamp, 0) || int64(e.Records) == found[p] {
+			continue
+		}
+		probs = append(probs, Problem{Path: f.path, Offset: -1, Reason: fmt.Sprintf(
+			"its entry for %s says %d records, the shard holds %d: a stale or forged entry (delete it, or the file: the next open counts the shard)", name, e.Records, found[p])})
+	}
+	return probs
 }
 
 // unwrapPath drops the path an error names (the problem names it).

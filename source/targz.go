@@ -24,6 +24,7 @@ import (
 type TarGz struct {
 	files  []string
 	counts []int
+	wrong  []func(got string) error // per file, set by SetKeptCount
 	opts   TarGzOptions
 }
 
@@ -83,6 +84,18 @@ func (t *TarGz) CountFile(ctx context.Context, i int) (int, error) {
 // kept from an earlier read of the same file).
 func (t *TarGz) SetCount(i, n int) { t.counts[i] = n }
 
+// SetKeptCount records file i's sample count, kept from an earlier read
+// and so checked as the file is read: a file that holds a sample past n,
+// or ends before it, fails its reader with wrong's error (got says how
+// the file disagrees), never an epoch cut at the count.
+func (t *TarGz) SetKeptCount(i, n int, wrong func(got string) error) {
+	t.counts[i] = n
+	if t.wrong == nil {
+		t.wrong = make([]func(string) error, len(t.files))
+	}
+	t.wrong[i] = wrong
+}
+
 func (t *TarGz) count(ctx context.Context, i int) (int, error) {
 	f, _, err := OpenFile(t.files[i])
 	if err != nil {
@@ -139,7 +152,11 @@ func (t *TarGz) Open(ctx context.Context, i int) (RecordReader, error) {
 		f.Close()
 		return nil, err
 	}
-	return &tarGzReader{s: s, f: f, id: uint64(i) << 32, opts: t.opts}, nil
+	r := &tarGzReader{s: s, f: f, id: uint64(i) << 32, opts: t.opts}
+	if t.wrong != nil && t.wrong[i] != nil {
+		r.want, r.wrong = t.counts[i], t.wrong[i]
+	}
+	return r, nil
 }
 
 // ErrNoLabel and ErrNoImageMember are the causes of a WebDataset sample's
@@ -232,6 +249,10 @@ type tarGzReader struct {
 	cur  *gzSample
 	bad  error // damage to return (Skip) before err
 	err  error
+	// want is the file's count kept from an earlier read, checked by
+	// wrong (nil: no such count) as the samples are read.
+	want  int
+	wrong func(got string) error
 }
 
 // gzSample is a sample being read.
@@ -260,6 +281,10 @@ func (r *tarGzReader) Next() (Record, error) {
 		h, off, err := r.s.next()
 		if err == io.EOF {
 			r.err = io.EOF
+			if n := r.i + uint64(btoi(r.cur != nil)); r.wrong != nil && n != uint64(r.want) {
+				r.err = r.wrong(fmt.Sprintf("the file ends after %d", n))
+				return Record{}, r.err
+			}
 			if r.cur != nil {
 				done := r.cur
 				r.cur = nil
@@ -285,15 +310,28 @@ func (r *tarGzReader) Next() (Record, error) {
 			return r.fail(err)
 		}
 		if done != nil {
+			if r.wrong != nil && r.i+1 >= uint64(r.want) {
+				// The last sample the count allows, and another follows:
+				// fail now, before an epoch planned by the count ends.
+				r.err = r.wrong(fmt.Sprintf("it holds more: a sample at offset %d (in the decompressed tar) past the count", off))
+				return Record{}, r.err
+			}
 			return r.finish(done)
 		}
 	}
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // fail ends the file at damage err: the sample being read is lost with
 // it.
 func (r *tarGzReader) fail(err error) (Record, error) {
-	r.cur = nil
+	r.cur, r.wrong = nil, nil // damage: the count no longer tells
 	if r.opts.Skip && errors.Is(err, ErrCorrupt) {
 		r.err = io.EOF
 		return Record{Path: r.path(), Offset: offsetOf(err), Bad: err}, nil
