@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfexample"
@@ -87,16 +88,28 @@ type wdsSink struct {
 	tw      *tar.Writer
 	classes []string
 	index   []source.WDSIndexSample
-	keys    map[string]int
+	keys    map[string]bool // the keys written
 }
 
 // WDSKey returns the webdataset key of an item key: its path without the
 // extension, with the dots of the base name replaced by "_" (webdataset
-// splits a member name at the first dot of its base name).
+// splits a member name at the first dot of its base name), and so is
+// white space anywhere (a wds2idx index line separates its fields by
+// white space: DALI's reader and ours would split a name holding one);
+// an empty base name (a file named .jpg) is "_". The item key is kept
+// whole in the sample's .json ("filename").
 func WDSKey(itemKey string) string {
 	dir, base := path.Split(itemKey)
 	base = strings.TrimSuffix(base, path.Ext(base))
-	return dir + strings.ReplaceAll(base, ".", "_")
+	if base == "" {
+		base = "_" // a file named .jpg: "cls/" is no sample's key
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return '_'
+		}
+		return r
+	}, dir+strings.ReplaceAll(base, ".", "_"))
 }
 
 // wdsExt is a member extension for an image format.
@@ -113,12 +126,16 @@ func wdsExt(format string) string {
 var wdsTime = time.Unix(0, 0)
 
 func (t *wdsSink) member(name string, data []byte) (source.WDSIndexMember, error) {
+	// USTAR where it can hold the name (the common case: no PAX records),
+	// else a PAX "path" record, as Python's tarfile (PAX by default) and
+	// GNU tar --format=pax write a name that is too long for USTAR's 100
+	// bytes or not ASCII (USTAR's fields are ASCII: café.jpg).
 	hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: wdsTime, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}
-	if len(name) > 100 {
+	if !ustarName(name) {
 		hdr.Format = tar.FormatPAX
 	}
 	if err := t.tw.WriteHeader(hdr); err != nil {
-		return source.WDSIndexMember{}, err
+		return source.WDSIndexMember{}, fmt.Errorf("tar member %q: %w", name, err)
 	}
 	off := t.cw.n // the header is written: the data starts here
 	if _, err := t.tw.Write(data); err != nil {
@@ -131,16 +148,34 @@ func (t *wdsSink) member(name string, data []byte) (source.WDSIndexMember, error
 	return source.WDSIndexMember{Ext: ext, Offset: off, Size: int64(len(data)), Name: name}, nil
 }
 
+// ustarName reports whether a USTAR header's name field holds name
+// whole: at most 100 bytes of ASCII with no NUL.
+func ustarName(name string) bool {
+	if len(name) > 100 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == 0 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 func (t *wdsSink) write(s source.Sample) (int64, error) {
 	start := t.cw.n
 	if t.keys == nil {
-		t.keys = map[string]int{}
+		t.keys = map[string]bool{}
 	}
-	key := WDSKey(s.Key)
-	if n := t.keys[key]; n > 0 { // two items with one key: keep both apart
-		key = fmt.Sprintf("%s_%d", key, n)
+	// Two items with one key (a.b.jpg and a_b.png) are kept apart by a
+	// suffix that no other item of the shard has taken: webdataset
+	// groups consecutive members of one key into one sample.
+	base := WDSKey(s.Key)
+	key := base
+	for n := 1; t.keys[key]; n++ {
+		key = fmt.Sprintf("%s_%d", base, n)
 	}
-	t.keys[WDSKey(s.Key)]++
+	t.keys[key] = true
 	meta, _ := json.Marshal(struct {
 		Label    int    `json:"label"`
 		Class    string `json:"class"`

@@ -432,9 +432,12 @@ func memberHeaderFault(hdr []byte, m wdsMember) (name, why string) {
 	}
 	// The name, where the index gives it (GNU tar's listing, which
 	// wds2idx reads, writes some bytes as backslash escapes: then the
-	// extension), else the extension.
+	// extension; a name that is not ASCII lives in a PAX record before
+	// the header, which holds a stand-in: Go's archive/tar drops the other
+	// bytes, Python's tarfile writes '?' for them), else the extension.
 	_, ext := wdsSplit(name)
 	switch {
+	case m.name != "" && !isASCII(m.name):
 	case m.name != "" && truncated:
 		if !strings.HasPrefix(m.name, name) && !strings.Contains(m.name, "\\") {
 			return name, fmt.Sprintf("the header of %q, not of %q", name, m.name)
@@ -447,6 +450,15 @@ func memberHeaderFault(hdr []byte, m wdsMember) (name, why string) {
 		return name, fmt.Sprintf("the header of %q, not of a %q member", name, m.ext)
 	}
 	return name, ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // tarChecksumOK checks a 512-byte tar header's checksum field (octal,
