@@ -272,3 +272,18 @@ func TestCountsFileDisagreeingTarGz(t *testing.T) {
 		}
 	}
 }
+
+// Shards that hold no record at all are no dataset: Open refuses them,
+// as it refuses an ImageFolder of no images and a tar of no samples
+// (before: an empty epoch, exit 0).
+func TestEmptyShardsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2 {
+		os.WriteFile(filepath.Join(dir, Name("train", i, 2)), nil, 0o644)
+	}
+	for _, global := range []bool{false, true} {
+		if _, err := Open(context.Background(), dir, OpenOptions{GlobalShuffle: global}); err == nil || !strings.Contains(err.Error(), "no records") {
+			t.Fatalf("global shuffle %v: %v, want \"no records\"", global, err)
+		}
+	}
+}

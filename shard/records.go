@@ -168,6 +168,16 @@ func openShards(ctx context.Context, sfs shardFS, files []string, o OpenOptions)
 		}
 		s.counts[i], indexes[i], sizes[i] = n, idx, size
 	}
+	if total := 0; known {
+		for _, n := range s.counts {
+			total += n
+		}
+		if total == 0 {
+			// Shards of no records serve an empty epoch: no dataset (as
+			// an ImageFolder of no images, a tar of no samples).
+			return nil, fmt.Errorf("%s: no records in %d shards (every one empty)", sfs.display(files[0]), len(files))
+		}
+	}
 	if !known && o.Ranks > 1 {
 		if s.countErr != nil {
 			return nil, fmt.Errorf("the shards' record counts are unknown: every rank must know every shard's count to take the same number of steps; counting the records of a shard without an index failed: %w", s.countErr)

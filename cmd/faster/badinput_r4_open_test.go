@@ -86,6 +86,14 @@ func init() {
 		forgeCount(t, filepath.Join(dir, shard.CountsName), shard.Name("train", 1, 2), -2)
 		return badFixture{data: dir, needle: shard.CountsName, loadArgs: []string{"--no-shuffle", "--transform", "eval"}}
 	}
+	badFixtures["shards-empty"] = func(t *testing.T) badFixture {
+		dir := filepath.Join(t.TempDir(), "shards")
+		os.Mkdir(dir, 0o755)
+		for i := range 2 {
+			os.WriteFile(filepath.Join(dir, shard.Name("train", i, 2)), nil, 0o644)
+		}
+		return badFixture{data: dir, needle: "no records"}
+	}
 	badFixtures["targz-all-bad"] = func(t *testing.T) badFixture {
 		p := filepath.Join(t.TempDir(), "s.tar.gz")
 		var b bytes.Buffer
