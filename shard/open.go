@@ -72,11 +72,16 @@ type OpenOptions struct {
 //   - a Caffe LMDB (a directory with data.mdb, or the file): indexed,
 //     kind "lmdb".
 //   - a packed directory (manifest.json, its Split): the shards it lists.
-//   - a directory without a manifest: its WebDataset tars; else the
-//     Split's shards named <split>-NNNNN-of-NNNNN, with or without an
-//     extension (TensorFlow's build_imagenet_data.py writes
-//     train-00000-of-01024 and validation-00000-of-00128; Split "val"
-//     finds "validation" and the other way round); else every *.tfrecord.
+//     A Split packed as tasks and not merged (task parts under
+//     .faster-parts) is refused: "not merged: run faster pack --merge".
+//   - a directory without a manifest: of its data files (TFRecord, tar,
+//     gzip-compressed tar: DataFiles), the Split's named
+//     <split>-NNNNN-of-NNNNN, with or without an extension (TensorFlow's
+//     build_imagenet_data.py writes train-00000-of-01024 and
+//     validation-00000-of-00128; Split "val" finds "validation" and the
+//     other way round), every one of the N there and of one shard count;
+//     else, when no name carries a split, every data file. The files
+//     must be of one format ("two formats" names one of each).
 //   - a file, a glob, or several paths (Paths): files of one format, told
 //     by their bytes; the indexes and manifest a glob matches beside the
 //     shards are left out.

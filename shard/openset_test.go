@@ -287,3 +287,14 @@ func TestEmptyShardsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Under a storage URL too, a split named -of-N is read only whole.
+func TestMissingShardsRefusedOverS3(t *testing.T) {
+	dir := tfImageNetDir(t, "stem")
+	os.Remove(filepath.Join(dir, "train-00002-of-00004"))
+	url := s3Dataset(t, dir, "tfimagenet")
+	if _, err := Open(context.Background(), url, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "train-00002-of-00004") || !strings.Contains(err.Error(), "1 of 4") {
+		t.Fatalf("Open: %v, want the missing shard named", err)
+	}
+	wantStreaming(t, open(t, url, OpenOptions{Split: "validation"}), 2, []int{3, 3})
+}
