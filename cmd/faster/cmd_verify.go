@@ -29,7 +29,11 @@ directories: with a manifest.json every shard it lists, else every *.tfrecord
 and *.tar) and checks: for TFRecord both CRCs of each record; for tar shards
 every header and member and that only padding follows the end; the .idx index
 beside each shard; and the record count, size and sha256 the manifest records.
-For a Caffe LMDB, every value must decode as a Datum holding an image. Each
+For a Caffe LMDB, every value must decode as a Datum holding an image. For a
+directory, what the names promise: every shard of a split named -of-N there,
+one format a split, no split left packed as tasks and not merged
+(.faster-parts); and each record count kept in .faster-counts.json against
+its shard. Each
 shard stops at its first corrupt record. Each problem is printed with its file
 and byte offset.
 
