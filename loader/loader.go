@@ -623,15 +623,24 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 		l.stMu.Lock()
 		l.stEpoch, l.stCons, l.stLen, l.stDone, l.stAny = e, 0, own, false, true
 		l.stMu.Unlock()
-		failed := false
+		failed, served := false, false
 		for b, err := range ds.Iter(ctx) {
-			err = l.explainEmpty(err)
+			err = l.explainEmpty(e, err)
 			if err == nil && b != nil {
 				l.advance(b)
+				served = true
 			} else if err != nil {
 				failed = true
 			}
 			if !yield(b, err) {
+				return
+			}
+		}
+		if !failed && !served && ctx.Err() == nil {
+			// Nothing padded the epoch (a stream of unknown counts, or
+			// Exact): an epoch of only bad samples fails all the same.
+			if err := l.explainEmpty(e, pipeline.ErrNothingToRepeat); l.q.inEpoch(e) > 0 {
+				yield(nil, err)
 				return
 			}
 		}
@@ -643,18 +652,18 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 	}
 }
 
-// explainEmpty names what emptied an epoch whose every sample was bad (the
-// padding that evens out ranks has nothing to repeat): the skipped samples.
-func (l *Loader) explainEmpty(err error) error {
+// explainEmpty names what emptied epoch e when every sample was bad (the
+// padding that evens out ranks has nothing to repeat): the skipped
+// samples, the first of the epoch's named.
+func (l *Loader) explainEmpty(e int, err error) error {
 	if !errors.Is(err, pipeline.ErrNothingToRepeat) {
 		return err
 	}
-	bad := l.Bad()
-	if len(bad) == 0 {
+	first, n := l.q.firstIn(e)
+	if n == 0 {
 		return fmt.Errorf("this rank's part of the epoch is empty: %w", err)
 	}
-	b := bad[0]
-	return fmt.Errorf("every sample of this rank's epoch was bad and skipped (%d listed; the first: %s, offset %d: %s): nothing to serve: %w", len(bad), b.Path, b.Offset, b.Reason, err)
+	return fmt.Errorf("every sample of this rank's epoch was bad and skipped (%d listed; the first: %s, offset %d: %s): nothing to serve: %w", n, first.Path, first.Offset, first.Reason, err)
 }
 
 // Stats returns the per-stage statistics and verdict of the pipeline that
