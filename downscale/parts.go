@@ -26,7 +26,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,8 +105,6 @@ type partTask struct {
 	unlock       func()
 }
 
-func taskStem(i, n int) string { return fmt.Sprintf("task-%05d-of-%05d", i, n) }
-
 func optionsKey(o *Options) string {
 	return fmt.Sprintf("max-size=%d quality=%d exif=%v non-images=%s no-scaled-decode=%v rgb=%v max-pixels=%d",
 		o.MaxSize, o.Quality, o.EXIF, o.NonImages, o.NoScaledDecode, o.RGB, o.MaxPixels)
@@ -127,7 +124,7 @@ func listingKey(jobs []job) string {
 // its files.
 func startTask(dst string, jobs []job, o *Options) (*partTask, []job, error) {
 	p := &partTask{
-		dir: filepath.Join(dst, PartsDir, partsSub), stem: taskStem(o.TaskIndex, o.TaskCount),
+		dir: filepath.Join(dst, PartsDir, partsSub), stem: task.FileStem(o.TaskIndex, o.TaskCount),
 		index: o.TaskIndex, count: o.TaskCount, listing: listingKey(jobs), nfiles: len(jobs), options: optionsKey(o),
 	}
 	p.first, p.last = o.TaskIndex*len(jobs)/o.TaskCount, (o.TaskIndex+1)*len(jobs)/o.TaskCount
@@ -196,8 +193,8 @@ func refuseRunningTasks(dst string) error {
 		return nil // no tasks here
 	}
 	for _, e := range ents {
-		i, n, kind, ok, _ := partFileName(dir, e.Name())
-		if !ok || kind != "lock" {
+		i, n, kind, ok, _ := task.ParseFileName(dir, e.Name(), partExts...)
+		if !ok || kind != ".lock" {
 			continue
 		}
 		if held, err := lockfile.Held(filepath.Join(dir, e.Name())); err == nil && held {
@@ -277,37 +274,14 @@ func (e *IncompleteError) Error() string {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		fmt.Fprintf(&b, "; damaged %d: %s (remove %s and rerun it)", k, e.Damaged[k], filepath.Join(e.Dir, PartsDir, partsSub, taskStem(k, e.Tasks)+".json"))
+		fmt.Fprintf(&b, "; damaged %d: %s (remove %s and rerun it)", k, e.Damaged[k], filepath.Join(e.Dir, PartsDir, partsSub, task.FileStem(k, e.Tasks)+".json"))
 	}
 	fmt.Fprintf(&b, "; rerun those tasks (--task i/%d, or the scheduler's indexes), then merge again", e.Tasks)
 	return b.String()
 }
 
-var partFile = regexp.MustCompile(`^task-(\d{5,})-of-(\d{5,})\.(json|started|lock)$`)
-
-// partFileName parses a task's file name in the parts folder dir: task i
-// of n, 0 <= i < n <= MaxTasks. ok is false for a name of another kind;
-// err names a task file outside those bounds (a stray
-// "task-00000-of-1099511627776.json" once made the merge allocate by its
-// count, and "-of-00000" merged no task at all, reporting success).
-func partFileName(dir, name string) (i, n int, kind string, ok bool, err error) {
-	m := partFile.FindStringSubmatch(name)
-	if m == nil {
-		return 0, 0, "", false, nil
-	}
-	i, err1 := strconv.Atoi(m[1])
-	n, err2 := strconv.Atoi(m[2])
-	if err1 != nil || err2 != nil || n < 1 || n > MaxTasks || i >= n {
-		num := func(d string) string {
-			if d = strings.TrimLeft(d, "0"); d == "" {
-				return "0"
-			}
-			return d
-		}
-		return 0, 0, "", false, fmt.Errorf("%s: not a task file of this build (task %s of %s: want 0 <= task < count <= %d); remove it", filepath.Join(dir, name), num(m[1]), num(m[2]), MaxTasks)
-	}
-	return i, n, m[3], true, nil
-}
+// partExts are the kinds of a resize task's files in the parts folder.
+var partExts = []string{".json", ".started", ".lock"}
 
 // MergeParts checks the parts of a resize split into tasks under dst: a
 // part manifest from every task, all for the same source listing and
@@ -327,7 +301,7 @@ func MergeParts(dst string) (*Result, error) {
 	started, committed := map[int]bool{}, map[int]bool{}
 	var files []string // the task files read, removed once merged
 	for _, e := range ents {
-		i, n, kind, ok, err := partFileName(dir, e.Name())
+		i, n, kind, ok, err := task.ParseFileName(dir, e.Name(), partExts...)
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +310,7 @@ func MergeParts(dst string) (*Result, error) {
 		}
 		files = append(files, e.Name())
 		counts[n] = true
-		if kind == "json" {
+		if kind == ".json" {
 			committed[i] = true
 		} else {
 			started[i] = true
@@ -366,7 +340,7 @@ func MergeParts(dst string) (*Result, error) {
 			continue
 		}
 		var pt Part
-		b, err := readPart(filepath.Join(dir, taskStem(i, tasks)+".json"))
+		b, err := readPart(filepath.Join(dir, task.FileStem(i, tasks)+".json"))
 		if err != nil {
 			ie.Damaged[i] = err.Error()
 			continue

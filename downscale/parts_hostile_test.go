@@ -5,6 +5,7 @@ package downscale
 import (
 	"context"
 	"errors"
+	"github.com/faster-training/faster/internal/task"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,7 +66,7 @@ func TestResizePartsByDataFileRules(t *testing.T) {
 		func(p string) error { return os.Symlink("/dev/zero", p) },
 	} {
 		dst := resizeTasks(t, 2)
-		p := filepath.Join(dst, PartsDir, partsSub, taskStem(1, 2)+".json")
+		p := filepath.Join(dst, PartsDir, partsSub, task.FileStem(1, 2)+".json")
 		os.Remove(p)
 		if err := mk(p); err != nil {
 			t.Fatal(err)
@@ -88,7 +89,7 @@ func TestResizePartOutputsStayInside(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dst, "..", "outside.jpg"), b, 0o644)
-	p := filepath.Join(dst, PartsDir, partsSub, taskStem(0, 1)+".json")
+	p := filepath.Join(dst, PartsDir, partsSub, task.FileStem(0, 1)+".json")
 	b, _ = os.ReadFile(p)
 	b = []byte(strings.Replace(string(b), `"path": "a/1.jpg"`, `"path": "../outside.jpg"`, 1))
 	os.Remove(p)
@@ -134,13 +135,13 @@ func TestResizeStartedMarkFIFO(t *testing.T) {
 	dst := t.TempDir()
 	dir := filepath.Join(dst, PartsDir, partsSub)
 	os.MkdirAll(dir, 0o755)
-	if err := syscall.Mkfifo(filepath.Join(dir, taskStem(0, 2)+".started"), 0o644); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(dir, task.FileStem(0, 2)+".started"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Run(context.Background(), src, dst, Options{MaxSize: 16, Workers: 1, TaskIndex: 0, TaskCount: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := os.Lstat(filepath.Join(dir, taskStem(0, 2)+".started")); err != nil || !st.Mode().IsRegular() {
+	if st, err := os.Lstat(filepath.Join(dir, task.FileStem(0, 2)+".started")); err != nil || !st.Mode().IsRegular() {
 		t.Errorf("the started mark: %v %v", st, err)
 	}
 }
@@ -155,7 +156,7 @@ func TestResizeOneMachineBesideRunningTask(t *testing.T) {
 	dst := t.TempDir()
 	dir := filepath.Join(dst, PartsDir, partsSub)
 	os.MkdirAll(dir, 0o755)
-	unlock, err := lockfile.Lock(filepath.Join(dir, taskStem(1, 2)+".lock")) // task 1 of 2, running
+	unlock, err := lockfile.Lock(filepath.Join(dir, task.FileStem(1, 2)+".lock")) // task 1 of 2, running
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,11 +82,9 @@ type partTask struct {
 	index, count int
 }
 
-func partStem(i, n int) string { return fmt.Sprintf("task-%05d-of-%05d", i, n) }
-
 func (p *partTask) dir() string { return filepath.Join(p.dst, PartsDir, p.split) }
 func (p *partTask) path(suffix string) string {
-	return filepath.Join(p.dir(), partStem(p.index, p.count)+suffix)
+	return filepath.Join(p.dir(), task.FileStem(p.index, p.count)+suffix)
 }
 
 // lock takes the task's own lock (tasks of one split run at once into one
@@ -321,7 +318,7 @@ func (e *IncompleteError) Error() string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "; damaged %d: %s (remove %s and rerun it)", k, e.Damaged[k], filepath.Join(e.Dir, PartsDir, e.Split, partStem(k, e.Tasks)+".json"))
+			fmt.Fprintf(&b, "; damaged %d: %s (remove %s and rerun it)", k, e.Damaged[k], filepath.Join(e.Dir, PartsDir, e.Split, task.FileStem(k, e.Tasks)+".json"))
 		}
 	}
 	if e.Merged {
@@ -375,31 +372,8 @@ type MergeResult struct {
 	Seconds float64 `json:"seconds"`
 }
 
-var partName = regexp.MustCompile(`^task-(\d{5,})-of-(\d{5,})(\.json|\.progress\.json|\.lock)$`)
-
-// partFileName parses a task's file name in a split's part folder:
-// task i of n, 0 <= i < n <= MaxTasks. ok is false for a name of
-// another kind; err names a task file outside those bounds (a stray
-// "task-00000-of-1099511627776.json" once made the merge allocate by
-// its count).
-func partFileName(dir, name string) (i, n int, kind string, ok bool, err error) {
-	mm := partName.FindStringSubmatch(name)
-	if mm == nil {
-		return 0, 0, "", false, nil
-	}
-	i, err1 := strconv.Atoi(mm[1])
-	n, err2 := strconv.Atoi(mm[2])
-	if err1 != nil || err2 != nil || n < 1 || n > MaxTasks || i >= n {
-		num := func(d string) string {
-			if d = strings.TrimLeft(d, "0"); d == "" {
-				return "0"
-			}
-			return d
-		}
-		return 0, 0, "", false, fmt.Errorf("%s: not a task file of this build (task %s of %s: want 0 <= task < count <= %d); remove it", filepath.Join(dir, name), num(mm[1]), num(mm[2]), MaxTasks)
-	}
-	return i, n, mm[3], true, nil
-}
+// partExts are the kinds of a task's files in a split's part folder.
+var partExts = []string{".json", ".progress.json", ".lock"}
 
 // UnmergedSplits lists the splits of dst with task parts waiting for a
 // merge (a folder under dst/PartsDir holding a task's file), sorted: a
@@ -423,7 +397,7 @@ func UnmergedSplits(dst string) ([]string, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			if partName.MatchString(f.Name()) {
+			if _, _, _, ok, err := task.ParseFileName("", f.Name(), partExts...); ok || err != nil {
 				splits = append(splits, e.Name())
 				break
 			}
@@ -469,7 +443,7 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 	committed := map[int]bool{}
 	var files []string // the task files read, removed once merged
 	for _, e := range ents {
-		i, n, kind, ok, err := partFileName(dir, e.Name())
+		i, n, kind, ok, err := task.ParseFileName(dir, e.Name(), partExts...)
 		if err != nil {
 			return nil, err
 		}
@@ -512,7 +486,7 @@ func MergeParts(ctx context.Context, dst, split string, workers int) (*MergeResu
 			}
 			continue
 		}
-		p := filepath.Join(dir, partStem(i, tasks)+".json")
+		p := filepath.Join(dir, task.FileStem(i, tasks)+".json")
 		b, err := readPartFile(p, budget)
 		if err != nil {
 			ie.Damaged[i] = err.Error()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/faster-training/faster/internal/task"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func packTasks(t *testing.T, src source.Source, root, dst string, shards, count 
 }
 
 func partPath(dst, split string, i, n int) string {
-	return filepath.Join(dst, PartsDir, split, partStem(i, n)+".json")
+	return filepath.Join(dst, PartsDir, split, task.FileStem(i, n)+".json")
 }
 
 // A split name is a plain name, in Pack and in MergeParts: ".." and "."
@@ -166,7 +167,7 @@ func TestPartManifestsByDataFileRules(t *testing.T) {
 		dst := t.TempDir()
 		packTasks(t, src, root, dst, 2, 1)
 		os.Remove(partPath(dst, "train", 0, 1))
-		progress := filepath.Join(dst, PartsDir, "train", partStem(0, 1)+".progress.json")
+		progress := filepath.Join(dst, PartsDir, "train", task.FileStem(0, 1)+".progress.json")
 		bad.mk(progress)
 		_, err := Pack(context.Background(), src, root, dst, PackOptions{Shards: 2, Workers: 1, TaskCount: 1})
 		if err == nil || !strings.Contains(err.Error(), progress) {
@@ -289,7 +290,7 @@ func TestTaskRerunAfterMerge(t *testing.T) {
 	// A part left by an older build's rerun: the merge names the split
 	// merged, not task 0 as never started.
 	os.MkdirAll(filepath.Join(dst, PartsDir, "train"), 0o755)
-	os.WriteFile(filepath.Join(dst, PartsDir, "train", partStem(1, 2)+".lock"), nil, 0o644)
+	os.WriteFile(filepath.Join(dst, PartsDir, "train", task.FileStem(1, 2)+".lock"), nil, 0o644)
 	_, err = MergeParts(context.Background(), dst, "train", 1)
 	if err == nil || !strings.Contains(err.Error(), "merged before?") {
 		t.Errorf("merge of a leftover part: %v", err)
