@@ -234,6 +234,17 @@ func sideFile(name string) bool {
 	return strings.HasSuffix(base, ".idx") || base == ManifestName || base == CountsName || base == LockName
 }
 
+// headFormat is the format a data file's first bytes say, else its name
+// (a shard damaged at offset 0); nil when neither says: an empty file, of
+// any format its fellows have, or a file of damaged first bytes whose
+// name says no format either. Open and Verify tell formats by it.
+func headFormat(p string, head []byte) *containerFormat {
+	if f := matchHead(head); f != nil || len(head) == 0 {
+		return f
+	}
+	return matchExt(p)
+}
+
 // openFiles opens local files (from a glob, a file path, or several paths
 // given as one dataset) as one dataset: each file's format is told by its
 // bytes through the registry, files beside the shards (indexes, manifest)
@@ -256,22 +267,18 @@ func openFiles(ctx context.Context, files []string, o OpenOptions) (source.Datas
 		if err != nil {
 			return nil, err
 		}
-		f := matchHead(head)
-		if f == nil && sideFile(p) {
+		if matchHead(head) == nil && sideFile(p) {
 			continue // an index or the manifest beside the shards
 		}
 		kept = append(kept, p)
+		f := headFormat(p, head)
 		if f == nil {
 			if len(head) > 0 {
 				// Damage at offset 0 of a named shard is its reader's
 				// to report, with the offset; an unnamed file is no shard.
-				if f = matchExt(p); f == nil {
-					unsure = append(unsure, p)
-					continue
-				}
-			} else {
-				continue // an empty shard: of any format the others have
+				unsure = append(unsure, p)
 			}
+			continue // an empty shard: of any format the others have
 		}
 		if format == nil {
 			format, firstOf = f, p

@@ -36,12 +36,11 @@ const maxListed = 8
 // missingShards checks that files (paths or object names of one split,
 // named <split>-NNNNN-of-NNNNN) are every shard their names promise: one
 // total N, and each index 0..N-1 present. It returns the names of the
-// missing shards (in the present ones' digits and extension) and N, or
-// an error naming two files of different totals.
-func missingShards(files []string) (missing []string, total int, err error) {
+// missing shards (in the present ones' digits and extension), N and the
+// first shard's name, or an error naming two files of different totals.
+func missingShards(files []string) (missing []string, total int, proto shardName, err error) {
 	have := map[int]bool{}
 	var first string
-	var proto shardName
 	for _, f := range files {
 		n, ok := parseShardName(path.Base(filepath.ToSlash(f)))
 		if !ok {
@@ -51,19 +50,19 @@ func missingShards(files []string) (missing []string, total int, err error) {
 			first, proto = f, n
 			total, err = strconv.Atoi(n.total)
 			if err != nil || total <= 0 {
-				return nil, 0, fmt.Errorf("%s: a shard name of %s shards", f, n.total)
+				return nil, 0, proto, fmt.Errorf("%s: a shard name of %s shards", f, n.total)
 			}
 		} else if t, err := strconv.Atoi(n.total); err != nil || t != total {
-			return nil, 0, fmt.Errorf("%s and %s: one split named with two shard counts (-of-%s and -of-%s): shards of two packs, or of a pack resized; keep one pack's", first, f, proto.total, n.total)
+			return nil, 0, proto, fmt.Errorf("%s and %s: one split named with two shard counts (-of-%s and -of-%s): shards of two packs, or of a pack resized; keep one pack's", first, f, proto.total, n.total)
 		}
 		if i, err := strconv.Atoi(n.index); err == nil && i < total {
 			have[i] = true
 		} else {
-			return nil, 0, fmt.Errorf("%s: shard %s of %s: an index past the shard count", f, n.index, n.total)
+			return nil, 0, proto, fmt.Errorf("%s: shard %s of %s: an index past the shard count", f, n.index, n.total)
 		}
 	}
 	if first == "" || len(have) == total {
-		return nil, total, nil
+		return nil, total, proto, nil
 	}
 	width := len(proto.index)
 	for i := 0; i < total && len(missing) < total-len(have); i++ {
@@ -71,38 +70,18 @@ func missingShards(files []string) (missing []string, total int, err error) {
 			missing = append(missing, fmt.Sprintf("%s-%0*d-of-%s%s", proto.split, width, i, proto.total, proto.ext))
 		}
 	}
-	return missing, total, nil
+	return missing, total, proto, nil
 }
 
 // checkComplete is missingShards as Open's error: where names the
 // directory or URL, split the split.
 func checkComplete(where, split string, files []string) error {
-	missing, total, err := missingShards(files)
+	missing, total, proto, err := missingShards(files)
 	if err != nil || len(missing) == 0 {
 		return err
 	}
 	return fmt.Errorf("%s: split %q: %d of %d shards missing (%s): its shards' names say -of-%s; copy the missing shards in, or read the shards there are as paths (a glob: %s)",
-		where, split, len(missing), total, listNames(missing), shardNameDigits(files), path.Join(filepath.ToSlash(where), splitPrefix(files)+"*"))
-}
-
-// shardNameDigits is the total as the first shard-named file writes it.
-func shardNameDigits(files []string) string {
-	for _, f := range files {
-		if n, ok := parseShardName(path.Base(filepath.ToSlash(f))); ok {
-			return n.total
-		}
-	}
-	return ""
-}
-
-// splitPrefix is "<split>-" of the first shard-named file.
-func splitPrefix(files []string) string {
-	for _, f := range files {
-		if n, ok := parseShardName(path.Base(filepath.ToSlash(f))); ok {
-			return n.split + "-"
-		}
-	}
-	return ""
+		where, split, len(missing), total, listNames(missing), proto.total, path.Join(filepath.ToSlash(where), proto.split+"-*"))
 }
 
 // listNames joins names, the first maxListed, then how many more.
@@ -167,25 +146,24 @@ func mergedSplits(dir string, splits []string) error {
 }
 
 func notMerged(dir, split string) error {
-	return fmt.Errorf("%s: split %q was packed as tasks and is not merged: run faster pack --merge %s --split %s (when every task is done; the tasks' parts are in %s)",
-		dir, split, dir, split, filepath.Join(dir, PartsDir, split))
+	return fmt.Errorf("%s: %s", dir, notMergedReason(dir, split))
 }
 
-// fileFormat names the format of a local data file as DataFiles tells
-// it: by its first bytes, else its name ("" when neither says).
+// notMergedReason says a split of dir is packed as tasks, not merged, and
+// what to run.
+func notMergedReason(dir, split string) string {
+	return fmt.Sprintf("split %q was packed as tasks and is not merged: run faster pack --merge %s --split %s (when every task is done; the tasks' parts are in %s)",
+		split, dir, split, filepath.Join(dir, PartsDir, split))
+}
+
+// fileFormat names the format of a local data file as Open tells it
+// (headFormat; "" when it says none).
 func fileFormat(p string) string {
 	head, _ := readHead(p)
-	f := matchHead(head)
-	if f == nil {
-		f = matchExt(filepath.Base(p))
+	if f := headFormat(p, head); f != nil {
+		return f.name
 	}
-	if f == nil && splitOf(filepath.Base(p)) != "" {
-		f = formatByName("tfrecord")
-	}
-	if f == nil {
-		return ""
-	}
-	return f.name
+	return ""
 }
 
 // setProblems are Verify's findings on a directory's data files (from
@@ -212,13 +190,13 @@ func setProblems(dir string, files []string) []Problem {
 		if sp == "" {
 			continue
 		}
-		missing, total, err := missingShards(g)
+		missing, total, proto, err := missingShards(g)
 		if err != nil {
 			probs = append(probs, Problem{Path: dir, Offset: -1, Reason: err.Error()})
 			continue
 		}
 		for _, m := range missing {
-			probs = append(probs, Problem{Path: filepath.Join(dir, m), Offset: -1, Reason: fmt.Sprintf("missing: split %q's shards are named -of-%s and %d of %d are missing", sp, shardNameDigits(g), len(missing), total)})
+			probs = append(probs, Problem{Path: filepath.Join(dir, m), Offset: -1, Reason: fmt.Sprintf("missing: split %q's shards are named -of-%s and %d of %d are missing", sp, proto.total, len(missing), total)})
 		}
 	}
 	return probs
@@ -233,8 +211,7 @@ func unmergedProblems(dir string) []Problem {
 	}
 	var probs []Problem
 	for _, sp := range splits {
-		probs = append(probs, Problem{Path: filepath.Join(dir, PartsDir, sp), Offset: -1, Reason: fmt.Sprintf(
-			"split %q was packed as tasks and is not merged: run faster pack --merge %s --split %s (when every task is done)", sp, dir, sp)})
+		probs = append(probs, Problem{Path: filepath.Join(dir, PartsDir, sp), Offset: -1, Reason: notMergedReason(dir, sp)})
 	}
 	return probs
 }
