@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -19,42 +20,24 @@ const fingerprintCovers = "the fingerprint covers the kind, the class names and 
 // stored label in order, or else the base names of its files in order
 // (TFRecord shards, streamed or indexed, and .tar.gz). It is cheap (no
 // file is read, only what was listed when the dataset opened: about 0.1 s
-// for ImageNet's 1.28 million names, computed on each call) and stable: the same data moved, copied or served from a
-// storage URL under the same names has the same fingerprint; its bytes
-// are not hashed, so a re-encoded copy under the same names (a resized
-// pack) has it too. Two datasets that differ in a name, a label, a class or
-// the order of their files differ.
-func (l *Loader) Fingerprint() string {
-	return fingerprintOf(l.ds)
-}
+// for ImageNet's 1.28 million names, once a loader) and stable: the same
+// data moved, copied or served from a storage URL under the same names has
+// the same fingerprint; its bytes are not hashed, so a re-encoded copy
+// under the same names (a resized pack) has it too. Two datasets that
+// differ in a name, a label, a class or the order of their files differ.
+func (l *Loader) Fingerprint() string { return l.fp() }
 
 func fingerprintOf(ds source.Dataset) string {
 	if ds == nil {
 		return ""
 	}
 	h := sha256.New()
-	buf := make([]byte, 0, 64<<10) // the hash is fed in large writes
-	flush := func() {
-		h.Write(buf)
-		buf = buf[:0]
-	}
+	w := bufio.NewWriterSize(h, 64<<10) // the hash is fed in large writes
+	var n [binary.MaxVarintLen64]byte
+	num := func(v int) { w.Write(binary.AppendVarint(n[:0], int64(v))) }
 	str := func(s string) {
-		if len(buf)+len(s)+binary.MaxVarintLen64 > cap(buf) {
-			flush()
-		}
-		buf = binary.AppendUvarint(buf, uint64(len(s)))
-		if len(s) > cap(buf)-len(buf) { // longer than the buffer
-			flush()
-			h.Write([]byte(s))
-			return
-		}
-		buf = append(buf, s...)
-	}
-	num := func(v int) {
-		if len(buf)+binary.MaxVarintLen64 > cap(buf) {
-			flush()
-		}
-		buf = binary.AppendVarint(buf, int64(v))
+		w.Write(binary.AppendUvarint(n[:0], uint64(len(s))))
+		w.WriteString(s)
 	}
 	str("faster dataset fingerprint 1")
 	str(ds.Kind())
@@ -77,12 +60,9 @@ func fingerprintOf(ds source.Dataset) string {
 		str("files")
 		num(len(files))
 		for _, f := range files {
-			str(baseName(f))
+			str(path.Base(f))
 		}
 	}
-	flush()
+	w.Flush()
 	return "v1:" + hex.EncodeToString(h.Sum(nil)[:8])
 }
-
-// baseName is the last element of a local path or a URL.
-func baseName(p string) string { return path.Base(p) }

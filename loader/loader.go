@@ -378,10 +378,11 @@ type Batch = pipeline.Minibatch[Item]
 // Loader is a re-iterable input pipeline: each Iter is one epoch.
 type Loader struct {
 	opts   Options
-	kind   string // "imagefolder" or "shards"
-	n      int    // samples in the whole dataset
-	local  int    // samples this rank sees per epoch
-	per    []int  // samples each rank holds per epoch; nil when unknown
+	fp     func() string // Fingerprint, computed once
+	kind   string        // "imagefolder" or "shards"
+	n      int           // samples in the whole dataset
+	local  int           // samples this rank sees per epoch
+	per    []int         // samples each rank holds per epoch; nil when unknown
 	open   func(res int, resumed bool) (pipeline.Dataset[*Batch], statser)
 	mu     sync.Mutex
 	byRes  map[dsKey]pipeline.Dataset[*Batch]
@@ -459,6 +460,7 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Loader, error
 		return nil, err
 	}
 	l := &Loader{opts: opts, byRes: map[dsKey]pipeline.Dataset[*Batch]{}, stats: map[dsKey]statser{}}
+	l.fp = sync.OnceValue(func() string { return fingerprintOf(l.ds) })
 	l.q.notify = opts.Quarantine
 	err := l.init(ctx, path)
 	if err == nil {
