@@ -212,13 +212,22 @@ func verifierOf(path string) func(context.Context, target, func(int64)) (int64, 
 // ".tar.gz" or ".tgz".
 var shardNameRE = regexp.MustCompile(`^(.+)-(\d{5,})-of-(\d{5,})(\.tfrecords?|\.tar|\.tar\.gz|\.tgz)?$`)
 
+// seqNameRE matches shard names as WebDataset's tools write them, a
+// sequence number and no count ("train-000123.tar", and
+// "imagenet-val-000007.tar" as the brace notation
+// "imagenet-val-{000000..000049}.tar" expands), where the word before the
+// number names a split: names such as "shard-000000.tar" carry none.
+var seqNameRE = regexp.MustCompile(`^(?:.*[-_.])?(train|val|validation|test)[-_](\d+)(\.tfrecords?|\.tar|\.tar\.gz|\.tgz)$`)
+
 // splitOf returns the split a shard file name carries, or "".
 func splitOf(name string) string {
-	m := shardNameRE.FindStringSubmatch(name)
-	if m == nil {
-		return ""
+	if m := shardNameRE.FindStringSubmatch(name); m != nil {
+		return m[1]
 	}
-	return m[1]
+	if m := seqNameRE.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // splitAliases are the names a split goes by: --split val finds

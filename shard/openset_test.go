@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/faster-training/faster/internal/testenv"
 	"github.com/faster-training/faster/shard/shardtest"
 	"github.com/faster-training/faster/source"
 )
@@ -297,4 +299,62 @@ func TestMissingShardsRefusedOverS3(t *testing.T) {
 		t.Fatalf("Open: %v, want the missing shard named", err)
 	}
 	wantStreaming(t, open(t, url, OpenOptions{Split: "validation"}), 2, []int{3, 3})
+}
+
+// pyWDS writes WebDataset tars as Python's tarfile writes them (PAX, as
+// webdataset's TarWriter does), named as webdataset's brace notation
+// expands: argv[1] the folder, then "name:count" per tar, each sample a
+// .cls and a .txt.
+const pyWDS = `
+import io, sys, tarfile
+for spec in sys.argv[2:]:
+    name, n = spec.split(':')
+    with tarfile.open(sys.argv[1] + '/' + name, 'w', format=tarfile.PAX_FORMAT) as t:
+        for i in range(int(n)):
+            for ext, data in (('cls', b'%d' % (i % 2)), ('txt', name.encode())):
+                m = tarfile.TarInfo('s%03d.%s' % (i, ext)); m.size = len(data)
+                t.addfile(m, io.BytesIO(data))
+`
+
+// WebDataset's own names carry a sequence number and no count
+// ("train-000000.tar", "imagenet-val-000001.tar"): --split reads its
+// split's tars, an unknown split lists those there are (before: every tar
+// served whatever --split said), and names with no split word
+// ("shard-000000.tar") are one dataset, as before.
+func TestWDSSplitBySequenceNames(t *testing.T) {
+	if _, err := os.Stat(testenv.Python); err != nil {
+		testenv.Missing(t, "%s missing", testenv.Python)
+	}
+	write := func(specs ...string) string {
+		dir := t.TempDir()
+		if out, err := exec.Command(testenv.Python, append([]string{"-c", pyWDS, dir}, specs...)...).CombinedOutput(); err != nil {
+			t.Fatalf("python tarfile: %v\n%s", err, out)
+		}
+		return dir
+	}
+	count := func(dir, split string) int {
+		t.Helper()
+		return open(t, dir, OpenOptions{Split: split, Unlabeled: true}).(source.Indexed).Len()
+	}
+	dir := write("imagenet-train-000000.tar:3", "imagenet-train-000001.tar:3", "imagenet-val-000000.tar:2")
+	if n := count(dir, "train"); n != 6 {
+		t.Errorf("split train: %d samples, want 6", n)
+	}
+	if n := count(dir, "val"); n != 2 {
+		t.Errorf("split val: %d samples, want 2", n)
+	}
+	if n := count(dir, "validation"); n != 2 {
+		t.Errorf("split validation (val's alias): %d samples, want 2", n)
+	}
+	if s := EvalSplit(dir); s != "val" {
+		t.Errorf("EvalSplit %q, want val", s)
+	}
+	_, err := Open(context.Background(), dir, OpenOptions{Split: "test", Unlabeled: true})
+	if err == nil || !strings.Contains(err.Error(), `split "test"`) || !strings.Contains(err.Error(), "train, val") {
+		t.Errorf("split test: %v, want an error naming the splits train, val", err)
+	}
+	plain := write("shard-000000.tar:3", "shard-000001.tar:2")
+	if n := count(plain, "train"); n != 5 {
+		t.Errorf("names without a split: %d samples, want all 5", n)
+	}
 }
