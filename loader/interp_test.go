@@ -9,7 +9,8 @@ import (
 
 // TestInterpolationOptions: each interpolation gives its own pixels in both
 // recipes, FullDecode changes what a DCT-scaled decode would have given
-// (but not Nearest's, which always decodes at full size), and an unknown
+// (but not Nearest's, which always decodes at full size; eval decodes at
+// full size unless FastEvalDecode, which "" here sets), and an unknown
 // name is refused by Open. Equality with torchvision is
 // python/tests/test_interpolation.py's.
 func TestInterpolationOptions(t *testing.T) {
@@ -23,7 +24,7 @@ func TestInterpolationOptions(t *testing.T) {
 			for _, full := range []bool{false, true} {
 				// 12x12 from pictures of about 40x30: a DCT scale of 1/2 applies.
 				l, err := Open(folder, Options{Transform: tr, Resolution: 12, Resize: 13, Batch: 4, Seed: 2, Layout: U8HWC,
-					Interpolation: mode, FullDecode: full, Shuffle: ShuffleOff})
+					Interpolation: mode, FullDecode: full, FastEvalDecode: !full && tr == Eval, Shuffle: ShuffleOff})
 				if err != nil {
 					t.Fatal(err)
 				}

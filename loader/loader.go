@@ -127,13 +127,19 @@ type Options struct {
 	// "nearest", each as Pillow computes it (torchvision on PIL images);
 	// see augment.Filter. Nearest decodes at full size.
 	Interpolation string
-	// FullDecode decodes every picture at full size. By default a JPEG
-	// whose crop is at least twice the output is decoded at 1/2, 1/4 or
-	// 1/8 scale in the DCT (much faster), which is close to torchvision's
-	// pixels but not equal (a few levels on edges); with FullDecode the
-	// pixels are PIL's (torchvision's PIL path), bit for bit where the
-	// JPEG decoders agree.
+	// FullDecode decodes every picture at full size. By default the train
+	// recipe decodes a JPEG whose random crop is at least twice the output
+	// at 1/2, 1/4 or 1/8 scale in the DCT (much faster), which is close to
+	// torchvision's pixels but not equal (a few levels, more on edges);
+	// with FullDecode the pixels are PIL's (torchvision's PIL path), bit
+	// for bit where the JPEG decoders agree. The eval recipe (a
+	// deterministic Resize + CenterCrop) decodes at full size by default.
 	FullDecode bool
+	// FastEvalDecode opts the eval recipe into the DCT-scaled decode (a
+	// JPEG whose shorter edge is at least twice the resize): cheaper, but
+	// not torchvision's pixels (tens of levels on edges of photographs).
+	// FullDecode overrides it.
+	FastEvalDecode bool
 	// Augment, if set, runs in the train recipe after the crop and flip, on
 	// the uint8 picture, with the sample's random source (the epoch and
 	// the sample decide its draws): torchvision's TrivialAugmentWide,

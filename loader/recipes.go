@@ -119,7 +119,7 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 				since(&prof.resize, t)
 			}
 		case Eval:
-			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, o.Resize, filter, o.FullDecode, prof, t); err != nil {
+			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, o.Resize, filter, o.FullDecode || !o.FastEvalDecode, prof, t); err != nil {
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
 			}
@@ -134,9 +134,10 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 
 // evalInto is torchvision's Resize(short) + CenterCrop(res) done as one
 // resample (augment.ResizeView: the whole resize's weights, only the
-// crop's outputs), after a DCT-scaled decode that keeps the shorter edge
-// at least the resize target (a full-size decode for Nearest, which
-// samples the full image's pixels, and with full); short 0 is
+// crop's outputs), after a full-size decode (full: the loader's default,
+// PIL's pixels) or a DCT-scaled decode that keeps the shorter edge at
+// least the resize target (Options.FastEvalDecode; still a full-size
+// decode for Nearest, which samples the full image's pixels); short 0 is
 // res*256/224. With a profile, the decode and the resize are timed from t.
 func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res, short int, f augment.Filter, full bool, prof *Profile, t int64) error {
 	if short == 0 {

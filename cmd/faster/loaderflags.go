@@ -36,6 +36,7 @@ type loaderFlags struct {
 	resize               int
 	interpolation        string
 	fullDecode           bool
+	fastEvalDecode       bool
 	mean, std            []float64
 	augment              augmentFlags
 }
@@ -111,7 +112,8 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.Float64Var(&lf.flipProb, "flip-prob", 0.5, "train: RandomHorizontalFlip's probability (0: no flip)")
 	f.IntVar(&lf.resize, "resize", 0, "eval: Resize's shorter edge before the centre crop, --resolution to 16384 (default resolution*256/224)")
 	f.StringVar(&lf.interpolation, "interpolation", "bilinear", "train and eval: the resize's interpolation, bilinear, bicubic or nearest, as PIL computes it (torchvision's InterpolationMode on PIL images)")
-	f.BoolVar(&lf.fullDecode, "full-decode", false, "decode JPEGs at full size, never scaled in the DCT: torchvision's (PIL's) pixels exactly, at more decode time (default: a crop at least twice the output decodes at 1/2 to 1/8 scale, a few levels from PIL's on edges)")
+	f.BoolVar(&lf.fullDecode, "full-decode", false, "decode JPEGs at full size, never scaled in the DCT: torchvision's (PIL's) pixels exactly, at more decode time (default: the train recipe's random crop at least twice the output decodes at 1/2 to 1/8 scale, a few levels from PIL's, more on edges; eval always decodes at full size)")
+	f.BoolVar(&lf.fastEvalDecode, "fast-eval-decode", false, "let --transform eval decode a JPEG at least twice the resize at 1/2 to 1/8 scale in the DCT: cheaper, but not torchvision's pixels (tens of levels on edges of photographs; default: full size, PIL's pixels)")
 	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
 	f.Float64SliceVar(&lf.std, "std", nil, "Normalize's std R,G,B (default ImageNet's 0.229,0.224,0.225)")
 	lf.augment.register(f)
@@ -211,6 +213,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 	}
 	o.NoFlip, o.FlipProb = lf.flipProb == 0, lf.flipProb
 	o.Resize, o.Classes, o.Interpolation, o.FullDecode = lf.resize, lf.classes, lf.interpolation, lf.fullDecode
+	o.FastEvalDecode = lf.fastEvalDecode
 	if lf.mean != nil {
 		for i := range 3 {
 			o.Mean[i], o.Std[i] = float32(lf.mean[i]), float32(lf.std[i])

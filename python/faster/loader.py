@@ -168,7 +168,11 @@ class Loader:
     the server decodes straight into the ring, whose file holds slots + 3
     batches for that: memory is (slots + 3) x batch bytes).
     full_decode=True decodes JPEGs at full size, never scaled in the DCT:
-    torchvision's (PIL's) pixels exactly, at more decode time.
+    torchvision's (PIL's) pixels exactly, at more decode time; without it
+    the train recipe's random crops decode DCT-scaled where they are at
+    least twice the output, and eval (a deterministic Resize + CenterCrop)
+    decodes at full size, torchvision's pixels. fast_eval_decode=True lets
+    eval decode DCT-scaled too: cheaper, tens of levels off on edges.
     augment_recipe names one of torchvision's classification reference
     recipes (faster.transforms.AUGMENT_RECIPES: "torchvision-ta-wide",
     "torchvision-ra", "torchvision-aa", "torchvision-augmix",
@@ -204,7 +208,8 @@ class Loader:
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
-                 global_shuffle=False, classes=None, unlabeled=False, full_decode=False, augment_recipe=None):
+                 global_shuffle=False, classes=None, unlabeled=False, full_decode=False, augment_recipe=None,
+                 fast_eval_decode=False):
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -298,6 +303,8 @@ class Loader:
             args.append("--unlabeled")  # data without labels: label 0, not damage
         if full_decode:
             args.append("--full-decode")  # never DCT-scaled: PIL's pixels exactly
+        if fast_eval_decode:
+            args.append("--fast-eval-decode")  # eval DCT-scaled too: not PIL's pixels
         if classes is not None:
             if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
                 raise ValueError("faster: classes=%r: want a positive integer" % (classes,))
