@@ -1,6 +1,14 @@
 // Package imgcodec decodes images for training pipelines: JPEG through
-// libjpeg-turbo (package imgcodec/turbojpeg, cgo), PNG and GIF through Go's
-// image package, and any other format registered by RegisterFormat.
+// libjpeg-turbo (package imgcodec/turbojpeg, cgo); PNG, GIF, WebP, BMP and
+// TIFF through Go's image packages (golang.org/x/image for the last
+// three); PPM/PGM/PBM by its own reader; and any other format registered
+// by RegisterFormat. Every format torchvision's ImageFolder lists decodes
+// to the pixels of PIL's Image.open(p).convert("RGB") (Pillow 9.4, its
+// loader), exactly (TestDecodeMatchesPIL): lossy WebP with libwebp's fancy
+// chroma upsampling and studio-swing matrix, a GIF's first frame on its
+// logical screen with its transparent index's palette colour, 16-bit gray
+// clipped to 255 (PIL's mode I), 16-bit colour by its high byte, PNM of
+// any maxval scaled as PIL rounds.
 //
 // # Decoding
 //
@@ -25,6 +33,10 @@
 //	png   89 50 4E 47 0D 0A 1A 0A
 //	gif   "GIF87a" / "GIF89a"
 //	raw   89 52 41 57 0D 0A 1A 0A  ("\x89RAW\r\n\x1a\n": uncompressed pixels, package rawpix)
+//	webp  "RIFF" ???? "WEBP"
+//	bmp   "BM"
+//	tiff  "II*\x00" / "MM\x00*"
+//	pnm   "P1".."P6" and white space
 //
 // The raw format is what a reader holding pixels rather than a file (a
 // Caffe Datum that is not encoded) hands on: a 20-byte header (size,

@@ -20,6 +20,7 @@ type ConfigFunc func(data []byte) (Config, error)
 
 type format struct {
 	name, magic string
+	accept      func([]byte) bool // in place of magic, for formats of several signatures
 	decode      DecodeFunc
 	config      ConfigFunc
 }
@@ -35,11 +36,21 @@ var (
 // replaces the earlier one; formats are tried in registration order.
 // Packages call it from init; it is safe for concurrent use.
 func RegisterFormat(name, magic string, decode DecodeFunc, config ConfigFunc) {
+	register(format{name: name, magic: magic, decode: decode, config: config})
+}
+
+// registerAccepting registers a format told by accept rather than one
+// magic prefix (TIFF's two byte orders, PNM's six signatures).
+func registerAccepting(name string, accept func([]byte) bool, decode DecodeFunc, config ConfigFunc) {
+	register(format{name: name, accept: accept, decode: decode, config: config})
+}
+
+func register(f format) {
 	formatsMu.Lock()
 	defer formatsMu.Unlock()
 	old, _ := atomicFormats.Load().([]format)
 	fs := make([]format, 0, len(old)+1)
-	f := format{name, magic, decode, config}
+	name := f.name
 	replaced := false
 	for _, o := range old {
 		if o.name == name {
@@ -58,8 +69,13 @@ func RegisterFormat(name, magic string, decode DecodeFunc, config ConfigFunc) {
 // gray, box-downscaled for ScaleDenom and cropped; the pixel limit is
 // checked with config before decoding.
 func RegisterStdFormat(name, magic string, decode func(io.Reader) (image.Image, error), config func(io.Reader) (image.Config, error)) {
-	RegisterFormat(name, magic,
-		func(data []byte, opts *DecodeOptions) (*Image, error) {
+	d, c := stdFuncs(name, decode, config)
+	RegisterFormat(name, magic, d, c)
+}
+
+// stdFuncs are the DecodeFunc and ConfigFunc of a Go image decoder.
+func stdFuncs(name string, decode func(io.Reader) (image.Image, error), config func(io.Reader) (image.Config, error)) (DecodeFunc, ConfigFunc) {
+	return func(data []byte, opts *DecodeOptions) (*Image, error) {
 			return decodeStd(name, data, opts, decode, config)
 		},
 		func(data []byte) (Config, error) {
@@ -68,7 +84,7 @@ func RegisterStdFormat(name, magic string, decode func(io.Reader) (image.Image, 
 				return Config{}, stdError(name, err, len(data))
 			}
 			return Config{Format: name, Width: c.Width, Height: c.Height, Components: components(c), WorkBytesPerPixel: workBytes(c)}, nil
-		})
+		}
 }
 
 func match(magic string, b []byte) bool {
@@ -91,12 +107,12 @@ func sniff(data []byte) (format, error) {
 	}
 	fs, _ := atomicFormats.Load().([]format)
 	for _, f := range fs {
-		if match(f.magic, data) {
+		if f.accept != nil && f.accept(data) || f.accept == nil && match(f.magic, data) {
 			return f, nil
 		}
 	}
 	for _, f := range fs {
-		if len(data) < len(f.magic) && match(f.magic[:len(data)], data) {
+		if f.accept == nil && len(data) < len(f.magic) && match(f.magic[:len(data)], data) {
 			return format{}, rawimg.Truncated(f.name, int64(len(data)), "data ends in the signature")
 		}
 	}

@@ -3,18 +3,20 @@ package imgcodec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
-	"image/gif"
 	"image/png"
 	"io"
+
+	"golang.org/x/image/bmp"
+	"golang.org/x/image/tiff"
 
 	"github.com/faster-training/faster/imgcodec/internal/rawimg"
 )
 
 func init() {
 	RegisterStdFormat("png", "\x89PNG\r\n\x1a\n", png.Decode, png.DecodeConfig)
-	RegisterStdFormat("gif", "GIF8?a", gif.Decode, gif.DecodeConfig)
 }
 
 func rawOptions(o *DecodeOptions) *rawimg.Options {
@@ -65,6 +67,10 @@ func decodeStd(name string, data []byte, opts *DecodeOptions, decode func(io.Rea
 func stdError(name string, err error, n int) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return rawimg.Truncated(name, int64(n), err.Error())
+	}
+	var tu tiff.UnsupportedError
+	if errors.Is(err, bmp.ErrUnsupported) || errors.As(err, &tu) {
+		return fmt.Errorf("%s: %v: %w", name, err, ErrUnsupported)
 	}
 	return &rawimg.CorruptError{Format: name, Offset: -1, Err: err}
 }

@@ -23,11 +23,11 @@ func CMYKToRGB(c, m, y, k uint8) (uint8, uint8, uint8) {
 	return uint8(r >> 8), uint8(g >> 8), uint8(b >> 8)
 }
 
-// rowFunc writes n pixels of row y starting at column x (image
+// RowFunc writes n pixels of row y starting at column x (image
 // coordinates relative to the bounds' origin) into dst, 1 or 3 bytes each.
-type rowFunc func(x, y, n int, dst []byte)
+type RowFunc func(x, y, n int, dst []byte)
 
-func rowConverter(src image.Image, gray bool) rowFunc {
+func rowConverter(src image.Image, gray bool) RowFunc {
 	b := src.Bounds()
 	switch m := src.(type) {
 	case *image.YCbCr:
@@ -53,6 +53,17 @@ func rowConverter(src image.Image, gray bool) rowFunc {
 			}
 			for i, v := range row {
 				dst[3*i], dst[3*i+1], dst[3*i+2] = v, v, v
+			}
+		}
+	case *image.Gray16:
+		// PIL opens 16-bit gray as mode I (PNG) or I;16 (TIFF), and its
+		// conversion to RGB or L clips each value to 255 (not scaled):
+		// what torchvision's ImageFolder loader sees.
+		return func(x, y, n int, dst []byte) {
+			row := m.Pix[m.PixOffset(x+b.Min.X, y+b.Min.Y):][:2*n]
+			for i := 0; i < n; i++ {
+				v := uint8(min(uint16(row[2*i])<<8|uint16(row[2*i+1]), 255))
+				put(dst, i, gray, v, v, v)
 			}
 		}
 	case *image.CMYK:
@@ -92,7 +103,7 @@ func rowConverter(src image.Image, gray bool) rowFunc {
 	}
 }
 
-func rgba4(pix []byte, stride int, b image.Rectangle, gray bool) rowFunc {
+func rgba4(pix []byte, stride int, b image.Rectangle, gray bool) RowFunc {
 	return func(x, y, n int, dst []byte) {
 		row := pix[y*stride+4*x:][:4*n]
 		for i := 0; i < n; i++ {
@@ -114,12 +125,13 @@ func put(dst []byte, i int, gray bool, r, g, b uint8) {
 // ceil(W/d) x ceil(H/d), edge boxes averaging the pixels they cover) and
 // cropped to o.Crop. It converts only the pixels the output needs.
 func FromImage(format string, src image.Image, o *Options, alloc Alloc) (Frame, error) {
-	return fromRows(format, src.Bounds().Dx(), src.Bounds().Dy(), rowConverter(src, o.Gray), o, alloc)
+	return FromRows(format, src.Bounds().Dx(), src.Bounds().Dy(), rowConverter(src, o.Gray), o, alloc)
 }
 
-// fromRows is FromImage over a w x h picture whose rows conv writes as
-// interleaved RGB or gray (as o.Gray asks).
-func fromRows(format string, w, h int, conv rowFunc, o *Options, alloc Alloc) (Frame, error) {
+// FromRows is FromImage over a w x h picture whose rows conv writes as
+// interleaved RGB or gray (as o.Gray asks): for decoders that convert
+// their own pixels.
+func FromRows(format string, w, h int, conv RowFunc, o *Options, alloc Alloc) (Frame, error) {
 	if err := o.CheckPixels(format, w, h); err != nil {
 		return Frame{}, err
 	}

@@ -32,11 +32,11 @@ func DecodeRaw(data []byte, o *Options, alloc Alloc) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	return fromRows(FormatRaw, hd.Width, hd.Height, rawRows(hd, px, o.Gray), o, alloc)
+	return FromRows(FormatRaw, hd.Width, hd.Height, rawRows(hd, px, o.Gray), o, alloc)
 }
 
 // rawRows returns the row converter of raw pixels.
-func rawRows(hd rawpix.Header, px []byte, gray bool) rowFunc {
+func rawRows(hd rawpix.Header, px []byte, gray bool) RowFunc {
 	w, plane := hd.Width, hd.Width*hd.Height
 	if hd.Channels == 1 {
 		return func(x, y, n int, dst []byte) {
