@@ -195,6 +195,18 @@ type Options struct {
 	// without a .cls or .json label is served as label 0, where by default
 	// it is damaged (never class 0 for lack of its label).
 	Unlabeled bool
+	// Repeats, if above 0, is torchvision's RASampler (repeated
+	// augmentation, the classification reference's --ra-sampler with
+	// --ra-reps): each sample repeated Repeats times in the epoch's order,
+	// each copy augmented anew, every rank serving RASampler's count
+	// (floor(n//256·256/world)); see sampler.go. Indexed data only.
+	Repeats int
+	// Sampler SamplerIndices makes each epoch's order the caller's: this
+	// rank's dataset positions, in order, given by SetOrder before the
+	// epoch (a Python sampler=, sent over `faster serve`'s socket), batched
+	// as usual (Drop drops the last partial batch), never padded. Indexed
+	// data only.
+	Sampler string
 }
 
 func (o *Options) ensureDefaults() error {
@@ -422,6 +434,9 @@ type Loader struct {
 	stDone         bool
 	stAny          bool
 	cur            atomic.Int64 // epoch running, for the bad-data budget
+	// custom is the order SetOrder gave for the next epoch (Sampler
+	// SamplerIndices), taken by it; guarded by mu.
+	custom ordering
 }
 
 type dsKey struct {
@@ -472,6 +487,9 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Loader, error
 	if err == nil {
 		err = l.initLabels()
 	}
+	if err == nil {
+		err = l.initSampler()
+	}
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -505,7 +523,7 @@ func (l *Loader) init(ctx context.Context, path string) error {
 	l.ds = ds
 	switch ds := ds.(type) {
 	case source.Indexed:
-		return l.initIndexed(ds)
+		return l.initIndexed(l.copies(ds))
 	case source.Streaming:
 		return l.initStreaming(ds)
 	}
@@ -552,6 +570,9 @@ func (l *Loader) SamplesPerEpoch() int {
 // epochRows is the number of rows every rank serves in an epoch whose ranks
 // hold counts[r] samples.
 func (l *Loader) epochRows(counts []int) int {
+	if l.opts.Sampler == SamplerIndices {
+		return -1 // the caller's order, as long as it is
+	}
 	if len(counts) == 0 {
 		return 0
 	}
@@ -606,6 +627,9 @@ func (l *Loader) Iter(ctx context.Context) iter.Seq2[*Batch, error] {
 // IterEpoch runs epoch e: its shuffles and augmentations are those of
 // epoch e whatever ran before.
 func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] {
+	if err := l.orderReady(e); err != nil {
+		return func(yield func(*Batch, error) bool) { yield(nil, err) }
+	}
 	key := dsKey{res: l.Resolution(e), resumed: l.resumes(e)}
 	l.mu.Lock()
 	ds, ok := l.byRes[key]

@@ -42,7 +42,7 @@ func (l *Loader) order(e int) ordering {
 	if l.resumes(e) && l.resume != nil {
 		return l.resume
 	}
-	return epochPerm(l.opts.Seed, e, l.n, l.shuffles())
+	return l.globalOrder(l.opts.Seed, e)
 }
 
 // plan returns this rank's part of epoch e's order: positions rank,
@@ -50,6 +50,9 @@ func (l *Loader) order(e int) ordering {
 // DistributedSampler pads (padded) when ranks' parts differ and neither
 // Drop nor Exact is set.
 func (l *Loader) plan(e int) ordering {
+	if l.opts.Sampler == SamplerIndices {
+		return l.takeOrder() // this rank's own, as the caller gave it
+	}
 	s := stride{of: l.order(e), rank: l.opts.ShardIdx, world: l.opts.NumShards}
 	if l.opts.Drop || l.opts.Exact {
 		return s
@@ -60,7 +63,7 @@ func (l *Loader) plan(e int) ordering {
 			// Repeat what the epoch would have repeated had it not been
 			// interrupted: the whole epoch's first samples, continuing
 			// this rank's positions when the world size is unchanged.
-			p.full, p.offset = epochPerm(l.opts.Seed, e, l.n, l.shuffles()), l.padOffset
+			p.full, p.offset = l.globalOrder(l.opts.Seed, e), l.padOffset
 		}
 		return p
 	}
@@ -157,7 +160,7 @@ func (l *Loader) State() (State, error) {
 	fp := l.Fingerprint()
 	l.stMu.Lock()
 	defer l.stMu.Unlock()
-	s := State{Version: StateVersion, Seed: l.opts.Seed, Shuffle: l.shuffles(), Samples: l.n, Stream: !l.indexed, Fingerprint: fp}
+	s := State{Version: StateVersion, Seed: l.opts.Seed, Shuffle: l.shuffles(), Samples: l.n, Stream: !l.indexed, Fingerprint: fp, Repeats: l.opts.Repeats}
 	switch {
 	case !l.stAny && l.opts.Resume != nil:
 		r := *l.opts.Resume
@@ -170,6 +173,9 @@ func (l *Loader) State() (State, error) {
 		return s, nil
 	}
 	s.Epoch = l.stEpoch
+	if l.opts.Sampler == SamplerIndices {
+		return State{}, fmt.Errorf("%w: epoch %d runs the caller's order (sampler %q), which a state cannot hold: save between epochs, or resume the sampler itself", ErrResume, s.Epoch, SamplerIndices)
+	}
 	if l.resumes(l.stEpoch) && l.indexed { // a stream counts from the epoch's start
 		s.Segments = slices.Clone(l.opts.Resume.Segments)
 	}
@@ -218,6 +224,12 @@ func (l *Loader) initResume(s State) error {
 		return fmt.Errorf("%w: the state was saved on other data (fingerprint %s); this loader's data has fingerprint %s (a %s dataset of %d samples: %s)",
 			ErrResume, s.Fingerprint, fp, l.kind, l.n, fingerprintCovers)
 	}
+	if s.Repeats != l.opts.Repeats {
+		return fmt.Errorf("%w: the state's order repeats each sample %d times (repeated augmentation); this loader's %d", ErrResume, max(s.Repeats, 1), max(l.opts.Repeats, 1))
+	}
+	if l.opts.Sampler == SamplerIndices && len(s.Segments) > 0 {
+		return fmt.Errorf("%w: sampler %q: the caller's order is sent each epoch and a position within it is not kept; resume at an epoch's start (the state of a finished epoch)", ErrResume, SamplerIndices)
+	}
 	if s.Samples != l.n || s.Seed != l.opts.Seed || s.Shuffle != l.shuffles() || s.Epoch < 0 || s.Stream == l.indexed {
 		return fmt.Errorf("%w: state is of %d samples, seed %d, shuffle %v, %s; this loader has %d samples, seed %d, shuffle %v, %s",
 			ErrResume, s.Samples, s.Seed, s.Shuffle, kindOfState(s.Stream), l.n, l.opts.Seed, l.shuffles(), kindOfState(!l.indexed))
@@ -249,7 +261,7 @@ func (l *Loader) initResume(s State) error {
 		}
 		return nil
 	}
-	rem, err := remaining(epochPerm(s.Seed, s.Epoch, s.Samples, s.Shuffle), s.Segments)
+	rem, err := remaining(l.globalOrder(s.Seed, s.Epoch), s.Segments)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ type State struct {
 	// naming both. A state saved before fingerprints has none and is
 	// checked by the fields above only.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Repeats is the loader's Options.Repeats (RASampler's repetitions; 0:
+	// none): the order it counts positions of.
+	Repeats int `json:"repeated_augmentation,omitempty"`
 }
 
 // Bounds on a State's fields, checked (Validate) before any of them sizes
@@ -196,7 +199,7 @@ func MergeStates(states ...State) (State, error) {
 		if out.Fingerprint == "" {
 			out.Fingerprint = s.Fingerprint
 		}
-		if s.Epoch != out.Epoch || s.Seed != out.Seed || s.Samples != out.Samples || s.Shuffle != out.Shuffle || len(s.Segments) != len(out.Segments) {
+		if s.Epoch != out.Epoch || s.Seed != out.Seed || s.Samples != out.Samples || s.Shuffle != out.Shuffle || s.Repeats != out.Repeats || len(s.Segments) != len(out.Segments) {
 			return State{}, fmt.Errorf("%w: states of different runs (epoch %d/%d, seed %d/%d, samples %d/%d)", ErrResume, out.Epoch, s.Epoch, out.Seed, s.Seed, out.Samples, s.Samples)
 		}
 		for i, seg := range s.Segments {
