@@ -153,6 +153,9 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	if err := mergedSplits(path, []string{opts.Split}); err != nil {
 		return nil, err
 	}
+	if ds, ok, err := openLayout(path, opts.Split); ok {
+		return ds, err // split folders (raw tars beside them are no data), CIFAR, IDX
+	}
 	files, err := dirShards(path, opts.Split)
 	if err != nil {
 		return nil, err
@@ -160,14 +163,10 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	if files != nil {
 		return openFiles(ctx, files, opts)
 	}
-	src, err := source.ListImageFolder(path) // no stat a file: the loader reads each whole
-	if err != nil {
+	if err := plainFolderSplit(path, opts.Split); err != nil {
 		return nil, err
 	}
-	if src.Len() == 0 {
-		return nil, fmt.Errorf("%s: no images", src.Root())
-	}
-	return src, nil
+	return openFolder(path)
 }
 
 // dirShards returns the shard files of split in a directory: those its
@@ -218,11 +217,27 @@ func dirShards(dir, split string) ([]string, error) {
 
 // EvalSplit returns the evaluation split of a local directory of shards
 // without a manifest whose names carry their splits (TensorFlow's
-// train-00000-of-01024 and validation-00000-of-00128): "validation",
+// train-00000-of-01024 and validation-00000-of-00128) or of split folders
+// (torchvision's ImageNet layout: root/train, root/val), or CIFAR's or
+// MNIST's files ("test"): "validation",
 // "val" or "test", the first there is; "" when there is none, or for a
 // packed directory (its manifest names its splits) or any other path.
 func EvalSplit(dir string) string {
 	if _, err := os.Lstat(filepath.Join(dir, ManifestName)); err == nil {
+		return ""
+	}
+	if d, _ := source.FindCIFAR(dir); d != "" {
+		return "test"
+	}
+	if d, _ := source.FindIDX(dir); d != "" {
+		return "test"
+	}
+	if subs := splitFolders(dir); subs != nil {
+		for _, s := range []string{"validation", "val", "test"} {
+			if slices.Contains(subs, s) {
+				return s // torchvision's ImageNet layout: root/val
+			}
+		}
 		return ""
 	}
 	entries, err := os.ReadDir(dir)

@@ -132,12 +132,13 @@ type IDX struct {
 
 // OpenIDX opens the split ("train" or "test") of the IDX dataset in dir:
 // files train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz], or
-// t10k-… for test. Class names are Fashion-MNIST's when the directory name
-// mentions "fashion", else the digits 0-9.
+// t10k-… for test. Class names are torchvision's: FashionMNIST's when the
+// directory's name (or, for root/FashionMNIST/raw, its parent's) mentions
+// "fashion", else MNIST's ("0 - zero" … "9 - nine").
 func OpenIDX(dir, split string) (*IDX, error) {
 	prefix := map[string]string{"train": "train", "": "train", "test": "t10k", "t10k": "t10k"}[split]
 	if prefix == "" {
-		return nil, fmt.Errorf("IDX split %q: want train or test", split)
+		return nil, fmt.Errorf("%s: no split %q: an IDX dataset (MNIST's layout) has the splits train and test", dir, split)
 	}
 	if split == "" || split == "t10k" {
 		split = map[string]string{"train": "train", "t10k": "test"}[prefix]
@@ -180,8 +181,14 @@ func OpenIDX(dir, split string) (*IDX, error) {
 	if len(images.Dims) != 3 || len(labels.Dims) != 1 || images.Dims[0] != labels.Dims[0] {
 		return nil, fmt.Errorf("%s: images %v and labels %v do not match (want N×H×W and N)", dir, images.Dims, labels.Dims)
 	}
-	classes := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
-	if strings.Contains(strings.ToLower(filepath.Base(filepath.Clean(dir))), "fashion") {
+	// torchvision's names: FashionMNIST's when the directory (or, for
+	// torchvision's root/FashionMNIST/raw, its parent) says fashion.
+	classes := MNISTClasses
+	name := filepath.Base(filepath.Clean(dir))
+	if name == "raw" {
+		name = filepath.Base(filepath.Dir(filepath.Clean(dir)))
+	}
+	if strings.Contains(strings.ToLower(name), "fashion") {
 		classes = FashionMNISTClasses
 	}
 	d := &IDX{dir: dir, split: split, classes: classes, images: images, labels: labels.Data, stamp: stamp}

@@ -1,12 +1,7 @@
 package source
 
 import (
-	"bytes"
 	"fmt"
-	"image"
-	_ "image/gif" // registered for DecodeConfig
-	_ "image/jpeg"
-	_ "image/png"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/imgcodec/jpegscan"
 )
 
@@ -90,7 +86,37 @@ func openImageFolder(root string, sizes bool) (*ImageFolder, error) {
 			d.items = append(d.items, Item{Key: rel, Label: label, Size: size})
 		}
 	}
+	if err := d.checkNoEmptyClass(); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// checkNoEmptyClass refuses a tree with a class folder that holds no
+// image file (empty, or files of other extensions only), as torchvision's
+// ImageFolder refuses it (FileNotFoundError "Found no valid file for the
+// classes …"): a class no sample can be drawn from is a mistake in the
+// tree, and a model would still be built with an output for it.
+func (d *ImageFolder) checkNoEmptyClass() error {
+	seen := make([]bool, len(d.classes))
+	for _, it := range d.items {
+		seen[it.Label] = true
+	}
+	var empty, folders []string
+	for i, ok := range seen {
+		if !ok {
+			empty = append(empty, d.classes[i])
+			folders = append(folders, filepath.Join(d.root, d.classes[i]))
+		}
+	}
+	if len(empty) == 0 {
+		return nil
+	}
+	if len(folders) > 3 {
+		folders = append(folders[:3], fmt.Sprintf("and %d more", len(folders)-3))
+	}
+	return fmt.Errorf("%s: found no valid file for the classes %s (%s; the image extensions are %s), as torchvision's ImageFolder refuses: fill or remove those folders",
+		d.root, strings.Join(empty, ", "), strings.Join(folders, ", "), strings.Join(ImageExtensions, " "))
 }
 
 // walkFiles appends the files under dir to out as torchvision's
@@ -161,10 +187,12 @@ func (d *ImageFolder) Ignored() []string { return d.ignored }
 // Root returns the dataset's root directory.
 func (d *ImageFolder) Root() string { return d.root }
 
-// Load reads item i's file and checks that it is an image: its magic bytes
-// name a format and, for JPEG, PNG and GIF, its header decodes (which also
-// gives width and height), and a JPEG's scans are within what a decoder
-// may spend on its blocks (jpegscan.Check: a scan bomb is damage).
+// Load reads item i's file and checks that it is an image the loader can
+// decode: its magic bytes name a format and its header decodes with
+// imgcodec's reader of that format (which also gives width and height;
+// a feature the decoder lacks, imgcodec.ErrUnsupported, is refused here),
+// and a JPEG's scans are within what a decoder may spend on its blocks
+// (jpegscan.Check: a scan bomb is damage).
 func (d *ImageFolder) Load(i int) (Sample, error) {
 	it := d.items[i]
 	p := filepath.Join(d.root, filepath.FromSlash(it.Key))
@@ -174,18 +202,19 @@ func (d *ImageFolder) Load(i int) (Sample, error) {
 	}
 	s := Sample{Item: it, Data: data, Format: Sniff(data)}
 	s.Size = int64(len(data))
-	switch s.Format {
-	case "":
+	if s.Format == "" {
 		return s, fmt.Errorf("%s: %w: unknown format (%d bytes)", p, ErrNotImage, len(data))
-	case "jpeg", "png", "gif":
-		cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
-		if err != nil {
-			return s, fmt.Errorf("%s: %w: %v", p, ErrNotImage, err)
-		}
-		s.Width, s.Height = cfg.Width, cfg.Height
-		if err := jpegscan.Check(data); err != nil {
-			return s, fmt.Errorf("%s: %w", p, err) // a scan bomb
-		}
+	}
+	// The decoder's own header reader, every format: what it cannot
+	// decode (an unknown format, a damaged header, a TIFF compression or
+	// an animated WebP it lacks) is found here, before pack stores it.
+	cfg, err := imgcodec.DecodeConfig(data)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w: %w", p, ErrNotImage, err)
+	}
+	s.Width, s.Height = cfg.Width, cfg.Height
+	if err := jpegscan.Check(data); err != nil {
+		return s, fmt.Errorf("%s: %w", p, err) // a scan bomb
 	}
 	return s, nil
 }

@@ -1,0 +1,116 @@
+package shard
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/faster-training/faster/source"
+)
+
+// The layouts of a local directory read by split besides packed data and
+// shards (Open): torchvision's ImageNet layout (root/train, root/val, each
+// an ImageFolder, the raw tars left beside them), Kaggle's flat val/ with
+// its CSV, CIFAR's python batches and MNIST's IDX files.
+
+// splitWords are the names of split folders: a directory holding a
+// subdirectory of one of these names is read by split, each split's
+// folder an ImageFolder (torchvision.datasets.ImageNet reads root/train
+// and root/val; ImageFolder(root/split) any other).
+var splitWords = []string{"train", "val", "validation", "test"}
+
+// splitFolders returns the subdirectories of dir, sorted, when one of them
+// is named as a split (splitWords): its split folders; nil otherwise (a
+// plain ImageFolder, class folders directly under dir).
+func splitFolders(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var subs []string
+	named := false
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") || !isDirEntry(dir, e) {
+			continue
+		}
+		subs = append(subs, e.Name())
+		named = named || slices.Contains(splitWords, e.Name())
+	}
+	if !named {
+		return nil
+	}
+	return subs
+}
+
+func isDirEntry(dir string, e os.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	if e.Type()&os.ModeSymlink == 0 {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && st.IsDir()
+}
+
+// openLayout opens dir when it is one of the layouts above; ok is false
+// when it is none of them (a packed directory, shards, an ImageFolder).
+func openLayout(dir, split string) (_ source.Dataset, ok bool, _ error) {
+	if _, err := os.Lstat(filepath.Join(dir, ManifestName)); err == nil {
+		return nil, false, nil // packed: its manifest names its splits
+	}
+	if d, err := source.FindCIFAR(dir); err != nil || d != "" {
+		if err != nil {
+			return nil, true, err
+		}
+		ds, err := source.OpenCIFAR(d, split)
+		return ds, true, err
+	}
+	if d, err := source.FindIDX(dir); err != nil || d != "" {
+		if err != nil {
+			return nil, true, err
+		}
+		ds, err := source.OpenIDX(d, split)
+		return ds, true, err
+	}
+	subs := splitFolders(dir)
+	if subs == nil {
+		return nil, false, nil
+	}
+	name := ""
+	for _, s := range append([]string{split}, splitAliases[split]...) {
+		if slices.Contains(subs, s) {
+			name = s
+			break
+		}
+	}
+	if name == "" {
+		return nil, true, fmt.Errorf("%s: no split %q: the splits here are the folders %s (torchvision's ImageNet layout, root/<split>/<class>/…)", dir, split, strings.Join(subs, ", "))
+	}
+	ds, err := openFolder(filepath.Join(dir, name))
+	return ds, true, err
+}
+
+// openFolder opens an ImageFolder tree, refusing one without images.
+func openFolder(root string) (source.Dataset, error) {
+	src, err := source.ListImageFolder(root) // no stat a file: the loader reads each whole
+	if err != nil {
+		return nil, err
+	}
+	if src.Len() == 0 {
+		return nil, fmt.Errorf("%s: no images", src.Root())
+	}
+	return src, nil
+}
+
+// plainFolderSplit refuses a split other than the default train of a
+// plain ImageFolder (class folders directly under root), which has none.
+func plainFolderSplit(root, split string) error {
+	if split == "train" {
+		return nil
+	}
+	return fmt.Errorf("%s: no split %q: an ImageFolder (class folders directly under it) has no splits; give the split's own folder as the path, or lay the splits out as %s/<split>/<class>/… (torchvision's ImageNet layout)",
+		root, split, filepath.Clean(root))
+}

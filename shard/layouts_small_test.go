@@ -1,0 +1,345 @@
+package shard
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/imgcodec/rawpix"
+	"github.com/faster-training/faster/internal/testenv"
+	"github.com/faster-training/faster/source"
+)
+
+// tvImages is what a torchvision dataset holds: classes, targets, and the
+// sha256 of its data array's bytes (N×H×W[×C] uint8).
+type tvImages struct {
+	Classes []string `json:"classes"`
+	Targets []int    `json:"targets"`
+	SHA     string   `json:"sha"`
+	Shape   []int    `json:"shape"`
+}
+
+// pyTorchvisionImages runs torchvision's class cls (CIFAR10, CIFAR100,
+// MNIST, FashionMNIST) on root, train or test, with the integrity check of
+// the published files' checksums off (the files are written here).
+const pyTorchvisionImages = `
+import json, sys, hashlib, numpy as np, torchvision.datasets as D, torchvision.datasets.cifar as cifar
+cls, root, split = sys.argv[1:4]
+C = getattr(D, cls)
+C._check_integrity = lambda self: True
+cifar.check_integrity = lambda *a, **k: True
+d = C(root, train=(split == "train"), download=False)
+data = np.asarray(d.data)
+print(json.dumps({"classes": list(d.classes), "targets": [int(t) for t in d.targets],
+    "sha": hashlib.sha256(np.ascontiguousarray(data).tobytes()).hexdigest(), "shape": list(data.shape)}))
+`
+
+func torchvisionImages(t *testing.T, cls, root, split string) tvImages {
+	t.Helper()
+	py := testenv.PythonWith(t, "torchvision", "numpy")
+	out, err := exec.Command(py, "-c", pyTorchvisionImages, cls, root, split).CombinedOutput()
+	if err != nil {
+		t.Fatalf("torchvision %s(%s, %s): %v: %s", cls, root, split, err, out)
+	}
+	var v tvImages
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return v
+}
+
+// sameImages fails the test unless ds (opened by Open) holds want's
+// classes, labels in order and pixels (its raw-pixel records' bytes
+// hashed in order), of channels channels.
+func sameImages(t *testing.T, what string, ds source.Dataset, want tvImages, channels int) {
+	t.Helper()
+	x, ok := ds.(source.Indexed)
+	if !ok {
+		t.Fatalf("%s: %T is not indexed", what, ds)
+	}
+	if !slices.Equal(ds.Classes(), want.Classes) {
+		t.Fatalf("%s: classes %q, torchvision's %q", what, ds.Classes(), want.Classes)
+	}
+	if x.Len() != len(want.Targets) {
+		t.Fatalf("%s: %d images, torchvision's %d", what, x.Len(), len(want.Targets))
+	}
+	if c, ok := ds.(source.Channeler); (ok && c.Channels() != channels) || (!ok && channels != 3) {
+		t.Errorf("%s: channels %v (Channeler %v), want %d", what, ds, ok, channels)
+	}
+	h := sha256.New()
+	for i := range x.Len() {
+		r, err := x.Record(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Label != want.Targets[i] {
+			t.Fatalf("%s: image %d label %d, torchvision's %d", what, i, r.Label, want.Targets[i])
+		}
+		hd, px, err := rawpix.Parse(r.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hd.Channels != channels || hd.Layout != rawpix.Interleaved {
+			t.Fatalf("%s: image %d: %+v", what, i, hd)
+		}
+		h.Write(px)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA {
+		t.Fatalf("%s: pixels differ from torchvision's (%v)", what, want.Shape)
+	}
+}
+
+// pyWriteCIFAR writes CIFAR-10's or CIFAR-100's python batches as the
+// CIFAR page documents them, with Python's pickle (protocol 2, as the
+// published files): random pixels and labels.
+const pyWriteCIFAR = `
+import os, pickle, sys, numpy as np
+version, root = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(int(sys.argv[3]))
+def dump(p, d):
+    with open(p, "wb") as f: pickle.dump(d, f, protocol=2)
+if version == "10":
+    d = os.path.join(root, "cifar-10-batches-py"); os.makedirs(d)
+    dump(os.path.join(d, "batches.meta"), {"num_cases_per_batch": 3, "label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"], "num_vis": 3072})
+    for name, n in [("data_batch_%d" % i, 3 + i) for i in range(1, 6)] + [("test_batch", 5)]:
+        dump(os.path.join(d, name), {"batch_label": name, "labels": [int(x) for x in rng.integers(0, 10, n)],
+            "data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), "filenames": ["f%d.png" % i for i in range(n)]})
+else:
+    d = os.path.join(root, "cifar-100-python"); os.makedirs(d)
+    dump(os.path.join(d, "meta"), {"fine_label_names": ["c%02d" % i for i in range(100)], "coarse_label_names": ["s%d" % i for i in range(20)]})
+    for name, n in [("train", 1200), ("test", 7)]:
+        dump(os.path.join(d, name), {"batch_label": name, "fine_labels": [int(x) for x in rng.integers(0, 100, n)],
+            "coarse_labels": [int(x) for x in rng.integers(0, 20, n)],
+            "data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), "filenames": ["f%d.png" % i for i in range(n)]})
+`
+
+// TestCIFAROpensAsTorchvision: CIFAR-10 and CIFAR-100's python batches,
+// written by Python's pickle, open where they lie (torchvision's root, or
+// the batches' folder) with torchvision's classes, labels, order and
+// pixels; an unknown split names train and test.
+func TestCIFAROpensAsTorchvision(t *testing.T) {
+	py := testenv.PythonWith(t, "torchvision", "numpy")
+	for _, c := range []struct{ version, cls, dir string }{{"10", "CIFAR10", "cifar-10-batches-py"}, {"100", "CIFAR100", "cifar-100-python"}} {
+		root := t.TempDir()
+		if out, err := exec.Command(py, "-c", pyWriteCIFAR, c.version, root, "7").CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for _, split := range []string{"train", "test"} {
+			want := torchvisionImages(t, c.cls, root, split)
+			sameImages(t, c.cls+" "+split, open(t, root, OpenOptions{Split: split}), want, 3)
+			sameImages(t, c.cls+" "+split+" (the batches' folder)", open(t, filepath.Join(root, c.dir), OpenOptions{Split: split}), want, 3)
+		}
+		if EvalSplit(root) != "test" {
+			t.Errorf("EvalSplit(%s) = %q, want test", root, EvalSplit(root))
+		}
+		_, err := Open(context.Background(), root, OpenOptions{Split: "val"})
+		if err == nil || !strings.Contains(err.Error(), `"val"`) || !strings.Contains(err.Error(), "train and test") {
+			t.Errorf("split val: %v, want an error naming train and test", err)
+		}
+	}
+}
+
+// py2Pickle writes a dict as Python 2's cPickle writes CIFAR's published
+// batches (protocol 2: SHORT_BINSTRING keys, BINSTRING pixel bytes,
+// APPENDS in batches of 1000, BINPUT after each object): values are
+// string, []string, []int or a [2]any{shape []int, data []byte} array.
+func py2Pickle(keys []string, vals map[string]any) []byte {
+	b := []byte{0x80, 2, '}'}
+	memo := 0
+	put := func() { b = append(b, 'q', byte(memo)); memo = (memo + 1) % 256 }
+	str := func(s string) {
+		if len(s) < 256 {
+			b = append(b, 'U', byte(len(s)))
+		} else {
+			b = append(b, 'T')
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+		}
+		b = append(b, s...)
+		put()
+	}
+	integer := func(v int) {
+		switch {
+		case v >= 0 && v < 256:
+			b = append(b, 'K', byte(v))
+		case v >= 0 && v < 65536:
+			b = append(b, 'M', byte(v), byte(v>>8))
+		default:
+			b = append(b, 'J')
+			b = binary.LittleEndian.AppendUint32(b, uint32(int32(v)))
+		}
+	}
+	put()
+	b = append(b, '(')
+	for _, k := range keys {
+		str(k)
+		switch v := vals[k].(type) {
+		case string:
+			str(v)
+		case []int, []string:
+			b = append(b, ']')
+			put()
+			n := 0
+			if ints, ok := v.([]int); ok {
+				n = len(ints)
+			} else {
+				n = len(v.([]string))
+			}
+			for i := 0; i < n; i++ {
+				if i%1000 == 0 {
+					b = append(b, '(')
+				}
+				if ints, ok := v.([]int); ok {
+					integer(ints[i])
+				} else {
+					str(v.([]string)[i])
+				}
+				if i%1000 == 999 || i == n-1 {
+					b = append(b, 'e')
+				}
+			}
+		case [2]any:
+			shape, data := v[0].([]int), v[1].([]byte)
+			b = append(b, "cnumpy.core.multiarray\n_reconstruct\n"...)
+			put()
+			b = append(b, "cnumpy\nndarray\n"...)
+			put()
+			b = append(b, 'K', 0, 0x85)
+			put()
+			str("b")
+			b = append(b, 0x87)
+			put()
+			b = append(b, 'R')
+			put()
+			b = append(b, '(', 'K', 1)
+			for _, d := range shape {
+				integer(d)
+			}
+			b = append(b, 0x86)
+			put()
+			b = append(b, "cnumpy\ndtype\n"...)
+			put()
+			str("u1")
+			b = append(b, 'K', 0, 'K', 1, 0x87, 'R')
+			put()
+			b = append(b, '(', 'K', 3)
+			str("|")
+			b = append(b, 'N', 'N', 'N', 'J', 0xff, 0xff, 0xff, 0xff, 'J', 0xff, 0xff, 0xff, 0xff, 'K', 0, 't', 'b', 0x89)
+			str(string(data))
+			b = append(b, 't', 'b')
+		}
+	}
+	return append(b, 'u', '.')
+}
+
+// writePy2CIFAR10 writes CIFAR-10's batches under root as the published
+// files are (py2Pickle), n images a batch, and returns the batches'
+// folder.
+func writePy2CIFAR10(t testing.TB, root string, n int) string {
+	dir := filepath.Join(root, "cifar-10-batches-py")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, keys []string, vals map[string]any) {
+		if err := os.WriteFile(filepath.Join(dir, name), py2Pickle(keys, vals), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := []string{"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}
+	write("batches.meta", []string{"num_cases_per_batch", "label_names", "num_vis"}, map[string]any{"num_cases_per_batch": []int{n}, "label_names": names, "num_vis": []int{3072}})
+	seed := uint32(1)
+	for f, name := range []string{"data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch"} {
+		k := n + f*311 // one batch over 1000 images: APPENDS in batches
+		labels, files := make([]int, k), make([]string, k)
+		data := make([]byte, k*3072)
+		for i := range data {
+			seed = seed*1664525 + 1013904223
+			data[i] = byte(seed >> 24)
+		}
+		for i := range labels {
+			labels[i] = (i*7 + f) % 10
+			files[i] = fmt.Sprintf("img_%d_%d.png", f, i)
+		}
+		write(name, []string{"batch_label", "labels", "data", "filenames"}, map[string]any{"batch_label": "batch " + name, "labels": labels, "data": [2]any{[]int{k, 3072}, data}, "filenames": files})
+	}
+	return dir
+}
+
+// TestCIFARPython2Pickles: batches pickled as the published files are
+// (Python 2's cPickle opcodes) read as torchvision reads them.
+func TestCIFARPython2Pickles(t *testing.T) {
+	root := t.TempDir()
+	writePy2CIFAR10(t, root, 40)
+	for _, split := range []string{"train", "test"} {
+		sameImages(t, "CIFAR10 (py2) "+split, open(t, root, OpenOptions{Split: split}), torchvisionImages(t, "CIFAR10", root, split), 3)
+	}
+}
+
+// TestMNISTOpensAsTorchvision: Debian's Fashion-MNIST, laid out as
+// torchvision's root (root/FashionMNIST/raw) and as it is installed (its
+// .gz files in one folder), opens with torchvision's classes, labels,
+// order and pixels, one channel.
+func TestMNISTOpensAsTorchvision(t *testing.T) {
+	src := testenv.FashionMNIST(t)
+	root := t.TempDir()
+	raw := filepath.Join(root, "FashionMNIST", "raw")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"} {
+		gunzip(t, filepath.Join(src, name+".gz"), filepath.Join(raw, name))
+	}
+	want := torchvisionImages(t, "FashionMNIST", root, "test")
+	sameImages(t, "FashionMNIST test (torchvision's root)", open(t, root, OpenOptions{Split: "test"}), want, 1)
+	sameImages(t, "FashionMNIST test (Debian's folder)", open(t, src, OpenOptions{Split: "test"}), want, 1)
+	if EvalSplit(src) != "test" {
+		t.Errorf("EvalSplit(%s) = %q, want test", src, EvalSplit(src))
+	}
+	_, err := Open(context.Background(), src, OpenOptions{Split: "val"})
+	if err == nil || !strings.Contains(err.Error(), `"val"`) || !strings.Contains(err.Error(), "train and test") {
+		t.Errorf("split val: %v, want an error naming train and test", err)
+	}
+	// MNIST's digits: torchvision's class names.
+	mn := filepath.Join(t.TempDir(), "MNIST", "raw")
+	if err := os.MkdirAll(mn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"} {
+		if err := os.Link(filepath.Join(raw, name), filepath.Join(mn, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mroot := filepath.Dir(filepath.Dir(mn))
+	sameImages(t, "MNIST test", open(t, mroot, OpenOptions{Split: "test"}), torchvisionImages(t, "MNIST", mroot, "test"), 1)
+}
+
+func gunzip(t *testing.T, from, to string) {
+	t.Helper()
+	f, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := io.Copy(&b, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
