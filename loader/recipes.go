@@ -381,7 +381,7 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 			list = list.Shard(o.NumShards, o.ShardIdx)
 		}
 		if l.shuffles() {
-			list = list.Shuffle(o.Seed)
+			list = list.Shuffle(l.opts.Seed) // l.opts: SetSeed may change it
 		}
 		cycle := min(len(files), 4)
 		readCPU := new(atomic.Int64) // the reads' CPU work, for the verdict
@@ -393,7 +393,7 @@ func (l *Loader) initStreaming(ds source.Streaming) error {
 		}
 		var read pipeline.Dataset[Sample] = readStage
 		if l.shuffles() {
-			read = pipeline.Shuffle(read, o.ShuffleBuffer, o.Seed).Named("shuffle")
+			read = pipeline.Shuffle(read, o.ShuffleBuffer, l.opts.Seed).Named("shuffle")
 		}
 		read = pipeline.Map(read, number).Named("number").Role(pipeline.RoleNone)
 		if borrow {

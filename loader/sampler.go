@@ -192,3 +192,19 @@ type remoteCopied struct {
 	copied
 	source.Remote
 }
+
+// SetSeed makes seed the loader's Options.Seed from the next epoch on: its
+// orders and augmentations are then those of a loader opened with it (the
+// Python client's seed drawn from torch's generator at its first
+// iteration). Call it between epochs, not while one runs.
+func (l *Loader) SetSeed(seed uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.opts.Seed == seed {
+		return
+	}
+	l.opts.Seed = seed
+	// The pipelines built so far hold the old seed.
+	clear(l.byRes)
+	clear(l.stats)
+}

@@ -304,3 +304,38 @@ func TestRepeatedResume(t *testing.T) {
 		t.Errorf("state of 3 repetitions in a loader of 2: %v", err)
 	}
 }
+
+// TestSetSeed: a loader whose seed is set after it ran an epoch serves
+// what a loader opened with that seed serves (order and augmentation),
+// on indexed and streamed data.
+func TestSetSeed(t *testing.T) {
+	folder, shards := makeTree(t, 6)
+	for _, path := range []string{folder, shards} {
+		o := Options{Resolution: 8, Layout: U8HWC, Batch: 4, Seed: 1, ShuffleBuffer: 8}
+		l, err := Open(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := runEpoch(t, l, 3)
+		l.SetSeed(77)
+		after := runEpoch(t, l, 3)
+		l.Close()
+		o.Seed = 77
+		f, err := Open(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := runEpoch(t, f, 3)
+		st, _ := f.State()
+		f.Close()
+		if !slices.Equal(after.keys, want.keys) || !slices.EqualFunc(after.rows, want.rows, bytes.Equal) {
+			t.Errorf("%s: SetSeed(77) does not serve seed 77's epoch", path)
+		}
+		if slices.Equal(before.keys, after.keys) {
+			t.Errorf("%s: seeds 1 and 77 serve the same order", path)
+		}
+		if st.Seed != 77 {
+			t.Errorf("%s: state's seed %d", path, st.Seed)
+		}
+	}
+}
