@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/serve"
@@ -24,13 +26,18 @@ type serveOptions struct {
 	workers int
 	slots   int
 	shmDir  string
+	// spec is --spec: a loader.Spec's JSON (a file, - for stdin, or the
+	// JSON itself), in place of the loader's flags.
+	spec  string
+	stdin io.Reader
+	flags *pflag.FlagSet // to tell the loader flags given
 }
 
 func init() {
 	commands = append(commands, func(stdout, stderr io.Writer) *cobra.Command {
 		o := serveOptions{fd: -1}
 		c := &cobra.Command{
-			Use:   "serve DATA (--socket PATH | --fd N)",
+			Use:   "serve (DATA | --spec FILE) (--socket PATH | --fd N)",
 			Short: "Serve batches to another process (PyTorch) through shared memory",
 			Long: `Serve runs the input pipeline over DATA (an ImageFolder tree, a packed dataset
 directory, or TFRecord files) for one consumer and writes its batches into a
@@ -48,24 +55,41 @@ naming file and offset; --on-error skip skips them within --max-bad and lists
 them in --quarantine FILE (written when the session ends; FILE.rankN with
 --num-shards above 1, so ranks never share one), as bench load does.
 
+--spec FILE describes the loader as JSON (loader.Spec; FILE - reads it from
+stdin, and an argument starting with { is the JSON itself): its fields are
+the loader flags' (docs/cli.md's flag table), "path" the DATA (an argument
+DATA overrides it), and "augment" a list of torchvision ops run in the given
+order. Every problem is reported at once, named by its field. The Python
+client sends its loader so.
+
 Exit status: 0 the consumer left; 1 failed (unreadable data, a protocol
 error); 2 usage error; 130 interrupted.`,
-			Args: exactArgs(1),
+			Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				o.data = args[0]
+				if len(args) == 1 {
+					o.data = args[0]
+				} else if o.spec == "" {
+					return usagef("%s: need the data: DATA or --spec FILE", cmd.CommandPath())
+				}
+				o.stdin, o.flags = cmd.InOrStdin(), cmd.Flags()
 				return runServe(cmd.Context(), o, stdout, stderr)
 			},
 		}
-		f := c.Flags()
-		f.StringVar(&o.socket, "socket", "", "listen on this Unix socket path for one consumer")
-		f.IntVar(&o.fd, "fd", -1, "use this inherited file descriptor, a connected stream socket")
-		o.register(f, "train or eval")
-		o.registerBad(f)
-		f.IntVar(&o.workers, "workers", 0, "decode workers (0 = auto)")
-		f.IntVar(&o.slots, "slots", 4, "batches in the shared-memory ring for the consumer (the prefetch depth); the file holds 3 more, for the batches the loader decodes into it")
-		f.StringVar(&o.shmDir, "shm-dir", "/dev/shm", "directory of the shared-memory file")
+		o.registerFlags(c.Flags())
 		return c
 	})
+}
+
+// registerFlags adds serve's flags to f.
+func (o *serveOptions) registerFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.socket, "socket", "", "listen on this Unix socket path for one consumer")
+	f.IntVar(&o.fd, "fd", -1, "use this inherited file descriptor, a connected stream socket")
+	o.register(f, "train or eval")
+	o.registerBad(f)
+	f.IntVar(&o.workers, "workers", 0, "decode workers (0 = auto)")
+	f.IntVar(&o.slots, "slots", 4, "batches in the shared-memory ring for the consumer (the prefetch depth); the file holds 3 more, for the batches the loader decodes into it")
+	f.StringVar(&o.shmDir, "shm-dir", "/dev/shm", "directory of the shared-memory file")
+	f.StringVar(&o.spec, "spec", "", "the loader as JSON (loader.Spec): a file, - for stdin, or the JSON itself; replaces the loader flags")
 }
 
 func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error {
@@ -78,21 +102,17 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.slots < 1 {
 		return usagef("--slots %d: must be at least 1", o.slots)
 	}
-	if err := o.check(); err != nil {
-		return err
-	}
-	policy, err := o.policy()
+	lo, err := o.loaderOptions()
 	if err != nil {
 		return err
 	}
-	flags := o.forRank(o.shardIndex, o.numShards)
+	lo.Workers = capWorkers(stderr, "--workers", lo.Workers, runtime.NumCPU())
+	flags := o.forRank(lo.ShardIdx, lo.NumShards)
 	writeQ, abortQ, err := flags.openQuarantine()
 	if err != nil {
 		return err
 	}
 	defer abortQ()
-	lo := o.options(capWorkers(stderr, "--workers", o.workers, runtime.NumCPU()))
-	lo.BadData = policy
 	l, err := loader.OpenContext(ctx, o.data, lo)
 	if err != nil {
 		return err
@@ -117,6 +137,48 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "faster: serve: skipped %d bad samples%s\n", len(bad), where)
 	}
 	return errors.Join(err, writeQ(l.Bad()))
+}
+
+// loaderOptions are the loader's options: from --spec, or from the flags
+// (and o.data, the spec's path, the quarantine flags set from it).
+func (o *serveOptions) loaderOptions() (loader.Options, error) {
+	if o.spec == "" {
+		if err := o.check(); err != nil {
+			return loader.Options{}, err
+		}
+		policy, err := o.policy()
+		if err != nil {
+			return loader.Options{}, err
+		}
+		lo := o.options(o.workers)
+		lo.BadData = policy
+		return lo, nil
+	}
+	s, err := readSpecArg(o.spec, o.stdin, loader.Defaults())
+	if err != nil {
+		return loader.Options{}, err
+	}
+	if given := loaderFlagsGiven(o.flags); len(given) > 0 {
+		return loader.Options{}, usagef("--spec and %s: give the loader in the spec or as flags, not both", strings.Join(given, ", "))
+	}
+	if o.flags != nil && o.flags.Changed("workers") {
+		s.Workers = o.workers
+	}
+	if o.data == "" {
+		o.data = s.Path
+	}
+	if s.Transform != loader.Train && s.Transform != loader.Eval {
+		return loader.Options{}, usagef("--spec: transform %q: want train or eval", s.Transform)
+	}
+	lo, err := s.Options()
+	if err != nil {
+		return loader.Options{}, specUsage(err)
+	}
+	if o.data == "" {
+		return loader.Options{}, usagef("--spec: no path: give DATA or the spec's \"path\"")
+	}
+	o.badDataFlags = badDataFlags{onError: s.OnError, maxBad: string(s.MaxBad), quarantine: s.Quarantine}
+	return lo, nil
 }
 
 // serveConn returns the consumer's connection: the inherited descriptor, or
