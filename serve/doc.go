@@ -84,6 +84,14 @@
 //	               of every rank's) to continue the epoch from
 //	'F' free       uint32 slot: hand a slot back
 //	'C' cancel     stop the running epoch early (its 'D' still follows)
+//	'S' seed       uint64: the seed of the epochs from the next 'E' on (the
+//	               client's seed drawn from torch's generator); sent
+//	               between epochs, applied with the next 'E'
+//	'O' order      int64 dataset positions, appended to the next epoch's
+//	               order (one frame or more, an empty one for an empty
+//	               order), taken by the next 'E'; Hello's sampler
+//	               "indices" serves exactly that order and refuses ('N')
+//	               an 'E' without one, or with a position out of range
 //
 // A session: the server sends 'H'; the consumer maps the file and sends
 // 'A'; then any number of times 'E' → 'R'… → 'D' (or 'E' → 'N'), with 'F' for each slot as

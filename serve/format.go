@@ -11,7 +11,7 @@ import (
 // Version: the Python client (python/faster/_protocol.py) repeats them.
 const (
 	Magic       = "FSTSERVE"
-	Version     = 4        // 4: a refused epoch request ('N'); 3: ready carries the consumed count, epoch a state, end the statistics
+	Version     = 5        // 5: the consumer's seed ('S') and order ('O'); 4: a refused epoch request ('N'); 3: ready carries the consumed count, epoch a state, end the statistics
 	HeaderBytes = 4096     // file header; slot 0 starts here
 	SlotHeader  = 4096     // per-slot header; images start here
 	MaxFrame    = 16 << 20 // largest frame accepted
@@ -37,6 +37,8 @@ const (
 	FrameEpoch   byte = 'E'
 	FrameFree    byte = 'F'
 	FrameCancel  byte = 'C'
+	FrameSeed    byte = 'S' // the seed of the epochs to come
+	FrameOrder   byte = 'O' // part of the next epoch's order (Hello.Sampler "indices")
 )
 
 // ErrProtocol marks a malformed or unexpected frame.
@@ -84,6 +86,11 @@ type Hello struct {
 	// Fingerprint names the data (loader.Loader.Fingerprint): a state
 	// saved on it carries it, and one saved on other data is refused.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Sampler "indices": each epoch serves the order the consumer sends
+	// before it ('O'), and Steps, Samples and Len are -1. Repeats is
+	// RASampler's repetitions (loader.Options.Repeats; 0: none).
+	Sampler string `json:"sampler,omitempty"`
+	Repeats int    `json:"repeated_augmentation,omitempty"`
 }
 
 // layout computes the slot geometry of o (already validated).

@@ -97,6 +97,8 @@ type Options struct {
 	Drop        bool
 	Exact       bool
 	Fingerprint string
+	Sampler     string
+	Repeats     int
 	// Counters, if set, is where the session counts what it served and
 	// how (rows written in place or copied).
 	Counters *Counters
@@ -120,7 +122,8 @@ func ForLoader(l *loader.Loader, lo loader.Options) Options {
 	o := Options{Batch: lo.Batch, Len: l.Len(), Steps: l.StepsPerEpoch(), Samples: l.SamplesPerEpoch(),
 		Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards,
 		DatasetLen: l.DatasetLen(), PerRank: l.PerRank(), Kind: l.Kind(), Seed: lo.Seed, Shuffle: l.Shuffles(),
-		Stream: !l.Indexed(), Drop: lo.Drop, Exact: lo.Exact, Fingerprint: l.Fingerprint()}
+		Stream: !l.Indexed(), Drop: lo.Drop, Exact: lo.Exact, Fingerprint: l.Fingerprint(),
+		Sampler: lo.Sampler, Repeats: lo.Repeats}
 	if o.Batch == 0 {
 		o.Batch = 256
 	}
@@ -189,6 +192,11 @@ type session struct {
 	stop      context.CancelFunc // stops the running epoch (requested-th), or nil
 	cancelled bool               // the running epoch was cancelled
 
+	// The seed and the order the consumer sent for its next epoch ('S',
+	// 'O'), taken by its 'E'; guarded by mu.
+	seed  *uint64
+	order []int
+
 	ready    []byte // scratch for 'R' frames
 	consumed int    // positions of this rank's order served this epoch (loader.Consumed)
 }
@@ -207,6 +215,8 @@ type epochReq struct {
 	epoch  int64
 	state  []byte
 	refuse error
+	seed   *uint64 // the consumer's seed ('S'), if it sent one
+	order  []int   // the consumer's order ('O'), if it sent one
 }
 
 type frame struct {
@@ -243,6 +253,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		Len: o.Len, Steps: o.Steps, Samples: o.Samples, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
 		DatasetLen: o.DatasetLen, PerRank: o.PerRank, Kind: o.Kind, Seed: o.Seed, Shuffle: o.Shuffle, Stream: o.Stream,
 		Drop: o.Drop, Exact: o.Exact, StateVersion: loader.StateVersion, Fingerprint: o.Fingerprint,
+		Sampler: o.Sampler, Repeats: o.Repeats,
 	}
 	putHeader(mem.mem, &s.hello)
 	s.ring = newRing(mem.mem, &s.hello)
@@ -328,6 +339,29 @@ func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
 			}
 		}
 		s.mu.Unlock()
+	case FrameSeed:
+		if len(p) != 8 {
+			return fmt.Errorf("%w: seed frame of %d bytes", ErrProtocol, len(p))
+		}
+		seed := binary.LittleEndian.Uint64(p)
+		s.mu.Lock()
+		s.seed = &seed
+		s.mu.Unlock()
+	case FrameOrder:
+		if len(p)%8 != 0 {
+			return fmt.Errorf("%w: order frame of %d bytes (int64 positions)", ErrProtocol, len(p))
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.order)+len(p)/8 > loader.MaxOrder {
+			return fmt.Errorf("%w: an epoch's order of more than %d positions", ErrProtocol, loader.MaxOrder)
+		}
+		if s.order == nil {
+			s.order = make([]int, 0, len(p)/8)
+		}
+		for i := 0; i < len(p); i += 8 {
+			s.order = append(s.order, int(int64(binary.LittleEndian.Uint64(p[i:]))))
+		}
 	case FrameEpoch:
 		if len(p) < 8 {
 			return fmt.Errorf("%w: epoch frame of %d bytes", ErrProtocol, len(p))
@@ -348,12 +382,14 @@ func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
 		if !busy {
 			s.requested++
 		}
+		seed, order := s.seed, s.order
+		s.seed, s.order = nil, nil
 		s.mu.Unlock()
 		if busy {
 			return fmt.Errorf("%w: epoch requested while one runs", ErrProtocol)
 		}
 		select {
-		case s.epochs <- epochReq{e, state, refuse}: // never blocks: one epoch at a time
+		case s.epochs <- epochReq{e, state, refuse, seed, order}: // never blocks: one epoch at a time
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -415,6 +451,9 @@ func (s *session) run(ctx context.Context) error {
 		select {
 		case req := <-s.epochs:
 			err := req.refuse
+			if err == nil {
+				err = s.prepare(req)
+			}
 			if err == nil && req.state != nil {
 				err = s.resume(req.state)
 			}

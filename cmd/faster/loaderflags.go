@@ -37,6 +37,8 @@ type loaderFlags struct {
 	interpolation        string
 	fullDecode           bool
 	fastEvalDecode       bool
+	repeats              int
+	sampler              string
 	mean, std            []float64
 	augment              augmentFlags
 }
@@ -114,6 +116,8 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.StringVar(&lf.interpolation, "interpolation", "bilinear", "train and eval: the resize's interpolation, bilinear, bicubic or nearest, as PIL computes it (torchvision's InterpolationMode on PIL images)")
 	f.BoolVar(&lf.fullDecode, "full-decode", false, "decode JPEGs at full size, never scaled in the DCT: torchvision's (PIL's) pixels exactly, at more decode time (default: the train recipe's random crop at least twice the output decodes at 1/2 to 1/8 scale, a few levels from PIL's, more on edges; eval always decodes at full size)")
 	f.BoolVar(&lf.fastEvalDecode, "fast-eval-decode", false, "let --transform eval decode a JPEG at least twice the resize at 1/2 to 1/8 scale in the DCT: cheaper, but not torchvision's pixels (tens of levels on edges of photographs; default: full size, PIL's pixels)")
+	f.IntVar(&lf.repeats, "repeated-augmentation", 0, "torchvision's RASampler (the classification reference's --ra-sampler --ra-reps N): each sample N times an epoch, each copy augmented anew, every rank serving floor(samples//256*256/ranks) of them; indexed data only (default 0: off)")
+	f.StringVar(&lf.sampler, "sampler", "", "serve: indices: each epoch serves the order of dataset positions the client sends before it (faster.Loader's sampler=); indexed data only")
 	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
 	f.Float64SliceVar(&lf.std, "std", nil, "Normalize's std R,G,B (default ImageNet's 0.229,0.224,0.225)")
 	lf.augment.register(f)
@@ -143,6 +147,12 @@ func (lf *loaderFlags) check() error {
 		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
 	case lf.interpolation != "" && lf.interpolation != "bilinear" && lf.interpolation != "bicubic" && lf.interpolation != "nearest":
 		return usagef("--interpolation %q: want bilinear, bicubic or nearest", lf.interpolation)
+	case lf.repeats < 0 || lf.repeats > loader.MaxRepeats:
+		return usagef("--repeated-augmentation %d: want 0 (off) to %d repetitions", lf.repeats, loader.MaxRepeats)
+	case lf.sampler != "" && lf.sampler != loader.SamplerIndices:
+		return usagef("--sampler %q: want %s (the order the client sends each epoch)", lf.sampler, loader.SamplerIndices)
+	case lf.repeats > 0 && lf.sampler != "":
+		return usagef("--repeated-augmentation with --sampler: the client's order is the whole order")
 	case lf.labelOff < -loader.MaxLabelOffset || lf.labelOff > loader.MaxLabelOffset:
 		return usagef("--label-offset %d: at most %d either way (the largest label a container stores)", lf.labelOff, loader.MaxLabelOffset)
 	}
@@ -214,6 +224,7 @@ func (lf *loaderFlags) options(workers int) loader.Options {
 	o.NoFlip, o.FlipProb = lf.flipProb == 0, lf.flipProb
 	o.Resize, o.Classes, o.Interpolation, o.FullDecode = lf.resize, lf.classes, lf.interpolation, lf.fullDecode
 	o.FastEvalDecode = lf.fastEvalDecode
+	o.Repeats, o.Sampler = lf.repeats, lf.sampler
 	if lf.mean != nil {
 		for i := range 3 {
 			o.Mean[i], o.Std[i] = float32(lf.mean[i]), float32(lf.std[i])
