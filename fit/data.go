@@ -259,6 +259,9 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 		}
 	}
 	if res == 0 {
+		res = shard.ImageSide(data) // CIFAR's 32
+	}
+	if res == 0 {
 		res = 224
 	}
 	if testData == "" {

@@ -114,3 +114,13 @@ func plainFolderSplit(root, split string) error {
 	return fmt.Errorf("%s: no split %q: an ImageFolder (class folders directly under it) has no splits; give the split's own folder as the path, or lay the splits out as %s/<split>/<class>/… (torchvision's ImageNet layout)",
 		root, split, filepath.Clean(root))
 }
+
+// ImageSide returns the side of the images of a local layout whose images
+// all have one size, for a run that is given no resolution: CIFAR's 32;
+// 0 for any other path.
+func ImageSide(path string) int {
+	if d, _ := source.FindCIFAR(path); d != "" {
+		return 32
+	}
+	return 0
+}

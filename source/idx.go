@@ -136,6 +136,11 @@ type IDX struct {
 // directory's name (or, for root/FashionMNIST/raw, its parent's) mentions
 // "fashion", else MNIST's ("0 - zero" … "9 - nine").
 func OpenIDX(dir, split string) (*IDX, error) {
+	if d, err := FindIDX(dir); err != nil {
+		return nil, err
+	} else if d != "" {
+		dir = d // torchvision's root/MNIST/raw
+	}
 	prefix := map[string]string{"train": "train", "": "train", "test": "t10k", "t10k": "t10k"}[split]
 	if prefix == "" {
 		return nil, fmt.Errorf("%s: no split %q: an IDX dataset (MNIST's layout) has the splits train and test", dir, split)

@@ -26,7 +26,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // Item names one sample without loading it.
@@ -107,8 +106,8 @@ func Detect(path string) (string, error) {
 	if !st.IsDir() {
 		return "", fmt.Errorf("%s: not a directory", path)
 	}
-	if m, _ := filepath.Glob(filepath.Join(path, "*-idx3-ubyte*")); len(m) > 0 {
-		return "idx", nil
+	if d, _ := FindIDX(path); d != "" {
+		return "idx", nil // its files, or torchvision's root/MNIST/raw
 	}
 	ents, err := os.ReadDir(path)
 	if err != nil {
