@@ -4,7 +4,7 @@ serve/format.go and must not change without a new VERSION."""
 import struct
 
 MAGIC = b"FSTSERVE"
-VERSION = 4
+VERSION = 5
 HEADER_BYTES = 4096
 MAX_FRAME = 16 << 20
 SHM_PREFIX = "faster-serve-"
@@ -13,6 +13,8 @@ SHM_PREFIX = "faster-serve-"
 HELLO, READY, END, ERROR = b"H", b"R", b"D", b"X"
 REFUSED = b"N"  # the epoch request cannot run (its epoch or state); the session goes on
 ATTACH, EPOCH, FREE, CANCEL = b"A", b"E", b"F", b"C"
+SEED = b"S"  # uint64: the seed of the epochs from the next EPOCH on
+ORDER = b"O"  # int64 dataset positions appended to the next epoch's order (--sampler indices)
 
 FRAME_HEAD = struct.Struct("<Ic")  # length (of type + payload), type
 READY_FIXED = struct.Struct("<IqqIIIq")  # slot, epoch, index, valid, rows, repeats, consumed
