@@ -3,7 +3,8 @@ meaning. A torchvision Compose handed to faster.Loader, the named recipe
 (augment_recipe=, `faster serve --augment-recipe`) and the flags the
 Compose maps onto give the same batches, bit for bit (the Go test
 cmd/faster TestAugmentRecipeEqualsFlags holds each recipe to its flags);
-what does not map is refused by name."""
+since issue 40 the Compose is the loader's ops in its own order, and what
+the Go ops do not do is refused by the server, naming the step."""
 import importlib.util
 import os
 import shutil
@@ -13,7 +14,7 @@ import unittest
 import numpy as np
 
 import faster
-from faster.transforms import UnsupportedTransform, from_torchvision
+from faster.transforms import from_torchvision
 
 from test_loader import REQUIRE, digest
 
@@ -106,6 +107,9 @@ class AugmentThreeWaysTest(unittest.TestCase):
 
     @unittest.skipUnless(HAVE_TV or REQUIRE, "no torchvision")
     def test_compose_mapping_and_refusals(self):
+        # The Compose's steps become the loader's ops (augment.Recipe) in its
+        # order, with torchvision's arguments (issue 40; before, flags of
+        # one fixed order).
         import torch
         from torchvision import transforms as T
         B, N = T.InterpolationMode.BILINEAR, T.InterpolationMode.NEAREST
@@ -114,38 +118,50 @@ class AugmentThreeWaysTest(unittest.TestCase):
                         T.ColorJitter(brightness=0.4, contrast=(0.5, 1.5), hue=0.1), T.RandomGrayscale(0.2),
                         T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize(*IMAGENET),
                         T.RandomErasing(p=0.25, scale=(0.1, 0.2), ratio=(0.5, 2.0), value=(0.5, 0.0, -0.5))])
-        a = from_torchvision(tf)["args"]
-        for flag, want in (("--auto-augment", "ra"), ("--ra-n", "3"), ("--ra-m", "5"), ("--magnitude-bins", "11"),
-                           ("--augment-interpolation", "bilinear"), ("--augment-fill", "1.0,2.0,3.0"),
-                           ("--color-jitter", "0.6,1.4,0.5,1.5,0.0,0.0,-0.1,0.1"), ("--grayscale-prob", "0.2"),
-                           ("--erasing-prob", "0.25"), ("--erasing-scale", "0.1,0.2"), ("--erasing-ratio", "0.5,2.0"),
-                           ("--erasing-value", "0.5,0.0,-0.5")):
-            self.assertEqual(a[a.index(flag) + 1], want, flag)
+        ops = from_torchvision(tf)
+        self.assertEqual(ops[2], {"op": "RandAugment", "num_ops": 3, "magnitude": 5, "num_magnitude_bins": 11,
+                                  "interpolation": "bilinear", "fill": [1, 2, 3]})
+        self.assertEqual(ops[3], {"op": "ColorJitter", "brightness": [0.6, 1.4], "contrast": [0.5, 1.5],
+                                  "hue": [-0.1, 0.1]})
+        self.assertEqual(ops[4], {"op": "RandomGrayscale", "p": 0.2})
+        self.assertEqual(ops[8], {"op": "RandomErasing", "p": 0.25, "scale": [0.1, 0.2], "ratio": [0.5, 2.0],
+                                  "value": [0.5, 0.0, -0.5], "inplace": False})
         with faster.Loader(self.root, batch_size=3, transform=tf, output="numpy", rank=0, world_size=1, workers=1) as l:
             self.assertEqual(np.asarray(next(l.batches()).images).shape, (3, 3, 32, 32))
-        a = from_torchvision(T.Compose([T.RandomResizedCrop(32), T.TrivialAugmentWide(interpolation=N, fill=7),
-                                        T.ToTensor()]))["args"]
-        self.assertEqual(a[a.index("--augment-interpolation") + 1], "nearest")
-        self.assertEqual(a[a.index("--augment-fill") + 1], "7.0")
+        ops = from_torchvision(T.Compose([T.RandomResizedCrop(32), T.TrivialAugmentWide(interpolation=N, fill=7),
+                                          T.ToTensor()]))
+        self.assertEqual(ops[1], {"op": "TrivialAugmentWide", "num_magnitude_bins": 31, "interpolation": "nearest",
+                                  "fill": 7})
         crop = T.RandomResizedCrop(32)
-        for bad, word in (
-                ([crop, T.RandomPerspective(), T.ToTensor()], "RandomPerspective"),
-                ([crop, T.GaussianBlur(3), T.ColorJitter(0.4), T.ToTensor()], "ColorJitter"),
-                ([crop, T.RandomRotation(10), T.RandomAffine(5), T.ToTensor()], "RandomAffine"),
-                ([crop, T.RandomRotation(10, expand=True), T.ToTensor()], "expand"),
-                ([crop, T.RandomRotation(10, center=(1, 1)), T.ToTensor()], "center"),
-                ([crop, T.RandomAffine(5, interpolation=B), T.RandomRotation(10), T.ToTensor()], "interpolation"),
-                ([crop, T.TrivialAugmentWide(), T.RandomRotation(10, fill=9), T.ToTensor()], "fill"),
-                ([crop, T.ColorJitter(0.4), T.TrivialAugmentWide(), T.ToTensor()], "TrivialAugmentWide"),
-                ([crop, T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC), T.ToTensor()], "bicubic"),
-                ([crop, T.AutoAugment(T.AutoAugmentPolicy.CIFAR10), T.ToTensor()], "cifar10"),
-                ([crop, T.AugMix(mixture_width=2), T.ToTensor()], "mixture_width"),
-                ([crop, T.RandAugment(magnitude=31), T.ToTensor()], "magnitude"),
-                ([T.Resize(36), T.CenterCrop(32), T.ToTensor(), T.RandomErasing()], "RandomErasing"),
-                ([crop, T.ToTensor(), T.RandomErasing(), T.Normalize(*IMAGENET)], "Normalize")):
-            with self.assertRaises(UnsupportedTransform) as cm:
-                from_torchvision(T.Compose(bad))
-            self.assertIn(word.lower(), str(cm.exception).lower())
+        # Orders and arguments the one fixed order refused, now run as
+        # written (issue 40).
+        for steps in ([crop, T.GaussianBlur(3), T.ColorJitter(0.4), T.ToTensor()],
+                      [crop, T.RandomRotation(10), T.RandomAffine(5), T.ToTensor()],
+                      [crop, T.RandomRotation(10, center=(1, 1)), T.ToTensor()],
+                      [crop, T.RandomAffine(5, interpolation=B), T.RandomRotation(10), T.ToTensor()],
+                      [crop, T.TrivialAugmentWide(), T.RandomRotation(10, fill=9), T.ToTensor()],
+                      [crop, T.ColorJitter(0.4), T.TrivialAugmentWide(), T.ToTensor()],
+                      [crop, T.AutoAugment(T.AutoAugmentPolicy.CIFAR10), T.ToTensor()],
+                      [crop, T.AugMix(mixture_width=2), T.ToTensor()],
+                      [T.Resize(36), T.CenterCrop(32), T.ToTensor(), T.RandomErasing()],
+                      [crop, T.ToTensor(), T.RandomErasing(), T.Normalize(*IMAGENET)]):
+            with self.subTest(steps=[repr(s) for s in steps]):
+                with faster.Loader(self.root, batch_size=2, transform=T.Compose(steps), output="numpy", rank=0,
+                                   world_size=1, workers=1) as l:
+                    self.assertEqual(np.asarray(next(l.batches()).images).shape, (2, 3, 32, 32))
+        # What the Go ops do not do is refused by the server, before the
+        # first batch, naming the step's class, its place and the argument.
+        for steps, words in (
+                ([crop, T.RandomPerspective(), T.ToTensor()], ("transforms[1]", "RandomPerspective")),
+                ([crop, T.RandomRotation(10, expand=True), T.ToTensor()], ("transforms[1]", "expand")),
+                ([crop, T.RandAugment(magnitude=31), T.ToTensor()], ("transforms[1]", "RandAugment", "magnitude"))):
+            with self.subTest(steps=[repr(s) for s in steps]):
+                with self.assertRaises(ValueError) as cm:
+                    with faster.Loader(self.root, batch_size=2, transform=T.Compose(steps), output="numpy", rank=0,
+                                       world_size=1, workers=1) as l:
+                        next(l.batches())
+                for w in words:
+                    self.assertIn(w, str(cm.exception))
         with self.assertRaises(ValueError):
             faster.Loader(self.root, transform=tf, augment_recipe="torchvision-v2")
         with self.assertRaises(ValueError):
@@ -163,20 +179,18 @@ class AugmentThreeWaysTest(unittest.TestCase):
                                        fill=5),
                         T.RandomRotation((-20, 30), interpolation=B, fill=5), T.RandomGrayscale(0.2),
                         T.GaussianBlur((5, 3), sigma=(0.5, 1.5)), T.ToTensor(), T.Normalize(*IMAGENET)])
-        a = from_torchvision(tf)["args"]
-        for flag, want in (("--augment-interpolation", "bilinear"), ("--augment-fill", "5.0,5.0,5.0"),
-                           ("--affine-degrees", "-10.0,10.0"), ("--affine-translate", "0.1,0.2"),
-                           ("--affine-scale", "0.9,1.1"), ("--affine-shear", "1.0,2.0,3.0,4.0"),
-                           ("--rotate-degrees", "-20.0,30.0"), ("--grayscale-prob", "0.2"),
-                           ("--blur-kernel", "5,3"), ("--blur-sigma", "0.5,1.5")):
-            self.assertEqual(a[a.index(flag) + 1], want, flag)
-        # torchvision's defaults: fill 0, NEAREST, sigma (0.1, 2.0); no
-        # --augment-fill (0 is the default of these warps).
-        a = from_torchvision(T.Compose([T.RandomResizedCrop(32), T.RandomRotation(15), T.GaussianBlur(3),
-                                        T.ToTensor()]))["args"]
-        self.assertNotIn("--augment-fill", a)
-        self.assertEqual(a[a.index("--augment-interpolation") + 1], "nearest")
-        self.assertEqual(a[a.index("--blur-sigma") + 1], "0.1,2.0")
+        ops = from_torchvision(tf)
+        self.assertEqual(ops[2], {"op": "RandomAffine", "degrees": [-10.0, 10.0], "translate": [0.1, 0.2],
+                                  "scale": [0.9, 1.1], "shear": [1.0, 2.0, 3.0, 4.0], "interpolation": "bilinear",
+                                  "fill": 5})
+        self.assertEqual(ops[3], {"op": "RandomRotation", "degrees": [-20.0, 30.0], "interpolation": "bilinear",
+                                  "expand": False, "fill": 5})
+        self.assertEqual(ops[5], {"op": "GaussianBlur", "kernel_size": [5, 3], "sigma": [0.5, 1.5]})
+        # torchvision's defaults: fill 0, NEAREST, sigma (0.1, 2.0).
+        ops = from_torchvision(T.Compose([T.RandomResizedCrop(32), T.RandomRotation(15), T.GaussianBlur(3),
+                                          T.ToTensor()]))
+        self.assertEqual((ops[1]["fill"], ops[1]["interpolation"]), (0, "nearest"))
+        self.assertEqual(ops[2]["sigma"], [0.1, 2.0])
         plain = self.epochs(transform=T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToTensor(),
                                                  T.Normalize(*IMAGENET)]))[0]
         e0, e1 = self.epochs(2, transform=tf)
