@@ -259,6 +259,19 @@ def from_torchvision(transform):
     return Ops(m.ops, m.where)
 
 
+def explain(ops, message):
+    """message (the server's problems, one a line) with every field path of
+    an op, augment[2].degrees, told in the user's words: "augment[2]
+    (transform.transforms[1].transforms[0] (RandomRotation)).degrees"."""
+    import re
+    where = getattr(ops, "where", None) or []
+
+    def place(m):
+        i = int(m.group(1))
+        return m.group(0) + (" (%s)" % where[i] if 0 <= i < len(where) else "")
+    return re.sub(r"augment\[(\d+)\]", place, message)
+
+
 def describe(ops, field):
     """A problem's field path from the server (augment[2].degrees) in the
     user's words: "transform.transforms[1] (RandomRotation): degrees"."""

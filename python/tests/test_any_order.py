@@ -47,7 +47,7 @@ import warnings
 import numpy as np
 
 import faster
-from faster.transforms import UnsupportedTransform, describe, from_torchvision
+from faster.transforms import UnsupportedTransform, describe, explain, from_torchvision
 
 REQUIRE = os.environ.get("FASTER_REQUIRE_DATA") == "1"
 HAVE_TV = importlib.util.find_spec("torchvision") is not None
@@ -154,6 +154,9 @@ class MappingTest(unittest.TestCase):
         self.assertEqual(describe(ops, "augment[2].p"), "transform.transforms[1].transforms[1].transforms[0] "
                          "(RandomVerticalFlip): p")
         self.assertEqual(describe(ops, "batch"), "batch")
+        self.assertEqual(explain(ops, "augment[2].p: 2: want a probability in [0, 1]\naugment[9]: x"),
+                         "augment[2] (transform.transforms[1].transforms[1].transforms[0] (RandomVerticalFlip)).p: 2: "
+                         "want a probability in [0, 1]\naugment[9]: x")
         # A list of transforms, and one transform alone.
         self.assertEqual(ops_of([T.Resize(40), T.ToTensor()]), ["Resize", "ToTensor"])
         self.assertEqual(ops_of(T.ToTensor()), ["ToTensor"])
