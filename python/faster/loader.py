@@ -19,6 +19,7 @@ from typing import List, NamedTuple
 import numpy as np
 
 from . import _protocol as P
+from . import _sampler
 from ._meter import InputMeter
 
 
@@ -204,12 +205,13 @@ class Loader:
     """
 
     def __init__(self, data, batch_size=256, transform="train", rank=None, world_size=None,
-                 seed=0, epoch=0, workers=None, resolution=224, layout="f32-chw", binary=None,
+                 seed=None, epoch=0, workers=None, resolution=224, layout="f32-chw", binary=None,
                  drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
                  global_shuffle=False, classes=None, unlabeled=False, full_decode=False, augment_recipe=None,
-                 fast_eval_decode=False):
+                 fast_eval_decode=False, sampler=None, batch_sampler=None, generator=None,
+                 repeated_augmentation=None):
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -232,6 +234,23 @@ class Loader:
             warnings.warn("faster: num_workers=%d on %d CPUs: using %d (more than %d per CPU only add memory "
                           "and contention)" % (threads, os.cpu_count() or 1, cap, WORKERS_PER_CPU))
             threads = cap
+        plan = _sampler.resolve(sampler, batch_sampler, shuffle, rank, world_size)
+        if plan.mapped is not None:  # DistributedSampler, RASampler: their ranks and shuffle
+            rank, world_size, shuffle = plan.rank, plan.world_size, plan.shuffle
+        if repeated_augmentation is not None:
+            if isinstance(repeated_augmentation, bool) or not isinstance(repeated_augmentation, int) or \
+                    not 0 <= repeated_augmentation <= 64:
+                raise ValueError("faster: repeated_augmentation=%r: want an integer from 0 (off) to 64"
+                                 % (repeated_augmentation,))
+            if plan.repeats and plan.repeats != repeated_augmentation:
+                raise ValueError("faster: repeated_augmentation=%d, but sampler=RASampler repeats %d times"
+                                 % (repeated_augmentation, plan.repeats))
+            plan.repeats = repeated_augmentation
+        if plan.repeats and plan.order is not None:
+            raise ValueError("faster: repeated_augmentation with sampler=%s: the sampler's order is the whole order"
+                             % type(sampler).__name__)
+        self._plan, self._user_sampler, self._generator = plan, sampler, generator
+        self._sampler_epoch = getattr(sampler, "epoch", None)
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
@@ -240,6 +259,10 @@ class Loader:
         for name, v in (("split", split), ("layout", layout), ("shm_dir", shm_dir)):
             if not isinstance(v, str):
                 raise ValueError("faster: %s=%r: want a string" % (name, v))
+        self._seed = seed  # None: drawn from torch's generator at the first iteration (_sampler.draw_seed)
+        self._seed_given = seed is not None
+        seed = 0 if seed is None else seed  # the server's until the client sends its own
+        self._server_seed = seed
         for name, v in (("seed", seed), ("epoch", epoch), ("label_offset", label_offset)):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError("faster: %s=%r: want an integer" % (name, v))
@@ -305,6 +328,10 @@ class Loader:
             args.append("--full-decode")  # never DCT-scaled: PIL's pixels exactly
         if fast_eval_decode:
             args.append("--fast-eval-decode")  # eval DCT-scaled too: not PIL's pixels
+        if plan.repeats:
+            args += ["--repeated-augmentation", str(plan.repeats)]  # RASampler
+        if plan.order is not None:
+            args += ["--sampler", "indices"]  # the client sends each epoch's order
         if classes is not None:
             if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
                 raise ValueError("faster: classes=%r: want a positive integer" % (classes,))
@@ -333,6 +360,14 @@ class Loader:
             theirs.close()  # else the server's death would not reach us as EOF
         try:
             self._attach()
+        except ServerError as e:
+            self.close()
+            if (plan.order is not None or plan.repeats) and "needs data read by position" in str(e):
+                what = "sampler=%s" % type(sampler).__name__ if sampler is not None else \
+                    "repeated_augmentation=%d" % plan.repeats
+                raise ValueError("faster: %s is honoured on indexed data only (ImageFolder, LMDB, WebDataset, "
+                                 "shards with indexes and global_shuffle=True): %s" % (what, e)) from None
+            raise
         except BaseException:
             self.close()
             raise
@@ -460,11 +495,19 @@ class Loader:
         if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= P.MAX_EPOCH:
             raise ValueError("faster: set_epoch(%r): want an integer from 0 to %d" % (epoch, P.MAX_EPOCH))
         self.epoch = int(epoch)
+        s = self._user_sampler
+        if s is not None and hasattr(s, "set_epoch"):
+            s.set_epoch(int(epoch))  # the user's sampler follows, as its own set_epoch would
+            self._sampler_epoch = getattr(s, "epoch", None)
 
     def __len__(self):
         """Batches per epoch on this rank: the same on every rank, as the
         server computes it from every rank's sample count (see Batch); with
         exact=True this rank's own (ranks may differ by one)."""
+        if self._plan.order is not None:
+            # DataLoader's len() of a sampler's batches.
+            n = len(self._plan.order)
+            return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
         steps = self.hello.get("steps", -1)
         if steps < 0:
             raise TypeError("faster: the epoch's length is unknown (shards without indexes or manifest)")
@@ -511,6 +554,12 @@ class Loader:
                                    "at a time (open a Loader per thread)")
             self._end_run(prev)
             prev.superseded = True
+        m = self._user_sampler
+        if m is not None and getattr(m, "epoch", None) != self._sampler_epoch:
+            # The script called its sampler's set_epoch (DistributedSampler,
+            # RASampler): that epoch, as DataLoader would serve it.
+            self._sampler_epoch = m.epoch
+            self.set_epoch(m.epoch)
         epoch = self.epoch
         self.epoch = epoch + 1
         state = None
@@ -525,6 +574,8 @@ class Loader:
         run.check()
         if self._closed:
             raise ServerError("faster: the loader is closed")
+        # Before the run starts: a sampler that fails leaves no epoch asked for.
+        self._send_seed_and_order()
         run.executing = True
         payload = struct.pack("<q", epoch)
         prior, steps0 = [], 0
@@ -582,6 +633,40 @@ class Loader:
             run.executing = False
             if not run.superseded:
                 self._end_run(run)
+
+    def seed(self):
+        """The base seed of the orders and augmentations: seed=, else the
+        one drawn from torch's generator (generator=, else the default) at
+        the first iteration, as DataLoader draws its base seed, so that
+        torch.manual_seed(s) makes the run reproducible; on several ranks
+        rank 0's, broadcast. (Asked before the first iteration, it is drawn
+        then, and that iteration draws no more.)"""
+        if self._seed is None:
+            self._seed = _sampler.shared_seed(_sampler.draw_seed(self._generator), self.world_size)
+            self._drawn_early = True
+        return self._seed
+
+    def _send_seed_and_order(self):
+        """Before an epoch: the seed, when the server has another, and the
+        epoch's order of a sampler= iterated now, as DataLoader iterates
+        it. Every iteration draws from torch's generator as DataLoader's
+        does (its base seed; the first is the seed without seed=), so that
+        the script's own draws and a sampler's see the generator as they
+        would beside a DataLoader."""
+        if getattr(self, "_drawn_early", False):
+            self._drawn_early = False
+        else:
+            draw = _sampler.draw_seed(self._generator)
+            if self._seed is None:
+                self._seed = _sampler.shared_seed(draw, self.world_size)
+        seed = self._seed
+        if seed != self._server_seed:
+            self._send(P.SEED, struct.pack("<Q", seed))
+            self._server_seed = seed
+        if self._plan.order is not None:
+            idx = _sampler.epoch_order(self._plan.order, self.hello["dataset_len"])
+            for part in _sampler.order_frames(idx):
+                self._send(P.ORDER, part)
 
     def _end_run(self, run):
         """Ends an iteration stopped early: hands its slot back, cancels the
@@ -647,13 +732,15 @@ class Loader:
         WebDataset, shards with indexes) resumes with any world size;
         streamed shards with the same one."""
         h = self.hello
-        st = {"version": h["state_version"], "seed": h["seed"], "shuffle": h["shuffle"],
+        st = {"version": h["state_version"], "seed": self.seed(), "shuffle": h["shuffle"],
               "samples": h["dataset_len"], "faster": {"world": self.world_size, "rank": self.rank,
                                                       "batch_size": self.batch_size}}
         if h.get("stream"):
             st["stream"] = True
         if h.get("fingerprint"):
             st["fingerprint"] = h["fingerprint"]  # the data it is a position in
+        if h.get("repeated_augmentation"):
+            st["repeated_augmentation"] = h["repeated_augmentation"]
         pos = self._pos
         if pos is None or pos["done"]:
             st["epoch"] = self.epoch if pos is None else pos["epoch"] + 1
@@ -662,6 +749,11 @@ class Loader:
                 return dict(r[-1] if isinstance(r, list) else r)
             return st
         st["epoch"] = pos["epoch"]
+        if self._plan.order is not None:
+            raise ValueError("faster: state_dict() within epoch %d of sampler=%s: the position within an order the "
+                             "client's sampler gives is not kept (a stateful sampler's own state would be needed); "
+                             "save at an epoch's end (its state starts the next epoch)"
+                             % (pos["epoch"], type(self._user_sampler).__name__))
         consumed = [-1] * self.world_size
         consumed[self.rank] = pos["consumed"]
         st["segments"] = list(pos["prior"]) + [{"world": self.world_size, "consumed": consumed,
@@ -676,9 +768,13 @@ class Loader:
         if not states or len(states) > P.MAX_WORLD:
             raise ValueError("faster: load_state_dict: a list of %d states: want one per rank (1 to %d)"
                              % (len(states), P.MAX_WORLD))
+        seed = self._seed if self._seed_given else None
+        if seed is None and isinstance(states[0], dict):
+            seed = states[0].get("seed")  # seed= not given: the state's is adopted (checked below)
+        hello = dict(self.hello, seed=seed)
         for i, s in enumerate(states):
             _check_state(s, "state" if len(states) == 1 and not isinstance(state, list) else "state[%d]" % i,
-                         self.hello, self.world_size, self.rank)
+                         hello, self.world_size, self.rank)
         first = states[0]
         for i, s in enumerate(states[1:], 1):
             for key in ("epoch", "fingerprint"):
@@ -690,8 +786,14 @@ class Loader:
                 raise ValueError("faster: load_state_dict: state[%d]'s segments (worlds %r) differ from state[0]'s (%r): "
                                  "states of different runs" % (i, [g["world"] for g in b], [g["world"] for g in a]))
         epoch = int(states[0]["epoch"])
+        if not self._seed_given:
+            self._seed = int(first["seed"])
         self.epoch = epoch
         mid = any(s.get("segments") for s in states)
+        if mid and self._plan.order is not None:
+            raise ValueError("faster: load_state_dict: a position within epoch %d, and sampler=%s: the client's "
+                             "order is sent each epoch and a position within it is not kept; resume at an "
+                             "epoch's start" % (epoch, type(self._user_sampler).__name__))
         self._resume = (epoch, state) if mid else None
         self._pos = None
 
@@ -701,7 +803,10 @@ class Loader:
     def sampler(self):
         """DistributedSampler's face of the loader: set_epoch(e), len()
         (the samples this rank serves per epoch: its num_samples), epoch,
-        num_replicas, rank, shuffle, seed, drop_last."""
+        num_replicas, rank, shuffle, seed, drop_last. With sampler=, that
+        sampler, as DataLoader.sampler is."""
+        if self._user_sampler is not None:
+            return self._user_sampler
         if self._sampler is None:
             self._sampler = _Sampler(self)
         return self._sampler
@@ -825,7 +930,7 @@ class _Sampler:
     num_replicas = property(lambda self: self._l.world_size)
     rank = property(lambda self: self._l.rank)
     shuffle = property(lambda self: self._l.hello["shuffle"])
-    seed = property(lambda self: self._l.hello["seed"])
+    seed = property(lambda self: self._l.seed())
     drop_last = property(lambda self: self._l.drop_last)
 
     @property
@@ -931,9 +1036,10 @@ def _check_state(s, where, hello, world_size, rank):
         bad("['fingerprint']", fp, "want a string of at most %d characters" % P.MAX_FINGERPRINT)
     # Of this loader?
     got = {"version": s["version"], "seed": s["seed"], "shuffle": s["shuffle"], "samples": s["samples"],
-           "stream": bool(s.get("stream"))}
+           "stream": bool(s.get("stream")), "repeated_augmentation": s.get("repeated_augmentation", 0)}
     want = {"version": hello["state_version"], "seed": hello["seed"], "shuffle": hello["shuffle"],
-            "samples": hello["dataset_len"], "stream": bool(hello.get("stream"))}
+            "samples": hello["dataset_len"], "stream": bool(hello.get("stream")),
+            "repeated_augmentation": hello.get("repeated_augmentation", 0)}
     diff = [k for k in got if got[k] != want[k]]
     if diff:
         raise ValueError("faster: load_state_dict: %s is of another loader: its %s; this loader has %s"
