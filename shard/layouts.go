@@ -75,10 +75,12 @@ func openLayout(dir, split string) (_ source.Dataset, ok bool, _ error) {
 		ds, err := source.OpenIDX(d, split)
 		return ds, true, err
 	}
-	subs := splitFolders(dir)
+	base, kaggleRoots := kaggleBase(dir)
+	subs := splitFolders(base)
 	if subs == nil {
 		return nil, false, nil
 	}
+	dir = base
 	name := ""
 	for _, s := range append([]string{split}, splitAliases[split]...) {
 		if slices.Contains(subs, s) {
@@ -89,8 +91,73 @@ func openLayout(dir, split string) (_ source.Dataset, ok bool, _ error) {
 	if name == "" {
 		return nil, true, fmt.Errorf("%s: no split %q: the splits here are the folders %s (torchvision's ImageNet layout, root/<split>/<class>/…)", dir, split, strings.Join(subs, ", "))
 	}
-	ds, err := openFolder(filepath.Join(dir, name))
+	folder := filepath.Join(dir, name)
+	if classes, err := source.ClassFolders(folder); err == nil && len(classes) == 0 {
+		ds, err := openFlatSplit(dir, folder, kaggleRoots)
+		return ds, true, err
+	}
+	ds, err := openFolder(folder)
 	return ds, true, err
+}
+
+// kaggleBase returns where the split folders of dir are (Kaggle's
+// ImageNet: dir/ILSVRC/Data/CLS-LOC, else dir) and where Kaggle's CSV
+// may be: dir, and the Kaggle root three folders above CLS-LOC.
+func kaggleBase(dir string) (base string, csvDirs []string) {
+	if d := filepath.Join(dir, "ILSVRC", "Data", "CLS-LOC"); isDirPath(d) {
+		return d, []string{dir}
+	}
+	return dir, []string{dir, filepath.Join(dir, "..", "..", "..")}
+}
+
+func isDirPath(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// openFlatSplit opens a split folder of images without class folders:
+// Kaggle's val/, labelled by LOC_val_solution.csv, with train's classes
+// (its folders, else LOC_synset_mapping.txt's synsets, sorted).
+func openFlatSplit(base, folder string, csvDirs []string) (source.Dataset, error) {
+	csv := ""
+	for _, d := range csvDirs {
+		if p := filepath.Join(d, source.KaggleCSV); isFile(p) {
+			csv = filepath.Clean(p)
+			break
+		}
+	}
+	if csv == "" || filepath.Base(folder) != "val" {
+		return nil, fmt.Errorf("%s: images with no class folders, so no labels: torchvision's ImageFolder needs %s/<class>/…; Kaggle's flat val/ is labelled by its %s (looked for in %s)",
+			folder, folder, source.KaggleCSV, strings.Join(csvDirs, " and "))
+	}
+	classes, err := source.ClassFolders(filepath.Join(base, "train"))
+	if err != nil || len(classes) == 0 {
+		mapping := filepath.Join(filepath.Dir(csv), "LOC_synset_mapping.txt")
+		b, merr := source.ReadFile(mapping, 0)
+		if merr != nil {
+			return nil, fmt.Errorf("%s: the classes are train's folders (%s: none) or %s's synsets: %v", folder, filepath.Join(base, "train"), mapping, merr)
+		}
+		classes = nil
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 0 {
+				classes = append(classes, f[0])
+			}
+		}
+		slices.Sort(classes)
+	}
+	ds, err := source.OpenKaggleVal(folder, csv, classes)
+	if err != nil {
+		return nil, err
+	}
+	if ds.Len() == 0 {
+		return nil, fmt.Errorf("%s: no images", folder)
+	}
+	return ds, nil
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // openFolder opens an ImageFolder tree, refusing one without images.

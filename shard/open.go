@@ -232,7 +232,8 @@ func EvalSplit(dir string) string {
 	if d, _ := source.FindIDX(dir); d != "" {
 		return "test"
 	}
-	if subs := splitFolders(dir); subs != nil {
+	if base, _ := kaggleBase(dir); splitFolders(base) != nil {
+		subs := splitFolders(base)
 		for _, s := range []string{"validation", "val", "test"} {
 			if slices.Contains(subs, s) {
 				return s // torchvision's ImageNet layout: root/val

@@ -195,6 +195,9 @@ func OpenWDSWith(files []string, o WDSOptions) (*WDS, error) {
 		d.Close()
 		return nil, fmt.Errorf("%s: no webdataset samples", files[0])
 	}
+	if !o.Unlabeled && d.folderLabels() {
+		return d, nil // a tar of an ImageFolder: its folders are its classes
+	}
 	d.classes = lmdbClasses(maxLabel)
 	return d, nil
 }
