@@ -53,14 +53,14 @@ func ReadLOCSolution(r io.Reader, name string) (map[string]string, error) {
 		if err == io.EOF {
 			return out, nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				line = pe.Line
+				return nil, bad(pe.Line, "%v", pe.Err)
 			}
-			return nil, bad(line, "%v", err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		line, _ := cr.FieldPos(0) // of a record read whole only
 		if len(rec) != 2 {
 			return nil, bad(line, "%d fields, want ImageId,PredictionString", len(rec))
 		}
