@@ -85,7 +85,18 @@ type OpenOptions struct {
 //   - a file, a glob, or several paths (Paths): files of one format, told
 //     by their bytes; the indexes and manifest a glob matches beside the
 //     shards are left out.
-//   - else an ImageFolder tree: indexed, kind "imagefolder".
+//   - torchvision's layouts (layouts.go), before the data files of a
+//     directory are listed: CIFAR-10/100's python batches (kind "cifar")
+//     and MNIST's IDX files (kind "idx"), at the path or in torchvision's
+//     root, by Split ("train" or "test"); a directory with split folders
+//     (a subfolder named train, val, validation or test: torchvision's
+//     ImageNet layout root/train, root/val, or Kaggle's
+//     ILSVRC/Data/CLS-LOC), the Split's folder as an ImageFolder, or a
+//     flat val/ labelled by Kaggle's LOC_val_solution.csv; an unknown
+//     split names the folders there are, and the tars beside them are
+//     not data.
+//   - else an ImageFolder tree: indexed, kind "imagefolder". It has no
+//     split: a Split other than "train" is an error naming the layout.
 //
 // TFRecord shards are kind "shards", streaming, or indexed with
 // GlobalShuffle; each is checked against its .idx index (X.idx or

@@ -10,7 +10,13 @@
 //   - WebDataset: tar shards of samples grouped by key (see OpenWDS).
 //   - IDX: the MNIST / Fashion-MNIST file format (optionally gzipped), as the
 //     Debian package dataset-fashion-mnist installs under
-//     /usr/share/datasets/fashion-mnist.
+//     /usr/share/datasets/fashion-mnist, or in torchvision's root/MNIST/raw;
+//     one channel (Channeler).
+//   - CIFAR: CIFAR-10/100's python batches (cifar.go; pickle.go reads the
+//     subset of pickle their files use).
+//   - Kaggle's ImageNet validation folder, flat, labelled by its CSV
+//     (kaggle.go); a tar of an ImageFolder reads as that ImageFolder
+//     (wdsfolder.go).
 //
 // A Source lists its items up front (cheap: names and labels only) and
 // loads one item's bytes on demand; Load is safe for concurrent use, so a
