@@ -1,7 +1,12 @@
 package source
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	_ "image/gif" // registered for DecodeConfig
+	_ "image/jpeg"
+	_ "image/png"
 	"io/fs"
 	"os"
 	"path"
@@ -9,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/imgcodec/jpegscan"
 )
 
@@ -187,12 +191,10 @@ func (d *ImageFolder) Ignored() []string { return d.ignored }
 // Root returns the dataset's root directory.
 func (d *ImageFolder) Root() string { return d.root }
 
-// Load reads item i's file and checks that it is an image the loader can
-// decode: its magic bytes name a format and its header decodes with
-// imgcodec's reader of that format (which also gives width and height;
-// a feature the decoder lacks, imgcodec.ErrUnsupported, is refused here),
-// and a JPEG's scans are within what a decoder may spend on its blocks
-// (jpegscan.Check: a scan bomb is damage).
+// Load reads item i's file and checks that it is an image: its magic bytes
+// name a format and, for JPEG, PNG and GIF, its header decodes (which also
+// gives width and height), and a JPEG's scans are within what a decoder
+// may spend on its blocks (jpegscan.Check: a scan bomb is damage).
 func (d *ImageFolder) Load(i int) (Sample, error) {
 	it := d.items[i]
 	p := filepath.Join(d.root, filepath.FromSlash(it.Key))
@@ -202,19 +204,18 @@ func (d *ImageFolder) Load(i int) (Sample, error) {
 	}
 	s := Sample{Item: it, Data: data, Format: Sniff(data)}
 	s.Size = int64(len(data))
-	if s.Format == "" {
+	switch s.Format {
+	case "":
 		return s, fmt.Errorf("%s: %w: unknown format (%d bytes)", p, ErrNotImage, len(data))
-	}
-	// The decoder's own header reader, every format: what it cannot
-	// decode (an unknown format, a damaged header, a TIFF compression or
-	// an animated WebP it lacks) is found here, before pack stores it.
-	cfg, err := imgcodec.DecodeConfig(data)
-	if err != nil {
-		return s, fmt.Errorf("%s: %w: %w", p, ErrNotImage, err)
-	}
-	s.Width, s.Height = cfg.Width, cfg.Height
-	if err := jpegscan.Check(data); err != nil {
-		return s, fmt.Errorf("%s: %w", p, err) // a scan bomb
+	case "jpeg", "png", "gif":
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+		if err != nil {
+			return s, fmt.Errorf("%s: %w: %v", p, ErrNotImage, err)
+		}
+		s.Width, s.Height = cfg.Width, cfg.Height
+		if err := jpegscan.Check(data); err != nil {
+			return s, fmt.Errorf("%s: %w", p, err) // a scan bomb
+		}
 	}
 	return s, nil
 }
