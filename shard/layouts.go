@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,7 +58,8 @@ func isDirEntry(dir string, e os.DirEntry) bool {
 
 // openLayout opens dir when it is one of the layouts above; ok is false
 // when it is none of them (a packed directory, shards, an ImageFolder).
-func openLayout(dir, split string) (_ source.Dataset, ok bool, _ error) {
+func openLayout(ctx context.Context, dir string, opts OpenOptions) (_ source.Dataset, ok bool, _ error) {
+	split := opts.Split
 	if _, err := os.Lstat(filepath.Join(dir, ManifestName)); err == nil {
 		return nil, false, nil // packed: its manifest names its splits
 	}
@@ -92,11 +94,21 @@ func openLayout(dir, split string) (_ source.Dataset, ok bool, _ error) {
 		return nil, true, fmt.Errorf("%s: no split %q: the splits here are the folders %s (torchvision's ImageNet layout, root/<split>/<class>/…)", dir, split, strings.Join(subs, ", "))
 	}
 	folder := filepath.Join(dir, name)
-	if classes, err := source.ClassFolders(folder); err == nil && len(classes) == 0 {
-		ds, err := openFlatSplit(dir, folder, kaggleRoots)
+	if classes, err := source.ClassFolders(folder); err != nil || len(classes) > 0 {
+		ds, err := openFolder(folder)
 		return ds, true, err
 	}
-	ds, err := openFolder(folder)
+	// No class folders: shards (webdataset's root/train/*.tar, a packed
+	// or TFRecord folder), else flat images (Kaggle's val/).
+	files, err := dirShards(folder, split)
+	if err != nil {
+		return nil, true, err
+	}
+	if files != nil {
+		ds, err := openFiles(ctx, files, opts)
+		return ds, true, err
+	}
+	ds, err := openFlatSplit(dir, folder, kaggleRoots)
 	return ds, true, err
 }
 
@@ -107,7 +119,10 @@ func kaggleBase(dir string) (base string, csvDirs []string) {
 	if d := filepath.Join(dir, "ILSVRC", "Data", "CLS-LOC"); isDirPath(d) {
 		return d, []string{dir}
 	}
-	return dir, []string{dir, filepath.Join(dir, "..", "..", "..")}
+	if filepath.Base(filepath.Clean(dir)) == "CLS-LOC" {
+		return dir, []string{dir, filepath.Clean(filepath.Join(dir, "..", "..", ".."))}
+	}
+	return dir, []string{dir}
 }
 
 func isDirPath(p string) bool {

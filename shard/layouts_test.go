@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -182,5 +183,39 @@ func TestEmptyClassFolderRefused(t *testing.T) {
 	}
 	if _, err := source.OpenImageFolder(root); err == nil {
 		t.Fatal("OpenImageFolder (pack's) accepted empty class folders")
+	}
+}
+
+// TestSplitFoldersOfShards: split folders may hold shards (webdataset's
+// root/train/*.tar, root/val/*.tar; packed or TFRecord folders): the
+// split's folder is read as a directory of shards.
+func TestSplitFoldersOfShards(t *testing.T) {
+	folder := makeFolder(t, []string{"cat", "dog"}, 3)
+	src, err := source.OpenImageFolder(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for split, format := range map[string]string{"train": FormatWDS, "val": FormatTFRecord} {
+		if _, err := Pack(context.Background(), src, folder, filepath.Join(root, split), PackOptions{Shards: 2, Split: split, Format: format}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// webdataset's own names in train, no manifest: one dataset.
+	os.Remove(filepath.Join(root, "train", ManifestName))
+	for i := range 2 {
+		for _, ext := range []string{".tar", ".idx"} {
+			from := filepath.Join(root, "train", FormatName(FormatWDS, "train", i, 2))
+			from = strings.TrimSuffix(from, ".tar") + ext
+			if err := os.Rename(from, filepath.Join(root, "train", fmt.Sprintf("shard-%06d%s", i, ext))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for split, kind := range map[string]string{"train": "wds", "val": "shards"} {
+		ds := open(t, root, OpenOptions{Split: split, GlobalShuffle: true})
+		if ds.Kind() != kind || ds.(source.Indexed).Len() != 6 {
+			t.Errorf("split %s: %s dataset of %d, want %s of 6", split, ds.Kind(), ds.(source.Indexed).Len(), kind)
+		}
 	}
 }

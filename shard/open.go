@@ -91,8 +91,9 @@ type OpenOptions struct {
 //     root, by Split ("train" or "test"); a directory with split folders
 //     (a subfolder named train, val, validation or test: torchvision's
 //     ImageNet layout root/train, root/val, or Kaggle's
-//     ILSVRC/Data/CLS-LOC), the Split's folder as an ImageFolder, or a
-//     flat val/ labelled by Kaggle's LOC_val_solution.csv; an unknown
+//     ILSVRC/Data/CLS-LOC), the Split's folder as an ImageFolder, as a
+//     directory of shards (webdataset's root/train/*.tar), or a flat
+//     val/ labelled by Kaggle's LOC_val_solution.csv; an unknown
 //     split names the folders there are, and the tars beside them are
 //     not data.
 //   - else an ImageFolder tree: indexed, kind "imagefolder". It has no
@@ -164,7 +165,7 @@ func Open(ctx context.Context, path string, opts OpenOptions) (source.Dataset, e
 	if err := mergedSplits(path, []string{opts.Split}); err != nil {
 		return nil, err
 	}
-	if ds, ok, err := openLayout(path, opts.Split); ok {
+	if ds, ok, err := openLayout(ctx, path, opts); ok {
 		return ds, err // split folders (raw tars beside them are no data), CIFAR, IDX
 	}
 	files, err := dirShards(path, opts.Split)
