@@ -217,3 +217,37 @@ func gunzip(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTorchvisionRootOfSeveral: a root holding several of torchvision's
+// datasets (../data of pytorch/examples: MNIST and CIFAR side by side)
+// names none of them: opening it is an error naming each, the same for
+// every command (fit's IDX check asks the same question).
+func TestTorchvisionRootOfSeveral(t *testing.T) {
+	root := t.TempDir()
+	sourcetest.WriteCIFAR10(t, root, 2)
+	raw := filepath.Join(root, "MNIST", "raw")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"} {
+		if err := os.Symlink(filepath.Join(testenv.FashionMNIST(t), name), filepath.Join(raw, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Open(context.Background(), root, OpenOptions{})
+	if err == nil || !strings.Contains(err.Error(), "cifar-10-batches-py") || !strings.Contains(err.Error(), raw) {
+		t.Fatalf("Open: %v, want an error naming both datasets", err)
+	}
+	if k, err := source.Detect(root); err == nil || k == "idx" {
+		t.Errorf("Detect: %q, %v; want the same error", k, err)
+	}
+	for _, p := range []string{filepath.Join(root, "MNIST"), raw} {
+		ds := open(t, p, OpenOptions{Split: "test"})
+		if ds.Kind() != "idx" {
+			t.Errorf("%s: %s", p, ds.Kind())
+		}
+	}
+	if ds := open(t, filepath.Join(root, "cifar-10-batches-py"), OpenOptions{}); ds.Kind() != "cifar" {
+		t.Errorf("cifar: %s", ds.Kind())
+	}
+}

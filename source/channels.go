@@ -1,10 +1,8 @@
 package source
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/faster-training/faster/imgcodec/rawpix"
 )
@@ -35,28 +33,29 @@ var idxLayouts = []string{"MNIST", "FashionMNIST", "KMNIST"}
 // FindIDX returns the directory of IDX files at path: path itself (it
 // holds train- or t10k-images-idx3-ubyte, gzipped or not), its raw/
 // (torchvision's root/MNIST), or root/MNIST/raw, root/FashionMNIST/raw
-// (torchvision's root); "" when none holds them. Two datasets under one
-// root is an error naming them.
+// (torchvision's root); "" when none holds them. A root holding more than
+// one of torchvision's datasets is an error naming them (see FindCIFAR).
 func FindIDX(path string) (string, error) {
-	if hasIDX(path) {
-		return path, nil
-	}
-	if d := filepath.Join(path, "raw"); hasIDX(d) {
+	if d := FindIDXIn(path); d != "" {
 		return d, nil
 	}
-	var found []string
-	for _, l := range idxLayouts {
-		if d := filepath.Join(path, l, "raw"); hasIDX(d) {
-			found = append(found, d)
-		}
+	d, err := torchvisionRoot(path)
+	if err != nil || d == "" || !hasIDX(d) {
+		return "", err
 	}
-	switch len(found) {
-	case 0:
-		return "", nil
-	case 1:
-		return found[0], nil
+	return d, nil
+}
+
+// FindIDXIn returns path when it holds IDX files, its raw/ when that does
+// (torchvision's root/MNIST), else "".
+func FindIDXIn(path string) string {
+	if hasIDX(path) {
+		return path
 	}
-	return "", fmt.Errorf("%s: IDX datasets in %s: give one of them as the path", path, strings.Join(found, " and "))
+	if d := filepath.Join(path, "raw"); hasIDX(d) {
+		return d
+	}
+	return ""
 }
 
 func hasIDX(dir string) bool {

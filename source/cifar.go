@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/faster-training/faster/imgcodec/rawpix"
 )
@@ -43,29 +44,47 @@ var cifarLayouts = []struct {
 const cifarSide = 32
 
 // FindCIFAR returns the directory of CIFAR's python batches at path: path
-// itself (cifar-10-batches-py with batches.meta and data_batch_1, or
-// cifar-100-python with meta and train), or its child so named
-// (torchvision's root); "" when path is neither. Both versions under one
-// root is an error naming them.
+// itself (cifar-10-batches-py with batches.meta, or cifar-100-python with
+// meta), or its child so named (torchvision's root); "" when path is
+// neither. A root holding more than one of torchvision's datasets
+// (CIFAR-10, CIFAR-100, MNIST's raw folders) is an error naming them.
 func FindCIFAR(path string) (string, error) {
 	for _, l := range cifarLayouts {
 		if isCIFARDir(path, l.meta) {
 			return path, nil
 		}
 	}
+	d, err := torchvisionRoot(path)
+	if err != nil || d == "" || hasIDX(d) {
+		return "", err
+	}
+	return d, nil
+}
+
+// torchvisionRoot returns the one dataset folder under a torchvision
+// root (root/cifar-10-batches-py, root/cifar-100-python, root/MNIST/raw,
+// root/FashionMNIST/raw, root/KMNIST/raw), "" when there is none, or an
+// error naming them when there are several: a root shared by several
+// datasets names none of them.
+func torchvisionRoot(path string) (string, error) {
 	var found []string
 	for _, l := range cifarLayouts {
 		if d := filepath.Join(path, l.dir); isCIFARDir(d, l.meta) {
 			found = append(found, d)
 		}
 	}
-	if len(found) > 1 {
-		return "", fmt.Errorf("%s: both %s and %s: give one of them as the path", path, found[0], found[1])
+	for _, l := range idxLayouts {
+		if d := filepath.Join(path, l, "raw"); hasIDX(d) {
+			found = append(found, d)
+		}
 	}
-	if len(found) == 1 {
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
 		return found[0], nil
 	}
-	return "", nil
+	return "", fmt.Errorf("%s: the root of %d of torchvision's datasets (%s): give the folder of one as the path", path, len(found), strings.Join(found, ", "))
 }
 
 // isCIFARDir: dir holds the meta file, a pickle (it starts with PROTO).

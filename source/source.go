@@ -112,7 +112,9 @@ func Detect(path string) (string, error) {
 	if !st.IsDir() {
 		return "", fmt.Errorf("%s: not a directory", path)
 	}
-	if d, _ := FindIDX(path); d != "" {
+	if d, err := FindIDX(path); err != nil {
+		return "", err // a root of several of torchvision's datasets
+	} else if d != "" {
 		return "idx", nil // its files, or torchvision's root/MNIST/raw
 	}
 	ents, err := os.ReadDir(path)
