@@ -42,6 +42,10 @@ type Spec struct {
 	Drop          bool   `json:"drop"`
 	Exact         bool   `json:"exact"`
 	GlobalShuffle bool   `json:"global_shuffle"`
+	// Repeats is RASampler's repetitions (0: off); Sampler "indices"
+	// serves each epoch the order of positions the client sends.
+	Repeats int    `json:"repeated_augmentation"`
+	Sampler string `json:"sampler,omitempty"`
 
 	// Labels.
 	LabelOffset int  `json:"label_offset"`
@@ -203,6 +207,15 @@ func (s *Spec) Problems() []augment.Problem {
 	} else if s.Rank < 0 || s.Rank >= s.WorldSize {
 		add("rank", "%d of world_size %d: want 0 <= rank < world_size", s.Rank, s.WorldSize)
 	}
+	if s.Repeats < 0 || s.Repeats > MaxRepeats {
+		add("repeated_augmentation", "%d: want 0 (off) to %d repetitions", s.Repeats, MaxRepeats)
+	}
+	switch {
+	case s.Sampler != "" && s.Sampler != SamplerIndices:
+		add("sampler", "%q: want %s (the order the client sends each epoch)", s.Sampler, SamplerIndices)
+	case s.Repeats > 0 && s.Sampler != "":
+		add("sampler", "with repeated_augmentation: the client's order is the whole order")
+	}
 	if s.Split == "" {
 		add("split", "empty: want a split's name, such as train")
 	}
@@ -301,6 +314,7 @@ func (s Spec) Options() (Options, error) {
 		GlobalShuffle: s.GlobalShuffle, LabelOffset: s.LabelOffset, Classes: s.Classes,
 		Unlabeled: s.Unlabeled, CacheDir: s.CacheDir, CacheSize: s.CacheSize,
 		FullDecode: s.FullDecode, FastEvalDecode: s.FastEvalDecode, BadData: policy,
+		Repeats: s.Repeats, Sampler: s.Sampler,
 	}
 	if s.Shuffle != nil {
 		o.Shuffle = ShuffleOff

@@ -46,6 +46,8 @@ func TestServeSpecMatchesFlags(t *testing.T) {
 			  "full_decode": true, "fast_eval_decode": true, "cache_dir": "/c", "cache_size": 1073741824, "workers": 3,
 			  "on_error": "skip", "max_bad": "1%", "quarantine": "q.jsonl"}`},
 		{[]string{"--shuffle", "--on-error", "skip", "--max-bad", "12"}, `{"shuffle": true, "on_error": "skip", "max_bad": 12}`},
+		{[]string{"--repeated-augmentation", "3"}, `{"repeated_augmentation": 3}`},
+		{[]string{"--sampler", "indices", "--no-shuffle"}, `{"sampler": "indices", "shuffle": false}`},
 		{[]string{"--crop-scale", "0.2,1", "--crop-ratio", "0.5,2", "--flip-prob", "0", "--interpolation", "bicubic",
 			"--mean", "0.5,0.5,0.5", "--std", "0.2,0.25,0.3"},
 			`{"recipe": {"crop_scale": [0.2, 1], "crop_ratio": [0.5, 2], "flip_prob": 0, "interpolation": "bicubic",
