@@ -42,12 +42,12 @@ type (
 	pyDtype struct{ str string }
 )
 
-// text returns v as text (str, or a Python 2 str as latin-1) and whether
-// it is one.
+// pyText returns v as text (str, or a Python 2 str as latin-1) and
+// whether it is one (a str of invalid UTF-8 is none: Python refuses it).
 func pyText(v any) (string, bool) {
 	switch s := v.(type) {
 	case pyStr:
-		return string(s), true
+		return string(s), utf8.ValidString(string(s))
 	case pyBytes:
 		return latin1(string(s)), true
 	}
@@ -298,10 +298,7 @@ func (p *pickleReader) run() (any, error) {
 				return nil, err
 			}
 			if c == 'X' || c == 0x8c {
-				if !utf8.Valid(b) {
-					return nil, p.errf("str not UTF-8")
-				}
-				p.push(pyStr(b))
+				p.push(pyStr(b)) // checked as UTF-8 where read as text (pyText)
 			} else {
 				p.push(pyBytes(b))
 			}
@@ -497,14 +494,23 @@ func (p *pickleReader) reduce(fn, args any) (any, error) {
 		if !ok1 || !ok2 || (enc != "latin1" && enc != "latin-1") {
 			return nil, p.errf("_codecs.encode other than of a str to latin1")
 		}
-		b := make([]byte, 0, len(s))
-		for _, r := range string(s) {
-			if r > 0xff {
-				return nil, p.errf("_codecs.encode: character %U is not latin-1", r)
+		// In UTF-8 a latin-1 character is one byte below 0x80, or C2 or
+		// C3 and a continuation byte; anything else is refused.
+		b := make([]byte, len(s))
+		n := 0
+		for i := 0; i < len(s); n++ {
+			switch c := s[i]; {
+			case c < 0x80:
+				b[n] = c
+				i++
+			case (c == 0xc2 || c == 0xc3) && i+1 < len(s) && s[i+1]&0xc0 == 0x80:
+				b[n] = (c&3)<<6 | s[i+1]&0x3f
+				i += 2
+			default:
+				return nil, p.errf("_codecs.encode: %q at %d is not a latin-1 character in UTF-8", shorten(string(s[i:min(i+4, len(s))])), i)
 			}
-			b = append(b, byte(r))
 		}
-		return pyBytes(b), nil
+		return pyBytes(b[:n]), nil
 	}
 	return nil, p.errf("global %s: not one CIFAR's batches use (numpy's array and dtype, _codecs.encode)", strings.ReplaceAll(string(g), " ", "."))
 }
