@@ -1,9 +1,15 @@
-// Package bench is the harness behind `faster bench …`: it runs ours and
-// a peer as child processes that print a fit.Summary (RunSummary), in
-// rounds whose order alternates (Rounds), consumes a loader as a training
-// loop would (Consume: counts, a digest of the keys, a consumer rate),
-// summarises repeats (Median, PairedRatio) and renders the results as the
-// Faster Training study's markdown-style tables and as PNG charts. The
+// Package bench runs `faster bench …`: each benchmark is a typed config
+// and one call — Load (LoadConfig: the input pipeline as fast as it can
+// go, a row per worker count), Storage (StorageConfig: loaders under the
+// kernel's block-IO throttle), Train (TrainConfig: the study's "Model
+// Running" table) and TimeToAccuracy (ours against the PyTorch peer) —
+// whose results the CLI prints as JSON or with WriteLoadTable,
+// WriteStorageTable, WriteTrainTable and WriteTTATable. Under them is the
+// harness: ours and a peer run as child processes that print a
+// fit.Summary (RunSummary), in rounds whose order alternates (Rounds); a
+// loader consumed as a training loop would (Consume: counts, a digest of
+// the keys, a consumer rate); repeats summarised (Median, PairedRatio);
+// the Faster Training study's markdown-style tables and PNG charts. The
 // scripts beside it (peer_*.py, run_*.sh) run the peers — torchvision,
 // OpenCV, djpeg, PyTorch — on the same data in the same run as our
 // commands.

@@ -11,11 +11,12 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/faster-training/faster/bench"
 	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/train"
 )
 
-// readNpyInt32 parses what npyInt32 writes, as NumPy's format 1.0 says.
+// readNpyInt32 parses the order file bench.WriteSameStart writes, as NumPy's format 1.0 says.
 func readNpyInt32(t *testing.T, path string) [][]int {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -54,9 +55,9 @@ func readNpyInt32(t *testing.T, path string) [][]int {
 // each epoch, the permutation the trainer takes the images in.
 func TestSameStartFiles(t *testing.T) {
 	dir := writeTrainIDX(t, 24)
-	o := benchTrainOptions{data: dir, limit: 20, batch: 4, epochs: 3, seed: 7, filters: []int{4, 8}}
+	c := bench.TrainConfig{Data: dir, Limit: 20, Batch: 4, Epochs: 3, Seed: 7, Filters: []int{4, 8}}
 	out := t.TempDir()
-	flags, err := writeSameStart(out, o)
+	flags, err := bench.WriteSameStart(out, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,22 +233,22 @@ func TestBenchRecipeAblationBothEngines(t *testing.T) {
 		byVariant[r.Variant] = v
 	}
 	want := []string{"faster recipe", "pytorch recipe"}
-	for _, a := range ablations {
-		want = append(want, "faster "+a.name, "pytorch "+a.name)
+	for _, a := range bench.Ablations {
+		want = append(want, "faster "+a.Name, "pytorch "+a.Name)
 	}
 	if !slices.Equal(order, want) {
 		t.Fatalf("runs %q, want %q", order, want)
 	}
 	whole := byVariant["recipe"][0]
-	for _, a := range ablations {
-		v := byVariant[a.name]
+	for _, a := range bench.Ablations {
+		v := byVariant[a.Name]
 		g, d := gap(v[0], v[1]), gap(v[0], whole)
-		t.Logf("%s: engines apart by %.2g, from the whole recipe by %.2g", a.name, g, d)
+		t.Logf("%s: engines apart by %.2g, from the whole recipe by %.2g", a.Name, g, d)
 		if g > 1e-4 {
-			t.Errorf("%s: ours and the peer's test losses differ by %.2g over the first %d steps: %v / %v", a.name, g, points, v[0], v[1])
+			t.Errorf("%s: ours and the peer's test losses differ by %.2g over the first %d steps: %v / %v", a.Name, g, points, v[0], v[1])
 		}
 		if d < 1e-5 || d < 100*g {
-			t.Errorf("%s: test losses within %.2g of the whole recipe's: the part was not turned off (%v / %v)", a.name, d, v[0], whole)
+			t.Errorf("%s: test losses within %.2g of the whole recipe's: the part was not turned off (%v / %v)", a.Name, d, v[0], whole)
 		}
 	}
 }

@@ -1,4 +1,5 @@
 // Package repocheck holds tests about the repository itself rather than
-// one package: that every fuzz target is run by make fuzz, and that
-// generated files are what their generators write today.
+// one package: the layering of its rooms, that every fuzz target is run by
+// make fuzz, that generated files are what their generators write today,
+// and that the CLI stays thin (cmd/faster's size).
 package repocheck

@@ -90,6 +90,7 @@ func TestLayering(t *testing.T) {
 		{"train", []string{"loader", "serve", "shard", "augment", "imgcodec$", "imgcodec/turbojpeg", "pipeline", "storage", "downscale", "bench", "fit"}, false, "the engine trains on batches, whoever made them"},
 		{"downscale", []string{"loader", "serve", "train", "shard"}, false, "resizing a dataset needs no loader"},
 		{"launch", []string{"loader", "serve", "train", "shard", "source"}, false, "launching ranks knows processes, not data"},
+		{"bench", []string{"serve", "launch", "downscale", "cmd"}, false, "bench runs the loader and fit, and faster itself as a child process: it knows no CLI and no other consumer"},
 		{"internal", []string{"source", "shard", "loader", "serve", "train", "augment", "imgcodec", "pipeline", "storage", "collective", "downscale", "launch", "bench", "fit"}, false, "internal helpers sit below every room"},
 	}
 	checked := 0

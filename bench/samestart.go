@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -13,54 +13,54 @@ import (
 	"github.com/faster-training/faster/train"
 )
 
-// Same start (`faster bench train --target-accuracy A --same-start`, the
-// default): the two engines draw their starting weights and shuffle their
+// Same start (TrainConfig.SameStart; `faster bench train --target-accuracy A
+// --same-start`, the default): the two engines draw their starting weights and shuffle their
 // data with their own generators, so one --seed gives them two different
 // trainings, and at a high rate one draw can diverge where the other does
-// not. With --same-start the peer begins from ours' starting weights and
+// not. With the same start the peer begins from ours' starting weights and
 // visits the training images in ours' order, so that what differs between
 // the two runs is the engines' arithmetic alone.
 
-// writeSameStart writes into dir ours' starting weights for o (a
-// checkpoint at epoch 0, step 0: what faster train builds from --seed,
+// WriteSameStart writes into dir ours' starting weights for c (a
+// checkpoint at epoch 0, step 0: what faster train builds from the seed,
 // in the format it resumes from) and ours' sample order of every epoch
 // (an .npy of int32, epochs × training images), and returns the peer's
 // flags that read them.
-func writeSameStart(dir string, o benchTrainOptions) ([]string, error) {
+func WriteSameStart(dir string, c TrainConfig) ([]string, error) {
 	// The training split's size, side and classes decide the model and
 	// the permutations; its pixels are not needed.
-	src, err := source.OpenIDX(o.data, "train")
+	src, err := source.OpenIDX(c.Data, "train")
 	if err != nil {
-		return nil, fmt.Errorf("--same-start: %w", err)
+		return nil, fmt.Errorf("same start: %w", err)
 	}
 	n := len(src.Items())
-	if o.limit > 0 {
-		n = min(n, o.limit)
+	if c.Limit > 0 {
+		n = min(n, c.Limit)
 	}
 	// The peer reads the same files and cannot skip a damaged image.
 	for i := range n {
 		if err := src.Damage(i); err != nil {
-			return nil, fmt.Errorf("--same-start: %w", err)
+			return nil, fmt.Errorf("same start: %w", err)
 		}
 	}
 	side, _ := src.Size()
 	b := train.NewReference(train.BackendOptions{Threads: 1})
-	net, err := fit.NewModel(b, "thinnet", o.filters, 1, side, len(src.Classes()), o.seed)
+	net, err := fit.NewModel(b, "thinnet", c.Filters, 1, side, len(src.Classes()), c.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("--same-start: %w", err)
+		return nil, fmt.Errorf("same start: %w", err)
 	}
 	defer net.Close()
-	tr := train.NewTrainer(b, net, &train.SGD{}, nil, o.batch, o.seed)
+	tr := train.NewTrainer(b, net, &train.SGD{}, nil, c.Batch, c.Seed)
 	ckpt, order := filepath.Join(dir, "start.ckpt"), filepath.Join(dir, "order.npy")
 	if err := tr.SaveCheckpoint(ckpt); err != nil {
-		return nil, fmt.Errorf("--same-start: %w", err)
+		return nil, fmt.Errorf("same start: %w", err)
 	}
-	perms := make([][]int, o.epochs)
+	perms := make([][]int, c.Epochs)
 	for e := range perms {
 		perms[e] = tr.Order(n, e)
 	}
 	if err := atomicfile.WriteFile(order, npyInt32(perms), 0o644); err != nil {
-		return nil, fmt.Errorf("--same-start: %w", err)
+		return nil, fmt.Errorf("same start: %w", err)
 	}
 	return []string{"--init-from", ckpt, "--order-from", order}, nil
 }

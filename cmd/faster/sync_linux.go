@@ -1,5 +1,0 @@
-package main
-
-import "syscall"
-
-func syncFS() { syscall.Sync() }
