@@ -265,6 +265,7 @@ def draw_order(rng, w, h, tensor):
     interps = ["bilinear", "bicubic"] + ([] if tensor else ["nearest"])
     n = int(rng.integers(1, 6))
     gray1 = not tensor and rng.random() < 0.25  # Grayscale(1) last of the picture ops
+    fixed = False  # whether every picture's size is fixed by now (a crop, or Resize([h, w]))
     for _ in range(n):
         pool = ["Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomHorizontalFlip",
                 "RandomVerticalFlip", "ColorJitter", "RandomGrayscale", "Grayscale", "GaussianBlur",
@@ -280,10 +281,12 @@ def draw_order(rng, w, h, tensor):
             if tensor:
                 kw["antialias"] = True
             w, h = _resized(w, h, size)
+            fixed = not isinstance(size, int)
         elif op == "CenterCrop":
             th, tw = int(rng.integers(12, h + 1)), int(rng.integers(12, w + 1))
             kw = dict(size=th if rng.random() < 0.5 and th <= w else [th, tw])
             w, h = (tw, th) if isinstance(kw["size"], list) else (th, th)
+            fixed = True
         elif op == "RandomCrop":
             form = int(rng.integers(3))
             if form == 0:
@@ -303,6 +306,7 @@ def draw_order(rng, w, h, tensor):
                 fill = [int(x) for x in rng.integers(0, 256, 3)] if tuple_fill else int(rng.integers(0, 256))
             w, h = w + l + r, h + t + b
             kw = dict(size=[h, w], padding=pad, fill=fill, padding_mode=mode)
+            fixed = True
         elif op == "RandomResizedCrop":
             size = int(rng.integers(24, 64)) if rng.random() < 0.7 else [int(rng.integers(24, 64)), int(rng.integers(24, 64))]
             r = [w / h, 1.0, 0.5, 2.0, 0.75][int(rng.integers(5))]
@@ -313,6 +317,7 @@ def draw_order(rng, w, h, tensor):
             if tensor:
                 kw["antialias"] = True
             w, h = (size, size) if isinstance(size, int) else (size[1], size[0])
+            fixed = True
         elif op in ("RandomHorizontalFlip", "RandomVerticalFlip", "RandomGrayscale"):
             if op == "RandomGrayscale" and c == 1:
                 continue
@@ -342,6 +347,11 @@ def draw_order(rng, w, h, tensor):
                 sx = float(rng.uniform(-30, 30))
                 kw["shear"] = (sx, sx) if rng.random() < 0.5 else (sx, sx, -sx / 2, -sx / 2)
         steps.append((op, kw))
+    if not fixed:
+        # Every sample of a batch the same size: a transform whose output
+        # is each picture's own size is test_totensor_normalize_alone's.
+        th, tw = int(rng.integers(12, h + 1)), int(rng.integers(12, w + 1))
+        steps.append(("CenterCrop", dict(size=[th, tw])))
     if gray1:
         steps.append(("Grayscale", dict(num_output_channels=1)))
         c = 1
@@ -718,12 +728,14 @@ class AnyOrderTest(unittest.TestCase):
         # AutoAugment's cifar10 and svhn policies (before: refused by name),
         # on CIFAR-sized pictures; the ops on the tensor path
         # (PILToTensor first), which the Go ops compute: 1 level (warps'
-        # float32 positions, AutoContrast's 254.99998).
+        # float32 positions, AutoContrast's 254.99998). CenterCrop(32) on
+        # 32x32 pictures changes nothing; it fixes the output size for the
+        # loader (see test_totensor_normalize_alone).
         import torch
         from torchvision import transforms as T
         for name in ("CIFAR10", "SVHN"):
             policy = T.AutoAugment(getattr(T.AutoAugmentPolicy, name))
-            tf = T.Compose([T.PILToTensor(), policy, T.ConvertImageDtype(torch.float32)])
+            tf = T.Compose([T.CenterCrop(32), T.PILToTensor(), policy, T.ConvertImageDtype(torch.float32)])
             self.check_policy(tf, policy, "cifar", lambda im: im, 12, "tensor", 1.0)
 
     def test_bicubic_auto_augment(self):

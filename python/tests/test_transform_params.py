@@ -118,7 +118,7 @@ class TransformValuesByServerTest(unittest.TestCase):
                 (train(flip=T.RandomHorizontalFlip(2)), "RandomHorizontalFlip"),
                 # Before: black pictures (torchvision: "to is out of bounds for float").
                 (train(T.ColorJitter(brightness=3.5e38)), "brightness"),
-                (train(T.GaussianBlur(65)), "kernel_size"),
+                (train(T.GaussianBlur(65)), "kernel"),
                 (train(T.GaussianBlur(3, sigma=1e-300)), "sigma"),
                 # Normalize: torchvision's "std evaluated to zero".
                 (train(tail=[T.Normalize([0] * 3, [1e-300] * 3)]), "std"),
