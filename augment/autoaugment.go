@@ -235,6 +235,7 @@ var ImageNetPolicy = [25][2]policyOp{
 type AutoAugment struct {
 	Interp Interp
 	Fill   []float64
+	Policy AutoAugmentPolicy // IMAGENET (the zero value), CIFAR10 or SVHN
 }
 
 // Draw appends the steps of one sample (zero, one or two) for a w x h
@@ -242,7 +243,8 @@ type AutoAugment struct {
 // uniform numbers (op i runs when its number is <= its probability), two
 // signs (a signed magnitude is negated when its sign is 0).
 func (aa *AutoAugment) Draw(rng *rand.Rand, w, h int, dst []AugStep) []AugStep {
-	pol := ImageNetPolicy[rng.IntN(len(ImageNetPolicy))]
+	policies := aa.Policy.subPolicies()
+	pol := policies[rng.IntN(len(policies))]
 	probs := [2]float64{rng.Float64(), rng.Float64()}
 	signs := [2]int{rng.IntN(2), rng.IntN(2)}
 	var t *MagnitudeTable

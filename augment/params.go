@@ -327,3 +327,51 @@ func ParseErasingValue(s string) (Value, error) {
 	}
 	return v, nil
 }
+
+// NamedEvalResize is the named recipe's eval Resize at resolution res
+// (torchvision-v2: round(res·232/224)); 0 when it has no rule of its own
+// (the loader's res·256/224).
+func (p Params) NamedEvalResize(res int) int {
+	if r := namedRecipes[p.Name]; r.evalPer224 != 0 {
+		return int(math.Round(float64(res) * float64(r.evalPer224) / 224))
+	}
+	return 0
+}
+
+// TrainOps are the train recipe's ops after the crop and flip, as the
+// loader's fixed train recipe runs them (loader.Options.Augment, one op or
+// a Sequence, nil for none), and its RandomErasing (nil for none): the
+// ops of Build's recipe, built by the same code as a Recipe's.
+func (p Params) TrainOps() (ImageOp, *RandomErasing, error) {
+	r, err := p.Build("train", 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	var seq Sequence
+	var erasing *RandomErasing
+	for _, op := range r {
+		switch op.Op {
+		case OpRandomResizedCrop, OpRandomHorizontalFlip, OpToTensor, OpNormalize:
+		case OpRandomErasing:
+			erasing = erasingOf(op)
+		default:
+			w, h := 0, 0 // the picture's size is checked by the loader
+			st, err := stepOf(op, &w, &h)
+			if err != nil {
+				return nil, nil, err
+			}
+			p, ok := st.(inPlace)
+			if !ok {
+				return nil, nil, fmt.Errorf("%s: not an op of the fixed train recipe", op.Op)
+			}
+			seq = append(seq, p.op)
+		}
+	}
+	switch len(seq) {
+	case 0:
+		return nil, erasing, nil
+	case 1:
+		return seq[0], erasing, nil
+	}
+	return seq, erasing, nil
+}

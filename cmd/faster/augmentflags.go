@@ -46,38 +46,11 @@ type augmentFlags struct {
 	fs             *pflag.FlagSet
 }
 
-// augmentRecipe is what an --augment-recipe name sets: the policy, its
-// interpolation and RandomErasing's p (--ra-n 2, --ra-m 9,
-// --augmix-severity 3 are the flags' defaults, the reference's too).
-type augmentRecipe struct {
-	auto, interp string
-	erasing      float64
-}
-
-// augmentRecipes are the names --augment-recipe takes (docs/pipeline.md
-// "Named recipes" says the same). --recipe is taken by `faster train`'s
-// training recipes (fast), hence the longer name.
-var augmentRecipes = map[string]augmentRecipe{
-	// ClassificationPresetTrain with auto_augment_policy=None:
-	// RandomResizedCrop(bilinear), flip 0.5, PILToTensor, ConvertImageDtype,
-	// Normalize; eval Resize(256) + CenterCrop(224). The loader's defaults.
-	"torchvision": {},
-	// ... with the policy, interpolation=bilinear as the reference passes
-	// its --interpolation (default bilinear) to it; random_erase 0 (the
-	// reference's default: add --erasing-prob).
-	"torchvision-ta-wide": {auto: "ta-wide", interp: "bilinear"},
-	"torchvision-ra":      {auto: "ra", interp: "bilinear"},
-	"torchvision-aa":      {auto: "imagenet", interp: "bilinear"},
-	"torchvision-augmix":  {auto: "augmix", interp: "bilinear"},
-	// The reference's v2 ("new training recipe") input: TrivialAugmentWide,
-	// RandomErasing(0.1), eval Resize(232) + CenterCrop(224) (resize
-	// resolution*232/224; train at --resolution 176 as the recipe does).
-	"torchvision-v2": {auto: "ta-wide", interp: "bilinear", erasing: 0.1},
-}
-
-func augmentRecipeNames() string {
-	return "torchvision, torchvision-ta-wide, torchvision-ra, torchvision-aa, torchvision-augmix, torchvision-v2"
-}
+// augmentRecipeNames are the names --augment-recipe takes
+// (augment.NamedRecipe; docs/pipeline.md "Named recipes" says the same).
+// --recipe is taken by `faster train`'s training recipes (fast), hence the
+// longer name.
+func augmentRecipeNames() string { return strings.Join(augment.RecipeNames, ", ") }
 
 func (af *augmentFlags) register(f *pflag.FlagSet) {
 	af.fs = f
@@ -112,20 +85,13 @@ func (af *augmentFlags) resolve() error {
 			cmp.Or(af.augmixSeverity, 3), cmp.Or(af.interp, "nearest")
 	}
 	if af.recipe != "" {
-		r, ok := augmentRecipes[af.recipe]
-		if !ok {
+		// The named recipe's values, on the flags not given explicitly.
+		flag := map[string]string{"auto_augment": "auto-augment", "augment_interpolation": "augment-interpolation", "erasing_prob": "erasing-prob"}
+		p := augment.Params{AutoAugment: af.autoAugment, AugmentInterpolation: af.interp, ErasingProb: af.erasingProb}
+		if err := p.UseNamed(af.recipe, func(field string) bool { return af.fs != nil && af.fs.Changed(flag[field]) }); err != nil {
 			return usagef("--augment-recipe %q: want one of %s", af.recipe, augmentRecipeNames())
 		}
-		changed := func(name string) bool { return af.fs != nil && af.fs.Changed(name) }
-		if !changed("auto-augment") {
-			af.autoAugment = r.auto
-		}
-		if !changed("augment-interpolation") && r.interp != "" {
-			af.interp = r.interp
-		}
-		if !changed("erasing-prob") {
-			af.erasingProb = r.erasing
-		}
+		af.autoAugment, af.interp, af.erasingProb = p.AutoAugment, p.AugmentInterpolation, p.ErasingProb
 	}
 	return af.check()
 }
@@ -331,102 +297,31 @@ func (af *augmentFlags) any() bool {
 		af.rotate != nil || af.affineDegrees != nil || af.blurKernel != nil
 }
 
-// evalResize is the recipe's eval Resize for resolution res (0: the
-// loader's default, res*256/224).
-func (af *augmentFlags) evalResize(res int) int {
-	if af.recipe == "torchvision-v2" {
-		return int(math.Round(float64(res) * 232 / 224))
+// params are the flags' values as the recipe's parameters (augment.Params:
+// those of the train recipe after its crop and flip, and the named
+// recipe's eval resize). Call after resolve.
+func (af *augmentFlags) params() augment.Params {
+	p := augment.Params{Name: af.recipe, AutoAugment: af.autoAugment, RaN: af.raN, RaM: &af.raM, MagnitudeBins: af.bins,
+		AugMixSeverity: af.augmixSeverity, AugmentInterpolation: af.interp, AugmentFill: af.fill, ColorJitter: af.colorJitter,
+		GrayscaleProb: af.grayscale, AffineDegrees: af.affineDegrees, AffineTranslate: af.affineTrans, AffineScale: af.affineScale,
+		AffineShear: af.affineShear, RotateDegrees: af.rotate, BlurKernel: af.blurKernel, BlurSigma: af.blurSigma,
+		ErasingProb: af.erasingProb, ErasingScale: af.erasingScale, ErasingRatio: af.erasingRatio, ErasingValue: af.erasingValue}
+	if p.AutoAugment == "none" {
+		p.AutoAugment = ""
 	}
-	return 0
+	return p
 }
 
+// evalResize is the recipe's eval Resize for resolution res (0: the
+// loader's default, res*256/224).
+func (af *augmentFlags) evalResize(res int) int { return af.params().NamedEvalResize(res) }
+
 // apply sets o.Augment and o.Erasing (and, for a recipe that says so, the
-// eval Resize when --resize was not given). Call after resolve.
+// eval Resize when --resize was not given): augment.Params.TrainOps, the
+// ops of the recipe the flags build, in its fixed order. Call after
+// resolve.
 func (af *augmentFlags) apply(o *loader.Options) {
-	interp := augment.WarpNearest
-	if af.interp == "bilinear" {
-		interp = augment.WarpBilinear
-	}
-	var fill []float64
-	switch len(af.fill) {
-	case 1:
-		fill = []float64{af.fill[0], af.fill[0], af.fill[0]}
-	case 3:
-		fill = append(fill, af.fill...)
-	}
-	var seq augment.Sequence
-	switch af.autoAugment {
-	case "ta-wide", "ta_wide":
-		seq = append(seq, &augment.TrivialAugmentWide{Bins: af.bins, Interp: interp, Fill: fill})
-	case "ra":
-		seq = append(seq, &augment.RandAugment{N: af.raN, M: af.raM, Bins: af.bins, Interp: interp, Fill: fill})
-	case "imagenet":
-		seq = append(seq, &augment.AutoAugment{Interp: interp, Fill: fill})
-	case "augmix":
-		seq = append(seq, &augment.AugMix{Severity: af.augmixSeverity, Interp: interp, Fill: fill})
-	}
-	// torchvision's RandomAffine and RandomRotation default to fill 0,
-	// which takes the mask path (Fill {0}), unlike the policies' None.
-	warpFill := fill
-	if warpFill == nil {
-		warpFill = []float64{0, 0, 0}
-	}
-	if af.affineDegrees != nil {
-		d, _ := degrees("", af.affineDegrees)
-		a := &augment.RandomAffine{Degrees: d, Interp: interp, Fill: warpFill}
-		if t := af.affineTrans; t != nil {
-			a.Translate = &[2]float64{t[0], t[1]}
-		}
-		if sc := af.affineScale; sc != nil {
-			a.Scale = &[2]float64{sc[0], sc[1]}
-		}
-		switch sh := af.affineShear; len(sh) {
-		case 1:
-			a.Shear = &[4]float64{-sh[0], sh[0]}
-		case 2:
-			a.Shear = &[4]float64{sh[0], sh[1]}
-		case 4:
-			a.Shear, a.ShearY = &[4]float64{sh[0], sh[1], sh[2], sh[3]}, true
-		}
-		seq = append(seq, a)
-	}
-	if af.rotate != nil {
-		d, _ := degrees("", af.rotate)
-		seq = append(seq, &augment.RandomRotation{Degrees: d, Interp: interp, Fill: warpFill})
-	}
-	if af.colorJitter != nil {
-		seq = append(seq, af.jitter())
-	}
-	if af.grayscale > 0 {
-		seq = append(seq, augment.RandomGrayscale{P: af.grayscale})
-	}
-	if k := af.blurKernel; k != nil {
-		b := &augment.GaussianBlurOp{KernelW: k[0], KernelH: k[len(k)-1], Sigma: [2]float64{0.1, 2.0}}
-		if sg := af.blurSigma; sg != nil {
-			b.Sigma = [2]float64{sg[0], sg[len(sg)-1]}
-		}
-		seq = append(seq, b)
-	}
-	switch len(seq) {
-	case 0:
-		o.Augment = nil
-	case 1:
-		o.Augment = seq[0]
-	default:
-		o.Augment = seq
-	}
-	o.Erasing = nil
-	if af.erasingProb > 0 {
-		v, random, _ := af.value()
-		e := &augment.RandomErasing{P: af.erasingProb, Value: v, RandomValue: random}
-		if af.erasingScale != nil {
-			e.Scale = [2]float64{af.erasingScale[0], af.erasingScale[1]}
-		}
-		if af.erasingRatio != nil {
-			e.Ratio = [2]float64{af.erasingRatio[0], af.erasingRatio[1]}
-		}
-		o.Erasing = e
-	}
+	o.Augment, o.Erasing, _ = af.params().TrainOps() // checked by resolve
 	if o.Resize == 0 && o.Resolution > 0 {
 		o.Resize = af.evalResize(o.Resolution)
 	}
