@@ -248,55 +248,20 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 		fromEnv[flag] = fmt.Sprintf("%s=%s (the default of --%s)", n, q, flag)
 		return nil
 	}
-	atoi := func(v string) (int, error) {
-		x, err := strconv.Atoi(v)
-		if err != nil || x < 0 {
-			return 0, fmt.Errorf("want a non-negative integer")
-		}
-		return x, nil
-	}
-	nproc := func(v string) (int, error) {
-		if v == "auto" || v == "cpu" {
-			return runtime.NumCPU(), nil
-		}
-		x, err := strconv.Atoi(v)
-		if err != nil || x < 1 || x > launch.MaxNProc {
-			return 0, fmt.Errorf("want 1 to %d ranks on a machine, or auto", launch.MaxNProc)
-		}
-		return x, nil
-	}
-	nnodes := func(v string) (int, error) {
-		lo, hi, ok := strings.Cut(v, ":")
-		if ok && lo != hi {
-			return 0, fmt.Errorf("an elastic range: faster trains a fixed group; give one count")
-		}
-		x, err := strconv.Atoi(lo)
-		if err != nil || x < 1 || x > collective.MaxSize {
-			return 0, fmt.Errorf("want 1 to %d machines", collective.MaxSize)
-		}
-		return x, nil
-	}
-	port := func(v string) (int, error) {
-		x, err := strconv.Atoi(v)
-		if err != nil || x < 1 || x > 65535 {
-			return 0, fmt.Errorf("want a port number 1-65535")
-		}
-		return x, nil
-	}
-	if err := setInt("nproc", &o.nproc, nproc, "PET_NPROC_PER_NODE"); err != nil {
+	if err := setInt("nproc", &o.nproc, parseNProc, "PET_NPROC_PER_NODE"); err != nil {
 		return err
 	}
-	if err := setInt("nnodes", &o.nodes.nnodes, nnodes, "PET_NNODES"); err != nil {
+	if err := setInt("nnodes", &o.nodes.nnodes, parseNNodes, "PET_NNODES"); err != nil {
 		return err
 	}
 	rankNames, addrNames, portNames := []string{"PET_NODE_RANK"}, []string{"PET_MASTER_ADDR"}, []string{"PET_MASTER_PORT"}
 	if inJob {
 		rankNames, addrNames, portNames = append(rankNames, "RANK"), append(addrNames, "MASTER_ADDR"), append(portNames, "MASTER_PORT")
 	}
-	if err := setInt("node-rank", &o.nodes.nodeRank, atoi, rankNames...); err != nil {
+	if err := setInt("node-rank", &o.nodes.nodeRank, parseRank, rankNames...); err != nil {
 		return err
 	}
-	if err := setInt("master-port", &o.nodes.masterPort, port, portNames...); err != nil {
+	if err := setInt("master-port", &o.nodes.masterPort, parsePort, portNames...); err != nil {
 		return err
 	}
 	// What checkNodes checks of the flags, named here as the variables
@@ -320,4 +285,48 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 		o.nproc = 1 // torchrun's default --nproc_per_node
 	}
 	return nil
+}
+
+// The parsers of the launcher's values as PyTorchJob's variables give them.
+
+func parseRank(v string) (int, error) {
+	x, err := strconv.Atoi(v)
+	if err != nil || x < 0 {
+		return 0, fmt.Errorf("want a non-negative integer")
+	}
+	return x, nil
+}
+
+// parseNProc reads PET_NPROC_PER_NODE: a count, or auto (or cpu): this
+// machine's CPUs, as torchrun without GPUs.
+func parseNProc(v string) (int, error) {
+	if v == "auto" || v == "cpu" {
+		return runtime.NumCPU(), nil
+	}
+	x, err := strconv.Atoi(v)
+	if err != nil || x < 1 || x > launch.MaxNProc {
+		return 0, fmt.Errorf("want 1 to %d ranks on a machine, or auto", launch.MaxNProc)
+	}
+	return x, nil
+}
+
+// parseNNodes reads PET_NNODES: N, or N:N (an elastic range is refused).
+func parseNNodes(v string) (int, error) {
+	lo, hi, ok := strings.Cut(v, ":")
+	if ok && lo != hi {
+		return 0, fmt.Errorf("an elastic range: faster trains a fixed group; give one count")
+	}
+	x, err := strconv.Atoi(lo)
+	if err != nil || x < 1 || x > collective.MaxSize {
+		return 0, fmt.Errorf("want 1 to %d machines", collective.MaxSize)
+	}
+	return x, nil
+}
+
+func parsePort(v string) (int, error) {
+	x, err := strconv.Atoi(v)
+	if err != nil || x < 1 || x > 65535 {
+		return 0, fmt.Errorf("want a port number 1-65535")
+	}
+	return x, nil
 }
