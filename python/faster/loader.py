@@ -180,6 +180,19 @@ class Loader:
     "torchvision-v2", "torchvision"), with transform="train" or "eval":
     `faster serve --augment-recipe` (docs/pipeline.md, "Named recipes").
 
+    Samplers and seeds (docs/serve.md, "Samplers and seeds"): sampler= is
+    DataLoader's, honoured or refused by name, never dropped: a
+    DistributedSampler(drop_last=False) or torchvision's RASampler sets
+    rank, world_size, shuffle (and repeated_augmentation, RASampler's
+    repetitions); any other sampler or iterable of dataset indices is
+    iterated each epoch, as DataLoader iterates it, and the server serves
+    exactly those positions (indexed data only). batch_sampler= is refused.
+    repeated_augmentation=N is RASampler's repeated augmentation. seed=None
+    (the default) draws the base seed from torch's generator (generator=,
+    else the default one) at the first iteration, as DataLoader draws its
+    base seed: torch.manual_seed makes the run reproducible; seed=N fixes
+    it. loader.seed() says it; state_dict() carries it.
+
     Position: state_dict() and load_state_dict() save and restore the exact
     position within an epoch (torchdata's StatefulDataLoader protocol).
 
@@ -222,10 +235,13 @@ class Loader:
             threads = max(num_workers, 1)
         else:
             threads = 0 if workers is None else workers  # workers=0: all cores (the server decides)
-        for name, v, least in (("batch_size", batch_size, 1), ("resolution", resolution, 1),
-                               ("slots", slots, 1), ("workers", threads, 0)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise ValueError("faster: %s=%r: want an integer of at least %d" % (name, v, least))
+        # Types here; the values are the server's to check (loader.Spec's
+        # Validate), and its problems come back named by argument (_spec_error).
+        for name, v in (("batch_size", batch_size), ("resolution", resolution), ("slots", slots), ("workers", threads)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError("faster: %s=%r: want an integer" % (name, v))
+        if slots < 1:  # serve's own setting, not the loader's
+            raise ValueError("faster: slots=%r: want an integer of at least 1" % (slots,))
         cap = WORKERS_PER_CPU * (os.cpu_count() or 1)
         if threads > cap:
             # As DataLoader warns of more workers than the machine suggests;
@@ -271,15 +287,13 @@ class Loader:
         if epoch > P.MAX_EPOCH or seed >= 1 << 64:
             raise ValueError("faster: seed=%d, epoch=%d: want a seed below 2**64 and an epoch of at most %d"
                              % (seed, epoch, P.MAX_EPOCH))
-        spec = _transform_spec(transform, resolution)
-        if augment_recipe is not None:
-            from .transforms import AUGMENT_RECIPES
-            if not isinstance(transform, str):
-                raise ValueError("faster: augment_recipe=%r with a torchvision transform: give one or the other "
-                                 "(the Compose says the recipe)" % (augment_recipe,))
-            if augment_recipe not in AUGMENT_RECIPES:
-                raise ValueError("faster: augment_recipe=%r: want one of %s" % (augment_recipe, ", ".join(AUGMENT_RECIPES)))
-            spec["args"] = spec["args"] + ["--augment-recipe", augment_recipe]
+        if augment_recipe is not None and not isinstance(transform, str):
+            raise ValueError("faster: augment_recipe=%r with a torchvision transform: give one or the other "
+                             "(the Compose says the recipe)" % (augment_recipe,))
+        if augment_recipe is not None and not isinstance(augment_recipe, str):
+            raise ValueError("faster: augment_recipe=%r: want a recipe's name" % (augment_recipe,))
+        tspec = _transform_spec(transform, augment_recipe)
+        self._ops = tspec.get("augment")
         self.output = output
         self.data = os.fspath(data)
         self.transform = transform
@@ -309,59 +323,57 @@ class Loader:
         self._sampler = None
         self._dataset = None
         self.last_keys = []  # the keys of the batch last yielded (paths, for an ImageFolder)
-        args = [_find_binary(binary), "serve",
-                "--batch", str(batch_size), "--transform", spec["transform"],
-                "--resolution", str(spec["resolution"]), "--layout", layout,
-                "--workers", str(threads), "--num-shards", str(self.world_size),
-                "--shard-index", str(self.rank), "--seed", str(seed), "--split", split,
-                "--slots", str(slots), "--shm-dir", shm_dir,
-                "--label-offset", str(int(label_offset))] + spec["args"]
-        if drop_last:
-            args.append("--drop")
-        if exact:
-            args.append("--exact")
-        if global_shuffle:
-            args.append("--global-shuffle")
-        if unlabeled:
-            args.append("--unlabeled")  # data without labels: label 0, not damage
-        if full_decode:
-            args.append("--full-decode")  # never DCT-scaled: PIL's pixels exactly
-        if fast_eval_decode:
-            args.append("--fast-eval-decode")  # eval DCT-scaled too: not PIL's pixels
-        if plan.repeats:
-            args += ["--repeated-augmentation", str(plan.repeats)]  # RASampler
-        if plan.order is not None:
-            args += ["--sampler", "indices"]  # the client sends each epoch's order
-        if classes is not None:
-            if isinstance(classes, bool) or not isinstance(classes, int) or classes < 1:
-                raise ValueError("faster: classes=%r: want a positive integer" % (classes,))
-            args += ["--classes", str(classes)]
-        if shuffle is not None:
-            args.append("--shuffle" if shuffle else "--no-shuffle")
-        if on_error not in ("stop", "skip"):
+        # The loader as a loader.Spec (JSON), sent to `faster serve --spec -`
+        # on its stdin: the server checks every value and names each problem
+        # by its field, which _spec_error tells by this argument's name.
+        if classes is not None and (isinstance(classes, bool) or not isinstance(classes, int) or classes < 1):
+            raise ValueError("faster: classes=%r: want a positive integer" % (classes,))
+        if max_bad is not None and (isinstance(max_bad, bool) or not isinstance(max_bad, (int, str))):
+            raise ValueError("faster: max_bad=%r: want a count or a percentage string like '0.1%%'" % (max_bad,))
+        if not isinstance(on_error, str):
             raise ValueError("faster: on_error=%r: want 'stop' or 'skip'" % (on_error,))
-        if on_error == "skip":
-            args += ["--on-error", "skip"]
-            if max_bad is not None:
-                args += ["--max-bad", str(max_bad)]
-            if quarantine is not None:
-                args += ["--quarantine", os.fspath(quarantine)]
-        elif max_bad is not None or quarantine is not None:
-            raise ValueError("faster: max_bad= and quarantine= need on_error='skip'")
-        args += ["--", self.data]  # a path starting with "-" is still the data
+        spec = {"path": self.data, "split": split, "batch": batch_size, "resolution": resolution, "layout": layout,
+                "workers": threads, "world_size": self.world_size, "rank": self.rank, "seed": seed,
+                "label_offset": label_offset, "drop": bool(drop_last), "exact": bool(exact),
+                "global_shuffle": bool(global_shuffle), "unlabeled": bool(unlabeled),  # unlabeled: label 0, not damage
+                "full_decode": bool(full_decode),  # never DCT-scaled: PIL's pixels exactly
+                "fast_eval_decode": bool(fast_eval_decode),  # eval DCT-scaled too: not PIL's pixels
+                "repeated_augmentation": int(plan.repeats or 0),  # RASampler
+                "classes": classes or 0, "shuffle": None if shuffle is None else bool(shuffle), "on_error": on_error}
+        if plan.order is not None:
+            spec["sampler"] = "indices"  # the client sends each epoch's order
+        if max_bad is not None:
+            spec["max_bad"] = max_bad
+        if quarantine is not None:
+            spec["quarantine"] = os.fspath(quarantine)
+        spec.update(tspec)
+        self._spec = spec
+        args = [_find_binary(binary), "serve", "--slots", str(slots), "--shm-dir", shm_dir, "--spec", "-"]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
         self._err = tempfile.TemporaryFile()
         try:
             args[2:2] = ["--fd", str(theirs.fileno())]
-            self._proc = subprocess.Popen(args, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+            self._proc = subprocess.Popen(args, pass_fds=(theirs.fileno(),), stdin=subprocess.PIPE,
                                           stdout=subprocess.DEVNULL, stderr=self._err)
         finally:
             theirs.close()  # else the server's death would not reach us as EOF
         try:
+            self._proc.stdin.write(json.dumps(spec).encode())
+        except BrokenPipeError:
+            pass  # it exited: _attach says why
+        finally:
+            try:
+                self._proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
             self._attach()
         except ServerError as e:
             self.close()
+            bad = _spec_error(str(e), self._ops, num_workers is not None)
+            if bad is not None:
+                raise ValueError(bad) from None
             if (plan.order is not None or plan.repeats) and "needs data read by position" in str(e):
                 what = "sampler=%s" % type(sampler).__name__ if sampler is not None else \
                     "repeated_augmentation=%d" % plan.repeats
@@ -642,9 +654,14 @@ class Loader:
         rank 0's, broadcast. (Asked before the first iteration, it is drawn
         then, and that iteration draws no more.)"""
         if self._seed is None:
-            self._seed = _sampler.shared_seed(_sampler.draw_seed(self._generator), self.world_size)
+            self._seed = _sampler.shared_seed(_sampler.draw_seed(self._generator), self.world_size, self._seed_matters())
             self._drawn_early = True
         return self._seed
+
+    def _seed_matters(self):
+        """Whether the seed changes what is served: a shuffled order, or a
+        transform other than the deterministic eval recipe."""
+        return bool(self.hello.get("shuffle")) or self.transform != "eval" or bool(self.hello.get("repeated_augmentation"))
 
     def _send_seed_and_order(self):
         """Before an epoch: the seed, when the server has another, and the
@@ -658,7 +675,7 @@ class Loader:
         else:
             draw = _sampler.draw_seed(self._generator)
             if self._seed is None:
-                self._seed = _sampler.shared_seed(draw, self.world_size)
+                self._seed = _sampler.shared_seed(draw, self.world_size, self._seed_matters())
         seed = self._seed
         if seed != self._server_seed:
             self._send(P.SEED, struct.pack("<Q", seed))
@@ -1097,12 +1114,54 @@ def _merge(states):
     return out
 
 
-def _transform_spec(transform, resolution):
-    """The server's recipe for transform: "train", "eval", or a torchvision
-    transform (see faster.transforms)."""
+def _transform_spec(transform, augment_recipe=None):
+    """The spec's transform: {"transform": "train" or "eval", "recipe": the
+    named recipe} for a name, or {"transform": ..., "augment": the op specs}
+    for a torchvision transform (faster.transforms.from_torchvision), in the
+    user's order; its "transform" is "eval" when no op draws at random
+    (the order is kept unless shuffle= says otherwise), else "train"."""
     if isinstance(transform, str):
         if transform not in ("train", "eval"):
             raise ValueError("faster: transform=%r: want 'train', 'eval' or a torchvision transform" % (transform,))
-        return {"transform": transform, "resolution": resolution, "args": []}
+        spec = {"transform": transform}
+        if augment_recipe is not None:
+            spec["recipe"] = {"augment_recipe": augment_recipe}
+        return spec
     from .transforms import from_torchvision
-    return from_torchvision(transform)
+    ops = from_torchvision(transform)
+    random = any(op.get("op", "").startswith("Random") or op.get("op") in _POLICIES for op in ops)
+    return {"transform": "train" if random else "eval", "augment": ops}
+
+
+# The ops that draw at random whose names do not start with Random.
+_POLICIES = ("TrivialAugmentWide", "RandAugment", "AutoAugment", "AugMix", "ColorJitter", "GaussianBlur")
+
+# loader.Spec's fields by faster.Loader's argument names (those not the same).
+_ARGUMENTS = {"batch": "batch_size", "drop": "drop_last", "recipe.augment_recipe": "augment_recipe",
+              "sampler": "sampler", "repeated_augmentation": "repeated_augmentation", "path": "data"}
+
+
+def _spec_error(message, ops, num_workers):
+    """The server's refusal of the spec (`faster serve --spec`: exit status 2,
+    one problem a line, each "--spec: field: what"), told by faster.Loader's
+    argument names, and a transform's op by its place in the user's
+    transform; None when message is not that."""
+    import re
+    if "exited with status 2" not in message:
+        return None
+    found = re.findall(r"--spec(?: \([a-z ]+\))?: ([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+)?): ([^\n]*)", message)
+    if not found:
+        return None
+    from .transforms import describe
+    out = []
+    for field, what in found:
+        if field.startswith("augment["):
+            name = "transform " + describe(ops, field)
+        elif field == "workers":
+            name = "num_workers" if num_workers else "workers"
+        elif field.startswith("recipe.") and field != "recipe.augment_recipe":
+            name = "augment_recipe (%s)" % field[len("recipe."):]
+        else:
+            name = _ARGUMENTS.get(field, field)
+        out.append("%s: %s" % (name, what))
+    return "faster: " + "; ".join(out)
