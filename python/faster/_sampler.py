@@ -148,18 +148,24 @@ def draw_seed(generator=None):
     return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
 
 
-def shared_seed(seed, world_size):
+def shared_seed(seed, world_size, matters=True):
     """The seed every rank uses: rank 0's, broadcast over an initialised
-    torch.distributed group; refused without one on several ranks (each
-    rank would draw its own and their parts of the order would overlap)."""
+    torch.distributed group. Without one on several ranks the ranks cannot
+    agree on a drawn seed (each would stride its own permutation, and their
+    parts would overlap): seed 0, as before seeds were drawn, with a warning
+    when the seed matters (a shuffled order or random augmentation)."""
     if world_size == 1:
         return seed
     import sys
     dist = sys.modules.get("torch.distributed")
     if dist is None or not dist.is_available() or not dist.is_initialized():
-        raise ValueError("faster: seed=None on %d ranks without an initialised torch.distributed process group: "
-                         "the ranks share the order's seed; give seed= (the same on every rank), or initialise "
-                         "the group before the first iteration (its rank 0's draw is broadcast)" % world_size)
+        if matters:
+            import warnings
+            warnings.warn("faster: seed=None on %d ranks without an initialised torch.distributed process group: "
+                          "the ranks cannot share a drawn seed, so the seed is 0 on every rank (every run the same); "
+                          "give seed= (the same on every rank), or initialise the group before the first iteration "
+                          "(rank 0's draw is then broadcast)" % world_size)
+        return 0
     box = [seed]
     dist.broadcast_object_list(box, src=0)
     return int(box[0])
