@@ -336,7 +336,7 @@ func sourceStamp(src source.Source, idxs []int) string {
 func skippedNowReadable(src source.Source, byKey map[string]int, skipped []Skip) bool {
 	for _, s := range skipped {
 		if i, ok := byKey[s.Path]; ok {
-			if _, err := src.Load(i); err == nil {
+			if _, err := loadDecodable(src, i); err == nil {
 				return true
 			}
 		}
@@ -499,7 +499,7 @@ func loadOrdered(ctx context.Context, src source.Source, idxs []int, par int, fn
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				s, err := src.Load(j.i)
+				s, err := loadDecodable(src, j.i)
 				if err != nil {
 					s.Item = items[j.i]
 				}
