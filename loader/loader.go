@@ -150,6 +150,20 @@ type Options struct {
 	// faster.Loader's Compose mapping yet.
 	Augment augment.ImageOp
 	Erasing *augment.RandomErasing
+	// Recipe, if set, is the whole transform instead of Transform's fixed
+	// recipe and its parameters (the crop, flip, resize, interpolation,
+	// Mean, Std, Augment and Erasing fields): torchvision's ops in the
+	// order given (augment.Recipe), each sample out at the recipe's fixed
+	// size. A recipe starting with RandomResizedCrop (and the flip after
+	// it) decodes as the train recipe does (DCT-scaled unless
+	// FullDecode); one starting with Resize(int) + CenterCrop as the eval
+	// recipe; any other decodes at full size and runs its ops in order.
+	// Transform then only picks the shuffle default (Eval: in order).
+	Recipe augment.Recipe
+	// Channels is the batches' channel count: 0 is the data's (1 for
+	// one-channel data, source.Channeler) or the recipe's (1 after
+	// Grayscale(1), 3 after Grayscale(3)), else 3; 1 or 3 forces it.
+	Channels int
 	// BadData is the policy for damaged samples: stop at the first (the
 	// zero value) or skip and quarantine them within a budget.
 	BadData BadDataPolicy
@@ -256,6 +270,23 @@ func (o *Options) ensureDefaults() error {
 		errs = append(errs, fmt.Errorf("shuffle mode %d", o.Shuffle))
 	}
 	errs = append(errs, o.checkRecipe()...)
+	if len(o.Recipe) > 0 {
+		if ps := o.Recipe.Problems(); len(ps) > 0 {
+			errs = append(errs, augment.Problems(ps))
+		} else if c, err := o.Recipe.Compile(); err == nil {
+			// The row's size for the memory check: the recipe's output.
+			o.Resolution = max(c.Width, c.Height)
+		}
+		switch {
+		case o.Transform == None:
+			errs = append(errs, fmt.Errorf("transform none with a recipe: the recipe is the transform (want train or eval)"))
+		case len(o.Schedule) > 0:
+			errs = append(errs, fmt.Errorf("resolution schedule %v with a recipe: the recipe fixes the size", o.Schedule))
+		}
+	}
+	if o.Channels != 0 && o.Channels != 1 && o.Channels != 3 {
+		errs = append(errs, fmt.Errorf("channels %d: want 1 or 3 (0: the data's)", o.Channels))
+	}
 	if _, err := o.filter(); err != nil {
 		errs = append(errs, err)
 	}
@@ -412,7 +443,10 @@ type Loader struct {
 	// labels below 0 are out of range).
 	classes int
 	ds      source.Dataset // the dataset, as shard.Open opened it
-	q       quarantine
+	// rc is Options.Recipe compiled for the data; channels the batches'.
+	rc       *augment.Compiled
+	channels int
+	q        quarantine
 
 	// zeroSeen: a stored label 0 was met (labels.go: the hint at 1-based
 	// labels).
@@ -521,6 +555,9 @@ func (l *Loader) init(ctx context.Context, path string) error {
 		return err
 	}
 	l.ds = ds
+	if err := l.initRecipe(path); err != nil {
+		return err
+	}
 	switch ds := ds.(type) {
 	case source.Indexed:
 		return l.initIndexed(l.copies(ds))
@@ -711,15 +748,54 @@ func (l *Loader) Stats() pipeline.Stats {
 
 func epochOf(ctx context.Context) int { return int(pipeline.EpochFrom(ctx)) }
 
-// RowBytes returns the size of one batch row at resolution res.
+// RowBytes returns the size of one batch row at resolution res (with a
+// recipe, the recipe's size).
 func (l *Loader) RowBytes(res int) int {
 	if l.opts.Transform == None {
 		return 0
 	}
+	c, h, w := l.shape(res)
 	if l.opts.Layout == U8HWC {
-		return res * res * 3
+		return c * h * w
 	}
-	return res * res * 3 * 4
+	return c * h * w * 4
+}
+
+// Shape is one row's channels, height and width in epoch e (the batch's
+// layout orders them: C×H×W for f32-chw, H×W×C for u8-hwc).
+func (l *Loader) Shape(e int) (c, h, w int) { return l.shape(l.Resolution(e)) }
+
+func (l *Loader) shape(res int) (c, h, w int) {
+	c = max(l.channels, 1)
+	if l.rc != nil {
+		return c, l.rc.Height, l.rc.Width
+	}
+	return c, res, res
+}
+
+// initRecipe compiles Options.Recipe for the data's channels and settles
+// the batches' channel count.
+func (l *Loader) initRecipe(path string) error {
+	o := l.opts
+	in := 3
+	if ch, ok := l.ds.(source.Channeler); ok && ch.Channels() == 1 {
+		in = 1
+	}
+	l.channels = in
+	if len(o.Recipe) > 0 {
+		c, err := o.Recipe.CompileFor(in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		l.rc, l.channels = c, c.Channels
+		if o.Layout == U8HWC && (c.Normalized || c.Erasing != nil) {
+			return fmt.Errorf("recipe: Normalize and RandomErasing work on the float tensor: layout %s serves uint8 pixels (want %s)", U8HWC, F32CHW)
+		}
+	}
+	if o.Channels != 0 {
+		l.channels = o.Channels
+	}
+	return nil
 }
 
 // Ceiling is what a loader could deliver if its consumer never made it

@@ -83,6 +83,9 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 		if err != nil {
 			return it, fmt.Errorf("%s: %w", s.Key, err)
 		}
+		if l.rc != nil {
+			return l.runRecipe(ctx, sc, s, it, cfg, prof, t)
+		}
 		dst := imgcodec.NewImage(res, res, 3)
 		switch o.Transform {
 		case Train:
@@ -119,7 +122,7 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 				since(&prof.resize, t)
 			}
 		case Eval:
-			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, res, o.Resize, filter, o.FullDecode || !o.FastEvalDecode, prof, t); err != nil {
+			if err := evalInto(&sc.aug.Resizer, dst, s.Data, cfg, o.Resize, filter, o.FullDecode || !o.FastEvalDecode, prof, t); err != nil {
 				dst.Release()
 				return it, fmt.Errorf("%s: %w", s.Key, err)
 			}
@@ -138,10 +141,11 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 // PIL's pixels) or a DCT-scaled decode that keeps the shorter edge at
 // least the resize target (Options.FastEvalDecode; still a full-size
 // decode for Nearest, which samples the full image's pixels); short 0 is
-// res*256/224. With a profile, the decode and the resize are timed from t.
-func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, res, short int, f augment.Filter, full bool, prof *Profile, t int64) error {
+// res*256/224 (res: dst's width). The crop is dst's size. With a profile,
+// the decode and the resize are timed from t.
+func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, short int, f augment.Filter, full bool, prof *Profile, t int64) error {
 	if short == 0 {
-		short = res * 256 / 224
+		short = dst.Width * 256 / 224
 	}
 	rw, rh := augment.ShorterEdgeSize(cfg.Width, cfg.Height, short)
 	denom := 1
@@ -167,19 +171,27 @@ func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcode
 	// pixels cover the image.
 	box := augment.Box{X1: float64(cfg.Width) / float64(denom), Y1: float64(cfg.Height) / float64(denom)}
 	box.X1, box.Y1 = min(box.X1, float64(img.Width)), min(box.Y1, float64(img.Height))
-	crop := augment.CenterCropRect(rw, rh, res, res)
+	crop := augment.CenterCropRect(rw, rh, dst.Width, dst.Height)
 	return rz.ResizeView(dst, img, box, rw, rh, crop, f, false)
 }
 
 // filler copies a decoded image into its batch row and releases it.
 func (l *Loader) filler() func(row []byte, it Item) error {
-	norm := augment.NewNormalizer(l.opts.Mean, l.opts.Std)
+	mean, std := l.opts.Mean, l.opts.Std
+	if l.rc != nil {
+		mean, std = l.rc.Mean, l.rc.Std
+	}
+	norm := augment.NewNormalizer(mean, std)
 	u8 := l.opts.Layout == U8HWC
 	prof := l.opts.Profile
+	one := l.channels == 1
 	return func(row []byte, it Item) error {
 		img := it.img
 		if img == nil {
 			return nil // a padding row
+		}
+		if one && img.Channels != 1 {
+			img = firstChannel(img) // gray in every channel: one served
 		}
 		defer img.Release()
 		if prof != nil {
@@ -501,4 +513,130 @@ func (r recordStream) next(rd source.RecordReader, sampled bool) (source.Record,
 		}
 	}
 	return rec, err
+}
+
+// firstChannel is m's first channel as a one-channel image; m is released.
+func firstChannel(m *imgcodec.Image) *imgcodec.Image {
+	g := imgcodec.NewImage(m.Width, m.Height, 1)
+	for y := range m.Height {
+		src, dst := m.Pix[y*m.Stride:][:m.Width*m.Channels], g.Pix[y*g.Stride:][:m.Width]
+		for x := range dst {
+			dst[x] = src[x*m.Channels]
+		}
+	}
+	m.Release()
+	return g
+}
+
+// rgb is m with three channels (a one-channel picture's gray in each); m
+// is released when it is replaced.
+func rgb(m *imgcodec.Image) *imgcodec.Image {
+	if m.Channels == 3 {
+		return m
+	}
+	c := imgcodec.NewImage(m.Width, m.Height, 3)
+	for y := range m.Height {
+		src, dst := m.Pix[y*m.Stride:][:m.Width*m.Channels], c.Pix[y*c.Stride:][:m.Width*3]
+		for x := range m.Width {
+			v := src[x*m.Channels]
+			dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
+		}
+	}
+	m.Release()
+	return c
+}
+
+// runRecipe is Options.Recipe's work on one good sample: the head fused
+// with the decode, the steps in order, RandomErasing's draw last.
+func (l *Loader) runRecipe(ctx context.Context, sc *scratch, s Sample, it Item, cfg imgcodec.Config, prof *Profile, t int64) (Item, error) {
+	o, rc := l.opts, l.rc
+	rng := sc.aug.RNG(epochSeed(o.Seed, epochOf(ctx)), s.ID)
+	fail := func(m *imgcodec.Image, err error) (Item, error) {
+		if m != nil {
+			m.Release()
+		}
+		return it, fmt.Errorf("%s: %w", s.Key, err)
+	}
+	var img *imgcodec.Image
+	switch h := rc.Head; h.Kind {
+	case augment.HeadRandomResizedCrop:
+		tr := h.Train
+		if o.FullDecode {
+			tr.MaxScaleDenom = 1
+		}
+		p := tr.Plan(rng, cfg.Width, cfg.Height)
+		src, err := imgcodec.Decode(s.Data, &p.Decode)
+		if err != nil {
+			return fail(nil, err)
+		}
+		if prof != nil {
+			t = since(&prof.decode, t)
+		}
+		src = rgb(src)
+		img = imgcodec.NewImage(tr.Width, tr.Height, 3)
+		err = sc.aug.Apply(img, src, p)
+		src.Release()
+		if err != nil {
+			return fail(img, err)
+		}
+	case augment.HeadResizeCenterCrop:
+		img = imgcodec.NewImage(h.CropW, h.CropH, 3) // the decoders give RGB
+		if err := evalInto(&sc.aug.Resizer, img, s.Data, cfg, h.Resize, h.Filter, o.FullDecode || !o.FastEvalDecode, prof, t); err != nil {
+			return fail(img, err)
+		}
+		if prof != nil {
+			t = threadClock()
+		}
+	default:
+		src, err := imgcodec.Decode(s.Data, &imgcodec.DecodeOptions{ScaleDenom: 1})
+		if err != nil {
+			return fail(nil, err)
+		}
+		if prof != nil {
+			t = since(&prof.decode, t)
+		}
+		img = rgb(src)
+	}
+	for _, st := range rc.Steps {
+		next, err := st.Run(&sc.aug, &sc.ops, rng, img)
+		img = next
+		if err != nil {
+			return fail(img, err)
+		}
+	}
+	if img.Width != rc.Width || img.Height != rc.Height {
+		return fail(img, fmt.Errorf("recipe made %dx%d, want %dx%d", img.Width, img.Height, rc.Width, rc.Height))
+	}
+	if e := rc.Erasing; e != nil {
+		c := max(l.channels, 1)
+		it.erase = e.Draw(rng, c, rc.Height, rc.Width, nil)
+		if it.erase.Erase && rc.ErasingFirst && rc.Normalized {
+			it.erase.Values = normalised(it.erase.Values, c, rc.Mean, rc.Std)
+		}
+	}
+	if prof != nil {
+		since(&prof.resize, t)
+		prof.decoded.Add(1)
+	}
+	it.img = img
+	return it, nil
+}
+
+// normalised is RandomErasing's values, drawn before Normalize, as
+// Normalize makes them: (v - mean) / std per channel, in float32 (a copy;
+// one value per channel, or c planes of noise).
+func normalised(v []float32, c int, mean, std [3]float32) []float32 {
+	if len(v) == 0 {
+		v = []float32{0}
+	}
+	if len(v) == 1 {
+		v = []float32{v[0], v[0], v[0]}[:c]
+	}
+	out := make([]float32, len(v))
+	plane := len(v) / c
+	for i, x := range v {
+		k := i / plane
+		out[i] = (x - mean[k]) / std[k]
+	}
+	return out
 }

@@ -127,11 +127,11 @@ func ForLoader(l *loader.Loader, lo loader.Options) Options {
 	if o.Batch == 0 {
 		o.Batch = 256
 	}
-	res := l.Resolution(0)
+	c, h, w := l.Shape(0) // the channels follow the data and the recipe (Grayscale(1): 1)
 	if lo.Layout == loader.U8HWC {
-		o.DType, o.Shape = "uint8", []int{res, res, 3}
+		o.DType, o.Shape = "uint8", []int{h, w, c}
 	} else {
-		o.DType, o.Shape = "float32", []int{3, res, res}
+		o.DType, o.Shape = "float32", []int{c, h, w}
 	}
 	return o
 }
