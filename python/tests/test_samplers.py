@@ -276,7 +276,8 @@ class Samplers(unittest.TestCase):
             self.assertEqual(l.state_dict()["epoch"], 1)  # between epochs: fine
         expect = os.environ.get("FASTER_TEST_EXPECT")
         if expect:
-            shards = json.load(open(expect))["kinds"]["shards"]
+            with open(expect) as f:
+                shards = json.load(f)["kinds"]["shards"]
             for kw, word in ((dict(sampler=[0, 1]), "sampler=list"), (dict(repeated_augmentation=3), "repeated_augmentation=3")):
                 with self.assertRaisesRegex(ValueError, word + " is honoured on indexed data only.*streamed"):
                     faster.Loader(shards, rank=0, world_size=1, **kw)
