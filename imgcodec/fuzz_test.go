@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
@@ -17,11 +18,13 @@ import (
 // for JPEG data, to the pure-Go decoder: no crash, no panic, errors of the
 // documented kinds, and output geometry consistent with DecodeConfig and
 // the options. The seed corpus is the golden files, raw-pixel images
-// (package rawpix) plus testdata/fuzz.
+// (package rawpix), a small file of each other format torchvision's
+// ImageFolder lists (testdata/seed_*, written by seeds.py: WebP lossy and
+// lossless, TIFF, BMP, PPM/PGM/PBM, GIF, 16-bit PNG) plus testdata/fuzz.
 func FuzzDecode(f *testing.F) {
 	entries, _ := os.ReadDir("testdata")
 	for _, e := range entries {
-		if n := e.Name(); filepath.Ext(n) == ".jpg" || filepath.Ext(n) == ".JPEG" {
+		if n := e.Name(); filepath.Ext(n) == ".jpg" || filepath.Ext(n) == ".JPEG" || strings.HasPrefix(n, "seed") && !strings.HasSuffix(n, ".py") {
 			b, err := os.ReadFile(filepath.Join("testdata", n))
 			if err != nil {
 				f.Fatal(err)

@@ -116,7 +116,9 @@ func pnmToken(b []byte, i int) (int, int, error) {
 			for i < len(b) && b[i] != '\r' && b[i] != '\n' {
 				i++
 			}
-			i++ // the line end, as PIL reads it
+			if i < len(b) {
+				i++ // the line end, as PIL reads it
+			}
 		case c >= '0' && c <= '9':
 			digits++
 			if digits > 10 {
