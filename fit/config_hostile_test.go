@@ -22,19 +22,19 @@ func TestOptimBoundsSaySo(t *testing.T) {
 		c := DefaultConfig()
 		c.Data.Path, c.Optim.Warmup = "x", tc.v
 		err := c.Validate()
-		if err == nil || !strings.Contains(err.Error(), "--warmup") || !strings.Contains(err.Error(), tc.want) ||
+		if err == nil || !strings.Contains(err.Error(), "optim.warmup: ") || !strings.Contains(err.Error(), tc.want) ||
 			(tc.not != "" && strings.Contains(err.Error(), tc.not)) {
 			t.Errorf("--warmup %g: %v; want %q", tc.v, err, tc.want)
 		}
 	}
 }
 
-// --same-data resumes a checkpoint: without one it is a usage error
-// naming both flags.
+// --same-data resumes a checkpoint: without one it is a problem naming
+// both fields (the CLI names their flags).
 func TestSameDataNeedsCheckpoint(t *testing.T) {
 	c := DefaultConfig()
 	c.Data.Path, c.Checkpoint.SameData = "x", true
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--same-data goes with --checkpoint") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "checkpoint.same_data: goes with a checkpoint path") {
 		t.Fatalf("--same-data without --checkpoint: %v", err)
 	}
 	c.Checkpoint.Path = "ckpt"

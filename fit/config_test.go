@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// Validate reports every problem at once, each naming its flag, and fills
+// Validate reports every problem at once, each named by its field's JSON
+// path (the CLI names the flag of each: cmd/faster's flag table), and fills
 // dp's default device count.
 func TestValidateReportsEveryProblem(t *testing.T) {
 	c := DefaultConfig()
@@ -17,7 +18,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("Validate: %v, want a *ConfigError", err)
 	}
-	for _, want := range []string{"--data is required", `--model "vgg"`, "--batch 0", "--lr NaN", `--tta "five-crop"`, `--strategy "pp"`} {
+	for _, want := range []string{"data.path: is required", `model.name: "vgg"`, "batch: 0", "optim.lr: NaN", `eval.tta: "five-crop"`, `parallel.strategy: "pp"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate's error does not name %q: %v", want, err)
 		}

@@ -2,12 +2,14 @@ package fit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/shard"
@@ -40,32 +42,44 @@ type Data struct {
 func OpenData(ctx context.Context, cfg *Config, rank, world int) (*Data, error) {
 	dc := cfg.Data
 	d := &Data{path: dc.Path, rank: rank, world: world}
+	lo, err := cfg.loaderSpec(max(cfg.Batch/world, 1), rank, world).Options()
+	if err != nil {
+		var se *loader.SpecError
+		if errors.As(err, &se) {
+			ce := &ConfigError{}
+			for _, p := range se.Problems {
+				ce.Problems = append(ce.Problems, augment.Problem{Field: "data." + p.Field, Msg: p.Msg})
+			}
+			return nil, ce
+		}
+		return nil, err
+	}
+	lo.Batch = cfg.Batch / world
+	if dc.Resolution == 0 {
+		// The data's own side (openStreams): the eval resize a named
+		// recipe derives from the resolution is not known yet.
+		lo.Resolution, lo.Resize = 0, dc.Recipe.Resize
+	}
 	if isIDX(dc.Path) {
 		if dc.LabelOffset != 0 {
-			return nil, configErrorf("--label-offset applies to packed data, not IDX")
+			return nil, configErrorf("data.label_offset", "applies to packed data, not IDX")
 		}
-		if dc.augmented() {
-			return nil, configErrorf("--augment-recipe, --auto-augment, --affine-*, --rotate-degrees, --color-jitter, --grayscale-prob, --blur-* and --erasing-prob apply to packed or ImageFolder data, not IDX")
+		if lo.Augment != nil || lo.Erasing != nil {
+			return nil, configErrorf("data.recipe", "augment_recipe, auto_augment, affine_*, rotate_degrees, color_jitter, grayscale_prob, blur_* and erasing_prob apply to packed or ImageFolder data, not IDX")
 		}
-		var (
-			bad []loader.BadSample
-			err error
-		)
-		d.mem, d.names, bad, err = loadImages(dc.Path, "train", dc.Limit, dc.BadData)
+		var bad []loader.BadSample
+		d.mem, d.names, bad, err = loadImages(dc.Path, "train", dc.Limit, lo.BadData)
 		d.skipped = append(d.skipped, bad...)
 		if err != nil {
 			return d, err
 		}
-		d.memTest, d.testNames, bad, err = loadImages(dc.Path, "test", dc.TestLimit, dc.BadData)
+		d.memTest, d.testNames, bad, err = loadImages(dc.Path, "test", dc.TestLimit, lo.BadData)
 		d.skipped = append(d.skipped, bad...)
 		return d, err
 	}
 	if dc.Limit > 0 || dc.TestLimit > 0 {
-		return nil, configErrorf("--limit and --test-limit apply to IDX data only")
+		return nil, configErrorf("data.limit", "limit and test_limit apply to IDX data only")
 	}
-	lo := loader.Options{Batch: cfg.Batch / world, Seed: cfg.Seed, NumShards: world, ShardIdx: rank, LabelOffset: dc.LabelOffset, Classes: dc.Classes, BadData: dc.BadData,
-		Resolution: dc.Resolution, Augment: dc.Augment, Erasing: dc.Erasing, Resize: dc.EvalResize}
-	var err error
 	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs); err != nil {
 		return nil, err
 	}
@@ -181,8 +195,12 @@ func (s *loaderStream) SetEpoch(e int) { s.res = resolutionAt(s.sched, e, s.full
 
 var _ train.Stream = (*loaderStream)(nil)
 
-func (s *loaderStream) Shape() (c, h, w int) { return 3, s.res, s.res }
-func (s *loaderStream) Len() int             { return s.l.Len() }
+func (s *loaderStream) Shape() (c, h, w int) {
+	c, _, _ = s.l.Shape(0) // one-channel data, Grayscale(1): 1
+	return c, s.res, s.res
+}
+
+func (s *loaderStream) Len() int { return s.l.Len() }
 
 // Steps is the loader's StepsPerEpoch: the same on every rank, from every
 // shard's record count (not this rank's share), so no rank ends its epoch
@@ -265,7 +283,7 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 		res = 224
 	}
 	if testData == "" {
-		return nil, nil, configErrorf("--data %s is not a packed dataset with a test split: give --test-data", data)
+		return nil, nil, configErrorf("data.test_path", "is required: %s is not a packed dataset with a test split", data)
 	}
 	if progressive {
 		sched = ProgressiveSchedule(res, epochs)
@@ -301,7 +319,7 @@ func openCalibration(ctx context.Context, data string, res int, base loader.Opti
 	co.Transform, co.Resolution, co.Split, co.Shuffle, co.Drop = loader.Eval, res, "train", loader.ShuffleOn, true
 	l, err := loader.OpenContext(ctx, data, co)
 	if err != nil {
-		return nil, fmt.Errorf("--fixres-bn: %w", err)
+		return nil, fmt.Errorf("fixres_bn: %w", err)
 	}
 	return &loaderStream{l: l, res: res, full: res}, nil
 }

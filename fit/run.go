@@ -56,7 +56,7 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 		rank, world = comm.Rank(), comm.Size()
 	}
 	if cfg.Batch%world != 0 {
-		return nil, configErrorf("--batch %d does not split over %d processes", cfg.Batch, world)
+		return nil, configErrorf("batch", "%d does not split over %d processes", cfg.Batch, world)
 	}
 	if ck := cfg.Checkpoint.Path; ck != "" {
 		// A symlink is saved to, and locked as, its target: an atomic
@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg Config, data *Data, comm collective.Comm, hook
 		// A folder it cannot write to is a usage error, before the lock
 		// (which would create its file there) and the first epoch.
 		if err := atomicfile.CheckDir(ck); err != nil {
-			return nil, configErrorf("--checkpoint %s: %v", ck, err)
+			return nil, configErrorf("checkpoint.path", "%s: %v", ck, err)
 		}
 		unlock, err := train.LockCheckpoint(ck)
 		if err != nil {
@@ -120,7 +120,7 @@ func (cfg *Config) plan(data *Data, rank, world int) (*plan, error) {
 		return nil, fmt.Errorf("--data %s: the number of records is unknown (shards without an .idx index beside each): index them, e.g. with DALI's tfrecord2idx", cfg.Data.Path)
 	}
 	if p.trainLen < cfg.Batch {
-		return nil, configErrorf("--batch %d is larger than the %d training images", cfg.Batch, p.trainLen)
+		return nil, configErrorf("batch", "%d is larger than the %d training images", cfg.Batch, p.trainLen)
 	}
 	// The engine's two streams: the training batches (in memory: the
 	// trainer's stream of them, see run.train) and the test split.
@@ -186,7 +186,7 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		} else {
 			b, err = train.Open(m.Backend, bopts)
 			if errors.Is(err, train.ErrNoBackend) {
-				return nil, nil, configErrorf("--backend: %v", err)
+				return nil, nil, configErrorf("model.backend", "%v", err)
 			}
 		}
 		if err != nil {
@@ -545,7 +545,7 @@ func (cfg *Config) setupParallel(tr *train.Trainer, comm collective.Comm, newNet
 		}
 	case "ddp":
 		if comm == nil {
-			return closeAll, configErrorf("--strategy ddp needs a process group")
+			return closeAll, configErrorf("parallel.strategy", "ddp needs a process group")
 		}
 		if p.SyncBN {
 			train.SyncBatchNorm(tr.Net, comm.AllReduceF64)
@@ -588,17 +588,17 @@ func (cfg *Config) classes(names, testNames []string) (int, error) {
 	n, want := max(len(names), len(testNames)), cfg.Data.Classes
 	switch {
 	case want > maxClasses:
-		return 0, configErrorf("--classes %d: more than %d", want, maxClasses)
+		return 0, configErrorf("data.classes", "%d: more than %d", want, maxClasses)
 	case n > maxClasses:
 		return 0, fmt.Errorf("--data %s has %d classes, more than %d (a label read from damaged data?)", cfg.Data.Path, n, maxClasses)
 	case want > 0 && want < n:
-		return 0, configErrorf("--classes %d: the data has %d classes", want, n)
+		return 0, configErrorf("data.classes", "%d: the data has %d classes", want, n)
 	case want > 0:
 		return want, nil
 	case n > 0:
 		return n, nil
 	}
-	return 0, configErrorf("--data %s does not record its classes (no class folders or manifest classes): give --classes N", cfg.Data.Path)
+	return 0, configErrorf("data.path", "%s does not record its classes (no class folders or manifest classes): give data.classes N", cfg.Data.Path)
 }
 
 // abbrev lists the first few of names.
@@ -636,7 +636,7 @@ func (cfg *Config) checkStepMemory(net train.Layer, inC, side, world, localRanks
 	n, model := cfg.Batch/world, cfg.Model.Name
 	m, err := train.EstimateMemory(net, n, inC, side, side)
 	if err != nil {
-		return configErrorf("--model %s at %d×%d×%d, batch %d: %v", model, inC, side, side, n, err)
+		return configErrorf("model.name", "%s at %d×%d×%d, batch %d: %v", model, inC, side, side, n, err)
 	}
 	budget, what := cfg.Model.MaxMemory, "--max-memory"
 	if budget == 0 {
@@ -646,7 +646,7 @@ func (cfg *Config) checkStepMemory(net train.Layer, inC, side, world, localRanks
 		}
 	}
 	if m.Total() > budget {
-		return configErrorf("--model %s at %d×%d, batch %d per rank: a training step holds %.1f GB (activations %.1f GB, parameters with gradients and momentum %.1f GB), above %s (%.1f GB); lower --batch or --resolution, or raise --max-memory",
+		return configErrorf("model.name", "%s at %d×%d, batch %d per rank: a training step holds %.1f GB (activations %.1f GB, parameters with gradients and momentum %.1f GB), above %s (%.1f GB); lower batch or data.resolution, or raise model.max_memory",
 			model, side, side, n, float64(m.Total())/1e9, float64(m.Activations)/1e9, float64(m.Params)/1e9, what, float64(budget)/1e9)
 	}
 	return nil

@@ -80,13 +80,13 @@ func (c *Config) checkSchedule(steps int) error {
 	span := fmt.Sprintf("%d epoch(s) of %d steps", c.Epochs, steps)
 	normal := fmt.Sprintf("[%.3g, %.3g]", minRate, math.MaxFloat32)
 	if !inRange(o.LR) {
-		return configErrorf("--lr %g: want a rate in %s (float32's normal range: below it a step trains at rate 0)", o.LR, normal)
+		return configErrorf("optim.lr", "%g: want a rate in %s (float32's normal range: below it a step trains at rate 0)", o.LR, normal)
 	}
 	switch sched := c.newSchedule(steps).(type) {
 	case train.WarmupStep:
 		if s := o.StepEpochs; s > 0 {
 			if step := 1 / float64(steps); s < step {
-				return configErrorf("--step-epochs %g: shorter than one step (%g epoch here, %d steps an epoch): want 0 (never) or at least %g", s, step, steps, step)
+				return configErrorf("optim.step_epochs", "%g: shorter than one step (%g epoch here, %d steps an epoch): want 0 (never) or at least %g", s, step, steps, step)
 			}
 			if last := sched.LR(float64(c.Epochs)); !inRange(last) {
 				// The most decays the rate stays in range for, and the
@@ -96,20 +96,20 @@ func (c *Config) checkSchedule(steps int) error {
 					bound = math.MaxFloat32
 				}
 				d := math.Floor(math.Log(bound/o.LR) / math.Log(o.Gamma))
-				return configErrorf("--step-epochs %g with --gamma %g decays --lr %g %g times over %s, to %.3g (outside float32's normal range %s: training at rate 0 or overflowing): want 0 (never) or a period above %.4g epochs",
+				return configErrorf("optim.step_epochs", "%g with optim.gamma %g decays optim.lr %g %g times over %s, to %.3g (outside float32's normal range %s: training at rate 0 or overflowing): want 0 (never) or a period above %.4g epochs",
 					s, o.Gamma, o.LR, math.Floor(float64(c.Epochs)/s), span, last, normal, float64(c.Epochs)/(d+1))
 			}
 		}
 		if w := o.Warmup; w > 0 {
 			if first := sched.LR(1 / float64(steps)); !inRange(first) {
-				return configErrorf("--warmup %g: the first step's rate is %.3g, below %.3g (float32's smallest normal number: training at rate 0): want a warm-up of at most %.4g epochs",
+				return configErrorf("optim.warmup", "%g: the first step's rate is %.3g, below %.3g (float32's smallest normal number: training at rate 0): want a warm-up of at most %.4g epochs",
 					w, first, minRate, o.LR/float64(steps)/minRate)
 			}
 		}
 	case train.OneCycle:
 		first, final := o.LR/o.DivFactor, o.LR/o.DivFactor/o.FinalDivFactor
 		if !inRange(first) || !inRange(final) {
-			return configErrorf("--div-factor %g and --final-div-factor %g: --lr %g starts at %.3g and ends at %.3g, outside float32's normal range %s (training at rate 0 or overflowing): want --lr/--div-factor and --lr/--div-factor/--final-div-factor in that range",
+			return configErrorf("optim.div_factor", "%g and optim.final_div_factor %g: optim.lr %g starts at %.3g and ends at %.3g, outside float32's normal range %s (training at rate 0 or overflowing): want optim.lr/optim.div_factor and optim.lr/optim.div_factor/optim.final_div_factor in that range",
 				o.DivFactor, o.FinalDivFactor, o.LR, first, final, normal)
 		}
 	}

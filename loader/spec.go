@@ -323,7 +323,8 @@ func (s Spec) Options() (Options, error) {
 		}
 	}
 	if len(s.Augment) > 0 {
-		return o, &SpecError{[]augment.Problem{{Field: "augment", Msg: "the loader does not run op lists yet"}}}
+		o.Recipe = s.Augment // the whole transform, in its order
+		return o, nil
 	}
 	applyRecipe(s.Recipe, &o)
 	return o, nil

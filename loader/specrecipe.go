@@ -266,7 +266,8 @@ func augmentsOn(p *augment.Params) bool {
 
 // applyRecipe sets the fixed recipes' options of o from p (checked by
 // recipeProblems): the crop, flip, resize, interpolation, normalisation,
-// and the augmentations as augment ops in the recipe's fixed order.
+// and the augmentations as augment ops in the recipe's fixed order, as
+// cmd/faster's flags set them.
 func applyRecipe(p augment.Params, o *Options) {
 	if p.CropScale != nil {
 		o.CropScale = [2]float64{p.CropScale[0], p.CropScale[1]}
@@ -285,110 +286,13 @@ func applyRecipe(p augment.Params, o *Options) {
 			o.Mean[i], o.Std[i] = float32(p.Mean[i]), float32(p.Std[i])
 		}
 	}
-	o.Augment, o.Erasing = augmentOps(p)
-	if o.Resize == 0 && p.Name != "" && o.Resolution > 0 {
-		if r := p.EvalResize(o.Resolution); r != o.Resolution*256/224 {
-			o.Resize = r
-		}
+	// The augmentations as the flags build them (augment.Params.TrainOps:
+	// the ops of Build's recipe, in the fixed order); checked by
+	// recipeProblems.
+	o.Augment, o.Erasing, _ = p.TrainOps()
+	if o.Resize == 0 && o.Resolution > 0 {
+		o.Resize = p.NamedEvalResize(o.Resolution)
 	}
-}
-
-// augmentOps are the train recipe's augmentations of p, in the fixed
-// order: the policy, RandomAffine, RandomRotation, ColorJitter,
-// RandomGrayscale, GaussianBlur; and RandomErasing.
-func augmentOps(p augment.Params) (augment.ImageOp, *augment.RandomErasing) {
-	interp := augment.WarpNearest
-	if p.AugmentInterpolation == "bilinear" {
-		interp = augment.WarpBilinear
-	}
-	var fill []float64
-	switch len(p.AugmentFill) {
-	case 1:
-		fill = []float64{p.AugmentFill[0], p.AugmentFill[0], p.AugmentFill[0]}
-	case 3:
-		fill = append(fill, p.AugmentFill...)
-	}
-	bins := cmpOr(p.MagnitudeBins, 31)
-	var seq augment.Sequence
-	switch p.AutoAugment {
-	case "ta-wide", "ta_wide":
-		seq = append(seq, &augment.TrivialAugmentWide{Bins: bins, Interp: interp, Fill: fill})
-	case "ra":
-		m := 9
-		if p.RaM != nil {
-			m = *p.RaM
-		}
-		seq = append(seq, &augment.RandAugment{N: cmpOr(p.RaN, 2), M: m, Bins: bins, Interp: interp, Fill: fill})
-	case "imagenet":
-		seq = append(seq, &augment.AutoAugment{Interp: interp, Fill: fill})
-	case "augmix":
-		seq = append(seq, &augment.AugMix{Severity: cmpOr(p.AugMixSeverity, 3), Interp: interp, Fill: fill})
-	}
-	// torchvision's RandomAffine and RandomRotation default to fill 0,
-	// which takes the mask path (Fill {0}), unlike the policies' None.
-	warpFill := fill
-	if warpFill == nil {
-		warpFill = []float64{0, 0, 0}
-	}
-	if p.AffineDegrees != nil {
-		d, _ := degreeRange(p.AffineDegrees)
-		a := &augment.RandomAffine{Degrees: d, Interp: interp, Fill: warpFill}
-		if t := p.AffineTranslate; t != nil {
-			a.Translate = &[2]float64{t[0], t[1]}
-		}
-		if sc := p.AffineScale; sc != nil {
-			a.Scale = &[2]float64{sc[0], sc[1]}
-		}
-		switch sh := p.AffineShear; len(sh) {
-		case 1:
-			a.Shear = &[4]float64{-sh[0], sh[0]}
-		case 2:
-			a.Shear = &[4]float64{sh[0], sh[1]}
-		case 4:
-			a.Shear, a.ShearY = &[4]float64{sh[0], sh[1], sh[2], sh[3]}, true
-		}
-		seq = append(seq, a)
-	}
-	if p.RotateDegrees != nil {
-		d, _ := degreeRange(p.RotateDegrees)
-		seq = append(seq, &augment.RandomRotation{Degrees: d, Interp: interp, Fill: warpFill})
-	}
-	if p.ColorJitter != nil {
-		seq = append(seq, jitterOp(p.ColorJitter))
-	}
-	if p.GrayscaleProb > 0 {
-		seq = append(seq, augment.RandomGrayscale{P: p.GrayscaleProb})
-	}
-	if k := p.BlurKernel; k != nil {
-		b := &augment.GaussianBlurOp{KernelW: k[0], KernelH: k[len(k)-1], Sigma: [2]float64{0.1, 2.0}}
-		if sg := p.BlurSigma; sg != nil {
-			b.Sigma = [2]float64{sg[0], sg[len(sg)-1]}
-		}
-		seq = append(seq, b)
-	}
-	var op augment.ImageOp
-	switch len(seq) {
-	case 0:
-	case 1:
-		op = seq[0]
-	default:
-		op = seq
-	}
-	if p.ErasingProb <= 0 {
-		return op, nil
-	}
-	v, _ := augment.ParseErasingValue(p.ErasingValue)
-	e := &augment.RandomErasing{P: p.ErasingProb, RandomValue: v.Random}
-	for _, x := range v.Nums {
-		e.Value = append(e.Value, float32(x))
-	}
-	if p.ErasingScale != nil {
-		e.Scale = [2]float64{p.ErasingScale[0], p.ErasingScale[1]}
-	}
-	if p.ErasingRatio != nil {
-		e.Ratio = [2]float64{p.ErasingRatio[0], p.ErasingRatio[1]}
-	}
-	return op, e
 }
 
 func cmpOr(v, def int) int {

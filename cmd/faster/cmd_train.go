@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/loader"
@@ -30,8 +32,9 @@ type trainOptions struct {
 	cfg fit.Config
 	badDataFlags
 	maxMemory   sizeFlag
-	resSchedule string       // --resolution-schedule, parsed into cfg.Data
-	augment     augmentFlags // the train recipe's augmentations (augmentflags.go), applied to cfg.Data
+	resSchedule string      // --resolution-schedule, parsed into cfg.Data
+	lf          loaderFlags // the loader flags train takes (flagtable.go), into cfg.Data where given
+	config      string      // --config FILE: the run as fit.Config JSON, the flags given over it
 	json        bool
 
 	// The launcher (train_parallel.go).
@@ -42,6 +45,8 @@ type trainOptions struct {
 	// FASTER_COLLECTIVE_TIMEOUT).
 	timeoutSet bool
 	argv       []string // the flags as given, for the launcher's children
+	flags      *pflag.FlagSet
+	fromFile   bool // --config read: flags not given keep the file's values
 }
 
 func init() {
@@ -66,6 +71,9 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 130 interrupted (after saving the checkpoint, if any).`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := o.readConfig(cmd.Flags()); err != nil {
+					return err
+				}
 				if err := applyRecipe(cmd.Flags(), &o); err != nil {
 					return err
 				}
@@ -83,6 +91,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 					o.argv = append(o.argv, "--"+f.Name+"="+v)
 				})
 				o.timeoutSet = cmd.Flags().Changed("collective-timeout")
+				o.flags = cmd.Flags()
 				return runTrain(cmd.Context(), o, stdout, stderr)
 			},
 		}
@@ -115,8 +124,9 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.BoolVar(&c.Checkpoint.SameData, "same-data", false, "with --checkpoint: the data moved: resume a checkpoint saved on data at another path, of as many training samples")
 		o.registerBad(f)
 		f.BoolVar(&o.json, "json", false, "print a JSON summary")
+		f.StringVar(&o.config, "config", "", "the run as JSON (fit.Config, as --json's config and docs/cli.md show it): fields left out take the defaults, flags given override the file")
 		addRecipeFlags(f, &o)
-		o.augment.register(f)
+		o.lf.registerInto(f, trainRunFlags)
 		addFixResFlags(f, &o)
 		addParallelFlags(f, &o)
 		return command
@@ -127,9 +137,9 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 // problem at once; the launcher when asked for; this rank's group joined
 // and its data opened; one fit.Run; its summary printed.
 func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (retErr error) {
-	cfg, problems := o.config()
+	cfg, problems := o.configOf()
 	if len(problems) > 0 {
-		return usagef("%s", joinLines(problems))
+		return o.usage(problems)
 	}
 	if cfg.Parallel.Strategy == "ddp" && o.nproc > 0 && os.Getenv(launchEnv) == "" {
 		return runLaunch(ctx, o, stdout, stderr)
@@ -164,7 +174,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	// The quarantine list is written however the run ends (a list that
 	// cannot be written fails the run): what loading IDX data skipped, or
 	// what the pipelines skipped.
-	writeQ, abortQ, err := o.forRank(rank, world).openQuarantine()
+	bad := badDataFlags{onError: cfg.Data.OnError, maxBad: string(cfg.Data.MaxBad), quarantine: cfg.Data.Quarantine}
+	writeQ, abortQ, err := bad.forRank(rank, world).openQuarantine()
 	if err != nil {
 		return err
 	}
@@ -181,7 +192,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		}()
 	}
 	if err != nil {
-		return usageOf(err)
+		return o.usageOf(err)
 	}
 	lineOut := stderr
 	if rank > 0 {
@@ -202,7 +213,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	sum, err := fit.Run(ctx, cfg, data, comm, hooks)
 	if err != nil {
-		return usageOf(err)
+		return o.usageOf(err)
 	}
 	if o.json {
 		return writeJSON(stdout, sum)
@@ -212,45 +223,116 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 }
 
 // usageOf is err, made a usage error (exit 2) when it is a problem with
-// the configuration.
-func usageOf(err error) error {
+// the configuration, each field named by its flag.
+func (o *trainOptions) usageOf(err error) error {
 	var ce *fit.ConfigError
 	if errors.As(err, &ce) {
-		return usagef("%s", ce.Error())
+		return o.usage(ce.Problems)
 	}
 	return err
 }
 
-// config makes the run's fit.Config from the flags, with every problem
-// found in them: the flags parsed here, and the configuration's own.
-func (o *trainOptions) config() (fit.Config, []string) {
-	cfg := o.cfg
-	var problems []string
-	if sched, err := parseResSchedule(o.resSchedule); err != nil {
-		problems = append(problems, err.Error())
-	} else if len(sched) == 1 && sched[0] == 0 {
-		cfg.Data.Progressive = true
-	} else {
-		cfg.Data.Schedule = sched
+// usage is a usage error of the run's problems, each field named by its
+// flag, or, read from --config and not given as a flag, by its field.
+func (o *trainOptions) usage(ps []augment.Problem) error {
+	return flagProblems(ps, func(field string) string {
+		f := trainFlagOf(field)
+		if o.fromFile && (o.flags == nil || !o.flags.Changed(f)) {
+			return ""
+		}
+		return f
+	}, fieldPaths(reflect.TypeOf(fit.Config{}), ""))
+}
+
+// readConfig makes --config FILE the run's configuration, the flags given
+// set over it (each flag given is set again on the file's values).
+func (o *trainOptions) readConfig(f *pflag.FlagSet) error {
+	if o.config == "" {
+		return nil
 	}
-	cfg.Model.MaxMemory = int64(o.maxMemory)
-	policy, err := o.policy()
+	file, err := os.Open(o.config)
 	if err != nil {
-		problems = append(problems, err.Error())
+		return usagef("--config: %v", err)
 	}
-	cfg.Data.BadData = policy
-	if err := o.augment.resolve(); err != nil {
-		problems = append(problems, err.Error())
-	} else {
-		lo := loader.Options{Resolution: cfg.Data.Resolution}
-		o.augment.apply(&lo)
-		cfg.Data.Augment, cfg.Data.Erasing, cfg.Data.EvalResize = lo.Augment, lo.Erasing, lo.Resize
+	defer file.Close()
+	cfg, err := fit.ReadConfig(file, fit.DefaultConfig())
+	if err != nil {
+		return usagef("--config %s: %v", o.config, err)
+	}
+	type given struct {
+		fl    *pflag.Flag
+		value string
+		slice []string
+	}
+	var set []given
+	f.Visit(func(fl *pflag.Flag) {
+		g := given{fl: fl, value: fl.Value.String()}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			g.slice = sv.GetSlice()
+		}
+		set = append(set, g)
+	})
+	o.cfg = cfg
+	for _, g := range set {
+		if sv, ok := g.fl.Value.(pflag.SliceValue); ok {
+			err = sv.Replace(g.slice)
+		} else {
+			err = g.fl.Value.Set(g.value)
+		}
+		if err != nil {
+			return usagef("--%s: %v", g.fl.Name, err)
+		}
+	}
+	o.fromFile = true
+	return nil
+}
+
+// configOf makes the run's fit.Config from the flags (over --config's
+// file), with every problem found in them, each named by its field.
+func (o *trainOptions) configOf() (fit.Config, []augment.Problem) {
+	cfg := o.cfg
+	var problems []augment.Problem
+	changed := func(flag string) bool { return o.flags != nil && o.flags.Changed(flag) }
+	if changed("resolution-schedule") {
+		if sched, err := parseResSchedule(o.resSchedule); err != nil {
+			problems = append(problems, augment.Problem{Field: "data.resolution_schedule", Msg: strings.TrimPrefix(err.Error(), "--resolution-schedule ")})
+		} else if len(sched) == 1 && sched[0] == 0 {
+			cfg.Data.Progressive, cfg.Data.Schedule = true, nil
+		} else {
+			cfg.Data.Schedule, cfg.Data.Progressive = sched, false
+		}
+	}
+	if !o.fromFile || changed("max-memory") {
+		cfg.Model.MaxMemory = int64(o.maxMemory)
+	}
+	// The loader flags given, into the data's spec (the others keep the
+	// defaults, or the file's values).
+	ls := o.lf.spec()
+	ls.OnError, ls.MaxBad, ls.Quarantine = o.onError, loader.Budget(o.maxBad), o.quarantine
+	var fields []string
+	for _, r := range loaderFlagTable {
+		if changed(r.flag) && !trainRunFlags[r.flag] && fieldByJSON(reflect.ValueOf(&o.cfg.Data).Elem(), strings.Split(r.field, ".")[0]).IsValid() {
+			switch r.flag {
+			case "batch", "seed", "resolution", "classes", "label-offset": // train's own flags, bound to cfg
+				continue
+			}
+			fields = append(fields, r.field)
+		}
+	}
+	copyFields(&cfg.Data.Spec, &ls, fields)
+	if changed("augment-recipe") {
+		name := cfg.Data.Recipe.Name
+		cfg.Data.Recipe.UseNamed(name, func(field string) bool { return changed(loaderFlagOf("recipe." + field)) }) //nolint:errcheck // Validate names a bad one
+		cfg.Data.Recipe.Name = name
 	}
 	problems = append(cfg.Problems(), problems...)
 	if o.nproc < 0 || (o.nproc > 0 && cfg.Parallel.Strategy != "ddp") {
-		problems = append(problems, "--nproc N (N ≥ 1) goes with --strategy ddp")
+		problems = append(problems, augment.Problem{Msg: "--nproc N (N ≥ 1) goes with --strategy ddp"})
 	}
-	return cfg, append(problems, checkNodes(o)...)
+	for _, p := range checkNodes(o) {
+		problems = append(problems, augment.Problem{Msg: p})
+	}
+	return cfg, problems
 }
 
 // printSummary prints what the run did, as lines for a person.

@@ -9,25 +9,9 @@ import (
 	"github.com/faster-training/faster/fit"
 )
 
-// The fast recipe (`faster train --recipe fast`) and its parts, each its
-// own flag: one-cycle learning rate with warm-up, label smoothing,
-// Nesterov momentum, progressive resizing, an EMA of the weights for
-// evaluation and flip test-time augmentation.
-
-// fastRecipe is what --recipe fast sets, flag by flag, where the command
-// line does not set the flag itself. resolution-schedule is filled from
-// the data and --epochs (progressiveSchedule).
-var fastRecipe = []struct{ flag, value string }{
-	{"schedule", "onecycle"},
-	{"lr", "0.2"},
-	{"weight-decay", "5e-4"},
-	{"label-smoothing", "0.1"},
-	{"nesterov", "true"},
-	{"ema", "0.99"},
-	{"ema-warmup", "true"},
-	{"tta", "flip"},
-	{"resolution-schedule", "auto"},
-}
+// The fast recipe (`faster train --recipe fast`) is fit.FastRecipe, a
+// typed value: each of its settings is a field, which the flag of that
+// field given on the command line overrides.
 
 func addRecipeFlags(f *pflag.FlagSet, o *trainOptions) {
 	c, d := &o.cfg, fit.DefaultConfig()
@@ -48,27 +32,22 @@ func addRecipeFlags(f *pflag.FlagSet, o *trainOptions) {
 
 func recipeText() string {
 	var s []string
-	for _, r := range fastRecipe {
-		s = append(s, "--"+r.flag+" "+r.value)
+	for _, r := range fit.FastRecipe {
+		s = append(s, "--"+trainFlagOf(r.Field)+" "+r.Value)
 	}
 	return strings.Join(s, " ")
 }
 
-// applyRecipe sets the recipe's flags that were not given.
+// applyRecipe sets --recipe's values on the fields whose flags were not
+// given (over a --config file's: a file's "recipe" is the name its values
+// came from, which it holds already).
 func applyRecipe(f *pflag.FlagSet, o *trainOptions) error {
-	switch o.cfg.Recipe {
-	case "":
+	if !f.Changed("recipe") {
 		return nil
-	case "fast":
-	default:
-		return usagef("--recipe %q: want fast", o.cfg.Recipe)
 	}
-	for _, r := range fastRecipe {
-		if !f.Changed(r.flag) {
-			if err := f.Set(r.flag, r.value); err != nil {
-				return err
-			}
-		}
+	err := o.cfg.UseRecipe(o.cfg.Recipe, func(field string) bool { return f.Changed(trainFlagOf(field)) })
+	if err != nil {
+		return o.usageOf(err)
 	}
 	return nil
 }
