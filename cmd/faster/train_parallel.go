@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -192,17 +191,9 @@ func nativeNote(s *fit.Summary) string {
 }
 
 // applyPET gives the launcher flags not on the command line torchrun's
-// defaults from the environment (Kubeflow's PyTorchJob sets them):
-// --nproc PET_NPROC_PER_NODE ("auto" or "cpu": this machine's CPUs, as
-// torchrun without GPUs), --nnodes PET_NNODES ("N", or "N:N"; an elastic
-// range is refused), --node-rank PET_NODE_RANK, --master-addr and
-// --master-port PET_MASTER_ADDR and PET_MASTER_PORT. A PyTorchJob v1 pod's
-// RANK counts pods, and its MASTER_ADDR and MASTER_PORT are the master
-// pod's: with PET_NNODES set they stand for PET_NODE_RANK, PET_MASTER_ADDR
-// and PET_MASTER_PORT when those are absent; the launcher then gives each
-// of its processes its own RANK (node rank × nproc + local rank) and
-// WORLD_SIZE (nnodes × nproc). Only with --strategy ddp, and not in a
-// process the launcher started.
+// defaults from Kubeflow's PyTorchJob variables (launch.PETDefaults), each
+// problem named as the variable read, "(the default of --flag)". Only with
+// --strategy ddp, and not in a process the launcher started.
 func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string, bool)) error {
 	if o.cfg.Parallel.Strategy != "ddp" {
 		return nil
@@ -210,123 +201,34 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 	if v, _ := lookup(launchEnv); v != "" {
 		return nil
 	}
-	get := func(names ...string) (string, string) {
-		for _, n := range names {
-			if v, ok := lookup(n); ok && v != "" {
-				return n, v
-			}
-		}
-		return "", ""
+	flagOf := map[string]string{launch.SetNProc: "nproc", launch.SetNNodes: "nnodes", launch.SetNodeRank: "node-rank",
+		launch.SetMasterAddr: "master-addr", launch.SetMasterPort: "master-port"}
+	n := launch.Node{NProc: o.nproc, NNodes: o.nodes.nnodes, NodeRank: o.nodes.nodeRank, MasterAddr: o.nodes.masterAddr, MasterPort: o.nodes.masterPort}
+	read, err := launch.PETDefaults(&n, func(s string) bool { return flags.Changed(flagOf[s]) }, lookup)
+	var ee *launch.EnvError
+	if errors.As(err, &ee) {
+		return usagef("%s=%s (the default of --%s): %v", ee.Var, launch.QuoteShort(ee.Value), flagOf[ee.Setting], ee.Err)
 	}
-	_, inJob := lookup("PET_NNODES")
+	o.nproc, o.nodes = n.NProc, nodeOptions{nnodes: n.NNodes, nodeRank: n.NodeRank, masterAddr: n.MasterAddr, masterPort: n.MasterPort}
 	// given names a launcher value as it was given: the variable read, or
 	// the flag.
-	fromEnv := map[string]string{}
-	given := func(flag string, v int) string {
-		if g, ok := fromEnv[flag]; ok {
-			return g
+	given := func(setting string, v int) string {
+		if g, ok := read[setting]; ok {
+			return g + " (the default of --" + flagOf[setting] + ")"
 		}
-		return fmt.Sprintf("--%s %d", flag, v)
-	}
-	setInt := func(flag string, dst *int, parse func(string) (int, error), names ...string) error {
-		if flags.Changed(flag) {
-			return nil
-		}
-		n, v := get(names...)
-		if n == "" {
-			return nil
-		}
-		q := strconv.Quote(v)
-		if len(v) > 200 { // a long value cut short: one readable line
-			q = fmt.Sprintf("%q… (%d bytes)", v[:200], len(v))
-		}
-		x, err := parse(v)
-		if err != nil {
-			return usagef("%s=%s (the default of --%s): %v", n, q, flag, err)
-		}
-		*dst = x
-		fromEnv[flag] = fmt.Sprintf("%s=%s (the default of --%s)", n, q, flag)
-		return nil
-	}
-	if err := setInt("nproc", &o.nproc, parseNProc, "PET_NPROC_PER_NODE"); err != nil {
-		return err
-	}
-	if err := setInt("nnodes", &o.nodes.nnodes, parseNNodes, "PET_NNODES"); err != nil {
-		return err
-	}
-	rankNames, addrNames, portNames := []string{"PET_NODE_RANK"}, []string{"PET_MASTER_ADDR"}, []string{"PET_MASTER_PORT"}
-	if inJob {
-		rankNames, addrNames, portNames = append(rankNames, "RANK"), append(addrNames, "MASTER_ADDR"), append(portNames, "MASTER_PORT")
-	}
-	if err := setInt("node-rank", &o.nodes.nodeRank, parseRank, rankNames...); err != nil {
-		return err
-	}
-	if err := setInt("master-port", &o.nodes.masterPort, parsePort, portNames...); err != nil {
-		return err
+		return fmt.Sprintf("--%s %d", flagOf[setting], v)
 	}
 	// What checkNodes checks of the flags, named here as the variables
 	// read: the node rank below the nodes, the world's size bounded (by
 	// division, before the product is formed).
-	_, np := fromEnv["nproc"]
-	_, nn := fromEnv["nnodes"]
-	_, nr := fromEnv["node-rank"]
-	if (nr || nn) && o.nodes.nodeRank >= max(o.nodes.nnodes, 1) {
-		return usagef("%s: want less than %s", given("node-rank", o.nodes.nodeRank), given("nnodes", o.nodes.nnodes))
+	_, np := read[launch.SetNProc]
+	_, nn := read[launch.SetNNodes]
+	_, nr := read[launch.SetNodeRank]
+	if (nr || nn) && n.NodeRank >= max(n.NNodes, 1) {
+		return usagef("%s: want less than %s", given(launch.SetNodeRank, n.NodeRank), given(launch.SetNNodes, n.NNodes))
 	}
-	if (np || nn) && o.nproc > 0 && o.nodes.nnodes > collective.MaxSize/o.nproc {
-		return usagef("%s × %s: more than %d ranks", given("nnodes", o.nodes.nnodes), given("nproc", o.nproc), collective.MaxSize)
-	}
-	if !flags.Changed("master-addr") {
-		if _, v := get(addrNames...); v != "" {
-			o.nodes.masterAddr = v
-		}
-	}
-	if inJob && o.nproc == 0 && !flags.Changed("nproc") {
-		o.nproc = 1 // torchrun's default --nproc_per_node
+	if (np || nn) && n.NProc > 0 && n.NNodes > collective.MaxSize/n.NProc {
+		return usagef("%s × %s: more than %d ranks", given(launch.SetNNodes, n.NNodes), given(launch.SetNProc, n.NProc), collective.MaxSize)
 	}
 	return nil
-}
-
-// The parsers of the launcher's values as PyTorchJob's variables give them.
-
-func parseRank(v string) (int, error) {
-	x, err := strconv.Atoi(v)
-	if err != nil || x < 0 {
-		return 0, fmt.Errorf("want a non-negative integer")
-	}
-	return x, nil
-}
-
-// parseNProc reads PET_NPROC_PER_NODE: a count, or auto (or cpu): this
-// machine's CPUs, as torchrun without GPUs.
-func parseNProc(v string) (int, error) {
-	if v == "auto" || v == "cpu" {
-		return runtime.NumCPU(), nil
-	}
-	x, err := strconv.Atoi(v)
-	if err != nil || x < 1 || x > launch.MaxNProc {
-		return 0, fmt.Errorf("want 1 to %d ranks on a machine, or auto", launch.MaxNProc)
-	}
-	return x, nil
-}
-
-// parseNNodes reads PET_NNODES: N, or N:N (an elastic range is refused).
-func parseNNodes(v string) (int, error) {
-	lo, hi, ok := strings.Cut(v, ":")
-	if ok && lo != hi {
-		return 0, fmt.Errorf("an elastic range: faster trains a fixed group; give one count")
-	}
-	x, err := strconv.Atoi(lo)
-	if err != nil || x < 1 || x > collective.MaxSize {
-		return 0, fmt.Errorf("want 1 to %d machines", collective.MaxSize)
-	}
-	return x, nil
-}
-
-func parsePort(v string) (int, error) {
-	x, err := strconv.Atoi(v)
-	if err != nil || x < 1 || x > 65535 {
-		return 0, fmt.Errorf("want a port number 1-65535")
-	}
-	return x, nil
 }
