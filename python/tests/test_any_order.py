@@ -28,12 +28,15 @@ A Compose is drawn either on the PIL path (the ops on PIL images, then
 ToTensor, as most scripts write it) or on the tensor path (PILToTensor
 first, the ops on uint8 tensors, Resize with antialias=True, then
 ConvertImageDtype(float32)); both then Normalize (as many channels as the
-picture has) and RandomErasing, or not. The Go ops compute PIL's resize
-and torchvision's tensor-path arithmetic (docs/pipeline.md), so the
-tolerances, in 8-bit levels (the value times Normalize's std times 255),
-on the 99th percentile over a picture's values and on the mean over all,
-are per path and per kind of op in the order (BOUNDS below, each with what
-was measured).
+picture has) and RandomErasing, or not. Each order is compared twice, in
+8-bit levels (the value times Normalize's std times 255), on the 99th
+percentile over a picture's values and on the mean over all: with
+torchvision running the user's transform, within bounds per path and kind
+of op (BOUNDS: the Go ops compute PIL's resizes and torchvision's tensor
+path, docs/pipeline.md, so a PIL-path transform is as far as PIL's kernels
+are from the tensor path's, measured and stated there); and with
+torchvision's tensor path of the same ops, resizes through PIL
+(tensor_semantics), within float32 ties whatever the path (TIGHT).
 """
 import glob
 import importlib.util
@@ -397,31 +400,76 @@ def kinds(steps, tensor):
     return "pil-colour" if colour else "pil"
 
 
-# Bounds in levels: (99th percentile of a picture's values, mean over all
-# pictures' values), per kind of order (kinds()). What each allows for:
-# - pil: crops, pads, flips, PIL's resizes, grayscale, ToTensor and
-#   Normalize: the Go ops are PIL's and torchvision's bit for bit; the
-#   0.01 is float32 rounding of Normalize.
-# - pil-colour: ColorJitter and GaussianBlur on PIL images (PIL's
-#   ImageEnhance and HSV in integers, against torchvision's tensor
-#   arithmetic, which the Go ops compute): a few levels where the op
-#   changes pixels (docs/pipeline.md, "The PIL path").
-# - pil-nearest-warp / pil-bilinear-warp: PIL's affine against
-#   grid_sample: nearest picks a neighbour at rounding ties; bilinear blends
-#   the border with the fill differently (up to 125 levels there).
-# - tensor: the tensor path's arithmetic, which the Go ops compute.
+# Bounds in levels against torchvision running the user's transform:
+# (99th percentile of a picture's values, mean over all pictures' values),
+# per kind of order (kinds()). The Go ops compute PIL's resizes and
+# torchvision's tensor path (docs/pipeline.md), so a transform whose ops
+# run on PIL images in torchvision (the PIL path) is as far from the Go
+# pipeline as PIL's kernels are from the tensor path's. Measured on 80
+# orders (FASTER_ANY_ORDER_N=80, seed 40; 2026-12-05), the largest of each
+# kind, and single ops on these photographs:
+# - pil: crops, pads, flips, PIL's resizes, ToTensor, Normalize: 0 (the
+#   0.01 is float32 rounding of Normalize).
+# - pil-colour: ColorJitter, GaussianBlur, Grayscale, RandomGrayscale on PIL
+#   images: measured 8 and 3.5. One op: contrast and saturation 1 level
+#   (PIL's integer ImageEnhance), hue up to 7 (PIL's HSV in 8 bits),
+#   grayscale 1 level on half the values (PIL rounds the luma, torch
+#   truncates it), and they add up: four grayscales, 3.5 levels on average.
+# - pil-nearest-warp: measured 2 and 1.5 (the colour ops beside them; the
+#   nearest warps themselves pick a neighbour at rounding ties).
+# - pil-bilinear-warp: measured 64 and 2.2: PIL's bilinear affine and
+#   grid_sample blend differently, inside (half the values, a level) and
+#   at the fill's border (tens of levels).
+# - tensor: the tensor path's arithmetic, which the Go ops compute: 0.
 # - tensor-resize: torch's antialiased kernels in floating point against
-#   PIL's, 1 level, carried through the ops after it.
-# - tensor-warp: grid_sample's float32 positions (a neighbour at ties).
+#   PIL's: measured 2 and 0.31 (one resize: 1 and 0.15, docs/pipeline.md).
+# - tensor-warp: measured 2 and 0.26 (the resizes beside them; grid_sample's
+#   float32 positions).
 BOUNDS = {
     "pil": (0.01, 0.01),
-    "pil-colour": (4.0, 0.8),
-    "pil-nearest-warp": (4.0, 1.0),
-    "pil-bilinear-warp": (40.0, 2.0),
+    "pil-colour": (10.0, 4.0),
+    "pil-nearest-warp": (4.0, 2.0),
+    "pil-bilinear-warp": (80.0, 3.0),
     "tensor": (0.01, 0.01),
-    "tensor-resize": (2.0, 0.3),
-    "tensor-warp": (4.0, 0.6),
+    "tensor-resize": (3.0, 0.4),
+    "tensor-warp": (3.0, 0.4),
 }
+
+
+def tensor_semantics(steps, im):
+    """torchvision's output of the same ops as the Go pipeline computes
+    them (docs/pipeline.md): the resizes (Resize, RandomResizedCrop) and the
+    padding crops are PIL's, every other op torchvision's tensor path on
+    uint8 tensors, whether the Compose runs it on PIL images or not."""
+    import torch
+    from PIL import Image
+    from torchvision import transforms as T
+    from torchvision.transforms import functional as F
+    x = F.pil_to_tensor(im)
+    for name, kw in steps:
+        if name == "PILToTensor":
+            continue
+        if name in ("Resize", "RandomResizedCrop", "RandomCrop"):
+            kw = {k: v for k, v in kw.items() if k != "antialias"}
+            pil = F.to_pil_image(x) if x.shape[0] == 3 else Image.fromarray(x[0].numpy(), "L")
+            x = F.pil_to_tensor(getattr(T, name)(**kw)(pil))
+        elif name == "ToTensor":
+            x = F.convert_image_dtype(x, torch.float32)
+        else:
+            x = getattr(T, name)(**kw)(x)
+    return x.numpy()
+
+
+# Against tensor_semantics (the ops as the Go pipeline documents them:
+# PIL's resizes, the tensor path for the rest), whatever the path:
+# (99th percentile, mean) in levels. The ties of float32 roundings only
+# (the blur's sums, the warps' sampling positions: 1 level on a few
+# values, augment.TestTorchvision): measured 1 and 0.03 but for a
+# RandomResizedCrop after another op, which resampled outside its crop
+# (PIL's resize(box=), where torchvision crops then resizes: 4 and 0.07).
+TIGHT = (1.0, 0.05)
+# float32 rounding of the levels themselves (the value times std times 255).
+EPS = 1e-3
 
 
 def levels(got, want, std):
@@ -471,8 +519,9 @@ class AnyOrderTest(unittest.TestCase):
         with faster.Loader(root, transform=tf, **args) as loader:
             for b in loader.batches():
                 for row, key in enumerate(b.keys):
-                    out[key] = np.asarray(b.images[row])
+                    out[key] = np.array(b.images[row])  # a copy: the batch views shared memory
         self.assertEqual(len(out), len(PHOTOS))
+        self.last = out
         return out
 
     def torchvision(self, tf, folder, key, forced=True):
@@ -507,9 +556,11 @@ class AnyOrderTest(unittest.TestCase):
         return p99, total / count, worst
 
     def test_random_orders(self):
+        from PIL import Image
         rng = np.random.default_rng(SEED)
         measured = {}
         failures = []
+        tight = [0.0, 0.0, 0.0]  # against tensor_semantics: 99th percentile, mean, max
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torchvision's antialias and ratio warnings
             for k in range(ORDERS):
@@ -525,12 +576,26 @@ class AnyOrderTest(unittest.TestCase):
                 except AssertionError as e:
                     failures.append("order %d %s: %s" % (k, tf, e))
                     continue
+                # The same ops as the Go pipeline documents them: tight.
+                t99, tsum, tcount, tmax = 0.0, 0.0, 0, 0.0
+                for key, got in self.last.items():
+                    with Image.open(os.path.join(self.root, folder, key)) as im:
+                        d = levels(got, tensor_semantics(steps, im.convert("RGB")), std)
+                    t99, tmax = max(t99, float(np.percentile(d, 99))), max(tmax, float(d.max()))
+                    tsum, tcount = tsum + float(d.sum()), tcount + d.size
+                tight = [max(tight[0], t99), max(tight[1], tsum / tcount), max(tight[2], tmax)]
+                if t99 > TIGHT[0] + EPS or tsum / tcount > TIGHT[1] + EPS:
+                    failures.append("order %d on %s against the tensor path: 99th percentile %.2f levels (bound %g), "
+                                    "mean %.3f (bound %g), max %.1f: %s" % (k, folder, t99, TIGHT[0], tsum / tcount,
+                                                                            TIGHT[1], tmax, tf))
                 m = measured.setdefault(kind, [0.0, 0.0, 0.0, 0])
                 m[0], m[1], m[2], m[3] = max(m[0], p99), max(m[1], mean), max(m[2], worst), m[3] + 1
                 b99, bmean = BOUNDS[kind]
-                if p99 > b99 or mean > bmean:
+                if p99 > b99 + EPS or mean > bmean + EPS:
                     failures.append("order %d (%s) on %s: 99th percentile %.2f levels (bound %g), mean %.3f (bound "
                                     "%g), max %.1f: %s" % (k, kind, folder, p99, b99, mean, bmean, worst, tf))
+        print("any order: %d orders against torchvision's tensor path of the same ops: 99th percentile %.2f levels, "
+              "mean %.3f, max %.1f (bounds %g, %g)" % (ORDERS, tight[0], tight[1], tight[2], *TIGHT))
         for kind in sorted(measured):
             p99, mean, worst, n = measured[kind]
             print("any order: %-18s %2d orders: 99th percentile %.2f levels, mean %.3f, max %.1f (bounds %g, %g)"
@@ -544,8 +609,8 @@ class AnyOrderTest(unittest.TestCase):
         b99, bmean = BOUNDS[kind]
         print("any order: %s on %s: 99th percentile %.2f levels, mean %.3f, max %.1f (bounds %g, %g)"
               % (tf, folder, p99, mean, worst, b99, bmean))
-        self.assertLessEqual(p99, b99, "%s: 99th percentile %.2f levels" % (tf, p99))
-        self.assertLessEqual(mean, bmean, "%s: mean %.3f levels" % (tf, mean))
+        self.assertLessEqual(p99, b99 + EPS, "%s: 99th percentile %.2f levels" % (tf, p99))
+        self.assertLessEqual(mean, bmean + EPS, "%s: mean %.3f levels" % (tf, mean))
 
     def test_resize_crop_jitter_totensor_normalize(self):
         # Before: "expected ToTensor, found ColorJitter".
