@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +15,8 @@ import (
 )
 
 // The training benchmark (`faster bench train`): the study's "Model
-// Running" table, each cell a fresh `faster train --json` process, or, with
+// Running" table, each cell a fresh `faster train --config FILE --json` process (its run a
+// fit.Config written by CellConfig), or, with
 // a target accuracy, time to accuracy against the PyTorch peer
 // (tta.go).
 
@@ -115,11 +118,10 @@ type TrainSummary struct {
 	WarmupTuneSeconds float64 `json:"warmup_tune_seconds,omitempty"`
 }
 
-// trainSpec is one cell to run: a strategy and variant, and the extra
-// flags of an ablation.
+// trainSpec is one cell to run: a strategy and variant (or an ablation's
+// name: CellConfig).
 type trainSpec struct {
 	strategy, variant string
-	extra             []string
 	ablation          bool
 }
 
@@ -132,8 +134,7 @@ func (c TrainConfig) specs() []trainSpec {
 		}
 	}
 	if c.Ablation {
-		specs = append(specs, trainSpec{"single", "no-overlap", []string{"--no-overlap"}, true},
-			trainSpec{"single", "zero-grad", []string{"--zero-grad"}, true})
+		specs = append(specs, trainSpec{"single", "no-overlap", true}, trainSpec{"single", "zero-grad", true})
 	}
 	return specs
 }
@@ -146,8 +147,27 @@ func Train(ctx context.Context, c TrainConfig) (TrainSummary, error) {
 		c.Log = io.Discard
 	}
 	sum := TrainSummary{Model: "thinnet", Data: c.Data, Batch: c.Batch, Epochs: c.Epochs, Threads: c.Threads}
-	run := func(s trainSpec, extra ...string) (TrainCell, error) {
-		args := append(append(c.trainArgs(s.strategy, s.variant), s.extra...), extra...)
+	dir, err := os.MkdirTemp("", "faster-bench-train-")
+	if err != nil {
+		return sum, err
+	}
+	defer os.RemoveAll(dir)
+	run := func(s trainSpec, warmup bool) (TrainCell, error) {
+		cfg := c.CellConfig(s.strategy, s.variant)
+		if warmup {
+			// A few steps of the cell, untimed.
+			cfg.Data.Limit, cfg.Data.TestLimit = 4*c.Batch, 4*c.Batch
+			if c.Limit > 0 {
+				cfg.Data.Limit = min(cfg.Data.Limit, c.Limit)
+			}
+			if c.TestLimit > 0 {
+				cfg.Data.TestLimit = min(cfg.Data.TestLimit, c.TestLimit)
+			}
+		}
+		args, err := c.cellArgs(dir, s.strategy+"-"+s.variant, cfg)
+		if err != nil {
+			return TrainCell{}, err
+		}
 		fmt.Fprintf(c.Log, "bench train: %s %s ...\n", s.strategy, s.variant)
 		ts, err := c.runChild(ctx, args)
 		if err != nil {
@@ -167,15 +187,8 @@ func Train(ctx context.Context, c TrainConfig) (TrainSummary, error) {
 		// A few steps of each cell, untimed: a cold first cell would
 		// otherwise make the baseline look slow (page cache, CPU clocks),
 		// and autotuning's first run on the machine fills the tune cache.
-		steps, testSteps := 4*c.Batch, 4*c.Batch
-		if c.Limit > 0 {
-			steps = min(steps, c.Limit)
-		}
-		if c.TestLimit > 0 {
-			testSteps = min(testSteps, c.TestLimit)
-		}
 		for _, s := range specs {
-			w, err := run(s, "--limit", strconv.Itoa(steps), "--test-limit", strconv.Itoa(testSteps))
+			w, err := run(s, true)
 			if err != nil {
 				return sum, fmt.Errorf("warm-up: %w", err)
 			}
@@ -187,8 +200,8 @@ func Train(ctx context.Context, c TrainConfig) (TrainSummary, error) {
 	runs := make([][]TrainCell, len(specs))
 	// Alternate the order between rounds: drift over the rounds hits every
 	// cell alike.
-	err := Rounds(sum.Repeats, len(specs), func(_, i int) error {
-		cell, err := run(specs[i])
+	err = Rounds(sum.Repeats, len(specs), func(_, i int) error {
+		cell, err := run(specs[i], false)
 		if err != nil {
 			return err
 		}
@@ -215,47 +228,47 @@ func Train(ctx context.Context, c TrainConfig) (TrainSummary, error) {
 	return sum, nil
 }
 
-// trainArgs are the `faster train` flags of one cell: strategy and
-// variant over the shared data and hyper-parameters, threads in all (a
-// ddp process gets its share).
-func (c TrainConfig) trainArgs(strategy, variant string) []string {
-	perProcess := c.Threads
-	if strategy == "ddp" {
-		perProcess = max(1, c.Threads/c.Devices)
-	}
-	args := []string{"train", "--data", c.Data, "--epochs", strconv.Itoa(c.Epochs), "--batch", strconv.Itoa(c.Batch),
-		"--lr", strconv.FormatFloat(c.LR, 'g', -1, 64), "--threads", strconv.Itoa(perProcess), "--json", "--strategy", strategy}
-	if c.Limit > 0 {
-		args = append(args, "--limit", strconv.Itoa(c.Limit))
-	}
-	if c.TestLimit > 0 {
-		args = append(args, "--test-limit", strconv.Itoa(c.TestLimit))
-	}
-	if c.Backend != "" {
-		args = append(args, "--backend", c.Backend)
-	}
-	if !c.Winograd {
-		args = append(args, "--winograd=false")
-	}
-	if len(c.Filters) > 0 {
-		args = append(args, "--filters", joinInts(c.Filters))
-	}
-	if c.SyncBN && strategy != "single" {
-		args = append(args, "--sync-bn")
-	}
+// CellConfig is one cell's run, as `faster train --config` reads it:
+// strategy and variant (or an ablation: no-overlap, zero-grad) over the
+// shared data and hyper-parameters, c.Threads in all (a ddp process gets
+// its share). The launcher's --nproc is a flag of the command, not of the
+// run (cellArgs).
+func (c TrainConfig) CellConfig(strategy, variant string) fit.Config {
+	cfg := fit.DefaultConfig()
+	cfg.Data.Path, cfg.Data.Limit, cfg.Data.TestLimit = c.Data, c.Limit, c.TestLimit
+	cfg.Epochs, cfg.Batch, cfg.Optim.LR = c.Epochs, c.Batch, c.LR
+	cfg.Model.Threads, cfg.Model.Backend, cfg.Model.Winograd, cfg.Model.Filters = c.Threads, c.Backend, c.Winograd, c.Filters
+	p := &cfg.Parallel
+	p.Strategy = strategy
+	p.SyncBN = c.SyncBN && strategy != "single"
 	switch strategy {
 	case "dp":
-		args = append(args, "--devices", strconv.Itoa(c.Devices))
+		p.Devices = c.Devices
 	case "ddp":
+		cfg.Model.Threads = max(1, c.Threads/c.Devices)
+	}
+	p.Autotune = strings.Contains(variant, "autotune")
+	p.AMP = strings.Contains(variant, "amp")
+	p.NoOverlap, p.ZeroGrad = variant == "no-overlap", variant == "zero-grad"
+	return cfg
+}
+
+// cellArgs writes cfg into dir as name.json and returns the `faster
+// train` arguments that run it (--nproc for ddp).
+func (c TrainConfig) cellArgs(dir, name string, cfg fit.Config) ([]string, error) {
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, name+".json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	args := []string{"train", "--config", path, "--json"}
+	if cfg.Parallel.Strategy == "ddp" {
 		args = append(args, "--nproc", strconv.Itoa(c.Devices))
 	}
-	if strings.Contains(variant, "autotune") {
-		args = append(args, "--autotune")
-	}
-	if strings.Contains(variant, "amp") {
-		args = append(args, "--amp")
-	}
-	return args
+	return args, nil
 }
 
 // runChild runs `faster train ... --json` (args after the binary) as a

@@ -65,7 +65,8 @@ func init() {
 			Long: `Train times ThinNet training (faster train) in every cell of the study's
 "Model Running" table — rows single device, DP (one process, --devices engines)
 and DDP (--devices processes over Gloo), columns plain, +autotune (cudnn.benchmark),
-+AMP (bf16) and +autotune +AMP — each cell a fresh process using the same
++AMP (bf16) and +autotune +AMP — each cell a fresh process (faster train
+--config FILE, the cell's run written as a fit.Config) using the same
 --threads in all, and prints seconds, images/s and final test accuracy per
 cell. Every cell also uses the default overlapped input and set_to_none
 gradients; --ablation (default on) adds single-device runs without each, to
