@@ -1,0 +1,181 @@
+package augment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/internal/testenv"
+)
+
+// recipeTVCase is one recipe op against torchvision's functional ops on
+// the PIL image (what a reference Compose runs before ToTensor), with the
+// random parameters forced: the Go op draws them from a seeded source and
+// the same draws are handed to torchvision.
+type recipeTVCase struct {
+	name    string
+	op      Op
+	tv      func(w, h int, rng *rand.Rand) [][2]any // torchvision's ops, given the draws
+	gray    bool                                    // compare channel 0 with torchvision's one channel
+	maxDiff int
+	maxFrac float64
+}
+
+func recipeTVCases() []recipeTVCase {
+	f := func(x float64) *float64 { return &x }
+	i := func(x int) *int { return &x }
+	var cs []recipeTVCase
+	// RandomCrop: padding of every mode, then the crop at the drawn
+	// position (top first, then left, each uniform).
+	for _, mode := range []string{"constant", "edge", "reflect", "symmetric"} {
+		for _, pad := range []Nums{{4}, {10, 3}, {10, 20, 30, 5}, {200, 0, 0, 170}} {
+			op := Op{Op: OpRandomCrop, Size: Nums{150, 160}, Padding: pad, PaddingMode: mode, Fill: Nums{9, 80, 200}}
+			cs = append(cs, recipeTVCase{name: fmt.Sprintf("RandomCrop/%s/%v", mode, []float64(pad)), op: op,
+				tv: func(w, h int, rng *rand.Rand) [][2]any {
+					p := padOf(pad)
+					pw, ph := w+p[0]+p[2], h+p[1]+p[3]
+					top, left := rng.IntN(ph-150+1), rng.IntN(pw-160+1)
+					return [][2]any{{"pad", map[string]any{"padding": []int{p[0], p[1], p[2], p[3]}, "fill": []int{9, 80, 200}, "mode": mode}},
+						{"crop", map[string]any{"top": top, "left": left, "h": 150, "w": 160}}}
+				}})
+		}
+		// pad_if_needed: torchvision pads both sides by the shortfall.
+		op := Op{Op: OpRandomCrop, Size: Nums{240}, PadIfNeeded: true, PaddingMode: mode, Fill: Nums{33}}
+		cs = append(cs, recipeTVCase{name: "RandomCrop/pad_if_needed/" + mode, op: op,
+			tv: func(w, h int, rng *rand.Rand) [][2]any {
+				dw, dh := max(240-w, 0), max(240-h, 0)
+				top, left := rng.IntN(h+2*dh-240+1), rng.IntN(w+2*dw-240+1)
+				return [][2]any{{"pad", map[string]any{"padding": []int{dw, 0}, "fill": 33, "mode": mode}},
+					{"pad", map[string]any{"padding": []int{0, dh}, "fill": 33, "mode": mode}},
+					{"crop", map[string]any{"top": top, "left": left, "h": 240, "w": 240}}}
+			}})
+	}
+	fixed := func(ops ...[2]any) func(int, int, *rand.Rand) [][2]any {
+		return func(int, int, *rand.Rand) [][2]any { return ops }
+	}
+	for _, size := range []Nums{{200}, {100, 250}, {31}, {224, 224}} {
+		cs = append(cs, recipeTVCase{name: fmt.Sprintf("CenterCrop/%v", []float64(size)), op: Op{Op: OpCenterCrop, Size: size},
+			tv: fixed([2]any{"center_crop", map[string]any{"size": []float64(size)}})})
+	}
+	for _, r := range []struct {
+		size   Nums
+		interp string
+		max    *int
+	}{{Nums{100}, "bilinear", nil}, {Nums{50, 70}, "bicubic", nil}, {Nums{100}, "bilinear", i(120)}, {Nums{77}, "nearest", nil}, {Nums{300}, "bicubic", nil}} {
+		tvArgs := map[string]any{"size": []float64(r.size), "interp": r.interp}
+		if r.max != nil {
+			tvArgs["max_size"] = *r.max
+		}
+		cs = append(cs, recipeTVCase{name: fmt.Sprintf("Resize/%v/%s/max=%v", []float64(r.size), r.interp, tvArgs["max_size"]),
+			op: Op{Op: OpResize, Size: r.size, Interpolation: r.interp, MaxSize: r.max}, tv: fixed([2]any{"resize", tvArgs})})
+	}
+	cs = append(cs, recipeTVCase{name: "RandomVerticalFlip/p=1", op: Op{Op: OpRandomVerticalFlip, P: f(1)}, tv: fixed([2]any{"vflip", map[string]any{}})})
+	cs = append(cs, recipeTVCase{name: "RandomVerticalFlip/p=0", op: Op{Op: OpRandomVerticalFlip, P: f(0)}, tv: fixed()})
+	// Grayscale computes torchvision's tensor path (as RandomGrayscale):
+	// float weights, truncated; on the PIL path, PIL's convert("L")
+	// rounds its integer weights, a level above on about half the pixels.
+	for _, n := range []int{1, 3} {
+		op := Op{Op: OpGrayscale, NumOutputChannels: n}
+		cs = append(cs, recipeTVCase{name: fmt.Sprintf("Grayscale/%d", n), op: op, gray: n == 1,
+			tv: fixed([2]any{"grayscale_tensor", map[string]any{"n": n}})})
+		cs = append(cs, recipeTVCase{name: fmt.Sprintf("Grayscale/%d/PIL", n), op: op, gray: n == 1, maxDiff: 1, maxFrac: 0.6,
+			tv: fixed([2]any{"grayscale", map[string]any{"n": n}})})
+	}
+	return cs
+}
+
+// TestRecipeOpsTorchvision: the recipe's new picture ops (RandomCrop with
+// padding of each mode and pad_if_needed, CenterCrop with and without
+// padding, Resize to a side, to [h, w] and with max_size,
+// RandomVerticalFlip, Grayscale) equal torchvision 0.14's on real
+// photographs.
+func TestRecipeOpsTorchvision(t *testing.T) {
+	requireTorchvision(t)
+	photos := tvPhotos(t)
+	cases := recipeTVCases()
+	dir := t.TempDir()
+	var spec []map[string]any
+	const seed = 12345
+	for pi, m := range photos {
+		name := fmt.Sprintf("in_%d.bin", pi)
+		if err := os.WriteFile(filepath.Join(dir, name), packed(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for ci, c := range cases {
+			rng := rand.New(rand.NewPCG(seed, uint64(ci)))
+			spec = append(spec, map[string]any{"in": name, "w": m.Width, "h": m.Height, "ops": c.tv(m.Width, m.Height, rng)})
+		}
+	}
+	js, _ := json.Marshal(spec)
+	if err := os.WriteFile(filepath.Join(dir, "cases.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs("testdata/recipe_oracle.py")
+	out, err := exec.Command(tvPython, script, dir).CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 3 {
+		testenv.Missing(t, "torchvision missing for %s: %s", tvPython, out)
+	}
+	if err != nil {
+		t.Fatalf("recipe_oracle.py: %v\n%s", err, out)
+	}
+	var a Augmenter
+	var s Scratch
+	k := 0
+	for _, src := range photos {
+		for ci, c := range cases {
+			if ps := (Recipe{c.op}).Problems(); len(ps) > 0 && ps[0].Field != "augment[0]" {
+				t.Fatalf("%s: %v", c.name, ps)
+			}
+			w, h := src.Width, src.Height
+			st, err := stepOf(c.op, &w, &h)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			m := imgcodec.NewImage(src.Width, src.Height, 3)
+			copy(m.Pix, src.Pix)
+			m, err = st.Run(&a, &s, rand.New(rand.NewPCG(seed, uint64(ci))), m)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if w != m.Width || h != m.Height {
+				t.Errorf("%s: planned %dx%d, made %dx%d", c.name, w, h, m.Width, m.Height)
+			}
+			got := packed(m)
+			if c.gray {
+				got = packed(firstChannelOf(m))
+			}
+			want, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out_%d.bin", k)))
+			k++
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s on %dx%d: %d bytes (%dx%d), torchvision %d", c.name, src.Width, src.Height, len(got), m.Width, m.Height, len(want))
+				continue
+			}
+			d, frac, _ := compareBytes(got, want)
+			if d > c.maxDiff || frac > c.maxFrac {
+				t.Errorf("%s on %dx%d: max |diff| %d, %.4f%% differ; tolerance %d, %.4f%%", c.name, src.Width, src.Height, d, 100*frac, c.maxDiff, 100*c.maxFrac)
+			} else if testing.Verbose() {
+				t.Logf("%-40s on %dx%d: max |diff| %d, %.4f%% differ", c.name, src.Width, src.Height, d, 100*frac)
+			}
+		}
+	}
+}
+
+func firstChannelOf(m *imgcodec.Image) *imgcodec.Image {
+	g := NewImage(m.Width, m.Height, 1)
+	for y := range m.Height {
+		for x := range m.Width {
+			g.Pix[y*g.Stride+x] = m.Pix[y*m.Stride+x*m.Channels]
+		}
+	}
+	return g
+}
