@@ -17,23 +17,15 @@ import (
 	"github.com/faster-training/faster/loader"
 )
 
-// benchLoadOptions are the flags of `faster bench load`; run turns them
-// into a bench.LoadConfig.
+// benchLoadOptions are the flags of `faster bench load`: the loader's,
+// the benchmark's config bound to its fields, and the output.
 type benchLoadOptions struct {
 	loaderFlags
-	data       []string // one dataset: a directory, file, glob or URL, or several files
-	workers    []int    // one row per value (0 = auto)
-	epochs     int
-	steps      int
-	dropCaches bool
-	dumpKeys   string
 	badDataFlags
-	resumeFrom   []string
-	saveState    string
-	consumerRate float64
-	plot         string
-	profile      bool
-	json         bool
+	bench.LoadConfig
+	resumeFrom []string
+	plot       string
+	json       bool
 }
 
 func init() {
@@ -71,13 +63,13 @@ with another --num-shards.
 Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.`,
 			Args: minArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				o.data = args
+				o.Data = args
 				for _, w := range strings.Split(workers, ",") {
 					n, err := strconv.Atoi(strings.TrimSpace(w))
 					if err != nil || n < 0 {
 						return usagef("--workers %q: want a comma-separated list of counts (0 = auto)", workers)
 					}
-					o.workers = append(o.workers, n)
+					o.Workers = append(o.Workers, n)
 				}
 				return runBenchLoad(cmd.Context(), o, stdout, stderr)
 			},
@@ -85,16 +77,16 @@ Exit status: 0 done; 1 failed (unreadable data); 2 usage error; 130 interrupted.
 		f := c.Flags()
 		o.register(f, "train, eval or none")
 		f.StringVar(&workers, "workers", "0", "decode workers, or a list for one row each (0 = auto)")
-		f.IntVar(&o.epochs, "epochs", 1, "epochs to run")
-		f.IntVar(&o.steps, "steps", 0, "stop after this many batches in all (overrides --epochs)")
-		f.BoolVar(&o.dropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
-		f.StringVar(&o.dumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order (without the repeats that even out the ranks); a key holding a control character or starting with a double quote is Go-quoted")
+		f.IntVar(&o.Epochs, "epochs", 1, "epochs to run")
+		f.IntVar(&o.Steps, "steps", 0, "stop after this many batches in all (overrides --epochs)")
+		f.BoolVar(&o.DropCaches, "drop-caches", false, "drop the page cache before each run (root only)")
+		f.StringVar(&o.DumpKeys, "dump-keys", "", "write the served sample keys, one per line, in order (without the repeats that even out the ranks); a key holding a control character or starting with a double quote is Go-quoted")
 		o.registerBad(f)
 		f.StringArrayVar(&o.resumeFrom, "resume-from", nil, "resume the epoch from a saved state (repeat for the states of several ranks)")
-		f.StringVar(&o.saveState, "save-state", "", "write the loader's position (JSON) to this file at the end")
-		f.Float64Var(&o.consumerRate, "consumer-rate", 0, "simulate a trainer taking this many images/s")
+		f.StringVar(&o.SaveState, "save-state", "", "write the loader's position (JSON) to this file at the end")
+		f.Float64Var(&o.ConsumerRate, "consumer-rate", 0, "simulate a trainer taking this many images/s")
 		f.StringVar(&o.plot, "plot", "", "write a PNG bar chart of images/s to this file")
-		f.BoolVar(&o.profile, "profile", false, "split the CPU time per sample into read, decode, crop/resize and normalise/convert (which is the batch copy: rows are written in place)")
+		f.BoolVar(&o.Profile, "profile", false, "split the CPU time per sample into read, decode, crop/resize and normalise/convert (which is the batch copy: rows are written in place)")
 		f.BoolVar(&o.json, "json", false, "print JSON")
 		return c
 	})
@@ -133,23 +125,23 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 func (o benchLoadOptions) config(stderr io.Writer) (bench.LoadConfig, error) {
 	var c bench.LoadConfig
 	switch {
-	case o.epochs < 1:
-		return c, usagef("--epochs %d: must be at least 1", o.epochs)
-	case o.steps < 0:
-		return c, usagef("--steps %d: must not be negative", o.steps)
-	case !(o.consumerRate >= 0) || math.IsInf(o.consumerRate, 0):
-		return c, usagef("--consumer-rate %g: want a finite rate >= 0", o.consumerRate)
+	case o.Epochs < 1:
+		return c, usagef("--epochs %d: must be at least 1", o.Epochs)
+	case o.Steps < 0:
+		return c, usagef("--steps %d: must not be negative", o.Steps)
+	case !(o.ConsumerRate >= 0) || math.IsInf(o.ConsumerRate, 0):
+		return c, usagef("--consumer-rate %g: want a finite rate >= 0", o.ConsumerRate)
 	}
 	if err := o.check(); err != nil {
 		return c, err
 	}
 	// Output files are checked before the run, not after it.
-	for _, f := range []struct{ flag, path string }{{"--dump-keys", o.dumpKeys}, {"--save-state", o.saveState}, {"--plot", o.plot}, {"--quarantine", o.quarantine}} {
+	for _, f := range []struct{ flag, path string }{{"--dump-keys", o.DumpKeys}, {"--save-state", o.SaveState}, {"--plot", o.plot}, {"--quarantine", o.quarantine}} {
 		if st, err := os.Stat(f.path); f.path != "" && err == nil && st.IsDir() {
 			return c, usagef("%s %s: a directory; give a file name", f.flag, f.path)
 		}
 	}
-	workers := o.workers
+	workers := o.Workers
 	if len(workers) == 0 {
 		workers = []int{0}
 	}
@@ -160,12 +152,11 @@ func (o benchLoadOptions) config(stderr io.Writer) (bench.LoadConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	if (o.saveState != "" || len(o.resumeFrom) > 0) && len(workers) > 1 {
+	if (o.SaveState != "" || len(o.resumeFrom) > 0) && len(workers) > 1 {
 		return c, usagef("--save-state and --resume-from take one --workers value")
 	}
-	c = bench.LoadConfig{Data: o.data, Loader: o.options(0), Workers: workers, Epochs: o.epochs, Steps: o.steps,
-		DropCaches: o.dropCaches, DumpKeys: o.dumpKeys, Quarantine: o.quarantine, SaveState: o.saveState,
-		ConsumerRate: o.consumerRate, Profile: o.profile, Log: stderr}
+	c = o.LoadConfig
+	c.Loader, c.Workers, c.Quarantine, c.Log = o.options(0), workers, o.quarantine, stderr
 	c.Loader.BadData = policy
 	if len(o.resumeFrom) > 0 {
 		var states []loader.State
