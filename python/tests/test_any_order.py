@@ -669,6 +669,26 @@ class AnyOrderTest(unittest.TestCase):
             self.assert_close(ImageClassification(crop_size=32, resize_size=37, interpolation=interp), "port",
                               IMAGENET[1], "pil")
 
+    def test_refused_naming_op_and_place(self):
+        # A torchvision op the Go side does not have fails naming it and its
+        # place, before the first batch; a step that is not torchvision's,
+        # before any server.
+        from torchvision import transforms as T
+        for tf, words in (
+                (T.Compose([T.CenterCrop(32), T.Compose([T.RandomPerspective(), T.ToTensor()])]),
+                 ("transform.transforms[1].transforms[0]", "RandomPerspective")),
+                (T.Compose([T.CenterCrop(32), T.RandomRotation(10, expand=True), T.ToTensor()]),
+                 ("transform.transforms[1]", "RandomRotation", "expand"))):
+            with self.subTest(tf=repr(tf)):
+                with self.assertRaises(ValueError) as cm:
+                    self.serve(tf, "land")
+                for w in words:
+                    self.assertIn(w, str(cm.exception))
+        with self.assertRaises(UnsupportedTransform) as cm:
+            faster.Loader(os.path.join(self.root, "land"), transform=T.Compose([T.CenterCrop(32), T.Lambda(abs)]),
+                          binary="/nonexistent/faster")
+        self.assertIn("transform.transforms[1] (Lambda)", str(cm.exception))
+
     def test_totensor_normalize_alone(self):
         # Before: "ToTensor is not supported".
         from torchvision import transforms as T
