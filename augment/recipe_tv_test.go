@@ -179,3 +179,42 @@ func firstChannelOf(m *imgcodec.Image) *imgcodec.Image {
 	}
 	return g
 }
+
+// TestAutoAugmentPoliciesTorchvision: AutoAugment's cifar10 and svhn
+// policies (and imagenet's) are torchvision 0.14's lists, op by op: name,
+// probability and magnitude bin; a recipe's policy argument picks them.
+func TestAutoAugmentPoliciesTorchvision(t *testing.T) {
+	requireTorchvision(t)
+	script := `import json
+import torchvision.transforms.autoaugment as A
+out = {}
+for p in A.AutoAugmentPolicy:
+    out[p.value] = [[[n, pr, -1 if b is None else b] for n, pr, b in sub] for sub in A.AutoAugment(p)._get_policies(p)]
+print(json.dumps(out))`
+	out, err := exec.Command(tvPython, "-c", script).Output()
+	if err != nil {
+		testenv.Missing(t, "torchvision: %v", err)
+	}
+	var want map[string][][][3]any
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	for name, pol := range map[string]AutoAugmentPolicy{"imagenet": PolicyImageNet, "cifar10": PolicyCIFAR10, "svhn": PolicySVHN} {
+		got := pol.subPolicies()
+		if len(got) != len(want[name]) {
+			t.Fatalf("%s: %d sub-policies, torchvision %d", name, len(got), len(want[name]))
+		}
+		for i, sub := range got {
+			for j, po := range sub {
+				w := want[name][i][j]
+				if po.op.String() != w[0].(string) || po.p != w[1].(float64) || float64(po.bin) != w[2].(float64) {
+					t.Errorf("%s[%d][%d]: %v %g %d, torchvision %v", name, i, j, po.op, po.p, po.bin, w)
+				}
+			}
+		}
+		st, err := stepOf(Op{Op: OpAutoAugment, Policy: name}, new(int), new(int))
+		if err != nil || st.(inPlace).op.(*AutoAugment).Policy != pol {
+			t.Errorf("policy %q: %v %v", name, st, err)
+		}
+	}
+}
