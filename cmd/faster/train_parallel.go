@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"runtime"
 	"strings"
@@ -129,16 +128,6 @@ func runLaunch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) er
 		return context.Canceled
 	}
 	return err
-}
-
-// freePort asks the kernel for a TCP port free on the loopback interface.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // reportTuning prints the autotuner's choices, one line per op.
