@@ -751,32 +751,52 @@ class AnyOrderTest(unittest.TestCase):
                               "cifar", [1.0] * 3, "pil")
 
     def policy_candidates(self, policy, img, path):
-        """Every output torchvision's AutoAugment can give img (a PIL image):
-        each sub-policy, each op applied or not, each sign."""
+        """Every output torchvision's policy can give img (a PIL image):
+        AutoAugment's sub-policies, each op applied or not, each sign;
+        TrivialAugmentWide's ops, each bin and sign; RandAugment's num_ops
+        ops in a row, each op and sign, at its magnitude."""
         import itertools
         import torch
         from torchvision.transforms import functional as F
         from torchvision.transforms.autoaugment import _apply_op
         x = F.pil_to_tensor(img) if path == "tensor" else img
         h, w = img.size[1], img.size[0]
-        space = policy._augmentation_space(10, (h, w))
         fill = policy.fill
         if path == "tensor" and isinstance(fill, (int, float)):
             fill = [float(fill)] * 3
-        out = []
-        for sub in policy.policies:
-            for apply in itertools.product((False, True), repeat=2):
-                for signs in itertools.product((1.0, -1.0), repeat=2):
-                    y = x
-                    for k, (name, _, mid) in enumerate(sub):
-                        if not apply[k]:
-                            continue
-                        mags, signed = space[name]
-                        m = float(mags[mid].item()) if mid is not None else 0.0
-                        if signed:
-                            m *= signs[k]
-                        y = _apply_op(y, name, m, interpolation=policy.interpolation, fill=fill)
-                    out.append(F.convert_image_dtype(y if path == "tensor" else F.pil_to_tensor(y), torch.float32))
+
+        def run(y, chain):
+            for name, m in chain:
+                y = _apply_op(y, name, m, interpolation=policy.interpolation, fill=fill)
+            return y
+
+        def signed_values(space, name, bins):
+            mags, signed = space[name]
+            vals = [float(mags[b].item()) for b in bins] if mags.ndim > 0 else [0.0]
+            return vals + [-v for v in vals] if signed else vals
+
+        chains = []
+        name = type(policy).__name__
+        if name == "AutoAugment":
+            space = policy._augmentation_space(10, (h, w))
+            for sub in policy.policies:
+                options = [[None] + [(op, m) for m in signed_values(space, op, [mid] if mid is not None else [])]
+                           for op, _, mid in sub]
+                for pick in itertools.product(*options):
+                    chains.append([c for c in pick if c is not None])
+        elif name == "TrivialAugmentWide":
+            space = policy._augmentation_space(policy.num_magnitude_bins)
+            for op in space:
+                for m in signed_values(space, op, range(policy.num_magnitude_bins)):
+                    chains.append([(op, m)])
+        elif name == "RandAugment":
+            space = policy._augmentation_space(policy.num_magnitude_bins, (h, w))
+            one = [(op, m) for op in space for m in signed_values(space, op, [policy.magnitude])]
+            chains = [list(c) for c in itertools.product(one, repeat=policy.num_ops)]
+        else:
+            raise AssertionError(name)
+        out = [run(x, c) for c in chains]
+        out = [F.convert_image_dtype(y if path == "tensor" else F.pil_to_tensor(y), torch.float32) for y in out]
         return np.unique(np.stack([o.numpy() for o in out]), axis=0)
 
     def check_policy(self, tf, policy, folder, head, epochs, path, bound):
@@ -822,6 +842,18 @@ class AnyOrderTest(unittest.TestCase):
             policy = T.AutoAugment(getattr(T.AutoAugmentPolicy, name))
             tf = T.Compose([T.CenterCrop(32), T.PILToTensor(), policy, T.ConvertImageDtype(torch.float32)])
             self.check_policy(tf, policy, "cifar", lambda im: im, 12, "tensor", 1.0)
+
+    def test_trivial_augment_and_rand_augment(self):
+        # The other policies the same way: each served picture one of
+        # torchvision's outputs, on the tensor path, nearest and bilinear
+        # with a fill.
+        import torch
+        from torchvision import transforms as T
+        B = T.InterpolationMode.BILINEAR
+        for policy in (T.TrivialAugmentWide(num_magnitude_bins=15), T.RandAugment(num_ops=2, magnitude=7, interpolation=B,
+                                                                                 fill=[10, 120, 250])):
+            tf = T.Compose([T.CenterCrop(32), T.PILToTensor(), policy, T.ConvertImageDtype(torch.float32)])
+            self.check_policy(tf, policy, "cifar", lambda im: im, 8, "tensor", 1.0)
 
     def test_bicubic_auto_augment(self):
         # Bicubic interpolation with an auto-augment policy (the reference's
