@@ -273,6 +273,9 @@ func verifyShard(ctx context.Context, t target, progress func(int64)) (records, 
 		}
 		buf = rec
 		found = append(found, tfrecord.IndexEntry{Offset: off, Size: int64(len(rec)) + tfrecord.FrameSize})
+		if p := exampleImageProblem(rec); p != "" {
+			bad(off, "record %d: %s", len(found)-1, p)
+		}
 	}
 	records = int64(len(found))
 	if readErr != nil {

@@ -52,7 +52,14 @@ func verifyTar(ctx context.Context, t target, progress func(int64)) (records, si
 			return int64(len(found)), cr.n, probs
 		}
 		dataOff := cr.n
-		n, err := io.Copy(io.Discard, tr)
+		key, ext := wdsSplitName(hd.Name)
+		var img *bytes.Buffer // an image member is read to check its header
+		var dst io.Writer = io.Discard
+		if hd.Typeflag == tar.TypeReg && isImageMember(ext) && hd.Size <= source.MaxFileSize {
+			img = bytes.NewBuffer(make([]byte, 0, hd.Size))
+			dst = img
+		}
+		n, err := io.Copy(dst, tr)
 		if err != nil || n != hd.Size {
 			bad(hdrOff, "member %q: %d of %d data bytes present (truncated)", hd.Name, n, hd.Size)
 			return int64(len(found)), cr.n, probs
@@ -60,9 +67,13 @@ func verifyTar(ctx context.Context, t target, progress func(int64)) (records, si
 		if hd.Typeflag != tar.TypeReg {
 			continue
 		}
-		key, ext := wdsSplitName(hd.Name)
 		if key == "" || strings.HasSuffix(key, "/") {
 			continue
+		}
+		if img != nil {
+			if p := imageProblem(img.Bytes(), hd.Name); p != "" {
+				bad(dataOff, "%s", p)
+			}
 		}
 		m := source.WDSIndexMember{Ext: ext, Offset: dataOff, Size: hd.Size, Name: hd.Name}
 		if len(found) == 0 || key != lastKey {
