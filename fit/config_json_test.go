@@ -46,3 +46,17 @@ func TestReadConfig(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadConfig: no JSON panics ReadConfig or Validate.
+func FuzzReadConfig(f *testing.F) {
+	f.Add([]byte(`{"data": {"path": "d", "recipe": {"augment_recipe": "torchvision-v2", "crop_scale": [0.2, 1]}}, "optim": {"lr": 0.1}}`))
+	f.Add([]byte(`{"data": {"batch": 3, "resolution_schedule": [8, 16]}, "model": {"filters": [1, 2]}, "parallel": {"strategy": "dp"}}`))
+	f.Add([]byte(`{"epochs": 1e9, "seed": 18446744073709551615}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ReadConfig(bytes.NewReader(b), DefaultConfig())
+		if err != nil {
+			return
+		}
+		_ = c.Validate()
+	})
+}
