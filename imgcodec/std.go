@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	RegisterStdFormat("png", "\x89PNG\r\n\x1a\n", png.Decode, png.DecodeConfig)
+	RegisterStdFormat("png", "\x89PNG\r\n\x1a\n", decodePNG, png.DecodeConfig)
 }
 
 func rawOptions(o *DecodeOptions) *rawimg.Options {
@@ -103,4 +103,29 @@ func components(c image.Config) int {
 		return 4
 	}
 	return 3
+}
+
+// decodePNG is png.Decode, with a 16-bit gray PNG that has a tRNS chunk
+// (image/png gives it as NRGBA64) given back as the Gray16 it is: PIL
+// opens it as mode I, ignoring the transparency, and clips it to 255 in
+// convert("RGB"). The IHDR's depth and colour type (bytes 24 and 25)
+// tell it from gray with an alpha channel, which PIL converts by the high
+// byte as any 16-bit colour.
+func decodePNG(r io.Reader) (image.Image, error) {
+	var ihdr [2]byte
+	if ra, ok := r.(io.ReaderAt); ok {
+		ra.ReadAt(ihdr[:], 24)
+	}
+	m, err := png.Decode(r)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := m.(*image.NRGBA64); ok && ihdr == [2]byte{16, 0} {
+		g := image.NewGray16(n.Rect)
+		for i := 0; i < len(g.Pix)/2; i++ {
+			g.Pix[2*i], g.Pix[2*i+1] = n.Pix[8*i], n.Pix[8*i+1]
+		}
+		return g, nil
+	}
+	return m, nil
 }

@@ -35,13 +35,13 @@ def pnm_plain(magic, w, h, maxval, values, per_line=17):
     return head + b"\n".join(lines) + b"\n"
 
 
-def png16(arr, color):
+def png16(arr, color, trns=b""):
     h, w = arr.shape[:2]
     rows = b"".join(b"\x00" + arr[y].astype(">u2").tobytes() for y in range(h))
     def chunk(t, d):
         return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, color, 0, 0, 0)) +
-            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+            (chunk(b"tRNS", trns) if trns else b"") + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 for n, p in enumerate(photos):
@@ -113,6 +113,14 @@ for n, p in enumerate(photos):
     save(Image.fromarray((a[:, :, 0].astype(np.uint16) * 200 // 255)), b + "_gray16_low.png")
     save(Image.fromarray((a[:, :, 0].astype(np.uint16) * 257)), b + "_gray16.png")
     raw(b + "_rgb16.png", png16((a.astype(np.uint16) * 257 + 128 * (a > 2)), 2))
+    # 16-bit with transparency: gray with a tRNS value (PIL: mode I, the
+    # transparency ignored, clipped), gray+alpha and RGBA with transparent
+    # pixels (PIL: the high byte of the straight colour, alpha dropped).
+    g16 = a[:, :, 1].astype(np.uint16) * 2
+    raw(b + "_gray16_trns.png", png16(g16, 0, struct.pack(">H", int(g16[0, 0]))))
+    al = (np.asarray(alpha).astype(np.uint16) * 257) * (np.asarray(alpha) > 40)
+    raw(b + "_la16.png", png16(np.dstack([a[:, :, 0].astype(np.uint16) * 257 + 3, al]), 4))
+    raw(b + "_rgba16.png", png16(np.dstack([a.astype(np.uint16) * 257, al]), 6))
     save(pal, b + "_trns.png", transparency=3)
     save(rgba, b + "_rgba.png")
     save(gray.convert("LA"), b + "_la.png")

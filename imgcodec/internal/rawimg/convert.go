@@ -66,6 +66,16 @@ func rowConverter(src image.Image, gray bool) RowFunc {
 				put(dst, i, gray, v, v, v)
 			}
 		}
+	case *image.NRGBA64:
+		// 16-bit colour with alpha (PNG): PIL keeps the high byte of
+		// each straight sample, a transparent pixel's colour too (Go's
+		// color.NRGBAModel would make it black).
+		return func(x, y, n int, dst []byte) {
+			row := m.Pix[m.PixOffset(x+b.Min.X, y+b.Min.Y):][:8*n]
+			for i := 0; i < n; i++ {
+				put(dst, i, gray, row[8*i], row[8*i+2], row[8*i+4])
+			}
+		}
 	case *image.CMYK:
 		// image.CMYK holds true CMYK (255 = full ink); invert to the
 		// stored form CMYKToRGB takes.
