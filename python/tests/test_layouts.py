@@ -70,11 +70,13 @@ class LayoutsTest(unittest.TestCase):
         args = dict(batch_size=4, transform="eval", resolution=32, layout="u8-hwc", num_workers=1, output="numpy")
         args.update(kw)
         labels, keys = [], []
+        self.shape = None
         with faster.Loader(root, **args) as l:
             classes = list(l.dataset.classes)
             for b in l.batches():
                 labels += [int(x) for x in b.labels]
                 keys += list(b.keys)
+                self.shape = tuple(b.images.shape)
         return classes, labels, keys
 
     def test_cifar10_batches(self):
@@ -116,6 +118,9 @@ class LayoutsTest(unittest.TestCase):
         classes, labels, _ = self.serve(src, split="test", batch_size=500, resolution=28)
         self.assertEqual(classes, tv.classes)
         self.assertEqual(labels, [int(x) for x in tv.targets])
+        # One channel, as torchvision's MNIST gives (1×28×28 tensors): the
+        # dataset says so (source.Channeler), the loader serves it.
+        self.assertEqual(self.shape[1:], (28, 28, 1), "u8-hwc batches of Fashion-MNIST")
 
 
 if __name__ == "__main__":
