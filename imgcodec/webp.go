@@ -17,8 +17,9 @@ import (
 // each chroma sample weighted 9:3:3:1 from its four nearest, and libwebp's
 // fixed-point BT.601 studio-swing matrix (Go's color.YCbCrToRGB is JFIF's
 // full-range one, a different picture). Alpha is dropped, the colour kept
-// straight, as PIL's convert("RGB") does. An animated WebP is
-// ErrUnsupported (PIL would give its first frame).
+// straight, as PIL's convert("RGB") does. An animated WebP gives its
+// first frame on its canvas, transparent black (black) around it, as
+// libwebp's WebPAnimDecoder draws it for PIL.
 func init() {
 	RegisterFormat("webp", "RIFF????WEBP", decodeWebP, configWebP)
 }
@@ -30,7 +31,9 @@ func webpAnimated(data []byte) bool {
 
 func configWebP(data []byte) (Config, error) {
 	if webpAnimated(data) {
-		return Config{}, fmt.Errorf("webp: animated: %w", ErrUnsupported)
+		if _, _, err := webpFirstFrame(data); err != nil {
+			return Config{}, err
+		}
 	}
 	c, err := webp.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
@@ -52,18 +55,83 @@ func decodeWebP(data []byte, opts *DecodeOptions) (*Image, error) {
 	if _, _, err := o.Region(c.Width, c.Height); err != nil {
 		return nil, err
 	}
-	src, err := webp.Decode(bytes.NewReader(data))
+	frame, at := data, image.Point{}
+	if webpAnimated(data) {
+		if frame, at, err = webpFirstFrame(data); err != nil {
+			return nil, err
+		}
+	}
+	src, err := webp.Decode(bytes.NewReader(frame))
 	if err != nil {
 		return nil, stdError("webp", err, len(data))
 	}
-	var a allocator
+	var rows rawimg.RowFunc
 	switch m := src.(type) {
 	case *image.YCbCr:
-		return a.image(rawimg.FromRows("webp", c.Width, c.Height, fancyRows(m, o.Gray), o, a.alloc))
+		rows = fancyRows(m, o.Gray)
 	case *image.NYCbCrA:
-		return a.image(rawimg.FromRows("webp", c.Width, c.Height, fancyRows(&m.YCbCr, o.Gray), o, a.alloc))
+		rows = fancyRows(&m.YCbCr, o.Gray)
+	default:
+		rows = rawimg.RowsOf(src, o.Gray)
 	}
-	return a.image(rawimg.FromImage("webp", src, o, a.alloc))
+	if r := src.Bounds().Add(at); r != image.Rect(0, 0, c.Width, c.Height) {
+		rows = onCanvas(rows, r, o.Channels())
+	}
+	var a allocator
+	return a.image(rawimg.FromRows("webp", c.Width, c.Height, rows, o, a.alloc))
+}
+
+// onCanvas places a frame's rows at r on a transparent black canvas, as
+// libwebp's WebPAnimDecoder draws an animation's first (key) frame.
+func onCanvas(rows rawimg.RowFunc, r image.Rectangle, ch int) rawimg.RowFunc {
+	return func(x, y, n int, dst []byte) {
+		clear(dst[:n*ch])
+		if y < r.Min.Y || y >= r.Max.Y {
+			return
+		}
+		x0, x1 := max(x, r.Min.X), min(x+n, r.Max.X)
+		if x0 < x1 {
+			rows(x0-r.Min.X, y-r.Min.Y, x1-x0, dst[(x0-x)*ch:])
+		}
+	}
+}
+
+// webpFirstFrame returns the first frame of an animated WebP as a still
+// WebP of its own (its ALPH and VP8 or VP8L chunks behind a VP8X header)
+// and where it lies on the canvas (the ANMF chunk's offset, in pixels).
+func webpFirstFrame(data []byte) ([]byte, image.Point, error) {
+	for i := 12; i+8 <= len(data); {
+		id, n := string(data[i:i+4]), int(uint32(data[i+4])|uint32(data[i+5])<<8|uint32(data[i+6])<<16|uint32(data[i+7])<<24)
+		body := data[i+8:]
+		if n > len(body) {
+			return nil, image.Point{}, rawimg.Truncated("webp", int64(len(data)), fmt.Sprintf("chunk %q of %d bytes", id, n))
+		}
+		body = body[:n]
+		if id != "ANMF" {
+			i += 8 + n + n&1
+			continue
+		}
+		if n < 16 {
+			return nil, image.Point{}, rawimg.Corrupt("webp", int64(i), "ANMF chunk of %d bytes", n)
+		}
+		u24 := func(b []byte) int { return int(b[0]) | int(b[1])<<8 | int(b[2])<<16 }
+		at := image.Pt(2*u24(body[0:]), 2*u24(body[3:]))
+		fw, fh := u24(body[6:])+1, u24(body[9:])+1
+		sub := body[16:]
+		flags := byte(0)
+		if bytes.Contains(sub[:min(len(sub), 4)], []byte("ALPH")) {
+			flags = 0x10
+		}
+		var b bytes.Buffer
+		b.WriteString("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00")
+		b.Write([]byte{flags, 0, 0, 0, byte(fw - 1), byte((fw - 1) >> 8), byte((fw - 1) >> 16), byte(fh - 1), byte((fh - 1) >> 8), byte((fh - 1) >> 16)})
+		b.Write(sub)
+		out := b.Bytes()
+		size := uint32(len(out) - 8)
+		out[4], out[5], out[6], out[7] = byte(size), byte(size>>8), byte(size>>16), byte(size>>24)
+		return out, at, nil
+	}
+	return nil, image.Point{}, rawimg.Corrupt("webp", -1, "animated, and no ANMF frame")
 }
 
 // fancyRows converts a 4:2:0 picture's rows to RGB (or its luma) as

@@ -12,8 +12,7 @@ import (
 // loadDecodable loads sample i of src and checks that its image is one
 // the loader can decode, with the decoder's own header reader
 // (imgcodec.DecodeConfig: the format by its bytes, the header, features
-// the decoder lacks such as a TIFF's JPEG compression or an animated
-// WebP), so that pack finds it before it is stored, under the same
+// the decoder lacks such as a TIFF's JPEG compression), so that pack finds it before it is stored, under the same
 // stop/skip policy as a file that is not an image (before: a source's
 // check knew only JPEG, PNG and GIF headers, and a WebP, BMP, TIFF or PNM
 // the decoder could not read was stored and failed the epoch later). The

@@ -61,6 +61,21 @@ for n, p in enumerate(photos):
     save(rgba, b + "_lossy_alpha.webp", quality=60)
     save(rgb, b + "_lossless.webp", lossless=True)
     save(rgba, b + "_lossless_alpha.webp", lossless=True)
+    # Animated: PIL gives the first frame.
+    second = rgb.transpose(Image.FLIP_LEFT_RIGHT)
+    save(rgb, b + "_anim_lossy.webp", save_all=True, append_images=[second], quality=70, duration=100)
+    save(rgba, b + "_anim_lossless.webp", save_all=True, append_images=[second.convert("RGBA")], lossless=True)
+    # ... its first frame at an offset on a larger canvas (black around).
+    save(rgb, b + "_anim_offset.webp", save_all=True, append_images=[second], quality=70)
+    with open(files[-1], "rb") as f:
+        d = bytearray(f.read())
+    d[24:27] = (w - 1 + 6).to_bytes(3, "little")
+    d[27:30] = (h - 1 + 4).to_bytes(3, "little")
+    at = d.index(b"ANMF") + 8
+    d[at:at + 3] = (2).to_bytes(3, "little")
+    d[at + 3:at + 6] = (1).to_bytes(3, "little")
+    with open(files[-1], "wb") as f:
+        f.write(bytes(d))
     # BMP: 24-bit, 8-bit gray and palette, 1-bit, 32-bit.
     save(rgb, b + ".bmp")
     save(gray, b + "_gray.bmp")

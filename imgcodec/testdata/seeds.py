@@ -16,3 +16,4 @@ open('seed_ascii.pgm', 'wb').write(b'P2\n# c\n17 13\n300\n' + b' '.join(b'%d' % 
 open('seed.pbm', 'wb').write(b'P4 17 13\n' + bytes(range(3 * 13)))
 im.quantize(16).save('seed.gif', transparency=2)
 Image.fromarray((g.astype(np.uint16) * 300)).save('seed_gray16.png')
+im.save('seed_anim.webp', save_all=True, append_images=[im.rotate(180)], quality=60)

@@ -130,6 +130,10 @@ func put(dst []byte, i int, gray bool, r, g, b uint8) {
 	dst[3*i], dst[3*i+1], dst[3*i+2] = r, g, b
 }
 
+// RowsOf is the RowFunc converting src's rows to RGB (or luma, gray),
+// for decoders that place or combine them (FromRows).
+func RowsOf(src image.Image, gray bool) RowFunc { return rowConverter(src, gray) }
+
 // FromImage converts a decoded Go image to an interleaved RGB or gray
 // Frame, downscaled by box averaging when o.ScaleDenom > 1 (output
 // ceil(W/d) x ceil(H/d), edge boxes averaging the pixels they cover) and
