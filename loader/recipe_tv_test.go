@@ -271,7 +271,7 @@ func contains(s, sub string) bool {
 
 // TestLoaderOneChannelData: one-channel data (source.Channeler: IDX) is
 // served as 1×H×W by the fixed recipes too, normalised with the first
-// mean and std; Channels 3 forces RGB.
+// mean and std, or as 28×28×1 bytes (u8-hwc); Channels 3 forces RGB.
 func TestLoaderOneChannelData(t *testing.T) {
 	dir := testenv.WriteIDX(t, 8)
 	for _, c := range []struct {
@@ -299,5 +299,20 @@ func TestLoaderOneChannelData(t *testing.T) {
 			b.Release()
 		}
 		l.Close()
+	}
+	// u8-hwc: 28×28×1 bytes a row.
+	l, err := Open(dir, Options{Transform: Eval, Resolution: 28, Resize: 28, Batch: 8, Workers: 1, Layout: U8HWC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.RowBytes(28) != 28*28 {
+		t.Fatalf("u8-hwc row %d bytes, want %d", l.RowBytes(28), 28*28)
+	}
+	for b, err := range l.Iter(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
 	}
 }

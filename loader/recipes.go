@@ -200,8 +200,9 @@ func (l *Loader) filler() func(row []byte, it Item) error {
 			defer func(t int64) { since(&prof.normalise, t); prof.filled.Add(1) }(threadClock())
 		}
 		if u8 {
+			n := img.Width * img.Channels
 			for y := range img.Height {
-				copy(row[y*img.Width*3:], img.Pix[y*img.Stride:y*img.Stride+img.Width*3])
+				copy(row[y*n:], img.Pix[y*img.Stride:y*img.Stride+n])
 			}
 			return nil
 		}
