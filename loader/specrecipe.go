@@ -153,7 +153,7 @@ func (s *Spec) augmentParamProblems() []augment.Problem {
 		add("erasing_value", "%q: want one number, R,G,B or random", p.ErasingValue)
 	}
 	if s.Transform != Train && p.Name == "" && augmentsOn(p) {
-		add("auto_augment", "auto_augment, affine_*, rotate_degrees, color_jitter, grayscale_prob, blur_* and erasing_prob apply to transform train")
+		ps = append(ps, augment.Problem{Field: "recipe", Msg: "auto_augment, affine_*, rotate_degrees, color_jitter, grayscale_prob, blur_* and erasing_prob apply to transform train"})
 	}
 	return ps
 }

@@ -325,7 +325,7 @@ func (o *trainOptions) configOf() (fit.Config, []augment.Problem) {
 		cfg.Data.Recipe.UseNamed(name, func(field string) bool { return changed(loaderFlagOf("recipe." + field)) }) //nolint:errcheck // Validate names a bad one
 		cfg.Data.Recipe.Name = name
 	}
-	problems = append(cfg.Problems(), problems...)
+	problems = append(append(cfg.Problems(), problems...), o.lf.zeroProblems("data.")...)
 	if o.nproc < 0 || (o.nproc > 0 && cfg.Parallel.Strategy != "ddp") {
 		problems = append(problems, augment.Problem{Msg: "--nproc N (N ≥ 1) goes with --strategy ddp"})
 	}

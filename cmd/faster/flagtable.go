@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -170,6 +171,15 @@ func flagProblems(ps []augment.Problem, flagOf func(string) string, fields []str
 				msg = strings.ReplaceAll(msg, f, "--"+fl)
 			}
 		}
+		// A recipe field a message names by itself (needs blur_kernel).
+		msg = fieldWord.ReplaceAllStringFunc(msg, func(w string) string {
+			for _, f := range []string{"recipe." + w, "data.recipe." + w} {
+				if fl := flagOf(f); fl != "" {
+					return "--" + fl
+				}
+			}
+			return w
+		})
 		switch fl := flagOf(p.Field); {
 		case p.Field == "":
 			lines[i] = msg
@@ -181,6 +191,9 @@ func flagProblems(ps []augment.Problem, flagOf func(string) string, fields []str
 	}
 	return usagef("%s", strings.Join(lines, "; "))
 }
+
+// fieldWord is a field's name in a message: words joined by _.
+var fieldWord = regexp.MustCompile(`\b[a-z]+(?:_[a-z0-9]+)+\b`)
 
 // fieldPaths lists the JSON field paths of v's struct type (embedded
 // structs inline), nested structs as a.b.

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/loader"
 )
 
@@ -123,114 +123,41 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	lf.augment.register(f)
 }
 
-// check refuses values the loader would read as "use the default" (0) or
-// cannot use: a usage error naming the flag.
+// check checks the flags as the loader's spec: they fill a loader.Spec,
+// whose Validate says every problem, each named by its flag (the flag
+// table, flagtable.go); a usage error.
 func (lf *loaderFlags) check() error {
-	switch {
-	case lf.batch < 1:
-		return usagef("--batch %d: must be at least 1", lf.batch)
-	case lf.resolution < 1 || lf.resolution > loader.MaxResolution:
-		return usagef("--resolution %d: want 1 to %d (the decoder's limit of %d pixels per image)", lf.resolution, loader.MaxResolution, loader.MaxResolution*loader.MaxResolution)
-	case lf.numShards < 1 || lf.numShards > loader.MaxWorld:
-		return usagef("--num-shards %d: want 1 to %d ranks", lf.numShards, loader.MaxWorld)
-	case lf.shardIndex < 0 || lf.shardIndex >= lf.numShards:
-		return usagef("--shard-index %d of --num-shards %d: want 0 <= index < shards", lf.shardIndex, lf.numShards)
-	case lf.cropScale != nil && len(lf.cropScale) != 2, lf.cropRatio != nil && len(lf.cropRatio) != 2:
-		return usagef("--crop-scale %v, --crop-ratio %v: want two numbers LO,HI", lf.cropScale, lf.cropRatio)
-	case lf.mean != nil && len(lf.mean) != 3, lf.std != nil && len(lf.std) != 3:
-		return usagef("--mean %v, --std %v: want three numbers R,G,B", lf.mean, lf.std)
-	case (lf.mean == nil) != (lf.std == nil):
-		return usagef("--mean and --std go together")
-	case lf.classes < 0:
-		return usagef("--classes %d: must not be negative", lf.classes)
-	case !(lf.flipProb >= 0 && lf.flipProb <= 1):
-		return usagef("--flip-prob %g: want a probability in [0, 1]", lf.flipProb)
-	case lf.interpolation != "" && lf.interpolation != "bilinear" && lf.interpolation != "bicubic" && lf.interpolation != "nearest":
-		return usagef("--interpolation %q: want bilinear, bicubic or nearest", lf.interpolation)
-	case lf.repeats < 0 || lf.repeats > loader.MaxRepeats:
-		return usagef("--repeated-augmentation %d: want 0 (off) to %d repetitions", lf.repeats, loader.MaxRepeats)
-	case lf.sampler != "" && lf.sampler != loader.SamplerIndices:
-		return usagef("--sampler %q: want %s (the order the client sends each epoch)", lf.sampler, loader.SamplerIndices)
-	case lf.repeats > 0 && lf.sampler != "":
-		return usagef("--repeated-augmentation with --sampler: the client's order is the whole order")
-	case lf.labelOff < -loader.MaxLabelOffset || lf.labelOff > loader.MaxLabelOffset:
-		return usagef("--label-offset %d: at most %d either way (the largest label a container stores)", lf.labelOff, loader.MaxLabelOffset)
-	}
-	if err := lf.checkRecipe(); err != nil {
-		return err
-	}
-	if err := lf.augment.resolve(); err != nil {
-		return err
-	}
-	if lf.transform == string(loader.Train) {
-		if err := lf.augment.checkSide(lf.resolution); err != nil {
-			return err
-		}
-	}
-	if lf.augment.recipe == "" && lf.augment.any() && lf.transform != string(loader.Train) {
-		return usagef("--auto-augment, --affine-*, --rotate-degrees, --color-jitter, --grayscale-prob, --blur-* and --erasing-prob apply to --transform train")
-	}
-	if lf.augment.erasingProb > 0 && lf.layout == string(loader.U8HWC) && lf.transform == string(loader.Train) {
-		return usagef("--erasing-prob works on the normalised tensor: it needs --layout f32-chw")
+	s := lf.spec()
+	ps := append(s.Problems(), lf.zeroProblems("")...)
+	if len(ps) > 0 {
+		return flagProblems(ps, loaderFlagOf, nil)
 	}
 	return nil
 }
 
-// checkRecipe checks the recipes' numbers as torchvision checks its
-// transforms' (torch draws in float32: a NaN, an infinity or a bound
-// beyond float32 raises "out of bounds for float"), and bounds --resize
-// before anything is sized by it.
-func (lf *loaderFlags) checkRecipe() error {
-	if s := lf.cropScale; s != nil && !(s[0] >= 0 && s[0] <= s[1] && s[1] <= 1) {
-		return usagef("--crop-scale %v: want LO,HI with 0 <= LO <= HI <= 1 (fractions of the image's area)", s)
-	}
-	if r := lf.cropRatio; r != nil && !(float32(r[0]) > 0 && r[0] <= r[1] && r[1] <= math.MaxFloat32) {
-		return usagef("--crop-ratio %v: want LO,HI with 0 < LO <= HI <= %g (torchvision draws log(ratio) in float32: 0, NaN or Inf raise \"out of bounds for float\")",
-			r, float32(math.MaxFloat32))
-	}
-	if lf.resize != 0 && (lf.resize < lf.resolution || lf.resize > loader.MaxResolution) {
-		return usagef("--resize %d: want 0 (resolution*256/224) or %d to %d: at least --resolution (torchvision would pad the crop), at most the side of the decoder's limit of %d pixels",
-			lf.resize, lf.resolution, loader.MaxResolution, loader.MaxResolution*loader.MaxResolution)
-	}
-	for i := range lf.mean {
-		if m := lf.mean[i]; !(math.Abs(m) <= math.MaxFloat32) {
-			return usagef("--mean %v: want finite numbers (float32s)", lf.mean)
-		}
-		if s := lf.std[i]; !(s <= math.MaxFloat32 && float32(s) > 0) {
-			// torchvision: "std evaluated to zero after conversion to
-			// torch.float32, leading to division by zero".
-			return usagef("--std %v: want positive numbers, finite and above 0 as float32s", lf.std)
+// zeroProblems are the counts whose 0 a Spec reads as the default, given
+// as 0 (the flags' defaults are 2, 31 and 3), each field under prefix.
+func (lf *loaderFlags) zeroProblems(prefix string) []augment.Problem {
+	var ps []augment.Problem
+	for _, z := range []struct {
+		field string
+		v     int
+		want  string
+	}{{"recipe.ra_n", lf.augment.raN, "1 to 16 ops"}, {"recipe.magnitude_bins", lf.augment.bins, "2 to 1024"},
+		{"recipe.augmix_severity", lf.augment.augmixSeverity, "1 to 10"}} {
+		if z.v == 0 && lf.augment.fs != nil {
+			ps = append(ps, augment.Problem{Field: prefix + z.field, Msg: "0: want " + z.want})
 		}
 	}
-	return nil
+	return ps
 }
 
-// options returns the loader options the flags describe, with workers
-// decode workers (0 = auto).
+// options returns the loader options the flags describe (their spec's;
+// after check), with workers decode workers (0 = auto).
 func (lf *loaderFlags) options(workers int) loader.Options {
-	o := loader.Options{
-		Transform: loader.Transform(lf.transform), Resolution: lf.resolution, Layout: loader.Layout(lf.layout),
-		Batch: lf.batch, Workers: workers, NumShards: lf.numShards, ShardIdx: lf.shardIndex,
-		Seed: lf.seed, Split: lf.split, Drop: lf.drop, Exact: lf.exact, GlobalShuffle: lf.global, Shuffle: lf.shuffle,
-		LabelOffset: lf.labelOff, Unlabeled: lf.unlabeled,
-	}
-	lf.cache.apply(&o)
-	if lf.cropScale != nil {
-		o.CropScale = [2]float64{lf.cropScale[0], lf.cropScale[1]}
-	}
-	if lf.cropRatio != nil {
-		o.CropRatio = [2]float64{lf.cropRatio[0], lf.cropRatio[1]}
-	}
-	o.NoFlip, o.FlipProb = lf.flipProb == 0, lf.flipProb
-	o.Resize, o.Classes, o.Interpolation, o.FullDecode = lf.resize, lf.classes, lf.interpolation, lf.fullDecode
-	o.FastEvalDecode = lf.fastEvalDecode
-	o.Repeats, o.Sampler = lf.repeats, lf.sampler
-	if lf.mean != nil {
-		for i := range 3 {
-			o.Mean[i], o.Std[i] = float32(lf.mean[i]), float32(lf.std[i])
-		}
-	}
-	lf.augment.apply(&o)
+	s := lf.spec()
+	o, _ := s.Options()
+	o.Workers = workers
 	return o
 }
 
