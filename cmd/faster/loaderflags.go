@@ -55,11 +55,6 @@ func (cf *cacheFlags) register(f *pflag.FlagSet) {
 	f.Var(&cf.size, "cache-size", "cap of --cache-dir, whole shards evicted least recently used first, e.g. 50G (k, M, G, T: powers of 1024; default 50G)")
 }
 
-// apply sets the cache fields of o.
-func (cf *cacheFlags) apply(o *loader.Options) {
-	o.CacheDir, o.CacheSize = cf.dir, int64(cf.size)
-}
-
 // sizeFlag is a byte count with an optional k, M, G or T suffix (powers
 // of 1024).
 type sizeFlag int64
