@@ -300,6 +300,19 @@ func TestLoaderOneChannelData(t *testing.T) {
 		}
 		l.Close()
 	}
+	// The fixed train recipe's RandomErasing draws noise for one channel.
+	tl, err := Open(dir, Options{Transform: Train, Resolution: 28, Batch: 8, Workers: 1,
+		Erasing: &augment.RandomErasing{P: 1, RandomValue: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, err := range tl.Iter(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	tl.Close()
 	// u8-hwc: 28×28×1 bytes a row.
 	l, err := Open(dir, Options{Transform: Eval, Resolution: 28, Resize: 28, Batch: 8, Workers: 1, Layout: U8HWC})
 	if err != nil {

@@ -116,7 +116,7 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 				}
 			}
 			if o.Erasing != nil {
-				it.erase = o.Erasing.Draw(rng, 3, res, res, nil)
+				it.erase = o.Erasing.Draw(rng, max(l.channels, 1), res, res, nil)
 			}
 			if prof != nil {
 				since(&prof.resize, t)
