@@ -42,17 +42,26 @@ func (e *FileError) Unwrap() error { return e.Err }
 // non-blocking and checked with fstat before any read.
 func OpenFile(path string) (*os.File, int64, error) {
 	f, err := openNonblock(path)
-	if err != nil {
+	for try := 0; err != nil; try++ {
 		var pe *fs.PathError
 		if errors.As(err, &pe) && isLinkError(pe.Err) {
 			return nil, 0, &FileError{Path: path, Reason: "symlink loop or too many links", Err: err}
 		}
-		if errors.Is(err, fs.ErrNotExist) {
-			if _, lerr := os.Lstat(path); lerr == nil {
-				return nil, 0, &FileError{Path: path, Reason: "dangling symlink", Err: err}
-			}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, err
 		}
-		return nil, 0, err
+		lst, lerr := os.Lstat(path)
+		switch {
+		case lerr != nil:
+			return nil, 0, err
+		case lst.Mode()&fs.ModeSymlink != 0:
+			return nil, 0, &FileError{Path: path, Reason: "dangling symlink", Err: err}
+		case try == 2:
+			return nil, 0, err
+		}
+		// Missing when opened, there now: another process renamed it
+		// into place between the two calls (not a dangling symlink).
+		f, err = openNonblock(path)
 	}
 	st, err := f.Stat()
 	if err != nil {
