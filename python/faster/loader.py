@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _protocol as P
 from . import _sampler
+from . import datasets as _datasets
 from ._meter import InputMeter
 
 
@@ -217,14 +218,44 @@ class Loader:
     the loader closes, as `faster bench load --on-error skip` does.
     """
 
-    def __init__(self, data, batch_size=256, transform="train", rank=None, world_size=None,
+    def __init__(self, data, batch_size=256, transform=None, rank=None, world_size=None,
                  seed=None, epoch=0, workers=None, resolution=224, layout="f32-chw", binary=None,
-                 drop_last=False, slots=4, split="train", output=None, shm_dir="/dev/shm",
+                 drop_last=False, slots=4, split=None, output=None, shm_dir="/dev/shm",
                  shuffle=None, label_offset=0, on_error="stop", max_bad=None, quarantine=None,
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
                  global_shuffle=False, classes=None, unlabeled=False, full_decode=False, augment_recipe=None,
                  fast_eval_decode=False, sampler=None, batch_sampler=None, generator=None,
                  repeated_augmentation=None):
+        self._user_dataset = None
+        if _datasets.is_dataset(data):
+            # A torchvision dataset object, as DataLoader takes it: its files,
+            # split and transform (faster.datasets), and DataLoader's default
+            # of no shuffle.
+            self._user_dataset = data
+            data, dsplit, dtransform, indices = _datasets.from_dataset(data)
+            name = type(self._user_dataset).__name__
+            if split is not None and dsplit is not None and split != dsplit:
+                raise ValueError("faster: split=%r, but the %s object is its %r split" % (split, name, dsplit))
+            split = split if dsplit is None else dsplit
+            if transform is None:
+                if dtransform is None:
+                    raise ValueError("faster: the %s object has no transform: faster.Loader yields tensors, so it "
+                                     "needs one ending in ToTensor (or PILToTensor + ConvertImageDtype), or "
+                                     "transform=" % name)
+                transform = dtransform
+            if indices is not None:  # a Subset: its positions, shuffled within if asked
+                if sampler is not None:
+                    raise ValueError("faster: sampler= with a Subset: give the sampler the Subset's indices")
+                if shuffle:
+                    import torch.utils.data as tud
+                    sampler = tud.SubsetRandomSampler(indices, generator=generator)
+                else:
+                    sampler = indices
+                shuffle = None
+            elif shuffle is None and sampler is None:
+                shuffle = False
+        transform = "train" if transform is None else transform
+        split = "train" if split is None else split
         if workers is not None and num_workers is not None:
             raise ValueError("faster: give num_workers (DataLoader's meaning) or workers, not both")
         if num_workers is not None:
@@ -833,6 +864,8 @@ class Loader:
         """The dataset's face: len() (all samples, every rank's), classes,
         class_to_idx, and for an ImageFolder root, samples/imgs/targets as
         torchvision's ImageFolder lists them."""
+        if self._user_dataset is not None:
+            return self._user_dataset  # DataLoader's: the object it was given
         if self._dataset is None:
             self._dataset = _Dataset(self)
         return self._dataset

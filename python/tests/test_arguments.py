@@ -18,8 +18,9 @@ class ArgumentTest(unittest.TestCase):
 
     def test_types_are_checked_before_any_server(self):
         # Before: split=None was a raw TypeError from subprocess, and
-        # set_epoch(-1) killed the session with a protocol error.
-        for kw, word in ((dict(split=None), "split"), (dict(epoch=-1), "epoch"), (dict(seed=-2), "seed"),
+        # set_epoch(-1) killed the session with a protocol error. (split=None
+        # is now the default: a dataset object's own split, else "train".)
+        for kw, word in ((dict(split=3), "split"), (dict(epoch=-1), "epoch"), (dict(seed=-2), "seed"),
                          (dict(layout=3), "layout"), (dict(label_offset="x"), "label_offset")):
             with self.subTest(**kw):
                 with self.assertRaisesRegex(ValueError, word):
