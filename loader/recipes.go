@@ -90,7 +90,7 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 		switch o.Transform {
 		case Train:
 			tr := augment.TrainTransform{Width: res, Height: res, Scale: o.CropScale, Ratio: o.CropRatio, NoFlip: o.NoFlip, FlipProb: o.FlipProb, Filter: filter}
-			if o.FullDecode {
+			if o.FullDecode || !scaledDecode(cfg) {
 				tr.MaxScaleDenom = 1
 			}
 			rng := sc.aug.RNG(epochSeed(o.Seed, epochOf(ctx)), s.ID)
@@ -143,6 +143,12 @@ func (l *Loader) decodeOne(res int) func(context.Context, Sample) (Item, error) 
 // decode for Nearest, which samples the full image's pixels); short 0 is
 // res*256/224 (res: dst's width). The crop is dst's size. With a profile,
 // the decode and the resize are timed from t.
+// scaledDecode reports whether a scaled decode saves work on this image:
+// a JPEG's, done in the DCT domain. Other formats decode at full size
+// whatever the scale and would only be box-downscaled after, which saves
+// a little resizing and costs PIL's pixels, so they take the full path.
+func scaledDecode(cfg imgcodec.Config) bool { return cfg.Format == "jpeg" }
+
 func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcodec.Config, short int, f augment.Filter, full bool, prof *Profile, t int64) error {
 	if short == 0 {
 		short = dst.Width * 256 / 224
@@ -150,7 +156,7 @@ func evalInto(rz *augment.Resizer, dst *imgcodec.Image, data []byte, cfg imgcode
 	rw, rh := augment.ShorterEdgeSize(cfg.Width, cfg.Height, short)
 	denom := 1
 	for _, d := range []int{8, 4, 2} {
-		if !full && f != augment.Nearest && min(cfg.Width, cfg.Height)/d >= short {
+		if !full && scaledDecode(cfg) && f != augment.Nearest && min(cfg.Width, cfg.Height)/d >= short {
 			denom = d
 			break
 		}
@@ -562,7 +568,7 @@ func (l *Loader) runRecipe(ctx context.Context, sc *scratch, s Sample, it Item, 
 	switch h := rc.Head; h.Kind {
 	case augment.HeadRandomResizedCrop:
 		tr := h.Train
-		if o.FullDecode {
+		if o.FullDecode || !scaledDecode(cfg) {
 			tr.MaxScaleDenom = 1
 		}
 		p := tr.Plan(rng, cfg.Width, cfg.Height)
