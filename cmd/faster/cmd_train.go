@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"reflect"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -200,16 +197,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	}
 	hooks := fit.Hooks{
 		Train: func(epoch, epochs int, images int64) (func(float64, int), func()) {
-			l := newTrainLine(lineOut, fmt.Sprintf("epoch %d/%d", epoch, epochs), images)
-			return l.step, l.done
+			l := progress.NewLossLine(lineOut, fmt.Sprintf("epoch %d/%d", epoch, epochs), images)
+			return l.Step, l.Done
 		},
 		Note: func(msg string) { fmt.Fprintln(stderr, msg) },
 	}
 	if !o.json {
-		hooks.Epoch = func(e fit.EpochSummary) {
-			fmt.Fprintf(stdout, "epoch %d/%d: train loss %.4f acc %.2f%%, test loss %.4f acc %.2f%% top-5 %.2f%%, %d images in %.1f s (%.1f images/s)\n",
-				e.Epoch, cfg.Epochs, e.TrainLoss, 100*e.TrainAcc, e.TestLoss, 100*e.TestAccuracy, 100*e.TestTop5, e.Images, e.Seconds, e.ImagesPerSec)
-		}
+		hooks.Epoch = func(e fit.EpochSummary) { fit.WriteEpoch(stdout, e, cfg.Epochs) }
 	}
 	sum, err := fit.Run(ctx, cfg, data, comm, hooks)
 	if err != nil {
@@ -218,7 +212,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 	if o.json {
 		return writeJSON(stdout, sum)
 	}
-	printSummary(stdout, cfg, sum)
+	sum.WriteText(stdout, cfg)
 	return nil
 }
 
@@ -333,101 +327,4 @@ func (o *trainOptions) configOf() (fit.Config, []augment.Problem) {
 		problems = append(problems, augment.Problem{Msg: p})
 	}
 	return cfg, problems
-}
-
-// printSummary prints what the run did, as lines for a person.
-func printSummary(w io.Writer, cfg fit.Config, sum *fit.Summary) {
-	if sum.AlreadyDone {
-		printFixRes(w, sum)
-		fmt.Fprintf(w, "already trained %d epoch(s) (%s): test loss %.4f acc %.2f%% top-5 %.2f%% on %d images\n",
-			sum.Epochs, cfg.Checkpoint.Path, sum.TestLoss, 100*sum.TestAccuracy, 100*sum.TestTop5, sum.TestImages)
-		return
-	}
-	if sum.SecondsToTarget != nil {
-		acc := 0.0
-		for _, p := range sum.Curve {
-			if p.Step == sum.StepsToTarget {
-				acc = p.TestAccuracy
-			}
-		}
-		fmt.Fprintf(w, "reached test accuracy %.2f%% (target %.2f%%) after %d steps, %.1f s of training (evaluation excluded)\n",
-			100*acc, 100*cfg.Eval.TargetAccuracy, sum.StepsToTarget, *sum.SecondsToTarget)
-	}
-	printFixRes(w, sum)
-	reportTuning(w, sum.Autotune)
-	fmt.Fprintf(w, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
-		sum.Model, sum.Backend, describeStrategy(sum), sum.Threads, sum.Batch, sum.Precision, nativeNote(sum), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
-}
-
-// printFixRes prints the FixRes adjustment, if the run made one.
-func printFixRes(w io.Writer, sum *fit.Summary) {
-	fs := sum.FixResBN
-	if fs == nil {
-		return
-	}
-	fmt.Fprintf(w, "BatchNorm statistics recomputed at %d×%d from %d batches (%d images, %.1f s): test loss %.4f → %.4f, acc %.2f%% → %.2f%%\n",
-		fs.Resolution, fs.Resolution, fs.Batches, fs.Images, fs.Seconds, float64(fs.TestLossBefore), sum.TestLoss, 100*fs.TestAccuracyBefore, 100*sum.TestAccuracy)
-}
-
-func joinLines(s []string) string {
-	out := s[0]
-	for _, l := range s[1:] {
-		out += "; " + l
-	}
-	return out
-}
-
-// trainLine draws the progress bar with the running loss appended. The
-// progress.Bar only counts (it is given no writer); this line draws it,
-// on a terminal only, from its own goroutine, stopped by done.
-type trainLine struct {
-	bar  *progress.Bar
-	out  io.Writer
-	loss atomic.Uint64 // float64 bits of the smoothed loss
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
-}
-
-func newTrainLine(out io.Writer, label string, total int64) *trainLine {
-	l := &trainLine{bar: progress.New(nil, label, total, "images"), out: out, stop: make(chan struct{})}
-	if progress.IsTerminal(out) {
-		l.wg.Add(1)
-		go l.loop()
-	}
-	return l
-}
-
-func (l *trainLine) step(loss float64, images int) {
-	old := l.lossValue()
-	if l.bar.Items() > 0 {
-		loss = 0.9*old + 0.1*loss
-	}
-	l.loss.Store(math.Float64bits(loss))
-	l.bar.Add(int64(images), 0)
-}
-
-func (l *trainLine) lossValue() float64 { return math.Float64frombits(l.loss.Load()) }
-
-func (l *trainLine) loop() {
-	defer l.wg.Done()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			fmt.Fprintf(l.out, "\r\033[K%s  loss %.4f\n", l.bar.Line(), l.lossValue())
-			return
-		case <-t.C:
-			fmt.Fprintf(l.out, "\r\033[K%s  loss %.4f", l.bar.Line(), l.lossValue())
-		}
-	}
-}
-
-func (l *trainLine) done() {
-	l.once.Do(func() {
-		close(l.stop)
-		l.wg.Wait()
-		l.bar.Done()
-	})
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,7 +15,6 @@ import (
 	_ "github.com/faster-training/faster/collective/gloo" // registers "gloo" when built with cgo
 	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/launch"
-	"github.com/faster-training/faster/train"
 )
 
 // launchEnv marks a process started by `faster train --nproc N`: it is one
@@ -128,55 +126,6 @@ func runLaunch(ctx context.Context, o trainOptions, stdout, stderr io.Writer) er
 		return context.Canceled
 	}
 	return err
-}
-
-// reportTuning prints the autotuner's choices, one line per op.
-func reportTuning(w io.Writer, choices []train.TuneChoice) {
-	if len(choices) == 0 {
-		return
-	}
-	cached := 0
-	for _, c := range choices {
-		if c.Cached {
-			cached++
-		}
-	}
-	fmt.Fprintf(w, "autotune: %d choices", len(choices))
-	if cached > 0 {
-		fmt.Fprintf(w, ", %d of them from the tune cache (timed by an earlier run on this machine)", cached)
-	}
-	fmt.Fprintln(w)
-	for _, c := range choices {
-		var alts []string
-		for _, k := range c.Candidates {
-			if k.Err != "" {
-				alts = append(alts, k.Name+" (unavailable)")
-			} else {
-				alts = append(alts, fmt.Sprintf("%s %.2f ms", k.Name, 1e3*k.Seconds))
-			}
-		}
-		fmt.Fprintf(w, "  %s: %s  [%s]\n", c.Op, c.Chosen, strings.Join(alts, ", "))
-	}
-}
-
-func describeStrategy(s *fit.Summary) string {
-	switch s.Strategy {
-	case "dp":
-		return fmt.Sprintf("dp over %d devices", s.Devices)
-	case "ddp":
-		return fmt.Sprintf("ddp rank 0 of %d", s.WorldSize)
-	}
-	return "single device"
-}
-
-func nativeNote(s *fit.Summary) string {
-	if s.Precision == "fp32" {
-		return ""
-	}
-	if s.NativeAMP {
-		return " native"
-	}
-	return " emulated: this CPU has no bf16/fp16 arithmetic"
 }
 
 // applyPET gives the launcher flags not on the command line torchrun's

@@ -1,0 +1,103 @@
+package fit
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/faster-training/faster/train"
+)
+
+// WriteEpoch writes one epoch's figures as a line for a person (what
+// `faster train` prints after each epoch without --json); epochs is the
+// run's count.
+func WriteEpoch(w io.Writer, e EpochSummary, epochs int) {
+	fmt.Fprintf(w, "epoch %d/%d: train loss %.4f acc %.2f%%, test loss %.4f acc %.2f%% top-5 %.2f%%, %d images in %.1f s (%.1f images/s)\n",
+		e.Epoch, epochs, e.TrainLoss, 100*e.TrainAcc, e.TestLoss, 100*e.TestAccuracy, 100*e.TestTop5, e.Images, e.Seconds, e.ImagesPerSec)
+}
+
+// WriteText writes what the run of cfg did, as lines for a person (what
+// `faster train` prints at the end without --json).
+func (sum *Summary) WriteText(w io.Writer, cfg Config) {
+	if sum.AlreadyDone {
+		sum.writeFixRes(w)
+		fmt.Fprintf(w, "already trained %d epoch(s) (%s): test loss %.4f acc %.2f%% top-5 %.2f%% on %d images\n",
+			sum.Epochs, cfg.Checkpoint.Path, sum.TestLoss, 100*sum.TestAccuracy, 100*sum.TestTop5, sum.TestImages)
+		return
+	}
+	if sum.SecondsToTarget != nil {
+		acc := 0.0
+		for _, p := range sum.Curve {
+			if p.Step == sum.StepsToTarget {
+				acc = p.TestAccuracy
+			}
+		}
+		fmt.Fprintf(w, "reached test accuracy %.2f%% (target %.2f%%) after %d steps, %.1f s of training (evaluation excluded)\n",
+			100*acc, 100*cfg.Eval.TargetAccuracy, sum.StepsToTarget, *sum.SecondsToTarget)
+	}
+	sum.writeFixRes(w)
+	WriteTuning(w, sum.Autotune)
+	fmt.Fprintf(w, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
+		sum.Model, sum.Backend, sum.describeStrategy(), sum.Threads, sum.Batch, sum.Precision, sum.nativeNote(), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
+}
+
+// writeFixRes writes the FixRes adjustment, if the run made one.
+func (sum *Summary) writeFixRes(w io.Writer) {
+	fs := sum.FixResBN
+	if fs == nil {
+		return
+	}
+	fmt.Fprintf(w, "BatchNorm statistics recomputed at %d×%d from %d batches (%d images, %.1f s): test loss %.4f → %.4f, acc %.2f%% → %.2f%%\n",
+		fs.Resolution, fs.Resolution, fs.Batches, fs.Images, fs.Seconds, float64(fs.TestLossBefore), sum.TestLoss, 100*fs.TestAccuracyBefore, 100*sum.TestAccuracy)
+}
+
+// WriteTuning writes the autotuner's choices, one line per op.
+func WriteTuning(w io.Writer, choices []train.TuneChoice) {
+	if len(choices) == 0 {
+		return
+	}
+	cached := 0
+	for _, c := range choices {
+		if c.Cached {
+			cached++
+		}
+	}
+	fmt.Fprintf(w, "autotune: %d choices", len(choices))
+	if cached > 0 {
+		fmt.Fprintf(w, ", %d of them from the tune cache (timed by an earlier run on this machine)", cached)
+	}
+	fmt.Fprintln(w)
+	for _, c := range choices {
+		var alts []string
+		for _, k := range c.Candidates {
+			if k.Err != "" {
+				alts = append(alts, k.Name+" (unavailable)")
+			} else {
+				alts = append(alts, fmt.Sprintf("%s %.2f ms", k.Name, 1e3*k.Seconds))
+			}
+		}
+		fmt.Fprintf(w, "  %s: %s  [%s]\n", c.Op, c.Chosen, strings.Join(alts, ", "))
+	}
+}
+
+// describeStrategy names the run's parallelism for the summary line.
+func (sum *Summary) describeStrategy() string {
+	switch sum.Strategy {
+	case "dp":
+		return fmt.Sprintf("dp over %d devices", sum.Devices)
+	case "ddp":
+		return fmt.Sprintf("ddp rank 0 of %d", sum.WorldSize)
+	}
+	return "single device"
+}
+
+// nativeNote says whether reduced precision ran on native instructions.
+func (sum *Summary) nativeNote() string {
+	if sum.Precision == "fp32" {
+		return ""
+	}
+	if sum.NativeAMP {
+		return " native"
+	}
+	return " emulated: this CPU has no bf16/fp16 arithmetic"
+}
