@@ -567,6 +567,15 @@ func (l *Loader) init(ctx context.Context, path string) error {
 	return fmt.Errorf("%s: %s dataset is neither indexed nor streaming", path, ds.Kind())
 }
 
+// Root returns the folder of class folders an ImageFolder dataset lists
+// (for a split layout, root/<split>), or "" for other kinds.
+func (l *Loader) Root() string {
+	if r, ok := l.ds.(interface{ Root() string }); ok {
+		return r.Root()
+	}
+	return ""
+}
+
 // Kind returns "imagefolder", "shards", "lmdb" or "wds".
 func (l *Loader) Kind() string { return l.kind }
 

@@ -77,6 +77,7 @@ type Hello struct {
 	DatasetLen   int    `json:"dataset_len"`
 	PerRank      []int  `json:"per_rank,omitempty"` // samples each rank holds; absent when unknown
 	Kind         string `json:"kind,omitempty"`     // imagefolder, shards, lmdb, wds
+	Root         string `json:"root,omitempty"`     // imagefolder: the folder of class folders read
 	Seed         uint64 `json:"seed"`
 	Shuffle      bool   `json:"shuffle"`
 	Stream       bool   `json:"stream"` // streamed: resumes only with the same ranks

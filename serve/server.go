@@ -91,6 +91,7 @@ type Options struct {
 	DatasetLen  int
 	PerRank     []int
 	Kind        string
+	Root        string // an ImageFolder's folder of class folders (root/<split>)
 	Seed        uint64
 	Shuffle     bool
 	Stream      bool
@@ -121,7 +122,7 @@ type Counters struct {
 func ForLoader(l *loader.Loader, lo loader.Options) Options {
 	o := Options{Batch: lo.Batch, Len: l.Len(), Steps: l.StepsPerEpoch(), Samples: l.SamplesPerEpoch(),
 		Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards,
-		DatasetLen: l.DatasetLen(), PerRank: l.PerRank(), Kind: l.Kind(), Seed: lo.Seed, Shuffle: l.Shuffles(),
+		DatasetLen: l.DatasetLen(), PerRank: l.PerRank(), Kind: l.Kind(), Root: l.Root(), Seed: lo.Seed, Shuffle: l.Shuffles(),
 		Stream: !l.Indexed(), Drop: lo.Drop, Exact: lo.Exact, Fingerprint: l.Fingerprint(),
 		Sampler: lo.Sampler, Repeats: lo.Repeats}
 	if o.Batch == 0 {
@@ -251,7 +252,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		HeaderBytes: HeaderBytes, ImagesOffset: SlotHeader, LabelsOffset: labelsOff,
 		Batch: o.Batch, DType: o.DType, Shape: o.Shape, RowBytes: rowBytes,
 		Len: o.Len, Steps: o.Steps, Samples: o.Samples, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
-		DatasetLen: o.DatasetLen, PerRank: o.PerRank, Kind: o.Kind, Seed: o.Seed, Shuffle: o.Shuffle, Stream: o.Stream,
+		DatasetLen: o.DatasetLen, PerRank: o.PerRank, Kind: o.Kind, Root: o.Root, Seed: o.Seed, Shuffle: o.Shuffle, Stream: o.Stream,
 		Drop: o.Drop, Exact: o.Exact, StateVersion: loader.StateVersion, Fingerprint: o.Fingerprint,
 		Sampler: o.Sampler, Repeats: o.Repeats,
 	}

@@ -1019,10 +1019,12 @@ class _Dataset:
             if self._l.hello.get("kind") != "imagefolder":
                 raise AttributeError("faster: samples: the data is %s, not an ImageFolder tree; "
                                      "len(), classes and class_to_idx are there" % self._l.hello.get("kind"))
-            self._samples = _list_image_folder(self.root, self.class_to_idx)
+            # The folder the server read: root/<split> for a split layout.
+            folder = self._l.hello.get("root") or self.root
+            self._samples = _list_image_folder(folder, self.class_to_idx)
             if len(self._samples) != len(self):
                 raise RuntimeError("faster: %s lists %d images here and %d in the server" % (
-                    self.root, len(self._samples), len(self)))
+                    folder, len(self._samples), len(self)))
         return self._samples
 
     imgs = samples

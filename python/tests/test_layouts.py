@@ -73,6 +73,7 @@ class LayoutsTest(unittest.TestCase):
         self.shape = None
         with faster.Loader(root, **args) as l:
             classes = list(l.dataset.classes)
+            self.samples = l.dataset.samples if l.hello.get("kind") == "imagefolder" else None
             for b in l.batches():
                 labels += [int(x) for x in b.labels]
                 keys += list(b.keys)
@@ -98,6 +99,9 @@ class LayoutsTest(unittest.TestCase):
             self.assertEqual(classes, tv.classes)
             self.assertEqual(labels, [l for _, l in tv.samples], split)
             self.assertEqual(keys, [os.path.relpath(p, os.path.join(self.tmp, split)) for p, _ in tv.samples])
+            # dataset.samples lists root/<split>'s files, as ImageFolder(root/<split>).samples (before:
+            # root/<class> walked, nothing there: "lists 0 images here and 9 in the server").
+            self.assertEqual(self.samples, tv.samples, split)
         with self.assertRaisesRegex(Exception, "train, val"):
             self.serve(self.tmp, split="nonexistent")
 
