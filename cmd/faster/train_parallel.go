@@ -53,38 +53,30 @@ type nodeOptions struct {
 // do not see them.
 var launcherFlags = map[string]bool{"nproc": true, "nnodes": true, "node-rank": true, "master-addr": true, "master-port": true}
 
-// defaultMasterPort is torchrun's default --master-port.
-const defaultMasterPort = 29500
+// nodeFlags are the launcher's flags by the setting each sets (launch's
+// Set* names), to word its problems.
+var nodeFlags = map[string]string{launch.SetNProc: "nproc", launch.SetNNodes: "nnodes", launch.SetNodeRank: "node-rank",
+	launch.SetMasterAddr: "master-addr", launch.SetMasterPort: "master-port"}
 
-// checkNodes validates the multi-node flags.
+// nodeFlag names a launcher setting by its flag.
+func nodeFlag(setting string) string { return "--" + nodeFlags[setting] }
+
+// node is the launcher's node the flags describe.
+func (o *trainOptions) node() launch.Node {
+	return launch.Node{NProc: o.nproc, NNodes: o.nodes.nnodes, NodeRank: o.nodes.nodeRank, MasterAddr: o.nodes.masterAddr, MasterPort: o.nodes.masterPort}
+}
+
+// setNode sets the launcher flags' values from n.
+func (o *trainOptions) setNode(n launch.Node) {
+	o.nproc, o.nodes = n.NProc, nodeOptions{nnodes: n.NNodes, nodeRank: n.NodeRank, masterAddr: n.MasterAddr, masterPort: n.MasterPort}
+}
+
+// checkNodes validates the multi-node flags (launch.Node.Check, which
+// gives several nodes the default port).
 func checkNodes(o *trainOptions) []string {
-	n := &o.nodes
-	var problems []string
-	if n.nnodes < 1 {
-		problems = append(problems, "--nnodes must be positive")
-	}
-	if n.nodeRank < 0 || n.nodeRank >= max(n.nnodes, 1) {
-		problems = append(problems, fmt.Sprintf("--node-rank %d: want 0 … --nnodes-1", n.nodeRank))
-	}
-	if (n.nnodes > 1 || n.nodeRank > 0 || n.masterAddr != "" || n.masterPort != 0) && o.nproc == 0 {
-		problems = append(problems, "--nnodes, --node-rank, --master-addr and --master-port go with --nproc")
-	}
-	if o.nproc > launch.MaxNProc {
-		problems = append(problems, fmt.Sprintf("--nproc %d: want at most %d ranks on a machine", o.nproc, launch.MaxNProc))
-	} else if o.nproc > 0 && n.nnodes > collective.MaxSize/o.nproc { // the product, checked before it is formed
-		problems = append(problems, fmt.Sprintf("--nnodes %d × --nproc %d: more than %d ranks", n.nnodes, o.nproc, collective.MaxSize))
-	}
-	if n.masterPort < 0 || n.masterPort > 65535 {
-		problems = append(problems, fmt.Sprintf("--master-port %d: want 1-65535", n.masterPort))
-	}
-	if n.nnodes > 1 {
-		if n.masterAddr == "" {
-			problems = append(problems, "--nnodes > 1 needs --master-addr: an address of node 0 that every node reaches")
-		}
-		if n.masterPort == 0 {
-			n.masterPort = defaultMasterPort
-		}
-	}
+	n := o.node()
+	problems := n.Check(nodeFlag)
+	o.setNode(n)
 	return problems
 }
 
@@ -139,34 +131,11 @@ func applyPET(flags *pflag.FlagSet, o *trainOptions, lookup func(string) (string
 	if v, _ := lookup(launchEnv); v != "" {
 		return nil
 	}
-	flagOf := map[string]string{launch.SetNProc: "nproc", launch.SetNNodes: "nnodes", launch.SetNodeRank: "node-rank",
-		launch.SetMasterAddr: "master-addr", launch.SetMasterPort: "master-port"}
-	n := launch.Node{NProc: o.nproc, NNodes: o.nodes.nnodes, NodeRank: o.nodes.nodeRank, MasterAddr: o.nodes.masterAddr, MasterPort: o.nodes.masterPort}
-	read, err := launch.PETDefaults(&n, func(s string) bool { return flags.Changed(flagOf[s]) }, lookup)
-	var ee *launch.EnvError
-	if errors.As(err, &ee) {
-		return usagef("%s=%s (the default of --%s): %v", ee.Var, launch.QuoteShort(ee.Value), flagOf[ee.Setting], ee.Err)
+	n := o.node()
+	err := launch.PETNode(&n, nodeFlag, func(s string) bool { return flags.Changed(nodeFlags[s]) }, lookup)
+	if err != nil {
+		return usagef("%v", err)
 	}
-	o.nproc, o.nodes = n.NProc, nodeOptions{nnodes: n.NNodes, nodeRank: n.NodeRank, masterAddr: n.MasterAddr, masterPort: n.MasterPort}
-	// given names a launcher value as it was given: the variable read, or
-	// the flag.
-	given := func(setting string, v int) string {
-		if g, ok := read[setting]; ok {
-			return g + " (the default of --" + flagOf[setting] + ")"
-		}
-		return fmt.Sprintf("--%s %d", flagOf[setting], v)
-	}
-	// What checkNodes checks of the flags, named here as the variables
-	// read: the node rank below the nodes, the world's size bounded (by
-	// division, before the product is formed).
-	_, np := read[launch.SetNProc]
-	_, nn := read[launch.SetNNodes]
-	_, nr := read[launch.SetNodeRank]
-	if (nr || nn) && n.NodeRank >= max(n.NNodes, 1) {
-		return usagef("%s: want less than %s", given(launch.SetNodeRank, n.NodeRank), given(launch.SetNNodes, n.NNodes))
-	}
-	if (np || nn) && n.NProc > 0 && n.NNodes > collective.MaxSize/n.NProc {
-		return usagef("%s × %s: more than %d ranks", given(launch.SetNNodes, n.NNodes), given(launch.SetNProc, n.NProc), collective.MaxSize)
-	}
+	o.setNode(n)
 	return nil
 }
