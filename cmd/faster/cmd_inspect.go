@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/faster-training/faster/shard"
-	"github.com/faster-training/faster/source"
 )
 
 type inspectOptions struct {
@@ -44,48 +42,13 @@ Exit status: 0 done (corruption is reported in the output); 1 a file could not b
 }
 
 func runInspect(ctx context.Context, o inspectOptions, stdout io.Writer) error {
-	var files []string
-	for _, p := range o.paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if !st.IsDir() || source.IsLMDB(p) {
-			files = append(files, p)
-			continue
-		}
-		m, err := shard.DataFiles(p) // by their bytes: train-00000-of-01024 too
-		if err != nil {
-			return err
-		}
-		if len(m) == 0 {
-			return fmt.Errorf("%s: no TFRecord or tar files, not an LMDB", p)
-		}
-		files = append(files, m...)
-	}
-	var sums []*shard.ShardSummary
-	for _, f := range files {
-		s, err := shard.InspectAny(ctx, f, o.first)
-		if err != nil {
-			return err
-		}
+	rep, err := shard.InspectPaths(ctx, o.paths, o.first, func(s *shard.ShardSummary) {
 		if !o.json {
 			fmt.Fprint(stdout, s)
 		}
-		sums = append(sums, s)
+	})
+	if err != nil || !o.json {
+		return err
 	}
-	if o.json {
-		var records, bytes int64
-		for _, s := range sums {
-			records += s.Records
-			bytes += s.Bytes
-		}
-		return writeJSON(stdout, struct {
-			Records int64                 `json:"records"`
-			Shards  int                   `json:"shards"`
-			Bytes   int64                 `json:"bytes"`
-			Files   []*shard.ShardSummary `json:"files"`
-		}{records, len(sums), bytes, sums})
-	}
-	return nil
+	return writeJSON(stdout, rep)
 }

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -143,37 +141,11 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	rep := shard.NewPackReport(res, taskOrNil(t, tasked), o.src, src.Kind(), o.dst)
 	if o.json {
-		return writeJSON(stdout, struct {
-			*shard.PackResult
-			Task          *task.Task `json:"task,omitempty"`
-			Source        string     `json:"source"`
-			SourceKind    string     `json:"source_kind"`
-			Dest          string     `json:"dest"`
-			RecordsPerSec float64    `json:"records_per_sec"`
-			MBPerSec      float64    `json:"mb_per_sec"`
-		}{res, taskOrNil(t, tasked), o.src, src.Kind(), o.dst, float64(res.Records) / max(res.Seconds, 1e-9), mbPerSec(res.Bytes, res.Seconds)})
+		return writeJSON(stdout, rep)
 	}
-	if tasked && res.Merged {
-		fmt.Fprintf(stdout, "%s: split %q is merged already in %s (this task's %d of its %d shards there, intact, %d records): nothing to do\n",
-			t, o.split, filepath.Join(o.dst, shard.ManifestName), res.Shards, res.SplitShards, res.Records)
-		return nil
-	}
-	if tasked && res.Shards == 0 {
-		fmt.Fprintf(stdout, "%s: no shards of its own: the split has %d shards, fewer than the %d tasks; its empty part is committed; run \"faster pack --merge %s\" once every task is done\n", t, res.SplitShards, t.Count, o.dst)
-		return nil
-	}
-	if tasked {
-		fmt.Fprintf(stdout, "%s: part committed; run \"faster pack --merge %s\" once every task is done\n", t, o.dst)
-	}
-	fmt.Fprintf(stdout, "packed %s (%s) into %s: %d records in %d shards (%d kept from an earlier run), %.1f MB, %.1f s, %.0f records/s\n",
-		o.src, src.Kind(), o.dst, res.Records, res.Shards, res.KeptShards, float64(res.Bytes)/1e6, res.Seconds, float64(res.Records)/max(res.Seconds, 1e-9))
-	if res.Skipped > 0 {
-		fmt.Fprintf(stdout, "skipped %d files:\n", res.Skipped)
-		for _, s := range res.SkipList {
-			fmt.Fprintf(stdout, "  %s: %s\n", s.Path, s.Reason)
-		}
-	}
+	rep.WriteText(stdout)
 	return nil
 }
 
@@ -203,35 +175,17 @@ func runPackMerge(ctx context.Context, cmd *cobra.Command, o packOptions, stdout
 	var ie *shard.IncompleteError
 	if errors.As(err, &ie) {
 		if o.json {
-			writeJSON(stdout, struct {
-				Split      string         `json:"split"`
-				Tasks      int            `json:"tasks"`
-				Missing    []int          `json:"missing"`
-				Incomplete []int          `json:"incomplete"`
-				Damaged    map[int]string `json:"damaged"`
-				Rerun      []int          `json:"rerun"`
-				Merged     bool           `json:"merged_before"` // manifest.json lists the split complete already
-			}{ie.Split, ie.Tasks, nonNil(ie.Missing), nonNil(ie.Incomplete), ie.Damaged, ie.Rerun(), ie.Merged})
+			writeJSON(stdout, ie)
 		}
 		return &failError{err.Error()}
 	}
 	if err != nil {
 		return err
 	}
+	rep := shard.MergeReport{MergeResult: res, Dest: o.dst}
 	if o.json {
-		return writeJSON(stdout, struct {
-			*shard.MergeResult
-			Dest string `json:"dest"`
-		}{res, o.dst})
+		return writeJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "merged %d tasks of %s into %s: %d records in %d shards, %.1f MB, %d files skipped by the tasks, %.1f s\n",
-		res.Tasks, res.Split, o.dst, res.Records, res.Shards, float64(res.Bytes)/1e6, res.Skipped, res.Seconds)
+	rep.WriteText(stdout)
 	return nil
-}
-
-func nonNil(x []int) []int {
-	if x == nil {
-		return []int{}
-	}
-	return x
 }

@@ -128,31 +128,13 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 	if tasked {
 		fmt.Fprintf(stderr, "%s: part committed; run \"faster resize --merge --dst %s\" once every task is done\n", t, o.dst)
 	}
+	rep := downscale.NewReport(res, taskOrNil(t, tasked), o.src, o.dst, o.maxSize)
 	if o.json {
-		if err := writeJSON(stdout, struct {
-			*downscale.Result
-			Task     *task.Task `json:"task,omitempty"`
-			Source   string     `json:"source"`
-			Dest     string     `json:"dest"`
-			MaxSize  int        `json:"max_size"`
-			MBPerSec float64    `json:"mb_per_sec"`
-		}{res, taskOrNil(t, tasked), o.src, o.dst, o.maxSize, mbPerSec(res.BytesIn, res.Seconds)}); err != nil {
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "resized %s into %s (max size %d): %d resized, %d copied, %d skipped (up to date), %d failed",
-			o.src, o.dst, o.maxSize, res.Resized, res.Copied, res.Skipped, res.Failed)
-		if res.OtherCopied+res.OtherSkipped > 0 {
-			fmt.Fprintf(stdout, "; other files: %d copied, %d skipped", res.OtherCopied, res.OtherSkipped)
-		}
-		fmt.Fprintf(stdout, "\n%.1f MB in, %.1f MB out, %.1f s, %.0f images/s\n",
-			float64(res.BytesIn)/1e6, float64(res.BytesOut)/1e6, res.Seconds, res.ImagesPerSec)
-		if res.Failed > 0 {
-			fmt.Fprintf(stdout, "failed %d files:\n", res.Failed)
-			for _, f := range res.Failures {
-				fmt.Fprintf(stdout, "  %s: %s\n", f.Path, f.Reason)
-			}
-		}
+		rep.WriteText(stdout)
 	}
 	if res.Failed > 0 {
 		return &failError{fmt.Sprintf("resize: %d files failed", res.Failed)}
@@ -172,17 +154,11 @@ func runResizeMerge(o resizeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	rep := downscale.MergeReport{Result: res, Dest: o.dst}
 	if o.json {
-		return writeJSON(stdout, struct {
-			*downscale.Result
-			Dest string `json:"dest"`
-		}{res, o.dst})
+		return writeJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "merged the resize tasks into %s: %d resized, %d copied, %d skipped (up to date), %d failed\n",
-		o.dst, res.Resized, res.Copied, res.Skipped, res.Failed)
-	for _, f := range res.Failures {
-		fmt.Fprintf(stdout, "  %s: %s\n", f.Path, f.Reason)
-	}
+	rep.WriteText(stdout)
 	if res.Failed > 0 {
 		return &failError{fmt.Sprintf("resize: %d files failed", res.Failed)}
 	}

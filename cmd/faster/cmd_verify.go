@@ -63,24 +63,11 @@ func runVerify(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	if o.json {
-		if err := writeJSON(stdout, struct {
-			OK bool `json:"ok"`
-			*shard.VerifyReport
-			Skipped  int     `json:"skipped"`
-			MBPerSec float64 `json:"mb_per_sec"`
-		}{rep.OK(), rep, 0, mbPerSec(rep.Bytes, rep.Seconds)}); err != nil {
+		if err := writeJSON(stdout, rep.JSON()); err != nil {
 			return err
 		}
 	} else {
-		for _, p := range rep.Problems {
-			fmt.Fprintf(stdout, "BAD %s\n", p)
-		}
-		status := "OK"
-		if !rep.OK() {
-			status = "FAILED"
-		}
-		fmt.Fprintf(stdout, "%s: %d shards, %d records, %.1f MB checked in %.2f s (%.0f MB/s), %d problems\n",
-			status, rep.Files, rep.Records, float64(rep.Bytes)/1e6, rep.Seconds, mbPerSec(rep.Bytes, rep.Seconds), len(rep.Problems))
+		rep.WriteText(stdout)
 	}
 	if !rep.OK() {
 		return &failError{fmt.Sprintf("verify found %d problems", len(rep.Problems))}
