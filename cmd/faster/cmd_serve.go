@@ -196,22 +196,13 @@ func serveConn(ctx context.Context, o serveOptions) (net.Conn, error) {
 		}
 		return c, nil
 	}
-	ln, err := listenPrivate(o.socket) // 0600 whatever the umask
-	if err != nil {
-		return nil, err
+	c, err := serve.AcceptOne(ctx, o.socket)
+	var se *serve.SocketError
+	switch {
+	case errors.As(err, &se) && se.Long:
+		return nil, usagef("--socket %v", err)
+	case errors.As(err, &se):
+		return nil, fmt.Errorf("--socket %w", err)
 	}
-	defer func() { ln.Close(); os.Remove(o.socket) }()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	c, err := ln.Accept()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, net.ErrClosed) {
-			return nil, context.Canceled
-		}
-		return nil, err
-	}
-	return c, nil
+	return c, err
 }
