@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -123,14 +122,9 @@ func runBenchLoad(ctx context.Context, o benchLoadOptions, stdout, stderr io.Wri
 // config checks the flags and returns the benchmark they describe (the
 // states of --resume-from read and merged).
 func (o benchLoadOptions) config(stderr io.Writer) (bench.LoadConfig, error) {
-	var c bench.LoadConfig
-	switch {
-	case o.Epochs < 1:
-		return c, usagef("--epochs %d: must be at least 1", o.Epochs)
-	case o.Steps < 0:
-		return c, usagef("--steps %d: must not be negative", o.Steps)
-	case !(o.ConsumerRate >= 0) || math.IsInf(o.ConsumerRate, 0):
-		return c, usagef("--consumer-rate %g: want a finite rate >= 0", o.ConsumerRate)
+	c := o.LoadConfig
+	if err := c.Check(); err != nil {
+		return c, benchUsage(err)
 	}
 	if err := o.check(); err != nil {
 		return c, err
@@ -155,23 +149,8 @@ func (o benchLoadOptions) config(stderr io.Writer) (bench.LoadConfig, error) {
 	if (o.SaveState != "" || len(o.resumeFrom) > 0) && len(workers) > 1 {
 		return c, usagef("--save-state and --resume-from take one --workers value")
 	}
-	c = o.LoadConfig
 	c.Loader, c.Workers, c.Quarantine, c.Log = o.options(0), workers, o.quarantine, stderr
 	c.Loader.BadData = policy
-	if len(o.resumeFrom) > 0 {
-		var states []loader.State
-		for _, p := range o.resumeFrom {
-			s, err := loader.LoadState(p)
-			if err != nil {
-				return c, err
-			}
-			states = append(states, s)
-		}
-		s, err := loader.MergeStates(states...)
-		if err != nil {
-			return c, fmt.Errorf("--resume-from %s: %w", strings.Join(o.resumeFrom, ", "), err)
-		}
-		c.Resume = &s
-	}
-	return c, nil
+	c.Resume, err = bench.ReadResume(o.resumeFrom)
+	return c, err
 }

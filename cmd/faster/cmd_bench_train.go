@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
-	"math"
 	"os"
 	"runtime"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -132,63 +130,29 @@ func runBenchTrain(ctx context.Context, o benchTrainOptions, stdout, stderr io.W
 
 // config checks the flags and returns the benchmark they describe.
 func (o benchTrainOptions) config(stderr io.Writer) (bench.TrainConfig, error) {
-	var c bench.TrainConfig
-	if o.Epochs < 1 || o.Batch < 1 || o.Limit < 0 || o.TestLimit < 0 || o.Threads < 0 || o.Devices < 1 {
-		return c, usagef("--epochs, --batch and --devices must be positive; --limit, --test-limit, --threads not negative")
-	}
-	if o.Repeats < 1 || o.Repeats > 1000 {
-		return c, usagef("--repeats %d: want 1 to 1000", o.Repeats)
-	}
-	if math.IsNaN(o.LR) || math.IsInf(o.LR, 0) || o.LR <= 0 {
-		return c, usagef("--lr %g: must be a positive finite number", o.LR)
-	}
-	for _, s := range o.Strategies {
-		if !slices.Contains(bench.Strategies, s) {
-			return c, usagef("--strategies: %q is not single, dp or ddp", s)
-		}
-	}
-	for _, v := range o.Variants {
-		if !slices.Contains(bench.Variants, v) {
-			return c, usagef("--variants: %q is not one of %s", v, strings.Join(bench.Variants, ", "))
-		}
-	}
-	if _, err := os.Stat(o.Data); err != nil {
-		return c, err
+	c := o.TrainConfig
+	if err := c.Check(); err != nil {
+		return c, benchUsage(err)
 	}
 	threads := capWorkers(stderr, "--threads", o.Threads, runtime.NumCPU())
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	if o.TargetAccuracy != 0 {
-		if err := o.checkTTA(threads); err != nil {
-			return c, err
-		}
+	if err := c.CheckTTA(threads); err != nil {
+		return c, benchUsage(err)
 	}
-	c = o.TrainConfig
 	c.Threads, c.Env, c.Log = threads, append(os.Environ(), benchChildEnv+"=1"), stderr
 	var err error
 	c.Faster, err = os.Executable()
 	return c, err
 }
 
-// checkTTA validates the time-to-accuracy mode's flags.
-func (o benchTrainOptions) checkTTA(threads int) error {
-	if o.TargetAccuracy <= 0 || o.TargetAccuracy > 1 || math.IsNaN(o.TargetAccuracy) {
-		return usagef("--target-accuracy %g: want a fraction in (0, 1], e.g. 0.9", o.TargetAccuracy)
+// benchUsage is err, a usage error when bench says the configuration was
+// given wrongly (bench.UsageError).
+func benchUsage(err error) error {
+	var ue *bench.UsageError
+	if errors.As(err, &ue) {
+		return usagef("%s", ue.Msg)
 	}
-	if o.EvalEvery < 1 || o.Rounds < 1 {
-		return usagef("--eval-every and --rounds must be positive")
-	}
-	if o.OursDDP < 0 || o.OursDDP > threads || (o.OursDDP > 0 && threads%o.OursDDP != 0) {
-		return usagef("--ours-ddp %d: want a number of processes that divides --threads %d", o.OursDDP, threads)
-	}
-	if o.RecipeAblation && o.Recipe != "fast" {
-		return usagef("--recipe-ablation takes the parts out of --recipe fast")
-	}
-	if !o.NoPeer {
-		if _, err := os.Stat(o.Peer); err != nil {
-			return usagef("--peer %s: %v (run from the repository root, or give its path)", o.Peer, err)
-		}
-	}
-	return nil
+	return err
 }
