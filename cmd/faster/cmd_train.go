@@ -17,6 +17,7 @@ import (
 	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/fit"
+	"github.com/faster-training/faster/internal/jsonfield"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/progress"
 	_ "github.com/faster-training/faster/train/onednn" // registers "onednn" when built with cgo
@@ -235,7 +236,7 @@ func (o *trainOptions) usage(ps []augment.Problem) error {
 			return ""
 		}
 		return f
-	}, fieldPaths(reflect.TypeOf(fit.Config{}), ""))
+	}, jsonfield.Paths(reflect.TypeOf(fit.Config{}), ""))
 }
 
 // readConfig makes --config FILE the run's configuration, the flags given
@@ -305,7 +306,7 @@ func (o *trainOptions) configOf() (fit.Config, []augment.Problem) {
 	ls.OnError, ls.MaxBad, ls.Quarantine = o.onError, loader.Budget(o.maxBad), o.quarantine
 	var fields []string
 	for _, r := range loaderFlagTable {
-		if changed(r.flag) && !trainRunFlags[r.flag] && fieldByJSON(reflect.ValueOf(&o.cfg.Data).Elem(), strings.Split(r.field, ".")[0]).IsValid() {
+		if changed(r.flag) && !trainRunFlags[r.flag] && jsonfield.ByName(reflect.ValueOf(&o.cfg.Data).Elem(), strings.Split(r.field, ".")[0]).IsValid() {
 			switch r.flag {
 			case "batch", "seed", "resolution", "classes", "label-offset": // train's own flags, bound to cfg
 				continue
@@ -313,7 +314,7 @@ func (o *trainOptions) configOf() (fit.Config, []augment.Problem) {
 			fields = append(fields, r.field)
 		}
 	}
-	copyFields(&cfg.Data.Spec, &ls, fields)
+	jsonfield.Copy(&cfg.Data.Spec, &ls, fields)
 	if changed("augment-recipe") {
 		name := cfg.Data.Recipe.Name
 		cfg.Data.Recipe.UseNamed(name, func(field string) bool { return changed(loaderFlagOf("recipe." + field)) }) //nolint:errcheck // Validate names a bad one

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -194,65 +193,6 @@ func flagProblems(ps []augment.Problem, flagOf func(string) string, fields []str
 
 // fieldWord is a field's name in a message: words joined by _.
 var fieldWord = regexp.MustCompile(`\b[a-z]+(?:_[a-z0-9]+)+\b`)
-
-// fieldPaths lists the JSON field paths of v's struct type (embedded
-// structs inline), nested structs as a.b.
-func fieldPaths(t reflect.Type, prefix string) []string {
-	var out []string
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if !sf.IsExported() || name == "-" {
-			continue
-		}
-		ft := sf.Type
-		if sf.Anonymous && name == "" {
-			out = append(out, fieldPaths(ft, prefix)...)
-			continue
-		}
-		p := prefix + name
-		out = append(out, p)
-		if ft.Kind() == reflect.Struct {
-			out = append(out, fieldPaths(ft, p+".")...)
-		}
-	}
-	return out
-}
-
-// copyFields copies the fields at paths from src to dst (structs of one
-// type, paths by JSON name as fieldPaths gives them).
-func copyFields(dst, src any, paths []string) {
-	for _, p := range paths {
-		d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
-		for _, name := range strings.Split(p, ".") {
-			d, s = fieldByJSON(d, name), fieldByJSON(s, name)
-			if !d.IsValid() {
-				panic("copyFields: no field " + p)
-			}
-		}
-		d.Set(s)
-	}
-}
-
-// fieldByJSON is v's field of that JSON name, looking into embedded
-// structs.
-func fieldByJSON(v reflect.Value, name string) reflect.Value {
-	t := v.Type()
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		n, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if sf.Anonymous && n == "" {
-			if f := fieldByJSON(v.Field(i), name); f.IsValid() {
-				return f
-			}
-			continue
-		}
-		if n == name {
-			return v.Field(i)
-		}
-	}
-	return reflect.Value{}
-}
 
 // spec is the loader.Spec the loader flags describe (their values, the
 // named recipe's on the flags not given).
