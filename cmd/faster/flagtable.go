@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"io"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -14,29 +13,15 @@ import (
 	"github.com/faster-training/faster/loader"
 )
 
-// readSpecArg reads --spec's argument over base: a file, - for stdin, or
-// the JSON itself (an argument starting with {). A problem is a usage
-// error naming --spec and the file.
+// readSpecArg reads --spec's argument over base (loader.ReadSpecArg: a
+// file, - for stdin, or the JSON itself). A problem is a usage error
+// naming --spec and the file.
 func readSpecArg(arg string, stdin io.Reader, base loader.Spec) (loader.Spec, error) {
-	name, r := arg, io.Reader(nil)
+	s, name, err := loader.ReadSpecArg(arg, stdin, base)
 	switch {
-	case strings.HasPrefix(strings.TrimSpace(arg), "{"):
-		name, r = "(inline JSON)", strings.NewReader(arg)
-	case arg == "-":
-		name, r = "(stdin)", stdin
-		if r == nil {
-			r = os.Stdin
-		}
-	default:
-		f, err := os.Open(arg)
-		if err != nil {
-			return base, usagef("--spec: %v", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	s, err := loader.ReadSpec(r, base)
-	if err != nil {
+	case err != nil && name == "":
+		return base, usagef("--spec: %v", err)
+	case err != nil:
 		return base, usagef("--spec %s: %v", name, err)
 	}
 	return s, nil
