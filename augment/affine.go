@@ -11,12 +11,14 @@ import (
 
 // Interp selects how the geometric ops (rotate, affine) sample the source:
 // torchvision's InterpolationMode.NEAREST or BILINEAR on the tensor path
-// (torch.nn.functional.grid_sample, align_corners=False, zero padding).
+// (torch.nn.functional.grid_sample, align_corners=False, zero padding),
+// or BICUBIC, which torchvision warps on PIL images only: PIL's (WarpPIL).
 type Interp uint8
 
 const (
 	WarpNearest Interp = iota
 	WarpBilinear
+	WarpBicubic
 )
 
 func (i Interp) String() string {
@@ -25,6 +27,8 @@ func (i Interp) String() string {
 		return "nearest"
 	case WarpBilinear:
 		return "bilinear"
+	case WarpBicubic:
+		return "bicubic"
 	}
 	return fmt.Sprintf("Interp(%d)", uint8(i))
 }
@@ -94,6 +98,9 @@ func RotateMatrix(w, h int, angle float64, center *[2]float64) [6]float64 {
 func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []float64) error {
 	if err := checkImage(m); err != nil {
 		return err
+	}
+	if interp != WarpNearest && interp != WarpBilinear {
+		return fmt.Errorf("augment: Warp samples as grid_sample, nearest or bilinear, not %v (bicubic warps are PIL's: WarpPIL)", interp)
 	}
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
@@ -326,6 +333,9 @@ func floor32(x float32) int {
 // center (nil: the image centre), torchvision's rotate(expand=False) on
 // the tensor path; see Warp for fill.
 func (s *Scratch) Rotate(m *imgcodec.Image, angle float64, interp Interp, center *[2]float64, fill []float64) error {
+	if interp == WarpBicubic { // PIL's Image.rotate (see WarpPIL)
+		return s.WarpPIL(m, PILRotateMatrix(m.Width, m.Height, angle, center), fill)
+	}
 	return s.Warp(m, RotateMatrix(m.Width, m.Height, angle, center), interp, fill)
 }
 
@@ -342,6 +352,11 @@ type AffineParams struct {
 // Affine applies p to m in place about center (nil: the image centre),
 // torchvision's affine on the tensor path; see Warp for fill.
 func (s *Scratch) Affine(m *imgcodec.Image, p AffineParams, interp Interp, center *[2]float64, fill []float64) error {
+	if interp == WarpBicubic { // torchvision's affine on PIL images (see WarpPIL)
+		mat := PILAffineMatrix(m.Width, m.Height, center, p.Angle,
+			[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})
+		return s.WarpPIL(m, mat, fill)
+	}
 	mat := InverseAffine(m.Width, m.Height, center, p.Angle,
 		[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})
 	return s.Warp(m, mat, interp, fill)

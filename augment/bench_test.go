@@ -130,6 +130,10 @@ func BenchmarkOps(b *testing.B) {
 		{"affine/bilinear", func(s *Scratch, m *imgcodec.Image) error {
 			return s.Affine(m, AffineParams{Angle: 12, Translate: [2]int{5, -9}, Scale: 1.1, ShearX: 8}, WarpBilinear, nil, nil)
 		}},
+		{"rotate/bicubic", func(s *Scratch, m *imgcodec.Image) error { return s.Rotate(m, 17, WarpBicubic, nil, []float64{0}) }},
+		{"affine/bicubic", func(s *Scratch, m *imgcodec.Image) error {
+			return s.Affine(m, AffineParams{Angle: 12, Translate: [2]int{5, -9}, Scale: 1.1, ShearX: 8}, WarpBicubic, nil, nil)
+		}},
 		{"adjust_sharpness", func(s *Scratch, m *imgcodec.Image) error { return s.AdjustSharpness(m, 1.5) }},
 		{"posterize", func(_ *Scratch, m *imgcodec.Image) error { return Posterize(m, 4) }},
 		{"solarize", func(_ *Scratch, m *imgcodec.Image) error { return Solarize(m, 128) }},

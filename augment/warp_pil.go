@@ -1,0 +1,248 @@
+package augment
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/faster-training/faster/imgcodec"
+)
+
+// The bicubic warps are PIL's: torchvision 0.14 warps bicubic on PIL
+// images only (its tensor rotate and affine raise "Interpolation mode
+// 'bicubic' is unsupported with Tensor input"), through Image.rotate and
+// Image.transform(AFFINE, BICUBIC). With WarpBicubic, Rotate, Affine and
+// ApplyAugOp take that path whole: torchvision's matrices for PIL images
+// (the centre in pixels, Image.rotate's own matrix), PIL's sampling
+// (libImaging/Geometry.c: ImagingGenericTransform with the bicubic
+// filter) and PIL's fill (every pixel whose sampling position falls
+// outside the picture takes the fill, no blending).
+
+// degToRad and radToDeg are CPython's math.radians and math.degrees
+// factors, pi/180 and 180/pi rounded from the float64 pi (a variable: Go
+// would fold a constant expression exactly).
+var (
+	pilPi    = math.Pi
+	degToRad = pilPi / 180
+	radToDeg = 180 / pilPi
+)
+
+// PILAffineMatrix is the matrix torchvision's affine hands PIL's
+// Image.transform: _get_inverse_affine_matrix about center in pixel
+// coordinates ((0, 0) the top-left corner; nil: the picture's centre,
+// width/2, height/2), in Python's float64 order. It maps an output
+// position (x + 0.5, y + 0.5) to the source position it samples:
+// [a, b, c, d, e, f] with x' = a x + b y + c, y' = d x + e y + f.
+func PILAffineMatrix(w, h int, center *[2]float64, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
+	cx, cy := float64(w)*0.5, float64(h)*0.5
+	if center != nil {
+		cx, cy = center[0], center[1]
+	}
+	rot := angle * degToRad
+	sx, sy := shear[0]*degToRad, shear[1]*degToRad
+	tx, ty := translate[0], translate[1]
+	cosRS, sinRS, cosSY, tanSX := pilCos(rot-sy), pilSin(rot-sy), pilCos(sy), pilTan(sx)
+	a := cosRS / cosSY
+	b := float64(-cosRS*tanSX)/cosSY - pilSin(rot)
+	c := sinRS / cosSY
+	d := float64(-sinRS*tanSX)/cosSY + pilCos(rot)
+	m := [6]float64{d, -b, 0, -c, a, 0}
+	for i := range m {
+		m[i] /= scale
+	}
+	// The explicit conversions keep each product rounded (no fused
+	// multiply-add), as CPython computes it.
+	m[2] += float64(m[0]*(-cx-tx)) + float64(m[1]*(-cy-ty))
+	m[5] += float64(m[3]*(-cx-tx)) + float64(m[4]*(-cy-ty))
+	m[2] += cx
+	m[5] += cy
+	return m
+}
+
+// PILRotateMatrix is the matrix PIL's Image.rotate(angle, center=center)
+// hands Image.transform (expand=False, no translation): the angle taken
+// modulo 360 as Python does, its cosine and sine rounded to 15 decimals,
+// about center (nil: width/2, height/2).
+func PILRotateMatrix(w, h int, angle float64, center *[2]float64) [6]float64 {
+	cx, cy := float64(w)/2, float64(h)/2
+	if center != nil {
+		cx, cy = center[0], center[1]
+	}
+	// Python's float %: fmod, then the divisor's sign.
+	a := math.Mod(angle, 360)
+	if a < 0 {
+		a += 360
+	}
+	if a == 0 {
+		a = 0 // +0, as Python's
+	}
+	a = -(a * degToRad)
+	cos, sin := round15(pilCos(a)), round15(pilSin(a))
+	m := [6]float64{cos, sin, 0, round15(-pilSin(a)), cos, 0}
+	x, y := -cx, -cy
+	m[2] = float64(m[0]*x) + float64(m[1]*y) + m[2]
+	m[5] = float64(m[3]*x) + float64(m[4]*y) + m[5]
+	m[2] += cx
+	m[5] += cy
+	return m
+}
+
+// round15 is Python's round(x, 15): the float64 nearest the decimal
+// rounding of x to 15 places.
+func round15(x float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 15, 64), 64)
+	return v
+}
+
+// WarpPIL resamples m in place through mat (from PILAffineMatrix or
+// PILRotateMatrix) as PIL's Image.transform(AFFINE, BICUBIC) does on an
+// RGB or L picture: output pixel (x, y) samples the source at mat applied
+// to (x + 0.5, y + 0.5); a position outside [0, width) x [0, height)
+// takes the fill (PIL's fillcolor: int of each value; nil is black), any
+// other the bicubic of PIL's transform filter (a = -1, its taps clamped to
+// the picture's edges, computed in float64 in PIL's order, truncated to a
+// byte).
+func (s *Scratch) WarpPIL(m *imgcodec.Image, mat [6]float64, fill []float64) error {
+	if err := checkImage(m); err != nil {
+		return err
+	}
+	w, h, ch := m.Width, m.Height, m.Channels
+	rowLen := w * ch
+	s.src = grow(s.src, rowLen*h)
+	src := s.src[:rowLen*h]
+	for y := 0; y < h; y++ {
+		copy(src[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
+	}
+	var fillb [3]uint8
+	if fill != nil {
+		if len(fill) != 1 && len(fill) != ch {
+			return fmt.Errorf("augment: %d fill values for %d channels", len(fill), ch)
+		}
+		for c := range ch {
+			fillb[c] = uint8(int(fill[min(c, len(fill)-1)])) // PIL's int(fill)
+		}
+	}
+	a0, a1, a2, a3, a4, a5 := mat[0], mat[1], mat[2], mat[3], mat[4], mat[5]
+	fw, fh := float64(w), float64(h)
+	for y := 0; y < h; y++ {
+		yin := float64(y) + 0.5
+		rowX, rowY := float64(a1*yin), float64(a4*yin)
+		out := m.Pix[y*m.Stride:][:rowLen]
+		for x := 0; x < w; x++ {
+			xin := float64(x) + 0.5
+			// affine_transform: a0 xin + a1 yin + a2, left to right
+			xx := float64(a0*xin) + rowX + a2
+			yy := float64(a3*xin) + rowY + a5
+			o := out[x*ch : x*ch+ch : x*ch+ch]
+			if !(xx >= 0 && xx < fw && yy >= 0 && yy < fh) {
+				copy(o, fillb[:ch])
+				continue
+			}
+			if ch == 3 && pilFast && bicubicPIL3(o, src, xx, yy, w, h) {
+				continue
+			}
+			bicubicPIL(o, src, xx, yy, w, h, ch)
+		}
+	}
+	return nil
+}
+
+// pilFast lets WarpPIL take bicubicPIL3 (tests turn it off to compare).
+var pilFast = true
+
+// bicubicPIL3 is bicubicPIL for an RGB picture at a position whose 4x4
+// taps all lie inside it (false, nothing written, otherwise): the taps of
+// a row are 12 contiguous bytes, no clamping; the same arithmetic.
+func bicubicPIL3(o, src []byte, xx, yy float64, w, h int) bool {
+	xx -= 0.5
+	yy -= 0.5
+	// xx, yy >= -0.5 here: int() truncation is floor but in [-0.5, 0)
+	x, y := int(xx), int(yy)
+	if x < 1 || y < 1 || x > w-3 || y > h-3 {
+		return false
+	}
+	dx, dy := xx-float64(x), yy-float64(y)
+	rowLen := w * 3
+	i := (y-1)*rowLen + (x-1)*3
+	r0 := src[i : i+12 : i+12]
+	r1 := src[i+rowLen : i+rowLen+12 : i+rowLen+12]
+	r2 := src[i+2*rowLen : i+2*rowLen+12 : i+2*rowLen+12]
+	r3 := src[i+3*rowLen : i+3*rowLen+12 : i+3*rowLen+12]
+	o = o[:3:3]
+	for c := range 3 {
+		v0 := cubicBytes(int(r0[c]), int(r0[3+c]), int(r0[6+c]), int(r0[9+c]), dx)
+		v1 := cubicBytes(int(r1[c]), int(r1[3+c]), int(r1[6+c]), int(r1[9+c]), dx)
+		v2 := cubicBytes(int(r2[c]), int(r2[3+c]), int(r2[6+c]), int(r2[9+c]), dx)
+		v3 := cubicBytes(int(r3[c]), int(r3[3+c]), int(r3[6+c]), int(r3[9+c]), dx)
+		r := cubicPIL(v0, v1, v2, v3, dy)
+		switch {
+		case r <= 0:
+			o[c] = 0
+		case r >= 255:
+			o[c] = 255
+		default:
+			o[c] = uint8(r)
+		}
+	}
+	return true
+}
+
+// bicubicPIL is PIL's bicubic transform filter at (xx, yy), a position
+// inside the picture: the 4x4 taps around it, their rows and columns
+// clamped to the picture, each row's cubic from its bytes, then the cubic
+// of the four rows.
+func bicubicPIL(o, src []byte, xx, yy float64, w, h, ch int) {
+	xx -= 0.5
+	yy -= 0.5
+	x, y := int(math.Floor(xx)), int(math.Floor(yy))
+	dx, dy := xx-float64(x), yy-float64(y)
+	var cols [4]int
+	var rows [4]int
+	for k := range 4 {
+		cols[k] = min(max(x-1+k, 0), w-1) * ch
+		rows[k] = min(max(y-1+k, 0), h-1) * w * ch
+	}
+	for c := range ch {
+		var v [4]float64
+		for k, r := range rows {
+			p := src[r+c:]
+			v[k] = cubicBytes(int(p[cols[0]]), int(p[cols[1]]), int(p[cols[2]]), int(p[cols[3]]), dx)
+		}
+		r := cubicPIL(v[0], v[1], v[2], v[3], dy)
+		switch {
+		case r <= 0:
+			o[c] = 0
+		case r >= 255:
+			o[c] = 255
+		default:
+			o[c] = uint8(r) // truncated, as C's (UINT8) cast
+		}
+	}
+}
+
+// cubicBytes is PIL's BICUBIC macro on four bytes: its coefficients are
+// integer sums (C's integer promotion), exact.
+func cubicBytes(v1, v2, v3, v4 int, d float64) float64 {
+	p1 := float64(v2)
+	p2 := float64(-v1 + v3)
+	p3 := float64(2*(v1-v2) + v3 - v4)
+	p4 := float64(-v1 + v2 - v3 + v4)
+	return horner(p1, p2, p3, p4, d)
+}
+
+// cubicPIL is PIL's BICUBIC macro on four float64 values, in its order.
+func cubicPIL(v1, v2, v3, v4, d float64) float64 {
+	p1 := v2
+	p2 := -v1 + v3
+	p3 := float64(2*(v1-v2)) + v3 - v4
+	p4 := -v1 + v2 - v3 + v4
+	return horner(p1, p2, p3, p4, d)
+}
+
+// horner is p1 + d (p2 + d (p3 + d p4)), each product rounded (no fused
+// multiply-add, as C on x86-64 computes it).
+func horner(p1, p2, p3, p4, d float64) float64 {
+	t := p3 + float64(d*p4)
+	t = p2 + float64(d*t)
+	return p1 + float64(d*t)
+}
