@@ -397,13 +397,20 @@ func (c *opCheck) resizeInterp() {
 	}
 }
 
-// warpInterp checks a warp's interpolation: torchvision's tensor path
-// (grid_sample) nearest or bilinear.
+// warpInterp checks a warp's interpolation: nearest or bilinear
+// (torchvision's tensor path, grid_sample), or bicubic (PIL's, where
+// torchvision warps bicubic: on PIL images; CompileFor refuses it after
+// PILToTensor). AugMix warps tensors whatever it is given, so torchvision
+// refuses it bicubic.
 func (c *opCheck) warpInterp() {
 	switch c.op.Interpolation {
 	case "", "nearest", "bilinear":
+	case "bicubic":
+		if c.op.Op == OpAugMix {
+			c.bad("interpolation", "\"bicubic\": torchvision's AugMix warps tensors, which it refuses bicubic (Interpolation mode 'bicubic' is unsupported with Tensor input); want nearest or bilinear")
+		}
 	default:
-		c.bad("interpolation", "%q: faster warps with nearest or bilinear", c.op.Interpolation)
+		c.bad("interpolation", "%q: want nearest, bilinear or bicubic", c.op.Interpolation)
 	}
 }
 

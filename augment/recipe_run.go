@@ -190,6 +190,11 @@ func (r Recipe) CompileFor(in int) (*Compiled, error) {
 		if !picture {
 			return nil, Problem{at(i), fmt.Sprintf("%s after %s (%s): faster runs the picture ops on uint8 pixels, before the float conversion; move it before", op.Op, r[float].Op, at(float))}
 		}
+		if tensor >= 0 && op.Interpolation == "bicubic" && warps(op.Op) {
+			return nil, Problem{at(i) + ".interpolation", fmt.Sprintf("bicubic after %s (%s): torchvision warps bicubic on PIL images only "+
+				"(on tensors it raises Interpolation mode 'bicubic' is unsupported with Tensor input); move %s before %s, or warp bilinear",
+				r[tensor].Op, at(tensor), op.Op, r[tensor].Op)}
+		}
 		st, err := stepOf(op, &w, &h)
 		if err != nil {
 			return nil, Problem{at(i), err.Error()}
@@ -261,10 +266,23 @@ func fillOf(f Nums, def []float64) []float64 {
 }
 
 func warpOf(s string) Interp {
-	if s == "bilinear" {
+	switch s {
+	case "bilinear":
 		return WarpBilinear
+	case "bicubic":
+		return WarpBicubic // PIL's: CompileFor allows it before the tensor only
 	}
 	return WarpNearest
+}
+
+// warps says whether op warps with its interpolation (the rotations,
+// affines and policies).
+func warps(op string) bool {
+	switch op {
+	case OpRandomRotation, OpRandomAffine, OpTrivialAugmentWide, OpRandAugment, OpAutoAugment, OpAugMix:
+		return true
+	}
+	return false
 }
 
 func intOr(p *int, def int) int {
