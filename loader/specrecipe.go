@@ -114,8 +114,12 @@ func (s *Spec) augmentParamProblems() []augment.Problem {
 	}
 	switch p.AugmentInterpolation {
 	case "", "nearest", "bilinear":
+	case "bicubic": // PIL's warps: the fixed recipe's policy and warps come before ToTensor
+		if p.AutoAugment == "augmix" {
+			add("augment_interpolation", "\"bicubic\" with auto_augment augmix: torchvision's AugMix warps tensors, which it refuses bicubic (Interpolation mode 'bicubic' is unsupported with Tensor input); want nearest or bilinear")
+		}
 	default:
-		add("augment_interpolation", "%q: want nearest or bilinear (torchvision's tensor path warps with these)", p.AugmentInterpolation)
+		add("augment_interpolation", "%q: want nearest, bilinear or bicubic", p.AugmentInterpolation)
 	}
 	if f := p.AugmentFill; f != nil {
 		if len(f) != 1 && len(f) != 3 {

@@ -55,7 +55,7 @@ func (af *augmentFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&af.raM, "ra-m", 9, "train: RandAugment's magnitude (a bin below --magnitude-bins)")
 	f.IntVar(&af.bins, "magnitude-bins", 31, "train: num_magnitude_bins of TrivialAugmentWide and RandAugment (2 to 1024)")
 	f.IntVar(&af.augmixSeverity, "augmix-severity", 3, "train: AugMix's severity (1 to 10)")
-	f.StringVar(&af.interp, "augment-interpolation", "nearest", "train: the auto-augment policy's interpolation, nearest (torchvision's default) or bilinear (what the references pass)")
+	f.StringVar(&af.interp, "augment-interpolation", "nearest", "train: the auto-augment policy's and the warps' interpolation, nearest (torchvision's default), bilinear (what the references pass) or bicubic (the Swin and MaxViT recipes; PIL's warps, as torchvision runs them on PIL images; not with augmix)")
 	f.Float64SliceVar(&af.fill, "augment-fill", nil, "train: the policy's fill for pixels its warps leave, one number or R,G,B in 0..255 (default torchvision's fill=None: 0)")
 	f.Float64SliceVar(&af.colorJitter, "color-jitter", nil, "train: ColorJitter(brightness, contrast, saturation, hue) after the policy: four numbers B,C,S,H as torchvision's scalars, or eight, each a LO,HI range (0,0: off)")
 	f.Float64Var(&af.grayscale, "grayscale-prob", 0, "train: RandomGrayscale's p, after ColorJitter")
