@@ -868,9 +868,33 @@ class AnyOrderTest(unittest.TestCase):
         policy = T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=B)
         tf = T.Compose([crop, T.PILToTensor(), policy, T.ConvertImageDtype(torch.float32)])
         self.check_policy(tf, policy, "land", crop, 8, "tensor", 1.0)
-        policy = T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=C)
-        tf = T.Compose([crop, policy, T.PILToTensor(), T.ConvertImageDtype(torch.float32)])
-        self.check_policy(tf, policy, "land", crop, 8, "pil", BOUNDS["pil-bilinear-warp"][0])
+        # Every policy bicubic on PIL images: the warps are PIL's own
+        # (augment.WarpPIL, equal to PIL's bytes); the bound is the colour
+        # ops' on the PIL path (pil-colour: faster computes them as the
+        # tensor path does).
+        for policy in (T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=C),
+                       T.AutoAugment(T.AutoAugmentPolicy.CIFAR10, interpolation=C),
+                       T.AutoAugment(T.AutoAugmentPolicy.SVHN, interpolation=C, fill=[10, 120, 250]),
+                       T.RandAugment(num_ops=2, magnitude=9, interpolation=C, fill=[200, 30, 60]),
+                       T.TrivialAugmentWide(num_magnitude_bins=15, interpolation=C)):
+            tf = T.Compose([crop, policy, T.PILToTensor(), T.ConvertImageDtype(torch.float32)])
+            self.check_policy(tf, policy, "land", crop, 8, "pil", BOUNDS["pil-colour"][0])
+
+    def test_bicubic_warps(self):
+        # RandomRotation and RandomAffine bicubic on PIL images (their draws
+        # forced), PIL's warps: torchvision's bytes (before: refused, "faster
+        # warps with nearest or bilinear").
+        import torch
+        from torchvision import transforms as T
+        C = T.InterpolationMode.BICUBIC
+        for warp in (T.RandomRotation((17.5, 17.5), interpolation=C),
+                     T.RandomRotation((-33, -33), interpolation=C, center=(20, 30), fill=(128, 30, 250)),
+                     T.RandomAffine((12, 12), scale=(1.1, 1.1), shear=(8, 8, -4, -4), interpolation=C),
+                     T.RandomAffine((0, 0), shear=(26.6, 26.6), interpolation=C, fill=77)):
+            tf = T.Compose([T.Resize(40), T.CenterCrop(32), warp, T.ToTensor()])
+            self.assert_close(tf, "land", [1.0, 1.0, 1.0], "pil")
+            tf = T.Compose([T.CenterCrop(40), warp, T.PILToTensor(), T.ConvertImageDtype(torch.float32)])
+            self.assert_close(tf, "port", [1.0, 1.0, 1.0], "pil")
 
 
 if __name__ == "__main__":
