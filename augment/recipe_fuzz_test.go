@@ -19,6 +19,7 @@ func FuzzRecipe(f *testing.F) {
 		`[{"op": "RandomCrop", "size": [8, 50], "pad_if_needed": true, "padding_mode": "symmetric", "fill": 3}, {"op": "RandomVerticalFlip", "p": 1}, {"op": "ColorJitter", "brightness": [0.5, 1.5], "hue": 0.2}]`,
 		`[{"op": "Resize", "size": 7, "max_size": 9}, {"op": "RandomCrop", "size": 7}]`,
 		`[{"op": "RandomAffine", "degrees": 10, "shear": [1, 2, 3, 4]}, {"op": "CenterCrop", "size": 5}]`,
+		`[{"op": "CenterCrop", "size": 9}, {"op": "RandomRotation", "degrees": 400, "interpolation": "bicubic", "center": [-3, 40]}, {"op": "RandAugment", "interpolation": "bicubic", "fill": 255}]`,
 	} {
 		f.Add([]byte(s), 24, 17)
 	}
