@@ -157,9 +157,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) (re
 		if o.timeoutSet || cc.Timeout == 0 {
 			cc.Timeout = o.timeout
 		}
-		cfg.Model.Threads = rankThreads(cfg.Model.Threads, cc)
-		cfg.Parallel.LocalRanks = max(cc.LocalSize, 1)
-		if comm, err = collective.Open("gloo", cc); err != nil {
+		if comm, err = cfg.Join(cc); err != nil {
 			return err
 		}
 		defer comm.Close()

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/faster-training/faster/collective"
 	_ "github.com/faster-training/faster/collective/gloo" // registers "gloo" when built with cgo
 	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/launch"
@@ -78,16 +76,6 @@ func checkNodes(o *trainOptions) []string {
 	problems := n.Check(nodeFlag)
 	o.setNode(n)
 	return problems
-}
-
-// rankThreads is a rank's --threads: as given, or this machine's CPUs
-// divided among the ranks on it (LOCAL_WORLD_SIZE, which torchrun and our
-// launcher set).
-func rankThreads(threads int, cfg collective.Config) int {
-	if threads > 0 || cfg.LocalSize < 1 {
-		return threads
-	}
-	return max(1, runtime.NumCPU()/cfg.LocalSize)
 }
 
 // runLaunch starts o.nproc ranks of this command on this machine (node

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -535,24 +534,6 @@ func TestTrainMultiNodeLauncher(t *testing.T) {
 	} {
 		if code, _, errs := runCLI(t, append([]string{"train", "--strategy", "ddp", "--data", dir}, args...)...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
-		}
-	}
-}
-
-// A rank's threads default to the machine's CPUs over the ranks on it.
-func TestRankThreads(t *testing.T) {
-	n := runtime.NumCPU()
-	for _, c := range []struct {
-		threads, local, want int
-	}{
-		{0, 0, 0}, // no launcher: the backend's default (all CPUs)
-		{0, 1, n},
-		{0, 2, max(1, n/2)},
-		{0, 4 * n, 1},
-		{3, 2, 3}, // --threads wins
-	} {
-		if got := rankThreads(c.threads, collective.Config{LocalSize: c.local}); got != c.want {
-			t.Errorf("--threads %d, LOCAL_WORLD_SIZE %d: %d threads, want %d", c.threads, c.local, got, c.want)
 		}
 	}
 }
