@@ -141,19 +141,12 @@ func runPack(ctx context.Context, o packOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rep := shard.NewPackReport(res, taskOrNil(t, tasked), o.src, src.Kind(), o.dst)
+	rep := shard.NewPackReport(res, task.OrNil(t, tasked), o.src, src.Kind(), o.dst)
 	if o.json {
 		return writeJSON(stdout, rep)
 	}
 	rep.WriteText(stdout)
 	return nil
-}
-
-func taskOrNil(t task.Task, ok bool) *task.Task {
-	if !ok {
-		return nil
-	}
-	return &t
 }
 
 func runPackMerge(ctx context.Context, cmd *cobra.Command, o packOptions, stdout io.Writer) error {

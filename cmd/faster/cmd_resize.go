@@ -128,7 +128,7 @@ func runResize(ctx context.Context, o resizeOptions, stdout, stderr io.Writer) e
 	if tasked {
 		fmt.Fprintf(stderr, "%s: part committed; run \"faster resize --merge --dst %s\" once every task is done\n", t, o.dst)
 	}
-	rep := downscale.NewReport(res, taskOrNil(t, tasked), o.src, o.dst, o.maxSize)
+	rep := downscale.NewReport(res, task.OrNil(t, tasked), o.src, o.dst, o.maxSize)
 	if o.json {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err

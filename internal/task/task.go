@@ -81,6 +81,15 @@ func Parse(s string) (Task, error) {
 	return Task{Index: i, Count: n, Source: "--task"}, nil
 }
 
+// OrNil is &t when ok (Resolve found a task), else nil: the task a
+// report names, left out for a job run whole.
+func OrNil(t Task, ok bool) *Task {
+	if !ok {
+		return nil
+	}
+	return &t
+}
+
 // Resolve returns this process's task: from flag ("i/n", empty when not
 // given), else from the environment read by getenv (os.Getenv). count is
 // --task-count (0 when not given): the task count of a Kubernetes Indexed

@@ -195,3 +195,14 @@ func TestResolveQuotesLongValuesShort(t *testing.T) {
 		}
 	}
 }
+
+// OrNil names a task for a report only when one was resolved (moved here
+// from cmd/faster's taskOrNil, which pack's and resize's --json use).
+func TestOrNil(t *testing.T) {
+	if p := OrNil(Task{Index: 1, Count: 2, Source: "--task"}, true); p == nil || *p != (Task{Index: 1, Count: 2, Source: "--task"}) {
+		t.Errorf("a task: %v", p)
+	}
+	if p := OrNil(Task{}, false); p != nil {
+		t.Errorf("no task: %v", p)
+	}
+}
