@@ -459,7 +459,10 @@ func padOf(p Nums) [4]int {
 }
 
 // rrcStep is RandomResizedCrop after other ops: the crop drawn on the
-// picture as it is, resampled to w x h.
+// picture as it is, then the crop alone resampled to w x h, as
+// torchvision's resized_crop (crop, then resize: the filter clamps at the
+// crop's edges; a resize of the box within the picture, PIL's
+// resize(box=), would read the pixels around it).
 type rrcStep struct {
 	w, h         int
 	scale, ratio [2]float64
@@ -468,9 +471,9 @@ type rrcStep struct {
 
 func (st *rrcStep) Run(a *Augmenter, _ *Scratch, rng *rand.Rand, m *imgcodec.Image) (*imgcodec.Image, error) {
 	c := RandomResizedCropRect(rng, m.Width, m.Height, st.scale, st.ratio)
+	crop := SubImage(m, c.Min.X, c.Min.Y, c.Max.X, c.Max.Y)
 	dst := imgcodec.NewImage(st.w, st.h, m.Channels)
-	err := a.ResizeBox(dst, m, Box{float64(c.Min.X), float64(c.Min.Y), float64(c.Max.X), float64(c.Max.Y)}, st.filter, false)
-	return swap(dst, m, err)
+	return swap(dst, m, a.Resize(dst, &crop, st.filter))
 }
 
 // swap returns dst and releases m, or releases dst on an error.

@@ -75,6 +75,25 @@ func recipeTVCases() []recipeTVCase {
 		cs = append(cs, recipeTVCase{name: fmt.Sprintf("Resize/%v/%s/max=%v", []float64(r.size), r.interp, tvArgs["max_size"]),
 			op: Op{Op: OpResize, Size: r.size, Interpolation: r.interp, MaxSize: r.max}, tv: fixed([2]any{"resize", tvArgs})})
 	}
+	// RandomResizedCrop after another op (a step, not the fused head):
+	// torchvision's resized_crop crops, then resizes the crop, so the
+	// filter clamps at the crop's edges (PIL's resize(box=) reads the
+	// pixels around the box: up to 15 levels apart on the edges).
+	for _, r := range []struct {
+		size   Nums
+		interp string
+		scale  Nums
+	}{{Nums{100}, "bilinear", nil}, {Nums{64, 90}, "bicubic", nil}, {Nums{120}, "nearest", nil},
+		{Nums{150}, "bicubic", Nums{0.02, 0.1}}, {Nums{40, 30}, "bilinear", Nums{0.5, 1}}} {
+		op := Op{Op: OpRandomResizedCrop, Size: r.size, Interpolation: r.interp, Scale: r.scale}
+		cs = append(cs, recipeTVCase{name: fmt.Sprintf("RandomResizedCrop(step)/%v/%s/%v", []float64(r.size), r.interp, []float64(r.scale)), op: op,
+			tv: func(w, h int, rng *rand.Rand) [][2]any {
+				c := RandomResizedCropRect(rng, w, h, pair(r.scale, DefaultScale), DefaultRatio)
+				ow, oh := sizeOf(r.size)
+				return [][2]any{{"crop", map[string]any{"top": c.Min.Y, "left": c.Min.X, "h": c.Dy(), "w": c.Dx()}},
+					{"resize", map[string]any{"size": []int{oh, ow}, "interp": r.interp}}}
+			}})
+	}
 	cs = append(cs, recipeTVCase{name: "RandomVerticalFlip/p=1", op: Op{Op: OpRandomVerticalFlip, P: f(1)}, tv: fixed([2]any{"vflip", map[string]any{}})})
 	cs = append(cs, recipeTVCase{name: "RandomVerticalFlip/p=0", op: Op{Op: OpRandomVerticalFlip, P: f(0)}, tv: fixed()})
 	// Grayscale computes torchvision's tensor path (as RandomGrayscale):
