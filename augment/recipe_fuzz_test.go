@@ -19,6 +19,8 @@ func FuzzRecipe(f *testing.F) {
 		`[{"op": "RandomCrop", "size": [8, 50], "pad_if_needed": true, "padding_mode": "symmetric", "fill": 3}, {"op": "RandomVerticalFlip", "p": 1}, {"op": "ColorJitter", "brightness": [0.5, 1.5], "hue": 0.2}]`,
 		`[{"op": "Resize", "size": 7, "max_size": 9}, {"op": "RandomCrop", "size": 7}]`,
 		`[{"op": "RandomAffine", "degrees": 10, "shear": [1, 2, 3, 4]}, {"op": "CenterCrop", "size": 5}]`,
+		`[{"op": "ToTensor"}, {"op": "Normalize", "mean": [0.5], "std": [0.2]}]`,
+		`[{"op": "RandomHorizontalFlip"}, {"op": "GaussianBlur", "kernel_size": 9}, {"op": "PILToTensor"}]`,
 		`[{"op": "CenterCrop", "size": 9}, {"op": "RandomRotation", "degrees": 400, "interpolation": "bicubic", "center": [-3, 40]}, {"op": "RandAugment", "interpolation": "bicubic", "fill": 255}]`,
 	} {
 		f.Add([]byte(s), 24, 17)
@@ -39,6 +41,16 @@ func FuzzRecipe(f *testing.F) {
 			return // a large picture: fine, but slow to fuzz
 		}
 		w, h = 1+abs(w)%48, 1+abs(h)%48
+		if c.OwnSize {
+			// Each picture's own size: planned for the data's (a blur or
+			// crop too large for it is a Problem, not a run's error).
+			if c, err = r.CompileSized(3, w, h); err != nil {
+				return
+			}
+			if !c.OwnSize || c.Width != w || c.Height != h {
+				t.Fatalf("CompileSized(%d, %d): %dx%d, OwnSize %v", w, h, c.Width, c.Height, c.OwnSize)
+			}
+		}
 		m := imgcodec.NewImage(w, h, 3)
 		for i := range m.Pix {
 			m.Pix[i] = uint8(i * 7)

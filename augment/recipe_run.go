@@ -29,6 +29,12 @@ type Compiled struct {
 	// comes before Normalize (its values are then normalised too).
 	Erasing      *RandomErasing
 	ErasingFirst bool
+	// OwnSize: no op crops or resizes (ToTensor + Normalize alone, flips,
+	// colour ops): each sample comes out at its picture's own size, so
+	// the data's pictures must all have one size. Width and Height are
+	// that size when CompileSized was given it, else 0 (the loader takes
+	// it from the data: the source's own, or its first sample's).
+	OwnSize bool
 }
 
 // HeadKind says how a recipe starts.
@@ -95,16 +101,26 @@ func (p inPlace) Run(_ *Augmenter, s *Scratch, rng *rand.Rand, m *imgcodec.Image
 func (r Recipe) Compile() (*Compiled, error) { return r.CompileFor(3) }
 
 // CompileFor plans the recipe for pictures of in channels (1: one-channel
-// data, served as one channel unless Grayscale(3) makes three). Its error
-// is a Problem naming the op. It assumes the ops' own arguments were
-// checked (Problems).
-func (r Recipe) CompileFor(in int) (*Compiled, error) {
+// data, served as one channel unless Grayscale(3) makes three), of sizes
+// not known before they are decoded (CompileSized). Its error is a
+// Problem naming the op. It assumes the ops' own arguments were checked
+// (Problems).
+func (r Recipe) CompileFor(in int) (*Compiled, error) { return r.CompileSized(in, 0, 0) }
+
+// CompileSized is CompileFor for data whose pictures are all w x h (0, 0:
+// not known): the ops' sizes are checked against it (a crop larger than
+// the picture, a blur kernel wider than it), and a recipe that keeps each
+// picture's size (OwnSize) comes out w x h.
+func (r Recipe) CompileSized(in, w, h int) (*Compiled, error) {
 	c := &Compiled{Channels: in, Std: [3]float32{1, 1, 1}}
 	at := func(i int) string { return fmt.Sprintf("augment[%d]", i) }
 	// w, h: the size after the ops so far (0: each picture's own); sizeAt
 	// the op that made it vary.
-	w, h, sizeAt := 0, 0, -1
-	tensor, float := -1, -1 // where the picture became a tensor, a float one
+	if w <= 0 || h <= 0 {
+		w, h = 0, 0
+	}
+	sizeAt, sized := -1, false // sized: an op cropped or resized
+	tensor, float := -1, -1    // where the picture became a tensor, a float one
 	normAt, eraseAt := -1, -1
 	i := 0
 	switch {
@@ -197,10 +213,17 @@ func (r Recipe) CompileFor(in int) (*Compiled, error) {
 		}
 		st, err := stepOf(op, &w, &h)
 		if err != nil {
+			if a, ok := err.(argError); ok {
+				return nil, Problem{at(i) + "." + a.arg, a.msg}
+			}
 			return nil, Problem{at(i), err.Error()}
 		}
-		if w == 0 {
-			sizeAt = i
+		switch op.Op {
+		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop:
+			sized = true
+			if w == 0 {
+				sizeAt = i // Resize(int) of pictures of any size
+			}
 		}
 		if op.Op == OpGrayscale {
 			c.Channels = cmpOr(op.NumOutputChannels, 1)
@@ -209,13 +232,11 @@ func (r Recipe) CompileFor(in int) (*Compiled, error) {
 			c.Steps = append(c.Steps, st)
 		}
 	}
-	if w == 0 {
-		if sizeAt >= 0 {
-			return nil, Problem{at(sizeAt), fmt.Sprintf("%s: the output size varies with the picture; end with a crop or Resize([h, w]) so every sample is the same size", r[sizeAt].Op)}
-		}
-		return nil, Problem{"augment", "the output size is each picture's own: add a crop (RandomResizedCrop, CenterCrop, RandomCrop) or Resize([h, w]) so every sample is the same size"}
+	if sizeAt >= 0 && w == 0 {
+		return nil, Problem{at(sizeAt), fmt.Sprintf("%s: the output size varies with the picture; end with a crop or Resize([h, w]) so every sample is the same size", r[sizeAt].Op)}
 	}
 	c.Width, c.Height = w, h
+	c.OwnSize = !sized && c.Head.Kind == HeadDecode
 	if normAt >= 0 && c.Channels == 1 && len(r[normAt].Mean) != 1 {
 		return nil, Problem{at(normAt) + ".mean", "3 values on a 1-channel picture: want 1"}
 	}
@@ -372,8 +393,8 @@ func stepOf(op Op, w, h *int) (Step, error) {
 			g.Sigma = [2]float64{s[0], s[len(s)-1]}
 		}
 		if *w != 0 && (g.KernelW/2 >= *w || g.KernelH/2 >= *h) {
-			return nil, fmt.Errorf("GaussianBlur kernel %dx%d on a %dx%d picture: want kernel sizes at most %d (torchvision's reflect padding must be below the side)",
-				g.KernelW, g.KernelH, *w, *h, 2*min(*w, *h)-1)
+			return nil, argError{"kernel_size", fmt.Sprintf("GaussianBlur kernel %dx%d on a %dx%d picture: want kernel sizes at most %d (torchvision's reflect padding must be below the side)",
+				g.KernelW, g.KernelH, *w, *h, 2*min(*w, *h)-1)}
 		}
 		return inPlace{g}, nil
 	case OpRandomRotation:
@@ -424,6 +445,12 @@ func stepOf(op Op, w, h *int) (Step, error) {
 	}
 	return nil, fmt.Errorf("%s: not a picture op", op.Op)
 }
+
+// argError is a step's problem with one of its arguments (arg, by
+// torchvision's name: the Problem's field is augment[i].arg).
+type argError struct{ arg, msg string }
+
+func (e argError) Error() string { return e.msg }
 
 // jitterOf is a ColorJitter argument as a range (a number v: center±v,
 // brightness, contrast and saturation at least 0).

@@ -273,8 +273,10 @@ func (o *Options) ensureDefaults() error {
 	if len(o.Recipe) > 0 {
 		if ps := o.Recipe.Problems(); len(ps) > 0 {
 			errs = append(errs, augment.Problems(ps))
-		} else if c, err := o.Recipe.Compile(); err == nil {
-			// The row's size for the memory check: the recipe's output.
+		} else if c, err := o.Recipe.Compile(); err == nil && !c.OwnSize {
+			// The row's size for the memory check: the recipe's output
+			// (a recipe keeping each picture's size is checked again
+			// once the data's size is known: initRecipe).
 			o.Resolution = max(c.Width, c.Height)
 		}
 		switch {
@@ -446,7 +448,12 @@ type Loader struct {
 	// rc is Options.Recipe compiled for the data; channels the batches'.
 	rc       *augment.Compiled
 	channels int
-	q        quarantine
+	// firstSize names the sample whose size a recipe keeping each
+	// picture's size serves (rc.OwnSize, the size taken from the data's
+	// first sample): every other picture must have it. "" when the
+	// source knows its size (source.Sizer) or the recipe fixes one.
+	firstSize string
+	q         quarantine
 
 	// zeroSeen: a stored label 0 was met (labels.go: the hint at 1-based
 	// labels).
@@ -555,7 +562,7 @@ func (l *Loader) init(ctx context.Context, path string) error {
 		return err
 	}
 	l.ds = ds
-	if err := l.initRecipe(path); err != nil {
+	if err := l.initRecipe(ctx, path); err != nil {
 		return err
 	}
 	switch ds := ds.(type) {
@@ -784,7 +791,7 @@ func (l *Loader) shape(res int) (c, h, w int) {
 
 // initRecipe compiles Options.Recipe for the data's channels and settles
 // the batches' channel count.
-func (l *Loader) initRecipe(path string) error {
+func (l *Loader) initRecipe(ctx context.Context, path string) error {
 	o := l.opts
 	in := 3
 	if ch, ok := l.ds.(source.Channeler); ok && ch.Channels() == 1 {
@@ -795,6 +802,11 @@ func (l *Loader) initRecipe(path string) error {
 		c, err := o.Recipe.CompileFor(in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
+		}
+		if c.OwnSize {
+			if c, err = l.ownSize(ctx, path, in); err != nil {
+				return err
+			}
 		}
 		l.rc, l.channels = c, c.Channels
 		if o.Layout == U8HWC && (c.Normalized || c.Erasing != nil) {

@@ -602,6 +602,12 @@ func (l *Loader) runRecipe(ctx context.Context, sc *scratch, s Sample, it Item, 
 		if prof != nil {
 			t = since(&prof.decode, t)
 		}
+		if rc.OwnSize {
+			if err := l.sameSize(s, src); err != nil {
+				src.Release()
+				return it, err
+			}
+		}
 		img = rgb(src)
 	}
 	for _, st := range rc.Steps {
