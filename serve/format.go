@@ -70,6 +70,9 @@ type Hello struct {
 	Rank    int      `json:"rank"`
 	World   int      `json:"world"`
 	PID     int      `json:"pid"` // the server's process id
+	// Workers is the decode threads the session's loader was opened with,
+	// after the server's cap (0: as many as the CPUs allow).
+	Workers int `json:"workers"`
 	// What a client needs to describe the epoch's order and to save a
 	// position the loader can resume from (loader.State): the dataset's
 	// size over all ranks, each rank's share of it, the order's seed and

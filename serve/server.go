@@ -100,6 +100,7 @@ type Options struct {
 	Fingerprint string
 	Sampler     string
 	Repeats     int
+	Workers     int // decode threads (Hello.Workers)
 	// Counters, if set, is where the session counts what it served and
 	// how (rows written in place or copied).
 	Counters *Counters
@@ -124,7 +125,7 @@ func ForLoader(l *loader.Loader, lo loader.Options) Options {
 		Classes: l.Classes(), Rank: lo.ShardIdx, World: lo.NumShards,
 		DatasetLen: l.DatasetLen(), PerRank: l.PerRank(), Kind: l.Kind(), Root: l.Root(), Seed: lo.Seed, Shuffle: l.Shuffles(),
 		Stream: !l.Indexed(), Drop: lo.Drop, Exact: lo.Exact, Fingerprint: l.Fingerprint(),
-		Sampler: lo.Sampler, Repeats: lo.Repeats}
+		Sampler: lo.Sampler, Repeats: lo.Repeats, Workers: lo.Workers}
 	if o.Batch == 0 {
 		o.Batch = 256
 	}
@@ -254,7 +255,7 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		Len: o.Len, Steps: o.Steps, Samples: o.Samples, Classes: o.Classes, Rank: o.Rank, World: o.World, PID: os.Getpid(),
 		DatasetLen: o.DatasetLen, PerRank: o.PerRank, Kind: o.Kind, Root: o.Root, Seed: o.Seed, Shuffle: o.Shuffle, Stream: o.Stream,
 		Drop: o.Drop, Exact: o.Exact, StateVersion: loader.StateVersion, Fingerprint: o.Fingerprint,
-		Sampler: o.Sampler, Repeats: o.Repeats,
+		Sampler: o.Sampler, Repeats: o.Repeats, Workers: o.Workers,
 	}
 	putHeader(mem.mem, &s.hello)
 	s.ring = newRing(mem.mem, &s.hello)
