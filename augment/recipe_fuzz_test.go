@@ -47,8 +47,11 @@ func FuzzRecipe(f *testing.F) {
 			if c, err = r.CompileSized(3, w, h); err != nil {
 				return
 			}
-			if !c.OwnSize || c.Width != w || c.Height != h {
-				t.Fatalf("CompileSized(%d, %d): %dx%d, OwnSize %v", w, h, c.Width, c.Height, c.OwnSize)
+			if !c.OwnSize || c.InWidth != w || c.InHeight != h || c.Width < 1 || c.Height < 1 {
+				t.Fatalf("CompileSized(%d, %d): %dx%d from %dx%d, OwnSize %v", w, h, c.Width, c.Height, c.InWidth, c.InHeight, c.OwnSize)
+			}
+			if c.Width*c.Height > 1<<16 {
+				return // a Resize(int) to a large picture
 			}
 		}
 		m := imgcodec.NewImage(w, h, 3)

@@ -12,6 +12,8 @@ import (
 // A resize of pictures of any size without a crop after it is still
 // refused, naming the op (before, each of these was refused: "the output
 // size is each picture's own", or "ColorJitter: the output size varies").
+// A Resize(int) without a crop after it is one too: its size follows the
+// picture's.
 func TestRecipeOwnSize(t *testing.T) {
 	norm := Op{Op: OpNormalize, Mean: Nums{0.5}, Std: Nums{0.5}}
 	for _, r := range []Recipe{
@@ -57,9 +59,23 @@ func TestRecipeOwnSize(t *testing.T) {
 			t.Errorf("%+v on 32x32: %v, want %s: ...%s...", c.r, err, c.field, c.msg)
 		}
 	}
-	// Resize(int) without a crop after it: still refused, naming the op.
-	ps := Recipe{{Op: OpResize, Size: Nums{256}}, {Op: OpColorJitter, Brightness: Nums{0.2}}, {Op: OpToTensor}}.Problems()
-	if len(ps) != 1 || ps[0].Field != "augment[0]" || !strings.Contains(ps[0].Msg, "Resize: the output size varies with the picture") {
-		t.Errorf("Resize(256) alone: %v", ps)
+	// Resize(int) without a crop after it: its size follows the picture's
+	// (torchvision's int(size * long / short) on the longer edge), planned
+	// once the data's size is known (before: refused, "Resize: the output
+	// size varies with the picture").
+	r := Recipe{{Op: OpResize, Size: Nums{256}}, {Op: OpColorJitter, Brightness: Nums{0.2}}, {Op: OpToTensor}}
+	if ps := r.Problems(); ps != nil {
+		t.Fatalf("Resize(256) alone: %v", Problems(ps))
+	}
+	if c, err := r.Compile(); err != nil || !c.OwnSize || c.Width != 0 || c.InWidth != 0 {
+		t.Fatalf("Resize(256) alone, size unknown: %+v %v", c, err)
+	}
+	if c, err := r.CompileSized(3, 40, 30); err != nil || !c.OwnSize || c.Width != 341 || c.Height != 256 || c.InWidth != 40 || c.InHeight != 30 {
+		t.Fatalf("Resize(256) of 40x30: %+v %v, want 341x256 from 40x30", c, err)
+	}
+	// A crop after it fixes the size again.
+	r = Recipe{r[0], {Op: OpRandomCrop, Size: Nums{224}, PadIfNeeded: true}, r[1], r[2]}
+	if c, err := r.CompileSized(3, 40, 30); err != nil || c.OwnSize || c.Width != 224 {
+		t.Fatalf("Resize(256) + RandomCrop(224) of 40x30: %+v %v", c, err)
 	}
 }

@@ -29,12 +29,15 @@ type Compiled struct {
 	// comes before Normalize (its values are then normalised too).
 	Erasing      *RandomErasing
 	ErasingFirst bool
-	// OwnSize: no op crops or resizes (ToTensor + Normalize alone, flips,
-	// colour ops): each sample comes out at its picture's own size, so
-	// the data's pictures must all have one size. Width and Height are
-	// that size when CompileSized was given it, else 0 (the loader takes
-	// it from the data: the source's own, or its first sample's).
-	OwnSize bool
+	// OwnSize: no op fixes the output size (ToTensor + Normalize alone,
+	// flips, colour ops, a Resize(int) without a crop after it): each
+	// sample's size follows its picture's, so the data's pictures must
+	// all have one size, InWidth x InHeight. Width and Height are the
+	// output for it when CompileSized was given it, else all four are 0
+	// (the loader takes the size from the data: the source's own, or its
+	// first sample's).
+	OwnSize           bool
+	InWidth, InHeight int
 }
 
 // HeadKind says how a recipe starts.
@@ -114,13 +117,14 @@ func (r Recipe) CompileFor(in int) (*Compiled, error) { return r.CompileSized(in
 func (r Recipe) CompileSized(in, w, h int) (*Compiled, error) {
 	c := &Compiled{Channels: in, Std: [3]float32{1, 1, 1}}
 	at := func(i int) string { return fmt.Sprintf("augment[%d]", i) }
-	// w, h: the size after the ops so far (0: each picture's own); sizeAt
-	// the op that made it vary.
+	// w, h: the size after the ops so far (0: each picture's own, not
+	// known here).
 	if w <= 0 || h <= 0 {
 		w, h = 0, 0
 	}
-	sizeAt, sized := -1, false // sized: an op cropped or resized
-	tensor, float := -1, -1    // where the picture became a tensor, a float one
+	inW, inH := w, h
+	fixed := false          // fixed: an op set the output size, whatever the picture's
+	tensor, float := -1, -1 // where the picture became a tensor, a float one
 	normAt, eraseAt := -1, -1
 	i := 0
 	switch {
@@ -130,7 +134,7 @@ func (r Recipe) CompileSized(in, w, h int) (*Compiled, error) {
 		f, _ := ParseFilter(orDefault(op.Interpolation, "bilinear"))
 		c.Head = Head{Kind: HeadRandomResizedCrop, Train: TrainTransform{Width: w, Height: h, Scale: pair(op.Scale, DefaultScale),
 			Ratio: pair(op.Ratio, DefaultRatio), NoFlip: true, Filter: f}}
-		i = 1
+		i, fixed = 1, true
 		if len(r) >= 2 && r[1].Op == OpRandomHorizontalFlip {
 			if p := probOr(r[1].P, 0.5); p > 0 {
 				c.Head.Train.NoFlip, c.Head.Train.FlipProb = false, p
@@ -143,7 +147,7 @@ func (r Recipe) CompileSized(in, w, h int) (*Compiled, error) {
 		if cw <= short && ch <= short { // within every resize: no padding
 			f, _ := ParseFilter(orDefault(r[0].Interpolation, "bilinear"))
 			c.Head = Head{Kind: HeadResizeCenterCrop, Resize: short, Filter: f, CropW: cw, CropH: ch}
-			w, h, i = cw, ch, 2
+			w, h, i, fixed = cw, ch, 2, true
 		}
 	}
 	for ; i < len(r); i++ {
@@ -219,11 +223,12 @@ func (r Recipe) CompileSized(in, w, h int) (*Compiled, error) {
 			return nil, Problem{at(i), err.Error()}
 		}
 		switch op.Op {
-		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop:
-			sized = true
-			if w == 0 {
-				sizeAt = i // Resize(int) of pictures of any size
-			}
+		case OpRandomResizedCrop, OpCenterCrop, OpRandomCrop:
+			fixed = true
+		case OpResize:
+			if len(op.Size) == 2 {
+				fixed = true
+			} // Resize(int): the output still follows the picture's size
 		}
 		if op.Op == OpGrayscale {
 			c.Channels = cmpOr(op.NumOutputChannels, 1)
@@ -232,11 +237,17 @@ func (r Recipe) CompileSized(in, w, h int) (*Compiled, error) {
 			c.Steps = append(c.Steps, st)
 		}
 	}
-	if sizeAt >= 0 && w == 0 {
-		return nil, Problem{at(sizeAt), fmt.Sprintf("%s: the output size varies with the picture; end with a crop or Resize([h, w]) so every sample is the same size", r[sizeAt].Op)}
+	// A recipe no op of which fixes the size (a Resize(int) without a
+	// crop after it included) serves the size the data's pictures all
+	// have: planned for it when it is known, else left to the loader.
+	c.OwnSize = !fixed
+	if c.OwnSize {
+		c.InWidth, c.InHeight = inW, inH
+	}
+	if c.OwnSize && inW == 0 {
+		w, h = 0, 0
 	}
 	c.Width, c.Height = w, h
-	c.OwnSize = !sized && c.Head.Kind == HeadDecode
 	if normAt >= 0 && c.Channels == 1 && len(r[normAt].Mean) != 1 {
 		return nil, Problem{at(normAt) + ".mean", "3 values on a 1-channel picture: want 1"}
 	}

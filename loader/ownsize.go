@@ -17,10 +17,11 @@ import (
 // a readable picture header.
 const ownSizeProbe = 16
 
-// ownSize compiles Options.Recipe, which keeps each picture's size (no
-// crop or resize: ToTensor + Normalize alone, every CIFAR and MNIST
-// script's test transform; augment.Compiled.OwnSize), for pictures of in
-// channels at the data's size: the source's own (source.Sizer: CIFAR's
+// ownSize compiles Options.Recipe, whose size follows each picture's (no
+// crop or Resize([h, w]): ToTensor + Normalize alone, every CIFAR and
+// MNIST script's test transform, or a Resize(int) with no crop after it;
+// augment.Compiled.OwnSize), for pictures of in channels at the data's
+// size: the source's own (source.Sizer: CIFAR's
 // 32×32, IDX's), else the first sample's, which every other picture must
 // then have (sameSize, as each is decoded).
 func (l *Loader) ownSize(ctx context.Context, path string, in int) (*augment.Compiled, error) {
@@ -38,11 +39,11 @@ func (l *Loader) ownSize(ctx context.Context, path string, in int) (*augment.Com
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	// The memory check of Options, at the size now known.
+	// The memory check of Options, at the batches' size now known.
 	o := l.opts
-	o.Resolution, o.Schedule = max(w, h), nil
+	o.Resolution, o.Schedule = max(w, h, c.Width, c.Height), nil
 	if err := o.checkMemory(); err != nil {
-		return nil, fmt.Errorf("%s: %dx%d pictures (the recipe keeps each picture's size): %w", path, w, h, err)
+		return nil, fmt.Errorf("%s: %dx%d pictures, served %dx%d (the recipe's size follows the picture's): %w", path, w, h, c.Width, c.Height, err)
 	}
 	l.firstSize = from
 	return c, nil
@@ -107,19 +108,19 @@ func (l *Loader) probeSize(ctx context.Context) (w, h int, from string, err erro
 		"so every sample is the same size (without one, faster serves the size the data's pictures all have, the first sample's: " + why + ")"}
 }
 
-// sameSize checks a decoded picture of s against the size a recipe
-// keeping each picture's size serves (rc.OwnSize).
+// sameSize checks a decoded picture of s against the size a recipe whose
+// size follows the picture's was planned for (rc.OwnSize).
 func (l *Loader) sameSize(s Sample, m *imgcodec.Image) error {
 	rc := l.rc
-	if m.Width == rc.Width && m.Height == rc.Height {
+	if m.Width == rc.InWidth && m.Height == rc.InHeight {
 		return nil
 	}
 	first := "the data's"
 	if l.firstSize != "" {
 		first = "that of the first sample, " + l.firstSize
 	}
-	return fmt.Errorf("%s: %dx%d: the recipe keeps each picture's size (no crop or resize) and serves %dx%d, %s: every picture must have it; add a crop or Resize([h, w]) to the transform",
-		sampleAt(s.path, s.off, s.Key), m.Width, m.Height, rc.Width, rc.Height, first)
+	return fmt.Errorf("%s: %dx%d: the recipe's size follows the picture's (no crop or Resize([h, w])) and serves %dx%d from %dx%d pictures, %s: every picture must have that size; add a crop or Resize([h, w]) to the transform",
+		sampleAt(s.path, s.off, s.Key), m.Width, m.Height, rc.Width, rc.Height, rc.InWidth, rc.InHeight, first)
 }
 
 // sampleAt names a sample for a message: its file, with the offset and
