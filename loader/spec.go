@@ -256,6 +256,11 @@ func (s *Spec) Problems() []augment.Problem {
 	return ps
 }
 
+// BadDataPolicy is the damaged-sample policy OnError, MaxBad and
+// Quarantine describe, or a Problem naming the field: the one check of
+// them, the flags' (--on-error, --max-bad, --quarantine) included.
+func (s *Spec) BadDataPolicy() (BadDataPolicy, error) { return s.policy() }
+
 // policy is the damaged-sample policy of OnError and MaxBad, or a Problem.
 func (s *Spec) policy() (BadDataPolicy, error) {
 	var p BadDataPolicy

@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/loader"
 )
 
@@ -26,43 +26,17 @@ func (b *badDataFlags) registerBad(f *pflag.FlagSet) {
 	f.StringVar(&b.quarantine, "quarantine", "", "with --on-error skip: write the skipped samples (JSON lines: path, offset, reason) to this file")
 }
 
-// policy parses --on-error and --max-bad.
+// policy parses --on-error and --max-bad, as loader.Spec checks its
+// on_error and max_bad (one check: a spec sent to serve and the flags
+// agree), its problem worded by the flags.
 func (b badDataFlags) policy() (loader.BadDataPolicy, error) {
-	var p loader.BadDataPolicy
-	switch b.onError {
-	case "", "stop":
-		if b.maxBad != "" || b.quarantine != "" {
-			return p, usagef("--max-bad and --quarantine need --on-error skip")
-		}
-		return p, nil
-	case "skip":
-		p.Skip = true
-	default:
-		return p, usagef("--on-error %q: want stop or skip", b.onError)
+	s := loader.Spec{OnError: b.onError, MaxBad: loader.Budget(b.maxBad), Quarantine: b.quarantine}
+	p, err := s.BadDataPolicy()
+	var pr augment.Problem
+	if errors.As(err, &pr) {
+		return p, usagef("--%s %s", loaderFlagOf(pr.Field), strings.ReplaceAll(pr.Msg, "on_error", "--on-error"))
 	}
-	if b.maxBad == "" {
-		return p, nil
-	}
-	if pct, ok := strings.CutSuffix(b.maxBad, "%"); ok {
-		f, err := strconv.ParseFloat(pct, 64)
-		if err != nil || f < 0 || f > 100 {
-			return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", b.maxBad)
-		}
-		p.MaxBadFraction = f / 100
-		if f == 0 {
-			p.Skip = false
-		}
-		return p, nil
-	}
-	n, err := strconv.Atoi(b.maxBad)
-	if err != nil || n < 0 {
-		return p, usagef("--max-bad %q: want a count or a percentage like 0.1%%", b.maxBad)
-	}
-	p.MaxBad = n
-	if n == 0 { // no bad sample tolerated: the stop policy
-		p.Skip = false
-	}
-	return p, nil
+	return p, err
 }
 
 // forRank returns the flags of rank of world ranks: with several ranks each

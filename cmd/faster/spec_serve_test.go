@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/faster-training/faster/loader"
 )
 
 // serveOptionsOf parses serve's flags as the command does and returns the
@@ -136,5 +138,30 @@ func TestServeSpecProblems(t *testing.T) {
 	code, _, errs := runCLI(t, "serve", "--spec", `{"batch": -1}`, "--fd", "3")
 	if code != 2 || !strings.Contains(errs, "batch: -1") {
 		t.Errorf("serve --spec: exit %d, %q", code, errs)
+	}
+}
+
+// TestBadDataFlagsAsSpec: --on-error, --max-bad and --quarantine are
+// checked as a spec's on_error, max_bad and quarantine, by one check: the
+// same policy or both refused, the flag named. Before, the flags had their
+// own parser, which took --max-bad NaN% (a budget no count exceeds: exit
+// 0 however much was bad) where a spec was refused.
+func TestBadDataFlagsAsSpec(t *testing.T) {
+	for _, c := range []struct{ onError, maxBad, quarantine, flag string }{
+		{"", "", "", ""}, {"stop", "", "", ""}, {"skip", "", "", ""}, {"skip", "12", "q.jsonl", ""},
+		{"skip", "0", "", ""}, {"skip", "0%", "", ""}, {"skip", "2.5%", "", ""}, {"skip", "100%", "", ""},
+		{"skip", "NaN%", "", "--max-bad"}, {"skip", "nan%", "", "--max-bad"}, {"skip", "inf%", "", "--max-bad"},
+		{"skip", "101%", "", "--max-bad"}, {"skip", "-1", "", "--max-bad"}, {"skip", "1e3", "", "--max-bad"},
+		{"", "3", "", "--max-bad"}, {"stop", "", "q.jsonl", "--quarantine"}, {"maybe", "", "", "--on-error"},
+	} {
+		got, err := badDataFlags{onError: c.onError, maxBad: c.maxBad, quarantine: c.quarantine}.policy()
+		s := loader.Spec{OnError: c.onError, MaxBad: loader.Budget(c.maxBad), Quarantine: c.quarantine}
+		want, serr := s.BadDataPolicy()
+		if (err == nil) != (serr == nil) || got != want {
+			t.Errorf("%+v: flags %+v %v, spec %+v %v", c, got, err, want, serr)
+		}
+		if (err != nil) != (c.flag != "") || err != nil && !strings.HasPrefix(err.Error(), c.flag+" ") {
+			t.Errorf("%+v: %v, want an error naming %s", c, err, c.flag)
+		}
 	}
 }
