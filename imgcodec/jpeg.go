@@ -8,6 +8,10 @@ import (
 // "pure-go".
 const Backend = turbojpeg.Backend
 
+// BackendLink says how libjpeg-turbo is linked into this build: "static"
+// (-tags faster_static, the wheel's binary), "shared", or "" (pure Go).
+const BackendLink = turbojpeg.Link
+
 func init() {
 	RegisterFormat("jpeg", "\xff\xd8", decodeJPEG, configJPEG)
 }

@@ -41,7 +41,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Fast deep-learning input pipelines and training tools",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

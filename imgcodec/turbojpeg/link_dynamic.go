@@ -6,3 +6,6 @@ package turbojpeg
 
 // #cgo LDFLAGS: -ljpeg
 import "C"
+
+// Link says how libjpeg-turbo is linked into this build.
+const Link = "shared"

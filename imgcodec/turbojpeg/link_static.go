@@ -8,3 +8,6 @@ package turbojpeg
 
 // #cgo LDFLAGS: -l:libjpeg.a
 import "C"
+
+// Link says how libjpeg-turbo is linked into this build.
+const Link = "static"

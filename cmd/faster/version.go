@@ -1,0 +1,18 @@
+package main
+
+import (
+	"github.com/faster-training/faster/collective"
+	"github.com/faster-training/faster/imgcodec"
+	"github.com/faster-training/faster/internal/buildinfo"
+	"github.com/faster-training/faster/train"
+)
+
+// versionText is `faster --version`: the version, commit and toolchain,
+// and what this build can do, each as the package that has it says.
+func versionText() string {
+	return buildinfo.Read(buildinfo.Features{
+		JPEG: imgcodec.Backend, JPEGLink: imgcodec.BackendLink,
+		Backends: train.Backends(), Collectives: collective.Libraries(),
+		CUDA: "no (not in this build)",
+	}).String()
+}
