@@ -1,5 +1,6 @@
 """The iterable Loader: starts `faster serve`, maps its shared-memory ring
 and yields batches that view it."""
+import collections
 import glob
 import importlib.util
 import json
@@ -133,7 +134,11 @@ class Loader:
     no copy is made. The slot goes back to the server when the next batch
     is requested (or the iteration ends), after which the server may
     overwrite it: keep a batch beyond that by copying it (.clone(),
-    .copy(), or .pin_memory()/.cuda(non_blocking=True), which copy).
+    .copy(), or .pin_memory()/.cuda(non_blocking=True), which copy). With
+    pin_memory=True on a CUDA machine the slot is handed back only once
+    the work on the current CUDA stream at the next request has finished:
+    a copy queued on another stream must be ordered before it
+    (current_stream().wait_stream(s)) by then.
 
     Ranks: rank and world_size default from the environment variables RANK
     and WORLD_SIZE (torchrun), or an initialised torch.distributed group;
@@ -156,9 +161,13 @@ class Loader:
     Arguments with DataLoader's names and meanings: batch_size, shuffle
     (None: shuffle unless transform is "eval"), drop_last (see above),
     num_workers (decode threads in the server; 0, DataLoader's "load in the
-    main process", is one thread; None: all cores), pin_memory (yields
-    pinned copies when torch has a CUDA device; without one it does nothing
-    and warns once, as DataLoader does). workers= is the older spelling of
+    main process", is one thread; None: all cores), pin_memory (with a
+    CUDA device, the shared-memory ring is registered with CUDA, so each
+    batch is pinned where it lies and .cuda(non_blocking=True) copies it
+    asynchronously at pinned speed, the slot owned until the work queued
+    on the current stream when the next batch is asked for has finished;
+    pinned copies where registration fails; without a device it does
+    nothing and warns once, as DataLoader does). workers= is the older spelling of
     num_workers where 0 means all cores.
 
     Other arguments map to `faster serve` flags: transform ("train",
@@ -351,6 +360,8 @@ class Loader:
         self._resume = None  # (epoch, state JSON bytes) the next iteration of that epoch resumes from
         self._pos = None  # the position served: see state_dict
         self._pinned_warned = False
+        self._ring = None  # a _PinnedRing with pin_memory=True on a CUDA machine
+        self._depth = slots  # slots=: at most as many batches owned behind fences
         self._sampler = None
         self._dataset = None
         self.last_keys = []  # the keys of the batch last yielded (paths, for an ImageFolder)
@@ -414,6 +425,8 @@ class Loader:
         except BaseException:
             self.close()
             raise
+        if self.pin_memory and self._pin:
+            self._ring = _PinnedRing.open(self._mm)
 
     # --- the control channel ---
 
@@ -558,10 +571,11 @@ class Loader:
 
     def __iter__(self):
         for b in self.batches():
-            if self.pin_memory and self._pin:
+            if self._ring is None and self.pin_memory and self._pin:
+                # The ring could not be registered: pinned copies.
                 yield b.images.pin_memory(), b.labels.pin_memory()
             else:
-                yield b.images, b.labels
+                yield b.images, b.labels  # a pinned ring's views are pinned as they lie
 
     @property
     def _pin(self):
@@ -638,12 +652,11 @@ class Loader:
         try:
             self._send(P.EPOCH, payload)
             while True:
-                if run.held is not None:
-                    self._send(P.FREE, run.held.to_bytes(4, "little"))
-                    run.held = None
+                self._hand_back(run)
                 run.meter.waiting()
                 typ, payload = self._recv()
                 if typ == P.END:
+                    self._hand_back(run, every=True)
                     run.finished = True
                     self._pos["done"] = not payload[P.END_FIXED.size - 1]
                     self._end_epoch(run.meter, epoch, payload)
@@ -716,6 +729,29 @@ class Loader:
             for part in _sampler.order_frames(idx):
                 self._send(P.ORDER, part)
 
+    def _hand_back(self, run, every=False):
+        """Hands the slot the last batch viewed back to the server. With a
+        pinned ring the slot is owned until the work queued on the current
+        CUDA stream when the next batch was asked for (the batch's
+        .cuda(non_blocking=True) copy) has finished with it: each slot
+        waits behind its fence, handed back once the fence has passed, or
+        waited for when the server would otherwise run short of slots
+        (as many pending as slots=, the prefetch depth: the ring's three
+        more are the pipeline's, decoding in place), or at the epoch's end
+        (every=True)."""
+        ring = self._ring
+        if run.held is not None:
+            if ring is None:
+                self._send(P.FREE, run.held.to_bytes(4, "little"))
+            else:
+                run.pending.append((run.held, ring.fence()))
+            run.held = None
+        while run.pending and (every or len(run.pending) >= self._depth or ring.passed(run.pending[0][1])):
+            slot, fence = run.pending.popleft()
+            if not ring.passed(fence):
+                ring.wait(fence)
+            self._send(P.FREE, slot.to_bytes(4, "little"))
+
     def _end_run(self, run):
         """Ends an iteration stopped early: hands its slot back, cancels the
         epoch and drains its frames to the end frame."""
@@ -726,9 +762,7 @@ class Loader:
         if self._closed or self._sock is None:
             return
         try:
-            if run.held is not None:
-                self._send(P.FREE, run.held.to_bytes(4, "little"))
-                run.held = None
+            self._hand_back(run, every=True)
             self._send(P.CANCEL)
             while True:
                 typ, payload = self._recv()
@@ -901,6 +935,9 @@ class Loader:
                 # not be written): a lost list must not pass silently.
                 failed = "exited with status %d when the loader closed: %s" % (code, self._stderr_tail())
         self._slots = []
+        if self._ring is not None:
+            self._ring.close()  # its fences were waited for as the run ended
+            self._ring = None
         if self._mm is not None:
             try:
                 self._mm.close()
@@ -945,6 +982,9 @@ class _Run:
     def __init__(self, epoch):
         self.epoch = epoch
         self.held = None
+        # pending: (slot, fence) handed back once the fence has passed
+        # (a pinned ring: the copies queued from the slot have finished).
+        self.pending = collections.deque()
         self.meter = None
         self.started = False
         self.finished = False
@@ -1200,3 +1240,53 @@ def _spec_error(message, ops, num_workers):
             name = _ARGUMENTS.get(field, field)
         out.append("%s: %s" % (name, what))
     return "faster: " + "; ".join(out)
+
+
+class _PinnedRing:
+    """pin_memory=True on a machine with a CUDA device: the shared-memory
+    ring registered with CUDA (cudaHostRegister, through torch's binding of
+    the CUDA runtime), so a batch is pinned where it lies and
+    .cuda(non_blocking=True) on it is an asynchronous copy at pinned speed
+    with no copy in Python (torch's pin_memory() copies the batch into its
+    own pinned buffer first). A slot is owned until its fence has passed:
+    fence() marks the work queued on the current CUDA stream when the next
+    batch is asked for, the batch's copy among it (Loader._hand_back)."""
+
+    def __init__(self, mm):
+        import torch
+        self._cuda = torch.cuda
+        self._view = np.frombuffer(mm, np.uint8)  # keeps the mapping alive while registered
+        self.ptr, self.size = self._view.ctypes.data, self._view.nbytes
+        err = torch.cuda.cudart().cudaHostRegister(self.ptr, self.size, 0)
+        if int(err) != 0:
+            self._view = None
+            raise RuntimeError("cudaHostRegister(%d bytes): CUDA error %d" % (self.size, int(err)))
+
+    @classmethod
+    def open(cls, mm):
+        """The ring registered, or None with a warning saying why (the
+        loader then yields pinned copies, as DataLoader's pin_memory)."""
+        try:
+            return cls(mm)
+        except Exception as e:  # an old torch without the binding, a driver refusing it
+            warnings.warn("faster: pin_memory: the shared-memory ring could not be registered with CUDA (%s): "
+                          "yielding pinned copies" % e)
+            return None
+
+    def fence(self):
+        e = self._cuda.Event()
+        e.record()  # on the current stream
+        return e
+
+    @staticmethod
+    def passed(fence):
+        return fence.query()
+
+    @staticmethod
+    def wait(fence):
+        fence.synchronize()
+
+    def close(self):
+        if self._view is not None:
+            self._cuda.cudart().cudaHostUnregister(self.ptr)
+            self._view = None
