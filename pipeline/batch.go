@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"unsafe"
 )
 
@@ -129,6 +130,7 @@ type BatchDataset[T any] struct {
 	rows     int // Fill's row count, or -1
 	rowBytes int
 	fill     func(row []byte, x T) error
+	fillers  int // goroutines fill runs on (FillParallel); <= 1: the stage's own
 	pool     chan *Minibatch[T]
 	repeated func(T) bool
 }
@@ -218,6 +220,21 @@ func (b *BatchDataset[T]) Arena(rowBytes int, fill func(row []byte, x T) error) 
 		return b
 	}
 	b.rowBytes, b.fill = rowBytes, fill
+	return b
+}
+
+// FillParallel runs the arena's fill on n goroutines the stage owns for
+// the epoch (n <= 1: on the stage's own, as each row joins). Rows are
+// handed to them in runs as they join, so filling overlaps the arrival of
+// the next rows, and a batch is yielded once all its rows are filled; the
+// first error in row order ends the epoch, as with one goroutine. What is
+// yielded is the same whatever n: each row is written by fill alone. A
+// fill that costs as much as producing the element (normalising a decoded
+// picture into float32 rows) no longer caps the pipeline at one core's
+// rate of it, nor holds ParallelMap's autotune to that rate (its
+// downstream time).
+func (b *BatchDataset[T]) FillParallel(n int) *BatchDataset[T] {
+	b.fillers = n
 	return b
 }
 
@@ -321,6 +338,24 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 				mb.Release()
 			}
 		}()
+		// fp fills rows on its goroutines (FillParallel); its deferred
+		// close, run before mb's release, waits for every row handed out.
+		var fp *fillPool[T]
+		if b.fill != nil && b.fillers > 1 {
+			fp = newFillPool(b.fill, b.fillers, max(1, b.size/(2*b.fillers)))
+			defer fp.close()
+		}
+		// flush hands the rows not yet handed out to fp and waits for all
+		// of mb's rows: the time waited is the stage's own work.
+		flush := func(mb *Minibatch[T]) error {
+			if fp == nil {
+				return nil
+			}
+			t := nanotime()
+			err := fp.wait(mb)
+			mt.busy += nanotime() - t
+			return err
+		}
 		total := 0 // rows taken, for Fill
 	passes:
 		for pass := 0; ; pass++ {
@@ -347,7 +382,9 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 						mt.blockedOut += t - t1
 						t1 = t
 					}
-					if err := b.fill(mb.Row(row), x); err != nil {
+					if fp != nil {
+						fp.add(mb, row, len(mb.Items) == b.size)
+					} else if err := b.fill(mb.Row(row), x); err != nil {
 						yield(nil, err)
 						return
 					}
@@ -358,6 +395,10 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 				mt.busy += t2 - t1
 				last = t2
 				if len(mb.Items) == b.size {
+					if err := flush(mb); err != nil {
+						yield(nil, err)
+						return
+					}
 					mb.Valid = b.size
 					out := mb
 					mb = nil
@@ -379,6 +420,10 @@ func (b *BatchDataset[T]) Iter(ctx context.Context) iter.Seq2[*Minibatch[T], err
 			}
 		}
 		if n := len(mb.Items); n > 0 {
+			if err := flush(mb); err != nil {
+				yield(nil, err)
+				return
+			}
 			t := nanotime()
 			switch b.rem {
 			case Drop:
@@ -471,4 +516,95 @@ func EqualBatches(counts []int, size int, r Remainder) int {
 		}
 	}
 	return k
+}
+
+// fillPool runs a BatchDataset's fill on its goroutines (FillParallel):
+// the rows of the batch being filled are handed out in runs of up to
+// chunk rows, over a queue of 2·n runs, and wait joins them. One batch is
+// filled at a time: the stage waits for a batch's rows before it yields
+// it and takes the next.
+type fillPool[T any] struct {
+	fill  func(row []byte, x T) error
+	jobs  chan fillJob[T]
+	done  sync.WaitGroup // the goroutines
+	rows  sync.WaitGroup // the runs handed out and not yet filled
+	chunk int
+	next  int // the batch's first row not yet handed out
+	mu    sync.Mutex
+	err   error // the error of the lowest row that failed
+	errAt int
+}
+
+// fillJob is a run of rows: their elements and arena bytes, taken by the
+// stage's goroutine when it hands the run out (the workers never read
+// the Minibatch, whose Items the stage goes on appending to).
+type fillJob[T any] struct {
+	items    []T
+	data     []byte
+	rowBytes int
+	lo       int // the run's first row, for the lowest row's error
+}
+
+func newFillPool[T any](fill func(row []byte, x T) error, n, chunk int) *fillPool[T] {
+	p := &fillPool[T]{fill: fill, jobs: make(chan fillJob[T], 2*n), chunk: chunk}
+	p.done.Add(n)
+	for range n {
+		go p.work() // owned by the pool: ends when close closes jobs
+	}
+	return p
+}
+
+func (p *fillPool[T]) work() {
+	defer p.done.Done()
+	for j := range p.jobs {
+		for i, x := range j.items {
+			if err := p.fill(j.data[i*j.rowBytes:(i+1)*j.rowBytes], x); err != nil {
+				p.mu.Lock()
+				if r := j.lo + i; p.err == nil || r < p.errAt {
+					p.err, p.errAt = err, r
+				}
+				p.mu.Unlock()
+				break
+			}
+		}
+		p.rows.Done()
+	}
+}
+
+// add notes that row of mb has joined; a run of chunk rows (or the rest,
+// when last) is handed out.
+func (p *fillPool[T]) add(mb *Minibatch[T], row int, last bool) {
+	if row+1-p.next >= p.chunk || last {
+		p.hand(mb, row+1)
+	}
+}
+
+func (p *fillPool[T]) hand(mb *Minibatch[T], hi int) {
+	if hi > p.next {
+		p.rows.Add(1)
+		rb := mb.RowBytes
+		p.jobs <- fillJob[T]{items: mb.Items[p.next:hi], data: mb.Data[p.next*rb : hi*rb], rowBytes: rb, lo: p.next}
+		p.next = hi
+	}
+}
+
+// wait hands out mb's rows not yet handed out, waits until all of mb's
+// rows are filled, and returns the error of the lowest row that failed.
+// The pool is then ready for the next batch.
+func (p *fillPool[T]) wait(mb *Minibatch[T]) error {
+	p.hand(mb, len(mb.Items))
+	p.rows.Wait()
+	p.next = 0
+	p.mu.Lock()
+	err := p.err
+	p.err = nil
+	p.mu.Unlock()
+	return err
+}
+
+// close waits for the rows handed out, then ends the goroutines.
+func (p *fillPool[T]) close() {
+	p.rows.Wait()
+	close(p.jobs)
+	p.done.Wait()
 }

@@ -127,6 +127,8 @@
 //   - Batch with an Allocator in the context (WithAllocator): the batches'
 //     memory is the allocator's (a server's shared-memory slots), and its
 //     bound is the allocator's; Release gives it back, Detach keeps it.
+//   - Batch with FillParallel(n): n fill goroutines for the epoch, a queue
+//     of 2·n runs of rows, and the rows of the one batch being filled.
 //   - Batch: one batch being filled; released batches are kept in a pool of
 //     PoolSize (default DefaultBatchPool) for reuse, and beyond that left to
 //     the garbage collector. With the consumer releasing each batch, the
