@@ -1,6 +1,9 @@
 package kernels
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -74,5 +77,25 @@ func TestPlan(t *testing.T) {
 	}
 	if _, err := H200.Plan(Shape(9), 1, 1); err == nil {
 		t.Error("unknown shape planned")
+	}
+}
+
+// NVRTC compiles C++: g++ parses GPUSource() with a shim of CUDA's
+// device-side names (testdata/nvrtc_shim.h), so a C-only construct in
+// kernels.cu is caught without a GPU. That NVRTC itself accepts it waits
+// for the device check (gpucheck.sh).
+func TestGPUSourceIsCXX(t *testing.T) {
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++")
+	}
+	src := filepath.Join(t.TempDir(), "kernels_gpu.cu")
+	if err := os.WriteFile(src, []byte(GPUSource()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shim, _ := filepath.Abs("testdata/nvrtc_shim.h")
+	out, err := exec.Command(gxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-include", shim, "-x", "c++", src).CombinedOutput()
+	if err != nil {
+		t.Fatalf("g++ on GPUSource: %v\n%s", err, out)
 	}
 }
