@@ -52,3 +52,14 @@ static inline int call_nvrtcDestroyProgram(void **p) { return faster_p_nvrtcDest
 static inline size_t call_cublasLtGetVersion(void) { return faster_p_cublasLtGetVersion(); }
 static inline size_t call_cudnnGetVersion(void) { return faster_p_cudnnGetVersion(); }
 static inline int call_ncclGetVersion(int *v) { return faster_p_ncclGetVersion(v); }
+static inline int call_cublasCreate(void **h) { return faster_p_cublasCreate_v2(h); }
+static inline int call_cublasGetVersion(void *h, int *v) { return faster_p_cublasGetVersion_v2(h, v); }
+static inline int call_cublasDestroy(void *h) { return faster_p_cublasDestroy_v2(h); }
+static inline int call_cublasLtCreate(void **h) { return faster_p_cublasLtCreate(h); }
+static inline int call_cublasLtDestroy(void *h) { return faster_p_cublasLtDestroy(h); }
+static inline int call_cudnnCreate(void **h) { return faster_p_cudnnCreate(h); }
+static inline int call_cudnnDestroy(void *h) { return faster_p_cudnnDestroy(h); }
+static inline const char *call_cudnnGetErrorString(int s) { return faster_p_cudnnGetErrorString(s); }
+static inline int call_ncclGetUniqueId(void *id) { return faster_p_ncclGetUniqueId(id); }
+static inline const char *call_ncclGetErrorString(int r) { return faster_p_ncclGetErrorString(r); }
+static inline int call_cuGetErrorString(int e, const char **s) { return faster_p_cuGetErrorString(e, s); }

@@ -329,3 +329,67 @@ func (f *Function) Launch(l kernels.Launch, args ...Arg) error {
 		return cuErr("cuCtxSynchronize after "+f.Name, C.call_cuCtxSynchronize())
 	})
 }
+
+// Exercise calls each optional library once on d (a handle made and
+// destroyed, a version read, an NCCL unique id made) and says what each
+// answered: the device check's proof that the declarations work, beyond
+// the symbols resolving. A library that did not open is reported so.
+func (d *Device) Exercise() []string {
+	var rows []string
+	say := func(lib Library, format string, args ...any) {
+		if !loaded(lib) {
+			rows = append(rows, lib.String()+": not opened")
+			return
+		}
+		rows = append(rows, lib.String()+": "+fmt.Sprintf(format, args...))
+	}
+	d.do(func() error {
+		if loaded(Runtime) {
+			var v C.int
+			r := C.call_cudaRuntimeGetVersion(&v)
+			say(Runtime, "cudaRuntimeGetVersion %d → %d", r, v)
+		} else {
+			say(Runtime, "")
+		}
+		if loaded(CUBLAS) {
+			var h unsafe.Pointer
+			r := C.call_cublasCreate(&h)
+			var v C.int
+			r2 := C.call_cublasGetVersion(h, &v)
+			r3 := C.call_cublasDestroy(h)
+			say(CUBLAS, "cublasCreate_v2 %d, cublasGetVersion_v2 %d → %d, cublasDestroy_v2 %d", r, r2, v, r3)
+		} else {
+			say(CUBLAS, "")
+		}
+		if loaded(CUBLASLt) {
+			var h unsafe.Pointer
+			r := C.call_cublasLtCreate(&h)
+			say(CUBLASLt, "cublasLtCreate %d, cublasLtDestroy %d, version %d", r, C.call_cublasLtDestroy(h), C.call_cublasLtGetVersion())
+		} else {
+			say(CUBLASLt, "")
+		}
+		if loaded(CUDNN) {
+			var h unsafe.Pointer
+			r := C.call_cudnnCreate(&h)
+			say(CUDNN, "cudnnCreate %d (%s), cudnnDestroy %d, version %d", r, C.GoString(C.call_cudnnGetErrorString(r)), C.call_cudnnDestroy(h), C.call_cudnnGetVersion())
+		} else {
+			say(CUDNN, "")
+		}
+		if loaded(NCCL) {
+			id := make([]byte, 128) // ncclUniqueId: char internal[128]
+			r := C.call_ncclGetUniqueId(unsafe.Pointer(&id[0]))
+			var v C.int
+			C.call_ncclGetVersion(&v)
+			say(NCCL, "ncclGetUniqueId %d (%s), version %d", r, C.GoString(C.call_ncclGetErrorString(r)), v)
+		} else {
+			say(NCCL, "")
+		}
+		var s *C.char
+		r := C.call_cuGetErrorString(100, &s)
+		if r == cudaSuccess && s != nil {
+			rows = append(rows, "driver: cuGetErrorString(100) → "+C.GoString(s))
+		}
+		return nil
+	})
+	return rows
+}

@@ -155,6 +155,15 @@ func TestGPUCompile(t *testing.T) {
 	}
 }
 
+// Each optional library called once (handles made and destroyed, an NCCL
+// unique id); the rows go to gpucheck.sh's output.
+func TestGPULibraries(t *testing.T) {
+	d := needGPU(t)
+	for _, r := range d.Exercise() {
+		t.Logf("GPULIB|%s", r)
+	}
+}
+
 // Sizes of one step: ThinNet at batch 512 on 3×32×32, ResNet-18 at batch
 // 256 on 3×224×224 (11,689,512 parameters).
 var steps = []struct {
