@@ -32,7 +32,7 @@ type LoadError struct {
 func (e *LoadError) Error() string {
 	var b strings.Builder
 	b.WriteString("cuda: ")
-	b.WriteString(describe(e.Attempts))
+	b.WriteString(describe(e.Attempts, false))
 	return b.String()
 }
 
@@ -40,8 +40,9 @@ func (e *LoadError) Is(target error) bool { return target == ErrNoDriver }
 
 // describe says what loading found: "no driver: tried libcuda.so.1 (…)"
 // when a required library is missing, else the libraries opened and the
-// missing ones.
-func describe(attempts []Attempt) string {
+// missing ones. short names only the required libraries' attempts, and
+// only the driver's when it is missing.
+func describe(attempts []Attempt, short bool) string {
 	var missing, failed []string
 	opened := map[Library]string{}
 	for _, a := range attempts {
@@ -49,8 +50,10 @@ func describe(attempts []Attempt) string {
 			opened[a.Lib] = a.Soname
 		}
 	}
+	_, driver := opened[Driver]
 	for _, a := range attempts {
-		if a.Err != "" {
+		// short: the required libraries only, the driver alone without it.
+		if a.Err != "" && (!short || libraries[a.Lib].required && (driver || a.Lib == Driver)) {
 			failed = append(failed, fmt.Sprintf("%s (%s)", a.Soname, a.Err))
 		}
 	}
@@ -61,7 +64,7 @@ func describe(attempts []Attempt) string {
 	}
 	if len(missing) > 0 {
 		what := "no driver"
-		if _, ok := opened[Driver]; ok {
+		if driver {
 			what = "no " + strings.Join(missing, ", ")
 		}
 		return what + ": tried " + strings.Join(failed, ", ")

@@ -113,15 +113,19 @@ func TestDescribe(t *testing.T) {
 		{NVRTC, "libnvrtc.so.13", "libnvrtc.so.13: cannot open shared object file"},
 		{NVRTC, "libnvrtc.so.12", "libnvrtc.so.12: cannot open shared object file"},
 	}
-	if got, want := describe(noDriver), "no driver: tried libcuda.so.1 (libcuda.so.1: cannot open shared object file: No such file or directory), libnvrtc.so.13"; !strings.HasPrefix(got, want) {
+	if got, want := describe(noDriver, false), "no driver: tried libcuda.so.1 (libcuda.so.1: cannot open shared object file: No such file or directory), libnvrtc.so.13"; !strings.HasPrefix(got, want) {
 		t.Errorf("describe = %q, want %q…", got, want)
 	}
+	withOptional := append(noDriver, Attempt{CUDNN, "libcudnn.so.9", "no"})
+	if got, want := describe(withOptional, true), "no driver: tried libcuda.so.1 (libcuda.so.1: cannot open shared object file: No such file or directory)"; got != want {
+		t.Errorf("short describe = %q, want %q", got, want)
+	}
 	noNVRTC := []Attempt{{Driver, "libcuda.so.1", ""}, {NVRTC, "libnvrtc.so.13", "nvrtcGetCUBIN missing"}}
-	if got := describe(noNVRTC); !strings.HasPrefix(got, "no nvrtc: tried libnvrtc.so.13 (nvrtcGetCUBIN missing)") {
+	if got := describe(noNVRTC, false); !strings.HasPrefix(got, "no nvrtc: tried libnvrtc.so.13 (nvrtcGetCUBIN missing)") {
 		t.Errorf("describe = %q", got)
 	}
 	ok := []Attempt{{Driver, "libcuda.so.1", ""}, {NVRTC, "libnvrtc.so.13", ""}, {CUDNN, "libcudnn.so.9", "not found"}}
-	if got, want := describe(ok), "opened libcuda.so.1, libnvrtc.so.13; not libcudnn.so.9 (not found)"; got != want {
+	if got, want := describe(ok, false), "opened libcuda.so.1, libnvrtc.so.13; not libcudnn.so.9 (not found)"; got != want {
 		t.Errorf("describe = %q, want %q", got, want)
 	}
 }

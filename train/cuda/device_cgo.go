@@ -21,11 +21,12 @@ import (
 )
 
 // Probe says what a binary finds on this machine, in one line: "no
-// driver: tried libcuda.so.1 (…), …" without one; else the driver's
-// version, the devices and the libraries opened (faster --version's cuda).
+// driver: tried libcuda.so.1 (…)" without one (Open's error names every
+// library tried); else the driver's version, the
+// devices and the libraries opened (faster --version's cuda).
 func Probe() string {
 	if err := requiredMissing(); err != nil {
-		return strings.TrimPrefix(err.Error(), "cuda: ")
+		return describe(load(), true)
 	}
 	if err := cuErr("cuInit", C.call_cuInit(0)); err != nil {
 		return "driver found, cuInit failed: " + err.Error()
@@ -41,7 +42,7 @@ func Probe() string {
 			s += fmt.Sprintf(" (0: %s, %s, %d SMs)", f.Name, f.Arch, f.SMs)
 		}
 	}
-	return s + "; " + versions() + "; " + describe(load())
+	return s + "; " + versions() + "; " + describe(load(), false)
 }
 
 // versions are the libraries' own versions.
