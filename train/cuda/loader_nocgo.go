@@ -18,7 +18,6 @@ func Open(o Options) (*Device, error) {
 	return nil, ErrNoCgo
 }
 
-func load() []Attempt                                   { return nil }
 func (d *Device) Close() error                          { return ErrNoCgo }
 func (d *Device) Alloc(int) (Buffer, error)             { return Buffer{}, ErrNoCgo }
 func (d *Device) Free(Buffer) error                     { return ErrNoCgo }
@@ -28,3 +27,4 @@ func (m *Module) Function(string) (*Function, error)    { return nil, ErrNoCgo }
 func (f *Function) Launch(kernels.Launch, ...Arg) error { return ErrNoCgo }
 func CopyIn[T any](*Device, Buffer, []T) error          { return ErrNoCgo }
 func CopyOut[T any](*Device, []T, Buffer) error         { return ErrNoCgo }
+func (d *Device) Exercise() []string                    { return nil }
