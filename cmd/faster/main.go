@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/faster-training/faster/internal/buildinfo"
 )
 
 // usageError marks a mistake in how the command was called.
@@ -41,9 +43,11 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Fast deep-learning input pipelines and training tools",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       versionText(),
+		Version:       buildinfo.Version, // the flag; --version prints versionText
 	}
-	root.SetVersionTemplate("{{.Version}}\n")
+	// Built only when --version is asked for: the CUDA probe loads the
+	// driver (cuInit), which no other command should pay for.
+	root.SetVersionTemplate(`{{fasterVersion}}` + "\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -54,6 +58,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	return root
 }
+
+func init() { cobra.AddTemplateFunc("fasterVersion", versionText) }
 
 // commands is filled by the init function of each cmd_*.go file.
 var commands []func(stdout, stderr io.Writer) *cobra.Command

@@ -1,0 +1,94 @@
+package cuda
+
+// Library is one of the CUDA libraries the backend opens.
+type Library int
+
+// The libraries, in dl.h's order (FASTER_LIB_*).
+const (
+	Driver   Library = iota // libcuda: devices, memory, modules, launches
+	Runtime                 // libcudart: its version (cuDNN and cuBLAS need it loaded)
+	NVRTC                   // the run-time compiler of kernels.cu
+	CUBLAS                  // cuBLAS: matrix products
+	CUBLASLt                // cuBLASLt: matrix products with epilogues
+	CUDNN                   // cuDNN 9: convolutions
+	NCCL                    // NCCL: collectives
+)
+
+// library is how a Library is found: by soname, the first that dlopen
+// takes (no path: the system's search, LD_LIBRARY_PATH included).
+type library struct {
+	name     string
+	sonames  []string
+	required bool // Open fails without it; the others are reported
+}
+
+var libraries = []library{
+	Driver:   {"driver", []string{"libcuda.so.1"}, true},
+	Runtime:  {"cudart", []string{"libcudart.so.13", "libcudart.so.12"}, false},
+	NVRTC:    {"nvrtc", []string{"libnvrtc.so.13", "libnvrtc.so.12"}, true},
+	CUBLAS:   {"cublas", []string{"libcublas.so.13"}, false},
+	CUBLASLt: {"cublasLt", []string{"libcublasLt.so.13"}, false},
+	CUDNN:    {"cudnn", []string{"libcudnn.so.9"}, false},
+	NCCL:     {"nccl", []string{"libnccl.so.2"}, false},
+}
+
+func (l Library) String() string { return libraries[l].name }
+
+// Decl is one library function the backend calls, as decls.h declares it
+// (handles void *, enums int, CUdevice int, CUdeviceptr unsigned long long).
+type Decl struct {
+	Symbol string  // as the library exports it
+	Lib    Library // where it is
+	C      string  // its C declaration, as in decls.h
+}
+
+// Decls lists decls.h's declarations in its order (a test checks them
+// against the file and against the loader's table; probe/ checks them
+// against the real headers).
+var Decls = []Decl{
+	{"cuInit", Driver, "int cuInit(unsigned int flags)"},
+	{"cuDriverGetVersion", Driver, "int cuDriverGetVersion(int *version)"},
+	{"cuGetErrorName", Driver, "int cuGetErrorName(int error, const char **name)"},
+	{"cuGetErrorString", Driver, "int cuGetErrorString(int error, const char **text)"},
+	{"cuDeviceGetCount", Driver, "int cuDeviceGetCount(int *count)"},
+	{"cuDeviceGet", Driver, "int cuDeviceGet(int *device, int ordinal)"},
+	{"cuDeviceGetName", Driver, "int cuDeviceGetName(char *name, int len, int device)"},
+	{"cuDeviceGetAttribute", Driver, "int cuDeviceGetAttribute(int *value, int attribute, int device)"},
+	{"cuDeviceTotalMem_v2", Driver, "int cuDeviceTotalMem_v2(size_t *bytes, int device)"},
+	{"cuDevicePrimaryCtxRetain", Driver, "int cuDevicePrimaryCtxRetain(void **context, int device)"},
+	{"cuDevicePrimaryCtxRelease_v2", Driver, "int cuDevicePrimaryCtxRelease_v2(int device)"},
+	{"cuCtxSetCurrent", Driver, "int cuCtxSetCurrent(void *context)"},
+	{"cuCtxSynchronize", Driver, "int cuCtxSynchronize(void)"},
+	{"cuMemAlloc_v2", Driver, "int cuMemAlloc_v2(unsigned long long *dptr, size_t bytes)"},
+	{"cuMemFree_v2", Driver, "int cuMemFree_v2(unsigned long long dptr)"},
+	{"cuMemcpyHtoD_v2", Driver, "int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes)"},
+	{"cuMemcpyDtoH_v2", Driver, "int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes)"},
+	{"cuMemsetD8_v2", Driver, "int cuMemsetD8_v2(unsigned long long dst, unsigned char value, size_t count)"},
+	{"cuModuleLoadData", Driver, "int cuModuleLoadData(void **module, const void *image)"},
+	{"cuModuleUnload", Driver, "int cuModuleUnload(void *module)"},
+	{"cuModuleGetFunction", Driver, "int cuModuleGetFunction(void **function, void *module, const char *name)"},
+	{"cuLaunchKernel", Driver, "int cuLaunchKernel(void *function, unsigned int gridX, unsigned int gridY, unsigned int gridZ, unsigned int blockX, unsigned int blockY, unsigned int blockZ, unsigned int sharedBytes, void *stream, void **params, void **extra)"},
+	{"cudaRuntimeGetVersion", Runtime, "int cudaRuntimeGetVersion(int *version)"},
+	{"nvrtcVersion", NVRTC, "int nvrtcVersion(int *major, int *minor)"},
+	{"nvrtcGetErrorString", NVRTC, "const char * nvrtcGetErrorString(int result)"},
+	{"nvrtcCreateProgram", NVRTC, "int nvrtcCreateProgram(void **program, const char *source, const char *name, int numHeaders, const char *const *headers, const char *const *includeNames)"},
+	{"nvrtcCompileProgram", NVRTC, "int nvrtcCompileProgram(void *program, int numOptions, const char *const *options)"},
+	{"nvrtcGetProgramLogSize", NVRTC, "int nvrtcGetProgramLogSize(void *program, size_t *size)"},
+	{"nvrtcGetProgramLog", NVRTC, "int nvrtcGetProgramLog(void *program, char *log)"},
+	{"nvrtcGetCUBINSize", NVRTC, "int nvrtcGetCUBINSize(void *program, size_t *size)"},
+	{"nvrtcGetCUBIN", NVRTC, "int nvrtcGetCUBIN(void *program, char *cubin)"},
+	{"nvrtcDestroyProgram", NVRTC, "int nvrtcDestroyProgram(void **program)"},
+	{"cublasCreate_v2", CUBLAS, "int cublasCreate_v2(void **handle)"},
+	{"cublasDestroy_v2", CUBLAS, "int cublasDestroy_v2(void *handle)"},
+	{"cublasGetVersion_v2", CUBLAS, "int cublasGetVersion_v2(void *handle, int *version)"},
+	{"cublasLtGetVersion", CUBLASLt, "size_t cublasLtGetVersion(void)"},
+	{"cublasLtCreate", CUBLASLt, "int cublasLtCreate(void **handle)"},
+	{"cublasLtDestroy", CUBLASLt, "int cublasLtDestroy(void *handle)"},
+	{"cudnnGetVersion", CUDNN, "size_t cudnnGetVersion(void)"},
+	{"cudnnGetErrorString", CUDNN, "const char * cudnnGetErrorString(int status)"},
+	{"cudnnCreate", CUDNN, "int cudnnCreate(void **handle)"},
+	{"cudnnDestroy", CUDNN, "int cudnnDestroy(void *handle)"},
+	{"ncclGetVersion", NCCL, "int ncclGetVersion(int *version)"},
+	{"ncclGetErrorString", NCCL, "const char * ncclGetErrorString(int result)"},
+	{"ncclGetUniqueId", NCCL, "int ncclGetUniqueId(void *uniqueId)"},
+}

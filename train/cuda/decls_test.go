@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var (
+	declLine  = regexp.MustCompile(`^FASTER_CUDA_DECL\((\w+), (.+?), (\w+), \((.*)\)\)$`)
+	constLine = regexp.MustCompile(`^FASTER_CUDA_CONST\((\w+), (\d+)\)$`)
+	libEnum   = regexp.MustCompile(`(?m)^\s*FASTER_LIB_(\w+),`)
+)
+
+// Decls is decls.h, line for line: symbol, library and C declaration.
+func TestDeclsMatchHeader(t *testing.T) {
+	src, err := os.ReadFile("decls.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Decl
+	for _, line := range strings.Split(string(src), "\n") {
+		if !strings.HasPrefix(line, "FASTER_CUDA_DECL(") {
+			continue
+		}
+		m := declLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("decls.h: cannot read %q", line)
+		}
+		lib := -1
+		for l, x := range libraries {
+			if strings.EqualFold(x.name, m[1]) || (m[1] == "DRIVER" && l == int(Driver)) {
+				lib = l
+			}
+		}
+		if lib < 0 {
+			t.Fatalf("decls.h: library %s unknown", m[1])
+		}
+		got = append(got, Decl{Symbol: m[3], Lib: Library(lib), C: m[2] + " " + m[3] + "(" + m[4] + ")"})
+	}
+	if len(got) != len(Decls) {
+		t.Fatalf("decls.h has %d declarations, Decls %d", len(got), len(Decls))
+	}
+	for i := range got {
+		if got[i] != Decls[i] {
+			t.Errorf("decls.h %+v, Decls %+v", got[i], Decls[i])
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range Decls {
+		if seen[d.Symbol] {
+			t.Errorf("%s declared twice", d.Symbol)
+		}
+		seen[d.Symbol] = true
+		if !strings.Contains(d.C, " "+d.Symbol+"(") {
+			t.Errorf("%s: declaration %q names another symbol", d.Symbol, d.C)
+		}
+	}
+	// Every library has its symbols, and dl.h's enum is the Library order.
+	for l := range libraries {
+		n := 0
+		for _, d := range Decls {
+			if d.Lib == Library(l) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no symbol declared (its load would prove nothing)", Library(l))
+		}
+	}
+	h, _ := os.ReadFile("dl.h")
+	enum := libEnum.FindAllStringSubmatch(string(h), -1)
+	if len(enum) != len(libraries) {
+		t.Fatalf("dl.h lists %d libraries, Go %d", len(enum), len(libraries))
+	}
+	for i, m := range enum {
+		if want := strings.ToUpper(Library(i).String()); m[1] != want && !(i == int(Driver) && m[1] == "DRIVER") {
+			t.Errorf("dl.h's library %d is %s, Go's %s", i, m[1], want)
+		}
+	}
+}
+
+func TestConstsMatchHeader(t *testing.T) {
+	src, err := os.ReadFile("consts.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(src), "\n") {
+		if !strings.HasPrefix(line, "FASTER_CUDA_CONST(") {
+			continue
+		}
+		m := constLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("consts.h: cannot read %q", line)
+		}
+		v, _ := strconv.Atoi(m[2])
+		if got, ok := consts[m[1]]; !ok || got != v {
+			t.Errorf("consts.h %s = %d, Go %d (%v)", m[1], v, got, ok)
+		}
+		n++
+	}
+	if n != len(consts) {
+		t.Errorf("consts.h has %d, Go %d", n, len(consts))
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	noDriver := []Attempt{
+		{Driver, "libcuda.so.1", "libcuda.so.1: cannot open shared object file: No such file or directory"},
+		{NVRTC, "libnvrtc.so.13", "libnvrtc.so.13: cannot open shared object file"},
+		{NVRTC, "libnvrtc.so.12", "libnvrtc.so.12: cannot open shared object file"},
+	}
+	if got, want := describe(noDriver, false), "no driver: tried libcuda.so.1 (libcuda.so.1: cannot open shared object file: No such file or directory), libnvrtc.so.13"; !strings.HasPrefix(got, want) {
+		t.Errorf("describe = %q, want %q…", got, want)
+	}
+	withOptional := append(noDriver, Attempt{CUDNN, "libcudnn.so.9", "no"})
+	if got, want := describe(withOptional, true), "no driver: tried libcuda.so.1 (libcuda.so.1: cannot open shared object file: No such file or directory)"; got != want {
+		t.Errorf("short describe = %q, want %q", got, want)
+	}
+	noNVRTC := []Attempt{{Driver, "libcuda.so.1", ""}, {NVRTC, "libnvrtc.so.13", "nvrtcGetCUBIN missing"}}
+	if got := describe(noNVRTC, false); !strings.HasPrefix(got, "no nvrtc: tried libnvrtc.so.13 (nvrtcGetCUBIN missing)") {
+		t.Errorf("describe = %q", got)
+	}
+	ok := []Attempt{{Driver, "libcuda.so.1", ""}, {NVRTC, "libnvrtc.so.13", ""}, {CUDNN, "libcudnn.so.9", "not found"}}
+	if got, want := describe(ok, false), "opened libcuda.so.1, libnvrtc.so.13; not libcudnn.so.9 (not found)"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{}).Validate(); err != nil {
+		t.Error(err)
+	}
+	if err := (Options{Ordinal: -1}).Validate(); err == nil {
+		t.Error("ordinal -1 accepted")
+	}
+	if _, err := Open(Options{Ordinal: -1}); err == nil {
+		t.Error("Open took ordinal -1")
+	}
+}

@@ -1,0 +1,366 @@
+//go:build cgo
+
+package cuda
+
+// The device check, prepared and NOT YET RUN on a GPU: every kernel of
+// kernels.cu compiled by NVRTC for the device's architecture, launched on
+// the sizes of a ThinNet and a ResNet-18 step, and compared with its CPU
+// build (package kernels, gcc). Without a driver these tests skip, unless
+// FASTER_REQUIRE_GPU=1, which makes a missing driver a failure (the device
+// machine sets it: gpucheck.sh). Each result is a line "GPUCHECK|…" that
+// gpucheck.sh prints as a table.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/faster-training/faster/train/cuda/kernels"
+)
+
+// needGPU opens device 0, or skips (fails under FASTER_REQUIRE_GPU=1).
+func needGPU(t *testing.T) *Device {
+	t.Helper()
+	d, err := Open(Options{CacheDir: t.TempDir()})
+	if err != nil {
+		if v := os.Getenv("FASTER_REQUIRE_GPU"); v != "" && v != "0" {
+			t.Fatalf("FASTER_REQUIRE_GPU=1 and no GPU: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// row prints one line of gpucheck.sh's table.
+func row(t *testing.T, kernel, size string, ms float64, agreement string, ok bool) {
+	t.Helper()
+	verdict := "ok"
+	if !ok {
+		verdict = "FAIL"
+		t.Errorf("%s %s: %s", kernel, size, agreement)
+	}
+	t.Logf("GPUCHECK|%s|%s|%.3f|%s|%s", kernel, size, ms, agreement, verdict)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// upload copies s into a new device buffer.
+func upload[T any](t *testing.T, d *Device, s []T) Buffer {
+	t.Helper()
+	var z T
+	b, err := d.Alloc(len(s) * sizeOf(z))
+	must(t, err)
+	t.Cleanup(func() { d.Free(b) })
+	must(t, CopyIn(d, b, s))
+	return b
+}
+
+func download[T any](t *testing.T, d *Device, b Buffer, n int) []T {
+	t.Helper()
+	s := make([]T, n)
+	must(t, CopyOut(d, s, b))
+	return s
+}
+
+func sizeOf(v any) int {
+	switch v.(type) {
+	case uint8:
+		return 1
+	case uint16:
+		return 2
+	case float64:
+		return 8
+	}
+	return 4
+}
+
+// launch runs kernel name of m with args and returns its milliseconds
+// (the launch waits for it).
+func launch(t *testing.T, m *Module, name string, l kernels.Launch, args ...Arg) float64 {
+	t.Helper()
+	f, err := m.Function(name)
+	must(t, err)
+	start := time.Now()
+	must(t, f.Launch(l, args...))
+	return float64(time.Since(start).Microseconds()) / 1000
+}
+
+func plan(t *testing.T, d *Device, s kernels.Shape, items, size int64) kernels.Launch {
+	t.Helper()
+	l, err := d.Facts.Facts.Plan(s, items, size)
+	must(t, err)
+	return l
+}
+
+func maxULP(a, b []float32) (worst int64) {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x != x || y != y {
+			if (x != x) != (y != y) {
+				return math.MaxInt32
+			}
+			continue
+		}
+		d := ordered(x) - ordered(y)
+		worst = max(worst, d, -d)
+	}
+	return worst
+}
+
+func ordered(f float32) int64 {
+	u := int64(math.Float32bits(f))
+	if u&0x80000000 != 0 {
+		return -(u & 0x7fffffff)
+	}
+	return u
+}
+
+func randn(r *rand.Rand, n int, scale float64) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64() * scale)
+	}
+	return s
+}
+
+// The facts and the compile: NVRTC for the device's architecture, then
+// from the cache.
+func TestGPUCompile(t *testing.T) {
+	d := needGPU(t)
+	t.Logf("probe: %s", Probe())
+	t.Logf("device: %+v", d.Facts)
+	start := time.Now()
+	m, err := d.Kernels()
+	must(t, err)
+	cold := time.Since(start)
+	start = time.Now()
+	m2, err := d.Kernels()
+	must(t, err)
+	warm := time.Since(start)
+	row(t, "nvrtc compile", d.Arch, float64(cold.Microseconds())/1000, fmt.Sprintf("cold %v, cached %v (hit %v)", cold.Round(time.Millisecond), warm.Round(time.Millisecond), m2.Outcome.Hit), !m.Outcome.Hit && m2.Outcome.Hit)
+	for _, k := range kernels.Kernels {
+		if _, err := m.Function(k.Name); err != nil {
+			t.Errorf("kernel %s: %v", k.Name, err)
+		}
+	}
+}
+
+// Each optional library called once (handles made and destroyed, an NCCL
+// unique id); the rows go to gpucheck.sh's output.
+func TestGPULibraries(t *testing.T) {
+	d := needGPU(t)
+	for _, r := range d.Exercise() {
+		t.Logf("GPULIB|%s", r)
+	}
+}
+
+// Sizes of one step: ThinNet at batch 512 on 3×32×32, ResNet-18 at batch
+// 256 on 3×224×224 (11,689,512 parameters).
+var steps = []struct {
+	name           string
+	n, h, w        int // input
+	params         int
+	classes        int
+	bnN, bnC, bnHW int // the largest BN of the step
+}{
+	{"thinnet", 512, 32, 32, 330_000, 10, 512, 32, 30 * 30},
+	{"resnet18", 256, 224, 224, 11_689_512, 1000, 256, 64, 56 * 56},
+}
+
+func TestGPUKernels(t *testing.T) {
+	d := needGPU(t)
+	m, err := d.Kernels()
+	must(t, err)
+	r := rand.New(rand.NewPCG(37, 10))
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			gpuCasts(t, d, m, r, s.name, s.params)
+			gpuNormalize(t, d, m, r, s.name, s.n, s.h, s.w)
+			gpuSGD(t, d, m, r, s.name, s.params)
+			gpuAMP(t, d, m, r, s.name, s.params)
+			gpuCE(t, d, m, r, s.name, s.n, s.classes)
+			gpuBN(t, d, m, r, s.name, s.bnN, s.bnC, s.bnHW)
+		})
+	}
+}
+
+func gpuCasts(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n int) {
+	x := randn(r, n, 100)
+	for i := 0; i < n; i += 97 { // random bit patterns: NaNs, infs, subnormals
+		x[i] = math.Float32frombits(r.Uint32())
+	}
+	l := plan(t, d, kernels.Elementwise, int64(n), 0)
+	size := fmt.Sprintf("%s %d", step, n)
+	in := upload(t, d, x)
+	for _, c := range []struct {
+		to, back string
+		cpu      func(kernels.Launch, []float32, []uint16) error
+		cpuBack  func(kernels.Launch, []uint16, []float32) error
+	}{
+		{"cast_f32_f16", "cast_f16_f32", kernels.CastF32F16, kernels.CastF16F32},
+		{"cast_f32_bf16", "cast_bf16_f32", kernels.CastF32BF16, kernels.CastBF16F32},
+	} {
+		h, err := d.Alloc(2 * n)
+		must(t, err)
+		f, err := d.Alloc(4 * n)
+		must(t, err)
+		ms := launch(t, m, c.to, l, Ptr(in), Ptr(h), I64(int64(n)))
+		ms2 := launch(t, m, c.back, l, Ptr(h), Ptr(f), I64(int64(n)))
+		gh, gf := download[uint16](t, d, h, n), download[float32](t, d, f, n)
+		wh, wf := make([]uint16, n), make([]float32, n)
+		must(t, c.cpu(l, x, wh))
+		must(t, c.cpuBack(l, wh, wf))
+		row(t, c.to, size, ms, fmt.Sprintf("%d of %d bits differ", countDiff(gh, wh), n), slices.Equal(gh, wh))
+		row(t, c.back, size, ms2, fmt.Sprintf("%d ulp", maxULP(gf, wf)), maxULP(gf, wf) == 0)
+		d.Free(h)
+		d.Free(f)
+	}
+}
+
+func countDiff(a, b []uint16) (n int) {
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
+}
+
+func gpuNormalize(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, h, w int) {
+	const c = 3
+	px := make([]uint8, n*h*w*c)
+	for i := range px {
+		px[i] = uint8(r.IntN(256))
+	}
+	scale := []float32{1 / (255 * 0.229), 1 / (255 * 0.224), 1 / (255 * 0.225)}
+	shift := []float32{-0.485 / 0.229, -0.456 / 0.224, -0.406 / 0.225}
+	l := plan(t, d, kernels.Elementwise, int64(len(px)), 0)
+	in, sc, sh := upload(t, d, px), upload(t, d, scale), upload(t, d, shift)
+	out, err := d.Alloc(4 * len(px))
+	must(t, err)
+	defer d.Free(out)
+	ms := launch(t, m, "normalize_u8", l, Ptr(in), Ptr(out), Ptr(sc), Ptr(sh), I32(int32(n)), I32(c), I32(int32(h)), I32(int32(w)))
+	got := download[float32](t, d, out, len(px))
+	want := make([]float32, len(px))
+	must(t, kernels.NormalizeU8(l, px, want, scale, shift, n, c, h, w))
+	u := maxULP(got, want)
+	row(t, "normalize_u8", fmt.Sprintf("%s %dx%dx%dx3", step, n, h, w), ms, fmt.Sprintf("%d ulp", u), u == 0)
+}
+
+func gpuSGD(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n int) {
+	l := plan(t, d, kernels.Elementwise, int64(n), 0)
+	w0 := randn(r, n, 0.1)
+	for _, nesterov := range []bool{false, true} {
+		w, v := slices.Clone(w0), make([]float32, n)
+		bw, bv := upload(t, d, w), upload(t, d, v)
+		var ms float64
+		for s := range 3 {
+			g := randn(r, n, 0.01)
+			bg := upload(t, d, g)
+			a := kernels.SGDArgs{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, Nesterov: nesterov, First: s == 0}
+			ms = launch(t, m, "sgd", l, Ptr(bw), Ptr(bg), Ptr(bv), I64(int64(n)), F32(a.LR), F32(a.Momentum), F32(a.WeightDecay), I32(b32(a.Nesterov)), I32(b32(a.First)))
+			must(t, kernels.SGD(l, w, g, v, a))
+			d.Free(bg)
+		}
+		gw, gv := download[float32](t, d, bw, n), download[float32](t, d, bv, n)
+		u := max(maxULP(gw, w), maxULP(gv, v))
+		row(t, fmt.Sprintf("sgd nesterov=%v", nesterov), fmt.Sprintf("%s %d, 3 steps", step, n), ms, fmt.Sprintf("%d ulp", u), u == 0)
+	}
+}
+
+func b32(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func gpuAMP(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n int) {
+	l := plan(t, d, kernels.Elementwise, int64(n), 0)
+	for _, bad := range []bool{false, true} {
+		g := randn(r, n, 1000)
+		if bad {
+			g[n/2] = float32(math.Inf(1))
+		}
+		inv := float32(1.0 / 65536)
+		bg, bf, bi := upload(t, d, g), upload(t, d, []float32{0}), upload(t, d, []float32{inv})
+		ms := launch(t, m, "amp_unscale", l, Ptr(bg), I64(int64(n)), Ptr(bf), Ptr(bi))
+		var found float32
+		must(t, kernels.AMPUnscale(l, g, &found, inv))
+		gg, gf := download[float32](t, d, bg, n), download[float32](t, d, bf, 1)
+		u := maxULP(gg, g)
+		row(t, fmt.Sprintf("amp_unscale inf=%v", bad), fmt.Sprintf("%s %d", step, n), ms,
+			fmt.Sprintf("%d ulp, found_inf %v (CPU %v)", u, gf[0], found), u == 0 && gf[0] == found)
+	}
+}
+
+func gpuCE(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, k int) {
+	x := randn(r, n*k, 3)
+	y := make([]int32, n)
+	for i := range y {
+		y[i] = int32(r.IntN(k))
+	}
+	const eps = 0.1
+	gs := float32(1) / float32(n)
+	lr, ls := plan(t, d, kernels.PerRow, int64(n), int64(k)), plan(t, d, kernels.Single, 0, int64(n))
+	bx, by := upload(t, d, x), upload(t, d, y)
+	bg, err := d.Alloc(4 * n * k)
+	must(t, err)
+	defer d.Free(bg)
+	brow, err := d.Alloc(4 * 3 * n)
+	must(t, err)
+	defer d.Free(brow)
+	bsum := upload(t, d, []float64{0, 0, 0})
+	ms := launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(gs))
+	ms += launch(t, m, "ce_sums", ls, Ptr(brow), I32(int32(n)), Ptr(bsum))
+	g, rows := make([]float32, n*k), make([]float32, 3*n)
+	must(t, kernels.CELoss(lr, x, y, g, rows, n, k, eps, gs))
+	var sums [3]float64
+	must(t, kernels.CESums(ls, rows, n, &sums))
+	gg, gsums := download[float32](t, d, bg, n*k), download[float64](t, d, bsum, 3)
+	var gabs float64
+	for i := range g {
+		gabs = max(gabs, math.Abs(float64(g[i])-float64(gg[i])))
+	}
+	rel := math.Abs(gsums[0]-sums[0]) / math.Abs(sums[0])
+	ok := rel <= 1e-5 && gabs*float64(n) <= 1e-5 && gsums[1] == sums[1] && gsums[2] == sums[2]
+	row(t, "ce_loss+ce_sums", fmt.Sprintf("%s %dx%d eps %v", step, n, k, eps), ms,
+		fmt.Sprintf("loss rel %.2g, grad %.2g·1/n, top1 %v/%v top5 %v/%v", rel, gabs*float64(n), gsums[1], sums[1], gsums[2], sums[2]), ok)
+}
+
+func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, hw int) {
+	b := kernels.BN{N: n, C: c, HW: hw, Eps: 1e-5, Momentum: 0.1,
+		X: randn(r, n*c*hw, 1), Y: make([]float32, n*c*hw), Gamma: randn(r, c, 1), Beta: randn(r, c, 1),
+		BatchMean: make([]float32, c), BatchVar: make([]float32, c), RunningMean: make([]float32, c), RunningVar: make([]float32, c)}
+	for i := range b.RunningVar {
+		b.RunningVar[i] = 1
+	}
+	l := plan(t, d, kernels.PerChannel, int64(c), int64(n*hw))
+	bx, bg, bb := upload(t, d, b.X), upload(t, d, b.Gamma), upload(t, d, b.Beta)
+	bm, bv := upload(t, d, b.BatchMean), upload(t, d, b.BatchVar)
+	brm, brv := upload(t, d, b.RunningMean), upload(t, d, b.RunningVar)
+	by, err := d.Alloc(4 * n * c * hw)
+	must(t, err)
+	defer d.Free(by)
+	ms := launch(t, m, "relu_bn_train", l, Ptr(bx), Ptr(by), Ptr(bg), Ptr(bb), Ptr(bm), Ptr(bv), Ptr(brm), Ptr(brv),
+		I32(int32(n)), I32(int32(c)), I32(int32(hw)), F32(b.Eps), F32(b.Momentum))
+	must(t, kernels.ReLUBNTrain(l, b))
+	u := maxULP(download[float32](t, d, by, n*c*hw), b.Y)
+	for _, p := range []struct {
+		buf  Buffer
+		want []float32
+	}{{bm, b.BatchMean}, {bv, b.BatchVar}, {brm, b.RunningMean}, {brv, b.RunningVar}} {
+		u = max(u, maxULP(download[float32](t, d, p.buf, c), p.want))
+	}
+	row(t, "relu_bn_train", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ms, fmt.Sprintf("%d ulp", u), u <= 1)
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# gpucheck.sh: the cuda backend's device check. PREPARED, NOT YET RUN on a
+# GPU (written without one; every part that runs without a GPU was run).
+#
+# On the build machine (Go and gcc here, no GPU), from the repository root:
+#   bash train/cuda/gpucheck.sh build
+# writes out/gpu/cuda.test (git-ignored; `go test -c`, stripped, ~10 MB).
+#
+# On the GPU machine, in one device call, carrying out/gpu (it builds
+# nothing there: no Go there):
+#   bash train/cuda/gpucheck.sh
+# and, in the same call, the header check if wanted (g++ only, ~2 s):
+#   bash train/cuda/probe/probe.sh; bash train/cuda/gpucheck.sh
+#
+# It runs the carried binary's GPU tests with FASTER_REQUIRE_GPU=1 (a
+# missing driver fails, never skips): NVRTC compiles kernels.cu for the
+# device's architecture (then a cache hit), each library is called once,
+# every kernel runs on a ThinNet and a ResNet-18 step's sizes and is
+# compared with its CPU build. It prints a short table last; the whole log
+# goes to $OUT/gpucheck.log (or /tmp). Exit status: the test binary's.
+# It reads the card's state (nvidia-smi's query) and changes nothing.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$root/out/gpu/cuda.test
+
+if [ "${1:-}" = build ]; then
+	mkdir -p "$root/out/gpu"
+	cd "$root" && go test -c -ldflags='-s -w' -o "$bin" ./train/cuda || exit 1
+	ls -l "$bin"
+	exit 0
+fi
+
+[ -x "$bin" ] || { echo "gpucheck: $bin missing: run 'bash train/cuda/gpucheck.sh build' where Go is, and carry out/gpu"; exit 2; }
+log=${OUT:-/tmp}/gpucheck.log
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
+cd "$root/train/cuda" || exit 2
+start=$(date +%s)
+FASTER_REQUIRE_GPU=1 "$bin" -test.run '^(TestGPU|TestLoaderTable)' -test.v -test.timeout 300s >"$log" 2>&1
+rc=$?
+echo "== $(($(date +%s) - start)) s, exit $rc; log $log"
+grep -E 'probe: |device: ' "$log" | sed 's/^ *//' | cut -c1-400
+echo "== libraries, each called once"
+grep -o 'GPULIB|.*' "$log" | cut -d'|' -f2-
+echo "== kernels: GPU against the CPU build"
+{
+	echo "kernel|size|ms|agreement|verdict"
+	grep -o 'GPUCHECK|.*' "$log" | cut -d'|' -f2-
+} | column -t -s'|'
+grep -E '^(--- FAIL|FAIL|PASS|ok)' "$log" | head -20
+[ "$rc" -ne 0 ] && grep -E '_test\.go:[0-9]+: ' "$log" | grep -v -E 'GPUCHECK|GPULIB' | sed 's/^ *//' | cut -c1-300 | head -20
+exit $rc

@@ -1,0 +1,147 @@
+//go:build cgo
+
+package kernels
+
+/*
+#cgo CFLAGS: -std=gnu11 -O2
+#cgo LDFLAGS: -lm
+#include "cpu.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// The CPU build: each function runs one kernel of kernels.cu, compiled by
+// gcc, over Go slices with launch l (as planned for the GPU, or any other
+// power-of-two block of at most MaxBlock, to test the striding).
+
+func check(l Launch, lens ...int) error {
+	if l.Grid < 1 || l.Block < 1 || l.Block > MaxBlock || l.Block&(l.Block-1) != 0 {
+		return fmt.Errorf("kernels: launch %+v: want a grid ≥ 1 and a power-of-two block ≤ %d", l, MaxBlock)
+	}
+	for i := 1; i < len(lens); i += 2 {
+		if lens[i-1] < lens[i] {
+			return fmt.Errorf("kernels: buffer of %d elements, want %d", lens[i-1], lens[i])
+		}
+	}
+	return nil
+}
+
+func fp[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// CastF32F16 converts in to binary16 bits in out.
+func CastF32F16(l Launch, in []float32, out []uint16) error {
+	if err := check(l, len(out), len(in)); err != nil {
+		return err
+	}
+	C.cpu_cast_f32_f16(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(in)), (*C.uint16_t)(fp(out)), C.int64_t(len(in)))
+	return nil
+}
+
+// CastF16F32 converts binary16 bits in to float32.
+func CastF16F32(l Launch, in []uint16, out []float32) error {
+	if err := check(l, len(out), len(in)); err != nil {
+		return err
+	}
+	C.cpu_cast_f16_f32(C.int(l.Grid), C.int(l.Block), (*C.uint16_t)(fp(in)), (*C.float)(fp(out)), C.int64_t(len(in)))
+	return nil
+}
+
+// CastF32BF16 converts in to bfloat16 bits in out.
+func CastF32BF16(l Launch, in []float32, out []uint16) error {
+	if err := check(l, len(out), len(in)); err != nil {
+		return err
+	}
+	C.cpu_cast_f32_bf16(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(in)), (*C.uint16_t)(fp(out)), C.int64_t(len(in)))
+	return nil
+}
+
+// CastBF16F32 converts bfloat16 bits in to float32.
+func CastBF16F32(l Launch, in []uint16, out []float32) error {
+	if err := check(l, len(out), len(in)); err != nil {
+		return err
+	}
+	C.cpu_cast_bf16_f32(C.int(l.Grid), C.int(l.Block), (*C.uint16_t)(fp(in)), (*C.float)(fp(out)), C.int64_t(len(in)))
+	return nil
+}
+
+// NormalizeU8 writes n uint8 HWC images of c×h×w as float NCHW:
+// out = v·scale[ch] + shift[ch].
+func NormalizeU8(l Launch, in []uint8, out, scale, shift []float32, n, c, h, w int) error {
+	if err := check(l, len(in), n*c*h*w, len(out), n*c*h*w, len(scale), c, len(shift), c); err != nil {
+		return err
+	}
+	C.cpu_normalize_u8(C.int(l.Grid), C.int(l.Block), (*C.uint8_t)(fp(in)), (*C.float)(fp(out)),
+		(*C.float)(fp(scale)), (*C.float)(fp(shift)), C.int32_t(n), C.int32_t(c), C.int32_t(h), C.int32_t(w))
+	return nil
+}
+
+func b2i(b bool) C.int32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SGD updates w (and the velocity v when Momentum ≠ 0) from gradient g.
+func SGD(l Launch, w, g, v []float32, a SGDArgs) error {
+	if err := check(l, len(g), len(w), len(v), len(w)); err != nil {
+		return err
+	}
+	C.cpu_sgd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(w)), (*C.float)(fp(g)), (*C.float)(fp(v)), C.int64_t(len(w)),
+		C.float(a.LR), C.float(a.Momentum), C.float(a.WeightDecay), b2i(a.Nesterov), b2i(a.First))
+	return nil
+}
+
+// AMPUnscale multiplies g by invScale (unless 1) and sets *foundInf to 1
+// when some element of g was not finite.
+func AMPUnscale(l Launch, g []float32, foundInf *float32, invScale float32) error {
+	if err := check(l); err != nil {
+		return err
+	}
+	inv := invScale
+	C.cpu_amp_unscale(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(g)), C.int64_t(len(g)),
+		(*C.float)(unsafe.Pointer(foundInf)), (*C.float)(unsafe.Pointer(&inv)))
+	return nil
+}
+
+// CELoss computes the cross-entropy gradient into dlogits and each row's
+// loss, top-1 and top-5 into rowstat (3 a row).
+func CELoss(l Launch, logits []float32, labels []int32, dlogits, rowstat []float32, n, k int, eps, gscale float32) error {
+	if err := check(l, len(logits), n*k, len(labels), n, len(dlogits), n*k, len(rowstat), 3*n); err != nil {
+		return err
+	}
+	C.cpu_ce_loss(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(logits)), (*C.int32_t)(fp(labels)), (*C.float)(fp(dlogits)),
+		(*C.float)(fp(rowstat)), C.int32_t(n), C.int32_t(k), C.float(eps), C.float(gscale))
+	return nil
+}
+
+// CESums adds the n rows of rowstat to sums (loss, top-1, top-5).
+func CESums(l Launch, rowstat []float32, n int, sums *[3]float64) error {
+	if err := check(l, len(rowstat), 3*n); err != nil {
+		return err
+	}
+	C.cpu_ce_sums(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(rowstat)), C.int32_t(n), (*C.double)(unsafe.Pointer(&sums[0])))
+	return nil
+}
+
+// ReLUBNTrain runs ReLU then BatchNorm in training mode.
+func ReLUBNTrain(l Launch, b BN) error {
+	nc := b.N * b.C * b.HW
+	if err := check(l, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C, len(b.BatchMean), b.C,
+		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
+		return err
+	}
+	C.cpu_relu_bn_train(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.X)), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
+		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.RunningMean)),
+		(*C.float)(fp(b.RunningVar)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.float(b.Momentum))
+	return nil
+}

@@ -1,0 +1,213 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+)
+
+var sgdConfigs = []struct {
+	momentum, wd float32
+	nesterov     bool
+}{
+	{0.9, 5e-4, false},
+	{0.9, 5e-4, true},
+	{0, 1e-4, false},
+	{0.9, 0, false},
+}
+
+const (
+	sgdSteps = 5
+	sgdLR    = 0.1
+)
+
+// sgdRun runs sgdSteps steps of the sgd kernel from w0 with the gradients
+// grads[step].
+func sgdRun(t *testing.T, l Launch, w0 []float32, grads [][]float32, m, wd float32, nesterov bool) []float32 {
+	t.Helper()
+	w, v := slices.Clone(w0), make([]float32, len(w0))
+	for s, g := range grads {
+		a := SGDArgs{LR: sgdLR, Momentum: m, WeightDecay: wd, Nesterov: nesterov, First: s == 0}
+		if err := SGD(l, w, g, v, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+func sgdData(n int) ([]float32, [][]float32, []float32) {
+	r := rand.New(rand.NewPCG(37, 3))
+	w0 := randn(r, n, 0.1)
+	var grads [][]float32
+	var flat []float32
+	for range sgdSteps {
+		g := randn(r, n, 0.01)
+		grads = append(grads, g)
+		flat = append(flat, g...)
+	}
+	return w0, grads, flat
+}
+
+// Five steps of the sgd kernel against torch.optim.SGD (torch 1.13 on the
+// CPU: its AVX2 kernels round a+α·b once, as fmaf) on 10,007 parameters
+// (not a multiple of a vector: torch's scalar tail too).
+func TestSGDAgainstTorch(t *testing.T) {
+	needCPU(t)
+	const n = 10007
+	w0, grads, flat := sgdData(n)
+	script := `
+w0 = load("w", np.float32)
+G = load("g", np.float32).view(` + fmt.Sprint(sgdSteps) + `, -1)
+`
+	var outs []string
+	for i, c := range sgdConfigs {
+		script += fmt.Sprintf(`
+p = torch.nn.Parameter(w0.clone())
+opt = torch.optim.SGD([p], lr=%v, momentum=%v, weight_decay=%v, nesterov=%v)
+for s in range(G.shape[0]):
+    p.grad = G[s].clone()
+    opt.step()
+save("w%d", p)
+`, sgdLR, c.momentum, c.wd, map[bool]string{true: "True", false: "False"}[c.nesterov], i)
+		outs = append(outs, fmt.Sprintf("w%d", i))
+	}
+	res := torch(t, script, map[string]any{"w": w0, "g": flat}, outs...)
+	for i, c := range sgdConfigs {
+		got := sgdRun(t, plan(t, small, Elementwise, n, 0), w0, grads, c.momentum, c.wd, c.nesterov)
+		d := compare(got, f32s(res[outs[i]]))
+		t.Logf("%+v: %d steps vs torch: max %d ulp, %.3g abs", c, sgdSteps, d.ulps, d.abs)
+		if d.ulps > 2 {
+			t.Errorf("%+v: %d ulp from torch at %d", c, d.ulps, d.at)
+		}
+	}
+}
+
+// The kernel against train.SGD, the Go optimiser (which rounds a+α·b twice
+// where torch and the kernel round once): after five steps within 1e-7
+// absolute (weights of about 0.1, whose ulp is 7.5e-9; the ulp distance is
+// large only for weights near 0).
+func TestSGDAgainstTrain(t *testing.T) {
+	needCPU(t)
+	const n = 4099
+	w0, grads, _ := sgdData(n)
+	for _, c := range sgdConfigs {
+		got := sgdRun(t, plan(t, H200, Elementwise, n, 0), w0, grads, c.momentum, c.wd, c.nesterov)
+		p := &train.Param{Name: "w", Shape: []int{n}, Value: slices.Clone(w0)}
+		o := &train.SGD{Momentum: c.momentum, WeightDecay: c.wd, Nesterov: c.nesterov}
+		for _, g := range grads {
+			p.Grad = g
+			o.Step([]*train.Param{p}, sgdLR)
+		}
+		d := compare(got, p.Value)
+		t.Logf("%+v: vs train.SGD: max %d ulp, %.3g abs", c, d.ulps, d.abs)
+		if d.abs > 1e-7 {
+			t.Errorf("%+v: %.3g from train.SGD", c, d.abs)
+		}
+	}
+}
+
+// The kernel's own striding: any grid and block give the same bits.
+func TestSGDGeometry(t *testing.T) {
+	needCPU(t)
+	const n = 3001
+	w0, grads, _ := sgdData(n)
+	want := sgdRun(t, Launch{1, 32}, w0, grads, 0.9, 5e-4, true)
+	for _, l := range []Launch{{1, 256}, {7, 64}, {100, 32}, plan(t, H200, Elementwise, n, 0)} {
+		if got := sgdRun(t, l, w0, grads, 0.9, 5e-4, true); !slices.Equal(got, want) {
+			t.Errorf("launch %+v differs", l)
+		}
+	}
+}
+
+// ampTwin is torch's _amp_foreach_non_finite_check_and_unscale_ (its CUDA
+// kernel; torch 1.13 has none on the CPU): found where an input is not
+// finite, v·inv unless inv is 1.
+func ampTwin(g []float32, inv float32) bool {
+	found := false
+	for i, v := range g {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			found = true
+		}
+		if inv != 1 {
+			g[i] = v * inv
+		}
+	}
+	return found
+}
+
+func TestAMPUnscale(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 4))
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for _, c := range []struct {
+		name string
+		bad  []float32
+		inv  float32
+	}{
+		{"finite", nil, 1.0 / 65536},
+		{"inf", []float32{inf}, 1.0 / 65536},
+		{"-inf", []float32{-inf}, 1.0 / 65536},
+		{"nan", []float32{nan}, 1.0 / 65536},
+		{"finite, inv 1", nil, 1},
+		{"nan, inv 1", []float32{nan}, 1},
+		{"overflow after scaling is not found", []float32{3e38}, 4}, // torch checks the input
+	} {
+		g := randn(r, 5000, 1000)
+		for i, b := range c.bad {
+			g[1234+i*999] = b
+		}
+		want := slices.Clone(g)
+		wantFound := ampTwin(want, c.inv)
+		var found float32
+		if err := AMPUnscale(plan(t, small, Elementwise, int64(len(g)), 0), g, &found, c.inv); err != nil {
+			t.Fatal(err)
+		}
+		if (found == 1) != wantFound || (found != 0 && found != 1) {
+			t.Errorf("%s: found_inf %v, want %v", c.name, found, wantFound)
+		}
+		if d := compare(g, want); d.ulps != 0 {
+			t.Errorf("%s: %d ulp from the twin", c.name, d.ulps)
+		}
+	}
+}
+
+// normalize_u8 against train.Images.Fill (the CPU engine's normalisation,
+// of CHW bytes), bit for bit.
+func TestNormalizeU8(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 5))
+	const n, c, h, w = 5, 3, 7, 9
+	mean, std := float32(0.2860), float32(0.3530)
+	hwc := make([]uint8, n*h*w*c)
+	for i := range hwc {
+		hwc[i] = uint8(r.IntN(256))
+	}
+	chw := make([]uint8, len(hwc))
+	for img := range n {
+		for y := range h {
+			for x := range w {
+				for ch := range c {
+					chw[((img*c+ch)*h+y)*w+x] = hwc[((img*h+y)*w+x)*c+ch]
+				}
+			}
+		}
+	}
+	d := &train.Images{Pixels: chw, Labels: make([]int, n), C: c, H: h, W: w, Mean: mean, Std: std}
+	want := make([]float32, len(chw))
+	d.Fill([]int{0, 1, 2, 3, 4}, want, make([]int, n))
+	scale, shift := make([]float32, c), make([]float32, c)
+	for i := range c {
+		scale[i], shift[i] = 1/(255*std), -mean/std
+	}
+	got := make([]float32, len(hwc))
+	if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, scale, shift, n, c, h, w); err != nil {
+		t.Fatal(err)
+	}
+	if dd := compare(got, want); dd.ulps != 0 {
+		t.Fatalf("%d ulp from train.Images.Fill at %d", dd.ulps, dd.at)
+	}
+}

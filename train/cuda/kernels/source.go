@@ -1,0 +1,93 @@
+// Package kernels holds the cuda backend's own kernels: one CUDA C source,
+// kernels.cu, that NVRTC compiles for the device at run time and that gcc
+// compiles as plain C for the CPU, so that every kernel's arithmetic is
+// tested on machines without a GPU (the CPU build is the GPU's twin in the
+// device check too), and the launch geometry of each.
+//
+// The kernels: casts fp32↔fp16 and fp32↔bf16 (round to nearest even), the
+// normalisation of uint8 HWC batches to float NCHW, fused SGD (momentum,
+// weight decay, Nesterov: torch.optim.SGD) over one flat buffer of
+// parameters, the GradScaler's unscale and finite check (torch's
+// _amp_foreach_non_finite_check_and_unscale_), softmax cross-entropy with
+// label smoothing (gradient and per-row loss, top-1, top-5, then their
+// per-batch sums in double), and ReLU then BatchNorm in training
+// (ThinNet's order), updating the running statistics.
+//
+// What the two compilers share is a subset described at the top of
+// kernels.cu; prelude_gpu.h and prelude_cpu.h give its macros their two
+// meanings. Both compile without contraction of a*b+c (NVRTC --fmad=false,
+// gcc -ffp-contract=off): an element-wise kernel is then bit-identical on
+// the two, and a reduction differs only where expf and logf do (CUDA's are
+// within 2 ulp).
+//
+// The CPU build needs cgo; without it the CPU functions return ErrNoCPU.
+// Everything here is safe for concurrent use (the CPU build keeps its
+// launch state per thread).
+package kernels
+
+import (
+	_ "embed"
+	"errors"
+	"regexp"
+)
+
+// Source is kernels.cu, the kernels' bodies (without a prelude).
+//
+//go:embed kernels.cu
+var Source string
+
+//go:embed prelude_gpu.h
+var gpuPrelude string
+
+// GPUSource is what NVRTC compiles: the GPU prelude, then kernels.cu (line
+// numbers in NVRTC's log are kernels.cu's).
+func GPUSource() string { return gpuPrelude + "#line 1 \"kernels.cu\"\n" + Source }
+
+// MaxBlock is the largest block the kernels take (their SHARED arrays'
+// size, kernels.cu's MAXB); a block is a power of two.
+const MaxBlock = 256
+
+// ErrNoCPU is returned by the CPU build's functions in a build without cgo.
+var ErrNoCPU = errors.New("kernels: the CPU build of kernels.cu needs cgo")
+
+// Shape says how a kernel's launch is planned.
+type Shape int
+
+const (
+	Elementwise Shape = iota // grid-stride over n elements
+	PerRow                   // one block per row of cols, rows striding over the grid
+	PerChannel               // one block per channel of an NCHW tensor
+	Single                   // one block reducing n values
+)
+
+// Kernel is one kernel of kernels.cu.
+type Kernel struct {
+	Name  string
+	Shape Shape
+}
+
+// Kernels lists every kernel of kernels.cu (a test checks the list against
+// the source's KERNEL definitions).
+var Kernels = []Kernel{
+	{"cast_f32_f16", Elementwise},
+	{"cast_f16_f32", Elementwise},
+	{"cast_f32_bf16", Elementwise},
+	{"cast_bf16_f32", Elementwise},
+	{"normalize_u8", Elementwise},
+	{"sgd", Elementwise},
+	{"amp_unscale", Elementwise},
+	{"ce_loss", PerRow},
+	{"ce_sums", Single},
+	{"relu_bn_train", PerChannel},
+}
+
+var kernelDef = regexp.MustCompile(`(?m)^KERNEL (\w+)\(`)
+
+// defined returns the kernels kernels.cu defines, in order.
+func defined() []string {
+	var names []string
+	for _, m := range kernelDef.FindAllStringSubmatch(Source, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}

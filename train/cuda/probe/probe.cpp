@@ -1,0 +1,158 @@
+// probe.cpp: PREPARED, NOT YET RUN. Checks decls.h and consts.h, the cuda
+// backend's own declarations, against the real CUDA headers of the GPU
+// machine: every symbol must be declared there, with the same number of
+// parameters and, for the return and each parameter, the same ABI class
+// (pointer; integer or enum of the same size; floating point of the same
+// size). A handle declared void * against CUcontext, an enum declared int:
+// the same class, as intended. Any mismatch is a compile error naming the
+// symbol. Built by probe.sh with g++ -std=c++17 and the headers found
+// there; never part of `go build` (no Go file in this directory).
+#include <cstddef>
+#include <cstdio>
+#include <type_traits>
+
+#ifdef FASTER_PROBE_DRIVER
+#include <cuda.h>
+#endif
+#ifdef FASTER_PROBE_CUDART
+#include <cuda_runtime_api.h>
+#endif
+#ifdef FASTER_PROBE_NVRTC
+#include <nvrtc.h>
+#endif
+#ifdef FASTER_PROBE_CUBLAS
+#include <cublas_v2.h>
+#endif
+#ifdef FASTER_PROBE_CUBLASLT
+#include <cublasLt.h>
+#endif
+#ifdef FASTER_PROBE_CUDNN
+#include <cudnn.h>
+#endif
+#ifdef FASTER_PROBE_NCCL
+#include <nccl.h>
+#endif
+
+template <class T> constexpr int abi() {
+	if constexpr (std::is_void_v<T>)
+		return 0;
+	else if constexpr (std::is_pointer_v<T>)
+		return 1000 + int(sizeof(T));
+	else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
+		return 2000 + int(sizeof(T));
+	else if constexpr (std::is_floating_point_v<T>)
+		return 3000 + int(sizeof(T));
+	else
+		return 4000 + int(sizeof(T)); // a struct by value: never what decls.h says
+}
+
+template <class R1, class... A1, class R2, class... A2>
+constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
+	if constexpr (sizeof...(A1) != sizeof...(A2))
+		return false;
+	else
+		return abi<R1>() == abi<R2>() && ((abi<A1>() == abi<A2>()) && ... && true);
+}
+
+// Our declarations as pointer types.
+#define FASTER_CUDA_DECL(lib, ret, name, params) typedef ret(*ours_##name) params;
+#include "../decls.h"
+#undef FASTER_CUDA_DECL
+
+#define CHECK(name) static_assert(same_abi(ours_##name(nullptr), &::name), "decls.h declares " #name " unlike the header");
+#define SKIP(name)
+
+#ifdef FASTER_PROBE_DRIVER
+#define CHECK_DRIVER CHECK
+#else
+#define CHECK_DRIVER SKIP
+#endif
+#ifdef FASTER_PROBE_CUDART
+#define CHECK_CUDART CHECK
+#else
+#define CHECK_CUDART SKIP
+#endif
+#ifdef FASTER_PROBE_NVRTC
+#define CHECK_NVRTC CHECK
+#else
+#define CHECK_NVRTC SKIP
+#endif
+#ifdef FASTER_PROBE_CUBLAS
+#define CHECK_CUBLAS CHECK
+#else
+#define CHECK_CUBLAS SKIP
+#endif
+#ifdef FASTER_PROBE_CUBLASLT
+#define CHECK_CUBLASLT CHECK
+#else
+#define CHECK_CUBLASLT SKIP
+#endif
+#ifdef FASTER_PROBE_CUDNN
+#define CHECK_CUDNN CHECK
+#else
+#define CHECK_CUDNN SKIP
+#endif
+#ifdef FASTER_PROBE_NCCL
+#define CHECK_NCCL CHECK
+#else
+#define CHECK_NCCL SKIP
+#endif
+
+#define FASTER_CUDA_DECL(lib, ret, name, params) CHECK_##lib(name)
+#include "../decls.h"
+#undef FASTER_CUDA_DECL
+
+// consts.h: every value as the headers define it (driver and NVRTC).
+#if defined(FASTER_PROBE_DRIVER) && defined(FASTER_PROBE_NVRTC)
+#define FASTER_CUDA_CONST(name, value) static_assert(int(name) == value, "consts.h: " #name " is not " #value);
+#include "../consts.h"
+#undef FASTER_CUDA_CONST
+#endif
+
+int main() {
+	int n = 0, checked = 0;
+#define FASTER_CUDA_DECL(lib, ret, name, params) n++;
+#include "../decls.h"
+#undef FASTER_CUDA_DECL
+#define SKIP_COUNT(name)
+#define FASTER_CUDA_DECL(lib, ret, name, params) checked += PROBE_ON_##lib;
+#ifdef FASTER_PROBE_DRIVER
+#define PROBE_ON_DRIVER 1
+#else
+#define PROBE_ON_DRIVER 0
+#endif
+#ifdef FASTER_PROBE_CUDART
+#define PROBE_ON_CUDART 1
+#else
+#define PROBE_ON_CUDART 0
+#endif
+#ifdef FASTER_PROBE_NVRTC
+#define PROBE_ON_NVRTC 1
+#else
+#define PROBE_ON_NVRTC 0
+#endif
+#ifdef FASTER_PROBE_CUBLAS
+#define PROBE_ON_CUBLAS 1
+#else
+#define PROBE_ON_CUBLAS 0
+#endif
+#ifdef FASTER_PROBE_CUBLASLT
+#define PROBE_ON_CUBLASLT 1
+#else
+#define PROBE_ON_CUBLASLT 0
+#endif
+#ifdef FASTER_PROBE_CUDNN
+#define PROBE_ON_CUDNN 1
+#else
+#define PROBE_ON_CUDNN 0
+#endif
+#ifdef FASTER_PROBE_NCCL
+#define PROBE_ON_NCCL 1
+#else
+#define PROBE_ON_NCCL 0
+#endif
+#include "../decls.h"
+#undef FASTER_CUDA_DECL
+	std::printf("probe: %d of %d declarations checked against the headers; all agree\n", checked, n);
+	return 0;
+}
