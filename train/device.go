@@ -25,10 +25,10 @@ import (
 //	           (weights as tensors; BatchNorm updates its running
 //	           statistics itself)
 //
-// When a State is bound, each Param's Value (and a buffer's) is a host
-// mirror: State.Pull refreshes it (the trainer pulls before a checkpoint
-// and at the end of each epoch call) and State.Push writes it back to the
-// device. Layers hand their ops the Param's tensors (Param.Tensors) in
+// While a State is bound (during a TrainEpoch or TrainStream call), each
+// Param's Value (and a buffer's) is a host mirror: State.Pull refreshes
+// it (the trainer pulls before a checkpoint and when the call returns,
+// releasing the state) and State.Push writes it back to the device. Layers hand their ops the Param's tensors (Param.Tensors) in
 // place of the slices.
 
 // Syncer is implemented by backends that queue work asynchronously: Sync

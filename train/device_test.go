@@ -492,3 +492,54 @@ func TestDeviceOptions(t *testing.T) {
 		t.Errorf("Sync: %v, %d syncs", err, dev.Syncs)
 	}
 }
+
+// A device state's EMA update and swap give EMA.Update's and EMA.Swap's
+// bits, warm-up decays included.
+func TestStateEMAMatchesHost(t *testing.T) {
+	mk := func(b train.Backend) *train.Sequential {
+		net, err := train.NewThinNet(b, toyNet, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return net
+	}
+	host, dev := mk(train.NewReference(train.BackendOptions{})), mk(train.NewDeviceReference(train.BackendOptions{}))
+	defer host.Close()
+	defer dev.Close()
+	he, de := &train.EMA{Decay: 0.95, Warmup: true}, &train.EMA{Decay: 0.95, Warmup: true}
+	st, err := train.NewDeviceReference(train.BackendOptions{}).NewState(dev.Params(), dev.Buffers(), &train.SGD{}, de)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := func(n train.Layer) []*train.Param { return append(n.Params(), n.Buffers()...) }
+	rng := rand.New(rand.NewPCG(8, 9))
+	for step := range 4 {
+		for i, p := range all(host) { // new weights, the same on both
+			for j := range p.Value {
+				p.Value[j] = float32(rng.NormFloat64())
+			}
+			v, _ := st.Tensors(i)
+			if err := v.Write(p.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		he.Update(host)
+		decay := min(0.95, (1+float64(step))/(10+float64(step))) // the warm-up's
+		if err := st.EMAUpdate(decay, step == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	he.Swap(host)
+	if err := st.EMASwap(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Pull(&train.SGD{}, de); err != nil {
+		t.Fatal(err)
+	}
+	var hw, dw [][]float32
+	for i, p := range all(host) {
+		hw, dw = append(hw, p.Value), append(dw, all(dev)[i].Value)
+	}
+	sameBits(t, "swapped weights", dw, hw)
+	sameBits(t, "swapped average", de.Values, he.Values)
+}

@@ -269,9 +269,11 @@ func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(Step
 		return EpochResult{}, err
 	}
 	res, err := t.run(ctx, steps, data.Epoch(ctx, t.Epoch, t.Step), onStep)
-	// The host mirrors hold the epoch's weights when this returns.
-	if perr := t.pullState(); perr != nil && err == nil {
-		err = perr
+	// A device state lives for the call: the host values are the
+	// network's again when it returns (to evaluate, recalibrate, save or
+	// change), and the next call binds them afresh.
+	if uerr := t.unbindState(); uerr != nil && err == nil {
+		err = uerr
 	}
 	return res, err
 }
