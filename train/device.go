@@ -144,8 +144,8 @@ type State interface {
 // hostState is State on the Params' own slices: the trainer's arithmetic
 // of always, run through the interface.
 type hostState struct {
-	params, buffers []*Param
-	ema             *EMA // set by EMAUpdate
+	params, all []*Param // all: params then buffers, EMA's order
+	ema         *EMA
 }
 
 var _ State = (*hostState)(nil)
@@ -178,13 +178,13 @@ func (h *hostState) EMAUpdate(decay float64, first bool) error {
 	if h.ema == nil {
 		return errors.New("train: EMA update without an EMA")
 	}
-	h.ema.update(append(h.params[:len(h.params):len(h.params)], h.buffers...), decay, first)
+	h.ema.update(h.all, decay, first)
 	return nil
 }
 
 func (h *hostState) EMASwap() error {
 	if h.ema != nil {
-		h.ema.swap(append(h.params[:len(h.params):len(h.params)], h.buffers...))
+		h.ema.swap(h.all)
 	}
 	return nil
 }

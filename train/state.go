@@ -20,7 +20,8 @@ func (t *Trainer) bindState() error {
 	params, buffers := t.devs[0].params, t.Net.Buffers()
 	ps, ok := t.Backend.(ParamStore)
 	if !ok || len(t.devs) > 1 || t.dist != nil || t.ZeroGrad {
-		t.state, t.native = &hostState{params: params, buffers: buffers, ema: t.EMA}, false
+		all := append(params[:len(params):len(params)], buffers...)
+		t.state, t.native = &hostState{params: params, all: all, ema: t.EMA}, false
 		t.stateOpt, t.stateEMA = t.Opt, t.EMA
 		return nil
 	}

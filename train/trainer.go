@@ -373,6 +373,11 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 	if t.Step < steps {
 		return done(), fmt.Errorf("train: the data ended after %d of %d steps", t.Step, steps)
 	}
+	for _, d := range t.devs { // the epoch's time includes its queued work
+		if err := Sync(d.b); err != nil {
+			return done(), err
+		}
+	}
 	t.Epoch++
 	t.Step = 0
 	return done(), nil
