@@ -552,3 +552,28 @@ func TestStateEMAMatchesHost(t *testing.T) {
 	sameBits(t, "swapped weights", dw, hw)
 	sameBits(t, "swapped average", de.Values, he.Values)
 }
+
+// ResNet-18 (residual joints, projection shortcuts, max pooling) trains
+// to the same bits on the device path as on the host's.
+func TestDeviceResNetMatchesHost(t *testing.T) {
+	trainRes := func(b train.Backend) [][]float32 {
+		net, err := train.NewResNet18(b, train.ResNetConfig{InChannels: 1, Classes: 3, SmallInput: true, Widths: []int{2, 3, 4, 5}}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 5e-4}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		tr.EMA = &train.EMA{Decay: 0.9}
+		if _, err := tr.TrainEpoch(context.Background(), toyData(48, 6), nil); err != nil {
+			t.Fatal(err)
+		}
+		w := weights(net)
+		for _, p := range net.Buffers() {
+			w = append(w, p.Value)
+		}
+		return append(w, tr.EMA.Values...)
+	}
+	o := train.BackendOptions{Threads: 1}
+	sameBits(t, "weights, statistics and average", trainRes(train.NewDeviceReference(o)), trainRes(train.NewReference(o)))
+}
