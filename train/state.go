@@ -45,7 +45,8 @@ func (t *Trainer) bindState() error {
 
 // unbindTensors makes every parameter and buffer its host slices again.
 func (t *Trainer) unbindTensors() {
-	for _, p := range append(t.devs[0].params, t.Net.Buffers()...) {
+	ps := t.devs[0].params
+	for _, p := range append(ps[:len(ps):len(ps)], t.Net.Buffers()...) {
 		p.dv, p.dg = nil, nil
 	}
 }
