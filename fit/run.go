@@ -216,6 +216,11 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.checkDeviceMemory(b, net, p.inC, p.side, p.world); err != nil {
+		b.Close()
+		net.Close()
+		return nil, err
+	}
 	r := &run{cfg: cfg, b: b, net: net, prec: prec, comm: comm}
 	r.closers = append(r.closers, func() { b.Close() }, func() { net.Close() }) // closed in reverse
 	o := cfg.Optim
@@ -599,6 +604,30 @@ func (cfg *Config) classes(names, testNames []string) (int, error) {
 		return n, nil
 	}
 	return 0, configErrorf("data.path", "%s does not record its classes (no class folders or manifest classes): give data.classes N", cfg.Data.Path)
+}
+
+// checkDeviceMemory refuses a training step that would not fit the
+// memory of the backend's device (train.DeviceMemory), where its tensors
+// live instead of the host's memory checkStepMemory budgets; nothing for
+// a backend on the host.
+func (cfg *Config) checkDeviceMemory(b train.Backend, net train.Layer, inC, side, world int) error {
+	budget, ok, err := train.MemoryBudget(b)
+	if !ok {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: device memory: %w", b.Name(), err)
+	}
+	n := cfg.Batch / world
+	m, err := train.EstimateMemory(net, n, inC, side, side)
+	if err != nil {
+		return configErrorf("model.name", "%s at %d×%d×%d, batch %d: %v", cfg.Model.Name, inC, side, side, n, err)
+	}
+	if m.Total() > budget {
+		return configErrorf("model.name", "%s at %d×%d, batch %d per rank: a training step holds %.1f GB, above the %.1f GB free on %s; lower batch or data.resolution",
+			cfg.Model.Name, side, side, n, float64(m.Total())/1e9, float64(budget)/1e9, train.DeviceOf(b))
+	}
+	return nil
 }
 
 // abbrev lists the first few of names.

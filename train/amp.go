@@ -28,7 +28,12 @@ func NewGradScaler() *GradScaler {
 // Unscale divides every gradient of params by the scale and reports
 // whether all of them are finite (torch's unscale_ and found_inf).
 func (s *GradScaler) Unscale(params []*Param) (finite bool) {
-	inv := float32(1 / s.Scale)
+	return unscale(params, float32(1/s.Scale))
+}
+
+// unscale multiplies every gradient of params by inv and reports whether
+// all of them are finite.
+func unscale(params []*Param, inv float32) (finite bool) {
 	finite = true
 	for _, p := range params {
 		for i, g := range p.Grad {

@@ -56,6 +56,12 @@ func nonFiniteGrads(params []*Param) []string {
 func (t *Trainer) nonFinite(s int, what string, lr float64) error {
 	msg := fmt.Sprintf("epoch %d step %d: %s", t.Epoch+1, t.Step+1, what)
 	d := t.devs[0]
+	// A device state is read into the host mirrors, where the lists
+	// below look, and written back after the pass (its buffers restored).
+	if err := t.pullState(); err != nil {
+		msg += fmt.Sprintf(" (%v)", err)
+	}
+	defer t.pushState()
 	if where, err := firstNonFinite(d.net, d.x[s]); err != nil {
 		msg += fmt.Sprintf(" (locating it failed: %v)", err)
 	} else {

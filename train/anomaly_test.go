@@ -34,7 +34,8 @@ func (d nanInput) Fill(idx []int, x []float32, y []int) {
 // the first layer whose output is not finite (torch's anomaly mode), not a
 // run that goes on and reports accuracy.
 func TestNonFiniteLossStops(t *testing.T) {
-	for _, b := range backends(t) {
+	// DeviceReference: the same report from a device state.
+	for _, b := range append(backends(t), train.NewDeviceReference(train.BackendOptions{Threads: 1})) {
 		t.Run(b.Name(), func(t *testing.T) {
 			newTrainer := func(lr float64) (*train.Trainer, *train.Sequential) {
 				net, err := train.NewThinNet(b, toyNet, 1)

@@ -280,6 +280,11 @@ type BackendOptions struct {
 	// faster train turns it on (--winograd=false: direct); the zero
 	// BackendOptions keep direct, the algorithm every backend has.
 	Winograd bool
+	// Device names where the backend runs: "" or "cpu" for the host's
+	// CPU (the only device of reference and onednn, which refuse others
+	// with ErrDevice), "cuda:0" for a GPU backend's first GPU. See
+	// DeviceNamer.
+	Device string
 }
 
 // BackendFactory opens a backend.
@@ -288,7 +293,12 @@ type BackendFactory func(BackendOptions) (Backend, error)
 var backends registry.Registry[BackendFactory]
 
 func init() {
-	backends.Register("reference", func(o BackendOptions) (Backend, error) { return NewReference(o), nil })
+	backends.Register("reference", func(o BackendOptions) (Backend, error) {
+		if err := CheckCPUDevice("reference", o); err != nil {
+			return nil, err
+		}
+		return NewReference(o), nil
+	})
 }
 
 // Register makes a backend available to Open under name. Backends register

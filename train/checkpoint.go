@@ -190,6 +190,9 @@ func CheckpointLockName(path string) string {
 // SaveCheckpoint writes the trainer's model, optimiser state and position
 // to path atomically (a crash leaves the previous file intact).
 func (t *Trainer) SaveCheckpoint(path string) error {
+	if err := t.pullState(); err != nil {
+		return err
+	}
 	names, vals := t.stateTensors()
 	h := ckptHeader{Epoch: t.Epoch, Step: t.Step, Seed: t.Seed, Batch: t.Batch, Classes: t.Classes}
 	if t.EMA != nil {
@@ -339,6 +342,11 @@ func (t *Trainer) maxCheckpointSize() int64 {
 // LoadCheckpoint restores what SaveCheckpoint wrote into t, whose model
 // must have the same tensors. Errors wrap ErrCheckpoint (or the I/O error).
 func (t *Trainer) LoadCheckpoint(path string) error {
+	// A device state is released: the next step binds it from the
+	// loaded host values.
+	if err := t.unbindState(); err != nil {
+		return err
+	}
 	h, body, off, err := readCheckpoint(path, t.maxCheckpointSize())
 	if err != nil {
 		return err

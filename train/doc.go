@@ -28,6 +28,21 @@
 // output tensor belongs to the layer and stays valid until its next
 // Forward; Backward overwrites (does not accumulate) parameter gradients.
 //
+// # Device-resident training
+//
+// A backend may keep the parameters, gradients, running statistics, the
+// optimiser's momentum, the EMA and the loss's sums on its device by
+// implementing optional interfaces (ParamStore, LossBackend,
+// ByteInputBackend, the ops' DeviceConvOp, DeviceLinearOp and
+// DeviceBatchNormOp, Syncer, DeviceNamer, DeviceMemory), each found by a
+// type assertion. The trainer works through State and LossOp; backends
+// without them get host adapters doing what the engine always did, so the
+// CPU backends' arithmetic is unchanged. With a device State bound, a
+// Param's Value is a host mirror, refreshed before a checkpoint; the
+// state lives for one TrainEpoch or TrainStream call, after which the host
+// values are the network's again. DeviceReference implements
+// every interface in pure Go, to test the device path against the host's.
+//
 // # Usage
 //
 //	b, _ := train.Default(train.BackendOptions{Threads: 2})

@@ -28,19 +28,42 @@ func emaTensors(net Layer) []*Param { return append(net.Params(), net.Buffers().
 
 // Update folds net's current weights into the average.
 func (e *EMA) Update(net Layer) {
-	ts := emaTensors(net)
-	if e.Values == nil {
+	decay, first := e.next(e.Values != nil)
+	e.update(emaTensors(net), decay, first)
+	e.counted(first)
+}
+
+// next is the decay of the next update and whether it is the first (the
+// average is then a copy): have says whether an average exists.
+func (e *EMA) next(have bool) (decay float64, first bool) {
+	if !have {
+		return 0, true
+	}
+	decay = e.Decay
+	if e.Warmup {
+		n := float64(e.Updates)
+		decay = min(decay, (1+n)/(10+n))
+	}
+	return decay, false
+}
+
+// counted records one more update.
+func (e *EMA) counted(first bool) {
+	if first {
+		e.Updates = 1
+		return
+	}
+	e.Updates++
+}
+
+// update folds ts into the average with decay (first: copies them).
+func (e *EMA) update(ts []*Param, decay float64, first bool) {
+	if first {
 		e.Values = make([][]float32, len(ts))
 		for i, p := range ts {
 			e.Values[i] = append([]float32(nil), p.Value...)
 		}
-		e.Updates = 1
 		return
-	}
-	decay := e.Decay
-	if e.Warmup {
-		n := float64(e.Updates)
-		decay = min(decay, (1+n)/(10+n))
 	}
 	d, r := float32(decay), float32(1-decay)
 	for i, p := range ts {
@@ -49,16 +72,17 @@ func (e *EMA) Update(net Layer) {
 			avg[j] = d*avg[j] + r*v
 		}
 	}
-	e.Updates++
 }
 
 // Swap exchanges net's weights with the average (a second Swap restores
 // them); it does nothing before the first Update.
-func (e *EMA) Swap(net Layer) {
+func (e *EMA) Swap(net Layer) { e.swap(emaTensors(net)) }
+
+func (e *EMA) swap(ts []*Param) {
 	if e.Values == nil {
 		return
 	}
-	for i, p := range emaTensors(net) {
+	for i, p := range ts {
 		avg := e.Values[i]
 		for j, v := range p.Value {
 			p.Value[j], avg[j] = avg[j], v

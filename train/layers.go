@@ -14,6 +14,45 @@ type Param struct {
 	Shape []int
 	Value []float32
 	Grad  []float32 // nil for buffers
+	// dv, dg are the device tensors of a bound State (nil: the slices
+	// are the parameter).
+	dv, dg Tensor
+}
+
+// Tensors returns the device tensors of the value and gradient while a
+// backend's State holds the parameter (Value is then a host mirror, see
+// State.Pull), else nils.
+func (p *Param) Tensors() (value, grad Tensor) { return p.dv, p.dg }
+
+// bound reports whether the parameters are held by a device State.
+func bound(ps ...*Param) bool {
+	for _, p := range ps {
+		if p != nil && p.dv != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// valueOf is p's device value, nil for a nil p.
+func valueOf(p *Param) Tensor {
+	if p == nil {
+		return nil
+	}
+	return p.dv
+}
+
+// gradOf is p's device gradient, nil for a nil p.
+func gradOf(p *Param) Tensor {
+	if p == nil {
+		return nil
+	}
+	return p.dg
+}
+
+// errNoDeviceOp reports an op of a ParamStore backend without its device form.
+func errNoDeviceOp(op any) error {
+	return fmt.Errorf("%T takes no device tensors: %w", op, ErrUnsupported)
 }
 
 // newParam makes a parameter of a layer on b: zeroed values (and
@@ -80,6 +119,13 @@ func NewConv2D(b Backend, name string, s ConvSpec, rng *rand.Rand) (*Conv2D, err
 }
 
 func (c *Conv2D) Forward(x Tensor, training bool) (Tensor, error) {
+	if bound(c.W) {
+		d, ok := c.op.(DeviceConvOp)
+		if !ok {
+			return nil, errNoDeviceOp(c.op)
+		}
+		return d.ForwardDevice(x, c.W.dv, valueOf(c.B))
+	}
 	var b []float32
 	if c.B != nil {
 		b = c.B.Value
@@ -88,6 +134,13 @@ func (c *Conv2D) Forward(x Tensor, training bool) (Tensor, error) {
 }
 
 func (c *Conv2D) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	if bound(c.W) {
+		d, ok := c.op.(DeviceConvOp)
+		if !ok {
+			return nil, errNoDeviceOp(c.op)
+		}
+		return d.BackwardDevice(dy, c.W.dv, c.W.dg, gradOf(c.B), needDX)
+	}
 	var db []float32
 	if c.B != nil {
 		db = c.B.Grad
@@ -143,6 +196,13 @@ func NewBatchNorm2D(b Backend, name string, c int) (*BatchNorm2D, error) {
 }
 
 func (l *BatchNorm2D) Forward(x Tensor, training bool) (Tensor, error) {
+	if bound(l.Gamma) {
+		d, ok := l.op.(DeviceBatchNormOp)
+		if !ok || l.Sync != nil {
+			return nil, errNoDeviceOp(l.op)
+		}
+		return d.ForwardDevice(x, l.Gamma.dv, l.Beta.dv, l.RunningMean.dv, l.RunningVar.dv, l.Momentum, training)
+	}
 	if !training {
 		return l.op.Forward(x, l.Gamma.Value, l.Beta.Value, l.RunningMean.Value, l.RunningVar.Value, false)
 	}
@@ -177,6 +237,13 @@ func (l *BatchNorm2D) Forward(x Tensor, training bool) (Tensor, error) {
 }
 
 func (l *BatchNorm2D) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	if bound(l.Gamma) {
+		d, ok := l.op.(DeviceBatchNormOp)
+		if !ok {
+			return nil, errNoDeviceOp(l.op)
+		}
+		return d.BackwardDevice(dy, l.Gamma.dv, l.Beta.dv, l.Gamma.dg, l.Beta.dg)
+	}
 	if l.synced {
 		return l.op.(SyncBatchNormOp).BackwardSync(dy, l.Gamma.Value, l.Beta.Value, l.Gamma.Grad, l.Beta.Grad, l.Sync)
 	}
@@ -351,9 +418,23 @@ func NewLinear(b Backend, name string, in, out int, rng *rand.Rand) (*Linear, er
 }
 
 func (l *Linear) Forward(x Tensor, training bool) (Tensor, error) {
+	if bound(l.W) {
+		d, ok := l.op.(DeviceLinearOp)
+		if !ok {
+			return nil, errNoDeviceOp(l.op)
+		}
+		return d.ForwardDevice(x, l.W.dv, l.B.dv)
+	}
 	return l.op.Forward(x, l.W.Value, l.B.Value)
 }
 func (l *Linear) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	if bound(l.W) {
+		d, ok := l.op.(DeviceLinearOp)
+		if !ok {
+			return nil, errNoDeviceOp(l.op)
+		}
+		return d.BackwardDevice(dy, l.W.dv, l.W.dg, l.B.dg, needDX)
+	}
 	return l.op.Backward(dy, l.W.Value, l.W.Grad, l.B.Grad, needDX)
 }
 func (l *Linear) Params() []*Param  { return []*Param{l.W, l.B} }

@@ -17,7 +17,9 @@ import (
 type device struct {
 	b      Backend
 	net    Layer
-	ce     *CrossEntropy
+	loss   LossOp      // the backend's, or the host adapter over CrossEntropy
+	smooth float64     // loss's label smoothing
+	in     ByteInputOp // normalises byte batches; made with the input slots
 	params []*Param
 	x      [2]Tensor // input slots: one staged while the other is used
 	ys     [2][]int
@@ -27,25 +29,41 @@ type device struct {
 	// device, which runs on the trainer's goroutine.
 	jobs   chan func()
 	exited chan struct{}
-	res    Result
 	err    error
 }
 
+// ensureLoss makes the device's loss op for label smoothing smoothing.
+func (d *device) ensureLoss(smoothing float64) error {
+	if d.loss != nil && d.smooth == smoothing {
+		return nil
+	}
+	if d.loss != nil {
+		d.loss.Close()
+		d.loss = nil
+	}
+	l, err := newLoss(d.b, LossSpec{LabelSmoothing: smoothing})
+	if err != nil {
+		return err
+	}
+	d.loss, d.smooth = l, smoothing
+	return nil
+}
+
 // forwardBackward runs slot s through the device's network, the loss
-// gradient multiplied by scale, leaving the parameter gradients in params.
-func (d *device) forwardBackward(s int, scale, smoothing float64) {
-	d.res, d.err = func() (Result, error) {
+// gradient multiplied by scale, leaving the parameter gradients in params
+// and the loss's sums in the loss op.
+func (d *device) forwardBackward(s int, scale float64) {
+	d.err = func() error {
 		logits, err := d.net.Forward(d.x[s], true)
 		if err != nil {
-			return Result{}, err
+			return err
 		}
-		d.ce.GradScale, d.ce.LabelSmoothing = scale, smoothing
-		r, dl, err := d.ce.Forward(logits, d.ys[s], true)
+		dl, err := d.loss.Forward(logits, d.ys[s], scale)
 		if err != nil {
-			return Result{}, err
+			return err
 		}
 		_, err = d.net.Backward(dl, false)
-		return r, err
+		return err
 	}()
 }
 
@@ -76,7 +94,10 @@ func (t *Trainer) AddReplica(b Backend, net Layer) error {
 		copy(p.Value, ob[i].Value)
 	}
 	t.releaseInput()
-	d := &device{b: b, net: net, ce: NewCrossEntropy(b), params: ps, jobs: make(chan func()), exited: make(chan struct{})}
+	if err := t.unbindState(); err != nil {
+		return err
+	}
+	d := &device{b: b, net: net, params: ps, jobs: make(chan func()), exited: make(chan struct{})}
 	go func() {
 		defer close(d.exited)
 		runtime.LockOSThread()
@@ -105,9 +126,10 @@ func sameShapes(a, b []*Param) error {
 }
 
 // forwardBackward computes the gradients of the mean loss of the batch in
-// slot s into the trainer's parameters and returns the batch's loss and
-// accuracy (over the global batch when distributed).
-func (t *Trainer) forwardBackward(s int) (Result, error) {
+// slot s into the trainer's parameters. When read, it returns the loss
+// and accuracy of the steps since the last read (over the global batch
+// when distributed); otherwise they stay in the devices' loss ops.
+func (t *Trainer) forwardBackward(s int, read bool) (Result, error) {
 	local := float64(t.LocalBatch())
 	scale := 1.0
 	if t.Scaler != nil {
@@ -124,11 +146,11 @@ func (t *Trainer) forwardBackward(s int) (Result, error) {
 	waits := make(chan struct{}, len(t.devs))
 	for _, d := range t.devs[1:] {
 		d.jobs <- func() {
-			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local, t.LabelSmoothing)
+			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local)
 			waits <- struct{}{}
 		}
 	}
-	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local, t.LabelSmoothing)
+	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local)
 	var errs []error
 	if first.err != nil {
 		errs = append(errs, first.err)
@@ -146,13 +168,21 @@ func (t *Trainer) forwardBackward(s int) (Result, error) {
 		if d.err != nil && i > 0 {
 			errs = append(errs, fmt.Errorf("device %d: %w", i, d.err))
 		}
-		r.Loss += d.res.Loss * float64(d.hi-d.lo)
-		r.Correct1 += d.res.Correct1
-		r.Correct5 += d.res.Correct5
-		r.Samples += d.res.Samples
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Result{}, err
+	}
+	if read {
+		for _, d := range t.devs {
+			sums, err := d.loss.Sums()
+			if err != nil {
+				return Result{}, fmt.Errorf("train: reading the loss: %w", err)
+			}
+			r.Loss += sums.Loss
+			r.Correct1 += sums.Top1
+			r.Correct5 += sums.Top5
+			r.Samples += sums.Samples
+		}
 	}
 	// Sum the replicas' gradients into the first device's, in device
 	// order (deterministic).
@@ -166,7 +196,7 @@ func (t *Trainer) forwardBackward(s int) (Result, error) {
 	if t.ZeroGrad {
 		t.accumulateGrad(first.params)
 	}
-	if t.dist != nil {
+	if t.dist != nil && read {
 		m := []float64{r.Loss, float64(r.Correct1), float64(r.Correct5), float64(r.Samples)}
 		if err := t.dist.comm.AllReduceF64(m); err != nil {
 			return Result{}, fmt.Errorf("train: all-reduce of the step's loss: %w", err)
@@ -265,6 +295,9 @@ func (t *Trainer) Distribute(comm collective.Comm, bucketBytes int) error {
 	}
 	if bucketBytes <= 0 {
 		bucketBytes = DefaultBucketBytes
+	}
+	if err := t.unbindState(); err != nil {
+		return err
 	}
 	if err := broadcastState(comm, t.Net); err != nil {
 		return err
@@ -431,8 +464,10 @@ func (t *Trainer) Evaluate(ctx context.Context, data Dataset, batch int) (Metric
 func (t *Trainer) EvaluateStream(ctx context.Context, data Stream, epoch int) (Metrics, error) {
 	opts := EvalOptions{Flip: t.EvalFlip}
 	if t.EMA != nil {
-		t.EMA.Swap(t.Net)
-		defer t.EMA.Swap(t.Net)
+		if err := t.swapEMA(); err != nil {
+			return Metrics{}, err
+		}
+		defer t.swapEMA()
 	}
 	if t.dist == nil {
 		return EvaluateStreamWith(ctx, t.Backend, t.Net, data, epoch, opts)

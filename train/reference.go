@@ -349,6 +349,8 @@ type refBN struct {
 	mean, invSD []float64
 	trained     bool
 	count       float64 // global elements per channel of the last ForwardSync
+	// batchMean, batchVar: ForwardDevice's batch statistics.
+	batchMean, batchVar []float32
 }
 
 func (r *Reference) NewBatchNorm(s BatchNormSpec) (BatchNormOp, error) {

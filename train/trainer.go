@@ -110,6 +110,12 @@ type Trainer struct {
 
 	// LabelSmoothing is the loss's ε (CrossEntropy.LabelSmoothing).
 	LabelSmoothing float64
+	// LossEvery is the number of steps between reads of the loss's sums
+	// (0 and 1: every step). A backend that keeps the loss on its device
+	// (LossBackend) is synchronised once per read; the steps between
+	// report no loss (StepResult.LossSteps 0), and a non-finite loss is
+	// seen at the read.
+	LossEvery int
 	// EMA, when set, is updated after every step that updates the weights,
 	// and Evaluate and EvaluateStream evaluate its average instead of the
 	// weights being trained.
@@ -118,29 +124,42 @@ type Trainer struct {
 	// logits with those of its mirror image (flip test-time augmentation).
 	EvalFlip bool
 
-	devs    []*device // devs[0] runs on the trainer's Backend and Net
-	dist    *distributed
-	scratch [][]float32 // ZeroGrad: where the backward pass writes
-	inShape []int       // c, h, w of the staged inputs
-	hostX   []float32
-	hostY   []int
+	devs []*device // devs[0] runs on the trainer's Backend and Net
+	// state holds the parameters, gradients, momentum and EMA: the
+	// backend's (ParamStore, native true) or the host adapter. It is
+	// bound by prepare, for the Opt and EMA it was made with.
+	state    State
+	native   bool
+	stateOpt *SGD
+	stateEMA *EMA
+	emaHave  bool // native: the device holds an average
+	unread   int  // steps whose loss is not read yet
+	dist     *distributed
+	scratch  [][]float32 // ZeroGrad: where the backward pass writes
+	inShape  []int       // c, h, w of the staged inputs
+	hostX    []float32
+	hostY    []int
 }
 
 // NewTrainer prepares training of net on b.
 func NewTrainer(b Backend, net Layer, opt *SGD, sched Schedule, batch int, seed uint64) *Trainer {
 	t := &Trainer{Backend: b, Net: net, Opt: opt, Schedule: sched, Batch: batch, Seed: seed}
-	t.devs = []*device{{b: b, net: net, ce: NewCrossEntropy(b), params: net.Params()}}
+	t.devs = []*device{{b: b, net: net, params: net.Params()}}
 	return t
 }
 
 // StepResult reports one training step.
 type StepResult struct {
 	Epoch, Step, Steps int // Step counts from 1 up to Steps in this epoch
-	Loss               float64
-	Correct            int
-	Images             int
-	LR                 float64
-	Skipped            bool // the scaler found non-finite gradients
+	// Loss is the mean loss and Correct the top-1 count of the LossSteps
+	// steps ending with this one (Trainer.LossEvery; 1 by default; 0: the
+	// loss was not read at this step, and both are zero).
+	Loss      float64
+	Correct   int
+	LossSteps int
+	Images    int
+	LR        float64
+	Skipped   bool // the scaler found non-finite gradients
 }
 
 // EpochResult summarises the steps an epoch call ran.
@@ -190,6 +209,13 @@ func (t *Trainer) ensureInput(c, h, w int) error {
 		}
 		d.lo, d.hi = lo, hi
 		lo = hi
+		if d.in == nil {
+			in, err := newByteInput(d.b)
+			if err != nil {
+				return err
+			}
+			d.in = in
+		}
 		for s := range d.x {
 			x, err := d.b.NewTensor(hi-d.lo, c, h, w)
 			if err != nil {
@@ -242,7 +268,14 @@ func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(Step
 	if err != nil {
 		return EpochResult{}, err
 	}
-	return t.run(ctx, steps, data.Epoch(ctx, t.Epoch, t.Step), onStep)
+	res, err := t.run(ctx, steps, data.Epoch(ctx, t.Epoch, t.Step), onStep)
+	// A device state lives for the call: the host values are the
+	// network's again when it returns (to evaluate, recalibrate, save or
+	// change), and the next call binds them afresh.
+	if uerr := t.unbindState(); uerr != nil && err == nil {
+		err = uerr
+	}
+	return res, err
 }
 
 // prepare checks that data holds at least one batch and sizes the input
@@ -259,6 +292,14 @@ func (t *Trainer) prepare(data interface {
 	}
 	if steps == 0 {
 		return 0, fmt.Errorf("train: %d samples are fewer than one batch of %d", data.Len(), t.Batch)
+	}
+	for _, d := range t.devs {
+		if err := d.ensureLoss(t.LabelSmoothing); err != nil {
+			return 0, err
+		}
+	}
+	if err := t.bindState(); err != nil {
+		return 0, err
 	}
 	c, h, w := data.Shape()
 	return steps, t.ensureInput(c, h, w)
@@ -332,6 +373,11 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 	if t.Step < steps {
 		return done(), fmt.Errorf("train: the data ended after %d of %d steps", t.Step, steps)
 	}
+	for _, d := range t.devs { // the epoch's time includes its queued work
+		if err := Sync(d.b); err != nil {
+			return done(), err
+		}
+	}
 	t.Epoch++
 	t.Step = 0
 	return done(), nil
@@ -341,6 +387,18 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 func (t *Trainer) stage(s int, b Batch, local int) error {
 	if len(b.Y) != local {
 		return fmt.Errorf("train: batch of %d, want %d", len(b.Y), local)
+	}
+	if bb := b.Bytes; bb.Pixels != nil {
+		per := len(bb.Pixels) / local
+		for _, d := range t.devs {
+			part := bb
+			part.Pixels, part.N = bb.Pixels[d.lo*per:d.hi*per], d.hi-d.lo
+			if err := d.in.Normalize(d.x[s], part); err != nil {
+				return err
+			}
+			copy(d.ys[s], b.Y[d.lo:d.hi])
+		}
+		return nil
 	}
 	per := len(b.X) / local
 	for _, d := range t.devs {
@@ -408,33 +466,55 @@ func (f *feeder) stop() {
 // step trains on input slot s and calls onStep. The result counts the
 // batch only when the step ran.
 func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult, error) {
-	r, err := t.forwardBackward(s)
+	every := max(t.LossEvery, 1)
+	read := (t.Step+1)%every == 0 || t.Step+1 == steps
+	r, err := t.forwardBackward(s, read)
 	if err != nil {
 		return StepResult{}, err
 	}
-	params := t.devs[0].params
+	t.unread++
+	lossSteps := 0
+	if read {
+		lossSteps, t.unread = t.unread, 0
+	}
+	st := t.state
 	lr := t.Schedule.LR(float64(t.Epoch) + float64(t.Step+1)/float64(steps))
 	// A non-finite loss (the same on every rank: it is all-reduced) stops
 	// training, unless the scaler will skip the step and the weights are
 	// still finite (mixed precision overflowing now and then).
-	if !isFinite(r.Loss) && (t.Scaler == nil || nonFiniteParams(params) != nil) {
-		return StepResult{}, t.nonFinite(s, fmt.Sprintf("the loss is %g", r.Loss), lr)
+	if read && !isFinite(r.Loss) {
+		bad, err := st.NonFinite(true)
+		if err != nil {
+			return StepResult{}, err
+		}
+		if t.Scaler == nil || len(bad) > 0 {
+			return StepResult{}, t.nonFinite(s, fmt.Sprintf("the loss is %g", r.Loss), lr)
+		}
 	}
 	skipped := false
 	if t.Scaler != nil {
-		finite := t.Scaler.Unscale(params)
+		finite, err := st.Unscale(float32(1 / t.Scaler.Scale))
+		if err != nil {
+			return StepResult{}, err
+		}
 		t.Scaler.Update(finite)
 		skipped = !finite
 	}
 	if !skipped {
-		t.Opt.Step(params, lr)
+		if err := st.SGDStep(t.Opt, lr); err != nil {
+			return StepResult{}, err
+		}
 		// A backend may hide a NaN from the loss (oneDNN's ReLU maps it
 		// to 0) while it reaches the gradients: check the weights too.
-		if nonFiniteParams(params) != nil {
+		bad, err := st.NonFinite(true)
+		if err != nil {
+			return StepResult{}, err
+		}
+		if len(bad) > 0 {
 			return StepResult{}, t.nonFinite(s, "the update left parameters that are not finite", lr)
 		}
-		if t.EMA != nil {
-			t.EMA.Update(t.Net)
+		if err := t.updateEMA(); err != nil {
+			return StepResult{}, err
 		}
 	}
 	t.Step++
@@ -443,7 +523,7 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 			f.FlushTuneCache()
 		}
 	}
-	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, Images: t.Batch, LR: lr, Skipped: skipped}
+	sr := StepResult{Epoch: t.Epoch + 1, Step: t.Step, Steps: steps, Loss: r.Loss, Correct: r.Correct1, LossSteps: lossSteps, Images: t.Batch, LR: lr, Skipped: skipped}
 	if onStep != nil {
 		return sr, onStep(sr)
 	}
@@ -452,9 +532,13 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 
 // Batch is one batch a Stream produces: X holds the images, normalised,
 // NCHW float32; Y their labels. Both are valid until the next batch.
+// A stream may instead give the images as bytes (Bytes.Pixels set, X
+// nil), N×H×W×C, which the trainer has the backend normalise
+// (ByteInputBackend; NormalizeHWC on the host otherwise).
 type Batch struct {
-	X []float32
-	Y []int
+	X     []float32
+	Y     []int
+	Bytes ByteBatch
 }
 
 // Stream is a dataset that produces its batches itself, in its own
@@ -477,8 +561,16 @@ type Stream interface {
 // again does nothing.
 func (t *Trainer) Close() {
 	t.releaseInput()
+	t.unbindState() // pulls first: the host mirrors keep the weights
 	for _, d := range t.devs {
-		d.ce.Close()
+		if d.loss != nil {
+			d.loss.Close()
+			d.loss = nil
+		}
+		if d.in != nil {
+			d.in.Close()
+			d.in = nil
+		}
 		if d.jobs != nil {
 			close(d.jobs)
 			<-d.exited
@@ -662,7 +754,7 @@ func (t *Trainer) newTally() *tally {
 }
 
 func (y *tally) add(r StepResult) {
-	y.res.Loss += r.Loss
+	y.res.Loss += r.Loss * float64(r.LossSteps)
 	y.res.Images += r.Images
 	y.correct += r.Correct
 }

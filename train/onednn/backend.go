@@ -11,7 +11,12 @@ import (
 )
 
 func init() {
-	train.Register("onednn", func(o train.BackendOptions) (train.Backend, error) { return New(o) })
+	train.Register("onednn", func(o train.BackendOptions) (train.Backend, error) {
+		if err := train.CheckCPUDevice("onednn", o); err != nil {
+			return nil, err
+		}
+		return New(o)
+	})
 }
 
 // Backend runs train's ops on oneDNN primitives. Use it from one goroutine

@@ -1,0 +1,388 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Device-resident training: optional interfaces a Backend may implement,
+// each found by a type assertion, the way database/sql/driver grows
+// (QueryerContext beside Queryer). A backend that implements none of them
+// trains exactly as before: parameters, gradients, momentum, BatchNorm's
+// running statistics, the loss, SGD, the GradScaler's and the anomaly
+// check's reductions and the EMA all run on host []float32 slices. The
+// trainer is written once, against State and LossOp; hostState and
+// hostLoss adapt the host path to them.
+//
+//	Backend ── ParamStore ──► State       (parameters, gradients, buffers,
+//	   │                                   momentum, EMA; fused SGD,
+//	   │                                   unscale + finite check, EMA)
+//	   ├────── LossBackend ─► LossOp      (loss, top-1, top-5 sums kept on
+//	   │                                   the device, read per interval)
+//	   ├────── ByteInputBackend ► ByteInputOp  (uint8 HWC → normalised NCHW)
+//	   ├────── Syncer, DeviceMemory, DeviceNamer
+//	   └─ ops: DeviceConvOp, DeviceLinearOp, DeviceBatchNormOp
+//	           (weights as tensors; BatchNorm updates its running
+//	           statistics itself)
+//
+// While a State is bound (during a TrainEpoch or TrainStream call), each
+// Param's Value (and a buffer's) is a host mirror: State.Pull refreshes
+// it (the trainer pulls before a checkpoint and when the call returns,
+// releasing the state) and State.Push writes it back to the device. Layers hand their ops the Param's tensors (Param.Tensors) in
+// place of the slices.
+
+// Syncer is implemented by backends that queue work asynchronously: Sync
+// returns once everything queued so far has finished (cudaDeviceSynchronize).
+// Backends without it run synchronously.
+type Syncer interface {
+	Sync() error
+}
+
+// Sync waits for b's queued work when b queues any (Syncer).
+func Sync(b Backend) error {
+	if s, ok := b.(Syncer); ok {
+		return s.Sync()
+	}
+	return nil
+}
+
+// DeviceNamer is implemented by backends that run on a device other than
+// the host's CPU; Device is the name BackendOptions.Device selected
+// ("cuda:0"). Backends without it run on "cpu".
+type DeviceNamer interface {
+	Device() string
+}
+
+// DeviceOf is b's device: DeviceNamer's answer, else "cpu".
+func DeviceOf(b Backend) string {
+	if d, ok := b.(DeviceNamer); ok {
+		return d.Device()
+	}
+	return "cpu"
+}
+
+// DeviceMemory is implemented by backends whose tensors live in memory of
+// their own: MemoryBudget is the bytes a training step may hold there
+// (free device memory less the backend's reserve). The step's memory
+// check (EstimateMemory's Total) is compared with it in place of the
+// host's memory.
+type DeviceMemory interface {
+	MemoryBudget() (int64, error)
+}
+
+// MemoryBudget returns b's device memory budget and true when b has one
+// (DeviceMemory); false: the step's tensors live in host memory.
+func MemoryBudget(b Backend) (int64, bool, error) {
+	m, ok := b.(DeviceMemory)
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := m.MemoryBudget()
+	return n, true, err
+}
+
+// ErrDevice reports a BackendOptions.Device a backend does not run on.
+var ErrDevice = errors.New("no such device")
+
+// CheckCPUDevice, for a backend that runs on the host's CPU only,
+// accepts o.Device "" and "cpu" and refuses others with ErrDevice.
+func CheckCPUDevice(name string, o BackendOptions) error {
+	if o.Device == "" || o.Device == "cpu" {
+		return nil
+	}
+	return fmt.Errorf("backend %q runs on the cpu, not %q: %w", name, o.Device, ErrDevice)
+}
+
+// ---- parameters, gradients and the optimiser's state ----
+
+// ParamStore is implemented by backends that keep a network's state on
+// their device.
+type ParamStore interface {
+	// NewState copies params (trainable, with gradients) and buffers
+	// (BatchNorm's running statistics) onto the device, with opt's
+	// momentum and e's average when they exist (e may be nil), and
+	// returns the state that owns them.
+	NewState(params, buffers []*Param, opt *SGD, e *EMA) (State, error)
+}
+
+// State is the training state of one network: its parameters and
+// gradients, its buffers, the optimiser's momentum and the EMA's average,
+// with the step's arithmetic on them. The host adapter (hostState) runs
+// each method on the Params' slices with the code the trainer always ran;
+// a device backend runs it where the tensors are.
+type State interface {
+	// Tensors returns tensor i of the state (the params, then the
+	// buffers, in NewState's order): its value and gradient (nil for a
+	// buffer). The host adapter returns nils: layers then pass slices.
+	Tensors(i int) (value, grad Tensor)
+	// Unscale multiplies every gradient by inv (float32) and reports
+	// whether all of them are finite afterwards: the GradScaler's
+	// unscale_ and found_inf, one reduction read back.
+	Unscale(inv float32) (finite bool, err error)
+	// SGDStep is one fused step of opt (momentum, weight decay, Nesterov)
+	// at rate lr, with PyTorch's semantics (see SGD). The momentum lives
+	// in the state; Pull copies it into opt.Velocity.
+	SGDStep(opt *SGD, lr float64) error
+	// NonFinite lists the indices of the params whose values (values
+	// true) or gradients (false) hold a NaN or an infinity: the anomaly
+	// check's reduction.
+	NonFinite(values bool) ([]int, error)
+	// EMAUpdate folds the params and buffers into the average with decay
+	// (first: the average is a copy); EMASwap exchanges them with it.
+	EMAUpdate(decay float64, first bool) error
+	EMASwap() error
+	// Pull copies the device's values into the Params' Value slices,
+	// the momentum into opt.Velocity and the average into e.Values (each
+	// allocated once it exists); Push copies them the other way (nil
+	// Velocity or Values: none yet).
+	Pull(opt *SGD, e *EMA) error
+	Push(opt *SGD, e *EMA) error
+	// Release frees the device's copies.
+	Release()
+}
+
+// hostState is State on the Params' own slices: the trainer's arithmetic
+// of always, run through the interface.
+type hostState struct {
+	params, all []*Param // all: params then buffers, EMA's order
+	ema         *EMA
+}
+
+var _ State = (*hostState)(nil)
+
+func (h *hostState) Tensors(int) (Tensor, Tensor) { return nil, nil }
+
+func (h *hostState) Unscale(inv float32) (bool, error) { return unscale(h.params, inv), nil }
+
+func (h *hostState) SGDStep(opt *SGD, lr float64) error {
+	opt.Step(h.params, lr)
+	return nil
+}
+
+func (h *hostState) NonFinite(values bool) ([]int, error) {
+	var bad []int
+	for i, p := range h.params {
+		v := p.Grad
+		if values {
+			v = p.Value
+		}
+		if !finite32(v) {
+			bad = append(bad, i)
+		}
+	}
+	return bad, nil
+}
+
+func (h *hostState) EMAUpdate(decay float64, first bool) error {
+	// The trainer's EMA keeps its own slices; the adapter is handed it.
+	if h.ema == nil {
+		return errors.New("train: EMA update without an EMA")
+	}
+	h.ema.update(h.all, decay, first)
+	return nil
+}
+
+func (h *hostState) EMASwap() error {
+	if h.ema != nil {
+		h.ema.swap(h.all)
+	}
+	return nil
+}
+
+func (h *hostState) Pull(*SGD, *EMA) error { return nil }
+func (h *hostState) Push(*SGD, *EMA) error { return nil }
+func (h *hostState) Release()              {}
+
+// ---- the loss ----
+
+// LossSpec configures a LossOp: softmax cross-entropy averaged over the
+// global batch.
+type LossSpec struct {
+	// LabelSmoothing is CrossEntropy.LabelSmoothing.
+	LabelSmoothing float64
+}
+
+// LossSums are the sums a LossOp accumulates between reads: the loss
+// summed over samples (each sample's loss, not the batch mean), the
+// samples whose label is the top prediction and among the top five.
+type LossSums struct {
+	Loss       float64
+	Top1, Top5 int
+	Samples    int
+}
+
+// Add adds o into s.
+func (s *LossSums) Add(o LossSums) {
+	s.Loss += o.Loss
+	s.Top1 += o.Top1
+	s.Top5 += o.Top5
+	s.Samples += o.Samples
+}
+
+// LossBackend is implemented by backends that compute the loss on their
+// device.
+type LossBackend interface {
+	NewLoss(LossSpec) (LossOp, error)
+}
+
+// LossOp is softmax cross-entropy whose sums stay on the device.
+type LossOp interface {
+	// Forward takes the logits (N×K) and labels, adds the batch's sums
+	// to the op's, and returns dL/dlogits (owned by the op) for the
+	// loss averaged over the batch, multiplied by gradScale.
+	Forward(logits Tensor, labels []int, gradScale float64) (Tensor, error)
+	// Sums returns the sums added since the last call and zeroes them:
+	// the one read (and synchronisation) of a logging interval.
+	Sums() (LossSums, error)
+	Close()
+}
+
+// hostLoss is LossOp over CrossEntropy.
+type hostLoss struct {
+	ce   *CrossEntropy
+	sums LossSums
+}
+
+var _ LossOp = (*hostLoss)(nil)
+
+func (l *hostLoss) Forward(logits Tensor, labels []int, gradScale float64) (Tensor, error) {
+	l.ce.GradScale = gradScale
+	r, dl, err := l.ce.Forward(logits, labels, true)
+	if err != nil {
+		return nil, err
+	}
+	l.sums.Add(LossSums{Loss: r.Loss * float64(r.Samples), Top1: r.Correct1, Top5: r.Correct5, Samples: r.Samples})
+	return dl, nil
+}
+
+func (l *hostLoss) Sums() (LossSums, error) {
+	s := l.sums
+	l.sums = LossSums{}
+	return s, nil
+}
+
+func (l *hostLoss) Close() { l.ce.Close() }
+
+// newLoss is b's LossOp, or the host adapter.
+func newLoss(b Backend, s LossSpec) (LossOp, error) {
+	if lb, ok := b.(LossBackend); ok {
+		return lb.NewLoss(s)
+	}
+	ce := NewCrossEntropy(b)
+	ce.LabelSmoothing = s.LabelSmoothing
+	return &hostLoss{ce: ce}, nil
+}
+
+// ---- input ----
+
+// ByteBatch is a batch of 8-bit images, N×H×W×C (the layout decoders
+// write), to be normalised per channel as (v/255 − Mean[c])/Std[c] into
+// N×C×H×W float32.
+type ByteBatch struct {
+	Pixels    []byte
+	N         int
+	H, W, C   int
+	Mean, Std []float32 // per channel (len C), or one value for all
+}
+
+// ByteInputBackend is implemented by backends that normalise 8-bit input
+// on their device (a quarter of the bytes to copy).
+type ByteInputBackend interface {
+	NewByteInput() (ByteInputOp, error)
+}
+
+// ByteInputOp writes a normalised ByteBatch into a tensor made by
+// NewTensor (N×C×H×W). Like Tensor.Write it may run while ops run on
+// other tensors.
+type ByteInputOp interface {
+	Normalize(dst Tensor, b ByteBatch) error
+	Close()
+}
+
+// hostByteInput is ByteInputOp on the host: NormalizeHWC, then Write.
+type hostByteInput struct{ buf []float32 }
+
+func (h *hostByteInput) Normalize(dst Tensor, b ByteBatch) error {
+	n := b.N * b.C * b.H * b.W
+	if cap(h.buf) < n {
+		h.buf = make([]float32, n)
+	}
+	h.buf = h.buf[:n]
+	if err := NormalizeHWC(h.buf, b); err != nil {
+		return err
+	}
+	return dst.Write(h.buf)
+}
+
+func (h *hostByteInput) Close() {}
+
+func newByteInput(b Backend) (ByteInputOp, error) {
+	if bb, ok := b.(ByteInputBackend); ok {
+		return bb.NewByteInput()
+	}
+	return &hostByteInput{}, nil
+}
+
+// NormalizeHWC writes b normalised into dst (N×C×H×W): the host's
+// arithmetic, float32(v)·(1/(255·std)) + (−mean/std), that of
+// Images.Fill, so both give the same bits.
+func NormalizeHWC(dst []float32, b ByteBatch) error {
+	hw := b.H * b.W
+	if len(b.Pixels) != b.N*hw*b.C || len(dst) != len(b.Pixels) {
+		return fmt.Errorf("train: byte batch of %d bytes for %d×%d×%d×%d into %d values", len(b.Pixels), b.N, b.H, b.W, b.C, len(dst))
+	}
+	scale, shift := make([]float32, b.C), make([]float32, b.C)
+	for c := range b.C {
+		m, s := channel(b.Mean, c, 0), channel(b.Std, c, 1)
+		if s == 0 {
+			s = 1
+		}
+		scale[c], shift[c] = 1/(255*s), -m/s
+	}
+	for n := range b.N {
+		src := b.Pixels[n*hw*b.C : (n+1)*hw*b.C]
+		out := dst[n*hw*b.C : (n+1)*hw*b.C]
+		for c := range b.C {
+			plane, sc, sh := out[c*hw:(c+1)*hw], scale[c], shift[c]
+			for i := range hw {
+				plane[i] = float32(src[i*b.C+c])*sc + sh
+			}
+		}
+	}
+	return nil
+}
+
+func channel(v []float32, c int, def float32) float32 {
+	switch {
+	case len(v) == 0:
+		return def
+	case len(v) == 1:
+		return v[0]
+	}
+	return v[c]
+}
+
+// ---- ops taking their weights as tensors ----
+
+// DeviceConvOp is a ConvOp of a ParamStore backend that takes its weights
+// as the State's tensors.
+type DeviceConvOp interface {
+	ForwardDevice(x, w, b Tensor) (Tensor, error)
+	BackwardDevice(dy, w, dw, db Tensor, needDX bool) (Tensor, error)
+}
+
+// DeviceLinearOp is DeviceConvOp for LinearOp.
+type DeviceLinearOp interface {
+	ForwardDevice(x, w, b Tensor) (Tensor, error)
+	BackwardDevice(dy, w, dw, db Tensor, needDX bool) (Tensor, error)
+}
+
+// DeviceBatchNormOp is a BatchNormOp of a ParamStore backend: its scale,
+// shift and running statistics are tensors, and a training Forward
+// updates the running statistics itself, with PyTorch's rule
+// running = (1−momentum)·running + momentum·batch (the unbiased variance,
+// count/(count−1)), in float32 as BatchNorm2D does on the host.
+type DeviceBatchNormOp interface {
+	ForwardDevice(x, gamma, beta, runMean, runVar Tensor, momentum float32, training bool) (Tensor, error)
+	BackwardDevice(dy, gamma, beta, dgamma, dbeta Tensor) (Tensor, error)
+}
