@@ -16,3 +16,11 @@ void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums);
 void cpu_relu_bn_train(int g, int b, const float *x, float *y, const float *gamma, const float *beta,
 		       float *bmean, float *bvar, float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw,
 		       float eps, float momentum);
+
+/* By name (cpu.c's dispatch table): cpu_launch returns 0, -1 for an unknown
+ * kernel, -2 for a count of slots other than the kernel's parameters. */
+int cpu_launch(const char *name, int grid, int block, const unsigned long long *args, int nargs);
+int cpu_kernel_nargs(const char *name);
+int cpu_kernel_count(void);
+const char *cpu_kernel_name(int i);
+const char *cpu_kernel_args(int i);

@@ -5,6 +5,7 @@ package kernels
 /*
 #cgo CFLAGS: -std=gnu11 -O2
 #cgo LDFLAGS: -lm
+#include <stdlib.h>
 #include "cpu.h"
 */
 import "C"
@@ -144,4 +145,39 @@ func ReLUBNTrain(l Launch, b BN) error {
 		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.RunningMean)),
 		(*C.float)(fp(b.RunningVar)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.float(b.Momentum))
 	return nil
+}
+
+// LaunchCPU runs kernel name of kernels.cu's CPU build with launch l and
+// args, one 8-byte slot each, as cuLaunchKernel takes them on the GPU
+// (train/cuda's Arg): a pointer as its address, an i32 or a float32's bits
+// in the low 32 bits, an i64 as is. The pointers are host addresses that
+// the caller keeps valid (pinned, or C memory) and large enough for the
+// kernel; nothing here can check that.
+func LaunchCPU(name string, l Launch, args []uint64) error {
+	if err := check(l); err != nil {
+		return fmt.Errorf("kernels: %s: %w", name, err)
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	want := int(C.cpu_kernel_nargs(cname))
+	if want < 0 {
+		return fmt.Errorf("kernels: no kernel %q in the CPU build's dispatch table (%d arguments given)", name, len(args))
+	}
+	if want != len(args) {
+		return fmt.Errorf("kernels: kernel %s takes %d arguments, %d given", name, want, len(args))
+	}
+	if rc := C.cpu_launch(cname, C.int(l.Grid), C.int(l.Block), (*C.ulonglong)(unsafe.Pointer(fp(args))), C.int(len(args))); rc != 0 {
+		return fmt.Errorf("kernels: cpu_launch %s with %d arguments: code %d", name, len(args), rc)
+	}
+	return nil
+}
+
+// dispatchTable returns cpu.c's dispatch table: each kernel's name and the
+// text of its slots' unpacking ("P(0), P(1), L(2)").
+func dispatchTable() map[string]string {
+	t := map[string]string{}
+	for i := range int(C.cpu_kernel_count()) {
+		t[C.GoString(C.cpu_kernel_name(C.int(i)))] = C.GoString(C.cpu_kernel_args(C.int(i)))
+	}
+	return t
 }

@@ -83,6 +83,10 @@ var Kernels = []Kernel{
 
 var kernelDef = regexp.MustCompile(`(?m)^KERNEL (\w+)\(`)
 
+// Names returns the names of the kernels kernels.cu defines (its KERNEL
+// definitions), in the source's order.
+func Names() []string { return defined() }
+
 // defined returns the kernels kernels.cu defines, in order.
 func defined() []string {
 	var names []string
