@@ -78,9 +78,9 @@ func TestDispatchTable(t *testing.T) {
 
 // slot packs arguments as train/cuda's Arg does.
 func ptrSlot[T any](s []T) uint64 { return uint64(uintptr(unsafe.Pointer(&s[0]))) }
-func i32Slot(v int) uint64       { return uint64(uint32(int32(v))) }
-func i64Slot(v int) uint64       { return uint64(int64(v)) }
-func f32Slot(v float32) uint64   { return uint64(math.Float32bits(v)) }
+func i32Slot(v int) uint64        { return uint64(uint32(int32(v))) }
+func i64Slot(v int) uint64        { return uint64(int64(v)) }
+func f32Slot(v float32) uint64    { return uint64(math.Float32bits(v)) }
 
 // pin pins the first element of each slice for the test's duration, so
 // their addresses may go to C inside a []uint64.

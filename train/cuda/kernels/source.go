@@ -79,6 +79,22 @@ var Kernels = []Kernel{
 	{"ce_loss", PerRow},
 	{"ce_sums", Single},
 	{"relu_bn_train", PerChannel},
+	{"bn_train", PerChannel},
+	{"bn_eval", Elementwise},
+	{"bn_bwd", PerChannel},
+	{"relu_fwd", Elementwise},
+	{"relu_bwd", Elementwise},
+	{"add", Elementwise},
+	{"bias_act", Elementwise},
+	{"bias_grad", PerChannel},
+	{"maxpool_fwd", Elementwise}, // over the outputs
+	{"maxpool_bwd", Elementwise}, // over the inputs (a gather)
+	{"avgpool_fwd", Elementwise},
+	{"avgpool_bwd", Elementwise},
+	{"ema_update", Elementwise},
+	{"swap_f32", Elementwise},
+	{"copy_f32", Elementwise},
+	{"fill_f32", Elementwise},
 }
 
 var kernelDef = regexp.MustCompile(`(?m)^KERNEL (\w+)\(`)
