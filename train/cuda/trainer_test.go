@@ -169,10 +169,12 @@ func TestTwinCheckpointAcrossBackends(t *testing.T) {
 // train.SGD.Step (momentum, weight decay, Nesterov), the GradScaler's
 // unscale and finite check, the anomaly check's reduction, the EMA's
 // update and swap, Pull and Push.
-func TestTwinStateMatchesHost(t *testing.T) {
+func TestTwinStateMatchesHost(t *testing.T) { stateMatchesHost(t, twin) }
+
+func stateMatchesHost(t *testing.T, open func(*testing.T) *Backend) {
 	for _, opt := range []train.SGD{{Momentum: 0.9, WeightDecay: 1e-4}, {Momentum: 0.8, Nesterov: true}, {WeightDecay: 5e-4}} {
 		t.Run(fmt.Sprintf("%+v", opt), func(t *testing.T) {
-			b := twin(t)
+			b := open(t)
 			rng := rand.New(rand.NewPCG(1, 2))
 			mk := func(name string, n int, grad bool) *train.Param {
 				p := &train.Param{Name: name, Shape: []int{n}, Value: make([]float32, n)}
@@ -320,8 +322,9 @@ func TestTwinStateMatchesHost(t *testing.T) {
 
 // The loss op against train.CrossEntropy on the reference: the gradient
 // (label smoothing, a loss scale), and the sums read once for two batches.
-func TestTwinLoss(t *testing.T) {
-	b := twin(t)
+func TestTwinLoss(t *testing.T) { lossMatchesReference(t, twin(t)) }
+
+func lossMatchesReference(t *testing.T, b *Backend) {
 	ref := train.NewReference(train.BackendOptions{})
 	rng := rand.New(rand.NewPCG(4, 4))
 	const n, k = 9, 12
@@ -382,8 +385,9 @@ func TestTwinLoss(t *testing.T) {
 }
 
 // normalize_u8 on the twin gives train.NormalizeHWC's bits.
-func TestTwinByteInput(t *testing.T) {
-	b := twin(t)
+func TestTwinByteInput(t *testing.T) { byteInputMatchesHost(t, twin(t)) }
+
+func byteInputMatchesHost(t *testing.T, b *Backend) {
 	in, err := b.NewByteInput()
 	if err != nil {
 		t.Fatal(err)
