@@ -25,6 +25,9 @@ type Backend struct {
 	m       machine
 	facts   kernels.Facts
 	threads int
+	prec    train.Precision
+	half    uint64 // round's 16-bit scratch
+	nHalf   int
 	closed  bool
 }
 
@@ -62,20 +65,22 @@ func ParseDevice(s string) (int, error) {
 	return 0, fmt.Errorf("backend \"cuda\" runs on \"cuda\" or \"cuda:N\", not %q: %w", s, train.ErrDevice)
 }
 
-// checkOptions refuses what the backend does not do yet.
+// checkOptions reads the device and refuses what the backend does not do.
 func checkOptions(o train.BackendOptions) (int, error) {
 	n, err := ParseDevice(o.Device)
 	if err != nil {
 		return 0, err
 	}
-	if o.Precision != train.Float32 {
-		return 0, fmt.Errorf("backend \"cuda\": precision %s: %w (fp32 only: the casts around cuDNN's and cuBLAS's half math are not written yet)", o.Precision, train.ErrUnsupported)
+	switch o.Precision {
+	case train.Float32, train.BFloat16, train.Float16:
+	default:
+		return 0, fmt.Errorf("backend \"cuda\": precision %s: %w", o.Precision, train.ErrUnsupported)
 	}
 	return n, nil
 }
 
 func newBackend(m machine, o train.BackendOptions) *Backend {
-	return &Backend{m: m, facts: m.facts(), threads: 1}
+	return &Backend{m: m, facts: m.facts(), threads: 1, prec: o.Precision}
 }
 
 func (b *Backend) Name() string { return "cuda" }
@@ -99,8 +104,45 @@ func (b *Backend) MemoryBudget() (int64, error) {
 	return max(f-memoryReserve, 0), nil
 }
 
-// Precision implements train.PrecisionReporter: fp32, native.
-func (b *Backend) Precision() (train.Precision, bool) { return train.Float32, true }
+// Precision implements train.PrecisionReporter. fp32 is native; bf16 and
+// fp16 are emulated as the reference backend emulates them (and
+// torch.autocast computes): a convolution's or product's input, weights
+// and output gradient are rounded through the cast kernels and the fp32
+// call runs on the rounded values, accumulating in float. cuDNN's and
+// cuBLAS's half-precision tensors (the speed) are not used yet.
+func (b *Backend) Precision() (train.Precision, bool) { return b.prec, b.prec == train.Float32 }
+
+// round writes the n values at src rounded to the backend's precision
+// (fp32 → fp16 or bf16 → fp32, cast kernels, round to nearest even) into
+// *dst, made or regrown to shape.
+func (b *Backend) round(dst **tensor, src uint64, shape ...int) (*tensor, error) {
+	if err := b.ensure(dst, shape...); err != nil {
+		return nil, err
+	}
+	n := (*dst).n
+	if b.nHalf < n {
+		if b.half != 0 {
+			b.m.free(b.half)
+			b.half, b.nHalf = 0, 0
+		}
+		p, err := b.m.alloc(2 * n)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %s scratch of %d values: %w", b.prec, n, err)
+		}
+		b.half, b.nHalf = p, n
+	}
+	to, from := "cast_f32_bf16", "cast_bf16_f32"
+	if b.prec == train.Float16 {
+		to, from = "cast_f32_f16", "cast_f16_f32"
+	}
+	if err := b.run(to, kernels.Elementwise, n, 0, src, b.half, i64(n)); err != nil {
+		return nil, err
+	}
+	return *dst, b.run(from, kernels.Elementwise, n, 0, b.half, (*dst).p, i64(n))
+}
+
+// reduced reports whether convolutions and products round their operands.
+func (b *Backend) reduced() bool { return b.prec != train.Float32 }
 
 // Close syncs and releases the machine (every tensor and op with it).
 func (b *Backend) Close() error {
@@ -108,6 +150,10 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	if b.half != 0 {
+		b.m.free(b.half)
+		b.half = 0
+	}
 	return b.m.close()
 }
 

@@ -27,6 +27,7 @@ func twin(t *testing.T) *Backend {
 func TestTwinLayers(t *testing.T)    { traintest.RunLayers(t, twin(t)) }
 func TestTwinTorchStep(t *testing.T) { traintest.RunTorchStep(t, twin(t)) }
 func TestTwinResNet18(t *testing.T)  { traintest.RunResNet18(t, twin(t)) }
+func TestTwinPrecision(t *testing.T) { traintest.RunPrecision(t, OpenTwin) }
 
 func TestTwinNames(t *testing.T) {
 	b := twin(t)
@@ -61,8 +62,8 @@ func TestParseDevice(t *testing.T) {
 	if _, err := train.Open("cuda", train.BackendOptions{Device: "cpu"}); !errors.Is(err, train.ErrDevice) {
 		t.Errorf("Open(cuda, cpu): %v, want ErrDevice", err)
 	}
-	if _, err := OpenTwin(train.BackendOptions{Precision: train.BFloat16}); !errors.Is(err, train.ErrUnsupported) || !strings.Contains(err.Error(), "bf16") {
-		t.Errorf("OpenTwin(bf16): %v, want ErrUnsupported naming bf16", err)
+	if _, err := OpenTwin(train.BackendOptions{Precision: 7}); !errors.Is(err, train.ErrUnsupported) || !strings.Contains(err.Error(), "Precision(7)") {
+		t.Errorf("OpenTwin(Precision(7)): %v, want ErrUnsupported naming it", err)
 	}
 }
 

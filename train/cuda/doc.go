@@ -25,8 +25,14 @@
 // Syncer, DeviceNamer ("cuda:N"; the twin "cuda-twin"), DeviceMemory
 // (free memory less 1 GiB) and PrecisionReporter. The ops' host-slice
 // methods (ConvOp.Forward(x, w, b []float32) …) copy the slices in and
-// out. Only fp32 runs: BackendOptions.Precision fp16 or bf16 is refused
-// with train.ErrUnsupported, naming it. BackendOptions.Device is "",
+// out. BackendOptions.Precision bf16 and fp16 are emulated, as the
+// reference backend emulates them and as torch.autocast computes: a
+// convolution's or product's input, weights and output gradient are
+// rounded through the cast kernels (round to nearest even) and the fp32
+// call runs on the rounded values with float accumulation; the bias and
+// everything else stay fp32 (PrecisionReporter: native false). cuDNN's
+// and cuBLAS's half-precision tensors, the speed, are not used yet.
+// BackendOptions.Device is "",
 // "cuda" or "cuda:N" (ParseDevice); anything else is train.ErrDevice.
 // Autotune is cudnn.benchmark: cudnnFind…AlgorithmEx measures each
 // convolution's algorithms on its first call, instead of the _v7
@@ -88,8 +94,9 @@
 // # Tests and the device check
 //
 // On the twin: traintest's RunLayers, RunTorchStep (PyTorch's recorded
-// step) and RunResNet18; eight Trainer steps of SmallThinNet within 1e-4
-// of the reference backend; checkpoints across the twin and the
+// step), RunResNet18 and RunPrecision; eight Trainer steps of
+// SmallThinNet within 1e-4 of the reference backend, in fp32 and in fp16
+// with a GradScaler that skips steps; checkpoints across the twin and the
 // reference; State, the loss and the byte input against the host's
 // arithmetic. gpu_test.go runs every kernel on the GPU against its CPU
 // build, gpu_backend_test.go the backend itself (the suites, and the

@@ -70,6 +70,23 @@ func TestGPUBackendResNet18(t *testing.T) {
 	traintest.RunResNet18(t, b)
 }
 
+func TestGPUBackendPrecision(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "traintest.RunPrecision (bf16/fp16 emulated by the cast kernels)")
+	traintest.RunPrecision(t, func(o train.BackendOptions) (train.Backend, error) {
+		n, err := checkOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		m, err := openGPU(n, o.Autotune)
+		if err != nil {
+			return nil, err
+		}
+		m.math = cudnnFMAMath
+		return newBackend(m, o), nil
+	})
+}
+
 func TestGPUBackendState(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
 	report(t, "State against the host's SGD, unscale, finite checks, EMA")

@@ -95,7 +95,11 @@ func (m *gpuMachine) alloc(bytes int) (uint64, error) {
 	return b.ptr, err
 }
 
-func (m *gpuMachine) free(p uint64) { m.d.Free(Buffer{ptr: p}) }
+// free waits for the stream's work (which may use p) and frees p.
+func (m *gpuMachine) free(p uint64) {
+	m.sync()
+	m.d.Free(Buffer{ptr: p})
+}
 
 func (m *gpuMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
 	if bytes == 0 {

@@ -22,6 +22,8 @@ type convOp struct {
 	y, dx, dym *tensor
 	hw, hb     *tensor // host path: weights and bias
 	hdw, hdb   *tensor // host path: their gradients
+	xr, wr     *tensor // bf16/fp16: the rounded input and weights
+	dyr        *tensor // bf16/fp16: the rounded output gradient
 }
 
 func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
@@ -33,7 +35,7 @@ func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 
 func (c *convOp) Close() {
 	c.shape.release()
-	for _, t := range []*tensor{c.y, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb} {
+	for _, t := range []*tensor{c.y, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.xr, c.wr, c.dyr} {
 		t.free()
 	}
 	*c = convOp{b: c.b, s: c.s}
@@ -68,6 +70,16 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	}
 	if err := c.b.ensure(&c.y, n, s.Out, oh, ow); err != nil {
 		return nil, err
+	}
+	if c.b.reduced() {
+		if x, err = c.b.round(&c.xr, x.p, x.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := c.b.round(&c.wr, wp, s.Out*s.In*s.Kernel*s.Kernel)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
 	}
 	if err := c.b.m.conv(&c.shape, convFwd, x.p, wp, c.y.p); err != nil {
 		return nil, err
@@ -115,6 +127,16 @@ func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (tr
 			return nil, err
 		}
 		g = c.dym
+	}
+	if c.b.reduced() {
+		if g, err = c.b.round(&c.dyr, g.p, g.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := c.b.round(&c.wr, wp, nw)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
 	}
 	n, k, hw := planes(g.shape)
 	if dbp != 0 {
@@ -496,12 +518,13 @@ func (p *poolOp) Backward(dyt train.Tensor) (train.Tensor, error) {
 // ---- linear: sgemm, then bias_act; bias_grad ----
 
 type linearOp struct {
-	b        *Backend
-	s        train.LinearSpec
-	x        *tensor
-	y, dx    *tensor
-	hw, hb   *tensor
-	hdw, hdb *tensor
+	b           *Backend
+	s           train.LinearSpec
+	x           *tensor
+	y, dx       *tensor
+	hw, hb      *tensor
+	hdw, hdb    *tensor
+	xr, wr, dyr *tensor // bf16/fp16: rounded input, weights, output gradient
 }
 
 func (b *Backend) NewLinear(s train.LinearSpec) (train.LinearOp, error) {
@@ -512,7 +535,7 @@ func (b *Backend) NewLinear(s train.LinearSpec) (train.LinearOp, error) {
 }
 
 func (l *linearOp) Close() {
-	for _, t := range []*tensor{l.y, l.dx, l.hw, l.hb, l.hdw, l.hdb} {
+	for _, t := range []*tensor{l.y, l.dx, l.hw, l.hb, l.hdw, l.hdb, l.xr, l.wr, l.dyr} {
 		t.free()
 	}
 	*l = linearOp{b: l.b, s: l.s}
@@ -543,6 +566,16 @@ func (l *linearOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) 
 	}
 	if err := l.b.ensure(&l.y, n, out); err != nil {
 		return nil, err
+	}
+	if l.b.reduced() {
+		if x, err = l.b.round(&l.xr, x.p, x.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := l.b.round(&l.wr, wp, out*in)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
 	}
 	if err := l.b.m.gemm(gemmArgs{TA: true, M: out, N: n, K: in, Alpha: 1, A: wp, LDA: in, B: x.p, LDB: in, C: l.y.p, LDC: out}); err != nil {
 		return nil, err
@@ -576,6 +609,16 @@ func (l *linearOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (
 	dbp, err := ptrOf("linear bias gradient", dbt, out)
 	if err != nil {
 		return nil, err
+	}
+	if l.b.reduced() {
+		if dy, err = l.b.round(&l.dyr, dy.p, dy.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := l.b.round(&l.wr, wp, out*in)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
 	}
 	if dbp != 0 {
 		if err := l.b.run("bias_grad", kernels.PerChannel, out, n, dy.p, dbp, i32(n), i32(out), i32(1)); err != nil {

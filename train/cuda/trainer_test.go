@@ -42,11 +42,18 @@ type outcome struct {
 	weights, velocity, ema [][]float32
 	losses                 []float64
 	bound                  bool // the params were bound to a device state during the steps
+	skipped                int  // steps the GradScaler skipped
 }
 
 // trainRun trains SmallThinNet on b for epochs epochs (momentum, weight
 // decay, EMA), from checkpoint from when not "", saving to save when not "".
 func trainRun(t *testing.T, b train.Backend, epochs int, from, save string) outcome {
+	t.Helper()
+	return trainRunWith(t, b, epochs, from, save, nil)
+}
+
+// trainRunWith is trainRun with setup applied to the trainer first.
+func trainRunWith(t *testing.T, b train.Backend, epochs int, from, save string, setup func(*train.Trainer)) outcome {
 	t.Helper()
 	net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
 	if err != nil {
@@ -56,6 +63,9 @@ func trainRun(t *testing.T, b train.Backend, epochs int, from, save string) outc
 	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
 	defer tr.Close()
 	tr.EMA = &train.EMA{Decay: 0.9}
+	if setup != nil {
+		setup(tr)
+	}
 	if from != "" {
 		if err := tr.LoadCheckpoint(from); err != nil {
 			t.Fatal(err)
@@ -82,6 +92,9 @@ func trainRun(t *testing.T, b train.Backend, epochs int, from, save string) outc
 		o.weights = append(o.weights, slices.Clone(p.Value))
 	}
 	o.velocity, o.ema = tr.Opt.Velocity, tr.EMA.Values
+	if tr.Scaler != nil {
+		o.skipped = tr.Scaler.Skipped
+	}
 	return o
 }
 
@@ -141,6 +154,30 @@ func TestTwinTrainsLikeReference(t *testing.T) {
 	if got.losses[len(got.losses)-1] >= got.losses[0] {
 		t.Errorf("the loss did not fall: %v", got.losses)
 	}
+}
+
+// AMP: fp16 (emulated by rounding) with a GradScaler whose first scale
+// overflows, so that the first steps are skipped on the device's finite
+// check and the scale backs off, as on the reference.
+func TestTwinAMPLikeReference(t *testing.T) {
+	amp := func(tr *train.Trainer) {
+		tr.Scaler = train.NewGradScaler()
+		tr.Scaler.Scale = 1e38
+	}
+	o := train.BackendOptions{Precision: train.Float16}
+	b, err := OpenTwin(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got := trainRunWith(t, b, 2, "", "", amp)
+	want := trainRunWith(t, train.NewReference(o), 2, "", "", amp)
+	if got.skipped == 0 || got.skipped != want.skipped {
+		t.Fatalf("skipped %d steps, the reference %d (want the same, more than 0)", got.skipped, want.skipped)
+	}
+	nearLosses(t, got.losses, want.losses, trainTol)
+	near(t, "weights", got.weights, want.weights, trainTol)
+	near(t, "momentum", got.velocity, want.velocity, trainTol)
 }
 
 // A checkpoint written on the twin resumes on the reference backend, and
