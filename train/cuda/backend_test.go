@@ -11,10 +11,10 @@ import (
 	"github.com/faster-training/faster/train/traintest"
 )
 
-// twin opens the backend over the CPU twin for one test; its Cleanup
+// twinBackend opens the backend over the CPU twin for one test; its Cleanup
 // checks that every op and state released its memory before the backend
 // closes (the ops' Close and State.Release free what they own).
-func twin(t *testing.T) *Backend {
+func twinBackend(t *testing.T) *Backend {
 	t.Helper()
 	b, err := OpenTwin(train.BackendOptions{})
 	if err != nil {
@@ -24,13 +24,13 @@ func twin(t *testing.T) *Backend {
 	return b.(*Backend)
 }
 
-func TestTwinLayers(t *testing.T)    { traintest.RunLayers(t, twin(t)) }
-func TestTwinTorchStep(t *testing.T) { traintest.RunTorchStep(t, twin(t)) }
-func TestTwinResNet18(t *testing.T)  { traintest.RunResNet18(t, twin(t)) }
+func TestTwinLayers(t *testing.T)    { traintest.RunLayers(t, twinBackend(t)) }
+func TestTwinTorchStep(t *testing.T) { traintest.RunTorchStep(t, twinBackend(t)) }
+func TestTwinResNet18(t *testing.T)  { traintest.RunResNet18(t, twinBackend(t)) }
 func TestTwinPrecision(t *testing.T) { traintest.RunPrecision(t, OpenTwin) }
 
 func TestTwinNames(t *testing.T) {
-	b := twin(t)
+	b := twinBackend(t)
 	if b.Name() != "cuda" || train.DeviceOf(b) != "cuda-twin" {
 		t.Errorf("twin: name %q device %q, want cuda, cuda-twin", b.Name(), train.DeviceOf(b))
 	}

@@ -85,11 +85,20 @@
 //
 // # Kernels and their cache
 //
-// Device.Kernels compiles kernels.cu with NVRTC for the device's
-// architecture, with --fmad=false, and loads it. Compiled images are kept
-// in a Cache keyed by architecture, NVRTC version and the source's hash,
-// written atomically; a corrupt or foreign entry is compiled again. Launch
-// geometry comes from kernels.Facts.Plan.
+// Device.Kernels compiles kernels.cu (package kernels) with NVRTC for the
+// device's architecture (sm_XY from its compute capability), with
+// --fmad=false, and loads it. The kernels: casts, input normalisation,
+// SGD, the GradScaler's unscale, cross-entropy, the layers the cuDNN and
+// cuBLAS calls leave (ReLU, add, bias and fused ReLU, bias gradient,
+// BatchNorm training, eval and backward with or without the ReLU before
+// it, max and average pooling forward and backward as gathers) and the
+// weights' bookkeeping (EMA update, swap, copy, fill); package kernels'
+// documentation lists them. Each is called by name with one 8-byte slot an
+// argument (Arg); kernels.LaunchCPU runs the CPU build of the same kernel
+// from the same slots, so the twin machine runs what the GPU does. Compiled images are kept in a Cache keyed by
+// architecture, NVRTC version and the source's hash, written atomically; a
+// corrupt or foreign entry is compiled again. Launch geometry comes from
+// kernels.Facts.Plan with the device's SM count and thread limits.
 //
 // # Tests and the device check
 //

@@ -113,7 +113,7 @@ const gpuTrainTol = 1e-3
 // cudnn.benchmark's measured ones) against the twin.
 func TestGPUBackendTrainsLikeTwin(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
-	want := trainRun(t, twin(t), 2, "", "")
+	want := trainRun(t, twinBackend(t), 2, "", "")
 	for _, c := range []struct {
 		name string
 		o    train.BackendOptions
@@ -138,7 +138,7 @@ func TestGPUBackendTrainsLikeTwin(t *testing.T) {
 // logged.
 func TestGPUBackendTF32(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
-	want := trainRun(t, twin(t), 2, "", "")
+	want := trainRun(t, twinBackend(t), 2, "", "")
 	report(t, "8 Trainer steps with TF32 convolutions against the twin at 2e-2")
 	got := trainRun(t, openGPUFor(t, train.BackendOptions{}, false), 2, "", "")
 	worst := 0.0

@@ -142,7 +142,7 @@ const trainTol = 1e-4
 // twin (every tensor on the device: State, fused SGD, EMA, loss) and on
 // the reference backend (the host path) agree within trainTol.
 func TestTwinTrainsLikeReference(t *testing.T) {
-	got := trainRun(t, twin(t), 2, "", "")
+	got := trainRun(t, twinBackend(t), 2, "", "")
 	want := trainRun(t, train.NewReference(train.BackendOptions{}), 2, "", "")
 	if !got.bound {
 		t.Fatal("the twin's parameters were never bound to a device state")
@@ -188,7 +188,7 @@ func TestTwinCheckpointAcrossBackends(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		writer, reader func() train.Backend
-	}{{"twin-to-reference", func() train.Backend { return twin(t) }, ref}, {"reference-to-twin", ref, func() train.Backend { return twin(t) }}} {
+	}{{"twin-to-reference", func() train.Backend { return twinBackend(t) }, ref}, {"reference-to-twin", ref, func() train.Backend { return twinBackend(t) }}} {
 		t.Run(c.name, func(t *testing.T) {
 			ck := t.TempDir() + "/ck"
 			trainRun(t, c.writer(), 1, "", ck)
@@ -206,7 +206,7 @@ func TestTwinCheckpointAcrossBackends(t *testing.T) {
 // train.SGD.Step (momentum, weight decay, Nesterov), the GradScaler's
 // unscale and finite check, the anomaly check's reduction, the EMA's
 // update and swap, Pull and Push.
-func TestTwinStateMatchesHost(t *testing.T) { stateMatchesHost(t, twin) }
+func TestTwinStateMatchesHost(t *testing.T) { stateMatchesHost(t, twinBackend) }
 
 func stateMatchesHost(t *testing.T, open func(*testing.T) *Backend) {
 	for _, opt := range []train.SGD{{Momentum: 0.9, WeightDecay: 1e-4}, {Momentum: 0.8, Nesterov: true}, {WeightDecay: 5e-4}} {
@@ -359,7 +359,7 @@ func stateMatchesHost(t *testing.T, open func(*testing.T) *Backend) {
 
 // The loss op against train.CrossEntropy on the reference: the gradient
 // (label smoothing, a loss scale), and the sums read once for two batches.
-func TestTwinLoss(t *testing.T) { lossMatchesReference(t, twin(t)) }
+func TestTwinLoss(t *testing.T) { lossMatchesReference(t, twinBackend(t)) }
 
 func lossMatchesReference(t *testing.T, b *Backend) {
 	ref := train.NewReference(train.BackendOptions{})
@@ -422,7 +422,7 @@ func lossMatchesReference(t *testing.T, b *Backend) {
 }
 
 // normalize_u8 on the twin gives train.NormalizeHWC's bits.
-func TestTwinByteInput(t *testing.T) { byteInputMatchesHost(t, twin(t)) }
+func TestTwinByteInput(t *testing.T) { byteInputMatchesHost(t, twinBackend(t)) }
 
 func byteInputMatchesHost(t *testing.T, b *Backend) {
 	in, err := b.NewByteInput()
@@ -460,7 +460,7 @@ func byteInputMatchesHost(t *testing.T, b *Backend) {
 // Every op's and state's memory goes back when they are closed: a
 // ThinNet trained a step and closed leaves the twin as it found it.
 func TestTwinReleases(t *testing.T) {
-	b := twin(t)
+	b := twinBackend(t)
 	m := b.m.(*twinMachine)
 	start := m.liveBytes()
 	trainRun(t, b, 1, "", "")
