@@ -40,6 +40,7 @@ var (
 	_ train.DeviceNamer       = (*Backend)(nil)
 	_ train.DeviceMemory      = (*Backend)(nil)
 	_ train.PrecisionReporter = (*Backend)(nil)
+	_ train.Tuner             = (*Backend)(nil)
 
 	_ train.DeviceConvOp      = (*convOp)(nil)
 	_ train.DeviceLinearOp    = (*linearOp)(nil)
@@ -143,6 +144,11 @@ func (b *Backend) round(dst **tensor, src uint64, shape ...int) (*tensor, error)
 
 // reduced reports whether convolutions and products round their operands.
 func (b *Backend) reduced() bool { return b.prec != train.Float32 }
+
+// TuneChoices implements train.Tuner: under Autotune, the convolution
+// algorithms cudnnFind…AlgorithmEx measured, by shape and direction (each
+// shape once per backend, whichever op saw it first); none on the twin.
+func (b *Backend) TuneChoices() []train.TuneChoice { return b.m.tuneChoices() }
 
 // Close syncs and releases the machine (every tensor and op with it).
 func (b *Backend) Close() error {

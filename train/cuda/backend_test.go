@@ -37,6 +37,9 @@ func TestTwinNames(t *testing.T) {
 	if p, native := b.Precision(); p != train.Float32 || !native {
 		t.Errorf("precision %v native %v, want fp32 native", p, native)
 	}
+	if c := b.TuneChoices(); len(c) != 0 {
+		t.Errorf("the twin made tuning choices: %+v", c)
+	}
 	n, ok, err := train.MemoryBudget(b)
 	if err != nil || !ok || n != twinMemory-memoryReserve {
 		t.Errorf("memory budget %d %v %v, want %d", n, ok, err, twinMemory-memoryReserve)

@@ -53,15 +53,16 @@ void faster_conv_destroy(struct faster_conv *c) {
 	memset(c, 0, sizeof *c);
 }
 
-#define NPERF 8
+#define NPERF FASTER_NPERF
 
 static void *P(unsigned long long p) { return (void *)(size_t)p; }
 
 int faster_conv_choose(void *h, struct faster_conv *c, int dir, int find, unsigned long long a, unsigned long long b,
-		       unsigned long long out, unsigned long long ws, size_t wsBytes, const char **call) {
-	struct faster_conv_perf perf[NPERF];
+		       unsigned long long out, unsigned long long ws, size_t wsBytes, struct faster_conv_perf *perf,
+		       int *nperf, const char **call) {
 	int got = 0;
-	memset(perf, 0, sizeof perf);
+	*nperf = 0;
+	memset(perf, 0, sizeof perf[0] * NPERF);
 	switch (dir) {
 	case FASTER_FWD:
 		if (find)
@@ -93,6 +94,7 @@ int faster_conv_choose(void *h, struct faster_conv *c, int dir, int find, unsign
 										   perf),
 			    "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
 	}
+	*nperf = got < NPERF ? got : NPERF;
 	/* The results come fastest first; take the first that succeeded (and,
 	 * found, fits the workspace it was measured in). */
 	for (int i = 0; i < got && i < NPERF; i++) {

@@ -28,6 +28,7 @@ struct faster_conv {
 };
 
 enum { FASTER_FWD, FASTER_BWD_DATA, FASTER_BWD_FILTER };
+enum { FASTER_NPERF = 8 };
 
 /* faster_conv_create makes c's descriptors; faster_conv_destroy frees them. */
 int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
@@ -39,10 +40,11 @@ void faster_conv_destroy(struct faster_conv *c);
  * measured on the buffers a, b, out (cudnnFind…AlgorithmEx, in the
  * direction's argument order: forward x, w, y; backward data w, dy, dx;
  * backward filter x, dy, dw) within ws of wsBytes. It sets c->algo[dir]
- * and c->ws[dir]. */
+ * and c->ws[dir], and copies what cuDNN returned into perf (room for
+ * FASTER_NPERF) and its count into *nperf. */
 int faster_conv_choose(void *handle, struct faster_conv *c, int dir, int find, unsigned long long a,
 		       unsigned long long b, unsigned long long out, unsigned long long ws, size_t wsBytes,
-		       const char **call);
+		       struct faster_conv_perf *perf, int *nperf, const char **call);
 
 /* faster_conv_run runs dir with its chosen algorithm, out = op(a, b)
  * (alpha 1, beta 0), a and b in the order of faster_conv_choose. */

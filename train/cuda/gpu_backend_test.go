@@ -87,6 +87,25 @@ func TestGPUBackendPrecision(t *testing.T) {
 	})
 }
 
+// cudnn.benchmark: the choices name algorithms that ran, a shape is
+// chosen once, and results match the heuristics' algorithms.
+func TestGPUBackendAutotune(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "traintest.RunAutotune (cudnnFind…AlgorithmEx)")
+	traintest.RunAutotune(t, func(o train.BackendOptions) (train.Backend, error) {
+		n, err := checkOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		m, err := openGPU(n, o.Autotune)
+		if err != nil {
+			return nil, err
+		}
+		m.math = cudnnFMAMath
+		return newBackend(m, o), nil
+	})
+}
+
 func TestGPUBackendState(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
 	report(t, "State against the host's SGD, unscale, finite checks, EMA")

@@ -13,9 +13,12 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
+	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/cuda/kernels"
 )
 
@@ -36,6 +39,17 @@ type gpuMachine struct {
 	ws       uint64
 	wsSize   int
 	ordinal  int
+	// algos are the algorithms chosen by shape and direction: a shape
+	// seen before (by any op) is not chosen again; choices are
+	// autotune's, for Tuner.
+	algos   map[string]algo
+	choices []train.TuneChoice
+}
+
+// algo is one chosen convolution algorithm and its workspace.
+type algo struct {
+	id int
+	ws int
 }
 
 // findWorkspace is the workspace cudnnFind…AlgorithmEx may measure
@@ -72,7 +86,8 @@ func openGPU(ordinal int, autotune bool) (*gpuMachine, error) {
 		d.Close()
 		return nil, fmt.Errorf("cuda: the backend needs %v: %w", missing, &LoadError{Attempts: load()})
 	}
-	m := &gpuMachine{d: d, fns: map[string]*Function{}, autotune: autotune, math: cudnnDefaultMath, ordinal: ordinal}
+	m := &gpuMachine{d: d, fns: map[string]*Function{}, autotune: autotune, math: cudnnDefaultMath, ordinal: ordinal,
+		algos: map[string]algo{}}
 	err = d.do(func() error {
 		var call *C.char
 		if r := C.faster_gpu_setup(&m.stream, &m.cudnn, &m.cublas, C.int(cublasDefaultMath), &call); r != 0 {
@@ -193,20 +208,42 @@ func (m *gpuMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
 				})
 			}
 		}
-		if cs.algo[dir] < 0 {
-			var ws uint64
-			var wsBytes int
-			if m.autotune {
-				var err error
-				if ws, err = m.workspace(findWorkspace); err != nil {
-					return err
+		if cs.algo[dir] >= 0 {
+			return nil
+		}
+		key := fmt.Sprintf("%s %s math %d", c, dir, m.math)
+		if a, ok := m.algos[key]; ok {
+			cs.algo[dir], cs.ws[dir] = C.int(a.id), C.size_t(a.ws)
+			return nil
+		}
+		var ws uint64
+		var wsBytes int
+		if m.autotune {
+			var err error
+			if ws, err = m.workspace(findWorkspace); err != nil {
+				return err
+			}
+			wsBytes = findWorkspace
+		}
+		var perf [C.FASTER_NPERF]C.struct_faster_conv_perf
+		var nperf C.int
+		start := time.Now()
+		if r := C.faster_conv_choose(m.cudnn, cs, C.int(dir), b2c(m.autotune), C.ulonglong(a), C.ulonglong(b), C.ulonglong(out),
+			C.ulonglong(ws), C.size_t(wsBytes), &perf[0], &nperf, &call); r != 0 {
+			return fmt.Errorf("%s %s: %w", c, dir, dnnError(C.GoString(call), r))
+		}
+		m.algos[key] = algo{id: int(cs.algo[dir]), ws: int(cs.ws[dir])}
+		if m.autotune {
+			ch := train.TuneChoice{Op: c.String() + " " + dir.String(), Chosen: fmt.Sprintf("algo %d", cs.algo[dir]),
+				Seconds: time.Since(start).Seconds()}
+			for _, p := range perf[:nperf] {
+				k := train.TuneCandidate{Name: fmt.Sprintf("algo %d", p.algo), Seconds: float64(p.time) / 1000}
+				if p.status != cudnnStatusSuccess {
+					k.Err, k.Seconds = dnnError("cudnnFind…AlgorithmEx", p.status).Error(), 0
 				}
-				wsBytes = findWorkspace
+				ch.Candidates = append(ch.Candidates, k)
 			}
-			if r := C.faster_conv_choose(m.cudnn, cs, C.int(dir), b2c(m.autotune), C.ulonglong(a), C.ulonglong(b), C.ulonglong(out),
-				C.ulonglong(ws), C.size_t(wsBytes), &call); r != 0 {
-				return fmt.Errorf("%s %s: %w", c, dir, dnnError(C.GoString(call), r))
-			}
+			m.choices = append(m.choices, ch)
 		}
 		return nil
 	})
@@ -256,7 +293,9 @@ func (m *gpuMachine) freeMemory() (int64, error) {
 }
 
 func (m *gpuMachine) facts() kernels.Facts { return m.d.Facts.Facts }
-func (m *gpuMachine) device() string       { return fmt.Sprintf("cuda:%d", m.ordinal) }
+
+func (m *gpuMachine) tuneChoices() []train.TuneChoice { return slices.Clone(m.choices) }
+func (m *gpuMachine) device() string                  { return fmt.Sprintf("cuda:%d", m.ordinal) }
 
 func (m *gpuMachine) close() error {
 	var errs []error

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/cuda/kernels"
 )
 
@@ -51,6 +52,9 @@ type machine interface {
 	facts() kernels.Facts
 	// device names the machine ("cuda:0", "cuda-twin").
 	device() string
+	// tuneChoices are the convolution algorithms measured and chosen
+	// under BackendOptions.Autotune, in the order chosen.
+	tuneChoices() []train.TuneChoice
 	close() error
 }
 

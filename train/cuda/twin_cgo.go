@@ -19,6 +19,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/cuda/kernels"
 )
 
@@ -124,6 +125,9 @@ func (m *twinMachine) freeMemory() (int64, error) { return twinMemory, nil }
 // facts are the H200's: the twin plans the launches the GPU would run.
 func (m *twinMachine) facts() kernels.Facts { return kernels.H200 }
 func (m *twinMachine) device() string       { return "cuda-twin" }
+
+// tuneChoices is empty: the twin has one implementation of each call.
+func (m *twinMachine) tuneChoices() []train.TuneChoice { return nil }
 
 func (m *twinMachine) close() error {
 	m.mu.Lock()
