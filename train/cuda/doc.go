@@ -35,8 +35,9 @@
 // BackendOptions.Device is "",
 // "cuda" or "cuda:N" (ParseDevice); anything else is train.ErrDevice.
 // Autotune is cudnn.benchmark: cudnnFind…AlgorithmEx measures each
-// convolution's algorithms on its first call, instead of the _v7
-// heuristics. Convolutions allow TF32 (CUDNN_DEFAULT_MATH, PyTorch's
+// convolution shape's algorithms on its first call, instead of the _v7
+// heuristics; the machine keeps each shape's choice for every op, and
+// TuneChoices (train.Tuner) lists what was measured. Convolutions allow TF32 (CUDNN_DEFAULT_MATH, PyTorch's
 // cudnn.allow_tf32 default); products do not (CUBLAS_DEFAULT_MATH,
 // PyTorch's matmul.allow_tf32 default).
 //
