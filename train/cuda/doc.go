@@ -108,7 +108,11 @@
 // SmallThinNet within 1e-4 of the reference backend, in fp32 and in fp16
 // with a GradScaler that skips steps; checkpoints across the twin and the
 // reference; State, the loss and the byte input against the host's
-// arithmetic. gpu_test.go runs every kernel on the GPU against its CPU
+// arithmetic. The GPU machine's cuDNN and cuBLAS plumbing (dnn, gpu.c)
+// runs here against stand-in libraries built by gcc
+// (testdata/standin_dnn.c: the calls' semantics over host memory, every
+// argument checked against its descriptor): a twin whose convolutions and
+// products go through it trains bit-identically to the twin. gpu_test.go runs every kernel on the GPU against its CPU
 // build, gpu_backend_test.go the backend itself (the suites, and the
 // Trainer against the twin); gpucheck.sh builds their test binary here and
 // runs it on the GPU machine in one call. Prepared, not yet run.
