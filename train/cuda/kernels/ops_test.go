@@ -163,10 +163,10 @@ func TestAddAgainstReference(t *testing.T) {
 	}
 }
 
-// convCases: ThinNet's first convolution (3→32, 3×3, on 30×30 after an
+// convCases: ThinNet's first convolution (3→32, 3×3, on 32×32 at an
 // eighth of its batch) and a ResNet-18 1×1 projection (64→128, stride 2).
 var convCases = []struct {
-	name                    string
+	name                   string
 	n, ci, co, h, w, k, st int
 }{
 	{"thinnet", 16, 3, 32, 32, 32, 3, 1},

@@ -148,7 +148,7 @@ func TestPoolArgs(t *testing.T) {
 // emaNet is a Layer of given tensors, for train.EMA.
 type emaNet struct{ params, buffers []*train.Param }
 
-func (e *emaNet) Forward(x train.Tensor, _ bool) (train.Tensor, error)  { return x, nil }
+func (e *emaNet) Forward(x train.Tensor, _ bool) (train.Tensor, error)   { return x, nil }
 func (e *emaNet) Backward(dy train.Tensor, _ bool) (train.Tensor, error) { return dy, nil }
 func (e *emaNet) Params() []*train.Param                                 { return e.params }
 func (e *emaNet) Buffers() []*train.Param                                { return e.buffers }
