@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -474,4 +475,67 @@ func TestTwinReleases(t *testing.T) {
 	if _, err := c.Forward(x, make([]float32, 9), nil); err == nil {
 		t.Error("a tensor of another backend: no error")
 	}
+}
+
+// byteStream serves epochs of d as NHWC bytes in the trainer's order.
+type byteStream struct {
+	tr   *train.Trainer
+	d    *train.Images
+	nhwc []byte
+}
+
+func (s *byteStream) Shape() (c, h, w int) { return s.d.Shape() }
+func (s *byteStream) Len() int             { return s.Steps() * s.tr.Batch }
+func (s *byteStream) Steps() int           { return s.d.Len() / s.tr.Batch }
+func (s *byteStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
+	return func(yield func(train.Batch, error) bool) {
+		c, h, w := s.d.Shape()
+		per := c * h * w
+		order := s.tr.Order(s.d.Len(), e)
+		for k := skip; k < s.Steps(); k++ {
+			px, y := make([]byte, s.tr.Batch*per), make([]int, s.tr.Batch)
+			for j, i := range order[k*s.tr.Batch : (k+1)*s.tr.Batch] {
+				copy(px[j*per:(j+1)*per], s.nhwc[i*per:(i+1)*per])
+				y[j] = s.d.Labels[i]
+			}
+			b := train.Batch{Y: y, Bytes: train.ByteBatch{Pixels: px, N: s.tr.Batch, H: h, W: w, C: c,
+				Mean: []float32{s.d.Mean}, Std: []float32{s.d.Std}}}
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Batches of NHWC bytes normalised on the device (normalize_u8, from the
+// trainer's feeder, beside the step's ops) train the twin to the bits of
+// float batches normalised by Images.Fill on the host.
+func TestTwinByteBatches(t *testing.T) {
+	d := images(64, 9)
+	nhwc := d.Pixels // one channel: NCHW and NHWC are the same bytes
+	run := func(bytes bool) [][]float32 {
+		b := twinBackend(t)
+		net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		var s train.Stream = tr.StreamOf(d)
+		if bytes {
+			s = &byteStream{tr: tr, d: d, nhwc: nhwc}
+		}
+		for range 2 {
+			if _, err := tr.TrainStream(context.Background(), s, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var w [][]float32
+		for _, p := range net.Params() {
+			w = append(w, slices.Clone(p.Value))
+		}
+		return w
+	}
+	near(t, "weights from byte batches", run(true), run(false), 0)
 }
