@@ -31,7 +31,11 @@ type gpuMachine struct {
 	fns     map[string]*Function
 	stream  unsafe.Pointer
 	ordinal int
+	closed  bool
 }
+
+// errClosed is the error of a call on a closed machine.
+var errClosed = errors.New("cuda: the backend is closed")
 
 // openGPU opens device ordinal and the machine on it: the libraries, the
 // primary context, the stream and handles, kernels.cu compiled.
@@ -71,8 +75,12 @@ func (m *gpuMachine) alloc(bytes int) (uint64, error) {
 	return b.ptr, err
 }
 
-// free waits for the stream's work (which may use p) and frees p.
+// free waits for the stream's work (which may use p) and frees p;
+// nothing once the machine is closed (its context took the memory).
 func (m *gpuMachine) free(p uint64) {
+	if m.closed {
+		return
+	}
 	m.sync()
 	m.d.Free(Buffer{ptr: p})
 }
@@ -127,6 +135,9 @@ func (m *gpuMachine) launch(name string, l kernels.Launch, args ...uint64) error
 }
 
 func (m *gpuMachine) sync() error {
+	if m.closed {
+		return errClosed
+	}
 	return m.d.do(func() error { return cuErr("cuStreamSynchronize", C.faster_stream_sync(m.stream)) })
 }
 
@@ -141,6 +152,9 @@ func (m *gpuMachine) facts() kernels.Facts { return m.d.Facts.Facts }
 func (m *gpuMachine) device() string { return fmt.Sprintf("cuda:%d", m.ordinal) }
 
 func (m *gpuMachine) close() error {
+	if m.closed {
+		return nil
+	}
 	var errs []error
 	if m.stream != nil {
 		errs = append(errs, m.sync())
@@ -152,5 +166,6 @@ func (m *gpuMachine) close() error {
 	})
 	m.stream, m.cudnn, m.cublas = nil, nil, nil
 	errs = append(errs, m.d.Close())
+	m.closed = true
 	return errors.Join(errs...)
 }
