@@ -180,9 +180,11 @@ int faster_launch_on(void *stream, void *f, unsigned gx, unsigned bx, unsigned l
 	return faster_p_cuLaunchKernel(f, gx, 1, 1, bx, 1, 1, 0, stream, params, NULL);
 }
 
+/* From pageable memory, cuMemcpyHtoDAsync returns once the source is
+ * staged (CUDA's "API synchronization behavior"): the caller may reuse it,
+ * and the copy lands in stream order without waiting for the stream. */
 int faster_copy_in(void *stream, unsigned long long dst, const void *src, size_t n) {
-	int r = faster_p_cuMemcpyHtoDAsync_v2(dst, src, n, stream);
-	return r ? r : faster_p_cuStreamSynchronize(stream);
+	return faster_p_cuMemcpyHtoDAsync_v2(dst, src, n, stream);
 }
 
 int faster_copy_out(void *stream, void *dst, unsigned long long src, size_t n) {

@@ -62,10 +62,11 @@ int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath,
 void faster_gpu_teardown(void *stream, void *cudnn, void *cublas);
 
 /* The stream's driver calls: a kernel launched on the stream without
- * waiting (args as call_cuLaunchKernel's 8-byte slots), copies that wait
- * for the stream's work and their own (the host memory is the caller's,
- * pageable), a memset queued on the stream, the stream's synchronisation
- * and the device's free memory. Each returns the driver's status. */
+ * waiting (args as call_cuLaunchKernel's 8-byte slots); a copy in queued
+ * on the stream (it returns once the caller's pageable memory is staged);
+ * a copy out that waits for the stream's work and its own; a memset queued
+ * on the stream; the stream's synchronisation; the device's free memory.
+ * Each returns the driver's status. */
 int faster_launch_on(void *stream, void *f, unsigned gx, unsigned bx, unsigned long long *args, int n);
 int faster_copy_in(void *stream, unsigned long long dst, const void *src, size_t n);
 int faster_copy_out(void *stream, void *dst, unsigned long long src, size_t n);

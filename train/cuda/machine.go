@@ -25,8 +25,9 @@ type machine interface {
 	// alloc returns bytes of zeroed memory; free releases it.
 	alloc(bytes int) (uint64, error)
 	free(p uint64)
-	// copyIn copies bytes from host memory src to dst, copyOut from src
-	// to host memory dst (after the work queued before it).
+	// copyIn copies bytes from host memory src to dst in queue order (src
+	// may be reused when it returns); copyOut copies from src to host
+	// memory dst after the work queued before it, and waits for it.
 	copyIn(dst uint64, src unsafe.Pointer, bytes int) error
 	copyOut(dst unsafe.Pointer, src uint64, bytes int) error
 	// zero sets bytes at p to 0.
