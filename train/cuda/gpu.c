@@ -181,8 +181,9 @@ int faster_launch_on(void *stream, void *f, unsigned gx, unsigned bx, unsigned l
 }
 
 /* From pageable memory, cuMemcpyHtoDAsync returns once the source is
- * staged (CUDA's "API synchronization behavior"): the caller may reuse it,
- * and the copy lands in stream order without waiting for the stream. */
+ * staged into pinned memory (the driver API's "API synchronization
+ * behavior": it may synchronise with the stream to do so): the caller may
+ * reuse it, and the copy lands in stream order. */
 int faster_copy_in(void *stream, unsigned long long dst, const void *src, size_t n) {
 	return faster_p_cuMemcpyHtoDAsync_v2(dst, src, n, stream);
 }
