@@ -10,7 +10,7 @@ import (
 
 var (
 	declLine  = regexp.MustCompile(`^FASTER_CUDA_DECL\((\w+), (.+?), (\w+), \((.*)\)\)$`)
-	constLine = regexp.MustCompile(`^FASTER_CUDA_CONST\((\w+), (\d+)\)$`)
+	constLine = regexp.MustCompile(`^FASTER_CUDA_CONST\((\w+), (-?\d+)\)$`)
 	libEnum   = regexp.MustCompile(`(?m)^\s*FASTER_LIB_(\w+),`)
 )
 

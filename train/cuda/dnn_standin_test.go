@@ -125,6 +125,22 @@ func dnnChild(t *testing.T) {
 	}
 	t.Run("layers", func(t *testing.T) { traintest.RunLayers(t, openStandIn(t, train.BackendOptions{})) })
 	t.Run("torch-step", func(t *testing.T) { traintest.RunTorchStep(t, openStandIn(t, train.BackendOptions{})) })
+	// Native bf16 and fp16: 16-bit descriptors with float compute and
+	// tensor-op math, cublasGemmEx; the twin's arithmetic, so the same bits.
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		t.Run("trainer-"+p.String(), func(t *testing.T) {
+			o := train.BackendOptions{Precision: p}
+			got := trainRun(t, openStandIn(t, o), 1, "", "")
+			tw, err := OpenTwin(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tw.Close()
+			want := trainRun(t, tw, 1, "", "")
+			nearLosses(t, got.losses, want.losses, 0)
+			near(t, "weights", got.weights, want.weights, 0)
+		})
+	}
 	for _, autotune := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trainer-autotune-%v", autotune), func(t *testing.T) {
 			b := openStandIn(t, train.BackendOptions{Autotune: autotune})

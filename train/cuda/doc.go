@@ -25,13 +25,25 @@
 // Syncer, DeviceNamer ("cuda:N"; the twin "cuda-twin"), DeviceMemory
 // (free memory less 1 GiB) and PrecisionReporter. The ops' host-slice
 // methods (ConvOp.Forward(x, w, b []float32) …) copy the slices in and
-// out. BackendOptions.Precision bf16 and fp16 are emulated, as the
-// reference backend emulates them and as torch.autocast computes: a
-// convolution's or product's input, weights and output gradient are
-// rounded through the cast kernels (round to nearest even) and the fp32
-// call runs on the rounded values with float accumulation; the bias and
-// everything else stay fp32 (PrecisionReporter: native false). cuDNN's
-// and cuBLAS's half-precision tensors, the speed, are not used yet.
+// out. BackendOptions.Precision bf16 and fp16 are native, torch.autocast's
+// arithmetic (PrecisionReporter: native true): a convolution casts its
+// input and output gradient to 16 bits (the cast kernels, round to nearest
+// even) and reads the State's 16-bit copy of its weights (cast once per
+// step, one kernel over the flat, after SGD, Push, EMASwap or a Write
+// changed the values); cuDNN runs on 16-bit tensors with float compute and
+// tensor-op math (its PSEUDO_HALF and PSEUDO_BFLOAT16 configurations), so
+// y, dx and dw are 16-bit and cast back to float32 for BatchNorm, the loss
+// and the optimiser, which stay float32; a product's operands are cast to
+// 16 bits and cublasGemmEx (CUDA_R_16F or CUDA_R_16BF inputs, CUDA_R_32F
+// output, CUBLAS_COMPUTE_32F) writes float32; bias gradients sum the
+// rounded output gradient in float. The twin does the same arithmetic on
+// the CPU (16-bit operands widened exactly, double accumulation, results
+// rounded to 16 bits where cuDNN writes 16 bits): TestTwinNativePrecision
+// checks it bit for bit against the float32 twin on rounded operands.
+// traintest.RunPrecision is not run: it asks float32 convolution outputs
+// (the reference's emulation), which cuDNN's legacy API cannot give with
+// 16-bit inputs (x, w and y share one data type). The 16-bit tensors stay
+// NCHW; the H200 run should compare them against NHWC (channels_last).
 // BackendOptions.Device is "",
 // "cuda" or "cuda:N" (ParseDevice); anything else is train.ErrDevice.
 // Autotune is cudnn.benchmark: cudnnFind…AlgorithmEx measures each

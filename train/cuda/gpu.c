@@ -20,19 +20,24 @@
 	} while (0)
 
 int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
-		       int oh, int ow, int math, const char **call) {
+		       int oh, int ow, int dtype, int math, const char **call) {
 	memset(c, 0, sizeof *c);
 	c->algo[0] = c->algo[1] = c->algo[2] = -1;
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->x), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->y), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateFilterDescriptor(&c->w), "cudnnCreateFilterDescriptor");
 	TRY(faster_p_cudnnCreateConvolutionDescriptor(&c->conv), "cudnnCreateConvolutionDescriptor");
-	TRY(faster_p_cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, ci, h, w),
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, dtype, n, ci, h, w),
 	    "cudnnSetTensor4dDescriptor (x)");
-	TRY(faster_p_cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, co, oh, ow),
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, dtype, n, co, oh, ow),
 	    "cudnnSetTensor4dDescriptor (y)");
-	/* cudnnSetFilter4dDescriptor takes the data type first, then the format. */
-	TRY(faster_p_cudnnSetFilter4dDescriptor(c->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, co, ci, k, k),
+	/* cudnnSetFilter4dDescriptor takes the data type first, then the format.
+	 * 16-bit tensors stay NCHW: cuDNN 9 runs tensor-core kernels on NCHW
+	 * half tensors by transposing internally. What the H200 run should
+	 * compare: this NCHW half step against the same with
+	 * CUDNN_TENSOR_NHWC (channels_last, PyTorch's recommendation for AMP)
+	 * for ThinNet's 32/64/128-channel convolutions, per direction. */
+	TRY(faster_p_cudnnSetFilter4dDescriptor(c->w, dtype, CUDNN_TENSOR_NCHW, co, ci, k, k),
 	    "cudnnSetFilter4dDescriptor");
 	TRY(faster_p_cudnnSetConvolution2dDescriptor(c->conv, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
 						     CUDNN_DATA_FLOAT),
@@ -149,6 +154,12 @@ int faster_conv_run(void *h, struct faster_conv *c, int dir, unsigned long long 
 int faster_sgemm(void *h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int lda,
 		 unsigned long long b, int ldb, float beta, unsigned long long c, int ldc) {
 	return faster_p_cublasSgemm_v2(h, ta, tb, m, n, k, &alpha, P(a), lda, P(b), ldb, &beta, P(c), ldc);
+}
+
+int faster_gemm_ex(void *h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int ab, int lda,
+		   unsigned long long b, int ldb, float beta, unsigned long long c, int ldc) {
+	return faster_p_cublasGemmEx(h, ta, tb, m, n, k, &alpha, P(a), ab, lda, P(b), ab, ldb, &beta, P(c), CUDA_R_32F, ldc,
+				     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath, const char **call) {

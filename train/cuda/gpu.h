@@ -30,9 +30,12 @@ struct faster_conv {
 enum { FASTER_FWD, FASTER_BWD_DATA, FASTER_BWD_FILTER };
 enum { FASTER_NPERF = 8 };
 
-/* faster_conv_create makes c's descriptors; faster_conv_destroy frees them. */
+/* faster_conv_create makes c's descriptors, every tensor of cuDNN data
+ * type dtype (CUDNN_DATA_FLOAT, _HALF or _BFLOAT16) with float compute
+ * (cuDNN's FLOAT, PSEUDO_HALF and PSEUDO_BFLOAT16 configurations) and
+ * math type math; faster_conv_destroy frees them. */
 int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
-		       int oh, int ow, int math, const char **call);
+		       int oh, int ow, int dtype, int math, const char **call);
 void faster_conv_destroy(struct faster_conv *c);
 
 /* faster_conv_choose picks dir's algorithm: the fastest cuDNN's heuristics
@@ -54,6 +57,12 @@ int faster_conv_run(void *handle, struct faster_conv *c, int dir, unsigned long 
 /* faster_sgemm is cublasSgemm_v2 (column-major) with host alpha and beta. */
 int faster_sgemm(void *handle, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int lda,
 		 unsigned long long b, int ldb, float beta, unsigned long long c, int ldc);
+
+/* faster_gemm_ex is cublasGemmEx (column-major) with A and B of CUDA data
+ * type ab (CUDA_R_16F or CUDA_R_16BF), C float (CUDA_R_32F), float
+ * accumulation (CUBLAS_COMPUTE_32F), host alpha and beta, CUBLAS_GEMM_DEFAULT. */
+int faster_gemm_ex(void *handle, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int ab, int lda,
+		   unsigned long long b, int ldb, float beta, unsigned long long c, int ldc);
 
 /* faster_gpu_setup makes the stream and the handles: cuStreamCreate,
  * cudnnCreate + cudnnSetStream, cublasCreate_v2 + cublasSetStream_v2 +

@@ -70,21 +70,15 @@ func TestGPUBackendResNet18(t *testing.T) {
 	traintest.RunResNet18(t, b)
 }
 
+// Native bf16 and fp16: cuDNN's 16-bit tensors with float compute and
+// tensor-op math, cublasGemmEx; against the twin's same arithmetic
+// (nativeAgainst: one 16-bit ulp for convolutions).
 func TestGPUBackendPrecision(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
-	report(t, "traintest.RunPrecision (bf16/fp16 emulated by the cast kernels)")
-	traintest.RunPrecision(t, func(o train.BackendOptions) (train.Backend, error) {
-		n, err := checkOptions(o)
-		if err != nil {
-			return nil, err
-		}
-		m, err := openGPU(n, o.Autotune)
-		if err != nil {
-			return nil, err
-		}
-		m.math = cudnnFMAMath
-		return newBackend(m, o), nil
-	})
+	report(t, "native bf16/fp16 (cuDNN 16-bit tensors, cublasGemmEx) against the twin")
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		nativeAgainst(t, openGPUFor(t, train.BackendOptions{Precision: p}, false), p)
+	}
 }
 
 // cudnn.benchmark: the choices name algorithms that ran, a shape is

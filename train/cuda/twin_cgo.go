@@ -90,9 +90,18 @@ func (m *twinMachine) launch(name string, l kernels.Launch, args ...uint64) erro
 
 func fptr(a uint64) *C.float { return (*C.float)(C.twin_p(C.ulonglong(a))) }
 
+func u16ptr(a uint64) *C.uint16_t { return (*C.uint16_t)(C.twin_p(C.ulonglong(a))) }
+
 func (m *twinMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
 	n, ci, h, w, k, r := C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R)
 	p, s, oh, ow := C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW)
+	if c.Dtype != dtFloat {
+		if dir < convFwd || dir > convBwdFilter {
+			return fmt.Errorf("cuda twin: convolution direction %d", dir)
+		}
+		C.twin_conv_16(C.int(dir), b2c(c.Dtype == dtBF16), u16ptr(a), u16ptr(b), u16ptr(out), n, ci, h, w, k, r, p, s, oh, ow)
+		return nil
+	}
 	switch dir {
 	case convFwd:
 		C.twin_conv_fwd(fptr(a), fptr(b), fptr(out), n, ci, h, w, k, r, p, s, oh, ow)
@@ -114,6 +123,11 @@ func b2c(b bool) C.int {
 }
 
 func (m *twinMachine) gemm(g gemmArgs) error {
+	if g.In != dtFloat {
+		C.twin_gemm_16(b2c(g.In == dtBF16), b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), u16ptr(g.A),
+			C.int(g.LDA), u16ptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
+		return nil
+	}
 	C.twin_sgemm(b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), fptr(g.A), C.int(g.LDA),
 		fptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
 	return nil
