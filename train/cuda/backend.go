@@ -27,6 +27,7 @@ type Backend struct {
 	threads int
 	prec    train.Precision
 	low     dtype // the operands of convolutions and products
+	graph   stepGraph
 	closed  bool
 }
 
@@ -192,6 +193,7 @@ func (b *Backend) Close() error {
 	if b.closed {
 		return nil
 	}
+	b.ReleaseStep()
 	b.closed = true
 	return b.m.close()
 }

@@ -209,3 +209,33 @@ int faster_zero(void *stream, unsigned long long p, size_t n) { return faster_p_
 int faster_stream_sync(void *stream) { return faster_p_cuStreamSynchronize(stream); }
 
 int faster_mem_info(size_t *free, size_t *total) { return faster_p_cuMemGetInfo_v2(free, total); }
+
+int faster_capture_begin(void *stream) { return faster_p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL); }
+
+int faster_capture_end(void *stream, void **graph, void **exec, const char **call) {
+	*graph = *exec = NULL;
+	int r = faster_p_cuStreamEndCapture(stream, graph);
+	if (r != 0) {
+		*call = "cuStreamEndCapture";
+		if (*graph)
+			faster_p_cuGraphDestroy(*graph);
+		*graph = NULL;
+		return r;
+	}
+	r = faster_p_cuGraphInstantiateWithFlags(exec, *graph, 0);
+	if (r != 0) {
+		*call = "cuGraphInstantiateWithFlags";
+		faster_p_cuGraphDestroy(*graph);
+		*graph = *exec = NULL;
+	}
+	return r;
+}
+
+int faster_graph_launch(void *exec, void *stream) { return faster_p_cuGraphLaunch(exec, stream); }
+
+void faster_graph_destroy(void *graph, void *exec) {
+	if (exec)
+		faster_p_cuGraphExecDestroy(exec);
+	if (graph)
+		faster_p_cuGraphDestroy(graph);
+}

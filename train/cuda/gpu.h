@@ -82,3 +82,19 @@ int faster_copy_out(void *stream, void *dst, unsigned long long src, size_t n);
 int faster_zero(void *stream, unsigned long long p, size_t n);
 int faster_stream_sync(void *stream);
 int faster_mem_info(size_t *free, size_t *total);
+
+/* The step as a CUDA graph: faster_capture_begin starts stream capture on
+ * the stream (CU_STREAM_CAPTURE_MODE_GLOBAL: while it runs, a potentially
+ * unsafe call from any thread of the process fails instead of silently
+ * synchronising; Go moves a goroutine between OS threads, so
+ * THREAD_LOCAL would guard only whichever thread began the capture);
+ * faster_capture_end ends it (cuStreamEndCapture) and instantiates the
+ * graph (cuGraphInstantiateWithFlags, flags 0), returning both (on failure
+ * the graph, if any, is destroyed and *graph, *exec are NULL);
+ * faster_graph_launch queues the instantiated graph on the stream;
+ * faster_graph_destroy frees both. Each returns the driver's status and
+ * names the call in *call. */
+int faster_capture_begin(void *stream);
+int faster_capture_end(void *stream, void **graph, void **exec, const char **call);
+int faster_graph_launch(void *exec, void *stream);
+void faster_graph_destroy(void *graph, void *exec);

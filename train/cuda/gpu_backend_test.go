@@ -9,6 +9,7 @@ package cuda
 // "GPUBACKEND|…" line that gpucheck.sh tabulates.
 
 import (
+	"errors"
 	"math"
 	"os"
 	"testing"
@@ -177,4 +178,35 @@ func TestGPUBackendRegistered(t *testing.T) {
 		t.Errorf("device %q, budget %d %v %v", train.DeviceOf(b), n, ok, err)
 	}
 	t.Logf("GPUBACKEND|memory budget %d MiB|info", n>>20)
+}
+
+// The step as a CUDA graph on the GPU (stream capture, instantiate,
+// launch): fp32 and fp16 steps through RunStep, eager, captured and
+// replayed, against eager steps on the same device (within 1e-5: cuDNN may
+// choose algorithms that sum in a run-dependent order), a new key
+// re-captured; then a read back inside the captured region refused.
+func TestGPUBackendStepCapture(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "the step as a CUDA graph: replays match eager steps, re-capture on a new shape, host reads refused")
+	stepCapture(t, func(o train.BackendOptions) *Backend { return openGPUFor(t, o, true) }, 1e-5)
+	b := gpuBackend(t)
+	n := newTinyNet(t, b)
+	step := func(s int) func() error {
+		return func() error {
+			if err := n.step(s, 4); err != nil {
+				return err
+			}
+			_, err := n.loss.Sums()
+			return err
+		}
+	}
+	if _, err := b.RunStep("k", step(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RunStep("k", step(1)); !errors.Is(err, errHostRead) {
+		t.Fatalf("a read inside the captured step: %v, want errHostRead", err)
+	}
+	if run, err := b.RunStep("k", func() error { return n.step(2, 4) }); err != nil || run != train.StepEager {
+		t.Fatalf("after the refusal: %v %v, want an eager step", run, err)
+	}
 }

@@ -57,6 +57,16 @@ type machine interface {
 	// tuneChoices are the convolution algorithms measured and chosen
 	// under BackendOptions.Autotune, in the order chosen.
 	tuneChoices() []train.TuneChoice
+	// beginCapture starts recording the work queued (launch, conv, gemm,
+	// zero) instead of running it; until endCapture the machine refuses
+	// copies, allocations, frees and sync. endCapture ends the recording
+	// and returns the record, ready to replay (the GPU: a CUDA graph,
+	// instantiated); replay queues the recorded work; dropRecord releases
+	// a record. capture.go's recorder keeps the forbidden calls away.
+	beginCapture() error
+	endCapture() (record, error)
+	replay(r record) error
+	dropRecord(r record)
 	close() error
 }
 
