@@ -53,3 +53,12 @@ func (r StepRun) String() string {
 	}
 	return "StepRun(?)"
 }
+
+// RunStepOn runs step through b's StepCapturer when capture is on and b
+// implements one, else calls it (StepEager): the trainer's one line.
+func RunStepOn(b Backend, capture bool, key string, step func() error) (StepRun, error) {
+	if c, ok := b.(StepCapturer); ok && capture {
+		return c.RunStep(key, step)
+	}
+	return StepEager, step()
+}

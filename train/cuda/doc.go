@@ -58,6 +58,31 @@
 // fails with the *LoadError naming every soname tried; built without cgo,
 // with ErrNoCgo.
 //
+// # The step as a CUDA graph
+//
+// Backend implements train.StepCapturer (capture.go): RunStep runs a
+// key's first step eagerly, captures the second and replays later ones.
+// The machine records between beginCapture and endCapture (the GPU:
+// cuStreamBeginCapture_v2 on the backend's stream with
+// CU_STREAM_CAPTURE_MODE_GLOBAL, chosen because Go moves a goroutine
+// between OS threads, so THREAD_LOCAL would guard only whichever thread
+// began the capture, while GLOBAL makes an unsafe call from any thread
+// fail instead of silently synchronising; cuStreamEndCapture and
+// cuGraphInstantiateWithFlags; replay is cuGraphLaunch on the stream,
+// cuGraphExecDestroy and cuGraphDestroy release it; the twin: its calls,
+// kernel name, launch and slots, convolutions and products with their
+// buffers, memsets, run again in order). While a step runs under RunStep
+// a recorder stands in for the machine: it logs every call, stages copies
+// in (they land before the record runs), refuses reads back to the host
+// (errHostRead), allocations and syncs during a capture, and in replay
+// mode compares each call with the record instead of queueing it; a
+// difference (a pointer, a shape, an argument) runs the step eagerly from
+// that point, held-back calls first, and the next step captures again.
+// The learning rate reaches SGD through device memory (sgd_lr), so the
+// record does not change with it. On the GPU a captured step needs its
+// workspaces and cuDNN's algorithms from the warm-up step: a larger
+// workspace asked inside the capture fails the capture.
+//
 // # Machines
 //
 // machine is the small interface the backend needs of a device: memory,
