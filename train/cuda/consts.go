@@ -50,6 +50,17 @@ const (
 	cuCaptureModeGlobal   = 0  // CU_STREAM_CAPTURE_MODE_GLOBAL (cuda.h)
 )
 
+// NCCL's values, as consts_nccl.h lists them (a test checks; probe.cpp
+// checks them against nccl.h).
+const (
+	ncclSuccess = 0 // ncclSuccess (nccl.h: ncclResult_t)
+	ncclFloat32 = 7 // ncclFloat32 (nccl.h: ncclDataType_t)
+	ncclSum     = 0 // ncclSum (nccl.h: ncclRedOp_t)
+)
+
+// ncclConsts maps consts_nccl.h's names to the values above.
+var ncclConsts = map[string]int{"ncclSuccess": ncclSuccess, "ncclFloat32": ncclFloat32, "ncclSum": ncclSum}
+
 // dnnConsts maps consts_dnn.h's names to the values above.
 var dnnConsts = map[string]int{
 	"CUDNN_STATUS_SUCCESS":          cudnnStatusSuccess,

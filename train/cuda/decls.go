@@ -131,4 +131,7 @@ var Decls = []Decl{
 	{"ncclGetVersion", NCCL, "int ncclGetVersion(int *version)"},
 	{"ncclGetErrorString", NCCL, "const char * ncclGetErrorString(int result)"},
 	{"ncclGetUniqueId", NCCL, "int ncclGetUniqueId(void *uniqueId)"},
+	{"ncclCommInitRank", NCCL, "int ncclCommInitRank(void **comm, int nranks, struct faster_nccl_id id, int rank)"},
+	{"ncclAllReduce", NCCL, "int ncclAllReduce(const void *send, void *recv, size_t count, int datatype, int op, void *comm, void *stream)"},
+	{"ncclCommDestroy", NCCL, "int ncclCommDestroy(void *comm)"},
 }

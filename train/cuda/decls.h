@@ -7,7 +7,19 @@
  * decls.go lists the same (a test checks), dl.c resolves them with dlsym,
  * and probe/probe.cpp checks them against the real headers on the GPU
  * machine. Included several times with different definitions of the macro:
- * no include guard. */
+ * no include guard (but for the one struct passed by value, below). */
+#ifndef FASTER_NCCL_ID
+#define FASTER_NCCL_ID
+/* ncclUniqueId (nccl.h: typedef struct { char internal[NCCL_UNIQUE_ID_BYTES]; },
+ * NCCL_UNIQUE_ID_BYTES 128), which ncclCommInitRank takes BY VALUE: 128
+ * bytes passed in memory on the stack (x86-64 SysV: a struct over 16
+ * bytes), not a pointer. GPU.md's ctypes probe got 3 from
+ * ncclCommInitRank at world size 1; a by-value id declared as a pointer
+ * is the suspect. probe.cpp checks the size against the header. */
+struct faster_nccl_id {
+	char internal[128];
+};
+#endif
 FASTER_CUDA_DECL(DRIVER, int, cuInit, (unsigned int flags))
 FASTER_CUDA_DECL(DRIVER, int, cuDriverGetVersion, (int *version))
 FASTER_CUDA_DECL(DRIVER, int, cuGetErrorName, (int error, const char **name))
@@ -93,3 +105,6 @@ FASTER_CUDA_DECL(CUDNN, int, cudnnConvolutionBackwardFilter, (void *handle, cons
 FASTER_CUDA_DECL(NCCL, int, ncclGetVersion, (int *version))
 FASTER_CUDA_DECL(NCCL, const char *, ncclGetErrorString, (int result))
 FASTER_CUDA_DECL(NCCL, int, ncclGetUniqueId, (void *uniqueId))
+FASTER_CUDA_DECL(NCCL, int, ncclCommInitRank, (void **comm, int nranks, struct faster_nccl_id id, int rank))
+FASTER_CUDA_DECL(NCCL, int, ncclAllReduce, (const void *send, void *recv, size_t count, int datatype, int op, void *comm, void *stream))
+FASTER_CUDA_DECL(NCCL, int, ncclCommDestroy, (void *comm))

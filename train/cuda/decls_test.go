@@ -85,6 +85,7 @@ func TestDeclsMatchHeader(t *testing.T) {
 func TestConstsMatchHeader(t *testing.T) {
 	checkConsts(t, "consts.h", consts)
 	checkConsts(t, "consts_dnn.h", dnnConsts)
+	checkConsts(t, "consts_nccl.h", ncclConsts)
 }
 
 func checkConsts(t *testing.T, file string, consts map[string]int) {

@@ -83,6 +83,18 @@
 // workspaces and cuDNN's algorithms from the warm-up step: a larger
 // workspace asked inside the capture fails the capture.
 //
+// # NCCL
+//
+// Backend.NCCL joins a communicator on the GPU machine's stream
+// (ncclCommInitRank with the 128-byte ncclUniqueId passed by value:
+// decls.h's struct faster_nccl_id, its size checked by probe.cpp; GPU.md's
+// ctypes probe got error 3 there, the by-value id the suspect);
+// NCCLComm.AllReduceSum is ncclAllReduce in place (ncclFloat32, ncclSum)
+// on the stream, Close ncclCommDestroy. It is the all-reduce the
+// data-parallel code can call on device gradients later; the twin has
+// none. TestDNNStandIns runs it against a stand-in libnccl.so.2 that
+// checks the id's bytes; TestGPUBackendNCCL (world size 1) is prepared.
+//
 // # Machines
 //
 // machine is the small interface the backend needs of a device: memory,
@@ -112,11 +124,11 @@
 //	cublas     libcublas.so.13                       no              yes
 //	cublasLt   libcublasLt.so.13                     no              no
 //	cudnn      libcudnn.so.9                         no              yes
-//	nccl       libnccl.so.2                          no              no
+//	nccl       libnccl.so.2                          no              no (Backend.NCCL does)
 //
 // A library counts as opened only when every symbol declared for it
 // resolves (dlsym); otherwise the next soname is tried. Decls lists
-// decls.h in Go, consts.go the enum values passed (consts.h, consts_dnn.h,
+// decls.h in Go, consts.go the enum values passed (consts.h, consts_dnn.h, consts_nccl.h,
 // each value with the header it comes from); tests check them against the
 // files and the loader's table (dl.c), and probe/ checks them against the
 // real headers on the GPU machine (prepared, not yet run there).

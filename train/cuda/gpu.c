@@ -8,6 +8,7 @@
 
 #define FASTER_CUDA_CONST(name, value) enum { name = value };
 #include "consts_dnn.h"
+#include "consts_nccl.h"
 #undef FASTER_CUDA_CONST
 
 #define TRY(expr, name)                                                                                                \
@@ -239,3 +240,13 @@ void faster_graph_destroy(void *graph, void *exec) {
 	if (graph)
 		faster_p_cuGraphDestroy(graph);
 }
+
+int faster_nccl_init(void **comm, int nranks, const struct faster_nccl_id *id, int rank) {
+	return faster_p_ncclCommInitRank(comm, nranks, *id, rank);
+}
+
+int faster_nccl_sum_f32(void *comm, unsigned long long buf, size_t n, void *stream) {
+	return faster_p_ncclAllReduce(P(buf), P(buf), n, ncclFloat32, ncclSum, comm, stream);
+}
+
+int faster_nccl_destroy(void *comm) { return faster_p_ncclCommDestroy(comm); }

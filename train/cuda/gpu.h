@@ -98,3 +98,12 @@ int faster_capture_begin(void *stream);
 int faster_capture_end(void *stream, void **graph, void **exec, const char **call);
 int faster_graph_launch(void *exec, void *stream);
 void faster_graph_destroy(void *graph, void *exec);
+
+/* NCCL on the stream: faster_nccl_init is ncclCommInitRank with the id
+ * passed BY VALUE (struct faster_nccl_id, decls.h); faster_nccl_sum_f32
+ * all-reduces n floats in place (ncclAllReduce, ncclFloat32, ncclSum) on
+ * the stream; faster_nccl_destroy is ncclCommDestroy. NCCL's status. */
+struct faster_nccl_id;
+int faster_nccl_init(void **comm, int nranks, const struct faster_nccl_id *id, int rank);
+int faster_nccl_sum_f32(void *comm, unsigned long long buf, size_t n, void *stream);
+int faster_nccl_destroy(void *comm);

@@ -210,3 +210,47 @@ func TestGPUBackendStepCapture(t *testing.T) {
 		t.Fatalf("after the refusal: %v %v, want an eager step", run, err)
 	}
 }
+
+// NCCL at world size 1 on the backend's stream: ncclGetUniqueId,
+// ncclCommInitRank with the id by value (GPU.md: a ctypes probe got 3
+// here), an in-place ncclAllReduce that leaves the values as they are,
+// ncclCommDestroy.
+func TestGPUBackendNCCL(t *testing.T) {
+	b := gpuBackend(t)
+	report(t, "NCCL at world size 1 (ncclCommInitRank with the id by value, ncclAllReduce in place)")
+	id, err := NewNCCLID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.NCCL(1, 0, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := b.NewTensor(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	in := make([]float32, 1000)
+	for i := range in {
+		in[i] = float32(i)*0.25 - 100
+	}
+	if err := x.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AllReduceSum(x); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(in))
+	if err := x.Read(got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if got[i] != in[i] {
+			t.Fatalf("value %d: %v after a sum over one rank, want %v", i, got[i], in[i])
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

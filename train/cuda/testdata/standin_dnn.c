@@ -233,3 +233,38 @@ int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha
 	return 0;
 }
 #endif
+
+#ifdef STANDIN_NCCL
+/* libnccl.so.2 at world size 1, as gpu.c calls it: the unique id is 128
+ * bytes (ncclUniqueId) that ncclGetUniqueId fills and ncclCommInitRank
+ * takes BY VALUE: the stand-in checks every byte it receives, so an id
+ * passed as a pointer (GPU.md's suspect) or truncated is refused
+ * (ncclInvalidArgument, 4). ncclAllReduce at one
+ * rank copies send to recv (a sum over one rank), ncclFloat32 (7) and
+ * ncclSum (0) only. */
+struct faster_nccl_id {
+	char internal[128];
+};
+static int comm_marker;
+int ncclGetUniqueId(void *id) {
+	for (int i = 0; i < 128; i++)
+		((unsigned char *)id)[i] = (unsigned char)(i * 7 + 3);
+	return 0;
+}
+int ncclCommInitRank(void **comm, int nranks, struct faster_nccl_id id, int rank) {
+	for (int i = 0; i < 128; i++)
+		if ((unsigned char)id.internal[i] != (unsigned char)(i * 7 + 3))
+			return 4;
+	if (nranks != 1 || rank != 0)
+		return 4;
+	*comm = &comm_marker;
+	return 0;
+}
+int ncclAllReduce(const void *send, void *recv, size_t count, int datatype, int op, void *comm, void *stream) {
+	if (comm != &comm_marker || datatype != 7 || op != 0 || !send || !recv)
+		return 4;
+	memmove(recv, send, count * 4);
+	return 0;
+}
+int ncclCommDestroy(void *comm) { return comm == &comm_marker ? 0 : 4; }
+#endif
