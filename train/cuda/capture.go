@@ -20,6 +20,14 @@ import (
 // allocations, and in replay mode checks each call against the captured
 // log instead of queueing it.
 
+//
+// While RunStep runs, the backend's machine is the recorder: the backend
+// must be used by the step's goroutine alone for that time. A ByteInputOp
+// or an input tensor filled from another goroutine (the Trainer's feeder
+// fills one slot while a step runs on the other) would race with the swap
+// and land in the record; the trainer's wiring stages its slots outside
+// RunStep or copies the slot into a fixed input inside the step.
+
 var _ train.StepCapturer = (*Backend)(nil)
 
 // errHostRead is the refusal of a read back to the host inside a captured

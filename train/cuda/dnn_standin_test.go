@@ -49,7 +49,7 @@ func TestDNNStandIns(t *testing.T) {
 	}
 	for l, lib := range libraries {
 		var src strings.Builder
-		src.WriteString("#include <stddef.h>\n")
+		src.WriteString(stubPrelude)
 		for _, d := range Decls {
 			if d.Lib != Library(l) || defined[d.Symbol] {
 				continue

@@ -215,6 +215,7 @@ func TestNormalizeU8(t *testing.T) {
 // sgd_lr reads its rate from memory and must step exactly as sgd given the
 // same rate as an argument, with and without momentum, Nesterov and first.
 func TestSGDLRMatchesSGD(t *testing.T) {
+	needCPU(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	w0, g, v0 := randn(r, 3000, 0.1), randn(r, 3000, 0.01), randn(r, 3000, 0.01)
 	for _, c := range []struct {
