@@ -1,0 +1,20 @@
+/* prelude_cpu.h: the macros that make resize.cu plain C for gcc, so its
+ * arithmetic is tested on the CPU against package augment. A launch runs
+ * the grid's blocks in order (cpu.c's LAUNCH), each block's threads one
+ * after the other: the kernels here have no phases, so the order does not
+ * matter. */
+#include <stdint.h>
+
+typedef uint8_t u8;
+typedef int32_t i32;
+typedef int64_t i64;
+
+extern __thread i64 cpu_bx, cpu_gx, cpu_by;
+extern __thread int cpu_bdim;
+
+#define KERNEL void
+#define DEVICE static inline
+#define IMAGE cpu_by
+#define FOR_EACH(i, n)                                                  \
+	for (int t_ = 0; t_ < cpu_bdim; t_++)                           \
+		for (i64 i = cpu_bx * cpu_bdim + t_; i < (n); i += (i64)cpu_bdim * cpu_gx)
