@@ -1,10 +1,10 @@
 //go:build cgo
 
 /* cpu.c: resize.cu built by gcc for the CPU (see prelude_cpu.h), one
- * launcher per kernel running the grid's blocks in order, image by image. */
+ * launcher per kernel running the grid's gx*gy blocks in order. */
 #include "prelude_cpu.h"
 
-__thread i64 cpu_bx, cpu_gx, cpu_by;
+__thread i64 cpu_block;
 __thread int cpu_bdim;
 
 #include "resize.cu"
@@ -12,21 +12,19 @@ __thread int cpu_bdim;
 
 #define LAUNCH(gx, gy, block, call)                                            \
 	do {                                                                   \
-		cpu_gx = (gx);                                                 \
 		cpu_bdim = (block);                                            \
-		for (cpu_by = 0; cpu_by < (gy); cpu_by++)                      \
-			for (cpu_bx = 0; cpu_bx < cpu_gx; cpu_bx++)            \
-				call;                                          \
+		for (cpu_block = 0; cpu_block < (i64)(gx) * (gy); cpu_block++) \
+			call;                                                  \
 	} while (0)
 
 void cpu_resize_h(int gx, int gy, int b, const uint8_t *src, uint8_t *tmp, const int32_t *tab, const int64_t *desc, int32_t outw, int32_t ch) {
-	LAUNCH(gx, gy, b, resize_h(src, tmp, tab, desc, outw, ch));
+	LAUNCH(gx, gy, b, resize_h(gx, src, tmp, tab, desc, outw, ch));
 }
 
 void cpu_resize_v_u8(int gx, int gy, int b, const uint8_t *tmp, uint8_t *dst, const int32_t *tab, const int64_t *desc, int32_t outw, int32_t outh, int32_t ch) {
-	LAUNCH(gx, gy, b, resize_v_u8(tmp, dst, tab, desc, outw, outh, ch));
+	LAUNCH(gx, gy, b, resize_v_u8(gx, tmp, dst, tab, desc, outw, outh, ch));
 }
 
 void cpu_resize_v_f32(int gx, int gy, int b, const uint8_t *tmp, float *dst, const int32_t *tab, const int64_t *desc, const float *lut, int32_t outw, int32_t outh, int32_t ch) {
-	LAUNCH(gx, gy, b, resize_v_f32(tmp, dst, tab, desc, lut, outw, outh, ch));
+	LAUNCH(gx, gy, b, resize_v_f32(gx, tmp, dst, tab, desc, lut, outw, outh, ch));
 }

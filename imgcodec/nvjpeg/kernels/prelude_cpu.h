@@ -9,12 +9,12 @@ typedef uint8_t u8;
 typedef int32_t i32;
 typedef int64_t i64;
 
-extern __thread i64 cpu_bx, cpu_gx, cpu_by;
+extern __thread i64 cpu_block;
 extern __thread int cpu_bdim;
 
 #define KERNEL void
 #define DEVICE static inline
-#define IMAGE cpu_by
+#define IMAGE (cpu_block / gx)
 #define FOR_EACH(i, n)                                                  \
 	for (int t_ = 0; t_ < cpu_bdim; t_++)                           \
-		for (i64 i = cpu_bx * cpu_bdim + t_; i < (n); i += (i64)cpu_bdim * cpu_gx)
+		for (i64 i = (cpu_block % gx) * cpu_bdim + t_; i < (n); i += (i64)cpu_bdim * gx)

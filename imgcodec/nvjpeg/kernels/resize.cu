@@ -30,7 +30,7 @@ DEVICE u8 clip8(i32 v) {
 
 /* resize_h: rows [ylo, ylo + rows) of each image resampled to outw
  * columns into tmp (rows x outw x ch bytes at the image's tmp offset). */
-KERNEL resize_h(const u8 *src, u8 *tmp, const i32 *tab, const i64 *desc, i32 outw, i32 ch) {
+KERNEL resize_h(i32 gx, const u8 *src, u8 *tmp, const i32 *tab, const i64 *desc, i32 outw, i32 ch) {
 	const i64 *d = desc + IMAGE * NDESC;
 	i64 rowlen = (i64)outw * ch;
 	i64 n = d[3] * rowlen;
@@ -64,7 +64,7 @@ DEVICE u8 vsample(const u8 *tmp, const i32 *tab, const i64 *d, i32 outw, i32 out
 }
 
 /* resize_v_u8: the vertical pass into uint8 HWC rows (dst + d[9]). */
-KERNEL resize_v_u8(const u8 *tmp, u8 *dst, const i32 *tab, const i64 *desc, i32 outw, i32 outh, i32 ch) {
+KERNEL resize_v_u8(i32 gx, const u8 *tmp, u8 *dst, const i32 *tab, const i64 *desc, i32 outw, i32 outh, i32 ch) {
 	const i64 *d = desc + IMAGE * NDESC;
 	i64 rowlen = (i64)outw * ch;
 	FOR_EACH(e, rowlen * outh) {
@@ -77,7 +77,7 @@ KERNEL resize_v_u8(const u8 *tmp, u8 *dst, const i32 *tab, const i64 *desc, i32 
 /* resize_v_f32: the vertical pass into float32 CHW rows (dst + d[9]),
  * each value lut[c * 256 + v]: (v/255 - mean) / std as
  * augment.NewNormalizer rounds it (the host computes the table). */
-KERNEL resize_v_f32(const u8 *tmp, float *dst, const i32 *tab, const i64 *desc, const float *lut, i32 outw, i32 outh, i32 ch) {
+KERNEL resize_v_f32(i32 gx, const u8 *tmp, float *dst, const i32 *tab, const i64 *desc, const float *lut, i32 outw, i32 outh, i32 ch) {
 	const i64 *d = desc + IMAGE * NDESC;
 	i64 plane = (i64)outw * outh;
 	FOR_EACH(e, plane * ch) {

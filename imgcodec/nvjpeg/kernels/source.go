@@ -52,8 +52,8 @@ func defined() []string {
 // Block is the threads per block of every launch.
 const Block = 256
 
-// Launch is a 2-D grid: GX blocks of Block threads striding over one
-// image's elements, GY (the batch's images) along y.
+// Launch is GX blocks of Block threads per image, for GY images: a 1-D
+// grid of GX*GY blocks (every kernel's first argument is GX).
 type Launch struct{ GX, GY int }
 
 // Launches are the grids of the horizontal and vertical passes of b.
