@@ -40,14 +40,14 @@ func RunCPU(b *Batch, src, u8 []byte, f32 []float32, lut []float32) error {
 	}
 	tmp := make([]byte, max(b.TmpBytes, 1))
 	h, v := b.Launches()
-	C.cpu_resize_h(C.int(h.GX), C.int(h.GY), Block, (*C.uint8_t)(unsafe.Pointer(&src[0])), (*C.uint8_t)(&tmp[0]),
+	C.nvj_cpu_resize_h(C.int(h.GX), C.int(h.GY), Block, (*C.uint8_t)(unsafe.Pointer(&src[0])), (*C.uint8_t)(&tmp[0]),
 		(*C.int32_t)(&b.Tab[0]), (*C.int64_t)(&b.Desc[0]), C.int32_t(b.OutW), C.int32_t(b.Ch))
 	if f32 == nil {
-		C.cpu_resize_v_u8(C.int(v.GX), C.int(v.GY), Block, (*C.uint8_t)(&tmp[0]), (*C.uint8_t)(&u8[0]),
+		C.nvj_cpu_resize_v_u8(C.int(v.GX), C.int(v.GY), Block, (*C.uint8_t)(&tmp[0]), (*C.uint8_t)(&u8[0]),
 			(*C.int32_t)(&b.Tab[0]), (*C.int64_t)(&b.Desc[0]), C.int32_t(b.OutW), C.int32_t(b.OutH), C.int32_t(b.Ch))
 		return nil
 	}
-	C.cpu_resize_v_f32(C.int(v.GX), C.int(v.GY), Block, (*C.uint8_t)(&tmp[0]), (*C.float)(&f32[0]),
+	C.nvj_cpu_resize_v_f32(C.int(v.GX), C.int(v.GY), Block, (*C.uint8_t)(&tmp[0]), (*C.float)(&f32[0]),
 		(*C.int32_t)(&b.Tab[0]), (*C.int64_t)(&b.Desc[0]), (*C.float)(&lut[0]), C.int32_t(b.OutW), C.int32_t(b.OutH), C.int32_t(b.Ch))
 	return nil
 }

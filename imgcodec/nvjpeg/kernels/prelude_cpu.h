@@ -9,12 +9,12 @@ typedef uint8_t u8;
 typedef int32_t i32;
 typedef int64_t i64;
 
-extern __thread i64 cpu_block;
-extern __thread int cpu_bdim;
+extern __thread i64 nvj_cpu_block;
+extern __thread int nvj_cpu_bdim;
 
 #define KERNEL void
 #define DEVICE static inline
-#define IMAGE (cpu_block / gx)
+#define IMAGE (nvj_cpu_block / gx)
 #define FOR_EACH(i, n)                                                  \
-	for (int t_ = 0; t_ < cpu_bdim; t_++)                           \
-		for (i64 i = (cpu_block % gx) * cpu_bdim + t_; i < (n); i += (i64)cpu_bdim * gx)
+	for (int t_ = 0; t_ < nvj_cpu_bdim; t_++)                           \
+		for (i64 i = (nvj_cpu_block % gx) * nvj_cpu_bdim + t_; i < (n); i += (i64)nvj_cpu_bdim * gx)
