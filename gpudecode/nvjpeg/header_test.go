@@ -10,7 +10,7 @@ import (
 )
 
 // The header check on JPEGs written by other tools: libjpeg-turbo's cjpeg
-// and mkcmyk.c (../testdata, gen.sh), and PNG.
+// and mkcmyk.c (imgcodec/testdata, gen.sh), and PNG.
 func TestCanDecodeTestdata(t *testing.T) {
 	for _, c := range []struct {
 		file  string
@@ -35,7 +35,7 @@ func TestCanDecodeTestdata(t *testing.T) {
 		{"png_named.JPEG", CPU, "", "not a JPEG"},
 		{"seed_gray16.png", CPU, "", "not a JPEG"},
 	} {
-		data, err := os.ReadFile(filepath.Join("..", "testdata", c.file))
+		data, err := os.ReadFile(filepath.Join("..", "..", "imgcodec", "testdata", c.file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestCanDecodePhotographs(t *testing.T) {
 
 // Damaged headers are the CPU's (which reports the damage), never a panic.
 func TestInspectDamaged(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "ycc420.jpg"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "imgcodec", "testdata", "ycc420.jpg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestInspectDamaged(t *testing.T) {
 
 func FuzzInspect(f *testing.F) {
 	for _, n := range []string{"ycc420.jpg", "progressive.jpg", "cmyk.jpg"} {
-		if d, err := os.ReadFile(filepath.Join("..", "testdata", n)); err == nil {
+		if d, err := os.ReadFile(filepath.Join("..", "..", "imgcodec", "testdata", n)); err == nil {
 			f.Add(d[:min(len(d), 1024)])
 		}
 	}

@@ -36,7 +36,7 @@ import (
 	"unsafe"
 
 	"github.com/faster-training/faster/augment"
-	"github.com/faster-training/faster/imgcodec/nvjpeg/kernels"
+	"github.com/faster-training/faster/gpudecode/nvjpeg/kernels"
 	"github.com/faster-training/faster/train/cuda"
 )
 

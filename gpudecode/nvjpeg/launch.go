@@ -1,7 +1,7 @@
 package nvjpeg
 
 import (
-	"github.com/faster-training/faster/imgcodec/nvjpeg/kernels"
+	"github.com/faster-training/faster/gpudecode/nvjpeg/kernels"
 	ck "github.com/faster-training/faster/train/cuda/kernels"
 )
 

@@ -21,7 +21,7 @@ func photos(t *testing.T) []*imgcodec.Image {
 	paths, _ := filepath.Glob("/usr/share/backgrounds/*/*/*.jpg")
 	denom := 4
 	if len(paths) == 0 {
-		paths, _ = filepath.Glob("../../testdata/ycc4*.jpg")
+		paths, _ = filepath.Glob("../../../imgcodec/testdata/ycc4*.jpg")
 		denom = 1
 	}
 	if len(paths) > 6 {
