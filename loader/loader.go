@@ -731,12 +731,14 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 	if l.bd != nil {
 		return func(yield func(*Batch, error) bool) { yield(nil, ErrStaged) }
 	}
-	return l.iterEpoch(ctx, e)
+	return l.iterEpoch(ctx, e, false)
 }
 
 // iterEpoch is IterEpoch; with a batch-decode stage its batches hold
-// decode jobs, not pixels (IterStaged decodes them).
-func (l *Loader) iterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] {
+// decode jobs, not pixels (IterStaged decodes them). staged leaves the
+// position (advance, the epoch's end) to IterStaged, whose consumer is
+// behind this iteration by the batches decoded ahead.
+func (l *Loader) iterEpoch(ctx context.Context, e int, staged bool) iter.Seq2[*Batch, error] {
 	if err := l.orderReady(e); err != nil {
 		return func(yield func(*Batch, error) bool) { yield(nil, err) }
 	}
@@ -769,7 +771,9 @@ func (l *Loader) iterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 		for b, err := range ds.Iter(ctx) {
 			err = l.explainEmpty(e, err)
 			if err == nil && b != nil {
-				l.advance(b)
+				if !staged {
+					l.advance(b)
+				}
 				served = true
 			} else if err != nil {
 				failed = true
@@ -786,12 +790,17 @@ func (l *Loader) iterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 				return
 			}
 		}
-		if !failed && ctx.Err() == nil {
-			l.stMu.Lock()
-			l.stCons, l.stDone = own, true
-			l.stMu.Unlock()
+		if !failed && ctx.Err() == nil && !staged {
+			l.markDone()
 		}
 	}
+}
+
+// markDone records that the running epoch was served to its end.
+func (l *Loader) markDone() {
+	l.stMu.Lock()
+	l.stCons, l.stDone = l.stLen, true
+	l.stMu.Unlock()
 }
 
 // explainEmpty names what emptied epoch e when every sample was bad (the

@@ -486,7 +486,7 @@ func (l *Loader) IterStaged(ctx context.Context, e int) iter.Seq2[*StagedBatch, 
 					return false
 				}
 			}
-			for b, err := range l.iterEpoch(ctx, e) {
+			for b, err := range l.iterEpoch(ctx, e, true) {
 				if err != nil {
 					send(result{err: err})
 					return
@@ -497,13 +497,22 @@ func (l *Loader) IterStaged(ctx context.Context, e int) iter.Seq2[*StagedBatch, 
 				}
 			}
 		})
+		failed := false
 		for res := range out {
+			if res.err == nil {
+				l.advance(res.b.batch) // the consumer's position, as IterEpoch's
+			}
+			failed = res.err != nil
 			if !yield(res.b, res.err) || res.err != nil {
 				return
 			}
 		}
 		if err := parent.Err(); err != nil {
 			yield(nil, err) // the decoder stopped early: say why
+			return
+		}
+		if !failed {
+			l.markDone()
 		}
 	}
 }

@@ -365,3 +365,87 @@ func TestStagedDeviceOption(t *testing.T) {
 		}
 	}
 }
+
+// The position is the consumer's: a state taken after k staged batches is
+// the CPU path's after k batches (not the decode goroutine's, which runs
+// ahead), and a fresh staged loader resumed from it serves the rest of
+// the epoch with the CPU path's pixels.
+func TestStagedResume(t *testing.T) {
+	folder, shards := makeTree(t, 8)
+	for _, path := range []string{folder, shards} {
+		o := Options{Resolution: 16, Batch: 3, Seed: 4, Prefetch: 3}
+		if path == shards {
+			o.GlobalShuffle = true
+		}
+		cpu, err := Open(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := runEpoch(t, cpu, 1)
+		n := 0
+		for b, err := range cpu.IterEpoch(context.Background(), 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+			if n++; n == 2 {
+				break
+			}
+		}
+		want, err := cpu.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d *CPUBatchDecoder
+		so := o
+		so.NewBatchDecoder = standIn(&d)
+		st, err := Open(path, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = 0
+		for b, err := range st.IterStaged(context.Background(), 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+			if n++; n == 2 {
+				// Wait until the decoder has run ahead (its queue full and
+				// one more batch decoded): the state must not follow it.
+				for st.ring.idle() != st.RingSize()-(o.Prefetch+1) {
+					runtime.Gosched()
+				}
+				got, err := st.State()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("%s: staged state %+v, CPU path's %+v", path, got, want)
+				}
+				break
+			}
+		}
+		st.Close()
+		ro := so
+		ro.Resume = &want
+		r, err := Open(path, ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := runStaged(t, r, 1)
+		if done, _ := r.State(); done.Epoch != 2 {
+			t.Fatalf("%s: after the resumed epoch, state %+v", path, done)
+		}
+		r.Close()
+		head := 6 // two batches of 3
+		if !slices.Equal(rest.keys, full.keys[head:]) {
+			t.Fatalf("%s: resumed %v, want %v", path, rest.keys, full.keys[head:])
+		}
+		for i := range rest.rows {
+			if !bytes.Equal(rest.rows[i], full.rows[head+i]) {
+				t.Fatalf("%s: resumed row %d pixels differ", path, i)
+			}
+		}
+		cpu.Close()
+	}
+}
