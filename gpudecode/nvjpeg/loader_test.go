@@ -4,7 +4,10 @@ package nvjpeg
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,5 +62,82 @@ func TestOpenWithoutGPU(t *testing.T) {
 	}
 	if _, err := Open(Options{Ordinal: -1}); err == nil || !strings.Contains(err.Error(), "GPU -1") {
 		t.Errorf("ordinal -1: %v", err)
+	}
+}
+
+// Stand-ins of libnvjpeg and libcudart built by gcc from Decls, found by
+// soname through LD_LIBRARY_PATH in a child process: a library lacking a
+// symbol is refused by name and the next soname tried; with every symbol,
+// both open.
+func TestLoaderWithStubs(t *testing.T) {
+	if os.Getenv("FASTER_NVJPEG_STUB_CHILD") == "1" {
+		a, err := load()
+		for _, x := range a {
+			fmt.Printf("attempt %s %s %q\n", x.Lib, x.Soname, x.Err)
+		}
+		fmt.Printf("load error: %v\n", err)
+		_, _, ok := resolved()
+		n := 0
+		for _, r := range ok {
+			if r {
+				n++
+			}
+		}
+		fmt.Printf("resolved %d of %d\n", n, len(ok))
+		return
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc")
+	}
+	run := func(omit string) string {
+		dir := t.TempDir()
+		for l, lib := range libraries {
+			var src strings.Builder
+			src.WriteString("#include <stddef.h>\nstruct faster_nvjpeg_image;\n")
+			for _, d := range Decls {
+				if d.Lib != Library(l) || d.Symbol == omit {
+					continue
+				}
+				ret := "return 0;"
+				if strings.HasPrefix(d.C, "const char *") {
+					ret = `return "stub";`
+				}
+				fmt.Fprintf(&src, "%s { %s }\n", d.C, ret)
+			}
+			c := filepath.Join(dir, lib.name+".c")
+			if err := os.WriteFile(c, []byte(src.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			so := filepath.Join(dir, lib.sonames[len(lib.sonames)-1]) // the .12: the .13 is tried first and missing
+			if out, err := exec.Command(cc, "-shared", "-fPIC", "-w", "-o", so, c).CombinedOutput(); err != nil {
+				t.Fatalf("gcc %s: %v\n%s", lib.name, err, out)
+			}
+		}
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestLoaderWithStubs$")
+		cmd.Env = append(os.Environ(), "FASTER_NVJPEG_STUB_CHILD=1", "LD_LIBRARY_PATH="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := run("nvjpegDecodeBatchedEx")
+	for _, want := range []string{
+		`attempt nvjpeg libnvjpeg.so.13 "libnvjpeg.so.13: cannot open shared object file`,
+		`attempt nvjpeg libnvjpeg.so.12 "nvjpegDecodeBatchedEx missing"`,
+		`attempt cudart libcudart.so.12 ""`,
+		"load error: nvjpeg: no GPU decode: tried libnvjpeg.so.13 (",
+		fmt.Sprintf("resolved %d of %d", 10, len(Decls)), // the runtime's ten; none of a library lacking one
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+	out = run("")
+	for _, want := range []string{`attempt nvjpeg libnvjpeg.so.12 ""`, "load error: <nil>", fmt.Sprintf("resolved %d of %d", len(Decls), len(Decls))} {
+		if !strings.Contains(out, want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
 	}
 }
