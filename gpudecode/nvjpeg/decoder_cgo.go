@@ -5,7 +5,6 @@ package nvjpeg
 /*
 #include <stdlib.h>
 #include "dl.h"
-#include "nvj.h"
 
 static int nvj_malloc(unsigned long long *p, size_t n) {
 	void *v = NULL;
@@ -51,7 +50,7 @@ type Decoder struct {
 	ff32    *cuda.Function
 
 	mu      sync.Mutex // guards what follows
-	c       *C.struct_faster_nvj
+	n       *nvj
 	pinned  unsafe.Pointer // the batch's JPEGs, copied (pinned host memory)
 	pinCap  int
 	scratch devMem // decoded regions
@@ -123,14 +122,12 @@ func Open(o Options) (*Decoder, error) {
 		return nil, &OpenError{Ordinal: o.Ordinal, Errs: []error{lerr, derr}}
 	}
 	d := &Decoder{ordinal: o.Ordinal, dev: dev, live: map[*Buffer]bool{}}
-	d.c = (*C.struct_faster_nvj)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_nvj{}))))
-	report := (*C.char)(C.malloc(512))
-	defer C.free(unsafe.Pointer(report))
-	if r := C.faster_nvj_open(d.c, C.int(o.Ordinal), report, 512); r != 0 {
-		err := &Error{Call: C.GoString(report), Code: int(r)}
+	n, err := openNVJ(o.Ordinal)
+	if err != nil {
 		d.Close()
 		return nil, err
 	}
+	d.n = n
 	m, err := dev.Compile(kernels.GPUSource())
 	if err == nil {
 		d.fh, err = m.Function("resize_h")
@@ -260,11 +257,8 @@ func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error
 	}
 	rowElems := int64(rows.W * rows.H * 3)
 	var idx []int // the jobs nvJPEG takes
-	var off, lens []C.size_t
-	var roi []C.int
-	var dsts []C.ulonglong
-	var pitch []C.size_t
-	var route []C.int
+	var off, lens, dsts, pitch []uint64
+	var roi, route []int32
 	total, scratch := 0, 0
 	for i, j := range jobs {
 		if j.Dst < 0 || (j.Dst+rowElems)*elem > int64(dst.size) {
@@ -277,14 +271,14 @@ func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error
 		}
 		c := j.Crop
 		idx = append(idx, i)
-		off = append(off, C.size_t(total))
-		lens = append(lens, C.size_t(len(j.Data)))
+		off = append(off, uint64(total))
+		lens = append(lens, uint64(len(j.Data)))
 		total += roundUp(len(j.Data))
-		roi = append(roi, C.int(c.Min.X), C.int(c.Min.Y), C.int(c.Dx()), C.int(c.Dy()))
-		dsts = append(dsts, C.ulonglong(scratch))
-		pitch = append(pitch, C.size_t(c.Dx()*3))
+		roi = append(roi, int32(c.Min.X), int32(c.Min.Y), int32(c.Dx()), int32(c.Dy()))
+		dsts = append(dsts, uint64(scratch))
+		pitch = append(pitch, uint64(c.Dx()*3))
 		scratch += roundUp(c.Dx() * c.Dy() * 3)
-		route = append(route, C.int(r))
+		route = append(route, int32(r))
 	}
 	if len(idx) == 0 {
 		return res, nil
@@ -309,14 +303,11 @@ func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error
 		return res, err
 	}
 	for k := range dsts {
-		dsts[k] += C.ulonglong(d.scratch.ptr)
+		dsts[k] += d.scratch.ptr
 	}
-	status := make([]C.int, len(idx))
-	report := (*C.char)(C.malloc(512))
-	defer C.free(unsafe.Pointer(report))
-	if r := C.faster_nvj_decode(d.c, C.int(len(idx)), (*C.uchar)(d.pinned), &off[0], &lens[0], &roi[0], &dsts[0], &pitch[0],
-		&route[0], &status[0], report, 512); r != 0 {
-		return res, &Error{Call: C.GoString(report), Code: int(r)}
+	status := make([]int32, len(idx))
+	if err := d.n.decode(d.pinned, off, lens, roi, dsts, pitch, route, status); err != nil {
+		return res, err
 	}
 	var imgs []kernels.Image
 	for k, i := range idx {
@@ -396,7 +387,7 @@ func (d *Decoder) Close() error {
 	}
 	d.closed = true
 	var errs []error
-	if d.c != nil {
+	if d.n != nil {
 		C.nvj_set_device(C.int(d.ordinal))
 		for b := range d.live {
 			errs = append(errs, cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr))))
@@ -410,9 +401,8 @@ func (d *Decoder) Close() error {
 		if d.pinned != nil {
 			errs = append(errs, cudaErr("cudaFreeHost", C.nvj_free_host(d.pinned)))
 		}
-		C.faster_nvj_close(d.c)
-		C.free(unsafe.Pointer(d.c))
-		d.c = nil
+		d.n.close()
+		d.n = nil
 	}
 	if d.dev != nil {
 		errs = append(errs, d.dev.Close())
