@@ -18,7 +18,9 @@
  *   6 its taps per output (hk)      7 offset of the vertical table in tab
  *   8 its taps per output (vk)      9 dst offset (elements of dst)
  * A table at offset o: start[n], count[n], then w[n * k] (int32).
- * Pixels are interleaved with ch channels (3; 1 works too). */
+ * Pixels are interleaved with ch channels (3; 1 works too). Every kernel
+ * takes gx first: the grid is gx blocks per image, block b working on
+ * image b / gx (the preludes' IMAGE and FOR_EACH). */
 
 #define NDESC 10
 #define PREC 22
