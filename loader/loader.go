@@ -223,7 +223,7 @@ type Options struct {
 	Sampler string
 	// Device is where batches are decoded: "" or "cpu" (the CPU path),
 	// "cuda" or "cuda:N": the batch-decode stage of that GPU (nvJPEG, see
-	// stage.go; registered by package loader/cudadecode), whose batches
+	// stage.go; registered by package gpudecode), whose batches
 	// are iterated with IterStaged.
 	Device string
 	// NewBatchDecoder, if set, opens the batch-decode stage's decoder

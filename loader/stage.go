@@ -86,7 +86,7 @@ var (
 )
 
 // RegisterBatchDecoder makes open the batch decoder of devices of kind
-// ("cuda"); package loader/cudadecode registers the nvJPEG stage, and a
+// ("cuda"); package gpudecode registers the nvJPEG stage, and a
 // binary imports it to offer --device cuda.
 func RegisterBatchDecoder(kind string, open func(DecoderConfig) (BatchDecoder, error)) {
 	decodersMu.Lock()
@@ -171,7 +171,7 @@ func (l *Loader) openStage() error {
 		decodersMu.Unlock()
 	}
 	if open == nil {
-		return fmt.Errorf("device %q: this build has no %s batch decoder (a binary offers it by importing github.com/faster-training/faster/loader/cudadecode)", o.Device, kind)
+		return fmt.Errorf("device %q: this build has no %s batch decoder (a binary offers it by importing github.com/faster-training/faster/gpudecode)", o.Device, kind)
 	}
 	bd, err := open(cfg)
 	if err != nil {

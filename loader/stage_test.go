@@ -339,7 +339,7 @@ func TestStagedDeviceOption(t *testing.T) {
 		}
 	}()
 	_, err := Open(folder, Options{Device: "cuda:1"})
-	if err == nil || !strings.Contains(err.Error(), `device "cuda:1"`) || !strings.Contains(err.Error(), "loader/cudadecode") {
+	if err == nil || !strings.Contains(err.Error(), `device "cuda:1"`) || !strings.Contains(err.Error(), "gpudecode") {
 		t.Fatalf("cuda without a registered stage: %v", err)
 	}
 	RegisterBatchDecoder("cuda", func(c DecoderConfig) (BatchDecoder, error) {
