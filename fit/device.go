@@ -70,7 +70,7 @@ func openBackend(open func(string, train.BackendOptions) (train.Backend, error),
 	case errors.Is(err, train.ErrNoBackend):
 		return nil, configErrorf("model.device", "%s: backend %q is not in this build (have %v): build with the cuda backend, or train on the cpu", o.Device, name, train.Backends())
 	case errors.Is(err, train.ErrDevice):
-		return nil, configErrorf("model.device", "%s: backend %q does not run there: %v", o.Device, name, err)
+		return nil, configErrorf("model.device", "%s: %v", o.Device, err) // names the backend
 	}
 	return nil, fmt.Errorf("device %s: backend %q: %w", o.Device, name, err)
 }

@@ -115,7 +115,7 @@ func TestRunDeviceErrors(t *testing.T) {
 		t.Errorf("no cuda backend: %v", err)
 	}
 	cfg.Model.Backend = "reference"
-	if _, err := deviceRun(t, dir, cfg, nil); !errors.As(err, &ce) || !errors.Is(err, train.ErrDevice) && !strings.Contains(err.Error(), `backend "reference" does not run there`) {
+	if _, err := deviceRun(t, dir, cfg, nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), `model.device: cuda:1: backend "reference" runs on the cpu`) {
 		t.Errorf("reference on cuda:1: %v", err)
 	}
 	cfg.Model.Backend = ""
