@@ -43,18 +43,17 @@ def read_cells(d):
 
 def figures(engine, j):
     """A cell's seconds, ms per step, images/s and test accuracy."""
-    if engine == "ours":
-        if "cells" in j:  # faster bench train --json
-            c = j["cells"][0]
-            return {"seconds": c["seconds"], "ms_per_step": c.get("ms_per_step", 0), "images_per_sec": c["images_per_sec"],
-                    "test_accuracy": c["test_accuracy"], "device": j.get("device", "")}
-        # faster train --json
-        return {"seconds": j["seconds"], "ms_per_step": j.get("ms_per_step", 0), "images_per_sec": j["images_per_sec"],
-                "test_accuracy": j["test_accuracy"], "device": j.get("device", ""),
-                "last_epoch_images_per_sec": j["per_epoch"][-1]["images_per_sec"]}
-    return {"seconds": j["seconds"], "ms_per_step": j.get("ms_per_step", 0), "images_per_sec": j["images_per_sec"],
-            "test_accuracy": j["test_accuracy"], "device": j.get("device", ""),
-            "last_epoch_images_per_sec": j["per_epoch"][-1]["images_per_sec"]}
+    if engine == "ours" and "cells" in j:  # faster bench train --json
+        c = j["cells"][0]
+        return {"seconds": c["seconds"], "ms_per_step": c.get("ms_per_step", 0), "images_per_sec": c["images_per_sec"],
+                "test_accuracy": c["test_accuracy"], "device": j.get("device", "")}
+    # faster train --json, or the peer's
+    f = {"seconds": j["seconds"], "ms_per_step": j.get("ms_per_step", 0), "images_per_sec": j["images_per_sec"],
+         "test_accuracy": j["test_accuracy"], "device": j.get("device", ""),
+         "last_epoch_images_per_sec": j["per_epoch"][-1]["images_per_sec"]}
+    if j.get("batch") and f["last_epoch_images_per_sec"] > 0:  # the last epoch's step, past the first's warm-up
+        f["last_epoch_ms_per_step"] = 1000 * j["batch"] / f["last_epoch_images_per_sec"]
+    return f
 
 
 def text(c):
@@ -84,12 +83,13 @@ def main():
             print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     res = {k: v for k, v in cells.items() if k[2] == "resnet18"}
     if res:
-        print("\nresnet18 224 bf16, batch 256: images/s of the last epoch (ms per step)")
+        print("\nresnet18 224 bf16, batch 256: the last epoch's images/s and ms per step")
         for k, v in sorted(res.items()):
             if "error" in v:
                 print("  %-5s %-12s failed" % (k[0], k[1]))
             else:
-                print("  %-5s %-12s %.0f images/s (%.1f ms a step)" % (k[0], k[1], v.get("last_epoch_images_per_sec", v["images_per_sec"]), v["ms_per_step"]))
+                print("  %-5s %-12s %.0f images/s (%.1f ms a step)" % (k[0], k[1], v.get("last_epoch_images_per_sec", v["images_per_sec"]),
+                                                                     v.get("last_epoch_ms_per_step", v["ms_per_step"])))
     failed = [(k, v["error"]) for k, v in sorted(cells.items()) if "error" in v]
     if failed:
         print("\nfailed cells:")

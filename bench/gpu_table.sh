@@ -83,7 +83,7 @@ else
 fi
 budget=${BUDGET:-420}
 timeout_s=${CELL_TIMEOUT:-90}
-rows_fm=${ROWS_FM:-single}
+rows_fm=${ROWS_FM-single} # ROWS_SYN and ROWS_FM: the rows to run ("": none)
 lr=${LR:-0.01}
 
 # The data, made here (the synthetic sets) or carried (Fashion-MNIST).
@@ -92,8 +92,8 @@ syn=$work/synthetic32
 fm=${FMNIST:-$gpu/fashion-mnist}
 [ -n "$dry" ] && fm=${FMNIST:-/usr/share/datasets/fashion-mnist}
 photos=$work/photos224
-if [ ! -d "$photos" ]; then
-	$py - "$photos" "$n_res" "$res" <<'EOF' || echo "gpu_table: no photographs"
+photo() { # DIR N SIDE: N noise JPEGs of 10 classes, a little larger than SIDE
+	$py - "$@" <<'EOF' || echo "gpu_table: no photographs in $1"
 import os, sys
 import numpy as np
 from PIL import Image
@@ -105,7 +105,8 @@ for i in range(n):
     px = rng.integers(0, 256, (side + side // 7, side + side // 7, 3), dtype=np.uint8)
     Image.fromarray(px).save(os.path.join(d, "%05d.jpg" % i), quality=90)
 EOF
-fi
+}
+[ -d "$photos/train" ] || { photo "$photos/train" "$n_res" "$res"; photo "$photos/test" "$res_batch" "$res"; }
 
 # cell NAME CMD...: runs one cell under its timeout into $cells/NAME.json,
 # or NAME.err with its error; past the budget it is skipped.
@@ -151,7 +152,7 @@ thinnet() { # data-name data-path epochs limit strategy variant
 		--lr "$lr" --momentum 0.9 $amp $tune $par $filters $lim_p
 }
 
-for s in single dp ddp; do
+for s in ${ROWS_SYN-single dp ddp}; do
 	for v in plain autotune amp autotune+amp; do
 		thinnet synthetic32 "$syn" "$epochs_syn" 0 "$s" "$v"
 	done
@@ -165,8 +166,8 @@ done
 amp_res="--amp --amp-dtype bf16"
 cell "torch.synthetic-gpu.resnet18.bf16" "$py" bench/peer_thinnet_torch.py --device "$device" --model resnet18 --synthetic "$n_res" \
 	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res $peer_cuda
-cell "ours.jpeg-loader.resnet18.bf16" "$bin" train --device "$device" --model resnet18 --data "$photos" --test-data "$photos" \
-	--test-limit "$res_batch" --resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --json
+cell "ours.jpeg-loader.resnet18.bf16" "$bin" train --device "$device" --model resnet18 --data "$photos/train" --test-data "$photos/test" \
+	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --json
 
 echo "== $(($(date +%s) - start)) s in all"
 $py bench/gpu_table.py "$cells"

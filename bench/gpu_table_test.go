@@ -32,7 +32,7 @@ func TestGPUTableParses(t *testing.T) {
 	write("torch.synthetic32.single.plain.json", map[string]any{"seconds": 4.88, "ms_per_step": 9.96, "images_per_sec": 51000, "test_accuracy": 0.25,
 		"per_epoch": []map[string]any{{"images_per_sec": 51000}}})
 	os.WriteFile(filepath.Join(dir, "ours.synthetic32.ddp.amp.err"), []byte("faster: collective: no library \"gloo\"\nexit 1 after 0 s"), 0o644)
-	write("ours.jpeg-loader.resnet18.bf16.json", fit.Summary{Seconds: 2, MsPerStep: 20, ImagesPerSec: 12800, PerEpoch: []fit.EpochSummary{{ImagesPerSec: 12000}, {ImagesPerSec: 12800}}})
+	write("ours.jpeg-loader.resnet18.bf16.json", fit.Summary{Seconds: 2, MsPerStep: 25, Batch: 256, ImagesPerSec: 12800, PerEpoch: []fit.EpochSummary{{ImagesPerSec: 12000}, {ImagesPerSec: 12800}}})
 	os.WriteFile(filepath.Join(dir, "torch.synthetic32.dp.plain.json"), []byte("{not json"), 0o644)
 	out, err := exec.Command(py, "gpu_table.py", dir).CombinedOutput()
 	if err != nil {
