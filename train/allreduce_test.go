@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -260,5 +261,53 @@ func TestDeviceEvaluationReadsOnce(t *testing.T) {
 		if dm != hm || dm.Samples != 40 {
 			t.Fatalf("zero-grad %v: device evaluation %+v, host %+v", zero, dm, hm)
 		}
+	}
+}
+
+// failingLoss is DeviceReference whose loss fails at its third batch.
+type failingLoss struct{ *train.DeviceReference }
+
+func (f failingLoss) NewLoss(s train.LossSpec) (train.LossOp, error) {
+	op, err := f.DeviceReference.NewLoss(s)
+	return &failingOp{LossOp: op}, err
+}
+
+type failingOp struct {
+	train.LossOp
+	n int
+}
+
+func (o *failingOp) Forward(logits train.Tensor, labels []int, scale float64) (train.Tensor, error) {
+	if o.n++; o.n == 3 {
+		return nil, errors.New("injected loss failure")
+	}
+	return o.LossOp.Forward(logits, labels, scale)
+}
+
+// A replica failing mid-step on a device state ends the epoch with its
+// error: the other device's all-reduce does not wait for it forever.
+func TestDeviceReplicaFailureEnds(t *testing.T) {
+	o := train.BackendOptions{Threads: 1}
+	b := train.NewDeviceReference(o)
+	net, err := train.NewThinNet(b, toyNet, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	rb := failingLoss{train.NewDeviceReference(o)}
+	rn, err := train.NewThinNet(rb, toyNet, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+	defer tr.Close()
+	if err := tr.AddReplica(rb, rn); err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	_, err = tr.TrainEpoch(context.Background(), toyData(96, 6), func(train.StepResult) error { steps++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "device 1: injected loss failure") || steps != 2 {
+		t.Fatalf("after %d steps: %v", steps, err)
 	}
 }

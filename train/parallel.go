@@ -79,17 +79,16 @@ func (d *device) forwardBackward(s int, scale float64, zero bool, reduced func()
 		if err != nil {
 			return err
 		}
-		if _, err = d.net.Backward(dl, false); err != nil {
-			return err
-		}
-		if d.reduce != nil {
-			if err := d.reduce.AllReduce(gradTensors(d.params)); err != nil {
-				return err
-			}
-			return d.reduce.Wait()
-		}
-		return nil
+		_, err = d.net.Backward(dl, false)
+		return err
 	}()
+	if d.reduce != nil { // every device takes part, after an error too: the others wait for it
+		err := d.reduce.AllReduce(gradTensors(d.params))
+		if err == nil {
+			err = d.reduce.Wait()
+		}
+		d.err = errors.Join(d.err, err)
+	}
 	if reduced != nil { // DDP's buckets, whatever happened: none stays in flight
 		d.err = errors.Join(d.err, reduced())
 	}
