@@ -133,4 +133,3 @@ func TestRunDeviceErrors(t *testing.T) {
 		t.Errorf("a step above the device's memory: %v", err)
 	}
 }
-
