@@ -77,6 +77,11 @@ func TestRunOnDeviceState(t *testing.T) {
 			if got.Device != "reference-device" || want.Device != "cpu" || got.LossEvery != 2 || want.LossEvery != 1 {
 				t.Errorf("devices %q and %q, loss read every %d and %d steps", got.Device, want.Device, got.LossEvery, want.LossEvery)
 			}
+			var text strings.Builder
+			got.WriteText(&text, dev)
+			if !strings.Contains(text.String(), "on reference-device on reference-device (") {
+				t.Errorf("the summary's line does not name the device: %s", text.String())
+			}
 			if c.name == "single" {
 				// 2 epochs × (4 steps / 2 + 1 evaluation)
 				if r := opened[0].LossReads; r != 6 {
