@@ -254,6 +254,10 @@ def main():
     ap.add_argument("--resolution", type=int, default=32, help="--synthetic's side")
     a = ap.parse_args()
     a.cuda = a.device.startswith("cuda")
+    if a.device == "cuda":
+        a.device = "cuda:0"  # torch.cuda.set_device and DDP's device_ids want the index
+    if a.cuda and not torch.cuda.is_available():
+        sys.exit("--device %s: torch %s sees no GPU (torch.cuda.is_available() is False)" % (a.device, torch.__version__))
     if a.amp_dtype is None:
         a.amp_dtype = "fp16" if a.cuda else "bf16"
     if (a.dp > 1 or a.input == "loader" or a.cudnn_benchmark) and not a.cuda:
@@ -319,7 +323,7 @@ def run(rank, a):
             sys.exit("%s: shape %s, want (%d epochs, %d images)" % (a.order_from, order.shape, a.epochs, len(xtr)))
     ddp_kw = {"bucket_cap_mb": a.bucket_kb / 1024} if a.bucket_kb > 0 else {}
     if a.cuda and world > 1:
-        ddp_kw["device_ids"] = [dev.index or 0]
+        ddp_kw["device_ids"] = [dev.index]
     net = torch.nn.parallel.DistributedDataParallel(model, **ddp_kw) if world > 1 else model
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay,
                           nesterov=a.nesterov)
