@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/train"
 )
@@ -136,5 +138,55 @@ func TestRunDeviceErrors(t *testing.T) {
 	})
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "free on reference-device") {
 		t.Errorf("a step above the device's memory: %v", err)
+	}
+}
+
+// DDP ranks of a whole fit on device states (gradient tensors summed
+// through host memory, the evaluation on the device) end with the host
+// path's weights and test figures on every rank.
+func TestRunDDPOnDeviceState(t *testing.T) {
+	dir := t.TempDir()
+	writeIDX(dir, 32)
+	cfg := tinyConfig(dir)
+	cfg.Parallel.Strategy = "ddp"
+	ddp := func(open func(string, train.BackendOptions) (train.Backend, error), device string) []*fit.Summary {
+		c := cfg
+		if device != "" {
+			c.Model.Backend, c.Model.Device = "", device
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		comms := collective.NewLocal(2)
+		sums, errs := make([]*fit.Summary, 2), make([]error, 2)
+		var wg sync.WaitGroup
+		for r := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer comms[r].Close()
+				rc := c
+				data, err := fit.OpenData(context.Background(), &rc, r, 2)
+				if err != nil {
+					errs[r] = err
+					return
+				}
+				defer data.Close()
+				sums[r], errs[r] = fit.Run(context.Background(), rc, data, comms[r], fit.Hooks{OpenBackend: open})
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		return sums
+	}
+	want := ddp(nil, "")
+	got := ddp(func(_ string, o train.BackendOptions) (train.Backend, error) { return train.NewDeviceReference(o), nil }, "cuda")
+	for r := range 2 {
+		if got[r].WeightsSHA256 != want[r].WeightsSHA256 || got[r].TestAccuracy != want[r].TestAccuracy || got[r].TestLoss != want[r].TestLoss || got[r].Device != "reference-device" {
+			t.Fatalf("rank %d on %s: %.8s %v %v; host %.8s %v %v", r, got[r].Device, got[r].WeightsSHA256, got[r].TestAccuracy, got[r].TestLoss,
+				want[r].WeightsSHA256, want[r].TestAccuracy, want[r].TestLoss)
+		}
 	}
 }
