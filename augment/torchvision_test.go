@@ -25,7 +25,7 @@ import (
 // difference in 8-bit levels and the fraction of values that differ at
 // all (ties of float32 roundings that torch sums in another order).
 
-const tvPython = testenv.Python
+var tvPython = testenv.Python
 
 var tvPhotoFiles = []string{
 	testenv.PhotoDir + "/FreshFlower.jpg",

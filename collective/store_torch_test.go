@@ -13,7 +13,7 @@ import (
 
 // torchPython is Debian's python3 with torch (scripts/setup.sh installs
 // python3-torch); not the python3 first on PATH, which may lack it.
-const torchPython = testenv.Python
+var torchPython = testenv.Python
 
 // needTorch skips where torch is not installed, and fails instead under
 // FASTER_REQUIRE_INTEROP=1.

@@ -10,6 +10,7 @@ import (
 	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda"
 )
 
 // deviceRun is a tiny run of cfg over IDX data in dir, its backends
@@ -188,5 +189,34 @@ func TestRunDDPOnDeviceState(t *testing.T) {
 			t.Fatalf("rank %d on %s: %.8s %v %v; host %.8s %v %v", r, got[r].Device, got[r].WeightsSHA256, got[r].TestAccuracy, got[r].TestLoss,
 				want[r].WeightsSHA256, want[r].TestAccuracy, want[r].TestLoss)
 		}
+	}
+}
+
+// The cuda backend over its CPU twin (cuda.OpenTwin: the backend's own
+// state, kernels and loss in host memory), injected for --device cuda:
+// a whole fit, single and DP, to the host path's test accuracy.
+func TestRunOnCUDATwin(t *testing.T) {
+	dir := t.TempDir()
+	writeIDX(dir, 32)
+	for _, strategy := range []string{"single", "dp"} {
+		host := tinyConfig(dir)
+		host.Parallel.Strategy = strategy
+		want, err := deviceRun(t, dir, host, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := host
+		dev.Model.Backend, dev.Model.Device = "", "cuda"
+		got, err := deviceRun(t, dir, dev, func(_ string, o train.BackendOptions) (train.Backend, error) { return cuda.OpenTwin(o) })
+		if errors.Is(err, cuda.ErrNoCgo) {
+			t.Skip("the twin needs cgo")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.TestAccuracy != want.TestAccuracy || got.Device != "cuda-twin" {
+			t.Errorf("%s on %s: test accuracy %v loss %v; host %v %v", strategy, got.Device, got.TestAccuracy, got.TestLoss, want.TestAccuracy, want.TestLoss)
+		}
+		t.Logf("%s: twin %.8s loss %.6f, host %.8s loss %.6f", strategy, got.WeightsSHA256, got.TestLoss, want.WeightsSHA256, want.TestLoss)
 	}
 }

@@ -22,16 +22,8 @@ func TestPythonLayouts(t *testing.T) {
 		t.Skip("-short")
 	}
 	py := testenv.PythonWith(t, "numpy", "torchvision", "PIL")
-	goBin := "/usr/local/go/bin/go" // where the project's machines have it
-	if p, err := exec.LookPath("go"); err == nil {
-		goBin = p
-	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "faster")
-	build := exec.Command(goBin, "build", "-o", bin, "github.com/faster-training/faster/cmd/faster")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.FasterBinary(t)
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

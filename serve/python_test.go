@@ -19,7 +19,7 @@ import (
 	"github.com/faster-training/faster/internal/testenv"
 )
 
-const python = testenv.Python
+var python = testenv.Python
 
 // pyCase is one configuration the Python tests run, with what the Go
 // loader makes of it.
@@ -53,16 +53,8 @@ func TestPython(t *testing.T) {
 	if out, err := exec.Command(python, "-c", "import numpy").CombinedOutput(); err != nil {
 		testenv.Missing(t, "%s has no numpy (python3-numpy): %s", python, out)
 	}
-	goBin := "/usr/local/go/bin/go" // where the project's machines have it
-	if p, err := exec.LookPath("go"); err == nil {
-		goBin = p
-	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "faster")
-	build := exec.Command(goBin, "build", "-o", bin, "github.com/faster-training/faster/cmd/faster")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.FasterBinary(t)
 	data := makeTree(t, 11) // 33 images: odd, so 2 ranks differ by one
 	shards := packTree(t, data, 4)
 	cases := []pyCase{

@@ -20,6 +20,7 @@ import (
 	"github.com/faster-training/faster/internal/jsonfield"
 	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/progress"
+	_ "github.com/faster-training/faster/train/cuda"   // registers "cuda" (a GPU; ErrNoCgo without cgo)
 	_ "github.com/faster-training/faster/train/onednn" // registers "onednn" when built with cgo
 )
 

@@ -20,9 +20,6 @@ import (
 
 // Where Debian puts what the tests use (scripts/setup.sh installs them).
 const (
-	// Python is Debian's interpreter, the one with torch, torchvision,
-	// Pillow, numpy and lmdb (python3 on PATH may be another).
-	Python = "/usr/bin/python3"
 	// Torchrun is torch 1.13's launcher (needs --redirects 1 --tee 1 on
 	// Python 3.11).
 	Torchrun = "/usr/bin/torchrun"
@@ -34,6 +31,40 @@ const (
 	// MateDir is mate-backgrounds' whole tree.
 	MateDir = "/usr/share/backgrounds/mate"
 )
+
+// Python is Debian's interpreter, the one with torch, torchvision,
+// Pillow, numpy and lmdb (python3 on PATH may be another); FASTER_PYTHON
+// names another one, as on the GPU machine, whose torch 2.11 lives in a
+// venv's python3 (scripts/h200.sh).
+var Python = envOr("FASTER_PYTHON", "/usr/bin/python3")
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// FasterBinary returns a `faster` binary built from this checkout into
+// t's temporary directory, or FASTER_TEST_BIN when it is set: a binary
+// carried to a machine without Go (the GPU machine), built from the same
+// checkout (scripts/h200.sh build).
+func FasterBinary(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("FASTER_TEST_BIN"); bin != "" {
+		return bin
+	}
+	goBin := "/usr/local/go/bin/go" // where the project's machines have it
+	if p, err := exec.LookPath("go"); err == nil {
+		goBin = p
+	}
+	bin := filepath.Join(t.TempDir(), "faster")
+	build := exec.Command(goBin, "build", "-o", bin, "github.com/faster-training/faster/cmd/faster")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
 
 // The two switches make test sets (after scripts/setup.sh installed
 // everything): a missing dataset or program fails a test instead of

@@ -38,7 +38,7 @@ type TFImageNet struct {
 // FASTER_REQUIRE_DATA=1.
 func WriteTFImageNet(t testing.TB, dir string, o TFImageNet) {
 	t.Helper()
-	const py = testenv.Python
+	py := testenv.Python
 	if _, err := os.Stat(py); err != nil {
 		testenv.Missing(t, "%s missing", py)
 	}

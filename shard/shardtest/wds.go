@@ -89,7 +89,7 @@ func PyTar(t testing.TB, format, dir, out string, names []string) {
 
 func runPy(t testing.TB, script string, args ...string) []byte {
 	t.Helper()
-	const py = testenv.Python
+	py := testenv.Python
 	if _, err := os.Stat(py); err != nil {
 		testenv.Missing(t, "%s missing", py)
 	}

@@ -22,3 +22,36 @@ var consts = map[string]int{
 	"CUDA_SUCCESS":  cudaSuccess,
 	"NVRTC_SUCCESS": nvrtcSuccess,
 }
+
+// The enum values of cuDNN, cuBLAS and the driver's streams that the GPU
+// machine passes, as consts_dnn.h lists them with the header each comes
+// from (a test checks; probe/probe.cpp checks them against cudnn.h and
+// cublas_v2.h). gpu.c uses the same values through consts_dnn.h.
+const (
+	cudnnStatusSuccess    = 0 // CUDNN_STATUS_SUCCESS (cudnn_graph.h)
+	cudnnTensorNCHW       = 0 // CUDNN_TENSOR_NCHW (cudnn_graph.h)
+	cudnnDataFloat        = 0 // CUDNN_DATA_FLOAT (cudnn_graph.h)
+	cudnnDefaultMath      = 0 // CUDNN_DEFAULT_MATH (cudnn_graph.h): TF32 allowed for fp32, PyTorch's cudnn.allow_tf32 default
+	cudnnFMAMath          = 3 // CUDNN_FMA_MATH (cudnn_graph.h): no tensor cores (allow_tf32 off)
+	cudnnCrossCorrelation = 1 // CUDNN_CROSS_CORRELATION (cudnn_cnn.h)
+	cublasStatusSuccess   = 0 // CUBLAS_STATUS_SUCCESS (cublas_api.h)
+	cublasOpN             = 0 // CUBLAS_OP_N (cublas_api.h)
+	cublasOpT             = 1 // CUBLAS_OP_T (cublas_api.h)
+	cublasDefaultMath     = 0 // CUBLAS_DEFAULT_MATH (cublas_api.h): fp32, PyTorch's matmul.allow_tf32 default (off)
+	cuStreamDefault       = 0 // CU_STREAM_DEFAULT (cuda.h)
+)
+
+// dnnConsts maps consts_dnn.h's names to the values above.
+var dnnConsts = map[string]int{
+	"CUDNN_STATUS_SUCCESS":    cudnnStatusSuccess,
+	"CUDNN_TENSOR_NCHW":       cudnnTensorNCHW,
+	"CUDNN_DATA_FLOAT":        cudnnDataFloat,
+	"CUDNN_DEFAULT_MATH":      cudnnDefaultMath,
+	"CUDNN_FMA_MATH":          cudnnFMAMath,
+	"CUDNN_CROSS_CORRELATION": cudnnCrossCorrelation,
+	"CUBLAS_STATUS_SUCCESS":   cublasStatusSuccess,
+	"CUBLAS_OP_N":             cublasOpN,
+	"CUBLAS_OP_T":             cublasOpT,
+	"CUBLAS_DEFAULT_MATH":     cublasDefaultMath,
+	"CU_STREAM_DEFAULT":       cuStreamDefault,
+}

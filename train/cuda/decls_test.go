@@ -83,7 +83,12 @@ func TestDeclsMatchHeader(t *testing.T) {
 }
 
 func TestConstsMatchHeader(t *testing.T) {
-	src, err := os.ReadFile("consts.h")
+	checkConsts(t, "consts.h", consts)
+	checkConsts(t, "consts_dnn.h", dnnConsts)
+}
+
+func checkConsts(t *testing.T, file string, consts map[string]int) {
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,16 +99,16 @@ func TestConstsMatchHeader(t *testing.T) {
 		}
 		m := constLine.FindStringSubmatch(line)
 		if m == nil {
-			t.Fatalf("consts.h: cannot read %q", line)
+			t.Fatalf("%s: cannot read %q", file, line)
 		}
 		v, _ := strconv.Atoi(m[2])
 		if got, ok := consts[m[1]]; !ok || got != v {
-			t.Errorf("consts.h %s = %d, Go %d (%v)", m[1], v, got, ok)
+			t.Errorf("%s %s = %d, Go %d (%v)", file, m[1], v, got, ok)
 		}
 		n++
 	}
 	if n != len(consts) {
-		t.Errorf("consts.h has %d, Go %d", n, len(consts))
+		t.Errorf("%s has %d, Go %d", file, n, len(consts))
 	}
 }
 

@@ -15,9 +15,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/faster-training/faster/train/cuda/kernels"
 )
@@ -190,6 +192,7 @@ func TestGPUKernels(t *testing.T) {
 			gpuAMP(t, d, m, r, s.name, s.params)
 			gpuCE(t, d, m, r, s.name, s.n, s.classes)
 			gpuBN(t, d, m, r, s.name, s.bnN, s.bnC, s.bnHW)
+			gpuLayers(t, d, m, r, s.name, s.bnN, s.bnC, s.bnHW)
 		})
 	}
 }
@@ -363,4 +366,175 @@ func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, 
 		u = max(u, maxULP(download[float32](t, d, p.buf, c), p.want))
 	}
 	row(t, "relu_bn_train", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ms, fmt.Sprintf("%d ulp", u), u <= 1)
+}
+
+// twinArg is one argument of twin: a float32 or int32 buffer (uploaded to
+// the device; its host copy pinned for the CPU build), a null pointer, or
+// a scalar slot.
+type twinArg struct {
+	f   []float32
+	i   []int32
+	buf bool
+	a   Arg
+}
+
+func tf(s []float32) twinArg { return twinArg{f: s, buf: true} }
+func ti(s []int32) twinArg   { return twinArg{i: s, buf: true} }
+func tnull() twinArg         { return twinArg{a: Arg{0}} }
+func ts(a Arg) twinArg       { return twinArg{a: a} }
+
+// twin runs kernel name with args on the GPU (m) and on the CPU build by
+// name (kernels.LaunchCPU, the slots the backend's CPU twin passes), both
+// with launch l, and compares every buffer afterwards: the largest ulp
+// difference of the float buffers, and whether the int32 buffers agree.
+// It returns the GPU's milliseconds and the CPU build's buffers.
+func twin(t *testing.T, d *Device, m *Module, name string, l kernels.Launch, args ...twinArg) (ms float64, ulp int64, intsEqual bool, cpu []twinArg) {
+	t.Helper()
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	gargs, slots := make([]Arg, len(args)), make([]uint64, len(args))
+	bufs := make([]Buffer, len(args))
+	cpu = make([]twinArg, len(args))
+	for k, a := range args {
+		switch {
+		case a.f != nil:
+			c := slices.Clone(a.f)
+			pin.Pin(&c[0])
+			cpu[k] = tf(c)
+			bufs[k] = upload(t, d, a.f)
+			gargs[k], slots[k] = Ptr(bufs[k]), uint64(uintptr(unsafe.Pointer(&c[0])))
+		case a.i != nil:
+			c := slices.Clone(a.i)
+			pin.Pin(&c[0])
+			cpu[k] = ti(c)
+			bufs[k] = upload(t, d, a.i)
+			gargs[k], slots[k] = Ptr(bufs[k]), uint64(uintptr(unsafe.Pointer(&c[0])))
+		default:
+			cpu[k] = a
+			gargs[k], slots[k] = a.a, a.a.v
+		}
+	}
+	ms = launch(t, m, name, l, gargs...)
+	must(t, kernels.LaunchCPU(name, l, slots))
+	intsEqual = true
+	for k, a := range cpu {
+		switch {
+		case a.f != nil:
+			ulp = max(ulp, maxULP(download[float32](t, d, bufs[k], len(a.f)), a.f))
+		case a.i != nil:
+			intsEqual = intsEqual && slices.Equal(download[int32](t, d, bufs[k], len(a.i)), a.i)
+		}
+	}
+	return ms, ulp, intsEqual, cpu
+}
+
+// gpuSpecials puts NaN, ±Inf and ±0 at about one element in every 50.
+func gpuSpecials(r *rand.Rand, s []float32) []float32 {
+	vals := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))}
+	for i := range s {
+		if r.IntN(50) == 0 {
+			s[i] = vals[r.IntN(len(vals))]
+		}
+	}
+	return s
+}
+
+// gpuLayers runs the layer kernels on the step's largest BN tensor
+// (n×c×hw) on the GPU and on the CPU build, launched alike: element-wise
+// kernels and the pools bit-exact (the same float32 and double arithmetic:
+// --fmad=false, IEEE division and sqrt); the per-channel reductions
+// (bias_grad, bn_train, bn_bwd) sum in the same tree order in double and
+// are allowed 1 ulp, as relu_bn_train (expected 0).
+func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, hw int) {
+	size := n * c * hw
+	shape := fmt.Sprintf("%s %dx%dx%d", step, n, c, hw)
+	le := plan(t, d, kernels.Elementwise, int64(size), 0)
+	lc := plan(t, d, kernels.PerChannel, int64(c), int64(n*hw))
+	N, C, HW, S := I32(int32(n)), I32(int32(c)), I32(int32(hw)), I64(int64(size))
+	x, dy := gpuSpecials(r, randn(r, size, 1)), gpuSpecials(r, randn(r, size, 1))
+	exact := func(name string, ms float64, u int64, ints bool) {
+		row(t, name, shape, ms, fmt.Sprintf("%d ulp", u), u == 0 && ints)
+	}
+
+	ms, u, ok, out := twin(t, d, m, "relu_fwd", le, tf(x), tf(make([]float32, size)), ts(S))
+	exact("relu_fwd", ms, u, ok)
+	y := out[1].f
+	ms, u, ok, _ = twin(t, d, m, "relu_bwd", le, tf(dy), tf(y), tf(make([]float32, size)), ts(S))
+	exact("relu_bwd", ms, u, ok)
+	ms, u, ok, _ = twin(t, d, m, "add", le, tf(x), tf(dy), tf(make([]float32, size)), ts(S))
+	exact("add", ms, u, ok)
+	bias := randn(r, c, 1)
+	ms, u, ok, _ = twin(t, d, m, "bias_act", le, tf(x), tf(bias), ts(S), ts(C), ts(HW), ts(I32(1)))
+	exact("bias_act relu", ms, u, ok)
+	ms, u, ok, _ = twin(t, d, m, "bias_act", le, tf(x), tnull(), ts(S), ts(C), ts(HW), ts(I32(0)))
+	exact("bias_act no bias", ms, u, ok)
+
+	clean := randn(r, size, 1) // reductions: finite data, so the ulps mean something
+	ms, u, ok, _ = twin(t, d, m, "bias_grad", lc, tf(clean), tf(make([]float32, c)), ts(N), ts(C), ts(HW))
+	row(t, "bias_grad", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	gamma, beta := randn(r, c, 1), randn(r, c, 1)
+	rv := make([]float32, c)
+	for i := range rv {
+		rv[i] = 1 + 0.1*float32(r.Float64())
+	}
+	ms, u, ok, out = twin(t, d, m, "bn_train", lc, tf(clean), tf(make([]float32, size)), tf(gamma), tf(beta),
+		tf(make([]float32, c)), tf(make([]float32, c)), tf(make([]float32, c)), tf(slices.Clone(rv)),
+		ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(F32(0.1)))
+	row(t, "bn_train", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	bm, bv := out[4].f, out[5].f
+	ms, u, ok, _ = twin(t, d, m, "bn_eval", le, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+		ts(N), ts(C), ts(HW), ts(F32(1e-5)))
+	exact("bn_eval", ms, u, ok)
+	for _, reluIn := range []int32{0, 1} {
+		ms, u, ok, _ = twin(t, d, m, "bn_bwd", lc, tf(dy), tf(clean), tf(gamma), tf(bm), tf(bv),
+			tf(make([]float32, size)), tf(make([]float32, c)), tf(make([]float32, c)),
+			ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(reluIn)))
+		row(t, fmt.Sprintf("bn_bwd relu_in=%d", reluIn), shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	}
+
+	// Pools on n·c planes of side √hw: ThinNet's 2×2/2, ResNet's 3×3/2 pad 1.
+	side := int(math.Sqrt(float64(hw)))
+	k, st, pad := 2, 2, 0
+	if side > 40 {
+		k, st, pad = 3, 2, 1
+	}
+	px := slices.Clone(x[:n*c*side*side])
+	for i := range px {
+		px[i] = float32(math.Round(float64(px[i])*2)) / 2 // ties
+	}
+	o := (side+2*pad-k)/st + 1
+	dims := func(extra ...Arg) []twinArg {
+		a := []twinArg{ts(N), ts(C), ts(I32(int32(side))), ts(I32(int32(side))), ts(I32(int32(o))), ts(I32(int32(o))),
+			ts(I32(int32(k))), ts(I32(int32(k))), ts(I32(int32(st))), ts(I32(int32(st))), ts(I32(int32(pad))), ts(I32(int32(pad)))}
+		for _, e := range extra {
+			a = append(a, ts(e))
+		}
+		return a
+	}
+	pshape := fmt.Sprintf("%s %dx%dx%dx%d %dx%d/%d pad %d", step, n, c, side, side, k, k, st, pad)
+	lo := plan(t, d, kernels.Elementwise, int64(n*c*o*o), 0)
+	li := plan(t, d, kernels.Elementwise, int64(len(px)), 0)
+	ms, u, ok, out = twin(t, d, m, "maxpool_fwd", lo, append([]twinArg{tf(px), tf(make([]float32, n*c*o*o)), ti(make([]int32, n*c*o*o))}, dims()...)...)
+	row(t, "maxpool_fwd", pshape, ms, fmt.Sprintf("%d ulp, arg equal %v", u, ok), u == 0 && ok)
+	arg := out[2].i
+	pdy := randn(r, n*c*o*o, 1)
+	ms, u, ok, _ = twin(t, d, m, "maxpool_bwd", li, append([]twinArg{tf(pdy), ti(arg), tf(make([]float32, len(px)))}, dims()...)...)
+	row(t, "maxpool_bwd", pshape, ms, fmt.Sprintf("%d ulp", u), u == 0 && ok)
+	for _, ex := range []int32{0, 1} {
+		ms, u, ok, _ = twin(t, d, m, "avgpool_fwd", lo, append([]twinArg{tf(px), tf(make([]float32, n*c*o*o))}, dims(I32(ex))...)...)
+		exact(fmt.Sprintf("avgpool_fwd exclude_pad=%d", ex), ms, u, ok)
+		ms, u, ok, _ = twin(t, d, m, "avgpool_bwd", li, append([]twinArg{tf(pdy), tf(make([]float32, len(px)))}, dims(I32(ex))...)...)
+		exact(fmt.Sprintf("avgpool_bwd exclude_pad=%d", ex), ms, u, ok)
+	}
+
+	// Weights: an EMA step, swap, copy, fill.
+	avg := randn(r, size, 1)
+	ms, u, ok, _ = twin(t, d, m, "ema_update", le, tf(avg), tf(x), ts(S), ts(F32(0.999)), ts(I32(0)))
+	exact("ema_update", ms, u, ok)
+	ms, u, ok, _ = twin(t, d, m, "swap_f32", le, tf(avg), tf(x), ts(S))
+	exact("swap_f32", ms, u, ok)
+	ms, u, ok, _ = twin(t, d, m, "copy_f32", le, tf(x), tf(make([]float32, size)), ts(S))
+	exact("copy_f32", ms, u, ok)
+	ms, u, ok, _ = twin(t, d, m, "fill_f32", le, tf(make([]float32, size)), ts(S), ts(F32(-1.5)))
+	exact("fill_f32", ms, u, ok)
 }

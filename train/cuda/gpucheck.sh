@@ -16,7 +16,10 @@
 # missing driver fails, never skips): NVRTC compiles kernels.cu for the
 # device's architecture (then a cache hit), each library is called once,
 # every kernel runs on a ThinNet and a ResNet-18 step's sizes and is
-# compared with its CPU build. It prints a short table last; the whole log
+# compared with its CPU build; then the cuda train.Backend itself runs
+# traintest's suites (RunLayers, RunTorchStep, RunResNet18) and 8 Trainer
+# steps against its CPU twin (TestGPUBackend*, strict fp32, autotuned, and
+# with TF32). It prints short tables last; the whole log
 # goes to $OUT/gpucheck.log (or /tmp). Exit status: the test binary's.
 # It reads the card's state (nvidia-smi's query) and changes nothing.
 set -u
@@ -35,7 +38,7 @@ log=${OUT:-/tmp}/gpucheck.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 cd "$root/train/cuda" || exit 2
 start=$(date +%s)
-FASTER_REQUIRE_GPU=1 "$bin" -test.run '^(TestGPU|TestLoaderTable)' -test.v -test.timeout 300s >"$log" 2>&1
+FASTER_REQUIRE_GPU=1 "$bin" -test.run '^(TestGPU|TestLoaderTable)' -test.v -test.timeout 480s >"$log" 2>&1
 rc=$?
 echo "== $(($(date +%s) - start)) s, exit $rc; log $log"
 grep -E 'probe: |device: ' "$log" | sed 's/^ *//' | cut -c1-400
@@ -45,6 +48,11 @@ echo "== kernels: GPU against the CPU build"
 {
 	echo "kernel|size|ms|agreement|verdict"
 	grep -o 'GPUCHECK|.*' "$log" | cut -d'|' -f2-
+} | column -t -s'|'
+echo "== the cuda backend on the GPU (traintest suites, Trainer steps against the twin)"
+{
+	echo "check|verdict"
+	grep -o 'GPUBACKEND|.*' "$log" | cut -d'|' -f2-
 } | column -t -s'|'
 grep -E '^(--- FAIL|FAIL|PASS|ok)' "$log" | head -20
 [ "$rc" -ne 0 ] && grep -E '_test\.go:[0-9]+: ' "$log" | grep -v -E 'GPUCHECK|GPULIB' | sed 's/^ *//' | cut -c1-300 | head -20

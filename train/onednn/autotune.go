@@ -1,4 +1,4 @@
-//go:build cgo && !faster_serveonly
+//go:build cgo && !faster_serveonly && !faster_noonednn
 
 package onednn
 

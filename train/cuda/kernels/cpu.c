@@ -53,3 +53,139 @@ void cpu_relu_bn_train(int g, int b, const float *x, float *y, const float *gamm
 		       float eps, float momentum) {
 	LAUNCH(g, b, relu_bn_train(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum));
 }
+
+void cpu_bn_train(int g, int b, const float *x, float *y, const float *gamma, const float *beta, float *bmean,
+		  float *bvar, float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum) {
+	LAUNCH(g, b, bn_train(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum));
+}
+
+void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const float *rmean,
+		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps) {
+	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps));
+}
+
+void cpu_bn_bwd(int g, int b, const float *dy, const float *x, const float *gamma, const float *bmean,
+		const float *bvar, float *dx, float *dgamma, float *dbeta, int32_t n, int32_t c, int32_t hw, float eps,
+		int32_t relu_in) {
+	LAUNCH(g, b, bn_bwd(dy, x, gamma, bmean, bvar, dx, dgamma, dbeta, n, c, hw, eps, relu_in));
+}
+
+void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n) { LAUNCH(g, b, relu_fwd(x, y, n)); }
+void cpu_relu_bwd(int g, int b, const float *dy, const float *y, float *dx, int64_t n) {
+	LAUNCH(g, b, relu_bwd(dy, y, dx, n));
+}
+void cpu_add(int g, int b, const float *x, const float *y, float *out, int64_t n) { LAUNCH(g, b, add(x, y, out, n)); }
+void cpu_bias_act(int g, int b, float *y, const float *bias, int64_t n, int32_t c, int32_t hw, int32_t relu) {
+	LAUNCH(g, b, bias_act(y, bias, n, c, hw, relu));
+}
+void cpu_bias_grad(int g, int b, const float *dy, float *db, int32_t n, int32_t c, int32_t hw) {
+	LAUNCH(g, b, bias_grad(dy, db, n, c, hw));
+}
+
+void cpu_maxpool_fwd(int g, int b, const float *x, float *y, int32_t *arg, const int32_t *d) {
+	LAUNCH(g, b, maxpool_fwd(x, y, arg, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11]));
+}
+void cpu_maxpool_bwd(int g, int b, const float *dy, const int32_t *arg, float *dx, const int32_t *d) {
+	LAUNCH(g, b, maxpool_bwd(dy, arg, dx, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11]));
+}
+void cpu_avgpool_fwd(int g, int b, const float *x, float *y, const int32_t *d) {
+	LAUNCH(g, b, avgpool_fwd(x, y, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12]));
+}
+void cpu_avgpool_bwd(int g, int b, const float *dy, float *dx, const int32_t *d) {
+	LAUNCH(g, b, avgpool_bwd(dy, dx, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12]));
+}
+
+void cpu_ema_update(int g, int b, float *avg, const float *v, int64_t n, float decay, int32_t first) {
+	LAUNCH(g, b, ema_update(avg, v, n, decay, first));
+}
+void cpu_swap_f32(int g, int b, float *x, float *y, int64_t n) { LAUNCH(g, b, swap_f32(x, y, n)); }
+void cpu_copy_f32(int g, int b, const float *src, float *dst, int64_t n) { LAUNCH(g, b, copy_f32(src, dst, n)); }
+void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b, fill_f32(v, n, value)); }
+
+/* ---- by name: cpu_launch runs a kernel as cuLaunchKernel does on the GPU,
+ * from its name and one 8-byte slot per argument (train/cuda's Arg: a
+ * pointer as its address, an i32 or a float's bits in the low 32 bits, an
+ * i64 as is). CPU_KERNELS lists each kernel once with the unpacking of its
+ * slots; the same text is kept as a string (cpu_kernel_args) that the
+ * tests check against kernels.cu's signatures, so the call compiled and
+ * the call checked cannot differ. */
+
+#define P(k) ((void *)(uintptr_t)a[k])
+#define I(k) ((i32)(u32)a[k])
+#define L(k) ((i64)a[k])
+#define F(k) (u2f((u32)a[k]))
+
+#define CPU_KERNELS(X)                                                                         \
+	X(cast_f32_f16, P(0), P(1), L(2))                                                      \
+	X(cast_f16_f32, P(0), P(1), L(2))                                                      \
+	X(cast_f32_bf16, P(0), P(1), L(2))                                                     \
+	X(cast_bf16_f32, P(0), P(1), L(2))                                                     \
+	X(normalize_u8, P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7))                        \
+	X(sgd, P(0), P(1), P(2), L(3), F(4), F(5), F(6), I(7), I(8))                           \
+	X(amp_unscale, P(0), L(1), P(2), P(3))                                                 \
+	X(ce_loss, P(0), P(1), P(2), P(3), I(4), I(5), F(6), F(7))                             \
+	X(ce_sums, P(0), I(1), P(2))                                                           \
+	X(relu_bn_train, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), F(12)) \
+	X(bn_train, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), F(12))      \
+	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9))                           \
+	X(bn_bwd, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12))        \
+	X(relu_fwd, P(0), P(1), L(2))                                                                    \
+	X(relu_bwd, P(0), P(1), P(2), L(3))                                                              \
+	X(add, P(0), P(1), P(2), L(3))                                                                   \
+	X(bias_act, P(0), P(1), L(2), I(3), I(4), I(5))                                                  \
+	X(bias_grad, P(0), P(1), I(2), I(3), I(4))                                                       \
+	X(maxpool_fwd, P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), I(12), I(13), I(14)) \
+	X(maxpool_bwd, P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), I(12), I(13), I(14)) \
+	X(avgpool_fwd, P(0), P(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), I(12), I(13), I(14)) \
+	X(avgpool_bwd, P(0), P(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9), I(10), I(11), I(12), I(13), I(14)) \
+	X(ema_update, P(0), P(1), L(2), F(3), I(4))                                                      \
+	X(swap_f32, P(0), P(1), L(2))                                                                    \
+	X(copy_f32, P(0), P(1), L(2))                                                                    \
+	X(fill_f32, P(0), L(1), F(2))
+
+typedef void (*cpu_run_fn)(const u64 *a);
+
+#define CPU_RUN(name, ...) \
+	static void run_##name(const u64 *a) { name(__VA_ARGS__); }
+CPU_KERNELS(CPU_RUN)
+
+struct cpu_entry {
+	const char *name, *args;
+	cpu_run_fn run;
+	int nargs;
+};
+
+/* CPU_NARGS: the number of its arguments (1 to 20). */
+#define CPU_NARGS(...) CPU_NARGS_(__VA_ARGS__, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define CPU_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, n, ...) n
+
+#define CPU_ENTRY(name, ...) {#name, #__VA_ARGS__, run_##name, CPU_NARGS(__VA_ARGS__)},
+static const struct cpu_entry cpu_table[] = {CPU_KERNELS(CPU_ENTRY)};
+#define CPU_TABLE_LEN ((int)(sizeof cpu_table / sizeof cpu_table[0]))
+
+static const struct cpu_entry *cpu_find(const char *name) {
+	for (int i = 0; i < CPU_TABLE_LEN; i++)
+		if (strcmp(cpu_table[i].name, name) == 0)
+			return &cpu_table[i];
+	return 0;
+}
+
+int cpu_kernel_count(void) { return CPU_TABLE_LEN; }
+const char *cpu_kernel_name(int i) { return i >= 0 && i < CPU_TABLE_LEN ? cpu_table[i].name : 0; }
+const char *cpu_kernel_args(int i) { return i >= 0 && i < CPU_TABLE_LEN ? cpu_table[i].args : 0; }
+
+int cpu_kernel_nargs(const char *name) {
+	const struct cpu_entry *e = cpu_find(name);
+	return e ? e->nargs : -1;
+}
+
+int cpu_launch(const char *name, int grid, int block, const unsigned long long *args, int nargs) {
+	const struct cpu_entry *e = cpu_find(name);
+	if (!e)
+		return -1;
+	if (e->nargs != nargs)
+		return -2;
+	const u64 *a = (const u64 *)args;
+	LAUNCH(grid, block, e->run(a));
+	return 0;
+}

@@ -16,3 +16,34 @@ void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums);
 void cpu_relu_bn_train(int g, int b, const float *x, float *y, const float *gamma, const float *beta,
 		       float *bmean, float *bvar, float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw,
 		       float eps, float momentum);
+
+void cpu_bn_train(int g, int b, const float *x, float *y, const float *gamma, const float *beta, float *bmean,
+		  float *bvar, float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum);
+void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const float *rmean,
+		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps);
+void cpu_bn_bwd(int g, int b, const float *dy, const float *x, const float *gamma, const float *bmean,
+		const float *bvar, float *dx, float *dgamma, float *dbeta, int32_t n, int32_t c, int32_t hw, float eps,
+		int32_t relu_in);
+void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n);
+void cpu_relu_bwd(int g, int b, const float *dy, const float *y, float *dx, int64_t n);
+void cpu_add(int g, int b, const float *x, const float *y, float *out, int64_t n);
+void cpu_bias_act(int g, int b, float *y, const float *bias, int64_t n, int32_t c, int32_t hw, int32_t relu);
+void cpu_bias_grad(int g, int b, const float *dy, float *db, int32_t n, int32_t c, int32_t hw);
+/* The pools' dims d: n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw (and
+ * exclude_pad for the average), in the kernels' order. */
+void cpu_maxpool_fwd(int g, int b, const float *x, float *y, int32_t *arg, const int32_t *d);
+void cpu_maxpool_bwd(int g, int b, const float *dy, const int32_t *arg, float *dx, const int32_t *d);
+void cpu_avgpool_fwd(int g, int b, const float *x, float *y, const int32_t *d);
+void cpu_avgpool_bwd(int g, int b, const float *dy, float *dx, const int32_t *d);
+void cpu_ema_update(int g, int b, float *avg, const float *v, int64_t n, float decay, int32_t first);
+void cpu_swap_f32(int g, int b, float *x, float *y, int64_t n);
+void cpu_copy_f32(int g, int b, const float *src, float *dst, int64_t n);
+void cpu_fill_f32(int g, int b, float *v, int64_t n, float value);
+
+/* By name (cpu.c's dispatch table): cpu_launch returns 0, -1 for an unknown
+ * kernel, -2 for a count of slots other than the kernel's parameters. */
+int cpu_launch(const char *name, int grid, int block, const unsigned long long *args, int nargs);
+int cpu_kernel_nargs(const char *name);
+int cpu_kernel_count(void);
+const char *cpu_kernel_name(int i);
+const char *cpu_kernel_args(int i);

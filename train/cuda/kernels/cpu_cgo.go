@@ -5,6 +5,7 @@ package kernels
 /*
 #cgo CFLAGS: -std=gnu11 -O2
 #cgo LDFLAGS: -lm
+#include <stdlib.h>
 #include "cpu.h"
 */
 import "C"
@@ -143,5 +144,244 @@ func ReLUBNTrain(l Launch, b BN) error {
 	C.cpu_relu_bn_train(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.X)), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.RunningMean)),
 		(*C.float)(fp(b.RunningVar)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.float(b.Momentum))
+	return nil
+}
+
+// LaunchCPU runs kernel name of kernels.cu's CPU build with launch l and
+// args, one 8-byte slot each, as cuLaunchKernel takes them on the GPU
+// (train/cuda's Arg): a pointer as its address, an i32 or a float32's bits
+// in the low 32 bits, an i64 as is. The pointers are host addresses that
+// the caller keeps valid (pinned, or C memory) and large enough for the
+// kernel; nothing here can check that.
+func LaunchCPU(name string, l Launch, args []uint64) error {
+	if err := check(l); err != nil {
+		return fmt.Errorf("kernels: %s: %w", name, err)
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	want := int(C.cpu_kernel_nargs(cname))
+	if want < 0 {
+		return fmt.Errorf("kernels: no kernel %q in the CPU build's dispatch table (%d arguments given)", name, len(args))
+	}
+	if want != len(args) {
+		return fmt.Errorf("kernels: kernel %s takes %d arguments, %d given", name, want, len(args))
+	}
+	if rc := C.cpu_launch(cname, C.int(l.Grid), C.int(l.Block), (*C.ulonglong)(unsafe.Pointer(fp(args))), C.int(len(args))); rc != 0 {
+		return fmt.Errorf("kernels: cpu_launch %s with %d arguments: code %d", name, len(args), rc)
+	}
+	return nil
+}
+
+// dispatchTable returns cpu.c's dispatch table: each kernel's name and the
+// text of its slots' unpacking ("P(0), P(1), L(2)").
+func dispatchTable() map[string]string {
+	t := map[string]string{}
+	for i := range int(C.cpu_kernel_count()) {
+		t[C.GoString(C.cpu_kernel_name(C.int(i)))] = C.GoString(C.cpu_kernel_args(C.int(i)))
+	}
+	return t
+}
+
+// BNTrain runs BatchNorm in training (without the ReLU).
+func BNTrain(l Launch, b BN) error {
+	nc := b.N * b.C * b.HW
+	if err := check(l, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C, len(b.BatchMean), b.C,
+		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
+		return err
+	}
+	C.cpu_bn_train(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.X)), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
+		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.RunningMean)),
+		(*C.float)(fp(b.RunningVar)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.float(b.Momentum))
+	return nil
+}
+
+// BNEval runs BatchNorm with the running statistics (b's BatchMean,
+// BatchVar and Momentum are not used).
+func BNEval(l Launch, b BN) error {
+	nc := b.N * b.C * b.HW
+	if err := check(l, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C,
+		len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
+		return err
+	}
+	C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.X)), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
+		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)),
+		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps))
+	return nil
+}
+
+// BNBwd runs BatchNorm's backward (and the ReLU's before it when ReLUIn).
+func BNBwd(l Launch, b BNGrad) error {
+	nc := b.N * b.C * b.HW
+	if err := check(l, len(b.DY), nc, len(b.X), nc, len(b.DX), nc, len(b.Gamma), b.C, len(b.BatchMean), b.C,
+		len(b.BatchVar), b.C, len(b.DGamma), b.C, len(b.DBeta), b.C); err != nil {
+		return err
+	}
+	C.cpu_bn_bwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.DY)), (*C.float)(fp(b.X)), (*C.float)(fp(b.Gamma)),
+		(*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.DX)), (*C.float)(fp(b.DGamma)),
+		(*C.float)(fp(b.DBeta)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), b2i(b.ReLUIn))
+	return nil
+}
+
+// ReLUFwd writes y = max(x, 0) (a NaN stays NaN).
+func ReLUFwd(l Launch, x, y []float32) error {
+	if err := check(l, len(y), len(x)); err != nil {
+		return err
+	}
+	C.cpu_relu_fwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(x)), (*C.float)(fp(y)), C.int64_t(len(x)))
+	return nil
+}
+
+// ReLUBwd writes dx = dy where y > 0, else 0.
+func ReLUBwd(l Launch, dy, y, dx []float32) error {
+	if err := check(l, len(y), len(dy), len(dx), len(dy)); err != nil {
+		return err
+	}
+	C.cpu_relu_bwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(dy)), (*C.float)(fp(y)), (*C.float)(fp(dx)), C.int64_t(len(dy)))
+	return nil
+}
+
+// Add writes y = a + b (y may be a).
+func Add(l Launch, a, b, y []float32) error {
+	if err := check(l, len(b), len(a), len(y), len(a)); err != nil {
+		return err
+	}
+	C.cpu_add(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(a)), (*C.float)(fp(b)), (*C.float)(fp(y)), C.int64_t(len(a)))
+	return nil
+}
+
+// BiasAct adds bias[(i/hw)%c] to y (unless bias is nil), then applies the
+// ReLU when relu, in place.
+func BiasAct(l Launch, y, bias []float32, c, hw int, relu bool) error {
+	if c < 1 || hw < 1 {
+		return fmt.Errorf("kernels: bias_act over %d channels of %d, want both ≥ 1", c, hw)
+	}
+	if bias != nil {
+		if err := check(l, len(bias), c); err != nil {
+			return err
+		}
+	} else if err := check(l); err != nil {
+		return err
+	}
+	C.cpu_bias_act(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(y)), (*C.float)(fp(bias)), C.int64_t(len(y)),
+		C.int32_t(c), C.int32_t(hw), b2i(relu))
+	return nil
+}
+
+// BiasGrad writes db[ch] = the sum of dy (n×c×hw) over n and hw.
+func BiasGrad(l Launch, dy, db []float32, n, c, hw int) error {
+	if err := check(l, len(dy), n*c*hw, len(db), c); err != nil {
+		return err
+	}
+	C.cpu_bias_grad(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(dy)), (*C.float)(fp(db)), C.int32_t(n), C.int32_t(c), C.int32_t(hw))
+	return nil
+}
+
+func (p Pool) dims() (*C.int32_t, error) {
+	for _, v := range []int{p.N, p.C, p.H, p.W, p.OH, p.OW, p.KH, p.KW, p.SH, p.SW} {
+		if v < 1 {
+			return nil, fmt.Errorf("kernels: pool %+v: sizes, windows and strides must be ≥ 1", p)
+		}
+	}
+	if p.PH < 0 || p.PW < 0 {
+		return nil, fmt.Errorf("kernels: pool %+v: negative padding", p)
+	}
+	d := (*[13]C.int32_t)(C.malloc(13 * 4))
+	for i, v := range []int{p.N, p.C, p.H, p.W, p.OH, p.OW, p.KH, p.KW, p.SH, p.SW, p.PH, p.PW, int(b2i(p.ExcludePad))} {
+		d[i] = C.int32_t(v)
+	}
+	return &d[0], nil
+}
+
+// MaxPoolFwd writes each window's maximum to y and its index in the
+// input's plane to arg.
+func MaxPoolFwd(l Launch, x, y []float32, arg []int32, p Pool) error {
+	if err := check(l, len(x), p.in(), len(y), p.out(), len(arg), p.out()); err != nil {
+		return err
+	}
+	d, err := p.dims()
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(d))
+	C.cpu_maxpool_fwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(x)), (*C.float)(fp(y)), (*C.int32_t)(fp(arg)), d)
+	return nil
+}
+
+// MaxPoolBwd writes dx from dy and MaxPoolFwd's arg (a gather).
+func MaxPoolBwd(l Launch, dy []float32, arg []int32, dx []float32, p Pool) error {
+	if err := check(l, len(dy), p.out(), len(arg), p.out(), len(dx), p.in()); err != nil {
+		return err
+	}
+	d, err := p.dims()
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(d))
+	C.cpu_maxpool_bwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(dy)), (*C.int32_t)(fp(arg)), (*C.float)(fp(dx)), d)
+	return nil
+}
+
+// AvgPoolFwd writes each window's average to y.
+func AvgPoolFwd(l Launch, x, y []float32, p Pool) error {
+	if err := check(l, len(x), p.in(), len(y), p.out()); err != nil {
+		return err
+	}
+	d, err := p.dims()
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(d))
+	C.cpu_avgpool_fwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(x)), (*C.float)(fp(y)), d)
+	return nil
+}
+
+// AvgPoolBwd writes dx from dy (a gather).
+func AvgPoolBwd(l Launch, dy, dx []float32, p Pool) error {
+	if err := check(l, len(dy), p.out(), len(dx), p.in()); err != nil {
+		return err
+	}
+	d, err := p.dims()
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(d))
+	C.cpu_avgpool_bwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(dy)), (*C.float)(fp(dx)), d)
+	return nil
+}
+
+// EMAUpdate folds v into the average avg with decay (first: copies v).
+func EMAUpdate(l Launch, avg, v []float32, decay float32, first bool) error {
+	if err := check(l, len(v), len(avg)); err != nil {
+		return err
+	}
+	C.cpu_ema_update(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(avg)), (*C.float)(fp(v)), C.int64_t(len(avg)),
+		C.float(decay), b2i(first))
+	return nil
+}
+
+// SwapF32 exchanges a and b.
+func SwapF32(l Launch, a, b []float32) error {
+	if err := check(l, len(b), len(a)); err != nil {
+		return err
+	}
+	C.cpu_swap_f32(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(a)), (*C.float)(fp(b)), C.int64_t(len(a)))
+	return nil
+}
+
+// CopyF32 copies src to dst.
+func CopyF32(l Launch, src, dst []float32) error {
+	if err := check(l, len(dst), len(src)); err != nil {
+		return err
+	}
+	C.cpu_copy_f32(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(src)), (*C.float)(fp(dst)), C.int64_t(len(src)))
+	return nil
+}
+
+// FillF32 sets every element of v to value.
+func FillF32(l Launch, v []float32, value float32) error {
+	if err := check(l); err != nil {
+		return err
+	}
+	C.cpu_fill_f32(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(v)), C.int64_t(len(v)), C.float(value))
 	return nil
 }

@@ -303,15 +303,18 @@ KERNEL ce_sums(const float *rowstat, i32 n, double *sums) {
 
 DEVICE float relu_f(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }
 
-/* relu_bn_train: y = gamma*(r - mean)/sqrt(var + eps) + beta with r =
- * ReLU(x), x NCHW, the batch's mean and biased variance per channel (in
- * double, as the reference backend), written to bmean and bvar; the
- * running statistics updated as train.BatchNorm2D does:
- *   running = (1-m)*running + m*batch, the variance unbiased by cnt/(cnt-1).
- * One block per channel. */
-KERNEL relu_bn_train(const float *x, float *y, const float *gamma, const float *beta,
-		     float *bmean, float *bvar, float *rmean, float *rvar,
-		     i32 n, i32 c, i32 hw, float eps, float momentum) {
+/* act_f: v, or relu_f(v) when relu != 0. */
+DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
+
+/* bn_train_body: y = gamma*(r - mean)/sqrt(var + eps) + beta with r =
+ * ReLU(x) when relu != 0, else r = x; x NCHW, the batch's mean and biased
+ * variance per channel (in double, as the reference backend), written to
+ * bmean and bvar; the running statistics updated as train.BatchNorm2D
+ * does: running = (1-m)*running + m*batch, the variance unbiased by
+ * cnt/(cnt-1). One block per channel. */
+DEVICE void bn_train_body(const float *x, float *y, const float *gamma, const float *beta,
+			  float *bmean, float *bvar, float *rmean, float *rvar,
+			  i32 n, i32 c, i32 hw, float eps, float momentum, int relu) {
 	SHARED double sh[MAXB];
 	SHARED double mean, invsd;
 	const i64 cnt = (i64)n * hw;
@@ -319,7 +322,7 @@ KERNEL relu_bn_train(const float *x, float *y, const float *gamma, const float *
 		THREADS(t)
 		double s = 0;
 		for (i64 i = t; i < cnt; i += BLOCK_DIM)
-			s += relu_f(x[((i / hw) * c + ch) * hw + i % hw]);
+			s += act_f(x[((i / hw) * c + ch) * hw + i % hw], relu);
 		sh[t] = s;
 		END_THREADS
 		SYNC
@@ -332,7 +335,7 @@ KERNEL relu_bn_train(const float *x, float *y, const float *gamma, const float *
 		THREADS(t)
 		double s = 0;
 		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
-			double d = relu_f(x[((i / hw) * c + ch) * hw + i % hw]) - mean;
+			double d = act_f(x[((i / hw) * c + ch) * hw + i % hw], relu) - mean;
 			s += d * d;
 		}
 		sh[t] = s;
@@ -357,9 +360,297 @@ KERNEL relu_bn_train(const float *x, float *y, const float *gamma, const float *
 		const double g = gamma[ch], b = beta[ch];
 		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
 			i64 at = ((i / hw) * c + ch) * hw + i % hw;
-			y[at] = (float)(g * (relu_f(x[at]) - mean) * invsd + b);
+			y[at] = (float)(g * (act_f(x[at], relu) - mean) * invsd + b);
 		}
 		END_THREADS
 		SYNC
 	}
+}
+
+/* relu_bn_train: ReLU then BatchNorm in training (bn_train_body). */
+KERNEL relu_bn_train(const float *x, float *y, const float *gamma, const float *beta,
+		     float *bmean, float *bvar, float *rmean, float *rvar,
+		     i32 n, i32 c, i32 hw, float eps, float momentum) {
+	bn_train_body(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, 1);
+}
+
+/* bn_train: BatchNorm in training without the ReLU (bn_train_body). */
+KERNEL bn_train(const float *x, float *y, const float *gamma, const float *beta,
+		float *bmean, float *bvar, float *rmean, float *rvar,
+		i32 n, i32 c, i32 hw, float eps, float momentum) {
+	bn_train_body(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, 0);
+}
+
+/* bn_eval: BatchNorm with the running statistics, as the reference
+ * backend's eval Forward: y = gamma*(x - mean)*invsd + beta in double,
+ * invsd = 1/sqrt(var + eps), mean and var the float32 running statistics. */
+KERNEL bn_eval(const float *x, float *y, const float *gamma, const float *beta,
+	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps) {
+	FOR_EACH(i, (i64)n * c * hw) {
+		i64 ch = (i / hw) % c;
+		const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
+		const double g = gamma[ch], b = beta[ch];
+		y[i] = (float)(g * ((double)x[i] - m) * invsd + b);
+	}
+}
+
+/* bn_bwd: BatchNorm's backward after bn_train (relu_in = 0) or
+ * relu_bn_train (relu_in != 0: x is the input before the ReLU; x-hat is
+ * computed from relu(x) and dx is 0 where the ReLU masked, x > 0 false),
+ * as the reference backend's BatchNorm (and ReLU) backward, from the
+ * batch's float32 mean and biased variance the forward wrote:
+ *   x-hat = (r - mean)*invsd, invsd = 1/sqrt(var + eps)
+ *   dbeta = sum dy, dgamma = sum dy*x-hat  (double, tree order)
+ *   dx = gamma*invsd*(dy - dbeta/M - x-hat*dgamma/M), M = n*hw.
+ * One block per channel. */
+KERNEL bn_bwd(const float *dy, const float *x, const float *gamma, const float *bmean, const float *bvar,
+	      float *dx, float *dgamma, float *dbeta, i32 n, i32 c, i32 hw, float eps, i32 relu_in) {
+	SHARED double sh[2 * MAXB];
+	SHARED double g1, g2;
+	const i64 cnt = (i64)n * hw;
+	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
+		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
+		THREADS(t)
+		double sdy = 0, sdyx = 0;
+		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
+			i64 at = ((i / hw) * c + ch) * hw + i % hw;
+			double g = dy[at];
+			sdy += g;
+			sdyx += g * ((double)act_f(x[at], relu_in) - m) * inv;
+		}
+		sh[t] = sdy;
+		sh[MAXB + t] = sdyx;
+		END_THREADS
+		SYNC
+		reduce_sum_d(sh);
+		reduce_sum_d(sh + MAXB);
+		THREADS(t)
+		if (t == 0) {
+			dbeta[ch] = (float)sh[0];
+			dgamma[ch] = (float)sh[MAXB];
+			g1 = sh[0] / (double)cnt;
+			g2 = sh[MAXB] / (double)cnt;
+		}
+		END_THREADS
+		SYNC
+		THREADS(t)
+		const double k = (double)gamma[ch] * inv;
+		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
+			i64 at = ((i / hw) * c + ch) * hw + i % hw;
+			float v = x[at];
+			if (relu_in && !(v > 0.0f)) {
+				dx[at] = 0.0f;
+				continue;
+			}
+			double xh = ((double)act_f(v, relu_in) - m) * inv;
+			dx[at] = (float)(k * ((double)dy[at] - g1 - xh * g2));
+		}
+		END_THREADS
+		SYNC
+	}
+}
+
+/* ---- element-wise ---- */
+
+/* relu_fwd: y = max(x, 0); a NaN stays NaN (Go's max, the reference). */
+KERNEL relu_fwd(const float *x, float *y, i64 n) {
+	FOR_EACH(i, n) y[i] = relu_f(x[i]);
+}
+
+/* relu_bwd: dx = dy where y > 0, else 0. y = relu_f(x), so y > 0 exactly
+ * where x > 0: the reference's ReLU backward (mask x > 0) and its conv's
+ * fused ReLU (mask y > 0) in one. */
+KERNEL relu_bwd(const float *dy, const float *y, float *dx, i64 n) {
+	FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* add: y = a + b (y may be a or b). */
+KERNEL add(const float *a, const float *b, float *y, i64 n) {
+	FOR_EACH(i, n) y[i] = a[i] + b[i];
+}
+
+/* bias_act: in place, y += bias[(i/hw) % c] (when bias is not NULL), then
+ * relu_f when relu != 0: the bias and fused ReLU after a convolution
+ * (hw = H*W) or a matrix product (hw = 1, c = the outputs). One float32
+ * addition after the product's rounding (the reference adds the bias in
+ * its double accumulator). */
+KERNEL bias_act(float *y, const float *bias, i64 n, i32 c, i32 hw, i32 relu) {
+	FOR_EACH(i, n) {
+		float v = y[i];
+		if (bias)
+			v = v + bias[(i / hw) % c];
+		y[i] = relu ? relu_f(v) : v;
+	}
+}
+
+/* bias_grad: db[ch] = the sum of dy over n and hw, in double (tree order),
+ * as the reference's conv and linear backward. One block per channel. */
+KERNEL bias_grad(const float *dy, float *db, i32 n, i32 c, i32 hw) {
+	SHARED double sh[MAXB];
+	const i64 cnt = (i64)n * hw;
+	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
+		THREADS(t)
+		double s = 0;
+		for (i64 i = t; i < cnt; i += BLOCK_DIM)
+			s += dy[((i / hw) * c + ch) * hw + i % hw];
+		sh[t] = s;
+		END_THREADS
+		SYNC
+		reduce_sum_d(sh);
+		THREADS(t)
+		if (t == 0)
+			db[ch] = (float)sh[0];
+		END_THREADS
+		SYNC
+	}
+}
+
+/* ---- pooling (windows of kh x kw, stride sh x sw, padding ph x pw) ---- */
+
+/* maxpool_fwd: one thread per output; y = the window's maximum over its
+ * valid elements, arg = its index in the h*w plane. As the reference: the
+ * first valid element in row-major order, then any strictly greater (so a
+ * NaN wins only as the first; a tie keeps the first). A window without a
+ * valid element gives -inf and arg -1. */
+KERNEL maxpool_fwd(const float *x, float *y, i32 *arg, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
+		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw) {
+	FOR_EACH(o, (i64)n * c * oh * ow) {
+		const i64 pl = o / ((i64)oh * ow);
+		const i32 yo = (i32)((o / ow) % oh), xo = (i32)(o % ow);
+		const i32 y0 = yo * sh - ph, x0 = xo * sw - pw;
+		const float *src = x + pl * h * w;
+		float best = neg_inf();
+		i32 a = -1;
+		for (i32 ky = y0; ky < y0 + kh; ky++) {
+			if (ky < 0 || ky >= h)
+				continue;
+			for (i32 kx = x0; kx < x0 + kw; kx++) {
+				if (kx < 0 || kx >= w)
+					continue;
+				float v = src[ky * w + kx];
+				if (a < 0 || v > best) {
+					best = v;
+					a = ky * w + kx;
+				}
+			}
+		}
+		y[o] = best;
+		arg[o] = a;
+	}
+}
+
+/* pool_range: the outputs along one axis whose window covers input index
+ * i: [*lo, *hi) within [0, on). */
+DEVICE void pool_range(i32 i, i32 k, i32 s, i32 p, i32 on, i32 *lo, i32 *hi) {
+	/* output o covers i when o*s - p <= i < o*s - p + k */
+	i32 a = i + p - k + 1; /* o*s >= a */
+	i32 l = a <= 0 ? 0 : (a + s - 1) / s;
+	i32 h = (i + p) / s + 1; /* o*s <= i + p; i + p >= 0 */
+	*lo = l;
+	*hi = h < on ? h : on;
+}
+
+/* maxpool_bwd: one thread per input, a gather (no atomics): dx = the sum of
+ * dy over the outputs whose window covers the input and chose it (arg), in
+ * the outputs' order, from 0 in float32: the reference's scatter order. */
+KERNEL maxpool_bwd(const float *dy, const i32 *arg, float *dx, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
+		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw) {
+	FOR_EACH(i, (i64)n * c * h * w) {
+		const i64 pl = i / ((i64)h * w);
+		const i32 p = (i32)(i % ((i64)h * w));
+		const i32 iy = p / w, ix = p % w;
+		i32 ylo, yhi, xlo, xhi;
+		pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
+		pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+		const float *g = dy + pl * oh * ow;
+		const i32 *a = arg + pl * oh * ow;
+		float s = 0.0f;
+		for (i32 yo = ylo; yo < yhi; yo++)
+			for (i32 xo = xlo; xo < xhi; xo++)
+				if (a[yo * ow + xo] == p)
+					s += g[yo * ow + xo];
+		dx[i] = s;
+	}
+}
+
+/* pool_div: the reference's divisor of output (yo, xo): kh*kw, or with
+ * exclude_pad the window's valid elements (count_include_pad=False). */
+DEVICE i32 pool_div(i32 yo, i32 xo, i32 h, i32 w, i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw, i32 exclude_pad) {
+	if (!exclude_pad)
+		return kh * kw;
+	const i32 y0 = yo * sh - ph, x0 = xo * sw - pw;
+	const i32 ylo = y0 > 0 ? y0 : 0, yhi = y0 + kh < h ? y0 + kh : h;
+	const i32 xlo = x0 > 0 ? x0 : 0, xhi = x0 + kw < w ? x0 + kw : w;
+	return (yhi > ylo ? yhi - ylo : 0) * (xhi > xlo ? xhi - xlo : 0);
+}
+
+/* avgpool_fwd: one thread per output: the window's valid elements summed
+ * in double (row-major), divided by pool_div in double, as the reference. */
+KERNEL avgpool_fwd(const float *x, float *y, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
+		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw, i32 exclude_pad) {
+	FOR_EACH(o, (i64)n * c * oh * ow) {
+		const i64 pl = o / ((i64)oh * ow);
+		const i32 yo = (i32)((o / ow) % oh), xo = (i32)(o % ow);
+		const i32 y0 = yo * sh - ph, x0 = xo * sw - pw;
+		const float *src = x + pl * h * w;
+		double s = 0;
+		for (i32 ky = y0; ky < y0 + kh; ky++) {
+			if (ky < 0 || ky >= h)
+				continue;
+			for (i32 kx = x0; kx < x0 + kw; kx++)
+				if (kx >= 0 && kx < w)
+					s += src[ky * w + kx];
+		}
+		y[o] = (float)(s / (double)pool_div(yo, xo, h, w, kh, kw, sh, sw, ph, pw, exclude_pad));
+	}
+}
+
+/* avgpool_bwd: one thread per input, a gather: dx = the sum over the
+ * outputs whose window covers the input of dy/div in float32, in the
+ * outputs' order from 0, as the reference's scatter. */
+KERNEL avgpool_bwd(const float *dy, float *dx, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
+		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw, i32 exclude_pad) {
+	FOR_EACH(i, (i64)n * c * h * w) {
+		const i64 pl = i / ((i64)h * w);
+		const i32 p = (i32)(i % ((i64)h * w));
+		const i32 iy = p / w, ix = p % w;
+		i32 ylo, yhi, xlo, xhi;
+		pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
+		pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+		const float *g = dy + pl * oh * ow;
+		float s = 0.0f;
+		for (i32 yo = ylo; yo < yhi; yo++)
+			for (i32 xo = xlo; xo < xhi; xo++)
+				s += g[yo * ow + xo] / (float)pool_div(yo, xo, h, w, kh, kw, sh, sw, ph, pw, exclude_pad);
+		dx[i] = s;
+	}
+}
+
+/* ---- weights ---- */
+
+/* ema_update: first: avg = v; else avg = d*avg + r*v in float32 as
+ * train.EMA's update, d = decay and r = 1 - decay. train.EMA rounds its
+ * float64 decay to d and 1-decay to r; from the float32 decay here r is
+ * (float)(1 - (double)decay), which is train.EMA's r whenever the decay
+ * is a float32 (0.5, 0.75, ...), within an ulp of it otherwise. */
+KERNEL ema_update(float *avg, const float *v, i64 n, float decay, i32 first) {
+	const float r = (float)(1.0 - (double)decay);
+	FOR_EACH(i, n) avg[i] = first ? v[i] : decay * avg[i] + r * v[i];
+}
+
+/* swap_f32: exchanges a and b (train.EMA's Swap). */
+KERNEL swap_f32(float *a, float *b, i64 n) {
+	FOR_EACH(i, n) {
+		float t = a[i];
+		a[i] = b[i];
+		b[i] = t;
+	}
+}
+
+KERNEL copy_f32(const float *src, float *dst, i64 n) {
+	FOR_EACH(i, n) dst[i] = src[i];
+}
+
+KERNEL fill_f32(float *v, i64 n, float value) {
+	FOR_EACH(i, n) v[i] = value;
 }

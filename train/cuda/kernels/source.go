@@ -11,7 +11,19 @@
 // _amp_foreach_non_finite_check_and_unscale_), softmax cross-entropy with
 // label smoothing (gradient and per-row loss, top-1, top-5, then their
 // per-batch sums in double), and ReLU then BatchNorm in training
-// (ThinNet's order), updating the running statistics.
+// (ThinNet's order), updating the running statistics. Around the
+// convolutions and matrix products of cuDNN and cuBLAS, as the reference
+// backend computes them: ReLU forward and backward, add, bias and fused
+// ReLU in place, the bias gradient (per channel, in double), BatchNorm in
+// training without the ReLU, in evaluation, and its backward (with the
+// ReLU before it in the same pass after relu_bn_train), max pooling (the
+// argmax kept) and average pooling (both divisor rules), their backward
+// as gathers over the inputs (deterministic, no atomics), and the EMA
+// update, swap, copy and fill of flat weight buffers.
+//
+// Each kernel runs on the CPU by a typed function (ReLUFwd, BNBwd, ...) or
+// by name with the GPU's 8-byte argument slots (LaunchCPU: cpu.c's
+// dispatch table, checked against kernels.cu's signatures).
 //
 // What the two compilers share is a subset described at the top of
 // kernels.cu; prelude_gpu.h and prelude_cpu.h give its macros their two
@@ -79,9 +91,29 @@ var Kernels = []Kernel{
 	{"ce_loss", PerRow},
 	{"ce_sums", Single},
 	{"relu_bn_train", PerChannel},
+	{"bn_train", PerChannel},
+	{"bn_eval", Elementwise},
+	{"bn_bwd", PerChannel},
+	{"relu_fwd", Elementwise},
+	{"relu_bwd", Elementwise},
+	{"add", Elementwise},
+	{"bias_act", Elementwise},
+	{"bias_grad", PerChannel},
+	{"maxpool_fwd", Elementwise}, // over the outputs
+	{"maxpool_bwd", Elementwise}, // over the inputs (a gather)
+	{"avgpool_fwd", Elementwise},
+	{"avgpool_bwd", Elementwise},
+	{"ema_update", Elementwise},
+	{"swap_f32", Elementwise},
+	{"copy_f32", Elementwise},
+	{"fill_f32", Elementwise},
 }
 
 var kernelDef = regexp.MustCompile(`(?m)^KERNEL (\w+)\(`)
+
+// Names returns the names of the kernels kernels.cu defines (its KERNEL
+// definitions), in the source's order.
+func Names() []string { return defined() }
 
 // defined returns the kernels kernels.cu defines, in order.
 func defined() []string {

@@ -4,8 +4,9 @@
 // parameters and, for the return and each parameter, the same ABI class
 // (pointer; integer or enum of the same size; floating point of the same
 // size). A handle declared void * against CUcontext, an enum declared int:
-// the same class, as intended. Any mismatch is a compile error naming the
-// symbol. Built by probe.sh with g++ -std=c++17 and the headers found
+// the same class, as intended. consts.h's and consts_dnn.h's values and
+// gpu.h's copy of cuDNN's AlgoPerf layout are static_asserted too. Any
+// mismatch is a compile error naming the symbol. Built by probe.sh with g++ -std=c++17 and the headers found
 // there; never part of `go build` (no Go file in this directory).
 #include <cstddef>
 #include <cstdio>
@@ -107,6 +108,30 @@ constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
 #define FASTER_CUDA_CONST(name, value) static_assert(int(name) == value, "consts.h: " #name " is not " #value);
 #include "../consts.h"
 #undef FASTER_CUDA_CONST
+#endif
+
+// consts_dnn.h: cuDNN's, cuBLAS's and the stream flag's values.
+#if defined(FASTER_PROBE_DRIVER) && defined(FASTER_PROBE_CUBLAS) && defined(FASTER_PROBE_CUDNN)
+#define FASTER_CUDA_CONST(name, value) static_assert(int(name) == value, "consts_dnn.h: " #name " is not " #value);
+#include "../consts_dnn.h"
+#undef FASTER_CUDA_CONST
+#endif
+
+// gpu.h's faster_conv_perf is the layout of cuDNN's three AlgoPerf structs.
+#ifdef FASTER_PROBE_CUDNN
+#include <cstddef>
+#include "../gpu.h"
+#define PERF_LAYOUT(T)                                                                                                 \
+	static_assert(sizeof(T) == sizeof(faster_conv_perf), "gpu.h: faster_conv_perf is not the size of " #T);        \
+	static_assert(offsetof(T, algo) == offsetof(faster_conv_perf, algo), #T ".algo moved");                        \
+	static_assert(offsetof(T, status) == offsetof(faster_conv_perf, status), #T ".status moved");                  \
+	static_assert(offsetof(T, time) == offsetof(faster_conv_perf, time), #T ".time moved");                        \
+	static_assert(offsetof(T, memory) == offsetof(faster_conv_perf, memory), #T ".memory moved");                  \
+	static_assert(offsetof(T, determinism) == offsetof(faster_conv_perf, determinism), #T ".determinism moved");   \
+	static_assert(offsetof(T, mathType) == offsetof(faster_conv_perf, math_type), #T ".mathType moved");
+PERF_LAYOUT(cudnnConvolutionFwdAlgoPerf_t)
+PERF_LAYOUT(cudnnConvolutionBwdDataAlgoPerf_t)
+PERF_LAYOUT(cudnnConvolutionBwdFilterAlgoPerf_t)
 #endif
 
 int main() {

@@ -1,0 +1,85 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/traintest"
+)
+
+// twinBackend opens the backend over the CPU twin for one test; its Cleanup
+// checks that every op and state released its memory before the backend
+// closes (the ops' Close and State.Release free what they own).
+func twinBackend(t *testing.T) *Backend {
+	t.Helper()
+	b, err := OpenTwin(train.BackendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b.(*Backend)
+}
+
+func TestTwinLayers(t *testing.T)    { traintest.RunLayers(t, twinBackend(t)) }
+func TestTwinTorchStep(t *testing.T) { traintest.RunTorchStep(t, twinBackend(t)) }
+func TestTwinResNet18(t *testing.T)  { traintest.RunResNet18(t, twinBackend(t)) }
+func TestTwinPrecision(t *testing.T) { traintest.RunPrecision(t, OpenTwin) }
+
+func TestTwinNames(t *testing.T) {
+	b := twinBackend(t)
+	if b.Name() != "cuda" || train.DeviceOf(b) != "cuda-twin" {
+		t.Errorf("twin: name %q device %q, want cuda, cuda-twin", b.Name(), train.DeviceOf(b))
+	}
+	if p, native := b.Precision(); p != train.Float32 || !native {
+		t.Errorf("precision %v native %v, want fp32 native", p, native)
+	}
+	if c := b.TuneChoices(); len(c) != 0 {
+		t.Errorf("the twin made tuning choices: %+v", c)
+	}
+	n, ok, err := train.MemoryBudget(b)
+	if err != nil || !ok || n != twinMemory-memoryReserve {
+		t.Errorf("memory budget %d %v %v, want %d", n, ok, err, twinMemory-memoryReserve)
+	}
+}
+
+// Device option parsing, and what the backend refuses by name.
+func TestParseDevice(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{{"", 0, true}, {"cuda", 0, true}, {"cuda:0", 0, true}, {"cuda:3", 3, true},
+		{"cpu", 0, false}, {"cuda:", 0, false}, {"cuda:-1", 0, false}, {"cuda:01", 0, false}, {"cuda:x", 0, false}, {"gpu:0", 0, false}} {
+		n, err := ParseDevice(c.in)
+		if c.ok && (err != nil || n != c.want) {
+			t.Errorf("ParseDevice(%q) = %d, %v; want %d", c.in, n, err, c.want)
+		}
+		if !c.ok && !errors.Is(err, train.ErrDevice) {
+			t.Errorf("ParseDevice(%q) = %d, %v; want ErrDevice", c.in, n, err)
+		}
+	}
+	if _, err := train.Open("cuda", train.BackendOptions{Device: "cpu"}); !errors.Is(err, train.ErrDevice) {
+		t.Errorf("Open(cuda, cpu): %v, want ErrDevice", err)
+	}
+	if _, err := OpenTwin(train.BackendOptions{Precision: 7}); !errors.Is(err, train.ErrUnsupported) || !strings.Contains(err.Error(), "Precision(7)") {
+		t.Errorf("OpenTwin(Precision(7)): %v, want ErrUnsupported naming it", err)
+	}
+}
+
+// On a machine without a driver, Open("cuda") fails with the LoadError
+// naming the driver's soname.
+func TestOpenBackendWithoutDriver(t *testing.T) {
+	b, err := train.Open("cuda", train.BackendOptions{})
+	if err == nil {
+		b.Close()
+		t.Skip("this machine has a driver")
+	}
+	var le *LoadError
+	if !errors.As(err, &le) || !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "libcuda.so.1") {
+		t.Fatalf("Open(cuda) without a driver: %v, want a *LoadError naming libcuda.so.1", err)
+	}
+}

@@ -1,0 +1,22 @@
+/* consts_dnn.h: the enum values of cuDNN 9, cuBLAS 13 and the driver's
+ * stream flags that the backend's GPU machine passes, as the headers define
+ * them, each with the header it comes from:
+ *   FASTER_CUDA_CONST(name, value)
+ * consts.go's dnnConsts has the same (a test checks); probe/probe.cpp
+ * static_asserts each against the real headers (cudnn.h, cublas_v2.h). */
+/* cudnn_graph.h (cuDNN 9): cudnnStatus_t, cudnnTensorFormat_t,
+ * cudnnDataType_t, cudnnMathType_t */
+FASTER_CUDA_CONST(CUDNN_STATUS_SUCCESS, 0)
+FASTER_CUDA_CONST(CUDNN_TENSOR_NCHW, 0)
+FASTER_CUDA_CONST(CUDNN_DATA_FLOAT, 0)
+FASTER_CUDA_CONST(CUDNN_DEFAULT_MATH, 0)
+FASTER_CUDA_CONST(CUDNN_FMA_MATH, 3)
+/* cudnn_cnn.h (cuDNN 9): cudnnConvolutionMode_t */
+FASTER_CUDA_CONST(CUDNN_CROSS_CORRELATION, 1)
+/* cublas_api.h (CUDA 13): cublasStatus_t, cublasOperation_t, cublasMath_t */
+FASTER_CUDA_CONST(CUBLAS_STATUS_SUCCESS, 0)
+FASTER_CUDA_CONST(CUBLAS_OP_N, 0)
+FASTER_CUDA_CONST(CUBLAS_OP_T, 1)
+FASTER_CUDA_CONST(CUBLAS_DEFAULT_MATH, 0)
+/* cuda.h (CUDA 13): CUstream_flags */
+FASTER_CUDA_CONST(CU_STREAM_DEFAULT, 0)

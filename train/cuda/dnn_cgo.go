@@ -1,0 +1,211 @@
+//go:build cgo
+
+package cuda
+
+/*
+#include <stdlib.h>
+#include "dl.h"
+#include "calls.h"
+#include "gpu.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/faster-training/faster/train"
+)
+
+// dnn is the convolutions (cuDNN's legacy API) and products (cuBLAS) of a
+// machine, through gpu.c: the GPU machine's, and in a test a twin's whose
+// cuDNN and cuBLAS are stand-ins built on the CPU. host is the memory and
+// context they run in.
+type dnn struct {
+	host     dnnHost
+	cudnn    unsafe.Pointer
+	cublas   unsafe.Pointer
+	autotune bool // cudnnFind…AlgorithmEx (cudnn.benchmark) instead of the heuristics
+	math     int  // cuDNN's math type
+	ws       uint64
+	wsSize   int
+	// algos are the algorithms chosen by shape and direction: a shape
+	// seen before (by any op) is not chosen again; choices are
+	// autotune's, for Tuner.
+	algos   map[string]algo
+	choices []train.TuneChoice
+}
+
+// open makes the stream and the handles (faster_gpu_setup: cuStreamCreate,
+// cudnnCreate + cudnnSetStream, cublasCreate_v2 + cublasSetStream_v2 +
+// cublasSetMathMode) in the host's context and returns the stream.
+func (m *dnn) open() (stream unsafe.Pointer, err error) {
+	err = m.host.do(func() error {
+		var call *C.char
+		if r := C.faster_gpu_setup(&stream, &m.cudnn, &m.cublas, C.int(cublasDefaultMath), &call); r != 0 {
+			return dnnError(C.GoString(call), r)
+		}
+		return nil
+	})
+	return stream, err
+}
+
+// dnnHost is what dnn needs of its machine.
+type dnnHost interface {
+	do(func() error) error // with the device's context current
+	alloc(bytes int) (uint64, error)
+	free(p uint64)
+	sync() error
+}
+
+// algo is one chosen convolution algorithm and its workspace.
+type algo struct {
+	id int
+	ws int
+}
+
+// findWorkspace is the workspace cudnnFind…AlgorithmEx may measure
+// algorithms in (PyTorch lets cudnn.benchmark try what fits free memory;
+// a fixed cap keeps a plan's memory known).
+const findWorkspace = 256 << 20
+
+// dnnError is a failed cuDNN or cuBLAS call.
+func dnnError(call string, code C.int) error {
+	if code == 0 {
+		return nil
+	}
+	name := "error"
+	if code > 0 && loaded(CUDNN) && len(call) >= 5 && call[:5] == "cudnn" {
+		name = C.GoString(C.call_cudnnGetErrorString(code))
+	}
+	return &Error{Call: call, Code: int(code), Name: name}
+}
+
+// workspace grows the shared workspace to n bytes (after the queued work
+// that may use the old one).
+func (m *dnn) workspace(n int) (uint64, error) {
+	if n <= m.wsSize && m.ws != 0 {
+		return m.ws, nil
+	}
+	if m.ws != 0 {
+		if err := m.host.sync(); err != nil {
+			return 0, err
+		}
+		m.host.free(m.ws)
+		m.ws, m.wsSize = 0, 0
+	}
+	p, err := m.host.alloc(n)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: convolution workspace of %d bytes: %w", n, err)
+	}
+	m.ws, m.wsSize = p, n
+	return p, nil
+}
+
+func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
+	cs, _ := c.state.(*C.struct_faster_conv)
+	err := m.host.do(func() error {
+		var call *C.char
+		if cs == nil {
+			cs = (*C.struct_faster_conv)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_conv{}))))
+			if r := C.faster_conv_create(cs, C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R),
+				C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(m.math), &call); r != 0 {
+				C.faster_conv_destroy(cs)
+				C.free(unsafe.Pointer(cs))
+				cs = nil
+				return dnnError(C.GoString(call), r)
+			}
+			c.state = cs
+			c.releaseState = func() {
+				m.host.do(func() error {
+					C.faster_conv_destroy(cs)
+					C.free(unsafe.Pointer(cs))
+					return nil
+				})
+			}
+		}
+		if cs.algo[dir] >= 0 {
+			return nil
+		}
+		key := fmt.Sprintf("%s %s math %d", c, dir, m.math)
+		if a, ok := m.algos[key]; ok {
+			cs.algo[dir], cs.ws[dir] = C.int(a.id), C.size_t(a.ws)
+			return nil
+		}
+		var ws uint64
+		var wsBytes int
+		if m.autotune {
+			var err error
+			if ws, err = m.workspace(findWorkspace); err != nil {
+				return err
+			}
+			wsBytes = findWorkspace
+		}
+		var perf [C.FASTER_NPERF]C.struct_faster_conv_perf
+		var nperf C.int
+		start := time.Now()
+		if r := C.faster_conv_choose(m.cudnn, cs, C.int(dir), b2c(m.autotune), C.ulonglong(a), C.ulonglong(b), C.ulonglong(out),
+			C.ulonglong(ws), C.size_t(wsBytes), &perf[0], &nperf, &call); r != 0 {
+			return fmt.Errorf("%s %s: %w", c, dir, dnnError(C.GoString(call), r))
+		}
+		m.algos[key] = algo{id: int(cs.algo[dir]), ws: int(cs.ws[dir])}
+		if m.autotune {
+			ch := train.TuneChoice{Op: c.String() + " " + dir.String(), Chosen: fmt.Sprintf("algo %d", cs.algo[dir]),
+				Seconds: time.Since(start).Seconds()}
+			for _, p := range perf[:nperf] {
+				k := train.TuneCandidate{Name: fmt.Sprintf("algo %d", p.algo), Seconds: float64(p.time) / 1000}
+				if p.status != cudnnStatusSuccess {
+					k.Err, k.Seconds = dnnError("cudnnFind…AlgorithmEx", p.status).Error(), 0
+				}
+				ch.Candidates = append(ch.Candidates, k)
+			}
+			m.choices = append(m.choices, ch)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ws, err := m.workspace(max(int(cs.ws[dir]), 1))
+	if err != nil {
+		return err
+	}
+	return m.host.do(func() error {
+		var call *C.char
+		if r := C.faster_conv_run(m.cudnn, cs, C.int(dir), C.ulonglong(a), C.ulonglong(b), C.ulonglong(out), C.ulonglong(ws),
+			C.size_t(cs.ws[dir]), &call); r != 0 {
+			return fmt.Errorf("%s %s: %w", c, dir, dnnError(C.GoString(call), r))
+		}
+		return nil
+	})
+}
+
+func op(t bool) C.int {
+	if t {
+		return cublasOpT
+	}
+	return cublasOpN
+}
+
+func (m *dnn) gemm(g gemmArgs) error {
+	return m.host.do(func() error {
+		r := C.faster_sgemm(m.cublas, op(g.TA), op(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), C.ulonglong(g.A),
+			C.int(g.LDA), C.ulonglong(g.B), C.int(g.LDB), C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC))
+		if r != 0 {
+			return fmt.Errorf("cublasSgemm_v2 %dx%dx%d: %w", g.M, g.N, g.K, &Error{Call: "cublasSgemm_v2", Code: int(r), Name: "cublasStatus"})
+		}
+		return nil
+	})
+}
+
+func (m *dnn) tuneChoices() []train.TuneChoice { return slices.Clone(m.choices) }
+
+// releaseWorkspace frees the workspace.
+func (m *dnn) releaseWorkspace() {
+	if m.ws != 0 {
+		m.host.free(m.ws)
+		m.ws, m.wsSize = 0, 0
+	}
+}

@@ -1,0 +1,153 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/traintest"
+)
+
+// The GPU machine's convolutions and products (dnn: gpu.c's descriptors,
+// algorithm choice, workspaces and calls) run here against stand-ins of
+// libcudnn.so.9 and libcublas.so.13 built by gcc (testdata/standin_dnn.c:
+// the real calls' semantics over host memory, every argument checked
+// against the descriptors, twin.c's arithmetic). A twin whose conv and
+// gemm go through dnn must then train exactly as the twin: the same bits,
+// which holds only if gpu.c passes every descriptor, pointer, leading
+// dimension, algorithm and workspace where the libraries take them.
+func TestDNNStandIns(t *testing.T) {
+	if os.Getenv("FASTER_CUDA_DNN_CHILD") == "1" {
+		dnnChild(t)
+		return
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	standin, err := os.ReadFile("testdata/standin_dnn.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^int (\w+)\(`).FindAllStringSubmatch(string(standin), -1) {
+		defined[m[1]] = true
+	}
+	twinC, err := filepath.Abs("twin.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l, lib := range libraries {
+		var src strings.Builder
+		src.WriteString("#include <stddef.h>\n")
+		for _, d := range Decls {
+			if d.Lib != Library(l) || defined[d.Symbol] {
+				continue
+			}
+			ret := "return 0;"
+			if strings.HasPrefix(d.C, "const char *") {
+				ret = `return "stub";`
+			}
+			fmt.Fprintf(&src, "%s { %s }\n", d.C, ret)
+		}
+		stubs := filepath.Join(dir, lib.name+".c")
+		if err := os.WriteFile(stubs, []byte(src.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"-shared", "-fPIC", "-w", "-O1", "-o", filepath.Join(dir, lib.sonames[len(lib.sonames)-1]), stubs}
+		switch Library(l) {
+		case CUDNN:
+			args = append(args, "-DSTANDIN_CUDNN", `-DTWIN_C="`+twinC+`"`, "testdata/standin_dnn.c")
+		case CUBLAS:
+			args = append(args, "-DSTANDIN_CUBLAS", `-DTWIN_C="`+twinC+`"`, "testdata/standin_dnn.c")
+		}
+		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("gcc %s: %v\n%s", lib.name, err, out)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDNNStandIns$", "-test.v")
+	cmd.Env = append(os.Environ(), "FASTER_CUDA_DNN_CHILD=1", "LD_LIBRARY_PATH="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestDNNStandIns") {
+		t.Fatalf("the child did not pass:\n%s", out)
+	}
+	t.Logf("child:\n%s", out)
+}
+
+// standInMachine is the twin with dnn's convolutions and products.
+type standInMachine struct {
+	*twinMachine
+	dnn
+}
+
+func (m *standInMachine) do(f func() error) error { return f() }
+func (m *standInMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
+	return m.dnn.conv(c, dir, a, b, out)
+}
+func (m *standInMachine) gemm(g gemmArgs) error           { return m.dnn.gemm(g) }
+func (m *standInMachine) tuneChoices() []train.TuneChoice { return m.dnn.tuneChoices() }
+func (m *standInMachine) close() error {
+	m.releaseWorkspace()
+	return m.twinMachine.close()
+}
+
+func openStandIn(t *testing.T, o train.BackendOptions) *Backend {
+	t.Helper()
+	if _, err := checkOptions(o); err != nil {
+		t.Fatal(err)
+	}
+	m := &standInMachine{twinMachine: newTwin()}
+	m.dnn = dnn{host: m, autotune: o.Autotune, math: cudnnDefaultMath, algos: map[string]algo{}}
+	if _, err := m.dnn.open(); err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(m, o)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// dnnChild runs in the child process, where the stand-ins are the
+// libraries.
+func dnnChild(t *testing.T) {
+	if !loaded(CUDNN) || !loaded(CUBLAS) {
+		t.Fatalf("stand-ins not loaded: %s", describe(load(), false))
+	}
+	t.Run("layers", func(t *testing.T) { traintest.RunLayers(t, openStandIn(t, train.BackendOptions{})) })
+	t.Run("torch-step", func(t *testing.T) { traintest.RunTorchStep(t, openStandIn(t, train.BackendOptions{})) })
+	for _, autotune := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trainer-autotune-%v", autotune), func(t *testing.T) {
+			b := openStandIn(t, train.BackendOptions{Autotune: autotune})
+			got := trainRun(t, b, 2, "", "")
+			want := trainRun(t, twinBackend(t), 2, "", "")
+			nearLosses(t, got.losses, want.losses, 0)
+			near(t, "weights", got.weights, want.weights, 0)
+			near(t, "momentum", got.velocity, want.velocity, 0)
+			choices := b.TuneChoices()
+			if autotune != (len(choices) > 0) {
+				t.Fatalf("autotune %v: %d choices", autotune, len(choices))
+			}
+			for _, c := range choices {
+				if c.Chosen != "algo 1" || len(c.Candidates) != 2 || c.Candidates[0].Err == "" || c.Candidates[1].Seconds != 0.5e-3 {
+					t.Errorf("%s: chose %q of %+v; want algo 1, algo 0 refused, algo 1 timed 0.5 ms", c.Op, c.Chosen, c.Candidates)
+				}
+			}
+			// SmallThinNet's 4 convolution shapes × 3 directions, each
+			// chosen once over 8 steps, less the first layer's backward
+			// data (no input gradient is asked of it).
+			if autotune && len(choices) != 11 {
+				t.Errorf("%d choices, want 11 (4 shapes × 3 directions − 1)", len(choices))
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+//go:build cgo
+
+/* gpu.c: see gpu.h. */
+#include <string.h>
+
+#include "dl.h"
+#include "gpu.h"
+
+#define FASTER_CUDA_CONST(name, value) enum { name = value };
+#include "consts_dnn.h"
+#undef FASTER_CUDA_CONST
+
+#define TRY(expr, name)                                                                                                \
+	do {                                                                                                           \
+		int r_ = (expr);                                                                                       \
+		if (r_ != 0) {                                                                                         \
+			*call = name;                                                                                  \
+			return r_;                                                                                     \
+		}                                                                                                      \
+	} while (0)
+
+int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
+		       int oh, int ow, int math, const char **call) {
+	memset(c, 0, sizeof *c);
+	c->algo[0] = c->algo[1] = c->algo[2] = -1;
+	TRY(faster_p_cudnnCreateTensorDescriptor(&c->x), "cudnnCreateTensorDescriptor");
+	TRY(faster_p_cudnnCreateTensorDescriptor(&c->y), "cudnnCreateTensorDescriptor");
+	TRY(faster_p_cudnnCreateFilterDescriptor(&c->w), "cudnnCreateFilterDescriptor");
+	TRY(faster_p_cudnnCreateConvolutionDescriptor(&c->conv), "cudnnCreateConvolutionDescriptor");
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, ci, h, w),
+	    "cudnnSetTensor4dDescriptor (x)");
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, co, oh, ow),
+	    "cudnnSetTensor4dDescriptor (y)");
+	/* cudnnSetFilter4dDescriptor takes the data type first, then the format. */
+	TRY(faster_p_cudnnSetFilter4dDescriptor(c->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, co, ci, k, k),
+	    "cudnnSetFilter4dDescriptor");
+	TRY(faster_p_cudnnSetConvolution2dDescriptor(c->conv, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
+						     CUDNN_DATA_FLOAT),
+	    "cudnnSetConvolution2dDescriptor");
+	TRY(faster_p_cudnnSetConvolutionMathType(c->conv, math), "cudnnSetConvolutionMathType");
+	return 0;
+}
+
+void faster_conv_destroy(struct faster_conv *c) {
+	if (c->x)
+		faster_p_cudnnDestroyTensorDescriptor(c->x);
+	if (c->y)
+		faster_p_cudnnDestroyTensorDescriptor(c->y);
+	if (c->w)
+		faster_p_cudnnDestroyFilterDescriptor(c->w);
+	if (c->conv)
+		faster_p_cudnnDestroyConvolutionDescriptor(c->conv);
+	memset(c, 0, sizeof *c);
+}
+
+#define NPERF FASTER_NPERF
+
+static void *P(unsigned long long p) { return (void *)(size_t)p; }
+
+int faster_conv_choose(void *h, struct faster_conv *c, int dir, int find, unsigned long long a, unsigned long long b,
+		       unsigned long long out, unsigned long long ws, size_t wsBytes, struct faster_conv_perf *perf,
+		       int *nperf, const char **call) {
+	int got = 0;
+	*nperf = 0;
+	memset(perf, 0, sizeof perf[0] * NPERF);
+	switch (dir) {
+	case FASTER_FWD:
+		if (find)
+			TRY(faster_p_cudnnFindConvolutionForwardAlgorithmEx(h, c->x, P(a), c->w, P(b), c->conv, c->y, P(out),
+									    NPERF, &got, perf, P(ws), wsBytes),
+			    "cudnnFindConvolutionForwardAlgorithmEx");
+		else
+			TRY(faster_p_cudnnGetConvolutionForwardAlgorithm_v7(h, c->x, c->w, c->conv, c->y, NPERF, &got, perf),
+			    "cudnnGetConvolutionForwardAlgorithm_v7");
+		break;
+	case FASTER_BWD_DATA:
+		if (find)
+			TRY(faster_p_cudnnFindConvolutionBackwardDataAlgorithmEx(h, c->w, P(a), c->y, P(b), c->conv, c->x,
+										 P(out), NPERF, &got, perf, P(ws), wsBytes),
+			    "cudnnFindConvolutionBackwardDataAlgorithmEx");
+		else
+			TRY(faster_p_cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->w, c->y, c->conv, c->x, NPERF, &got,
+										 perf),
+			    "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+		break;
+	default:
+		if (find)
+			TRY(faster_p_cudnnFindConvolutionBackwardFilterAlgorithmEx(h, c->x, P(a), c->y, P(b), c->conv, c->w,
+										   P(out), NPERF, &got, perf, P(ws),
+										   wsBytes),
+			    "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+		else
+			TRY(faster_p_cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->x, c->y, c->conv, c->w, NPERF, &got,
+										   perf),
+			    "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+	}
+	*nperf = got < NPERF ? got : NPERF;
+	/* The results come fastest first; take the first that succeeded (and,
+	 * found, fits the workspace it was measured in). */
+	for (int i = 0; i < got && i < NPERF; i++) {
+		if (perf[i].status != CUDNN_STATUS_SUCCESS || (find && perf[i].memory > wsBytes))
+			continue;
+		size_t need = 0;
+		switch (dir) {
+		case FASTER_FWD:
+			TRY(faster_p_cudnnGetConvolutionForwardWorkspaceSize(h, c->x, c->w, c->conv, c->y, perf[i].algo, &need),
+			    "cudnnGetConvolutionForwardWorkspaceSize");
+			break;
+		case FASTER_BWD_DATA:
+			TRY(faster_p_cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->w, c->y, c->conv, c->x, perf[i].algo,
+										  &need),
+			    "cudnnGetConvolutionBackwardDataWorkspaceSize");
+			break;
+		default:
+			TRY(faster_p_cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->x, c->y, c->conv, c->w, perf[i].algo,
+										    &need),
+			    "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+		}
+		c->algo[dir] = perf[i].algo;
+		c->ws[dir] = need;
+		return 0;
+	}
+	*call = find ? "cudnnFind…AlgorithmEx: no algorithm succeeded" : "cudnnGet…Algorithm_v7: no algorithm succeeded";
+	return -1; /* no library status: the text says what happened */
+}
+
+int faster_conv_run(void *h, struct faster_conv *c, int dir, unsigned long long a, unsigned long long b,
+		    unsigned long long out, unsigned long long ws, size_t wsBytes, const char **call) {
+	const float one = 1.0f, zero = 0.0f;
+	switch (dir) {
+	case FASTER_FWD:
+		TRY(faster_p_cudnnConvolutionForward(h, &one, c->x, P(a), c->w, P(b), c->conv, c->algo[dir], P(ws), wsBytes,
+						     &zero, c->y, P(out)),
+		    "cudnnConvolutionForward");
+		break;
+	case FASTER_BWD_DATA:
+		TRY(faster_p_cudnnConvolutionBackwardData(h, &one, c->w, P(a), c->y, P(b), c->conv, c->algo[dir], P(ws),
+							  wsBytes, &zero, c->x, P(out)),
+		    "cudnnConvolutionBackwardData");
+		break;
+	default:
+		TRY(faster_p_cudnnConvolutionBackwardFilter(h, &one, c->x, P(a), c->y, P(b), c->conv, c->algo[dir], P(ws),
+							    wsBytes, &zero, c->w, P(out)),
+		    "cudnnConvolutionBackwardFilter");
+	}
+	return 0;
+}
+
+int faster_sgemm(void *h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int lda,
+		 unsigned long long b, int ldb, float beta, unsigned long long c, int ldc) {
+	return faster_p_cublasSgemm_v2(h, ta, tb, m, n, k, &alpha, P(a), lda, P(b), ldb, &beta, P(c), ldc);
+}
+
+int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath, const char **call) {
+	*stream = *cudnn = *cublas = NULL;
+	TRY(faster_p_cuStreamCreate(stream, CU_STREAM_DEFAULT), "cuStreamCreate");
+	TRY(faster_p_cudnnCreate(cudnn), "cudnnCreate");
+	TRY(faster_p_cudnnSetStream(*cudnn, *stream), "cudnnSetStream");
+	TRY(faster_p_cublasCreate_v2(cublas), "cublasCreate_v2");
+	TRY(faster_p_cublasSetStream_v2(*cublas, *stream), "cublasSetStream_v2");
+	TRY(faster_p_cublasSetMathMode(*cublas, cublasMath), "cublasSetMathMode");
+	return 0;
+}
+
+void faster_gpu_teardown(void *stream, void *cudnn, void *cublas) {
+	if (cublas)
+		faster_p_cublasDestroy_v2(cublas);
+	if (cudnn)
+		faster_p_cudnnDestroy(cudnn);
+	if (stream)
+		faster_p_cuStreamDestroy_v2(stream);
+}
+
+int faster_launch_on(void *stream, void *f, unsigned gx, unsigned bx, unsigned long long *args, int n) {
+	void *params[32];
+	if (n > 32)
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	for (int i = 0; i < n; i++)
+		params[i] = &args[i];
+	return faster_p_cuLaunchKernel(f, gx, 1, 1, bx, 1, 1, 0, stream, params, NULL);
+}
+
+/* From pageable memory, cuMemcpyHtoDAsync returns once the source is
+ * staged into pinned memory (the driver API's "API synchronization
+ * behavior": it may synchronise with the stream to do so): the caller may
+ * reuse it, and the copy lands in stream order. */
+int faster_copy_in(void *stream, unsigned long long dst, const void *src, size_t n) {
+	return faster_p_cuMemcpyHtoDAsync_v2(dst, src, n, stream);
+}
+
+int faster_copy_out(void *stream, void *dst, unsigned long long src, size_t n) {
+	int r = faster_p_cuMemcpyDtoHAsync_v2(dst, src, n, stream);
+	return r ? r : faster_p_cuStreamSynchronize(stream);
+}
+
+int faster_zero(void *stream, unsigned long long p, size_t n) { return faster_p_cuMemsetD8Async(p, 0, n, stream); }
+
+int faster_stream_sync(void *stream) { return faster_p_cuStreamSynchronize(stream); }
+
+int faster_mem_info(size_t *free, size_t *total) { return faster_p_cuMemGetInfo_v2(free, total); }

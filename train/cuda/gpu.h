@@ -1,0 +1,75 @@
+/* gpu.h: the GPU machine's C side (gpu.c): convolutions through cuDNN's
+ * legacy API and matrix products through cuBLAS, on the backend's stream,
+ * over the function pointers dl.c resolved. Every function returns the
+ * library's status (0: success) and, on failure, names the call in *call.
+ * Not safe for concurrent use on one handle (Go serialises the machine). */
+#include <stddef.h>
+
+/* faster_conv_perf is cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t of
+ * cudnn_cnn.h (cuDNN 9), which all three share: algo, status, time,
+ * memory, determinism, mathType, reserved[3]. probe/probe.cpp checks its
+ * size and offsets against the header. */
+struct faster_conv_perf {
+	int algo;
+	int status;
+	float time;
+	size_t memory;
+	int determinism;
+	int math_type;
+	int reserved[3];
+};
+
+/* faster_conv is one convolution's descriptors (NCHW float32, no groups or
+ * dilation) and the algorithms chosen for it: -1 until chosen. */
+struct faster_conv {
+	void *x, *y, *w, *conv;
+	int algo[3];	  /* forward, backward data, backward filter */
+	size_t ws[3];	  /* their workspaces in bytes */
+};
+
+enum { FASTER_FWD, FASTER_BWD_DATA, FASTER_BWD_FILTER };
+enum { FASTER_NPERF = 8 };
+
+/* faster_conv_create makes c's descriptors; faster_conv_destroy frees them. */
+int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
+		       int oh, int ow, int math, const char **call);
+void faster_conv_destroy(struct faster_conv *c);
+
+/* faster_conv_choose picks dir's algorithm: the fastest cuDNN's heuristics
+ * rank that succeeds (cudnnGet…Algorithm_v7), or, with find, the fastest
+ * measured on the buffers a, b, out (cudnnFind…AlgorithmEx, in the
+ * direction's argument order: forward x, w, y; backward data w, dy, dx;
+ * backward filter x, dy, dw) within ws of wsBytes. It sets c->algo[dir]
+ * and c->ws[dir], and copies what cuDNN returned into perf (room for
+ * FASTER_NPERF) and its count into *nperf. */
+int faster_conv_choose(void *handle, struct faster_conv *c, int dir, int find, unsigned long long a,
+		       unsigned long long b, unsigned long long out, unsigned long long ws, size_t wsBytes,
+		       struct faster_conv_perf *perf, int *nperf, const char **call);
+
+/* faster_conv_run runs dir with its chosen algorithm, out = op(a, b)
+ * (alpha 1, beta 0), a and b in the order of faster_conv_choose. */
+int faster_conv_run(void *handle, struct faster_conv *c, int dir, unsigned long long a, unsigned long long b,
+		    unsigned long long out, unsigned long long ws, size_t wsBytes, const char **call);
+
+/* faster_sgemm is cublasSgemm_v2 (column-major) with host alpha and beta. */
+int faster_sgemm(void *handle, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int lda,
+		 unsigned long long b, int ldb, float beta, unsigned long long c, int ldc);
+
+/* faster_gpu_setup makes the stream and the handles: cuStreamCreate,
+ * cudnnCreate + cudnnSetStream, cublasCreate_v2 + cublasSetStream_v2 +
+ * cublasSetMathMode. Returns the status; which library in *call. */
+int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath, const char **call);
+void faster_gpu_teardown(void *stream, void *cudnn, void *cublas);
+
+/* The stream's driver calls: a kernel launched on the stream without
+ * waiting (args as call_cuLaunchKernel's 8-byte slots); a copy in queued
+ * on the stream (it returns once the caller's pageable memory is staged);
+ * a copy out that waits for the stream's work and its own; a memset queued
+ * on the stream; the stream's synchronisation; the device's free memory.
+ * Each returns the driver's status. */
+int faster_launch_on(void *stream, void *f, unsigned gx, unsigned bx, unsigned long long *args, int n);
+int faster_copy_in(void *stream, unsigned long long dst, const void *src, size_t n);
+int faster_copy_out(void *stream, void *dst, unsigned long long src, size_t n);
+int faster_zero(void *stream, unsigned long long p, size_t n);
+int faster_stream_sync(void *stream);
+int faster_mem_info(size_t *free, size_t *total);

@@ -1,0 +1,186 @@
+//go:build cgo
+
+package cuda
+
+// The cuda backend on the GPU, PREPARED and NOT YET RUN on one: the
+// conformance suites, the fixed-seed training run against the twin, the
+// state, loss and input ops. Skipped without a driver, failed under
+// FASTER_REQUIRE_GPU=1 (gpucheck.sh sets it). Each test prints a
+// "GPUBACKEND|…" line that gpucheck.sh tabulates.
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/traintest"
+)
+
+// gpuBackend opens the backend on device 0 with strict fp32 convolutions
+// (CUDNN_FMA_MATH: the suites' tolerances are fp32's), or skips.
+func gpuBackend(t *testing.T) *Backend { return openGPUFor(t, train.BackendOptions{}, true) }
+
+func openGPUFor(t *testing.T, o train.BackendOptions, strict bool) *Backend {
+	t.Helper()
+	n, err := checkOptions(o)
+	if err == nil {
+		var m *gpuMachine
+		if m, err = openGPU(n, o.Autotune); err == nil {
+			if strict {
+				m.math = cudnnFMAMath
+			}
+			b := newBackend(m, o)
+			t.Cleanup(func() { b.Close() })
+			return b
+		}
+	}
+	if v := os.Getenv("FASTER_REQUIRE_GPU"); v != "" && v != "0" {
+		t.Fatalf("FASTER_REQUIRE_GPU=1 and the cuda backend does not open: %v", err)
+	}
+	t.Skipf("no GPU: %v", err)
+	return nil
+}
+
+func report(t *testing.T, what string) {
+	t.Cleanup(func() {
+		verdict := "ok"
+		if t.Failed() {
+			verdict = "FAIL"
+		}
+		t.Logf("GPUBACKEND|%s|%s", what, verdict)
+	})
+}
+
+func TestGPUBackendLayers(t *testing.T) {
+	b := gpuBackend(t)
+	report(t, "traintest.RunLayers (every layer: finite differences, the reference at 1e-4)")
+	traintest.RunLayers(t, b)
+}
+
+func TestGPUBackendTorchStep(t *testing.T) {
+	b := gpuBackend(t)
+	report(t, "traintest.RunTorchStep (PyTorch's recorded ThinNet steps)")
+	traintest.RunTorchStep(t, b)
+}
+
+func TestGPUBackendResNet18(t *testing.T) {
+	b := gpuBackend(t)
+	report(t, "traintest.RunResNet18 (a step against the reference)")
+	traintest.RunResNet18(t, b)
+}
+
+func TestGPUBackendPrecision(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "traintest.RunPrecision (bf16/fp16 emulated by the cast kernels)")
+	traintest.RunPrecision(t, func(o train.BackendOptions) (train.Backend, error) {
+		n, err := checkOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		m, err := openGPU(n, o.Autotune)
+		if err != nil {
+			return nil, err
+		}
+		m.math = cudnnFMAMath
+		return newBackend(m, o), nil
+	})
+}
+
+// cudnn.benchmark: the choices name algorithms that ran, a shape is
+// chosen once, and results match the heuristics' algorithms.
+func TestGPUBackendAutotune(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "traintest.RunAutotune (cudnnFind…AlgorithmEx)")
+	traintest.RunAutotune(t, func(o train.BackendOptions) (train.Backend, error) {
+		n, err := checkOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		m, err := openGPU(n, o.Autotune)
+		if err != nil {
+			return nil, err
+		}
+		m.math = cudnnFMAMath
+		return newBackend(m, o), nil
+	})
+}
+
+func TestGPUBackendState(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "State against the host's SGD, unscale, finite checks, EMA")
+	stateMatchesHost(t, gpuBackend)
+}
+
+func TestGPUBackendLoss(t *testing.T) {
+	b := gpuBackend(t)
+	report(t, "loss against CrossEntropy")
+	lossMatchesReference(t, b)
+}
+
+func TestGPUBackendByteInput(t *testing.T) {
+	b := gpuBackend(t)
+	report(t, "normalize_u8 bit-identical to NormalizeHWC")
+	byteInputMatchesHost(t, b)
+}
+
+// gpuTrainTol bounds the GPU's drift from the twin over 8 steps: cuDNN
+// and cuBLAS accumulate in float32 where the twin accumulates in double.
+const gpuTrainTol = 1e-3
+
+// The fixed-seed Trainer run on the GPU (heuristic algorithms; then
+// cudnn.benchmark's measured ones) against the twin.
+func TestGPUBackendTrainsLikeTwin(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	want := trainRun(t, twinBackend(t), 2, "", "")
+	for _, c := range []struct {
+		name string
+		o    train.BackendOptions
+	}{{"heuristics", train.BackendOptions{}}, {"autotune", train.BackendOptions{Autotune: true}}} {
+		t.Run(c.name, func(t *testing.T) {
+			report(t, "8 Trainer steps against the twin at 1e-3, "+c.name)
+			got := trainRun(t, openGPUFor(t, c.o, true), 2, "", "")
+			if !got.bound {
+				t.Fatal("the parameters were never bound to a device state")
+			}
+			nearLosses(t, got.losses, want.losses, gpuTrainTol)
+			near(t, "weights", got.weights, want.weights, gpuTrainTol)
+			near(t, "momentum", got.velocity, want.velocity, gpuTrainTol)
+			near(t, "EMA", got.ema, want.ema, gpuTrainTol)
+		})
+	}
+}
+
+// With TF32 allowed (the registered backend's default, PyTorch's
+// cudnn.allow_tf32), the run stays near the twin's: TF32 keeps 10 bits of
+// mantissa, so the bound is 2e-2; the largest relative deviation is
+// logged.
+func TestGPUBackendTF32(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	want := trainRun(t, twinBackend(t), 2, "", "")
+	report(t, "8 Trainer steps with TF32 convolutions against the twin at 2e-2")
+	got := trainRun(t, openGPUFor(t, train.BackendOptions{}, false), 2, "", "")
+	worst := 0.0
+	for i := range want.losses {
+		worst = math.Max(worst, math.Abs(got.losses[i]-want.losses[i])/math.Max(1, want.losses[i]))
+	}
+	t.Logf("GPUBACKEND|TF32 largest loss deviation %.3g|info", worst)
+	nearLosses(t, got.losses, want.losses, 2e-2)
+	near(t, "weights", got.weights, want.weights, 2e-2)
+}
+
+// The registered name opens the GPU, names it, and reports its memory.
+func TestGPUBackendRegistered(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, `train.Open("cuda"): device cuda:0, a memory budget`)
+	b, err := train.Open("cuda", train.BackendOptions{Device: "cuda:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	n, ok, err := train.MemoryBudget(b)
+	if train.DeviceOf(b) != "cuda:0" || !ok || err != nil || n <= 0 {
+		t.Errorf("device %q, budget %d %v %v", train.DeviceOf(b), n, ok, err)
+	}
+	t.Logf("GPUBACKEND|memory budget %d MiB|info", n>>20)
+}

@@ -1,0 +1,168 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+)
+
+// bnShapes: ThinNet's BNs at an eighth of its batch, ResNet-18's first at
+// a sixty-fourth, and a plane of one.
+var bnShapes = []bnCase{
+	{64, 32, 30, 30},
+	{16, 128, 4, 4},
+	{4, 64, 56, 56},
+	{3, 5, 1, 1},
+}
+
+// poison puts a NaN in channel 1 and an Inf in channel 2 of x (where c > 2):
+// the reference's sums make those channels NaN; the others must not notice.
+func poison(x []float32, k bnCase) {
+	if k.c > 2 {
+		hw := k.h * k.w
+		x[1*hw] = float32(math.NaN())
+		x[(k.c+2)*hw%len(x)+0] = float32(math.Inf(1))
+	}
+}
+
+// bn_train against the reference backend's BatchNorm op (training) and
+// train.BatchNorm2D's running statistics: the same double arithmetic
+// summed in another order; ≤ 1 ulp, as relu_bn_train.
+func TestBNTrainAgainstReference(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 60))
+	ref := train.NewReference(train.BackendOptions{})
+	for _, k := range bnShapes {
+		in := bnData(r, k)
+		poison(in.X, k)
+		x := tensor(t, ref, in.X, k.n, k.c, k.h, k.w)
+		op, _ := ref.NewBatchNorm(train.BatchNormSpec{C: k.c})
+		bm, bv := make([]float32, k.c), make([]float32, k.c)
+		y := read(t)(op.Forward(x, in.Gamma, in.Beta, bm, bv, true))
+		bn, err := train.NewBatchNorm2D(ref, "bn", k.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(bn.Gamma.Value, in.Gamma)
+		copy(bn.Beta.Value, in.Beta)
+		copy(bn.RunningMean.Value, in.RunningMean)
+		copy(bn.RunningVar.Value, in.RunningVar)
+		if _, err := bn.Forward(x, true); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range launches(t, PerChannel, int64(k.c), int64(k.n*k.h*k.w)) {
+			got := in
+			got.Y, got.BatchMean, got.BatchVar = make([]float32, len(in.X)), make([]float32, k.c), make([]float32, k.c)
+			got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
+			if err := BNTrain(l, got); err != nil {
+				t.Fatal(err)
+			}
+			u := max(compare(got.Y, y).ulps, compare(got.BatchMean, bm).ulps, compare(got.BatchVar, bv).ulps,
+				compare(got.RunningMean, bn.RunningMean.Value).ulps, compare(got.RunningVar, bn.RunningVar.Value).ulps)
+			if u > 1 {
+				t.Errorf("%+v %+v: bn_train %d ulp from the reference", k, l, u)
+			}
+		}
+	}
+}
+
+// bn_eval against the reference's eval Forward: the same double
+// arithmetic element by element, bit-exact.
+func TestBNEvalAgainstReference(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 61))
+	ref := train.NewReference(train.BackendOptions{})
+	for _, k := range bnShapes {
+		in := bnData(r, k)
+		specials(r, in.X)
+		op, _ := ref.NewBatchNorm(train.BatchNormSpec{C: k.c})
+		y := read(t)(op.Forward(tensor(t, ref, in.X, k.n, k.c, k.h, k.w), in.Gamma, in.Beta,
+			slices.Clone(in.RunningMean), slices.Clone(in.RunningVar), false))
+		for _, l := range launches(t, Elementwise, int64(len(in.X)), 0) {
+			got := in
+			got.Y = make([]float32, len(in.X))
+			if err := BNEval(l, got); err != nil {
+				t.Fatal(err)
+			}
+			if d := bitDiff(got.Y, y); d != 0 {
+				t.Errorf("%+v %+v: bn_eval: %d elements differ from the reference", k, l, d)
+			}
+		}
+	}
+}
+
+// bn_bwd against the reference's BatchNorm backward (after its training
+// Forward) and, with relu_in, its ReLU then BatchNorm backward. The
+// reference keeps the batch's mean and 1/σ in double; the kernel has the
+// float32 mean and variance the forward wrote, so x̂ differs by about
+// 2⁻²⁴(|mean| + σ)/σ: a bound relative to the largest |dx| of the channel
+// and to Σ|dy| for the sums (measured at most 1.2e-7; allowed 1e-6).
+func TestBNBwdAgainstReference(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 62))
+	ref := train.NewReference(train.BackendOptions{})
+	for _, k := range bnShapes {
+		for _, reluIn := range []bool{false, true} {
+			in := bnData(r, k)
+			dy := randn(r, len(in.X), 1)
+			x := tensor(t, ref, in.X, k.n, k.c, k.h, k.w)
+			relu, _ := ref.NewReLU()
+			bnIn := x
+			if reluIn {
+				var err error
+				if bnIn, err = relu.Forward(x); err != nil {
+					t.Fatal(err)
+				}
+			}
+			op, _ := ref.NewBatchNorm(train.BatchNormSpec{C: k.c})
+			bm, bv := make([]float32, k.c), make([]float32, k.c)
+			if _, err := op.Forward(bnIn, in.Gamma, in.Beta, bm, bv, true); err != nil {
+				t.Fatal(err)
+			}
+			dg, db := make([]float32, k.c), make([]float32, k.c)
+			dxt, err := op.Backward(tensor(t, ref, dy, k.n, k.c, k.h, k.w), in.Gamma, in.Beta, dg, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reluIn {
+				dxt, err = relu.Backward(dxt)
+			}
+			dx := read(t)(dxt, err)
+			// Scales: the largest |dx| of each channel, Σ|dy| of each.
+			hw := k.h * k.w
+			dxMax, dySum := make([]float64, k.c), make([]float64, k.c)
+			for i := range dx {
+				ch := (i / hw) % k.c
+				dxMax[ch] = max(dxMax[ch], math.Abs(float64(dx[i])))
+				dySum[ch] += math.Abs(float64(dy[i]))
+			}
+			worst := 0.0
+			for _, l := range launches(t, PerChannel, int64(k.c), int64(k.n*hw)) {
+				g := BNGrad{DY: dy, X: in.X, Gamma: in.Gamma, BatchMean: bm, BatchVar: bv,
+					DX: make([]float32, len(dy)), DGamma: make([]float32, k.c), DBeta: make([]float32, k.c),
+					N: k.n, C: k.c, HW: hw, Eps: 1e-5, ReLUIn: reluIn}
+				if err := BNBwd(l, g); err != nil {
+					t.Fatal(err)
+				}
+				for i := range dx {
+					ch := (i / hw) % k.c
+					if reluIn && !(in.X[i] > 0) && math.Float32bits(g.DX[i]) != 0 {
+						t.Fatalf("%+v: dx[%d] = %v where the ReLU masked (x %v)", k, i, g.DX[i], in.X[i])
+					}
+					worst = max(worst, math.Abs(float64(g.DX[i])-float64(dx[i]))/max(dxMax[ch], 1e-30))
+				}
+				for ch := range k.c {
+					worst = max(worst, math.Abs(float64(g.DGamma[ch])-float64(dg[ch]))/dySum[ch],
+						math.Abs(float64(g.DBeta[ch])-float64(db[ch]))/dySum[ch])
+				}
+			}
+			t.Logf("%+v relu_in=%v: bn_bwd within %.2g (relative) of the reference", k, reluIn, worst)
+			if worst > 1e-6 {
+				t.Errorf("%+v relu_in=%v: bn_bwd %.2g (relative) from the reference", k, reluIn, worst)
+			}
+		}
+	}
+}

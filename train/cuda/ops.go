@@ -1,0 +1,704 @@
+package cuda
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda/kernels"
+)
+
+// The layers' ops. Each owns its outputs (reused while the shape holds)
+// and, for the host paths that take weights as slices, device copies of
+// them; Close frees both.
+
+// ---- convolution: cuDNN (or the twin's loops), then bias_act ----
+
+type convOp struct {
+	b          *Backend
+	s          train.ConvSpec
+	shape      convShape
+	x          *tensor // the input of the last Forward
+	y, dx, dym *tensor
+	hw, hb     *tensor // host path: weights and bias
+	hdw, hdb   *tensor // host path: their gradients
+	xr, wr     *tensor // bf16/fp16: the rounded input and weights
+	dyr        *tensor // bf16/fp16: the rounded output gradient
+}
+
+func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
+	if s.In <= 0 || s.Out <= 0 || s.Kernel <= 0 || s.Pad < 0 || s.Stride < 0 {
+		return nil, fmt.Errorf("cuda: conv %+v: invalid", s)
+	}
+	return &convOp{b: b, s: s}, nil
+}
+
+func (c *convOp) Close() {
+	c.shape.release()
+	for _, t := range []*tensor{c.y, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.xr, c.wr, c.dyr} {
+		t.free()
+	}
+	*c = convOp{b: c.b, s: c.s}
+}
+
+func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
+	x, err := asT(xt, 4)
+	if err != nil {
+		return nil, err
+	}
+	s := c.s
+	if x.shape[1] != s.In {
+		return nil, fmt.Errorf("cuda: conv: input %v has %d channels, want %d", x.shape, x.shape[1], s.In)
+	}
+	n, h, w, st := x.shape[0], x.shape[2], x.shape[3], max(s.Stride, 1)
+	oh, ow := train.ConvOut(h, s.Kernel, st, s.Pad), train.ConvOut(w, s.Kernel, st, s.Pad)
+	if oh <= 0 || ow <= 0 {
+		return nil, fmt.Errorf("cuda: conv: input %v too small for kernel %d", x.shape, s.Kernel)
+	}
+	wp, err := ptrOf("conv weights", wt, s.Out*s.In*s.Kernel*s.Kernel)
+	if err != nil {
+		return nil, err
+	}
+	bp, err := ptrOf("conv bias", bt, s.Out)
+	if err != nil {
+		return nil, err
+	}
+	want := convShape{N: n, C: s.In, H: h, W: w, K: s.Out, R: s.Kernel, Pad: s.Pad, Stride: st, OH: oh, OW: ow}
+	if c.shape.N != n || c.shape.H != h || c.shape.W != w {
+		c.shape.release()
+		c.shape = want
+	}
+	if err := c.b.ensure(&c.y, n, s.Out, oh, ow); err != nil {
+		return nil, err
+	}
+	if c.b.reduced() {
+		if x, err = c.b.round(&c.xr, x.p, x.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := c.b.round(&c.wr, wp, s.Out*s.In*s.Kernel*s.Kernel)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
+	}
+	if err := c.b.m.conv(&c.shape, convFwd, x.p, wp, c.y.p); err != nil {
+		return nil, err
+	}
+	if bp != 0 || s.ReLU {
+		if err := c.b.run("bias_act", kernels.Elementwise, c.y.n, 0, c.y.p, bp, i64(c.y.n), i32(s.Out), i32(oh*ow), flag(s.ReLU)); err != nil {
+			return nil, err
+		}
+	}
+	c.x = x
+	return c.y, nil
+}
+
+func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (train.Tensor, error) {
+	if c.x == nil {
+		return nil, fmt.Errorf("cuda: conv: Backward before Forward")
+	}
+	dy, err := asT(dyt, 4)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(dy.shape, c.y.shape) {
+		return nil, fmt.Errorf("cuda: conv: gradient %v, want %v", dy.shape, c.y.shape)
+	}
+	s := c.s
+	nw := s.Out * s.In * s.Kernel * s.Kernel
+	wp, err := ptrOf("conv weights", wt, nw)
+	if err != nil {
+		return nil, err
+	}
+	dwp, err := ptrOf("conv weight gradient", dwt, nw)
+	if err != nil {
+		return nil, err
+	}
+	dbp, err := ptrOf("conv bias gradient", dbt, s.Out)
+	if err != nil {
+		return nil, err
+	}
+	g := dy
+	if s.ReLU {
+		if err := c.b.ensure(&c.dym, dy.shape...); err != nil {
+			return nil, err
+		}
+		if err := c.b.run("relu_bwd", kernels.Elementwise, dy.n, 0, dy.p, c.y.p, c.dym.p, i64(dy.n)); err != nil {
+			return nil, err
+		}
+		g = c.dym
+	}
+	if c.b.reduced() {
+		if g, err = c.b.round(&c.dyr, g.p, g.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := c.b.round(&c.wr, wp, nw)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
+	}
+	n, k, hw := planes(g.shape)
+	if dbp != 0 {
+		if err := c.b.run("bias_grad", kernels.PerChannel, k, n*hw, g.p, dbp, i32(n), i32(k), i32(hw)); err != nil {
+			return nil, err
+		}
+	}
+	if dwp != 0 {
+		if err := c.b.m.conv(&c.shape, convBwdFilter, c.x.p, g.p, dwp); err != nil {
+			return nil, err
+		}
+	}
+	if !needDX {
+		return nil, nil
+	}
+	if err := c.b.ensure(&c.dx, c.x.shape...); err != nil {
+		return nil, err
+	}
+	if err := c.b.m.conv(&c.shape, convBwdData, wp, g.p, c.dx.p); err != nil {
+		return nil, err
+	}
+	return c.dx, nil
+}
+
+func (c *convOp) Forward(x train.Tensor, w, bias []float32) (train.Tensor, error) {
+	wt, err := c.b.hostTensor(&c.hw, w)
+	if err != nil {
+		return nil, err
+	}
+	var bt train.Tensor
+	if bias != nil {
+		t, err := c.b.hostTensor(&c.hb, bias)
+		if err != nil {
+			return nil, err
+		}
+		bt = t
+	}
+	return c.ForwardDevice(x, wt, bt)
+}
+
+func (c *convOp) Backward(dy train.Tensor, w, dw, db []float32, needDX bool) (train.Tensor, error) {
+	wt, err := c.b.hostTensor(&c.hw, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.b.ensure(&c.hdw, len(dw)); err != nil {
+		return nil, err
+	}
+	var dbt train.Tensor
+	if db != nil {
+		if err := c.b.ensure(&c.hdb, len(db)); err != nil {
+			return nil, err
+		}
+		dbt = c.hdb
+	}
+	dx, err := c.BackwardDevice(dy, wt, c.hdw, dbt, needDX)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.hdw.Read(dw); err != nil {
+		return nil, err
+	}
+	if db != nil {
+		if err := c.hdb.Read(db); err != nil {
+			return nil, err
+		}
+	}
+	return dx, nil
+}
+
+// ---- batch normalisation: bn_train / bn_eval / bn_bwd ----
+
+type bnOp struct {
+	b                  *Backend
+	s                  train.BatchNormSpec
+	x, y, dx           *tensor
+	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
+	trained            bool
+	hg, hb, hrm, hrv   *tensor // host path: scale, shift, running statistics
+	hdg, hdb           *tensor
+	scratchM, scratchV *tensor // host path, training: running statistics nobody reads
+}
+
+func (b *Backend) NewBatchNorm(s train.BatchNormSpec) (train.BatchNormOp, error) {
+	if s.C <= 0 {
+		return nil, fmt.Errorf("cuda: batchnorm %+v: invalid", s)
+	}
+	return &bnOp{b: b, s: s}, nil
+}
+
+func (o *bnOp) eps() float32 {
+	if o.s.Eps == 0 {
+		return 1e-5
+	}
+	return o.s.Eps
+}
+
+func (o *bnOp) Close() {
+	for _, t := range []*tensor{o.y, o.dx, o.bmean, o.bvar, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
+		t.free()
+	}
+	*o = bnOp{b: o.b, s: o.s}
+}
+
+func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, momentum float32, training bool) (train.Tensor, error) {
+	x, err := asT(xt, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	c := o.s.C
+	if x.shape[1] != c {
+		return nil, fmt.Errorf("cuda: batchnorm: input %v has %d channels, want %d", x.shape, x.shape[1], c)
+	}
+	var p [4]uint64
+	for i, t := range []train.Tensor{gamma, beta, runMean, runVar} {
+		if p[i], err = ptrOf("batchnorm "+[]string{"scale", "shift", "running mean", "running variance"}[i], t, c); err != nil {
+			return nil, err
+		}
+		if p[i] == 0 {
+			return nil, fmt.Errorf("cuda: batchnorm: tensor %d missing", i)
+		}
+	}
+	n, _, hw := planes(x.shape)
+	if err := o.b.ensure(&o.y, x.shape...); err != nil {
+		return nil, err
+	}
+	if training {
+		if err := o.b.ensure(&o.bmean, c); err != nil {
+			return nil, err
+		}
+		if err := o.b.ensure(&o.bvar, c); err != nil {
+			return nil, err
+		}
+		err = o.b.run("bn_train", kernels.PerChannel, c, n*hw, x.p, o.y.p, p[0], p[1], o.bmean.p, o.bvar.p, p[2], p[3],
+			i32(n), i32(c), i32(hw), f32(o.eps()), f32(momentum))
+	} else {
+		err = o.b.run("bn_eval", kernels.Elementwise, x.n, 0, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()))
+	}
+	if err != nil {
+		return nil, err
+	}
+	o.x, o.trained = x, training
+	return o.y, nil
+}
+
+func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
+	if o.x == nil || !o.trained {
+		return nil, fmt.Errorf("cuda: batchnorm: Backward needs a training Forward first")
+	}
+	dy, err := asT(dyt, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(dy.shape, o.x.shape) {
+		return nil, fmt.Errorf("cuda: batchnorm: gradient %v, want %v", dy.shape, o.x.shape)
+	}
+	c := o.s.C
+	gp, err := ptrOf("batchnorm scale", gamma, c)
+	if err != nil {
+		return nil, err
+	}
+	dgp, err := ptrOf("batchnorm scale gradient", dgamma, c)
+	if err != nil {
+		return nil, err
+	}
+	dbp, err := ptrOf("batchnorm shift gradient", dbeta, c)
+	if err != nil {
+		return nil, err
+	}
+	if gp == 0 || dgp == 0 || dbp == 0 {
+		return nil, fmt.Errorf("cuda: batchnorm: Backward without the scale or the gradients")
+	}
+	if err := o.b.ensure(&o.dx, o.x.shape...); err != nil {
+		return nil, err
+	}
+	n, _, hw := planes(o.x.shape)
+	if err := o.b.run("bn_bwd", kernels.PerChannel, c, n*hw, dy.p, o.x.p, gp, o.bmean.p, o.bvar.p, o.dx.p, dgp, dbp,
+		i32(n), i32(c), i32(hw), f32(o.eps()), i32(0)); err != nil {
+		return nil, err
+	}
+	return o.dx, nil
+}
+
+func (o *bnOp) Forward(x train.Tensor, gamma, beta, mean, variance []float32, training bool) (train.Tensor, error) {
+	g, err := o.b.hostTensor(&o.hg, gamma)
+	if err != nil {
+		return nil, err
+	}
+	be, err := o.b.hostTensor(&o.hb, beta)
+	if err != nil {
+		return nil, err
+	}
+	if !training {
+		rm, err := o.b.hostTensor(&o.hrm, mean)
+		if err != nil {
+			return nil, err
+		}
+		rv, err := o.b.hostTensor(&o.hrv, variance)
+		if err != nil {
+			return nil, err
+		}
+		return o.ForwardDevice(x, g, be, rm, rv, 0, false)
+	}
+	if err := o.b.ensure(&o.scratchM, o.s.C); err != nil {
+		return nil, err
+	}
+	if err := o.b.ensure(&o.scratchV, o.s.C); err != nil {
+		return nil, err
+	}
+	y, err := o.ForwardDevice(x, g, be, o.scratchM, o.scratchV, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.bmean.Read(mean); err != nil {
+		return nil, err
+	}
+	return y, o.bvar.Read(variance)
+}
+
+func (o *bnOp) Backward(dy train.Tensor, gamma, beta, dgamma, dbeta []float32) (train.Tensor, error) {
+	g, err := o.b.hostTensor(&o.hg, gamma)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.b.ensure(&o.hdg, len(dgamma)); err != nil {
+		return nil, err
+	}
+	if err := o.b.ensure(&o.hdb, len(dbeta)); err != nil {
+		return nil, err
+	}
+	dx, err := o.BackwardDevice(dy, g, nil, o.hdg, o.hdb)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.hdg.Read(dgamma); err != nil {
+		return nil, err
+	}
+	return dx, o.hdb.Read(dbeta)
+}
+
+// ---- ReLU ----
+
+type reluOp struct {
+	b        *Backend
+	y, dx    *tensor
+	forwared bool
+}
+
+func (b *Backend) NewReLU() (train.ReLUOp, error) { return &reluOp{b: b}, nil }
+
+func (u *reluOp) Close() { u.y.free(); u.dx.free(); *u = reluOp{b: u.b} }
+
+func (u *reluOp) Forward(xt train.Tensor) (train.Tensor, error) {
+	x, err := asT(xt)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.b.ensure(&u.y, x.shape...); err != nil {
+		return nil, err
+	}
+	if err := u.b.run("relu_fwd", kernels.Elementwise, x.n, 0, x.p, u.y.p, i64(x.n)); err != nil {
+		return nil, err
+	}
+	u.forwared = true
+	return u.y, nil
+}
+
+func (u *reluOp) Backward(dyt train.Tensor) (train.Tensor, error) {
+	dy, err := asT(dyt)
+	if err != nil {
+		return nil, err
+	}
+	if !u.forwared || !slices.Equal(dy.shape, u.y.shape) {
+		return nil, fmt.Errorf("cuda: relu: gradient does not match the last Forward")
+	}
+	if err := u.b.ensure(&u.dx, dy.shape...); err != nil {
+		return nil, err
+	}
+	return u.dx, u.b.run("relu_bwd", kernels.Elementwise, dy.n, 0, dy.p, u.y.p, u.dx.p, i64(dy.n))
+}
+
+// ---- pooling ----
+
+type poolOp struct {
+	b     *Backend
+	s     train.PoolSpec
+	x     *tensor
+	y, dx *tensor
+	arg   uint64 // max pooling: i32 per output
+	nArg  int
+}
+
+func (b *Backend) NewPool(s train.PoolSpec) (train.PoolOp, error) {
+	if s.KernelH <= 0 || s.KernelW <= 0 || s.StrideH <= 0 || s.StrideW <= 0 || s.PadH < 0 || s.PadW < 0 ||
+		s.PadH*2 > s.KernelH || s.PadW*2 > s.KernelW {
+		return nil, fmt.Errorf("cuda: pool %+v: invalid", s)
+	}
+	return &poolOp{b: b, s: s}, nil
+}
+
+func (p *poolOp) Close() {
+	p.y.free()
+	p.dx.free()
+	if p.arg != 0 {
+		p.b.m.free(p.arg)
+	}
+	*p = poolOp{b: p.b, s: p.s}
+}
+
+// dims are the 12 integers the pooling kernels take after their pointers.
+func (p *poolOp) dims(x *tensor) []uint64 {
+	s := p.s
+	n, c, h, w := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	oh, ow := train.ConvOut(h, s.KernelH, s.StrideH, s.PadH), train.ConvOut(w, s.KernelW, s.StrideW, s.PadW)
+	return []uint64{i32(n), i32(c), i32(h), i32(w), i32(oh), i32(ow), i32(s.KernelH), i32(s.KernelW),
+		i32(s.StrideH), i32(s.StrideW), i32(s.PadH), i32(s.PadW)}
+}
+
+func (p *poolOp) Forward(xt train.Tensor, training bool) (train.Tensor, error) {
+	x, err := asT(xt, 4)
+	if err != nil {
+		return nil, err
+	}
+	s := p.s
+	n, c, h, w := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	oh, ow := train.ConvOut(h, s.KernelH, s.StrideH, s.PadH), train.ConvOut(w, s.KernelW, s.StrideW, s.PadW)
+	if oh <= 0 || ow <= 0 {
+		return nil, fmt.Errorf("cuda: pool: input %v too small", x.shape)
+	}
+	if err := p.b.ensure(&p.y, n, c, oh, ow); err != nil {
+		return nil, err
+	}
+	d := p.dims(x)
+	if s.Kind == train.MaxPool {
+		if p.nArg < p.y.n {
+			if p.arg != 0 {
+				p.b.m.free(p.arg)
+				p.arg, p.nArg = 0, 0
+			}
+			if p.arg, err = p.b.m.alloc(4 * p.y.n); err != nil {
+				return nil, fmt.Errorf("cuda: pool indices: %w", err)
+			}
+			p.nArg = p.y.n
+		}
+		err = p.b.run("maxpool_fwd", kernels.Elementwise, p.y.n, 0, append([]uint64{x.p, p.y.p, p.arg}, d...)...)
+	} else {
+		err = p.b.run("avgpool_fwd", kernels.Elementwise, p.y.n, 0, append(append([]uint64{x.p, p.y.p}, d...), flag(s.ExcludePad))...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.x = x
+	return p.y, nil
+}
+
+func (p *poolOp) Backward(dyt train.Tensor) (train.Tensor, error) {
+	dy, err := asT(dyt, 4)
+	if err != nil {
+		return nil, err
+	}
+	if p.x == nil || !slices.Equal(dy.shape, p.y.shape) {
+		return nil, fmt.Errorf("cuda: pool: gradient does not match the last Forward")
+	}
+	if err := p.b.ensure(&p.dx, p.x.shape...); err != nil {
+		return nil, err
+	}
+	d := p.dims(p.x)
+	if p.s.Kind == train.MaxPool {
+		err = p.b.run("maxpool_bwd", kernels.Elementwise, p.dx.n, 0, append([]uint64{dy.p, p.arg, p.dx.p}, d...)...)
+	} else {
+		err = p.b.run("avgpool_bwd", kernels.Elementwise, p.dx.n, 0, append(append([]uint64{dy.p, p.dx.p}, d...), flag(p.s.ExcludePad))...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.dx, nil
+}
+
+// ---- linear: sgemm, then bias_act; bias_grad ----
+
+type linearOp struct {
+	b           *Backend
+	s           train.LinearSpec
+	x           *tensor
+	y, dx       *tensor
+	hw, hb      *tensor
+	hdw, hdb    *tensor
+	xr, wr, dyr *tensor // bf16/fp16: rounded input, weights, output gradient
+}
+
+func (b *Backend) NewLinear(s train.LinearSpec) (train.LinearOp, error) {
+	if s.In <= 0 || s.Out <= 0 {
+		return nil, fmt.Errorf("cuda: linear %+v: invalid", s)
+	}
+	return &linearOp{b: b, s: s}, nil
+}
+
+func (l *linearOp) Close() {
+	for _, t := range []*tensor{l.y, l.dx, l.hw, l.hb, l.hdw, l.hdb, l.xr, l.wr, l.dyr} {
+		t.free()
+	}
+	*l = linearOp{b: l.b, s: l.s}
+}
+
+// The products, row-major tensors seen column-major by sgemm (a row-major
+// r×c matrix is a column-major c×r one):
+//
+//	y (N×Out)  = x·wᵀ:  yᵀ = (w as In×Out)ᵀ · (x as In×N)
+//	dw (Out×In) = dyᵀ·x: dwᵀ = (x as In×N) · (dy as Out×N)ᵀ
+//	dx (N×In)  = dy·w:  dxᵀ = (w as In×Out) · (dy as Out×N)
+func (l *linearOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
+	x, err := asT(xt)
+	if err != nil {
+		return nil, err
+	}
+	n, in, out := x.shape[0], l.s.In, l.s.Out
+	if x.n != n*in {
+		return nil, fmt.Errorf("cuda: linear: input %v does not flatten to %d features", x.shape, in)
+	}
+	wp, err := ptrOf("linear weights", wt, out*in)
+	if err != nil {
+		return nil, err
+	}
+	bp, err := ptrOf("linear bias", bt, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.b.ensure(&l.y, n, out); err != nil {
+		return nil, err
+	}
+	if l.b.reduced() {
+		if x, err = l.b.round(&l.xr, x.p, x.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := l.b.round(&l.wr, wp, out*in)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
+	}
+	if err := l.b.m.gemm(gemmArgs{TA: true, M: out, N: n, K: in, Alpha: 1, A: wp, LDA: in, B: x.p, LDB: in, C: l.y.p, LDC: out}); err != nil {
+		return nil, err
+	}
+	if bp != 0 {
+		if err := l.b.run("bias_act", kernels.Elementwise, l.y.n, 0, l.y.p, bp, i64(l.y.n), i32(out), i32(1), i32(0)); err != nil {
+			return nil, err
+		}
+	}
+	l.x = x
+	return l.y, nil
+}
+
+func (l *linearOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (train.Tensor, error) {
+	dy, err := asT(dyt, 2)
+	if err != nil {
+		return nil, err
+	}
+	if l.x == nil || !slices.Equal(dy.shape, l.y.shape) {
+		return nil, fmt.Errorf("cuda: linear: gradient does not match the last Forward")
+	}
+	n, in, out := dy.shape[0], l.s.In, l.s.Out
+	wp, err := ptrOf("linear weights", wt, out*in)
+	if err != nil {
+		return nil, err
+	}
+	dwp, err := ptrOf("linear weight gradient", dwt, out*in)
+	if err != nil {
+		return nil, err
+	}
+	dbp, err := ptrOf("linear bias gradient", dbt, out)
+	if err != nil {
+		return nil, err
+	}
+	if l.b.reduced() {
+		if dy, err = l.b.round(&l.dyr, dy.p, dy.shape...); err != nil {
+			return nil, err
+		}
+		wr, err := l.b.round(&l.wr, wp, out*in)
+		if err != nil {
+			return nil, err
+		}
+		wp = wr.p
+	}
+	if dbp != 0 {
+		if err := l.b.run("bias_grad", kernels.PerChannel, out, n, dy.p, dbp, i32(n), i32(out), i32(1)); err != nil {
+			return nil, err
+		}
+	}
+	if dwp != 0 {
+		if err := l.b.m.gemm(gemmArgs{TB: true, M: in, N: out, K: n, Alpha: 1, A: l.x.p, LDA: in, B: dy.p, LDB: out, C: dwp, LDC: in}); err != nil {
+			return nil, err
+		}
+	}
+	if !needDX {
+		return nil, nil
+	}
+	if err := l.b.ensure(&l.dx, l.x.shape...); err != nil {
+		return nil, err
+	}
+	if err := l.b.m.gemm(gemmArgs{M: in, N: n, K: out, Alpha: 1, A: wp, LDA: in, B: dy.p, LDB: out, C: l.dx.p, LDC: in}); err != nil {
+		return nil, err
+	}
+	return l.dx, nil
+}
+
+func (l *linearOp) Forward(x train.Tensor, w, bias []float32) (train.Tensor, error) {
+	wt, err := l.b.hostTensor(&l.hw, w)
+	if err != nil {
+		return nil, err
+	}
+	bt, err := l.b.hostTensor(&l.hb, bias)
+	if err != nil {
+		return nil, err
+	}
+	return l.ForwardDevice(x, wt, bt)
+}
+
+func (l *linearOp) Backward(dy train.Tensor, w, dw, db []float32, needDX bool) (train.Tensor, error) {
+	wt, err := l.b.hostTensor(&l.hw, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.b.ensure(&l.hdw, len(dw)); err != nil {
+		return nil, err
+	}
+	if err := l.b.ensure(&l.hdb, len(db)); err != nil {
+		return nil, err
+	}
+	dx, err := l.BackwardDevice(dy, wt, l.hdw, l.hdb, needDX)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.hdw.Read(dw); err != nil {
+		return nil, err
+	}
+	return dx, l.hdb.Read(db)
+}
+
+// ---- add ----
+
+type addOp struct {
+	b *Backend
+	y *tensor
+}
+
+func (b *Backend) NewAdd() (train.AddOp, error) { return &addOp{b: b}, nil }
+func (a *addOp) Close()                         { a.y.free(); a.y = nil }
+
+func (a *addOp) Forward(at, bt train.Tensor) (train.Tensor, error) {
+	x, err := asT(at)
+	if err != nil {
+		return nil, err
+	}
+	y, err := asT(bt)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(x.shape, y.shape) {
+		return nil, fmt.Errorf("cuda: add: shapes %v and %v differ", x.shape, y.shape)
+	}
+	if err := a.b.ensure(&a.y, x.shape...); err != nil {
+		return nil, err
+	}
+	return a.y, a.b.run("add", kernels.Elementwise, x.n, 0, x.p, y.p, a.y.p, i64(x.n))
+}

@@ -1,0 +1,33 @@
+//go:build cgo
+
+package cuda
+
+import "github.com/faster-training/faster/train"
+
+func init() { train.Register("cuda", OpenBackend) }
+
+// OpenBackend opens the cuda backend on the GPU o.Device names ("",
+// "cuda", "cuda:N"; anything else is train.ErrDevice). Without a driver
+// it fails with the *LoadError naming every library tried.
+func OpenBackend(o train.BackendOptions) (train.Backend, error) {
+	n, err := checkOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	m, err := openGPU(n, o.Autotune)
+	if err != nil {
+		return nil, err
+	}
+	return newBackend(m, o), nil
+}
+
+// OpenTwin opens the backend over the CPU twin: the same backend, with
+// host memory, kernels.cu's CPU build and convolutions and products by
+// loops (Name "cuda", Device "cuda-twin"). It is not registered: tests
+// and planning call it.
+func OpenTwin(o train.BackendOptions) (train.Backend, error) {
+	if _, err := checkOptions(o); err != nil {
+		return nil, err
+	}
+	return newBackend(newTwin(), o), nil
+}

@@ -1,0 +1,425 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda/kernels"
+)
+
+// NewState implements train.ParamStore: the params' values, then the
+// buffers', in one flat allocation (so SGD, the EMA and its swap are one
+// kernel each over the params' prefix or the whole), the gradients in
+// another of the params' length, the momentum and the average beside
+// them. Each Param's tensors are views into the flats.
+func (b *Backend) NewState(params, buffers []*train.Param, opt *train.SGD, e *train.EMA) (train.State, error) {
+	s := &state{b: b, params: params, all: append(params[:len(params):len(params)], buffers...)}
+	for i, p := range s.all {
+		if i < len(params) && len(p.Grad) != len(p.Value) {
+			return nil, fmt.Errorf("cuda: state: %s has %d values and %d gradients", p.Name, len(p.Value), len(p.Grad))
+		}
+		s.off = append(s.off, s.nall)
+		s.nall += len(p.Value)
+		if i < len(params) {
+			s.np = s.nall
+		}
+	}
+	for _, f := range []struct {
+		p *uint64
+		n int
+	}{{&s.vals, s.nall}, {&s.grads, s.np}, {&s.vel, s.np}, {&s.ema, s.nall}, {&s.found, len(params)}, {&s.inv, 2}} {
+		p, err := b.m.alloc(4 * max(f.n, 1))
+		if err != nil {
+			s.Release()
+			return nil, fmt.Errorf("cuda: state of %d values: %w", s.nall, err)
+		}
+		*f.p = p
+	}
+	for i, p := range s.all {
+		v := &tensor{b: b, shape: []int{len(p.Value)}, p: s.vals + 4*uint64(s.off[i]), n: len(p.Value), view: true}
+		var g *tensor
+		if i < len(params) {
+			g = &tensor{b: b, shape: []int{len(p.Value)}, p: s.grads + 4*uint64(s.off[i]), n: len(p.Value), view: true}
+		}
+		s.vt, s.gt = append(s.vt, v), append(s.gt, g)
+	}
+	if err := b.copyIn(s.inv+4, []float32{1}); err != nil {
+		s.Release()
+		return nil, err
+	}
+	if err := s.Push(opt, e); err != nil {
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// state is train.State in the machine's memory.
+type state struct {
+	b           *Backend
+	params, all []*train.Param
+	off         []int // element offset of each of all in vals (and of each param in grads, vel)
+	np, nall    int   // elements of the params, of all
+	vals, grads uint64
+	vel, ema    uint64
+	found       uint64 // a float per param: the finite checks' flags
+	inv         uint64 // [the unscale factor, 1]
+	velHave     bool   // the momentum exists (after the first step or a Push)
+	emaHave     bool
+	vt, gt      []*tensor
+}
+
+func (s *state) Tensors(i int) (train.Tensor, train.Tensor) {
+	if s.gt[i] == nil {
+		return s.vt[i], nil
+	}
+	return s.vt[i], s.gt[i]
+}
+
+// Unscale is amp_unscale over every gradient, the flag read back.
+func (s *state) Unscale(inv float32) (bool, error) {
+	if err := s.b.copyIn(s.inv, []float32{inv}); err != nil {
+		return false, err
+	}
+	if err := s.b.m.zero(s.found, 4); err != nil {
+		return false, err
+	}
+	if err := s.b.run("amp_unscale", kernels.Elementwise, s.np, 0, s.grads, i64(s.np), s.found, s.inv); err != nil {
+		return false, err
+	}
+	f := []float32{0}
+	if err := s.b.copyOut(f, s.found); err != nil {
+		return false, err
+	}
+	return f[0] == 0, nil
+}
+
+// SGDStep is the sgd kernel once over the params' flat.
+func (s *state) SGDStep(o *train.SGD, lr float64) error {
+	first := o.Momentum != 0 && !s.velHave
+	if err := s.b.run("sgd", kernels.Elementwise, s.np, 0, s.vals, s.grads, s.vel, i64(s.np), f32(float32(lr)),
+		f32(o.Momentum), f32(o.WeightDecay), flag(o.Nesterov), flag(first)); err != nil {
+		return err
+	}
+	if o.Momentum != 0 {
+		s.velHave = true
+	}
+	return nil
+}
+
+// NonFinite runs amp_unscale with a factor of 1 (which writes back what
+// it reads) over each param, each with its own flag, and reads the flags
+// once.
+func (s *state) NonFinite(values bool) ([]int, error) {
+	if err := s.b.m.zero(s.found, 4*len(s.params)); err != nil {
+		return nil, err
+	}
+	base := s.grads
+	if values {
+		base = s.vals
+	}
+	for i, p := range s.params {
+		n := len(p.Value)
+		if err := s.b.run("amp_unscale", kernels.Elementwise, n, 0, base+4*uint64(s.off[i]), i64(n), s.found+4*uint64(i), s.inv+4); err != nil {
+			return nil, err
+		}
+	}
+	f := make([]float32, len(s.params))
+	if err := s.b.copyOut(f, s.found); err != nil {
+		return nil, err
+	}
+	var bad []int
+	for i, v := range f {
+		if v != 0 {
+			bad = append(bad, i)
+		}
+	}
+	return bad, nil
+}
+
+func (s *state) EMAUpdate(decay float64, first bool) error {
+	first = first || !s.emaHave
+	if err := s.b.run("ema_update", kernels.Elementwise, s.nall, 0, s.ema, s.vals, i64(s.nall), f32(float32(decay)), flag(first)); err != nil {
+		return err
+	}
+	s.emaHave = true
+	return nil
+}
+
+func (s *state) EMASwap() error {
+	if !s.emaHave {
+		return errors.New("cuda: EMA swap before an update")
+	}
+	return s.b.run("swap_f32", kernels.Elementwise, s.nall, 0, s.vals, s.ema, i64(s.nall))
+}
+
+// Pull copies the values, the momentum and the average out (each copy
+// waits for the queued work).
+func (s *state) Pull(opt *train.SGD, e *train.EMA) error {
+	for i, p := range s.all {
+		if err := s.b.copyOut(p.Value, s.vals+4*uint64(s.off[i])); err != nil {
+			return fmt.Errorf("cuda: pull %s: %w", p.Name, err)
+		}
+	}
+	if s.velHave && opt != nil {
+		if opt.Velocity == nil {
+			opt.Velocity = make([][]float32, len(s.params))
+		}
+		for i, p := range s.params {
+			opt.Velocity[i] = grow(opt.Velocity[i], len(p.Value))
+			if err := s.b.copyOut(opt.Velocity[i], s.vel+4*uint64(s.off[i])); err != nil {
+				return fmt.Errorf("cuda: pull the momentum of %s: %w", p.Name, err)
+			}
+		}
+	}
+	if s.emaHave && e != nil {
+		if e.Values == nil {
+			e.Values = make([][]float32, len(s.all))
+		}
+		for i, p := range s.all {
+			e.Values[i] = grow(e.Values[i], len(p.Value))
+			if err := s.b.copyOut(e.Values[i], s.ema+4*uint64(s.off[i])); err != nil {
+				return fmt.Errorf("cuda: pull the average of %s: %w", p.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func grow(v []float32, n int) []float32 {
+	if cap(v) < n {
+		return make([]float32, n)
+	}
+	return v[:n]
+}
+
+// Push copies the values, the momentum and the average in; a nil
+// Velocity or Values means none yet.
+func (s *state) Push(opt *train.SGD, e *train.EMA) error {
+	for i, p := range s.all {
+		if len(p.Value) != s.vt[i].n {
+			return fmt.Errorf("cuda: push %s: %d values, the state %d", p.Name, len(p.Value), s.vt[i].n)
+		}
+		if err := s.b.copyIn(s.vals+4*uint64(s.off[i]), p.Value); err != nil {
+			return fmt.Errorf("cuda: push %s: %w", p.Name, err)
+		}
+	}
+	s.velHave, s.emaHave = false, false
+	if opt != nil && opt.Velocity != nil {
+		if len(opt.Velocity) != len(s.params) {
+			return fmt.Errorf("cuda: push: momentum of %d params, the state has %d", len(opt.Velocity), len(s.params))
+		}
+		for i, p := range s.params {
+			if len(opt.Velocity[i]) != len(p.Value) {
+				return fmt.Errorf("cuda: push the momentum of %s: %d values, want %d", p.Name, len(opt.Velocity[i]), len(p.Value))
+			}
+			if err := s.b.copyIn(s.vel+4*uint64(s.off[i]), opt.Velocity[i]); err != nil {
+				return err
+			}
+		}
+		s.velHave = true
+	}
+	if e != nil && e.Values != nil {
+		if len(e.Values) != len(s.all) {
+			return fmt.Errorf("cuda: push: average of %d tensors, the state has %d", len(e.Values), len(s.all))
+		}
+		for i, p := range s.all {
+			if len(e.Values[i]) != len(p.Value) {
+				return fmt.Errorf("cuda: push the average of %s: %d values, want %d", p.Name, len(e.Values[i]), len(p.Value))
+			}
+			if err := s.b.copyIn(s.ema+4*uint64(s.off[i]), e.Values[i]); err != nil {
+				return err
+			}
+		}
+		s.emaHave = true
+	}
+	return nil
+}
+
+func (s *state) Release() {
+	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv} {
+		if *p != 0 {
+			s.b.m.free(*p)
+			*p = 0
+		}
+	}
+	s.vt, s.gt = nil, nil
+}
+
+// ---- loss ----
+
+// NewLoss implements train.LossBackend: ce_loss per row, ce_sums into
+// three doubles that stay on the device until Sums.
+func (b *Backend) NewLoss(s train.LossSpec) (train.LossOp, error) {
+	sums, err := b.m.alloc(3 * 8)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: loss sums: %w", err)
+	}
+	return &lossOp{b: b, eps: float32(s.LabelSmoothing), sums: sums}, nil
+}
+
+type lossOp struct {
+	b         *Backend
+	eps       float32
+	sums      uint64 // [loss, top-1, top-5] in float64
+	samples   int
+	labels    uint64
+	nLabels   int
+	rowstat   *tensor
+	dl        *tensor
+	labelHost []int32
+}
+
+func (l *lossOp) Forward(logits train.Tensor, labels []int, gradScale float64) (train.Tensor, error) {
+	x, err := asT(logits, 2)
+	if err != nil {
+		return nil, err
+	}
+	n, k := x.shape[0], x.shape[1]
+	if n != len(labels) {
+		return nil, fmt.Errorf("cuda: cross-entropy: logits %v for %d labels", x.shape, len(labels))
+	}
+	l.labelHost = l.labelHost[:0]
+	for _, y := range labels {
+		if y < 0 || y >= k {
+			return nil, fmt.Errorf("cuda: cross-entropy: label %d out of range [0,%d)", y, k)
+		}
+		l.labelHost = append(l.labelHost, int32(y))
+	}
+	if l.nLabels < n {
+		if l.labels != 0 {
+			l.b.m.free(l.labels)
+			l.labels, l.nLabels = 0, 0
+		}
+		if l.labels, err = l.b.m.alloc(4 * n); err != nil {
+			return nil, fmt.Errorf("cuda: labels: %w", err)
+		}
+		l.nLabels = n
+	}
+	if err := l.b.m.copyIn(l.labels, unsafe.Pointer(&l.labelHost[0]), 4*n); err != nil {
+		return nil, err
+	}
+	if err := l.b.ensure(&l.dl, n, k); err != nil {
+		return nil, err
+	}
+	if err := l.b.ensure(&l.rowstat, 3*n); err != nil {
+		return nil, err
+	}
+	if gradScale == 0 {
+		gradScale = 1
+	}
+	if err := l.b.run("ce_loss", kernels.PerRow, n, k, x.p, l.labels, l.dl.p, l.rowstat.p, i32(n), i32(k), f32(l.eps),
+		f32(float32(gradScale/float64(n)))); err != nil {
+		return nil, err
+	}
+	if err := l.b.run("ce_sums", kernels.Single, 1, n, l.rowstat.p, i32(n), l.sums); err != nil {
+		return nil, err
+	}
+	l.samples += n
+	return l.dl, nil
+}
+
+// Sums reads the three sums (waiting for the queued work) and zeroes them.
+func (l *lossOp) Sums() (train.LossSums, error) {
+	var v [3]float64
+	if err := l.b.m.copyOut(unsafe.Pointer(&v[0]), l.sums, 24); err != nil {
+		return train.LossSums{}, err
+	}
+	if err := l.b.m.zero(l.sums, 24); err != nil {
+		return train.LossSums{}, err
+	}
+	s := train.LossSums{Loss: v[0], Top1: int(v[1]), Top5: int(v[2]), Samples: l.samples}
+	l.samples = 0
+	return s, nil
+}
+
+func (l *lossOp) Close() {
+	l.dl.free()
+	l.rowstat.free()
+	for _, p := range []*uint64{&l.sums, &l.labels} {
+		if *p != 0 {
+			l.b.m.free(*p)
+			*p = 0
+		}
+	}
+}
+
+// ---- input ----
+
+// NewByteInput implements train.ByteInputBackend: the bytes copied in,
+// normalize_u8 on the device.
+func (b *Backend) NewByteInput() (train.ByteInputOp, error) { return &byteInput{b: b}, nil }
+
+type byteInput struct {
+	b            *Backend
+	pix          uint64
+	nPix         int
+	scale, shift *tensor
+	host         []float32
+}
+
+func (in *byteInput) Normalize(dst train.Tensor, bb train.ByteBatch) error {
+	t, err := asT(dst, 4)
+	if err != nil {
+		return err
+	}
+	if t.shape[0] != bb.N || t.shape[1] != bb.C || t.shape[2] != bb.H || t.shape[3] != bb.W {
+		return fmt.Errorf("cuda: byte batch %d×%d×%d×%d into %v", bb.N, bb.H, bb.W, bb.C, t.shape)
+	}
+	n := bb.N * bb.H * bb.W * bb.C
+	if len(bb.Pixels) != n {
+		return fmt.Errorf("cuda: byte batch of %d bytes for %d×%d×%d×%d", len(bb.Pixels), bb.N, bb.H, bb.W, bb.C)
+	}
+	if in.nPix < n {
+		if in.pix != 0 {
+			in.b.m.free(in.pix)
+			in.pix, in.nPix = 0, 0
+		}
+		if in.pix, err = in.b.m.alloc(n); err != nil {
+			return fmt.Errorf("cuda: byte batch: %w", err)
+		}
+		in.nPix = n
+	}
+	if n > 0 {
+		if err := in.b.m.copyIn(in.pix, unsafe.Pointer(&bb.Pixels[0]), n); err != nil {
+			return err
+		}
+	}
+	// train.NormalizeHWC's factors: scale 1/(255·std), shift −mean/std.
+	in.host = grow(in.host, 2*bb.C)
+	for c := range bb.C {
+		m, s := channel(bb.Mean, c, 0), channel(bb.Std, c, 1)
+		if s == 0 {
+			s = 1
+		}
+		in.host[c], in.host[bb.C+c] = 1/(255*s), -m/s
+	}
+	if _, err := in.b.hostTensor(&in.scale, in.host[:bb.C]); err != nil {
+		return err
+	}
+	if _, err := in.b.hostTensor(&in.shift, in.host[bb.C:]); err != nil {
+		return err
+	}
+	return in.b.run("normalize_u8", kernels.Elementwise, n, 0, in.pix, t.p, in.scale.p, in.shift.p, i32(bb.N), i32(bb.C), i32(bb.H), i32(bb.W))
+}
+
+func channel(v []float32, c int, def float32) float32 {
+	switch {
+	case len(v) == 0:
+		return def
+	case len(v) == 1:
+		return v[0]
+	}
+	return v[c]
+}
+
+func (in *byteInput) Close() {
+	in.scale.free()
+	in.shift.free()
+	if in.pix != 0 {
+		in.b.m.free(in.pix)
+		in.pix = 0
+	}
+}

@@ -1,0 +1,202 @@
+/* standin_dnn.c: stand-ins of libcudnn.so.9 and libcublas.so.13 for
+ * TestDNNStandIns, built with gcc on the CPU. They implement the calls
+ * gpu.c makes with the real libraries' documented semantics (cuDNN's
+ * legacy API: descriptors, cross-correlation NCHW float32, the three
+ * directions with alpha and beta, Get…_v7 and Find…Ex ranking; cuBLAS's
+ * column-major sgemm with host alpha and beta) over host pointers, and
+ * refuse (status 2000, as CUDNN_STATUS_BAD_PARAM; 7 for cuBLAS) any
+ * argument that disagrees with the descriptors: a descriptor of the wrong
+ * kind, an output shape unlike the convolution's, an unknown algorithm, a
+ * workspace smaller than asked. The arithmetic is twin.c's, so results
+ * must equal the twin's bit for bit. Compiled once with -DSTANDIN_CUDNN and
+ * once with -DSTANDIN_CUBLAS; every other declared symbol is a stub the
+ * test generates. */
+#include <stdlib.h>
+#include <string.h>
+#include TWIN_C
+
+enum { BAD = 2000, UNSUPPORTED = 3000 };
+
+#ifdef STANDIN_CUDNN
+struct desc {
+	int kind; /* 1 tensor, 2 filter, 3 convolution */
+	int n, c, h, w;
+	int pad, stride, mode, math;
+};
+
+static int mk(void **d, int kind) {
+	struct desc *x = calloc(1, sizeof *x);
+	x->kind = kind;
+	*d = x;
+	return 0;
+}
+static int rm(void *d, int kind) {
+	struct desc *x = d;
+	if (!x || x->kind != kind)
+		return BAD;
+	free(x);
+	return 0;
+}
+int cudnnCreateTensorDescriptor(void **d) { return mk(d, 1); }
+int cudnnCreateFilterDescriptor(void **d) { return mk(d, 2); }
+int cudnnCreateConvolutionDescriptor(void **d) { return mk(d, 3); }
+int cudnnDestroyTensorDescriptor(void *d) { return rm(d, 1); }
+int cudnnDestroyFilterDescriptor(void *d) { return rm(d, 2); }
+int cudnnDestroyConvolutionDescriptor(void *d) { return rm(d, 3); }
+
+int cudnnSetTensor4dDescriptor(void *d, int format, int dataType, int n, int c, int h, int w) {
+	struct desc *x = d;
+	if (x->kind != 1 || format != 0 /* NCHW */ || dataType != 0 /* FLOAT */ || n < 1 || c < 1 || h < 1 || w < 1)
+		return BAD;
+	x->n = n, x->c = c, x->h = h, x->w = w;
+	return 0;
+}
+int cudnnSetFilter4dDescriptor(void *d, int dataType, int format, int k, int c, int h, int w) {
+	struct desc *x = d;
+	if (x->kind != 2 || dataType != 0 || format != 0 || k < 1 || c < 1 || h < 1 || h != w)
+		return BAD;
+	x->n = k, x->c = c, x->h = h, x->w = w;
+	return 0;
+}
+int cudnnSetConvolution2dDescriptor(void *d, int padH, int padW, int u, int v, int dh, int dw, int mode, int computeType) {
+	struct desc *x = d;
+	if (x->kind != 3 || padH != padW || u != v || u < 1 || dh != 1 || dw != 1 || mode != 1 /* CROSS_CORRELATION */ ||
+	    computeType != 0)
+		return BAD;
+	x->pad = padH, x->stride = u, x->mode = mode;
+	return 0;
+}
+int cudnnSetConvolutionMathType(void *d, int math) {
+	struct desc *x = d;
+	if (x->kind != 3 || (math != 0 && math != 3))
+		return BAD;
+	x->math = math;
+	return 0;
+}
+
+/* check: x (tensor), w (filter), conv, y (tensor) agree. */
+static int check(struct desc *x, struct desc *w, struct desc *cv, struct desc *y) {
+	if (!x || !w || !cv || !y || x->kind != 1 || w->kind != 2 || cv->kind != 3 || y->kind != 1)
+		return BAD;
+	int oh = (x->h + 2 * cv->pad - w->h) / cv->stride + 1, ow = (x->w + 2 * cv->pad - w->w) / cv->stride + 1;
+	if (x->c != w->c || y->n != x->n || y->c != w->n || y->h != oh || y->w != ow)
+		return BAD;
+	return 0;
+}
+
+/* Two algorithms: 0 unsupported (ranked first, to be skipped), 1 with a
+ * workspace of 64 bytes. */
+struct perf {
+	int algo, status;
+	float time;
+	size_t memory;
+	int determinism, math, reserved[3];
+};
+static int rank(int requested, int *returned, struct perf *p, int timed) {
+	if (requested < 2)
+		return BAD;
+	memset(p, 0, 2 * sizeof *p);
+	p[0].algo = 0, p[0].status = UNSUPPORTED, p[0].time = -1;
+	p[1].algo = 1, p[1].status = 0, p[1].memory = 64, p[1].time = timed ? 0.5f : -1;
+	*returned = 2;
+	return 0;
+}
+static int wsize(int algo, size_t *bytes) {
+	if (algo != 1)
+		return UNSUPPORTED;
+	*bytes = 64;
+	return 0;
+}
+static int ready(int algo, void *ws, size_t bytes, const float *alpha, const float *beta) {
+	return algo == 1 && ws && bytes >= 64 && *alpha == 1.0f && *beta == 0.0f ? 0 : BAD;
+}
+
+static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, struct desc *cv, struct desc *y, void *yp) {
+	int r = check(x, w, cv, y);
+	if (r)
+		return r;
+	twin_conv_fwd(xp, wp, yp, x->n, x->c, x->h, x->w, w->n, w->h, cv->pad, cv->stride, y->h, y->w);
+	return 0;
+}
+static int bwd_data(struct desc *w, const void *wp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dx, void *dxp) {
+	int r = check(dx, w, cv, dy);
+	if (r)
+		return r;
+	twin_conv_bwd_data(wp, dyp, dxp, dx->n, dx->c, dx->h, dx->w, w->n, w->h, cv->pad, cv->stride, dy->h, dy->w);
+	return 0;
+}
+static int bwd_filter(struct desc *x, const void *xp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dw, void *dwp) {
+	int r = check(x, dw, cv, dy);
+	if (r)
+		return r;
+	twin_conv_bwd_filter(xp, dyp, dwp, x->n, x->c, x->h, x->w, dw->n, dw->h, cv->pad, cv->stride, dy->h, dy->w);
+	return 0;
+}
+
+int cudnnGetConvolutionForwardAlgorithm_v7(void *h, void *x, void *w, void *cv, void *y, int req, int *ret, void *perf) {
+	int r = check(x, w, cv, y);
+	return r ? r : rank(req, ret, perf, 0);
+}
+int cudnnGetConvolutionBackwardDataAlgorithm_v7(void *h, void *w, void *dy, void *cv, void *dx, int req, int *ret, void *perf) {
+	int r = check(dx, w, cv, dy);
+	return r ? r : rank(req, ret, perf, 0);
+}
+int cudnnGetConvolutionBackwardFilterAlgorithm_v7(void *h, void *x, void *dy, void *cv, void *dw, int req, int *ret, void *perf) {
+	int r = check(x, dw, cv, dy);
+	return r ? r : rank(req, ret, perf, 0);
+}
+int cudnnGetConvolutionForwardWorkspaceSize(void *h, void *x, void *w, void *cv, void *y, int algo, size_t *bytes) {
+	int r = check(x, w, cv, y);
+	return r ? r : wsize(algo, bytes);
+}
+int cudnnGetConvolutionBackwardDataWorkspaceSize(void *h, void *w, void *dy, void *cv, void *dx, int algo, size_t *bytes) {
+	int r = check(dx, w, cv, dy);
+	return r ? r : wsize(algo, bytes);
+}
+int cudnnGetConvolutionBackwardFilterWorkspaceSize(void *h, void *x, void *dy, void *cv, void *dw, int algo, size_t *bytes) {
+	int r = check(x, dw, cv, dy);
+	return r ? r : wsize(algo, bytes);
+}
+int cudnnFindConvolutionForwardAlgorithmEx(void *h, void *x, const void *xp, void *w, const void *wp, void *cv, void *y,
+					   void *yp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
+	int r = fwd(x, xp, w, wp, cv, y, yp);
+	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
+}
+int cudnnFindConvolutionBackwardDataAlgorithmEx(void *h, void *w, const void *wp, void *dy, const void *dyp, void *cv,
+						void *dx, void *dxp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
+	int r = bwd_data(w, wp, dy, dyp, cv, dx, dxp);
+	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
+}
+int cudnnFindConvolutionBackwardFilterAlgorithmEx(void *h, void *x, const void *xp, void *dy, const void *dyp, void *cv,
+						  void *dw, void *dwp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
+	int r = bwd_filter(x, xp, dy, dyp, cv, dw, dwp);
+	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
+}
+int cudnnConvolutionForward(void *h, const void *alpha, void *x, const void *xp, void *w, const void *wp, void *cv, int algo,
+			    void *ws, size_t wsBytes, const void *beta, void *y, void *yp) {
+	int r = ready(algo, ws, wsBytes, alpha, beta);
+	return r ? r : fwd(x, xp, w, wp, cv, y, yp);
+}
+int cudnnConvolutionBackwardData(void *h, const void *alpha, void *w, const void *wp, void *dy, const void *dyp, void *cv,
+				 int algo, void *ws, size_t wsBytes, const void *beta, void *dx, void *dxp) {
+	int r = ready(algo, ws, wsBytes, alpha, beta);
+	return r ? r : bwd_data(w, wp, dy, dyp, cv, dx, dxp);
+}
+int cudnnConvolutionBackwardFilter(void *h, const void *alpha, void *x, const void *xp, void *dy, const void *dyp, void *cv,
+				   int algo, void *ws, size_t wsBytes, const void *beta, void *dw, void *dwp) {
+	int r = ready(algo, ws, wsBytes, alpha, beta);
+	return r ? r : bwd_filter(x, xp, dy, dyp, cv, dw, dwp);
+}
+#endif
+
+#ifdef STANDIN_CUBLAS
+int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
+		   const float *b, int ldb, const float *beta, float *c, int ldc) {
+	/* cuBLAS's argument checks: op(A) is m×k, so A is lda ≥ rows. */
+	if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 0 || n < 0 || k < 0 || lda < (ta ? k : m) ||
+	    ldb < (tb ? n : k) || ldc < m)
+		return 7; /* CUBLAS_STATUS_INVALID_VALUE */
+	twin_sgemm(ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
+	return 0;
+}
+#endif

@@ -1,0 +1,541 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/traintest"
+)
+
+// images is a small fixed-seed dataset for traintest.SmallThinNet (one
+// channel, 10 classes): each class brightens its own band of rows.
+func images(n int, seed uint64) *train.Images {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	const h, w = 10, 10
+	d := &train.Images{C: 1, H: h, W: w, Mean: 0.3, Std: 0.3, Pixels: make([]byte, n*h*w), Labels: make([]int, n)}
+	for i := range n {
+		k := rng.IntN(10)
+		d.Labels[i] = k
+		for y := range h {
+			for x := range w {
+				v := rng.IntN(80)
+				if y == k {
+					v += 150
+				}
+				d.Pixels[(i*h+y)*w+x] = byte(v)
+			}
+		}
+	}
+	return d
+}
+
+// outcome is what a run leaves: weights and buffers, momentum, average,
+// the losses of each step.
+type outcome struct {
+	weights, velocity, ema [][]float32
+	losses                 []float64
+	bound                  bool // the params were bound to a device state during the steps
+	skipped                int  // steps the GradScaler skipped
+}
+
+// trainRun trains SmallThinNet on b for epochs epochs (momentum, weight
+// decay, EMA), from checkpoint from when not "", saving to save when not "".
+func trainRun(t *testing.T, b train.Backend, epochs int, from, save string) outcome {
+	t.Helper()
+	return trainRunWith(t, b, epochs, from, save, nil)
+}
+
+// trainRunWith is trainRun with setup applied to the trainer first.
+func trainRunWith(t *testing.T, b train.Backend, epochs int, from, save string, setup func(*train.Trainer)) outcome {
+	t.Helper()
+	net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
+	defer tr.Close()
+	tr.EMA = &train.EMA{Decay: 0.9}
+	if setup != nil {
+		setup(tr)
+	}
+	if from != "" {
+		if err := tr.LoadCheckpoint(from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var o outcome
+	onStep := func(s train.StepResult) error {
+		v, _ := net.Params()[0].Tensors()
+		o.bound = o.bound || v != nil
+		o.losses = append(o.losses, s.Loss)
+		return nil
+	}
+	for range epochs {
+		if _, err := tr.TrainEpoch(context.Background(), images(64, 7), onStep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if save != "" {
+		if err := tr.SaveCheckpoint(save); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range append(net.Params(), net.Buffers()...) {
+		o.weights = append(o.weights, slices.Clone(p.Value))
+	}
+	o.velocity, o.ema = tr.Opt.Velocity, tr.EMA.Values
+	if tr.Scaler != nil {
+		o.skipped = tr.Scaler.Skipped
+	}
+	return o
+}
+
+// near reports the largest difference of got from want relative to each
+// tensor's largest magnitude, failing beyond tol.
+func near(t *testing.T, what string, got, want [][]float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d tensors, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("%s %d: %d values, want %d", what, i, len(got[i]), len(want[i]))
+		}
+		scale := 1e-3
+		for _, v := range want[i] {
+			scale = math.Max(scale, math.Abs(float64(v)))
+		}
+		for j := range want[i] {
+			if d := math.Abs(float64(got[i][j]) - float64(want[i][j])); !(d <= tol*scale) {
+				t.Fatalf("%s: tensor %d element %d is %g, want %g (tolerance %.1g of %.3g)", what, i, j, got[i][j], want[i][j], tol, scale)
+			}
+		}
+	}
+}
+
+func nearLosses(t *testing.T, got, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d losses, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !(math.Abs(got[i]-want[i]) <= tol*math.Max(1, math.Abs(want[i]))) {
+			t.Fatalf("step %d loss %.7f, reference %.7f (tolerance %.1g)", i+1, got[i], want[i], tol)
+		}
+	}
+}
+
+// trainTol bounds the twin's drift from the reference over 8 steps: the
+// same formulas, summed in other orders (cuDNN's and the kernels' trees
+// against the reference's loops) and SGD's fused multiply-adds.
+const trainTol = 1e-4
+
+// Eight fixed-seed steps of SmallThinNet through train.Trainer on the
+// twin (every tensor on the device: State, fused SGD, EMA, loss) and on
+// the reference backend (the host path) agree within trainTol.
+func TestTwinTrainsLikeReference(t *testing.T) {
+	got := trainRun(t, twinBackend(t), 2, "", "")
+	want := trainRun(t, train.NewReference(train.BackendOptions{}), 2, "", "")
+	if !got.bound {
+		t.Fatal("the twin's parameters were never bound to a device state")
+	}
+	nearLosses(t, got.losses, want.losses, trainTol)
+	near(t, "weights", got.weights, want.weights, trainTol)
+	near(t, "momentum", got.velocity, want.velocity, trainTol)
+	near(t, "EMA", got.ema, want.ema, trainTol)
+	if got.losses[len(got.losses)-1] >= got.losses[0] {
+		t.Errorf("the loss did not fall: %v", got.losses)
+	}
+}
+
+// AMP: fp16 (emulated by rounding) with a GradScaler whose first scale
+// overflows, so that the first steps are skipped on the device's finite
+// check and the scale backs off, as on the reference.
+func TestTwinAMPLikeReference(t *testing.T) {
+	amp := func(tr *train.Trainer) {
+		tr.Scaler = train.NewGradScaler()
+		tr.Scaler.Scale = 1e38
+	}
+	o := train.BackendOptions{Precision: train.Float16}
+	b, err := OpenTwin(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got := trainRunWith(t, b, 2, "", "", amp)
+	want := trainRunWith(t, train.NewReference(o), 2, "", "", amp)
+	if got.skipped == 0 || got.skipped != want.skipped {
+		t.Fatalf("skipped %d steps, the reference %d (want the same, more than 0)", got.skipped, want.skipped)
+	}
+	nearLosses(t, got.losses, want.losses, trainTol)
+	near(t, "weights", got.weights, want.weights, trainTol)
+	near(t, "momentum", got.velocity, want.velocity, trainTol)
+}
+
+// A checkpoint written on the twin resumes on the reference backend, and
+// one written on the reference resumes on the twin: the next epoch's
+// steps are those of the run that wrote it, continued.
+func TestTwinCheckpointAcrossBackends(t *testing.T) {
+	ref := func() train.Backend { return train.NewReference(train.BackendOptions{}) }
+	for _, c := range []struct {
+		name           string
+		writer, reader func() train.Backend
+	}{{"twin-to-reference", func() train.Backend { return twinBackend(t) }, ref}, {"reference-to-twin", ref, func() train.Backend { return twinBackend(t) }}} {
+		t.Run(c.name, func(t *testing.T) {
+			ck := t.TempDir() + "/ck"
+			trainRun(t, c.writer(), 1, "", ck)
+			whole := trainRun(t, c.writer(), 2, "", "")
+			resumed := trainRun(t, c.reader(), 1, ck, "")
+			nearLosses(t, resumed.losses, whole.losses[len(whole.losses)-len(resumed.losses):], trainTol)
+			near(t, "weights", resumed.weights, whole.weights, trainTol)
+			near(t, "momentum", resumed.velocity, whole.velocity, trainTol)
+			near(t, "EMA", resumed.ema, whole.ema, trainTol)
+		})
+	}
+}
+
+// State's methods against the host's arithmetic on the same values:
+// train.SGD.Step (momentum, weight decay, Nesterov), the GradScaler's
+// unscale and finite check, the anomaly check's reduction, the EMA's
+// update and swap, Pull and Push.
+func TestTwinStateMatchesHost(t *testing.T) { stateMatchesHost(t, twinBackend) }
+
+func stateMatchesHost(t *testing.T, open func(*testing.T) *Backend) {
+	for _, opt := range []train.SGD{{Momentum: 0.9, WeightDecay: 1e-4}, {Momentum: 0.8, Nesterov: true}, {WeightDecay: 5e-4}} {
+		t.Run(fmt.Sprintf("%+v", opt), func(t *testing.T) {
+			b := open(t)
+			rng := rand.New(rand.NewPCG(1, 2))
+			mk := func(name string, n int, grad bool) *train.Param {
+				p := &train.Param{Name: name, Shape: []int{n}, Value: make([]float32, n)}
+				for i := range p.Value {
+					p.Value[i] = float32(rng.NormFloat64())
+				}
+				if grad {
+					p.Grad = make([]float32, n)
+				}
+				return p
+			}
+			params := []*train.Param{mk("a", 37, true), mk("b", 300, true), mk("c", 1, true)}
+			buffers := []*train.Param{mk("m", 5, false)}
+			host := make([]*train.Param, len(params))
+			for i, p := range params {
+				host[i] = &train.Param{Name: p.Name, Value: slices.Clone(p.Value), Grad: make([]float32, len(p.Grad))}
+			}
+			dopt, hopt := opt, opt
+			st, err := b.NewState(params, buffers, &dopt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Release()
+			if v, g := st.Tensors(3); v == nil || g != nil {
+				t.Fatalf("buffer's tensors %v %v, want a value and no gradient", v, g)
+			}
+			setGrads := func(scale float32) {
+				for i, p := range host {
+					for j := range p.Grad {
+						p.Grad[j] = float32(rng.NormFloat64()) * scale
+					}
+					_, g := st.Tensors(i)
+					if err := g.Write(p.Grad); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for step := range 3 {
+				setGrads(4)
+				finite, err := st.Unscale(0.25)
+				if err != nil || !finite {
+					t.Fatalf("step %d: Unscale: %v %v", step, finite, err)
+				}
+				for _, p := range host {
+					for j := range p.Grad {
+						p.Grad[j] *= 0.25
+					}
+				}
+				if err := st.SGDStep(&dopt, 0.1); err != nil {
+					t.Fatal(err)
+				}
+				hopt.Step(host, 0.1)
+			}
+			if err := st.Pull(&dopt, nil); err != nil {
+				t.Fatal(err)
+			}
+			var got, want [][]float32
+			for i := range host {
+				got, want = append(got, params[i].Value), append(want, host[i].Value)
+			}
+			near(t, "weights after 3 steps", got, want, 1e-6)
+			if (dopt.Velocity != nil) != (hopt.Velocity != nil) {
+				t.Fatalf("momentum pulled: %v, host has one: %v", dopt.Velocity != nil, hopt.Velocity != nil)
+			}
+			if hopt.Velocity != nil {
+				near(t, "momentum", dopt.Velocity, hopt.Velocity, 1e-6)
+			}
+			// A NaN gradient in b and an infinite value in c.
+			_, g := st.Tensors(1)
+			host[1].Grad[7] = float32(math.NaN())
+			if err := g.Write(host[1].Grad); err != nil {
+				t.Fatal(err)
+			}
+			if bad, err := st.NonFinite(false); err != nil || !slices.Equal(bad, []int{1}) {
+				t.Errorf("NonFinite(gradients) = %v %v, want [1]", bad, err)
+			}
+			if finite, err := st.Unscale(1); err != nil || finite {
+				t.Errorf("Unscale over a NaN: finite %v %v", finite, err)
+			}
+			v, _ := st.Tensors(2)
+			if err := v.Write([]float32{float32(math.Inf(1))}); err != nil {
+				t.Fatal(err)
+			}
+			if bad, err := st.NonFinite(true); err != nil || !slices.Equal(bad, []int{2}) {
+				t.Errorf("NonFinite(values) = %v %v, want [2]", bad, err)
+			}
+			if err := v.Write([]float32{0.5}); err != nil {
+				t.Fatal(err)
+			}
+			// The EMA: a copy first, then the average; the swap exchanges.
+			e := &train.EMA{Decay: 0.9}
+			if err := st.EMASwap(); err == nil {
+				t.Error("EMASwap before an update: no error")
+			}
+			if err := st.EMAUpdate(0.9, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Pull(&dopt, e); err != nil {
+				t.Fatal(err)
+			}
+			before := [][]float32{}
+			for _, p := range append(params, buffers...) {
+				before = append(before, slices.Clone(p.Value))
+			}
+			near(t, "first EMA update", e.Values, before, 0)
+			bump := make([]float32, 300)
+			for i := range bump {
+				bump[i] = before[1][i] + 1
+			}
+			v1, _ := st.Tensors(1)
+			if err := v1.Write(bump); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.EMAUpdate(0.9, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.EMASwap(); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Pull(&dopt, e); err != nil {
+				t.Fatal(err)
+			}
+			avg := make([]float32, 300)
+			for i := range avg {
+				avg[i] = 0.9*before[1][i] + float32(1-0.9)*bump[i]
+			}
+			near(t, "averaged weights swapped in", [][]float32{params[1].Value}, [][]float32{avg}, 1e-6)
+			near(t, "weights swapped out", [][]float32{e.Values[1]}, [][]float32{bump}, 0)
+			// Push then Pull round-trips, and refuses a wrong length.
+			params[0].Value[0] = 42
+			if err := st.Push(&dopt, e); err != nil {
+				t.Fatal(err)
+			}
+			params[0].Value[0] = 0
+			if err := st.Pull(&dopt, e); err != nil || params[0].Value[0] != 42 {
+				t.Errorf("Push then Pull: %g %v, want 42", params[0].Value[0], err)
+			}
+			params[2].Value = make([]float32, 2)
+			if err := st.Push(&dopt, e); err == nil {
+				t.Error("Push of a param of the wrong length: no error")
+			}
+		})
+	}
+}
+
+// The loss op against train.CrossEntropy on the reference: the gradient
+// (label smoothing, a loss scale), and the sums read once for two batches.
+func TestTwinLoss(t *testing.T) { lossMatchesReference(t, twinBackend(t)) }
+
+func lossMatchesReference(t *testing.T, b *Backend) {
+	ref := train.NewReference(train.BackendOptions{})
+	rng := rand.New(rand.NewPCG(4, 4))
+	const n, k = 9, 12
+	lo, err := b.NewLoss(train.LossSpec{LabelSmoothing: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Close()
+	ce := train.NewCrossEntropy(ref)
+	ce.LabelSmoothing, ce.GradScale = 0.1, 8
+	defer ce.Close()
+	var want train.LossSums
+	for range 2 {
+		x := make([]float32, n*k)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * 3)
+		}
+		labels := make([]int, n)
+		for i := range labels {
+			labels[i] = rng.IntN(k)
+		}
+		xt, _ := b.NewTensor(n, k)
+		defer xt.Release()
+		rt, _ := ref.NewTensor(n, k)
+		if err := xt.Write(x); err != nil {
+			t.Fatal(err)
+		}
+		rt.Write(x)
+		dl, err := lo.Forward(xt, labels, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, rdl, err := ce.Forward(rt, labels, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Add(train.LossSums{Loss: r.Loss * n, Top1: r.Correct1, Top5: r.Correct5, Samples: n})
+		g, w := make([]float32, n*k), make([]float32, n*k)
+		dl.Read(g)
+		rdl.Read(w)
+		near(t, "dlogits", [][]float32{g}, [][]float32{w}, 1e-5)
+	}
+	got, err := lo.Sums()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.Loss-want.Loss) > 1e-4*want.Loss || got.Top1 != want.Top1 || got.Top5 != want.Top5 || got.Samples != want.Samples {
+		t.Errorf("sums %+v, reference %+v", got, want)
+	}
+	if again, _ := lo.Sums(); again != (train.LossSums{}) {
+		t.Errorf("sums after a read: %+v, want zero", again)
+	}
+	xt, _ := b.NewTensor(2, k)
+	defer xt.Release()
+	if _, err := lo.Forward(xt, []int{0, k}, 1); err == nil {
+		t.Error("a label out of range: no error")
+	}
+}
+
+// normalize_u8 on the twin gives train.NormalizeHWC's bits.
+func TestTwinByteInput(t *testing.T) { byteInputMatchesHost(t, twinBackend(t)) }
+
+func byteInputMatchesHost(t *testing.T, b *Backend) {
+	in, err := b.NewByteInput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	rng := rand.New(rand.NewPCG(5, 5))
+	bb := train.ByteBatch{N: 3, H: 5, W: 7, C: 3, Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225}}
+	bb.Pixels = make([]byte, bb.N*bb.H*bb.W*bb.C)
+	for i := range bb.Pixels {
+		bb.Pixels[i] = byte(rng.IntN(256))
+	}
+	dst, _ := b.NewTensor(bb.N, bb.C, bb.H, bb.W)
+	defer dst.Release()
+	if err := in.Normalize(dst, bb); err != nil {
+		t.Fatal(err)
+	}
+	got, want := make([]float32, len(bb.Pixels)), make([]float32, len(bb.Pixels))
+	dst.Read(got)
+	if err := train.NormalizeHWC(want, bb); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("element %d: %g, NormalizeHWC %g", i, got[i], want[i])
+		}
+	}
+	bb.W = 6
+	if err := in.Normalize(dst, bb); err == nil {
+		t.Error("a batch of another shape: no error")
+	}
+}
+
+// Every op's and state's memory goes back when they are closed: a
+// ThinNet trained a step and closed leaves the twin as it found it.
+func TestTwinReleases(t *testing.T) {
+	b := twinBackend(t)
+	m := b.m.(*twinMachine)
+	start := m.liveBytes()
+	trainRun(t, b, 1, "", "")
+	if left := m.liveBytes(); left != start {
+		t.Errorf("%d bytes left after the net, trainer and state closed (%d before)", left, start)
+	}
+	other := train.NewReference(train.BackendOptions{})
+	x, _ := other.NewTensor(1, 1, 4, 4)
+	c, _ := b.NewConv(train.ConvSpec{In: 1, Out: 1, Kernel: 3})
+	defer c.Close()
+	if _, err := c.Forward(x, make([]float32, 9), nil); err == nil {
+		t.Error("a tensor of another backend: no error")
+	}
+}
+
+// byteStream serves epochs of d as NHWC bytes in the trainer's order.
+type byteStream struct {
+	tr   *train.Trainer
+	d    *train.Images
+	nhwc []byte
+}
+
+func (s *byteStream) Shape() (c, h, w int) { return s.d.Shape() }
+func (s *byteStream) Len() int             { return s.Steps() * s.tr.Batch }
+func (s *byteStream) Steps() int           { return s.d.Len() / s.tr.Batch }
+func (s *byteStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
+	return func(yield func(train.Batch, error) bool) {
+		c, h, w := s.d.Shape()
+		per := c * h * w
+		order := s.tr.Order(s.d.Len(), e)
+		for k := skip; k < s.Steps(); k++ {
+			px, y := make([]byte, s.tr.Batch*per), make([]int, s.tr.Batch)
+			for j, i := range order[k*s.tr.Batch : (k+1)*s.tr.Batch] {
+				copy(px[j*per:(j+1)*per], s.nhwc[i*per:(i+1)*per])
+				y[j] = s.d.Labels[i]
+			}
+			b := train.Batch{Y: y, Bytes: train.ByteBatch{Pixels: px, N: s.tr.Batch, H: h, W: w, C: c,
+				Mean: []float32{s.d.Mean}, Std: []float32{s.d.Std}}}
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Batches of NHWC bytes normalised on the device (normalize_u8, from the
+// trainer's feeder, beside the step's ops) train the twin to the bits of
+// float batches normalised by Images.Fill on the host.
+func TestTwinByteBatches(t *testing.T) {
+	d := images(64, 9)
+	nhwc := d.Pixels // one channel: NCHW and NHWC are the same bytes
+	run := func(bytes bool) [][]float32 {
+		b := twinBackend(t)
+		net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		var s train.Stream = tr.StreamOf(d)
+		if bytes {
+			s = &byteStream{tr: tr, d: d, nhwc: nhwc}
+		}
+		for range 2 {
+			if _, err := tr.TrainStream(context.Background(), s, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var w [][]float32
+		for _, p := range net.Params() {
+			w = append(w, slices.Clone(p.Value))
+		}
+		return w
+	}
+	near(t, "weights from byte batches", run(true), run(false), 0)
+}

@@ -1,0 +1,151 @@
+//go:build cgo
+
+package cuda
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "twin.h"
+
+static void *twin_p(unsigned long long a) { return (void *)(size_t)a; }
+static unsigned long long twin_alloc(size_t n) { return (unsigned long long)(size_t)calloc(1, n ? n : 1); }
+static void twin_free(unsigned long long a) { free((void *)(size_t)a); }
+static void twin_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda/kernels"
+)
+
+// twinMachine is the machine on the host's CPU: C memory (so an address is
+// a real pointer a kernel's CPU build can use), kernels.cu's CPU build
+// (kernels.LaunchCPU) and the loops of twin.c. It runs everything at once:
+// nothing is queued.
+type twinMachine struct {
+	mu     sync.Mutex
+	live   map[uint64]int // allocations and their sizes
+	closed bool
+}
+
+// twinMemory is what the twin reports as free memory: a fixed budget, so
+// that a plan made on it does not follow the build machine's load.
+const twinMemory = 8 << 30
+
+func newTwin() *twinMachine { return &twinMachine{live: map[uint64]int{}} }
+
+func (m *twinMachine) alloc(bytes int) (uint64, error) {
+	if bytes < 0 {
+		return 0, fmt.Errorf("cuda twin: alloc of %d bytes", bytes)
+	}
+	p := uint64(C.twin_alloc(C.size_t(bytes)))
+	if p == 0 {
+		return 0, fmt.Errorf("cuda twin: alloc of %d bytes failed", bytes)
+	}
+	m.mu.Lock()
+	m.live[p] = bytes
+	m.mu.Unlock()
+	return p, nil
+}
+
+func (m *twinMachine) free(p uint64) {
+	m.mu.Lock()
+	_, ok := m.live[p]
+	delete(m.live, p)
+	m.mu.Unlock()
+	if ok {
+		C.twin_free(C.ulonglong(p))
+	}
+}
+
+func (m *twinMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
+	if bytes > 0 {
+		C.twin_copy(C.twin_p(C.ulonglong(dst)), src, C.size_t(bytes))
+	}
+	return nil
+}
+
+func (m *twinMachine) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
+	if bytes > 0 {
+		C.twin_copy(dst, C.twin_p(C.ulonglong(src)), C.size_t(bytes))
+	}
+	return nil
+}
+
+func (m *twinMachine) zero(p uint64, bytes int) error {
+	if bytes > 0 {
+		C.memset(C.twin_p(C.ulonglong(p)), 0, C.size_t(bytes))
+	}
+	return nil
+}
+
+func (m *twinMachine) launch(name string, l kernels.Launch, args ...uint64) error {
+	return kernels.LaunchCPU(name, l, args)
+}
+
+func fptr(a uint64) *C.float { return (*C.float)(C.twin_p(C.ulonglong(a))) }
+
+func (m *twinMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
+	n, ci, h, w, k, r := C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R)
+	p, s, oh, ow := C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW)
+	switch dir {
+	case convFwd:
+		C.twin_conv_fwd(fptr(a), fptr(b), fptr(out), n, ci, h, w, k, r, p, s, oh, ow)
+	case convBwdData:
+		C.twin_conv_bwd_data(fptr(a), fptr(b), fptr(out), n, ci, h, w, k, r, p, s, oh, ow)
+	case convBwdFilter:
+		C.twin_conv_bwd_filter(fptr(a), fptr(b), fptr(out), n, ci, h, w, k, r, p, s, oh, ow)
+	default:
+		return fmt.Errorf("cuda twin: convolution direction %d", dir)
+	}
+	return nil
+}
+
+func b2c(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (m *twinMachine) gemm(g gemmArgs) error {
+	C.twin_sgemm(b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), fptr(g.A), C.int(g.LDA),
+		fptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
+	return nil
+}
+
+func (m *twinMachine) sync() error                { return nil }
+func (m *twinMachine) freeMemory() (int64, error) { return twinMemory, nil }
+
+// facts are the H200's: the twin plans the launches the GPU would run.
+func (m *twinMachine) facts() kernels.Facts { return kernels.H200 }
+func (m *twinMachine) device() string       { return "cuda-twin" }
+
+// tuneChoices is empty: the twin has one implementation of each call.
+func (m *twinMachine) tuneChoices() []train.TuneChoice { return nil }
+
+func (m *twinMachine) close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for p := range m.live {
+		C.twin_free(C.ulonglong(p))
+	}
+	m.live, m.closed = map[uint64]int{}, true
+	return nil
+}
+
+// liveBytes is the memory the twin holds (the tests' leak check).
+func (m *twinMachine) liveBytes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, b := range m.live {
+		n += b
+	}
+	return n
+}
