@@ -46,6 +46,48 @@ type Consumed struct {
 // as a training loop would, releasing each, and counts them. An epoch
 // that yields nothing ends it early.
 func Consume(ctx context.Context, epoch func(context.Context, int) iter.Seq2[*loader.Batch, error], o ConsumeOptions) (Consumed, error) {
+	return consumeServed(ctx, func(ctx context.Context, e int) iter.Seq2[served, error] {
+		return func(yield func(served, error) bool) {
+			for b, err := range epoch(ctx, e) {
+				var s served
+				if b != nil {
+					s = served{b.Items, b.Valid, b.Repeats, b.Release}
+				}
+				if !yield(s, err) {
+					return
+				}
+			}
+		}
+	}, o)
+}
+
+// ConsumeStaged is Consume over a loader's batch-decode stage (its
+// IterStaged: the rows decoded by a BatchDecoder, on a GPU or its CPU
+// stand-in), each batch released to the stage's ring once counted.
+func ConsumeStaged(ctx context.Context, epoch func(context.Context, int) iter.Seq2[*loader.StagedBatch, error], o ConsumeOptions) (Consumed, error) {
+	return consumeServed(ctx, func(ctx context.Context, e int) iter.Seq2[served, error] {
+		return func(yield func(served, error) bool) {
+			for b, err := range epoch(ctx, e) {
+				var s served
+				if b != nil {
+					s = served{b.Items, b.Valid, b.Repeats, b.Release}
+				}
+				if !yield(s, err) {
+					return
+				}
+			}
+		}
+	}, o)
+}
+
+// served is what Consume counts of a batch, whichever path made it.
+type served struct {
+	Items          []loader.Item
+	Valid, Repeats int
+	Release        func()
+}
+
+func consumeServed(ctx context.Context, epoch func(context.Context, int) iter.Seq2[served, error], o ConsumeOptions) (Consumed, error) {
 	sleep, now := o.Sleep, o.Now
 	if sleep == nil {
 		sleep = time.Sleep

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,42 @@ func TestConsumeRate(t *testing.T) {
 		if slept[i] != want[i] {
 			t.Errorf("sleep %d: %v, want %v", i, slept[i], want[i])
 		}
+	}
+}
+
+// ConsumeStaged counts a batch-decode stage's batches as Consume counts
+// the CPU path's: the same samples in the same order (digest), images,
+// batches and bytes, every batch released (Close then frees the ring's buffers).
+func TestConsumeStaged(t *testing.T) {
+	root := testenv.WriteFolder(t, 2, 5)
+	ctx := context.Background()
+	want, err := Consume(ctx, openLoader(t, root).IterEpoch, ConsumeOptions{Epochs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *loader.CPUBatchDecoder
+	l, err := loader.Open(root, loader.Options{Batch: 4, Seed: 3, Resolution: 16, Transform: loader.Eval,
+		NewBatchDecoder: func(loader.DecoderConfig) (loader.BatchDecoder, error) {
+			d = &loader.CPUBatchDecoder{Workers: 2}
+			return d, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ConsumeStaged(ctx, l.IterStaged, ConsumeOptions{Epochs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("staged: %+v\nCPU path: %+v", got, want)
+	}
+	if _, err := Consume(ctx, l.IterEpoch, ConsumeOptions{Epochs: 1}); !errors.Is(err, loader.ErrStaged) {
+		t.Errorf("Consume over IterEpoch of a staged loader: %v, want ErrStaged", err)
+	}
+	if err := l.Close(); err != nil { // every batch was released: Close frees the ring
+		t.Fatal(err)
+	}
+	if d == nil || d.Live() != 0 {
+		t.Errorf("stage decoder %v: %d buffers not freed after Close", d, d.Live())
 	}
 }

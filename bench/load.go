@@ -227,7 +227,13 @@ func consume(ctx context.Context, c LoadConfig, l *loader.Loader, r *LoadResult,
 	if keys != nil {
 		co.Keys = keys
 	}
-	got, err := Consume(ctx, l.IterEpoch, co)
+	var got Consumed
+	var err error
+	if l.BatchDecoder() != nil { // --device cuda: the batch-decode stage's batches
+		got, err = ConsumeStaged(ctx, l.IterStaged, co)
+	} else {
+		got, err = Consume(ctx, l.IterEpoch, co)
+	}
 	if err != nil {
 		return err
 	}

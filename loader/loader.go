@@ -221,6 +221,15 @@ type Options struct {
 	// as usual (Drop drops the last partial batch), never padded. Indexed
 	// data only.
 	Sampler string
+	// Device is where batches are decoded: "" or "cpu" (the CPU path),
+	// "cuda" or "cuda:N": the batch-decode stage of that GPU (nvJPEG, see
+	// stage.go; registered by package gpudecode), whose batches
+	// are iterated with IterStaged.
+	Device string
+	// NewBatchDecoder, if set, opens the batch-decode stage's decoder
+	// instead of the one registered for Device (a CPUBatchDecoder, in
+	// tests); the loader then runs the stage whatever Device says.
+	NewBatchDecoder func(DecoderConfig) (BatchDecoder, error)
 }
 
 func (o *Options) ensureDefaults() error {
@@ -314,6 +323,11 @@ func (o *Options) ensureDefaults() error {
 			errs = append(errs, fmt.Errorf("resolution schedule %v", o.Schedule))
 			break
 		}
+	}
+	if _, _, err := ParseDevice(o.Device); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, o.stageProblems()...)
 	}
 	if len(errs) == 0 {
 		errs = append(errs, o.checkMemory())
@@ -419,6 +433,9 @@ type Item struct {
 	bad *BadSample
 	// erase is the sample's RandomErasing, applied after normalising.
 	erase augment.ErasePlan
+	// job is the sample's work for the batch-decode stage (stage.go), nil
+	// on the CPU path and once decoded.
+	job *DecodeJob
 }
 
 // Batch is a batch of samples: Data holds Valid rows of RowBytes, laid out
@@ -478,6 +495,15 @@ type Loader struct {
 	// custom is the order SetOrder gave for the next epoch (Sampler
 	// SamplerIndices), taken by it; guarded by mu.
 	custom ordering
+
+	// The batch-decode stage (stage.go): its decoder, its ring of buffers
+	// (allocated by the first epoch, freed by Close; guarded by mu), and
+	// the rows it handed to the CPU decoder.
+	bd       BatchDecoder
+	ring     *ring
+	closed   bool
+	fallback atomic.Int64
+	fill     func() func(row []byte, it Item) error // filler(), made once
 }
 
 type dsKey struct {
@@ -486,11 +512,27 @@ type dsKey struct {
 }
 
 // Close releases the files the loader's dataset keeps open.
+// With a batch-decode stage it frees the stage's buffers (every batch of
+// it must be released by then) and closes its decoder.
 func (l *Loader) Close() error {
-	if l.ds == nil {
-		return nil
+	var errs []error
+	l.mu.Lock()
+	if l.bd != nil && !l.closed {
+		if l.ring != nil {
+			if out := len(l.ring.all) - l.ring.idle(); out > 0 {
+				errs = append(errs, fmt.Errorf("loader: closed with %d staged batch(es) not released: their buffers are freed", out))
+			}
+			errs = append(errs, l.ring.freeAll(l.bd))
+			l.ring = nil
+		}
+		errs = append(errs, l.bd.Close())
 	}
-	return l.ds.Close()
+	l.closed = true
+	l.mu.Unlock()
+	if l.ds != nil {
+		errs = append(errs, l.ds.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // CacheStats returns the counters of the loader's shard cache, or nil
@@ -523,6 +565,7 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Loader, error
 	}
 	l := &Loader{opts: opts, byRes: map[dsKey]pipeline.Dataset[*Batch]{}, stats: map[dsKey]statser{}}
 	l.fp = sync.OnceValue(func() string { return fingerprintOf(l.ds) })
+	l.fill = sync.OnceValue(l.filler)
 	l.q.notify = opts.Quarantine
 	err := l.init(ctx, path)
 	if err == nil {
@@ -530,6 +573,9 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Loader, error
 	}
 	if err == nil {
 		err = l.initSampler()
+	}
+	if err == nil {
+		err = l.openStage()
 	}
 	if err != nil {
 		l.Close()
@@ -678,8 +724,21 @@ func (l *Loader) Iter(ctx context.Context) iter.Seq2[*Batch, error] {
 }
 
 // IterEpoch runs epoch e: its shuffles and augmentations are those of
-// epoch e whatever ran before.
+// epoch e whatever ran before. A loader with a batch-decode stage
+// (Options.Device cuda) serves its epochs through IterStaged: here it
+// yields ErrStaged.
 func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] {
+	if l.bd != nil {
+		return func(yield func(*Batch, error) bool) { yield(nil, ErrStaged) }
+	}
+	return l.iterEpoch(ctx, e, false)
+}
+
+// iterEpoch is IterEpoch; with a batch-decode stage its batches hold
+// decode jobs, not pixels (IterStaged decodes them). staged leaves the
+// position (advance, the epoch's end) to IterStaged, whose consumer is
+// behind this iteration by the batches decoded ahead.
+func (l *Loader) iterEpoch(ctx context.Context, e int, staged bool) iter.Seq2[*Batch, error] {
 	if err := l.orderReady(e); err != nil {
 		return func(yield func(*Batch, error) bool) { yield(nil, err) }
 	}
@@ -712,7 +771,9 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 		for b, err := range ds.Iter(ctx) {
 			err = l.explainEmpty(e, err)
 			if err == nil && b != nil {
-				l.advance(b)
+				if !staged {
+					l.advance(b)
+				}
 				served = true
 			} else if err != nil {
 				failed = true
@@ -729,12 +790,17 @@ func (l *Loader) IterEpoch(ctx context.Context, e int) iter.Seq2[*Batch, error] 
 				return
 			}
 		}
-		if !failed && ctx.Err() == nil {
-			l.stMu.Lock()
-			l.stCons, l.stDone = own, true
-			l.stMu.Unlock()
+		if !failed && ctx.Err() == nil && !staged {
+			l.markDone()
 		}
 	}
+}
+
+// markDone records that the running epoch was served to its end.
+func (l *Loader) markDone() {
+	l.stMu.Lock()
+	l.stCons, l.stDone = l.stLen, true
+	l.stMu.Unlock()
 }
 
 // explainEmpty names what emptied epoch e when every sample was bad (the

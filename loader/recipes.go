@@ -224,6 +224,9 @@ func (l *Loader) filler() func(row []byte, it Item) error {
 // finish adds the decode, batch and prefetch stages; every epoch serves
 // exactly rows samples (see StepsPerEpoch), or what there is when rows < 0.
 func (l *Loader) finish(read pipeline.Dataset[Sample], res, rows int) (pipeline.Dataset[*Batch], statser) {
+	if l.opts.staged() {
+		return l.finishStaged(read, res, rows)
+	}
 	workers := l.opts.Workers
 	if workers == 0 {
 		workers = pipeline.Auto

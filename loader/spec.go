@@ -70,6 +70,10 @@ type Spec struct {
 	// Transform is train, eval or none: today's recipe, its parameters in
 	// Recipe. Augment, if set, is the transform instead: torchvision's ops
 	// in the order given.
+	// Device is where batches are decoded: cpu (the default), cuda or
+	// cuda:N (the GPU batch-decode stage, Options.Device).
+	Device string `json:"device"`
+
 	Transform Transform      `json:"transform"`
 	Recipe    augment.Params `json:"recipe"`
 	Augment   augment.Recipe `json:"augment,omitempty"`
@@ -107,7 +111,7 @@ func (b *Budget) UnmarshalJSON(d []byte) error {
 func Defaults() Spec {
 	return Spec{
 		Split: "train", Batch: 256, Resolution: 224, Layout: F32CHW, WorldSize: 1,
-		OnError: "stop", Transform: Train,
+		OnError: "stop", Transform: Train, Device: "cpu",
 	}
 }
 
@@ -239,6 +243,11 @@ func (s *Spec) Problems() []augment.Problem {
 	default:
 		add("transform", "%q: want train, eval or none", s.Transform)
 	}
+	if _, _, err := ParseDevice(s.Device); err != nil {
+		add("device", "%q: want cpu, cuda or cuda:N (N the GPU's index)", s.Device)
+	} else if k, _, _ := ParseDevice(s.Device); k == "cuda" && len(s.Augment) > 0 {
+		add("device", "%s runs the train and eval recipes: not augment ops", s.Device)
+	}
 	if _, err := s.policy(); err != nil {
 		var p augment.Problem
 		if errors.As(err, &p) {
@@ -319,7 +328,7 @@ func (s Spec) Options() (Options, error) {
 		GlobalShuffle: s.GlobalShuffle, LabelOffset: s.LabelOffset, Classes: s.Classes,
 		Unlabeled: s.Unlabeled, CacheDir: s.CacheDir, CacheSize: s.CacheSize,
 		FullDecode: s.FullDecode, FastEvalDecode: s.FastEvalDecode, BadData: policy,
-		Repeats: s.Repeats, Sampler: s.Sampler,
+		Repeats: s.Repeats, Sampler: s.Sampler, Device: s.Device,
 	}
 	if s.Shuffle != nil {
 		o.Shuffle = ShuffleOff

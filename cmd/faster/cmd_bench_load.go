@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faster-training/faster/bench"
+	_ "github.com/faster-training/faster/gpudecode" // registers device "cuda" (with cgo; without, Open names why)
 	"github.com/faster-training/faster/loader"
 )
 

@@ -86,6 +86,7 @@ var loaderFlagTable = []struct{ flag, field string }{
 	{"rotate-degrees", "recipe.rotate_degrees"}, {"blur-kernel", "recipe.blur_kernel"}, {"blur-sigma", "recipe.blur_sigma"},
 	{"erasing-prob", "recipe.erasing_prob"}, {"erasing-scale", "recipe.erasing_scale"},
 	{"erasing-ratio", "recipe.erasing_ratio"}, {"erasing-value", "recipe.erasing_value"},
+	{"device", "device"},
 }
 
 // commandDefaults are the loader flags whose default or meaning differs
@@ -104,7 +105,7 @@ var commandDefaults = []struct{ cmd, flag, value, meaning string }{
 // splits) or the flag is serve's alone.
 var trainRunFlags = map[string]bool{"transform": true, "layout": true, "num-shards": true, "shard-index": true,
 	"split": true, "shuffle": true, "no-shuffle": true, "drop": true, "exact": true, "sampler": true,
-	"repeated-augmentation": true, "global-shuffle": true}
+	"repeated-augmentation": true, "global-shuffle": true, "device": true}
 
 // trainFlagFields are train's flags of fit.Config fields outside the
 // loader's table whose flag is not the field's last name with dashes.
@@ -113,6 +114,7 @@ var trainFlagFields = map[string]string{
 	"data.progressive": "resolution-schedule", "model.name": "model", "checkpoint.path": "checkpoint",
 	"checkpoint.every": "checkpoint-every", "checkpoint.same_data": "same-data", "eval.every": "eval-every",
 	"eval.fixres_bn": "fixres-bn", "eval.tta": "tta", "eval.target_accuracy": "target-accuracy",
+	"model.device": "device", // train and bench train: cpu, cuda, cuda:N (fit.ParseDevice)
 }
 
 // loaderFlagOf is the flag of a loader.Spec field ("" for none).
@@ -188,6 +190,7 @@ func (lf *loaderFlags) spec() loader.Spec {
 		GlobalShuffle: lf.global, Repeats: lf.repeats, Sampler: lf.sampler, LabelOffset: lf.labelOff,
 		Classes: lf.classes, Unlabeled: lf.unlabeled, CacheDir: lf.cache.dir, CacheSize: int64(lf.cache.size),
 		FullDecode: lf.fullDecode, FastEvalDecode: lf.fastEvalDecode, Transform: loader.Transform(lf.transform),
+		Device: lf.device,
 	}
 	switch lf.shuffle {
 	case loader.ShuffleOn, loader.ShuffleOff:

@@ -41,6 +41,7 @@ type loaderFlags struct {
 	sampler              string
 	mean, std            []float64
 	augment              augmentFlags
+	device               string
 }
 
 // cacheFlags are --cache-dir and --cache-size: the local cache of shards
@@ -115,6 +116,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.StringVar(&lf.sampler, "sampler", "", "serve: indices: each epoch serves the order of dataset positions the client sends before it (faster.Loader's sampler=); indexed data only")
 	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
 	f.Float64SliceVar(&lf.std, "std", nil, "Normalize's std R,G,B (default ImageNet's 0.229,0.224,0.225)")
+	f.StringVar(&lf.device, "device", "cpu", "where batches are decoded: cpu, or cuda / cuda:N for the GPU stage (nvJPEG, the train and eval recipes; bench load)")
 	lf.augment.register(f)
 }
 

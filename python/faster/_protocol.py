@@ -24,6 +24,41 @@ SLOT_HEADER = struct.Struct("<qqqqq")  # epoch, index, valid, rows, repeats
 
 DTYPES = {"float32": 1, "uint8": 2}
 
+# device="cuda": batches in the server's GPU memory, handed over by CUDA IPC
+# (docs/serve.md, "GPU batches"). PLANNED for VERSION 6, not yet sent by any
+# server (serve/ has no GPU stage yet): after HELLO, a DEVICE frame gives the
+# GPU and, per slot, the cudaIpcMemHandle_t of the slot's device memory
+# (CUDA's CUDA_IPC_HANDLE_SIZE: 64 bytes); READY and FREE name slots as
+# today, the host ring's slot holding only its header and labels.
+DEVICE = b"G"
+DEVICE_FIXED = struct.Struct("<IIQ")  # ordinal, slots, bytes per slot; then slots x IPC_HANDLE_BYTES
+IPC_HANDLE_BYTES = 64  # sizeof(cudaIpcMemHandle_t): CUDA_IPC_HANDLE_SIZE in driver_types.h
+MAX_DEVICE_SLOTS = 1024
+
+
+def device_frame(ordinal, slot_bytes, handles):
+    """The DEVICE frame's payload (what the server will send)."""
+    if not 0 < len(handles) <= MAX_DEVICE_SLOTS:
+        raise ValueError("device frame: %d slots (1 to %d)" % (len(handles), MAX_DEVICE_SLOTS))
+    for i, h in enumerate(handles):
+        if len(h) != IPC_HANDLE_BYTES:
+            raise ValueError("device frame: slot %d's IPC handle is %d bytes, want %d" % (i, len(h), IPC_HANDLE_BYTES))
+    return DEVICE_FIXED.pack(ordinal, len(handles), slot_bytes) + b"".join(bytes(h) for h in handles)
+
+
+def parse_device(payload):
+    """(ordinal, slot_bytes, [handle, ...]) of a DEVICE frame, checked."""
+    if len(payload) < DEVICE_FIXED.size:
+        raise ValueError("device frame of %d bytes: shorter than its %d-byte head" % (len(payload), DEVICE_FIXED.size))
+    ordinal, n, slot_bytes = DEVICE_FIXED.unpack_from(payload)
+    if not 0 < n <= MAX_DEVICE_SLOTS or slot_bytes == 0:
+        raise ValueError("device frame: %d slots of %d bytes" % (n, slot_bytes))
+    want = DEVICE_FIXED.size + n * IPC_HANDLE_BYTES
+    if len(payload) != want:
+        raise ValueError("device frame of %d bytes: %d slots need %d" % (len(payload), n, want))
+    body = payload[DEVICE_FIXED.size:]
+    return ordinal, slot_bytes, [bytes(body[i * IPC_HANDLE_BYTES:(i + 1) * IPC_HANDLE_BYTES]) for i in range(n)]
+
 
 def frame(typ, payload=b""):
     return FRAME_HEAD.pack(len(payload) + 1, typ) + payload

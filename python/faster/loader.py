@@ -19,6 +19,7 @@ from typing import List, NamedTuple
 
 import numpy as np
 
+from . import _device
 from . import _protocol as P
 from . import _sampler
 from . import datasets as _datasets
@@ -203,6 +204,13 @@ class Loader:
     base seed: torch.manual_seed makes the run reproducible; seed=N fixes
     it. loader.seed() says it; state_dict() carries it.
 
+    device="cuda" (or "cuda:N", a torch.device) will yield torch CUDA
+    tensors decoded on that GPU by the server's nvJPEG stage and handed
+    over by CUDA IPC, with no copy through the host (docs/serve.md, "GPU
+    batches"): prepared, not yet run on a GPU. Today it raises
+    RuntimeError where torch.cuda is unavailable, else NotImplementedError;
+    device=None or "cpu" is the CPU path.
+
     Position: state_dict() and load_state_dict() save and restore the exact
     position within an epoch (torchdata's StatefulDataLoader protocol).
 
@@ -234,7 +242,12 @@ class Loader:
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
                  global_shuffle=False, classes=None, unlabeled=False, full_decode=False, augment_recipe=None,
                  fast_eval_decode=False, sampler=None, batch_sampler=None, generator=None,
-                 repeated_augmentation=None):
+                 repeated_augmentation=None, device=None):
+        # device="cuda": checked first, refused where torch.cuda cannot
+        # take the batches (_device.require), before any server starts.
+        self.device = _device.parse(device)
+        if self.device is not None:
+            _device.require(self.device)
         self._user_dataset = None
         if _datasets.is_dataset(data):
             # A torchvision dataset object, as DataLoader takes it: its files,

@@ -1,0 +1,150 @@
+package gpudecode
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/faster-training/faster/gpudecode/nvjpeg"
+	"github.com/faster-training/faster/gpudecode/nvjpeg/kernels"
+	"github.com/faster-training/faster/loader"
+)
+
+func init() { loader.RegisterBatchDecoder("cuda", Open) }
+
+// Open opens the stage on cfg's GPU (loader.DecoderConfig.Ordinal).
+func Open(cfg loader.DecoderConfig) (loader.BatchDecoder, error) {
+	d, err := nvjpeg.Open(nvjpeg.Options{Ordinal: cfg.Ordinal})
+	if err != nil {
+		return nil, err
+	}
+	return &Stage{d: d, workers: cfg.Workers}, nil
+}
+
+// Stage is the loader.BatchDecoder of one GPU.
+type Stage struct {
+	d       *nvjpeg.Decoder
+	workers int
+	lut     []float32
+	lutFor  [2][3]float32
+}
+
+var _ loader.BatchDecoder = (*Stage)(nil)
+
+// DeviceBuffer is a batch buffer in device memory.
+type DeviceBuffer struct {
+	b   *nvjpeg.Buffer
+	dev string
+}
+
+func (b *DeviceBuffer) Size() int    { return b.b.Size() }
+func (b *DeviceBuffer) Host() []byte { return nil }
+
+// Ptr is the buffer's device address; Device names the GPU ("cuda:0").
+func (b *DeviceBuffer) Ptr() uint64    { return b.b.Ptr() }
+func (b *DeviceBuffer) Device() string { return b.dev }
+
+// Decoder is the stage's nvJPEG decoder (Download, for checks).
+func (s *Stage) Decoder() *nvjpeg.Decoder { return s.d }
+
+func (s *Stage) Device() string { return s.d.Device() }
+
+func (s *Stage) Alloc(n int) (loader.BatchBuffer, error) {
+	b, err := s.d.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceBuffer{b: b, dev: s.d.Device()}, nil
+}
+
+func (s *Stage) Free(b loader.BatchBuffer) error {
+	db, ok := b.(*DeviceBuffer)
+	if !ok {
+		return fmt.Errorf("%s: free of a buffer the stage did not give", s.Device())
+	}
+	return s.d.Free(db.b)
+}
+
+func (s *Stage) Close() error { return s.d.Close() }
+
+// DecodeBatch decodes the jobs on the GPU, the ones it cannot take on the
+// CPU (uploaded into their rows), and reports those as the fallback.
+func (s *Stage) DecodeBatch(ctx context.Context, jobs []*loader.DecodeJob, dst loader.BatchBuffer, f loader.RowFormat) (loader.BatchReport, error) {
+	var rep loader.BatchReport
+	db, ok := dst.(*DeviceBuffer)
+	if !ok {
+		return rep, fmt.Errorf("%s: destination is not the stage's buffer", s.Device())
+	}
+	if f.C != 3 {
+		return rep, fmt.Errorf("%s: rows of %d channels: the stage writes three", s.Device(), f.C)
+	}
+	f32 := f.Layout == loader.F32CHW
+	elem := 1
+	if f32 {
+		elem = 4
+		if s.lut == nil || s.lutFor != [2][3]float32{f.Mean, f.Std} {
+			s.lut, s.lutFor = kernels.NormLUT(f.Mean, f.Std), [2][3]float32{f.Mean, f.Std}
+		}
+	}
+	js := make([]nvjpeg.Job, len(jobs))
+	for i, j := range jobs {
+		js[i] = nvjpeg.Job{Data: j.Data, Crop: j.Crop, ResizeW: j.ResizeW, ResizeH: j.ResizeH, View: j.View,
+			Flip: j.Flip, Filter: j.Filter, Dst: int64(i * f.RowBytes / elem)}
+	}
+	res, err := s.d.DecodeBatch(js, db.b, nvjpeg.Rows{W: f.W, H: f.H, F32: f32, LUT: s.lut})
+	if err != nil {
+		return rep, err
+	}
+	var cpu []int
+	for i, r := range res.Routes {
+		if r == nvjpeg.CPU {
+			cpu = append(cpu, i)
+		}
+	}
+	rep.Fallback = len(cpu)
+	return rep, s.fallback(ctx, jobs, cpu, db, f)
+}
+
+// fallback decodes jobs[idx] with the CPU path on up to workers
+// goroutines, each row uploaded as it is made; the lowest failing row's
+// error.
+func (s *Stage) fallback(ctx context.Context, jobs []*loader.DecodeJob, idx []int, db *DeviceBuffer, f loader.RowFormat) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	workers := min(max(s.workers, 1), len(idx))
+	if s.workers == 0 {
+		workers = min(4, len(idx)) // GPU.md's budget: the GPU path on at most 4 cores
+	}
+	errs := make([]error, len(idx))
+	next := make(chan int, len(idx)) // bounded by the batch
+	for k := range idx {
+		next <- k
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			row := make([]byte, f.RowBytes)
+			for k := range next {
+				if err := ctx.Err(); err != nil {
+					errs[k] = err
+					continue
+				}
+				i := idx[k]
+				if err := jobs[i].DecodeCPU(row); err != nil {
+					errs[k] = err
+					continue
+				}
+				errs[k] = s.d.Upload(db.b, i*f.RowBytes, row)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

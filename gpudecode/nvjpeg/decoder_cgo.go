@@ -1,0 +1,411 @@
+//go:build cgo
+
+package nvjpeg
+
+/*
+#include <stdlib.h>
+#include "dl.h"
+
+static int nvj_malloc(unsigned long long *p, size_t n) {
+	void *v = NULL;
+	int r = faster_nvj_p_cudaMalloc(&v, n);
+	*p = (unsigned long long)(size_t)v;
+	return r;
+}
+static int nvj_free(unsigned long long p) { return faster_nvj_p_cudaFree((void *)(size_t)p); }
+static int nvj_host_alloc(void **p, size_t n) { return faster_nvj_p_cudaHostAlloc(p, n, FASTER_cudaHostAllocDefault); }
+static int nvj_free_host(void *p) { return faster_nvj_p_cudaFreeHost(p); }
+static int nvj_htod(unsigned long long dst, const void *src, size_t n) {
+	return faster_nvj_p_cudaMemcpy((void *)(size_t)dst, src, n, FASTER_cudaMemcpyHostToDevice);
+}
+static int nvj_dtoh(void *dst, unsigned long long src, size_t n) {
+	return faster_nvj_p_cudaMemcpy(dst, (const void *)(size_t)src, n, FASTER_cudaMemcpyDeviceToHost);
+}
+static int nvj_set_device(int d) { return faster_nvj_p_cudaSetDevice(d); }
+static const char *nvj_err(int r) { return faster_nvj_p_cudaGetErrorString(r); }
+static int nvj_version(int *v) { return faster_nvj_p_cudaRuntimeGetVersion(v); }
+static int nvj_property(int t, int *v) { return faster_nvj_p_nvjpegGetProperty(t, v); }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/faster-training/faster/augment"
+	"github.com/faster-training/faster/gpudecode/nvjpeg/kernels"
+	"github.com/faster-training/faster/train/cuda"
+)
+
+// Decoder is one GPU's nvJPEG decoder: its handles, its kernels, its
+// scratch memory (the decoded regions, the tables) and the batch buffers
+// it gave out. DecodeBatch is for one goroutine at a time; Alloc, Free
+// and Close may be called from any.
+type Decoder struct {
+	ordinal int
+	dev     *cuda.Device
+	fh, fu8 *cuda.Function
+	ff32    *cuda.Function
+
+	mu      sync.Mutex // guards what follows
+	n       *nvj
+	pinned  unsafe.Pointer // the batch's JPEGs, copied (pinned host memory)
+	pinCap  int
+	scratch devMem // decoded regions
+	params  devMem // descriptors, tables, LUT, the horizontal pass's rows
+	live    map[*Buffer]bool
+	closed  bool
+}
+
+// devMem is device memory that grows.
+type devMem struct {
+	ptr uint64
+	cap int
+}
+
+// Buffer is device memory a Decoder gave out (Alloc): batch rows.
+type Buffer struct {
+	ptr  uint64
+	size int
+}
+
+// Size is the buffer's length in bytes.
+func (b *Buffer) Size() int { return b.size }
+
+// Ptr is the buffer's device address (a CUdeviceptr of the decoder's
+// GPU, in its primary context).
+func (b *Buffer) Ptr() uint64 { return b.ptr }
+
+func cudaErr(call string, r C.int) error {
+	if r == 0 {
+		return nil
+	}
+	return &Error{Call: call + ": " + C.GoString(C.nvj_err(r)), Code: int(r)}
+}
+
+// Probe says what this machine offers the GPU decode: the libraries
+// opened and their versions, or why not.
+func Probe() string {
+	a, err := load()
+	if err != nil {
+		return err.Error()
+	}
+	var rt, maj, min C.int
+	C.nvj_version(&rt)
+	C.nvj_property(0, &maj) // libraryPropertyType MAJOR_VERSION = 0 (library_types.h)
+	C.nvj_property(1, &min) // MINOR_VERSION = 1
+	var sos []string
+	for _, x := range a {
+		if x.Err == "" {
+			sos = append(sos, x.Soname)
+		}
+	}
+	return fmt.Sprintf("opened %v: nvJPEG %d.%d, CUDA runtime %d", sos, maj, min, rt)
+}
+
+// Open opens GPU o.Ordinal for decoding: the CUDA driver and NVRTC (train/cuda,
+// for the kernels), nvJPEG and the CUDA runtime (dlopen by soname), the
+// hardware and GPU-hybrid backends, and the kernels compiled by NVRTC.
+// Its error names every library tried and why each failed.
+func Open(o Options) (*Decoder, error) {
+	if o.Ordinal < 0 {
+		return nil, fmt.Errorf("nvjpeg: GPU %d: want an index ≥ 0", o.Ordinal)
+	}
+	_, lerr := load()
+	dev, derr := cuda.Open(cuda.Options{Ordinal: o.Ordinal, CacheDir: o.CacheDir, NoCache: o.NoCache})
+	if lerr != nil || derr != nil {
+		if dev != nil {
+			dev.Close()
+		}
+		return nil, &OpenError{Ordinal: o.Ordinal, Errs: []error{lerr, derr}}
+	}
+	d := &Decoder{ordinal: o.Ordinal, dev: dev, live: map[*Buffer]bool{}}
+	n, err := openNVJ(o.Ordinal)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.n = n
+	m, err := dev.Compile(kernels.GPUSource())
+	if err == nil {
+		d.fh, err = m.Function("resize_h")
+	}
+	if err == nil {
+		d.fu8, err = m.Function("resize_v_u8")
+	}
+	if err == nil {
+		d.ff32, err = m.Function("resize_v_f32")
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("nvjpeg: the resize kernels: %w", err)
+	}
+	return d, nil
+}
+
+// Device names the decoder's GPU: "cuda:N".
+func (d *Decoder) Device() string { return fmt.Sprintf("cuda:%d", d.ordinal) }
+
+// Alloc gives n bytes of device memory, the caller's until Free (Close
+// frees what is left).
+func (d *Decoder) Alloc(n int) (*Buffer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errors.New("nvjpeg: decoder closed")
+	}
+	b := &Buffer{size: n}
+	C.nvj_set_device(C.int(d.ordinal))
+	var p C.ulonglong
+	if err := cudaErr(fmt.Sprintf("cudaMalloc(%d)", n), C.nvj_malloc(&p, C.size_t(n))); err != nil {
+		return nil, err
+	}
+	b.ptr = uint64(p)
+	d.live[b] = true
+	return b, nil
+}
+
+// Free gives b back.
+func (d *Decoder) Free(b *Buffer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.live[b] {
+		return errors.New("nvjpeg: free of a buffer this decoder did not give (or twice)")
+	}
+	delete(d.live, b)
+	C.nvj_set_device(C.int(d.ordinal))
+	return cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr)))
+}
+
+// Live is the buffers given and not freed.
+func (d *Decoder) Live() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.live)
+}
+
+// Upload copies host bytes to b at byte offset off (a row the CPU made).
+func (d *Decoder) Upload(b *Buffer, off int, host []byte) error {
+	if off < 0 || off+len(host) > b.size {
+		return fmt.Errorf("nvjpeg: upload of %d bytes at %d into %d", len(host), off, b.size)
+	}
+	if len(host) == 0 {
+		return nil
+	}
+	C.nvj_set_device(C.int(d.ordinal))
+	return cudaErr("cudaMemcpy to the device", C.nvj_htod(C.ulonglong(b.ptr+uint64(off)), unsafe.Pointer(&host[0]), C.size_t(len(host))))
+}
+
+// Download copies b's bytes from offset off into host (tests, checks).
+func (d *Decoder) Download(host []byte, b *Buffer, off int) error {
+	if off < 0 || off+len(host) > b.size {
+		return fmt.Errorf("nvjpeg: download of %d bytes at %d from %d", len(host), off, b.size)
+	}
+	if len(host) == 0 {
+		return nil
+	}
+	C.nvj_set_device(C.int(d.ordinal))
+	return cudaErr("cudaMemcpy to the host", C.nvj_dtoh(unsafe.Pointer(&host[0]), C.ulonglong(b.ptr+uint64(off)), C.size_t(len(host))))
+}
+
+// grow makes m at least n bytes.
+func (d *Decoder) grow(m *devMem, n int) error {
+	if m.cap >= n {
+		return nil
+	}
+	if m.ptr != 0 {
+		C.nvj_free(C.ulonglong(m.ptr))
+		m.ptr, m.cap = 0, 0
+	}
+	n = max(n, 2*m.cap, 1<<20)
+	var p C.ulonglong
+	if err := cudaErr(fmt.Sprintf("cudaMalloc(%d) of scratch", n), C.nvj_malloc(&p, C.size_t(n))); err != nil {
+		return err
+	}
+	m.ptr, m.cap = uint64(p), n
+	return nil
+}
+
+const align = 256
+
+func roundUp(n int) int { return (n + align - 1) / align * align }
+
+// DecodeBatch decodes jobs into dst: each JPEG's Crop by nvJPEG (the
+// hardware backend where CanDecode and nvJPEG allow, else the GPU-hybrid
+// one) into scratch, then resampled, flipped and written as rows by the
+// kernels. The images routed CPU (Result) are left for the caller, who
+// decodes them and writes their rows with Upload. It returns when the
+// rows are written.
+func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error) {
+	res := Result{Routes: make([]Route, len(jobs)), Why: make([]string, len(jobs))}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return res, errors.New("nvjpeg: decoder closed")
+	}
+	if !d.live[dst] {
+		return res, errors.New("nvjpeg: destination is not this decoder's buffer")
+	}
+	elem := int64(1)
+	if rows.F32 {
+		elem = 4
+		if len(rows.LUT) < 3*256 {
+			return res, fmt.Errorf("nvjpeg: float32 rows need a normalisation table (kernels.NormLUT)")
+		}
+	}
+	rowElems := int64(rows.W * rows.H * 3)
+	var idx []int // the jobs nvJPEG takes
+	var off, lens, dsts, pitch []uint64
+	var roi, route []int32
+	total, scratch := 0, 0
+	for i, j := range jobs {
+		if j.Dst < 0 || (j.Dst+rowElems)*elem > int64(dst.size) {
+			return res, fmt.Errorf("nvjpeg: job %d: row at %d past the %d-byte buffer", i, j.Dst, dst.size)
+		}
+		r, why := CanDecode(j.Data)
+		if r == CPU {
+			res.Routes[i], res.Why[i] = CPU, why
+			continue
+		}
+		c := j.Crop
+		idx = append(idx, i)
+		off = append(off, uint64(total))
+		lens = append(lens, uint64(len(j.Data)))
+		total += roundUp(len(j.Data))
+		roi = append(roi, int32(c.Min.X), int32(c.Min.Y), int32(c.Dx()), int32(c.Dy()))
+		dsts = append(dsts, uint64(scratch))
+		pitch = append(pitch, uint64(c.Dx()*3))
+		scratch += roundUp(c.Dx() * c.Dy() * 3)
+		route = append(route, int32(r))
+	}
+	if len(idx) == 0 {
+		return res, nil
+	}
+	if total > d.pinCap {
+		if d.pinned != nil {
+			C.nvj_free_host(d.pinned)
+			d.pinned, d.pinCap = nil, 0
+		}
+		n := max(total, 2*d.pinCap, 8<<20)
+		if err := cudaErr(fmt.Sprintf("cudaHostAlloc(%d)", n), C.nvj_host_alloc(&d.pinned, C.size_t(n))); err != nil {
+			return res, err
+		}
+		d.pinCap = n
+	}
+	pin := unsafe.Slice((*byte)(d.pinned), d.pinCap)
+	for k, i := range idx {
+		copy(pin[off[k]:], jobs[i].Data)
+	}
+	C.nvj_set_device(C.int(d.ordinal))
+	if err := d.grow(&d.scratch, scratch); err != nil {
+		return res, err
+	}
+	for k := range dsts {
+		dsts[k] += d.scratch.ptr
+	}
+	status := make([]int32, len(idx))
+	if err := d.n.decode(d.pinned, off, lens, roi, dsts, pitch, route, status); err != nil {
+		return res, err
+	}
+	var imgs []kernels.Image
+	for k, i := range idx {
+		j := jobs[i]
+		switch route[k] {
+		case 0:
+			res.Routes[i] = Hardware
+		case 1:
+			res.Routes[i] = GPU
+		default:
+			res.Routes[i], res.Why[i] = CPU, fmt.Sprintf("nvJPEG refused it (status %d)", int(status[k]))
+			continue
+		}
+		w, h := j.Crop.Dx(), j.Crop.Dy()
+		imgs = append(imgs, kernels.Image{Src: int64(dsts[k]) - int64(d.scratch.ptr), W: w, H: h, Stride: w * 3,
+			Box: augment.Box{X1: float64(w), Y1: float64(h)}, FullW: j.ResizeW, FullH: j.ResizeH, View: j.View,
+			Flip: j.Flip, Filter: j.Filter, Dst: j.Dst})
+	}
+	if len(imgs) == 0 {
+		return res, nil
+	}
+	return res, d.resample(imgs, dst, rows)
+}
+
+// resample runs the kernels over the decoded regions in scratch.
+func (d *Decoder) resample(imgs []kernels.Image, dst *Buffer, rows Rows) error {
+	b, err := kernels.Plan(imgs, rows.W, rows.H, 3)
+	if err != nil {
+		return err
+	}
+	// params: desc | tab | lut | tmp, each aligned.
+	descB, tabB := len(b.Desc)*8, len(b.Tab)*4
+	lutB := 0
+	if rows.F32 {
+		lutB = 3 * 256 * 4
+	}
+	oTab := roundUp(descB)
+	oLUT := oTab + roundUp(tabB)
+	oTmp := oLUT + roundUp(lutB)
+	if err := d.grow(&d.params, oTmp+int(b.TmpBytes)); err != nil {
+		return err
+	}
+	p := d.params.ptr
+	up := func(at int, src unsafe.Pointer, n int) error {
+		return cudaErr("cudaMemcpy of the tables", C.nvj_htod(C.ulonglong(p+uint64(at)), src, C.size_t(n)))
+	}
+	if err := up(0, unsafe.Pointer(&b.Desc[0]), descB); err != nil {
+		return err
+	}
+	if err := up(oTab, unsafe.Pointer(&b.Tab[0]), tabB); err != nil {
+		return err
+	}
+	if rows.F32 {
+		if err := up(oLUT, unsafe.Pointer(&rows.LUT[0]), lutB); err != nil {
+			return err
+		}
+	}
+	h, v := b.Launches()
+	src, tmp, tab, desc := cuda.I64(int64(d.scratch.ptr)), cuda.I64(int64(p)+int64(oTmp)), cuda.I64(int64(p)+int64(oTab)), cuda.I64(int64(p))
+	if err := d.fh.Launch(launch(h), cuda.I32(int32(h.GX)), src, tmp, tab, desc, cuda.I32(int32(b.OutW)), cuda.I32(3)); err != nil {
+		return err
+	}
+	out := cuda.I64(int64(dst.ptr))
+	if rows.F32 {
+		return d.ff32.Launch(launch(v), cuda.I32(int32(v.GX)), tmp, out, tab, desc, cuda.I64(int64(p)+int64(oLUT)),
+			cuda.I32(int32(b.OutW)), cuda.I32(int32(b.OutH)), cuda.I32(3))
+	}
+	return d.fu8.Launch(launch(v), cuda.I32(int32(v.GX)), tmp, out, tab, desc, cuda.I32(int32(b.OutW)), cuda.I32(int32(b.OutH)), cuda.I32(3))
+}
+
+// Close frees every buffer still given out, the scratch and the handles.
+func (d *Decoder) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	if d.n != nil {
+		C.nvj_set_device(C.int(d.ordinal))
+		for b := range d.live {
+			errs = append(errs, cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr))))
+		}
+		d.live = nil
+		for _, m := range []*devMem{&d.scratch, &d.params} {
+			if m.ptr != 0 {
+				errs = append(errs, cudaErr("cudaFree of scratch", C.nvj_free(C.ulonglong(m.ptr))))
+			}
+		}
+		if d.pinned != nil {
+			errs = append(errs, cudaErr("cudaFreeHost", C.nvj_free_host(d.pinned)))
+		}
+		d.n.close()
+		d.n = nil
+	}
+	if d.dev != nil {
+		errs = append(errs, d.dev.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,6 @@
+//go:build !cgo
+
+package kernels
+
+// RunCPU needs cgo (resize.cu built by gcc).
+func RunCPU(b *Batch, src, u8 []byte, f32 []float32, lut []float32) error { return ErrNoCPU }

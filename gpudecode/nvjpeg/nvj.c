@@ -1,0 +1,205 @@
+//go:build cgo
+
+/* nvj.c: nvJPEG through the pointers dl.c resolved (see nvj.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dl.h"
+#include "nvj.h"
+
+#define TRY(call)                                                              \
+	do {                                                                   \
+		int r_ = (call);                                               \
+		if (r_ != FASTER_NVJPEG_STATUS_SUCCESS) {                      \
+			snprintf(report, cap, "%s: nvjpeg status %d", #call, r_); \
+			return r_;                                             \
+		}                                                              \
+	} while (0)
+
+int faster_nvj_open(struct faster_nvj *c, int ordinal, char *report, size_t cap) {
+	memset(c, 0, sizeof *c);
+	c->ordinal = ordinal;
+	report[0] = 0;
+	int r = faster_nvj_p_cudaSetDevice(ordinal);
+	if (r != FASTER_cudaSuccess) {
+		snprintf(report, cap, "cudaSetDevice(%d): %s (%d)", ordinal, faster_nvj_p_cudaGetErrorString(r), r);
+		return r;
+	}
+	/* The hardware backend is optional: a GPU without JPEG engines
+	 * refuses it (NVJPEG_STATUS_ARCH_MISMATCH) and every image goes to
+	 * the GPU-hybrid backend. */
+	if (faster_nvj_p_nvjpegCreateEx(FASTER_NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &c->hw) != FASTER_NVJPEG_STATUS_SUCCESS)
+		c->hw = NULL;
+	else {
+		TRY(faster_nvj_p_nvjpegJpegStateCreate(c->hw, &c->hw_state));
+		TRY(faster_nvj_p_nvjpegJpegStreamCreate(c->hw, &c->hw_jstream));
+	}
+	TRY(faster_nvj_p_nvjpegCreateEx(FASTER_NVJPEG_BACKEND_GPU_HYBRID, NULL, NULL, 0, &c->gpu));
+	TRY(faster_nvj_p_nvjpegDecoderCreate(c->gpu, FASTER_NVJPEG_BACKEND_GPU_HYBRID, &c->dec));
+	TRY(faster_nvj_p_nvjpegDecoderStateCreate(c->gpu, c->dec, &c->dstate));
+	TRY(faster_nvj_p_nvjpegBufferPinnedCreate(c->gpu, NULL, &c->pinned));
+	TRY(faster_nvj_p_nvjpegBufferDeviceCreate(c->gpu, NULL, &c->devbuf));
+	TRY(faster_nvj_p_nvjpegStateAttachPinnedBuffer(c->dstate, c->pinned));
+	TRY(faster_nvj_p_nvjpegStateAttachDeviceBuffer(c->dstate, c->devbuf));
+	TRY(faster_nvj_p_nvjpegJpegStreamCreate(c->gpu, &c->jstream));
+	TRY(faster_nvj_p_nvjpegDecodeParamsCreate(c->gpu, &c->gparams));
+	TRY(faster_nvj_p_nvjpegDecodeParamsSetOutputFormat(c->gparams, FASTER_NVJPEG_OUTPUT_RGBI));
+	return 0;
+}
+
+void faster_nvj_close(struct faster_nvj *c) {
+	for (int i = 0; i < c->nparams; i++)
+		faster_nvj_p_nvjpegDecodeParamsDestroy(c->params[i]);
+	free(c->params);
+	if (c->gparams)
+		faster_nvj_p_nvjpegDecodeParamsDestroy(c->gparams);
+	if (c->jstream)
+		faster_nvj_p_nvjpegJpegStreamDestroy(c->jstream);
+	if (c->dstate)
+		faster_nvj_p_nvjpegJpegStateDestroy(c->dstate);
+	if (c->pinned)
+		faster_nvj_p_nvjpegBufferPinnedDestroy(c->pinned);
+	if (c->devbuf)
+		faster_nvj_p_nvjpegBufferDeviceDestroy(c->devbuf);
+	if (c->dec)
+		faster_nvj_p_nvjpegDecoderDestroy(c->dec);
+	if (c->gpu)
+		faster_nvj_p_nvjpegDestroy(c->gpu);
+	if (c->hw_jstream)
+		faster_nvj_p_nvjpegJpegStreamDestroy(c->hw_jstream);
+	if (c->hw_state)
+		faster_nvj_p_nvjpegJpegStateDestroy(c->hw_state);
+	if (c->hw)
+		faster_nvj_p_nvjpegDestroy(c->hw);
+	memset(c, 0, sizeof *c);
+}
+
+/* params grows the hardware batch's decode parameters to n. */
+static int params(struct faster_nvj *c, int n, char *report, size_t cap) {
+	if (n <= c->nparams)
+		return 0;
+	void **p = realloc(c->params, (size_t)n * sizeof *p);
+	if (!p) {
+		snprintf(report, cap, "out of memory for %d decode parameters", n);
+		return -1;
+	}
+	c->params = p;
+	for (; c->nparams < n; c->nparams++) {
+		TRY(faster_nvj_p_nvjpegDecodeParamsCreate(c->hw, &c->params[c->nparams]));
+		TRY(faster_nvj_p_nvjpegDecodeParamsSetOutputFormat(c->params[c->nparams], FASTER_NVJPEG_OUTPUT_RGBI));
+	}
+	return 0;
+}
+
+static struct faster_nvjpeg_image dest(unsigned long long ptr, size_t pitch) {
+	struct faster_nvjpeg_image d;
+	memset(&d, 0, sizeof d);
+	d.channel[0] = (unsigned char *)(size_t)ptr;
+	d.pitch[0] = pitch;
+	return d;
+}
+
+/* hardware decodes the images routed 0 as one nvjpegDecodeBatchedEx; on
+ * a refusal or a failed batch they are routed 1. */
+static int hardware(struct faster_nvj *c, int n, const unsigned char *data, const size_t *off, const size_t *len,
+		    const int *roi, const unsigned long long *dst, const size_t *pitch, int *route,
+		    char *report, size_t cap) {
+	if (!c->hw) {
+		for (int i = 0; i < n; i++)
+			if (route[i] == 0)
+				route[i] = 1;
+		return 0;
+	}
+	int r = params(c, n, report, cap);
+	if (r)
+		return r;
+	const unsigned char **ptrs = malloc((size_t)n * sizeof *ptrs);
+	size_t *lens = malloc((size_t)n * sizeof *lens);
+	struct faster_nvjpeg_image *dests = malloc((size_t)n * sizeof *dests);
+	void **ps = malloc((size_t)n * sizeof *ps);
+	int *idx = malloc((size_t)n * sizeof *idx);
+	int m = 0;
+	if (!ptrs || !lens || !dests || !ps || !idx) {
+		snprintf(report, cap, "out of memory for a batch of %d", n);
+		r = -1;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		if (route[i] != 0)
+			continue;
+		void *p = c->params[m];
+		int sup = 1;
+		if (faster_nvj_p_nvjpegDecodeParamsSetROI(p, roi[4 * i], roi[4 * i + 1], roi[4 * i + 2], roi[4 * i + 3]) != 0 ||
+		    faster_nvj_p_nvjpegJpegStreamParse(c->hw, data + off[i], len[i], 0, 0, c->hw_jstream) != 0 ||
+		    faster_nvj_p_nvjpegDecodeBatchedSupportedEx(c->hw, c->hw_jstream, p, &sup) != 0 || sup != 0) {
+			route[i] = 1; /* 0 is "supported" */
+			continue;
+		}
+		ptrs[m] = data + off[i];
+		lens[m] = len[i];
+		dests[m] = dest(dst[i], pitch[i]);
+		ps[m] = p;
+		idx[m++] = i;
+	}
+	if (m == 0)
+		goto out;
+	if (m != c->hw_batch) {
+		r = faster_nvj_p_nvjpegDecodeBatchedInitialize(c->hw, c->hw_state, m, 1, FASTER_NVJPEG_OUTPUT_RGBI);
+		c->hw_batch = r == 0 ? m : 0;
+	}
+	if (r == 0)
+		r = faster_nvj_p_nvjpegDecodeBatchedEx(c->hw, c->hw_state, ptrs, lens, dests, ps, NULL);
+	if (r != 0) { /* the batch failed: each image to the GPU-hybrid backend */
+		c->hw_batch = 0; /* initialise again next time */
+		for (int k = 0; k < m; k++)
+			route[idx[k]] = 1;
+		r = 0;
+	}
+out:
+	free(ptrs);
+	free(lens);
+	free(dests);
+	free(ps);
+	free(idx);
+	return r;
+}
+
+int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, const size_t *off, const size_t *len,
+		      const int *roi, const unsigned long long *dst, const size_t *pitch, int *route, int *status,
+		      char *report, size_t cap) {
+	report[0] = 0;
+	int r = faster_nvj_p_cudaSetDevice(c->ordinal);
+	if (r != FASTER_cudaSuccess) {
+		snprintf(report, cap, "cudaSetDevice(%d): %s (%d)", c->ordinal, faster_nvj_p_cudaGetErrorString(r), r);
+		return r;
+	}
+	for (int i = 0; i < n; i++)
+		status[i] = 0;
+	if ((r = hardware(c, n, data, off, len, roi, dst, pitch, route, report, cap)) != 0)
+		return r;
+	for (int i = 0; i < n; i++) {
+		if (route[i] != 1)
+			continue;
+		struct faster_nvjpeg_image d = dest(dst[i], pitch[i]);
+		int s = faster_nvj_p_nvjpegJpegStreamParse(c->gpu, data + off[i], len[i], 0, 0, c->jstream);
+		if (s == 0)
+			s = faster_nvj_p_nvjpegDecodeParamsSetROI(c->gparams, roi[4 * i], roi[4 * i + 1], roi[4 * i + 2], roi[4 * i + 3]);
+		if (s == 0)
+			s = faster_nvj_p_nvjpegDecodeJpegHost(c->gpu, c->dec, c->dstate, c->gparams, c->jstream);
+		if (s == 0)
+			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->gpu, c->dec, c->dstate, c->jstream, NULL);
+		if (s == 0)
+			s = faster_nvj_p_nvjpegDecodeJpegDevice(c->gpu, c->dec, c->dstate, &d, NULL);
+		if (s != 0) {
+			route[i] = 2;
+			status[i] = s;
+		}
+	}
+	r = faster_nvj_p_cudaDeviceSynchronize();
+	if (r != FASTER_cudaSuccess) {
+		snprintf(report, cap, "cudaDeviceSynchronize after the decode: %s (%d)", faster_nvj_p_cudaGetErrorString(r), r);
+		return r;
+	}
+	return 0;
+}
