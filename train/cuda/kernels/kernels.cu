@@ -673,3 +673,26 @@ KERNEL sgd_lr(float *w, const float *g, float *v, i64 n, const float *lr, float 
 		w[i] = fmaf(-rate, d, w[i]);
 	}
 }
+
+/* sgd_found: sgd_lr, skipped when *found_inf is not 0: the GradScaler's
+ * skipped step decided on the device, as torch's fused optimiser steps
+ * take found_inf as a tensor (_fused_sgd_'s found_inf argument) so that
+ * no flag is read back inside the step. amp_unscale wrote the flag
+ * earlier on the same stream. */
+KERNEL sgd_found(float *w, const float *g, float *v, i64 n, const float *lr, float momentum, float wd,
+		 i32 nesterov, i32 first, const float *found_inf) {
+	if (*found_inf != 0.0f)
+		return;
+	const float rate = *lr;
+	FOR_EACH(i, n) {
+		float d = g[i];
+		if (wd != 0.0f)
+			d = fmaf(wd, w[i], d);
+		if (momentum != 0.0f) {
+			float b = first ? d : momentum * v[i] + d;
+			v[i] = b;
+			d = nesterov ? fmaf(momentum, b, d) : b;
+		}
+		w[i] = fmaf(-rate, d, w[i]);
+	}
+}

@@ -242,3 +242,31 @@ func TestSGDLRMatchesSGD(t *testing.T) {
 		}
 	}
 }
+
+// sgd_found steps as sgd_lr when the flag is 0 and leaves the weights and
+// the momentum untouched when it is set.
+func TestSGDFoundSkipsOnFlag(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	w0, g, v0 := randn(r, 3000, 0.1), randn(r, 3000, 0.01), randn(r, 3000, 0.01)
+	for _, found := range []float32{0, 1} {
+		l := Launch{3, 128}
+		w1, v1, w2, v2 := slices.Clone(w0), slices.Clone(v0), slices.Clone(w0), slices.Clone(v0)
+		lr, flag := []float32{0.05}, []float32{found}
+		pin(t, w1, v1, w2, v2, g, lr, flag)
+		hyper := []uint64{f32Slot(0.9), f32Slot(5e-4), i32Slot(0), i32Slot(0)}
+		if err := LaunchCPU("sgd_lr", l, append([]uint64{ptrSlot(w1), ptrSlot(g), ptrSlot(v1), i64Slot(len(w1)), ptrSlot(lr)}, hyper...)); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]uint64{ptrSlot(w2), ptrSlot(g), ptrSlot(v2), i64Slot(len(w2)), ptrSlot(lr)}, hyper...)
+		if err := LaunchCPU("sgd_found", l, append(args, ptrSlot(flag))); err != nil {
+			t.Fatal(err)
+		}
+		if found == 0 && (!slices.Equal(w1, w2) || !slices.Equal(v1, v2)) {
+			t.Errorf("flag 0: sgd_found differs from sgd_lr")
+		}
+		if found != 0 && (!slices.Equal(w2, w0) || !slices.Equal(v2, v0)) {
+			t.Errorf("flag set: sgd_found changed the weights or the momentum")
+		}
+	}
+}
