@@ -107,7 +107,7 @@ var Kernels = []Kernel{
 	{"swap_f32", Elementwise},
 	{"copy_f32", Elementwise},
 	{"fill_f32", Elementwise},
-	{"sgd_lr", Elementwise}, // sgd with the rate in device memory (a captured step's)
+	{"sgd_lr", Elementwise},    // sgd with the rate in device memory (a captured step's)
 	{"sgd_found", Elementwise}, // sgd_lr skipped on the device when the GradScaler's flag is set
 }
 
