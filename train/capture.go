@@ -1,5 +1,10 @@
 package train
 
+import (
+	"errors"
+	"fmt"
+)
+
 // StepCapturer is implemented by backends that can record one training
 // step's device work and replay the record for later steps of the same
 // shapes (CUDA graphs: issue 37 §2), so a step costs one launch instead
@@ -61,4 +66,139 @@ func RunStepOn(b Backend, capture bool, key string, step func() error) (StepRun,
 		return c.RunStep(key, step)
 	}
 	return StepEager, step()
+}
+
+// FoundInfState is implemented by a State whose GradScaler check and
+// optimiser step run without a read back to the host, as a captured step
+// needs (torch's _amp_foreach_non_finite_check_and_unscale_ writing
+// found_inf on the device, and its fused optimisers taking found_inf as a
+// tensor): UnscaleFound writes the flag on the device, SGDStepFound skips
+// the update there when the flag is set, and Finite reads the flag once
+// the step ran, outside the captured region.
+type FoundInfState interface {
+	// UnscaleFound multiplies every gradient by inv (as Unscale) and sets
+	// the device's flag when one is not finite; nothing is read back.
+	UnscaleFound(inv float32) error
+	// SGDStepFound is SGDStep, skipped on the device when the flag of
+	// the last UnscaleFound is set.
+	SGDStepFound(opt *SGD, lr float64) error
+	// Finite reads the flag of the last UnscaleFound (a synchronisation):
+	// true when every gradient was finite and SGDStepFound stepped. After
+	// a skipped step the state is as if SGDStepFound had not been called.
+	Finite() (bool, error)
+}
+
+// capturable reports why the trainer cannot run its steps through a
+// StepCapturer (nil: it can). Capture takes one device of one process
+// and a device state (ParamStore) whose step needs no host read.
+func (t *Trainer) capturable() error {
+	name := t.Backend.Name()
+	switch {
+	case !implementsCapture(t.Backend):
+		return fmt.Errorf("train: CaptureStep: backend %s does not implement StepCapturer", name)
+	case len(t.devs) > 1:
+		return fmt.Errorf("train: CaptureStep with %d devices: one device only (data-parallel replicas run eagerly)", len(t.devs))
+	case t.dist != nil:
+		return errors.New("train: CaptureStep with Distribute: one process only")
+	case !t.native:
+		return fmt.Errorf("train: CaptureStep: backend %s trains this configuration on the host path (a device state is needed: ZeroGrad, SyncBN or a host-only option)", name)
+	}
+	if _, ok := t.state.(FoundInfState); !ok && t.Scaler != nil {
+		return fmt.Errorf("train: CaptureStep with a GradScaler: backend %s's state has no device-side finite check (FoundInfState)", name)
+	}
+	return nil
+}
+
+func implementsCapture(b Backend) bool {
+	_, ok := b.(StepCapturer)
+	return ok
+}
+
+// ImplementsCapture reports whether b can run a training step as a
+// captured graph (StepCapturer): what a configuration asking for it is
+// checked against.
+func ImplementsCapture(b Backend) bool { return implementsCapture(b) }
+
+// capturedStep runs one step's device work (input staged into slot 0
+// from the held batch s, forward, backward, the GradScaler's unscale and
+// the optimiser's step) through the backend's StepCapturer, then, outside
+// the captured region, reads the GradScaler's flag (every step) and the
+// loss's sums (when read). It returns the loss as forwardBackward does
+// and whether the step was skipped.
+func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, error) {
+	if err := t.capturable(); err != nil {
+		return Result{}, false, err
+	}
+	fs, _ := t.state.(FoundInfState)
+	if t.Scaler == nil {
+		fs = nil
+	}
+	step := func() error {
+		if err := t.stageDevice(0, t.held[s].batch(), t.LocalBatch()); err != nil {
+			return err
+		}
+		if _, err := t.forwardBackward(0, false); err != nil {
+			return err
+		}
+		if fs != nil {
+			if err := fs.UnscaleFound(float32(1 / t.Scaler.Scale)); err != nil {
+				return err
+			}
+			return fs.SGDStepFound(t.Opt, lr)
+		}
+		return t.state.SGDStep(t.Opt, lr)
+	}
+	run, err := RunStepOn(t.Backend, true, fmt.Sprint("step ", t.inShape), step)
+	if err != nil {
+		return Result{}, false, fmt.Errorf("train: %s step: %w", run, err)
+	}
+	skipped := false
+	if fs != nil {
+		finite, err := fs.Finite()
+		if err != nil {
+			return Result{}, false, fmt.Errorf("train: reading the GradScaler's flag: %w", err)
+		}
+		t.Scaler.Update(finite)
+		skipped = !finite
+	}
+	var r Result
+	if read {
+		sums, err := t.devs[0].loss.Sums()
+		if err != nil {
+			return Result{}, false, fmt.Errorf("train: reading the loss: %w", err)
+		}
+		r = Result{Loss: sums.Loss, Correct1: sums.Top1, Correct5: sums.Top5, Samples: sums.Samples}
+		if r.Samples > 0 {
+			r.Loss /= float64(r.Samples)
+		}
+	}
+	return r, skipped, nil
+}
+
+// heldBatch is a batch the feeder copied into host memory of the
+// trainer's (a captured step stages it into the device inside the step:
+// the feeder's goroutine must not call the backend while a step runs).
+type heldBatch struct {
+	x   []float32
+	y   []int
+	pix []byte
+	b   ByteBatch
+}
+
+func (h *heldBatch) hold(b Batch) {
+	h.x = append(h.x[:0], b.X...)
+	h.y = append(h.y[:0], b.Y...)
+	h.b = b.Bytes
+	if b.Bytes.Pixels != nil {
+		h.pix = append(h.pix[:0], b.Bytes.Pixels...)
+		h.b.Pixels = h.pix
+	}
+}
+
+func (h *heldBatch) batch() Batch {
+	b := Batch{Y: h.y, Bytes: h.b}
+	if h.b.Pixels == nil {
+		b.X = h.x
+	}
+	return b
 }

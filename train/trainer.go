@@ -107,6 +107,15 @@ type Trainer struct {
 	// next batch is prepared while the current step runs (the study's
 	// pin_memory + non_blocking).
 	NoOverlap bool
+	// CaptureStep runs each step's device work (input staged into a fixed
+	// tensor, forward, backward, the GradScaler's unscale, the
+	// optimiser's step) through the backend's StepCapturer: recorded once
+	// as a CUDA graph and replayed. The GradScaler's flag and the loss's
+	// sums are read after the step, outside the record. It needs a
+	// backend that implements StepCapturer, one device of one process
+	// and a device state; the feeder then holds each batch in host
+	// memory, and the step copies it in. Off by default.
+	CaptureStep bool
 
 	// LabelSmoothing is the loss's ε (CrossEntropy.LabelSmoothing).
 	LabelSmoothing float64
@@ -139,6 +148,7 @@ type Trainer struct {
 	inShape  []int       // c, h, w of the staged inputs
 	hostX    []float32
 	hostY    []int
+	held     [2]heldBatch // CaptureStep: the feeder's batches, in host memory
 }
 
 // NewTrainer prepares training of net on b.
@@ -269,6 +279,9 @@ func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(Step
 		return EpochResult{}, err
 	}
 	res, err := t.run(ctx, steps, data.Epoch(ctx, t.Epoch, t.Step), onStep)
+	if c, ok := t.Backend.(StepCapturer); ok && t.CaptureStep {
+		c.ReleaseStep() // the record names the state's memory, released below
+	}
 	// A device state lives for the call: the host values are the
 	// network's again when it returns (to evaluate, recalibrate, save or
 	// change), and the next call binds them afresh.
@@ -383,8 +396,21 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 	return done(), nil
 }
 
-// stage copies a local batch into input slot s of every device.
+// stage copies a local batch into input slot s of every device, or
+// with CaptureStep into held batch s (the step copies it in).
 func (t *Trainer) stage(s int, b Batch, local int) error {
+	if t.CaptureStep {
+		if len(b.Y) != local {
+			return fmt.Errorf("train: batch of %d, want %d", len(b.Y), local)
+		}
+		t.held[s].hold(b)
+		return nil
+	}
+	return t.stageDevice(s, b, local)
+}
+
+// stageDevice copies a local batch into input slot s of every device.
+func (t *Trainer) stageDevice(s int, b Batch, local int) error {
 	if len(b.Y) != local {
 		return fmt.Errorf("train: batch of %d, want %d", len(b.Y), local)
 	}
@@ -468,6 +494,9 @@ func (f *feeder) stop() {
 func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult, error) {
 	every := max(t.LossEvery, 1)
 	read := (t.Step+1)%every == 0 || t.Step+1 == steps
+	if t.CaptureStep {
+		return t.stepCaptured(s, steps, read, onStep)
+	}
 	r, err := t.forwardBackward(s, read)
 	if err != nil {
 		return StepResult{}, err
@@ -517,6 +546,11 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 			return StepResult{}, err
 		}
 	}
+	return t.endStep(steps, r, lossSteps, lr, skipped, onStep)
+}
+
+// endStep counts the step, keeps its tuning choices and reports it.
+func (t *Trainer) endStep(steps int, r Result, lossSteps int, lr float64, skipped bool, onStep func(StepResult) error) (StepResult, error) {
 	t.Step++
 	for _, d := range t.devs { // a step's new tuning choices, kept now
 		if f, ok := d.b.(TuneFlusher); ok {
@@ -528,6 +562,39 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 		return sr, onStep(sr)
 	}
 	return sr, nil
+}
+
+// stepCaptured is step with CaptureStep: the device work in one captured
+// step (capturedStep), the checks the eager step makes before the update
+// made after it from the flags read then: a non-finite loss without a
+// GradScaler, or parameters not finite, stop training.
+func (t *Trainer) stepCaptured(s, steps int, read bool, onStep func(StepResult) error) (StepResult, error) {
+	lr := t.Schedule.LR(float64(t.Epoch) + float64(t.Step+1)/float64(steps))
+	r, skipped, err := t.capturedStep(s, read, lr)
+	if err != nil {
+		return StepResult{}, err
+	}
+	t.unread++
+	lossSteps := 0
+	if read {
+		lossSteps, t.unread = t.unread, 0
+	}
+	if read && !isFinite(r.Loss) && t.Scaler == nil {
+		return StepResult{}, t.nonFinite(0, fmt.Sprintf("the loss is %g", r.Loss), lr)
+	}
+	bad, err := t.state.NonFinite(true)
+	if err != nil {
+		return StepResult{}, err
+	}
+	if len(bad) > 0 {
+		return StepResult{}, t.nonFinite(0, "the update left parameters that are not finite", lr)
+	}
+	if !skipped {
+		if err := t.updateEMA(); err != nil {
+			return StepResult{}, err
+		}
+	}
+	return t.endStep(steps, r, lossSteps, lr, skipped, onStep)
 }
 
 // Batch is one batch a Stream produces: X holds the images, normalised,

@@ -211,6 +211,17 @@ func TestGPUBackendStepCapture(t *testing.T) {
 	}
 }
 
+// train.Trainer with CaptureStep on the GPU (TestTwinTrainerCapture's
+// plan: three epochs, fp32 and fp16 with skipped steps, each epoch
+// warmed, captured and replayed) against the same run without it on the
+// same device, within 1e-4 (cuDNN's run-dependent summation orders over
+// twelve steps).
+func TestGPUBackendTrainerCapture(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "the Trainer's step as a CUDA graph: whole runs as without capture, skipped fp16 steps decided on the device")
+	trainerCapture(t, func(o train.BackendOptions) *Backend { return openGPUFor(t, o, true) }, 1e-4)
+}
+
 // NCCL at world size 1 on the backend's stream: ncclGetUniqueId,
 // ncclCommInitRank with the id by value (GPU.md: a ctypes probe got 3
 // here), an in-place ncclAllReduce that leaves the values as they are,

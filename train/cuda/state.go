@@ -68,6 +68,7 @@ type state struct {
 	inv         uint64 // [the unscale factor, 1]
 	lr          uint64 // the learning rate, read by sgd_lr (a replayed step's graph does not change with it)
 	velHave     bool   // the momentum exists (after the first step or a Push)
+	firstFound  bool   // the last SGDStepFound was the momentum's first
 	emaHave     bool
 	vt, gt      []*tensor
 	// low is the values cast to the backend's 16-bit type (bf16, fp16):
@@ -122,6 +123,53 @@ func (s *state) Unscale(inv float32) (bool, error) {
 	if err := s.b.copyOut(f, s.found); err != nil {
 		return false, err
 	}
+	return f[0] == 0, nil
+}
+
+var _ train.FoundInfState = (*state)(nil)
+
+// UnscaleFound is Unscale with the flag left on the device (a captured
+// step's: nothing is read back).
+func (s *state) UnscaleFound(inv float32) error {
+	if err := s.b.copyIn(s.inv, []float32{inv}); err != nil {
+		return err
+	}
+	if err := s.b.m.zero(s.found, 4); err != nil {
+		return err
+	}
+	return s.b.run("amp_unscale", kernels.Elementwise, s.np, 0, s.grads, i64(s.np), s.found, s.inv)
+}
+
+// SGDStepFound is SGDStep with sgd_found, which skips the update on the
+// device when UnscaleFound's flag is set; whether it did is known at
+// Finite, which then undoes the host's note that the momentum exists.
+func (s *state) SGDStepFound(o *train.SGD, lr float64) error {
+	first := o.Momentum != 0 && !s.velHave
+	s.changed()
+	if err := s.b.copyIn(s.lr, []float32{float32(lr)}); err != nil {
+		return err
+	}
+	if err := s.b.run("sgd_found", kernels.Elementwise, s.np, 0, s.vals, s.grads, s.vel, i64(s.np), s.lr,
+		f32(o.Momentum), f32(o.WeightDecay), flag(o.Nesterov), flag(first), s.found); err != nil {
+		return err
+	}
+	if o.Momentum != 0 {
+		s.velHave = true
+	}
+	s.firstFound = first
+	return nil
+}
+
+// Finite reads UnscaleFound's flag (waiting for the queued work).
+func (s *state) Finite() (bool, error) {
+	f := []float32{0}
+	if err := s.b.copyOut(f, s.found); err != nil {
+		return false, err
+	}
+	if f[0] != 0 && s.firstFound {
+		s.velHave = false // the skipped step made no momentum
+	}
+	s.firstFound = false
 	return f[0] == 0, nil
 }
 

@@ -1,0 +1,69 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"math"
+	"testing"
+
+	"github.com/faster-training/faster/train"
+)
+
+// TestTwinTrainerCapture: train.Trainer with CaptureStep on the twin
+// (each epoch's steps eager, captured, then replayed) ends with the bits
+// of the same run without it — weights, momentum, EMA and every read
+// loss — over three epochs, fp32 and fp16 with a GradScaler whose first
+// scale (10⁶) overflows fp16 for the first steps (skipped on the device's
+// flag, the momentum's first step among them, the scale backing off and
+// the records re-captured as the loss's scale changes) and then holds
+// (replayed steps), the loss read every second step.
+func TestTwinTrainerCapture(t *testing.T) {
+	trainerCapture(t, func(o train.BackendOptions) *Backend { return twinWith(t, o) }, 0)
+}
+
+// trainerCapture runs the plan on backends open makes; tol is 0 (bits)
+// where the machine is deterministic.
+func trainerCapture(t *testing.T, open func(train.BackendOptions) *Backend, tol float64) {
+	for _, p := range []train.Precision{train.Float32, train.Float16} {
+		t.Run(p.String(), func(t *testing.T) {
+			o := train.BackendOptions{Precision: p}
+			setup := func(capture bool) func(*train.Trainer) {
+				return func(tr *train.Trainer) {
+					tr.CaptureStep, tr.LossEvery = capture, 2
+					if p == train.Float16 {
+						tr.Scaler = train.NewGradScaler()
+						tr.Scaler.Scale = 1e6
+					}
+				}
+			}
+			eagerB, graphB := open(o), open(o)
+			want := trainRunWith(t, eagerB, 3, "", "", setup(false))
+			got := trainRunWith(t, graphB, 3, "", "", setup(true))
+			if !got.bound {
+				t.Fatal("the parameters were never bound to a device state")
+			}
+			if p == train.Float16 && (want.skipped == 0 || got.skipped != want.skipped) {
+				t.Fatalf("skipped %d steps, without capture %d (want the same, more than 0)", got.skipped, want.skipped)
+			}
+			if len(got.losses) != len(want.losses) {
+				t.Fatalf("%d steps, without capture %d", len(got.losses), len(want.losses))
+			}
+			for i := range want.losses {
+				if d := math.Abs(got.losses[i] - want.losses[i]); !(d <= tol*math.Abs(want.losses[i])) {
+					t.Fatalf("step %d loss %v, without capture %v", i+1, got.losses[i], want.losses[i])
+				}
+			}
+			near(t, "weights", got.weights, want.weights, tol)
+			near(t, "momentum", got.velocity, want.velocity, tol)
+			near(t, "EMA", got.ema, want.ema, tol)
+			e, c, r := graphB.StepRuns()
+			if r == 0 || c < 3 || e < 3 {
+				t.Errorf("runs: %d eager, %d captured, %d replayed; want each epoch warmed, captured, replayed", e, c, r)
+			}
+			if e0, c0, r0 := eagerB.StepRuns(); e0+c0+r0 != 0 {
+				t.Errorf("without CaptureStep the backend ran %d steps through RunStep", e0+c0+r0)
+			}
+			t.Logf("%s: %d eager, %d captured, %d replayed, %d skipped", p, e, c, r, got.skipped)
+		})
+	}
+}
