@@ -50,8 +50,11 @@ type TrainConfig struct {
 	Backend  string // "": faster train's default
 	Device   string // faster train's --device ("": cpu)
 	AMPDtype string // the AMP columns' amp_dtype ("": fit's default, bf16)
-	Winograd bool
-	Filters  []int // ThinNet's stage widths (nil: the study's)
+	// CUDAGraph runs the single-device cells' steps as captured graphs
+	// (fit's parallel.cuda_graph; dp and ddp run eagerly).
+	CUDAGraph bool
+	Winograd  bool
+	Filters   []int // ThinNet's stage widths (nil: the study's)
 	// Repeats are the timed runs of every cell, in rounds of alternating
 	// order; Warmup runs every cell briefly, untimed, first.
 	Repeats int
@@ -249,6 +252,7 @@ func (c TrainConfig) CellConfig(strategy, variant string) fit.Config {
 	p := &cfg.Parallel
 	p.Strategy = strategy
 	p.SyncBN = c.SyncBN && strategy != "single"
+	p.CUDAGraph = c.CUDAGraph && strategy == "single"
 	switch strategy {
 	case "dp":
 		p.Devices = c.Devices

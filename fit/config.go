@@ -112,17 +112,21 @@ type EvalConfig struct {
 
 // ParallelConfig is the study's speed-ups: strategy, precision, tuning.
 type ParallelConfig struct {
-	Strategy      string `json:"strategy"` // single, dp or ddp
-	Devices       int    `json:"devices"`  // dp's devices (0: 2)
-	SyncBN        bool   `json:"sync_bn"`
-	AMP           bool   `json:"amp"`
-	AMPDtype      string `json:"amp_dtype"` // bf16 or fp16
-	Autotune      bool   `json:"autotune"`
-	TuneCache     string `json:"tune_cache"`
-	NoOverlap     bool   `json:"no_overlap"`
-	ZeroGrad      bool   `json:"zero_grad"`
-	BucketKB      int    `json:"bucket_kb"`
-	TimeAllReduce int    `json:"time_allreduce"` // ddp: time N rounds of a step's all-reduces alone after training
+	Strategy  string `json:"strategy"` // single, dp or ddp
+	Devices   int    `json:"devices"`  // dp's devices (0: 2)
+	SyncBN    bool   `json:"sync_bn"`
+	AMP       bool   `json:"amp"`
+	AMPDtype  string `json:"amp_dtype"` // bf16 or fp16
+	Autotune  bool   `json:"autotune"`
+	TuneCache string `json:"tune_cache"`
+	NoOverlap bool   `json:"no_overlap"`
+	ZeroGrad  bool   `json:"zero_grad"`
+	// CUDAGraph runs each training step as a captured graph, replayed
+	// (train.Trainer.CaptureStep): only on a backend that implements
+	// train.StepCapturer (cuda), with strategy single.
+	CUDAGraph     bool `json:"cuda_graph,omitempty"`
+	BucketKB      int  `json:"bucket_kb"`
+	TimeAllReduce int  `json:"time_allreduce"` // ddp: time N rounds of a step's all-reduces alone after training
 	// LocalRanks is the number of ranks on this machine (torchrun's
 	// LOCAL_WORLD_SIZE), which share its memory budget (0: 1).
 	LocalRanks int `json:"local_ranks,omitempty"`
@@ -393,6 +397,9 @@ func (c *Config) parallelProblems() []augment.Problem {
 	}
 	if p.TimeAllReduce < 0 || (p.TimeAllReduce > 0 && p.Strategy != "ddp") {
 		ps.add("parallel.time_allreduce", "N (N ≥ 1) goes with strategy ddp")
+	}
+	if p.CUDAGraph && p.Strategy != "single" {
+		ps.add("parallel.cuda_graph", "captures one device's step: want strategy single, not %q", p.Strategy)
 	}
 	if p.Strategy == "dp" && c.Batch < p.Devices {
 		ps.add("batch", "%d is smaller than the %d devices", c.Batch, p.Devices)

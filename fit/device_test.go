@@ -220,3 +220,48 @@ func TestRunOnCUDATwin(t *testing.T) {
 		t.Logf("%s: twin %.8s loss %.6f, host %.8s loss %.6f", strategy, got.WeightsSHA256, got.TestLoss, want.WeightsSHA256, want.TestLoss)
 	}
 }
+
+// Whole fits on the twin with parallel.cuda_graph (each step a captured
+// graph, replayed) end with the weights of the same fits without it, bit
+// for bit, over three epochs, fp32 and AMP fp16 (its GradScaler's
+// skipped steps decided on the device); a backend without a
+// StepCapturer is refused naming it, and a strategy other than single
+// by Validate.
+func TestRunOnCUDATwinGraph(t *testing.T) {
+	dir := t.TempDir()
+	writeIDX(dir, 32)
+	twin := func(_ string, o train.BackendOptions) (train.Backend, error) { return cuda.OpenTwin(o) }
+	for _, amp := range []bool{false, true} {
+		cfg := tinyConfig(dir)
+		cfg.Epochs = 3
+		cfg.Model.Backend, cfg.Model.Device = "", "cuda"
+		cfg.Parallel.AMP, cfg.Parallel.AMPDtype = amp, "fp16"
+		want, err := deviceRun(t, dir, cfg, twin)
+		if errors.Is(err, cuda.ErrNoCgo) {
+			t.Skip("the twin needs cgo")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parallel.CUDAGraph = true
+		got, err := deviceRun(t, dir, cfg, twin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.WeightsSHA256 != want.WeightsSHA256 || got.TestLoss != want.TestLoss || got.SkippedSteps != want.SkippedSteps || !got.CUDAGraph {
+			t.Errorf("amp %v: graph %.12s loss %v skipped %d (cuda_graph %v); eager %.12s %v %d", amp, got.WeightsSHA256, got.TestLoss, got.SkippedSteps, got.CUDAGraph, want.WeightsSHA256, want.TestLoss, want.SkippedSteps)
+		}
+		t.Logf("amp %v: %.12s, %d skipped", amp, got.WeightsSHA256, got.SkippedSteps)
+	}
+	ref := tinyConfig(dir)
+	ref.Parallel.CUDAGraph = true
+	var ce *fit.ConfigError
+	if _, err := deviceRun(t, dir, ref, nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"reference"`) || !strings.Contains(err.Error(), "parallel.cuda_graph") {
+		t.Errorf("reference with cuda_graph: %v; want a ConfigError of parallel.cuda_graph naming the backend", err)
+	}
+	dp := tinyConfig(dir)
+	dp.Parallel.CUDAGraph, dp.Parallel.Strategy = true, "dp"
+	if err := dp.Validate(); err == nil || !strings.Contains(err.Error(), "parallel.cuda_graph") {
+		t.Errorf("dp with cuda_graph: %v; want a problem of parallel.cuda_graph", err)
+	}
+}

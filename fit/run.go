@@ -218,6 +218,11 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		net.Close()
 		return nil, err
 	}
+	if cfg.Parallel.CUDAGraph && !train.ImplementsCapture(b) {
+		b.Close()
+		net.Close()
+		return nil, configErrorf("parallel.cuda_graph", "backend %q does not implement train.StepCapturer (cuda does)", b.Name())
+	}
 	r := &run{cfg: cfg, b: b, net: net, prec: prec, comm: comm}
 	r.closers = append(r.closers, func() { b.Close() }, func() { net.Close() }) // closed in reverse
 	o := cfg.Optim
@@ -268,6 +273,7 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		return r, err
 	}
 	tr.NoOverlap, tr.ZeroGrad = cfg.Parallel.NoOverlap, cfg.Parallel.ZeroGrad
+	tr.CaptureStep = cfg.Parallel.CUDAGraph
 	tr.LossEvery = cfg.LogEvery
 	if tr.LossEvery == 0 && train.DeviceOf(b) != "cpu" {
 		tr.LossEvery = DeviceLogEvery
@@ -286,6 +292,7 @@ func (r *run) summary(p *plan) *Summary {
 	if par.ZeroGrad {
 		sum.ZeroGrad = "zero"
 	}
+	sum.CUDAGraph = par.CUDAGraph
 	if pr, ok := r.b.(train.PrecisionReporter); ok {
 		_, sum.NativeAMP = pr.Precision()
 	}

@@ -30,6 +30,7 @@ type Summary struct {
 	Overlap      bool               `json:"overlap"`
 	ZeroGrad     string             `json:"zero_grad"` // set_to_none or zero
 	SkippedSteps int                `json:"skipped_steps,omitempty"`
+	CUDAGraph    bool               `json:"cuda_graph,omitempty"` // each step a captured graph, replayed
 	// AlreadyDone: the checkpoint had trained Epochs already; nothing was
 	// trained and the test figures are its evaluation.
 	AlreadyDone bool    `json:"already_complete,omitempty"`

@@ -72,6 +72,7 @@ Exit status: 0 done; 1 a cell failed; 2 usage error; 130 interrupted.`,
 		f.BoolVar(&o.Ablation, "ablation", true, "also run single-device plain without overlapped input, and with zeroed gradients")
 		f.StringVar(&o.Backend, "backend", "", "compute backend (default: cuda on a cuda --device, else onednn when built with cgo)")
 		f.StringVar(&o.Device, "device", "", "where every cell trains: cpu (default), cuda or cuda:N (faster train --device)")
+		f.BoolVar(&o.CUDAGraph, "cuda-graph", false, "single-device cells' steps as CUDA graphs (faster train --cuda-graph; dp and ddp run eagerly)")
 		f.StringVar(&o.AMPDtype, "amp-dtype", "", "the AMP columns' precision: bf16 (default) or fp16 with the GradScaler (the study's on a GPU)")
 		f.BoolVar(&o.Winograd, "winograd", true, "ours with Winograd convolutions, faster train's default (--winograd=false: direct, faster train --winograd=false); the peer keeps its own algorithm")
 		f.IntSliceVar(&o.Filters, "filters", nil, "ThinNet stage widths (default: the study's 32,64,128)")

@@ -600,3 +600,17 @@ func checkpointShapes(t *testing.T) []int {
 	}
 	return n
 }
+
+// --cuda-graph: with a strategy other than single a usage error naming
+// the field; on a backend that does not capture steps (reference) the
+// run is refused naming the backend, before training.
+func TestTrainCUDAGraphFlag(t *testing.T) {
+	dir := writeTrainIDX(t, 8)
+	base := []string{"train", "--data", dir, "--batch", "4", "--epochs", "1", "--backend", "reference", "--filters", "4,4", "--cuda-graph"}
+	if code, _, errs := runCLI(t, append(base, "--strategy", "dp")...); code != 2 || !strings.Contains(errs, "--cuda-graph") {
+		t.Errorf("--strategy dp --cuda-graph: exit %d, want 2 naming --cuda-graph (%s)", code, errs)
+	}
+	if code, _, errs := runCLI(t, base...); code == 0 || !strings.Contains(errs, `"reference"`) || !strings.Contains(errs, "StepCapturer") {
+		t.Errorf("--backend reference --cuda-graph: exit %d, want a refusal naming the backend (%s)", code, errs)
+	}
+}
