@@ -79,7 +79,11 @@
 // difference (a pointer, a shape, an argument) runs the step eagerly from
 // that point, held-back calls first, and the next step captures again.
 // The learning rate reaches SGD through device memory (sgd_lr), so the
-// record does not change with it. On the GPU a captured step needs its
+// record does not change with it. The state implements
+// train.FoundInfState for train.Trainer's CaptureStep: UnscaleFound
+// leaves amp_unscale's flag on the device, SGDStepFound runs sgd_found
+// (skipped on the device when the flag is set) and Finite reads the flag
+// after the step. On the GPU a captured step needs its
 // workspaces and cuDNN's algorithms from the warm-up step: a larger
 // workspace asked inside the capture fails the capture.
 //
