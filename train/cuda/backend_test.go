@@ -28,10 +28,12 @@ func TestTwinLayers(t *testing.T)    { traintest.RunLayers(t, twinBackend(t)) }
 func TestTwinTorchStep(t *testing.T) { traintest.RunTorchStep(t, twinBackend(t)) }
 func TestTwinResNet18(t *testing.T)  { traintest.RunResNet18(t, twinBackend(t)) }
 
-// traintest.RunPrecision is not run on the twin: it asks a convolution's
-// outputs and gradients in float32 (the reference's emulation), which
-// cuDNN's 16-bit tensors cannot give; TestTwinNativePrecision checks the
-// native arithmetic (precision_test.go).
+// RunPrecision on the twin: its convolutions write 16-bit outputs (as
+// cuDNN's legacy API), checked against the reference's rounded to the
+// precision.
+func TestTwinPrecision(t *testing.T) {
+	traintest.RunPrecision(t, func(o train.BackendOptions) (train.Backend, error) { return OpenTwin(o) })
+}
 
 func TestTwinNames(t *testing.T) {
 	b := twinBackend(t)

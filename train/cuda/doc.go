@@ -40,9 +40,12 @@
 // the CPU (16-bit operands widened exactly, double accumulation, results
 // rounded to 16 bits where cuDNN writes 16 bits): TestTwinNativePrecision
 // checks it bit for bit against the float32 twin on rounded operands.
-// traintest.RunPrecision is not run: it asks float32 convolution outputs
-// (the reference's emulation), which cuDNN's legacy API cannot give with
-// 16-bit inputs (x, w and y share one data type). The 16-bit tensors stay
+// traintest.RunPrecision runs on the twin (TestTwinPrecision): cuDNN's
+// legacy API cannot give float32 convolution outputs from 16-bit inputs
+// (x, w and y share one data type), so a native backend whose
+// convolutions write the precision is checked against the reference's
+// results rounded to it (one unit of the last place plus the float32
+// accumulation bound); products and bias gradients stay at float32's. The 16-bit tensors stay
 // NCHW; the H200 run should compare them against NHWC (channels_last).
 // BackendOptions.Device is "",
 // "cuda" or "cuda:N" (ParseDevice); anything else is train.ErrDevice.

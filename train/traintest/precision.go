@@ -101,6 +101,103 @@ func compareRuns(t *testing.T, what string, got, want opRun, tol float64) {
 	closeTo(t, what+" db", got.db, want.db, tol)
 }
 
+// lowCheck compares a reduced-precision backend's results with float32
+// ones. A native backend may write a convolution's results in the
+// precision itself (cuDNN's legacy API with 16-bit tensors, as
+// torch.autocast's convolutions): when it does (rounds: a convolution's
+// output without bias holds only values of the precision), its
+// convolutions' y, dx and dw are checked against the float32 results
+// rounded to the precision: each element within one unit of the
+// precision's last place at the value before the bias is added, plus tol
+// of the result's scale (the accumulation bound a float32 output is held
+// to). A product's results, the bias gradient, and every result of a
+// backend that does not round are held to tol of their scale, as before.
+type lowCheck struct {
+	t      *testing.T
+	p      train.Precision
+	rounds bool
+}
+
+func (c lowCheck) runs(what string, pc precCase, bias []float32, got, want opRun, tol float64) {
+	c.t.Helper()
+	if !c.rounds || pc.conv == nil {
+		compareRuns(c.t, what, got, want, tol)
+		return
+	}
+	pre := want.y
+	if bias != nil { // the value cuDNN rounds: y before bias_act adds the bias
+		pre = make([]float32, len(want.y))
+		plane := len(want.y) / (pc.in[0] * pc.conv.Out)
+		for i, v := range want.y {
+			pre[i] = v - bias[(i/plane)%pc.conv.Out]
+		}
+	}
+	c.close(what+" y", got.y, want.y, pre, tol)
+	c.close(what+" dx", got.dx, want.dx, want.dx, tol)
+	c.close(what+" dw", got.dw, want.dw, want.dw, tol)
+	closeTo(c.t, what+" db", got.db, want.db, tol)
+}
+
+func (c lowCheck) close(what string, got, want, pre []float32, tol float64) {
+	c.t.Helper()
+	if len(got) != len(want) {
+		c.t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	if i, d, ok := beyondLastPlace(c.p, got, want, pre, tol); !ok {
+		c.t.Errorf("%s (%v output): differs by %.3g at %d (got %g, want %g: one unit of %v's last place %.3g plus %.3g)",
+			what, c.p, d, i, got[i], want[i], c.p, lastPlace(c.p, pre[i]), tol*maxAbs(want))
+	}
+}
+
+// beyondLastPlace finds the first element of got farther from want than
+// one unit of p's last place at pre's value plus tol of want's scale
+// (ok: none is).
+func beyondLastPlace(p train.Precision, got, want, pre []float32, tol float64) (at int, diff float64, ok bool) {
+	scale := maxAbs(want)
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= lastPlace(p, pre[i])+tol*scale) {
+			return i, d, false
+		}
+	}
+	return 0, 0, true
+}
+
+// roundsConv reports whether b writes a convolution's output in p: a
+// bias-free convolution's outputs are all values of p.
+func roundsConv(t *testing.T, b train.Backend, p train.Precision) bool {
+	c := precCases[1] // conv3x3_blocked: no bias
+	rng := rand.New(rand.NewPCG(9, 9))
+	x, w := make([]float32, train.Numel(c.in)), make([]float32, c.conv.Out*c.conv.In*c.conv.Kernel*c.conv.Kernel)
+	randomise(x, rng, -1, 1)
+	randomise(w, rng, -0.5, 0.5)
+	var dy []float32
+	return representable(p, runOp(t, b, c, x, w, nil, &dy, rng).y)
+}
+
+// representable reports whether every value of v is a value of p.
+func representable(p train.Precision, v []float32) bool {
+	for _, e := range v {
+		if roundTo(p, e) != e {
+			return false
+		}
+	}
+	return true
+}
+
+// lastPlace is one unit of p's last place at v's magnitude (roundTo's
+// quantum; the smallest subnormal's at zero).
+func lastPlace(p train.Precision, v float32) float64 {
+	bits, minExp := 8, -126
+	if p == train.Float16 {
+		bits, minExp = 11, -14
+	}
+	e := minExp + 1
+	if v != 0 {
+		_, e = math.Frexp(float64(v))
+	}
+	return math.Ldexp(1, max(e-1, minExp)-(bits-1))
+}
+
 // relDiff is the largest difference of a and b relative to b's largest
 // magnitude.
 func relDiff(a, b []float32) float64 {
@@ -134,6 +231,8 @@ func RunPrecision(t *testing.T, open func(train.BackendOptions) (train.Backend, 
 				t.Fatalf("backend reports precision %v, want %v", got, p)
 			}
 			t.Logf("%s %v native=%v", b.Name(), got, native)
+			rounds := native && roundsConv(t, b, p)
+			t.Logf("%s %v: convolution outputs in %v: %v", b.Name(), got, p, rounds)
 			var ref train.Backend
 			if b.Name() != "reference" {
 				ref = train.NewReference(train.BackendOptions{Precision: p})
@@ -166,7 +265,8 @@ func RunPrecision(t *testing.T, open func(train.BackendOptions) (train.Backend, 
 					// The float32 op on pre-rounded values (bias unrounded).
 					rdy := roundAll(p, dy)
 					pre := runOp(t, f32, c, roundAll(p, x), roundAll(p, w), bias, &rdy, rng)
-					compareRuns(t, "vs float32 on rounded values:", low, pre, 1e-5)
+					check := lowCheck{t: t, p: p, rounds: rounds}
+					check.runs("vs float32 on rounded values:", c, bias, low, pre, 1e-5)
 					plain := runOp(t, f32, c, x, w, bias, &dy, rng)
 					for _, d := range []struct {
 						what      string
@@ -177,7 +277,7 @@ func RunPrecision(t *testing.T, open func(train.BackendOptions) (train.Backend, 
 						}
 					}
 					if ref != nil {
-						compareRuns(t, "vs reference:", low, runOp(t, ref, c, x, w, bias, &dy, rng), 1e-4)
+						check.runs("vs reference:", c, bias, low, runOp(t, ref, c, x, w, bias, &dy, rng), 1e-4)
 					}
 				})
 			}
@@ -193,8 +293,18 @@ func RunPrecision(t *testing.T, open func(train.BackendOptions) (train.Backend, 
 		defer b.Close()
 		got := convChain(t, b)
 		want := convChain(t, train.NewReference(train.BackendOptions{Precision: train.BFloat16}))
+		pr, _ := b.(train.PrecisionReporter)
+		check := lowCheck{t: t, p: train.BFloat16}
+		if pr != nil {
+			_, native := pr.Precision()
+			check.rounds = native && roundsConv(t, b, train.BFloat16)
+		}
 		for i := range want {
-			closeTo(t, fmt.Sprintf("chain result %d", i), got[i], want[i], 1e-3)
+			if check.rounds { // results written in bf16: within one unit of the reference's
+				check.close(fmt.Sprintf("chain result %d", i), got[i], want[i], want[i], 1e-3)
+			} else {
+				closeTo(t, fmt.Sprintf("chain result %d", i), got[i], want[i], 1e-3)
+			}
 		}
 	})
 	t.Run("fp16_range", func(t *testing.T) {
