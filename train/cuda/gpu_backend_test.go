@@ -82,6 +82,15 @@ func TestGPUBackendPrecision(t *testing.T) {
 	}
 }
 
+// traintest.RunPrecision on the GPU (as TestTwinPrecision): 16-bit
+// convolution outputs against the reference's rounded to the precision,
+// the float32 backend in strict fp32 (no TF32).
+func TestGPUBackendRunPrecision(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "traintest.RunPrecision (16-bit convolution outputs: the reference's rounded, one unit of the last place)")
+	traintest.RunPrecision(t, func(o train.BackendOptions) (train.Backend, error) { return openGPUFor(t, o, true), nil })
+}
+
 // cudnn.benchmark: the choices name algorithms that ran, a shape is
 // chosen once, and results match the heuristics' algorithms.
 func TestGPUBackendAutotune(t *testing.T) {
