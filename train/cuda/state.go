@@ -64,11 +64,13 @@ type state struct {
 	np, nall    int   // elements of the params, of all
 	vals, grads uint64
 	vel, ema    uint64
-	found       uint64 // a float per param: the finite checks' flags
-	inv         uint64 // [the unscale factor, 1]
-	lr          uint64 // the learning rate, read by sgd_lr (a replayed step's graph does not change with it)
-	velHave     bool   // the momentum exists (after the first step or a Push)
-	firstFound  bool   // the last SGDStepFound was the momentum's first
+	found       uint64    // a float per param: the finite checks' flags
+	inv         uint64    // [the unscale factor, 1]
+	lr          uint64    // the learning rate, read by sgd_lr (a replayed step's graph does not change with it)
+	velHave     bool      // the momentum exists (after the first step or a Push)
+	firstFound  bool      // the last SGDStepFound was the momentum's first
+	scratch     uint64    // ZeroGrad's scratch gradients (0 until asked)
+	st          []*tensor // views of scratch, by param
 	emaHave     bool
 	vt, gt      []*tensor
 	// low is the values cast to the backend's 16-bit type (bf16, fp16):
@@ -171,6 +173,46 @@ func (s *state) Finite() (bool, error) {
 	}
 	s.firstFound = false
 	return f[0] == 0, nil
+}
+
+var _ train.GradAccumulator = (*state)(nil)
+
+// ScratchGrad implements train.GradAccumulator: a view of param i in a
+// flat of the params' length, allocated on first use (torch's
+// zero_grad() without set_to_none on the device: Trainer.ZeroGrad).
+func (s *state) ScratchGrad(i int) (train.Tensor, error) {
+	if i < 0 || i >= len(s.params) {
+		return nil, fmt.Errorf("cuda: state: no param %d of %d", i, len(s.params))
+	}
+	if s.scratch == 0 {
+		p, err := s.b.m.alloc(4 * max(s.np, 1))
+		if err != nil {
+			return nil, fmt.Errorf("cuda: state: scratch gradients of %d values: %w", s.np, err)
+		}
+		s.scratch = p
+	}
+	if s.st == nil {
+		s.st = make([]*tensor, len(s.params))
+	}
+	if s.st[i] == nil {
+		n := len(s.params[i].Value)
+		s.st[i] = &tensor{b: s.b, shape: []int{n}, p: s.scratch + 4*uint64(s.off[i]), n: n, view: true}
+	}
+	return s.st[i], nil
+}
+
+// ZeroGrads implements train.GradAccumulator: one memset of the
+// gradients' flat.
+func (s *state) ZeroGrads() error { return s.b.m.zero(s.grads, 4*s.np) }
+
+// AccumulateGrads implements train.GradAccumulator: grad = grad +
+// scratch, the add kernel once over the flat (the host path's float32
+// additions).
+func (s *state) AccumulateGrads() error {
+	if s.scratch == 0 {
+		return errors.New("cuda: state: accumulating gradients before any scratch gradient")
+	}
+	return s.b.run("add", kernels.Elementwise, s.np, 0, s.grads, s.scratch, s.grads, i64(s.np))
 }
 
 // SGDStep is the sgd_lr kernel once over the params' flat, the learning
@@ -324,13 +366,13 @@ func (s *state) Push(opt *train.SGD, e *train.EMA) error {
 }
 
 func (s *state) Release() {
-	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv, &s.lr, &s.low} {
+	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv, &s.lr, &s.low, &s.scratch} {
 		if *p != 0 {
 			s.b.m.free(*p)
 			*p = 0
 		}
 	}
-	s.vt, s.gt = nil, nil
+	s.vt, s.gt, s.st = nil, nil, nil
 }
 
 // ---- loss ----
