@@ -175,6 +175,11 @@ func dnnChild(t *testing.T) {
 			t.Error("the twin opened NCCL")
 		}
 	})
+	// DDP at world size 1 through the backend's own all-reduce (NCCL on
+	// the stand-in), ZeroGrad on the device: the single run's bits.
+	t.Run("ddp-nccl", func(t *testing.T) {
+		ddpOneRank(t, openStandIn(t, train.BackendOptions{}), &ncclBackend{openStandIn(t, train.BackendOptions{})}, 0)
+	})
 	// Native bf16 and fp16: 16-bit descriptors with float compute and
 	// tensor-op math, cublasGemmEx; the twin's arithmetic, so the same bits.
 	for _, p := range []train.Precision{train.BFloat16, train.Float16} {

@@ -97,10 +97,18 @@
 // decls.h's struct faster_nccl_id, its size checked by probe.cpp; GPU.md's
 // ctypes probe got error 3 there, the by-value id the suspect);
 // NCCLComm.AllReduceSum is ncclAllReduce in place (ncclFloat32, ncclSum)
-// on the stream, Close ncclCommDestroy. It is the all-reduce the
-// data-parallel code can call on device gradients later; the twin has
-// none. TestDNNStandIns runs it against a stand-in libnccl.so.2 that
-// checks the id's bytes; TestGPUBackendNCCL (world size 1) is prepared.
+// on the stream, Close ncclCommDestroy. The backend OpenBackend returns
+// (ncclBackend, allreduce.go) is a train.AllReduceBackend: at world size
+// 1 its op is that NCCL communicator (DDP's buckets summed on the
+// stream), over several ranks it sums through host memory with the
+// caller's Comm (NCCL refuses two ranks on one GPU; exchanging the id
+// across GPUs waits for a machine with several). The twin (OpenTwin) is
+// a plain *Backend without it: the trainer's host fallback sums its
+// tensors. TestDNNStandIns runs NCCL and a DDP fit at world size 1
+// (ddp-nccl) against a stand-in libnccl.so.2 that checks the id's bytes;
+// TestGPUBackendNCCL and TestGPUBackendDDPNCCL (world size 1) are
+// prepared. The state is also a train.GradAccumulator (Trainer.ZeroGrad
+// on the device: a memset, scratch gradients, one add kernel).
 //
 // # Machines
 //

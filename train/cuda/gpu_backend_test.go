@@ -231,6 +231,16 @@ func TestGPUBackendTrainerCapture(t *testing.T) {
 	trainerCapture(t, func(o train.BackendOptions) *Backend { return openGPUFor(t, o, true) }, 1e-4)
 }
 
+// DDP at world size 1 on the GPU's backend (as OpenBackend returns it):
+// the trainer's gradient buckets summed by the backend's own all-reduce,
+// NCCL over one rank, ending with the single-device run's weights (a sum
+// over one rank leaves them as they are); ZeroGrad on the device too.
+func TestGPUBackendDDPNCCL(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "DDP at world size 1 through train.AllReduceBackend (NCCL), ZeroGrad on the device: the single run's weights")
+	ddpOneRank(t, openGPUFor(t, train.BackendOptions{}, true), &ncclBackend{openGPUFor(t, train.BackendOptions{}, true)}, 1e-5)
+}
+
 // NCCL at world size 1 on the backend's stream: ncclGetUniqueId,
 // ncclCommInitRank with the id by value (GPU.md: a ctypes probe got 3
 // here), an in-place ncclAllReduce that leaves the values as they are,

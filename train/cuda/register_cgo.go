@@ -8,7 +8,9 @@ func init() { train.Register("cuda", OpenBackend) }
 
 // OpenBackend opens the cuda backend on the GPU o.Device names ("",
 // "cuda", "cuda:N"; anything else is train.ErrDevice). Without a driver
-// it fails with the *LoadError naming every library tried.
+// it fails with the *LoadError naming every library tried. The backend
+// sums tensors over ranks itself (train.AllReduceBackend: NCCL at world
+// size 1).
 func OpenBackend(o train.BackendOptions) (train.Backend, error) {
 	n, err := checkOptions(o)
 	if err != nil {
@@ -18,7 +20,7 @@ func OpenBackend(o train.BackendOptions) (train.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newBackend(m, o), nil
+	return &ncclBackend{newBackend(m, o)}, nil
 }
 
 // OpenTwin opens the backend over the CPU twin: the same backend, with
