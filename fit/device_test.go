@@ -230,6 +230,17 @@ func TestRunOnCUDATwin(t *testing.T) {
 func TestRunOnCUDATwinGraph(t *testing.T) {
 	dir := t.TempDir()
 	writeIDX(dir, 32)
+	ref := tinyConfig(dir)
+	ref.Parallel.CUDAGraph = true
+	var ce *fit.ConfigError
+	if _, err := deviceRun(t, dir, ref, nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"reference"`) || !strings.Contains(err.Error(), "parallel.cuda_graph") {
+		t.Errorf("reference with cuda_graph: %v; want a ConfigError of parallel.cuda_graph naming the backend", err)
+	}
+	dp := tinyConfig(dir)
+	dp.Parallel.CUDAGraph, dp.Parallel.Strategy = true, "dp"
+	if err := dp.Validate(); err == nil || !strings.Contains(err.Error(), "parallel.cuda_graph") {
+		t.Errorf("dp with cuda_graph: %v; want a problem of parallel.cuda_graph", err)
+	}
 	twin := func(_ string, o train.BackendOptions) (train.Backend, error) { return cuda.OpenTwin(o) }
 	for _, amp := range []bool{false, true} {
 		cfg := tinyConfig(dir)
@@ -252,16 +263,5 @@ func TestRunOnCUDATwinGraph(t *testing.T) {
 			t.Errorf("amp %v: graph %.12s loss %v skipped %d (cuda_graph %v); eager %.12s %v %d", amp, got.WeightsSHA256, got.TestLoss, got.SkippedSteps, got.CUDAGraph, want.WeightsSHA256, want.TestLoss, want.SkippedSteps)
 		}
 		t.Logf("amp %v: %.12s, %d skipped", amp, got.WeightsSHA256, got.SkippedSteps)
-	}
-	ref := tinyConfig(dir)
-	ref.Parallel.CUDAGraph = true
-	var ce *fit.ConfigError
-	if _, err := deviceRun(t, dir, ref, nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"reference"`) || !strings.Contains(err.Error(), "parallel.cuda_graph") {
-		t.Errorf("reference with cuda_graph: %v; want a ConfigError of parallel.cuda_graph naming the backend", err)
-	}
-	dp := tinyConfig(dir)
-	dp.Parallel.CUDAGraph, dp.Parallel.Strategy = true, "dp"
-	if err := dp.Validate(); err == nil || !strings.Contains(err.Error(), "parallel.cuda_graph") {
-		t.Errorf("dp with cuda_graph: %v; want a problem of parallel.cuda_graph", err)
 	}
 }
