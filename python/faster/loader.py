@@ -374,6 +374,7 @@ class Loader:
         self._pos = None  # the position served: see state_dict
         self._pinned_warned = False
         self._ring = None  # a _PinnedRing with pin_memory=True on a CUDA machine
+        self._dev = None  # a _device.DeviceRing with device= (the server's batch buffers)
         self._depth = slots  # slots=: at most as many batches owned behind fences
         self._sampler = None
         self._dataset = None
@@ -402,6 +403,8 @@ class Loader:
         if quarantine is not None:
             spec["quarantine"] = os.fspath(quarantine)
         spec.update(tspec)
+        if self.device is not None:
+            spec["device"] = "cuda:%d" % self.device  # the server decodes on that GPU (docs/serve.md "GPU batches")
         self._spec = spec
         args = [_find_binary(binary), "serve", "--slots", str(slots), "--shm-dir", shm_dir, "--spec", "-"]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -438,7 +441,7 @@ class Loader:
         except BaseException:
             self.close()
             raise
-        if self.pin_memory and self._pin:
+        if self.pin_memory and self._pin and self._dev is None:
             self._ring = _PinnedRing.open(self._mm)
 
     # --- the control channel ---
@@ -546,13 +549,35 @@ class Loader:
         torch = None
         if self.output == "torch":
             import torch
+        if h.get("device"):
+            # The rows are in the server's batch buffers, handed over once
+            # (the DEVICE frame); the file's slots hold headers and labels.
+            typ, payload = self._recv()
+            if typ != P.DEVICE:
+                raise ServerError("faster: protocol error: %r after a device hello, want the device frame" % typ)
+            self._dev = self._open_device(h, payload, torch)
+            # The client never owns all the slots: the stage decodes into one.
+            self._depth = max(1, min(self._depth, h["slots"] - 1))
         for i in range(h["slots"]):
             base = h["header_bytes"] + i * h["slot_bytes"]
-            im = np.frombuffer(self._mm, dtype, count, base + h["images_offset"]).reshape((batch,) + shape)
+            if self._dev is not None:
+                im = self._dev.images[i]
+            else:
+                im = np.frombuffer(self._mm, dtype, count, base + h["images_offset"]).reshape((batch,) + shape)
             lb = np.frombuffer(self._mm, np.int64, batch, base + h["labels_offset"])
             if torch is not None:
-                im, lb = torch.from_numpy(im), torch.from_numpy(lb)
+                if self._dev is None:
+                    im = torch.from_numpy(im)
+                lb = torch.from_numpy(lb)
             self._slots.append((im, lb))
+
+    def _open_device(self, hello, payload, torch):
+        """The DEVICE frame's buffers (_device.DeviceRing); a refusal is a
+        ServerError naming the device."""
+        try:
+            return _device.DeviceRing(hello, payload, torch=torch)
+        except (ValueError, RuntimeError, OSError) as e:
+            raise ServerError("faster: device %s: %s" % (hello.get("device"), e)) from None
 
     # --- iteration ---
 
@@ -584,7 +609,7 @@ class Loader:
 
     def __iter__(self):
         for b in self.batches():
-            if self._ring is None and self.pin_memory and self._pin:
+            if self._ring is None and self._dev is None and self.pin_memory and self._pin:
                 # The ring could not be registered: pinned copies.
                 yield b.images.pin_memory(), b.labels.pin_memory()
             else:
@@ -691,9 +716,12 @@ class Loader:
                     self._pos["consumed"] = consumed
                 self._pos["steps"] += 1
                 im, lb = self._slots[slot]
+                lb = lb[:valid]
+                if self._dev is not None and self._dev.device is not None:
+                    lb = lb.to(self._dev.device)  # a copy: the labels live in the file's slot
                 self.last_keys = keys
                 run.executing = False
-                yield Batch(im[:valid], lb[:valid], keys, e, index, valid, repeats)
+                yield Batch(im[:valid], lb, keys, e, index, valid, repeats)
                 if self._closed:
                     raise ServerError("faster: the loader is closed")
                 run.check()
@@ -752,7 +780,7 @@ class Loader:
         (as many pending as slots=, the prefetch depth: the ring's three
         more are the pipeline's, decoding in place), or at the epoch's end
         (every=True)."""
-        ring = self._ring
+        ring = self._ring if self._dev is None else self._dev
         if run.held is not None:
             if ring is None:
                 self._send(P.FREE, run.held.to_bytes(4, "little"))
@@ -951,6 +979,9 @@ class Loader:
         if self._ring is not None:
             self._ring.close()  # its fences were waited for as the run ended
             self._ring = None
+        if self._dev is not None:
+            self._dev.close()  # its fences were waited for as the run ended; the IPC handles closed
+            self._dev = None
         if self._mm is not None:
             try:
                 self._mm.close()
