@@ -99,6 +99,7 @@ check() {
 	# package's TestPython drives python/tests with the machine's python3.
 	(cd serve && FASTER_PYTHON=python3 timeout 240 "$gpu/x/test/serve.test" -test.run 'TestPython' -test.v) >"$OUT/python.log" 2>&1
 	echo "== python tests exit $?"; grep -E '^(--- |ok|FAIL|PASS)|passed|failed' "$OUT/python.log" | head -20
+	(cd serve && FASTER_PYTHON=python3 FASTER_PY_K=DeviceLoader FASTER_REQUIRE_GPU=1 timeout 180 "$gpu/x/test/serve.test" -test.run 'TestPython' -test.v) >"$OUT/device.log" 2>&1; echo "== device= tests exit $?"; grep -E '^(--- |ok|FAIL|PASS)|passed|failed|skipped' "$OUT/device.log" | head -20
 }
 
 bench() {
