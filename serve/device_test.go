@@ -109,6 +109,15 @@ func openStandIn(t *testing.T, data string, lo loader.Options) (*loader.Loader, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		// A test that failed before its own Close leaves no file behind.
+		l.Close()
+		d.mu.Lock()
+		for b := range d.live {
+			os.Remove(filepath.Join(d.dir, b.name))
+		}
+		d.mu.Unlock()
+	})
 	o := ForLoader(l, lo)
 	o.Dir, o.Slots = t.TempDir(), 2 // Slots: replaced by the stage's ring
 	o.Counters = &Counters{}
@@ -292,7 +301,7 @@ func TestServeDeviceStandIn(t *testing.T) {
 	if b, r := o.Counters.Batches.Load(), o.Counters.Released.Load(); b != r || b == 0 {
 		t.Fatalf("%d batches announced, %d given back to the stage", b, r)
 	}
-	if err := l.Close(); err != nil {
+	if err := l.Close(); err != nil { // it names staged batches not released
 		t.Fatal(err)
 	}
 	if n := d.Live(); n != 0 {
