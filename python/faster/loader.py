@@ -204,12 +204,15 @@ class Loader:
     base seed: torch.manual_seed makes the run reproducible; seed=N fixes
     it. loader.seed() says it; state_dict() carries it.
 
-    device="cuda" (or "cuda:N", a torch.device) will yield torch CUDA
-    tensors decoded on that GPU by the server's nvJPEG stage and handed
-    over by CUDA IPC, with no copy through the host (docs/serve.md, "GPU
-    batches"): prepared, not yet run on a GPU. Today it raises
-    RuntimeError where torch.cuda is unavailable, else NotImplementedError;
-    device=None or "cpu" is the CPU path.
+    device="cuda" (or "cuda:N", a torch.device) yields torch CUDA tensors
+    decoded on that GPU by the server's nvJPEG stage and handed over by
+    CUDA IPC, with no copy through the host (docs/serve.md, "GPU batches";
+    prepared, not yet run on a GPU): images view the server's batch buffer
+    (uint8 NHWC or float32 NCHW, as layout=), labels are copied to the GPU.
+    A batch is valid until the next is asked for (.clone() keeps one
+    longer); its slot goes back to the server once the work queued on the
+    current stream by then has finished. It raises RuntimeError where
+    torch.cuda is unavailable; device=None or "cpu" is the CPU path.
 
     Position: state_dict() and load_state_dict() save and restore the exact
     position within an epoch (torchdata's StatefulDataLoader protocol).
