@@ -326,6 +326,9 @@ class Loader:
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+        if self.device is not None and output != "torch":
+            raise ValueError("faster: device=%r with output=%r: the GPU's batches are torch CUDA tensors "
+                             "(leave output= out, or 'torch')" % (device, output))
         if output not in ("torch", "numpy"):
             raise ValueError("faster: output %r: want 'torch' or 'numpy'" % (output,))
         for name, v in (("split", split), ("layout", layout), ("shm_dir", shm_dir)):
@@ -966,6 +969,13 @@ class Loader:
             self._end_run(run)
             run.superseded = True  # resuming it raises
         self._closed = True
+        if self._dev is not None:
+            # Before the server exits and frees its buffers: the IPC
+            # mappings closed first (their fences were waited for as the
+            # run ended).
+            self._slots = []
+            self._dev.close()
+            self._dev = None
         self._closed_sock()
         failed = None
         if self._proc is not None:
@@ -982,9 +992,6 @@ class Loader:
         if self._ring is not None:
             self._ring.close()  # its fences were waited for as the run ended
             self._ring = None
-        if self._dev is not None:
-            self._dev.close()  # its fences were waited for as the run ended; the IPC handles closed
-            self._dev = None
         if self._mm is not None:
             try:
                 self._mm.close()

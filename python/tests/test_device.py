@@ -56,6 +56,15 @@ class DeviceArgumentTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             faster.Loader("/nonexistent", device="tpu")
 
+    def test_numpy_output_refused_with_a_device(self):
+        # Where torch has CUDA (require passes): the GPU's batches are torch
+        # tensors, so output="numpy" is refused before a server starts.
+        with mock.patch("subprocess.Popen") as popen, mock.patch.object(_device, "require"):
+            with self.assertRaises(ValueError) as cm:
+                faster.Loader("/nonexistent", device="cuda:1", output="numpy")
+            popen.assert_not_called()
+        self.assertIn("output='numpy'", str(cm.exception))
+
 
 class DeviceFrameTest(unittest.TestCase):
     def test_round_trip(self):
