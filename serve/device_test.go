@@ -381,3 +381,30 @@ func TestServeDeviceNotExportable(t *testing.T) {
 		t.Fatalf("shared-memory files left: %v", files)
 	}
 }
+
+// The Python client repeats the device ring's constants
+// (python/faster/_protocol.py): the version, the frame type, the handle
+// kinds and sizes.
+func TestPythonProtocolRepeatsDevice(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "python", "faster", "_protocol.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := string(src)
+	for _, want := range []string{
+		fmt.Sprintf("\nVERSION = %d\n", Version),
+		fmt.Sprintf("DEVICE = b%q\n", string(FrameDevice)),
+		fmt.Sprintf("HANDLE_CUDA = %q\n", HandleCUDA),
+		fmt.Sprintf("HANDLE_SHM = %q\n", HandleShm),
+		fmt.Sprintf("IPC_HANDLE_BYTES = %d ", IPCHandleBytes),
+		fmt.Sprintf("MAX_DEVICE_SLOTS = %d\n", maxDeviceSlots),
+		`DEVICE_FIXED = struct.Struct("<IIQ")`, // deviceFixed: 4 + 4 + 8
+	} {
+		if !strings.Contains(py, want) {
+			t.Errorf("_protocol.py lacks %q", want)
+		}
+	}
+	if deviceFixed != 16 {
+		t.Errorf("deviceFixed %d, _protocol.py's <IIQ is 16", deviceFixed)
+	}
+}
