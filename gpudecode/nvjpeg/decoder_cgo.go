@@ -189,9 +189,15 @@ func (d *Decoder) IPCHandle(b *Buffer) ([]byte, error) {
 	if !d.live[b] {
 		return nil, errors.New("nvjpeg: IPC handle of a buffer this decoder did not give (or freed)")
 	}
-	h := make([]byte, IPCHandleBytes)
 	C.nvj_set_device(C.int(d.ordinal))
-	if err := cudaErr("cudaIpcGetMemHandle", C.nvj_ipc_handle(unsafe.Pointer(&h[0]), C.ulonglong(b.ptr))); err != nil {
+	return ipcHandle(b.ptr)
+}
+
+// ipcHandle is cudaIpcGetMemHandle of device address ptr (on the current
+// device), as its IPCHandleBytes bytes.
+func ipcHandle(ptr uint64) ([]byte, error) {
+	h := make([]byte, IPCHandleBytes)
+	if err := cudaErr("cudaIpcGetMemHandle", C.nvj_ipc_handle(unsafe.Pointer(&h[0]), C.ulonglong(ptr))); err != nil {
 		return nil, err
 	}
 	return h, nil
