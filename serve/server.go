@@ -251,7 +251,9 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		if dev, err = openDevRing(st); err != nil {
 			return err
 		}
-		defer dev.releaseAll() // after the reader is joined (deferred later, run earlier)
+		// Deferred first, so it runs last: after the reader is joined, no
+		// free can race it; the slots the consumer still holds go back.
+		defer dev.releaseAll()
 		o.Slots, dev.counters = len(dev.handles), o.Counters
 	}
 	if err := o.ensureDefaults(); err != nil {
