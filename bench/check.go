@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/faster-training/faster/fit"
 	"github.com/faster-training/faster/loader"
 )
 
@@ -41,6 +42,12 @@ func (c TrainConfig) Check() error {
 		if !slices.Contains(Variants, v) {
 			return usagef("--variants: %q is not one of %s", v, strings.Join(Variants, ", "))
 		}
+	}
+	if _, err := fit.ParseDevice(c.Device); err != nil {
+		return usagef("--device %v", err)
+	}
+	if d := c.AMPDtype; d != "" && d != "bf16" && d != "fp16" {
+		return usagef("--amp-dtype %q: want bf16 or fp16", d)
 	}
 	_, err := os.Stat(c.Data)
 	return err

@@ -12,5 +12,7 @@
 // the Faster Training study's markdown-style tables and PNG charts. The
 // scripts beside it (peer_*.py, run_*.sh) run the peers — torchvision,
 // OpenCV, djpeg, PyTorch — on the same data in the same run as our
-// commands.
+// commands; gpu_table.sh runs the study's table on a GPU (TrainConfig's
+// Device, `faster bench train --device cuda`) beside the PyTorch peer's
+// --device cuda, one process per cell, and gpu_table.py prints it.
 package bench

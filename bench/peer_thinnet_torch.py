@@ -44,12 +44,31 @@ training images of epoch e in row e of an int32 .npy instead of
 torch.randperm: `faster bench train --same-start` writes both from ours, so
 that the two engines run the same training.
 
+--device cuda runs it on the GPU (the study's GPU run, issue 37 section 3):
+--input gpu (default) keeps the whole dataset on the GPU and indexes the
+batches there; --input loader feeds CPU tensors through a DataLoader (4
+workers, pin_memory, .to(non_blocking=True)); --cudnn-benchmark sets
+torch.backends.cudnn.benchmark; --amp is then fp16 autocast with a
+GradScaler (--amp-dtype bf16: bf16, no scaler). With one GPU, --dp N runs
+N replicas of the model in this process, each on its own CUDA stream and
+its part of the batch, their gradients summed into the first (whose step
+is copied to the others): torch.nn.DataParallel cannot use one GPU twice;
+--ddp N runs N processes sharing the GPU over gloo (NCCL refuses two ranks
+on one GPU). The training loss is accumulated on the GPU and read once per
+epoch. --model resnet18 (torchvision's, channels_last on the GPU) and
+--synthetic N (N random 3 x --resolution^2 images of 10 classes, made on
+the device) give the ResNet-18 row. --data may also be a CIFAR-10 python
+batches folder (data_batch_*, test_batch). The JSON adds "device" and
+"ms_per_step".
+
 Run with Debian's python3-torch: /usr/bin/python3 bench/peer_thinnet_torch.py --data DIR
 """
 import argparse
+import copy
 import gzip
 import json
 import os
+import pickle
 import sys
 import time
 
@@ -78,7 +97,35 @@ def find(d, name):
     sys.exit("no %s[.gz] in %s" % (name, d))
 
 
+def load_cifar(d, prefix, limit):
+    """CIFAR-10's python batches (data_batch_1..5, test_batch): N x 3 x 32 x 32 bytes."""
+    names = ["test_batch"] if prefix == "t10k" else sorted(n for n in os.listdir(d) if n.startswith("data_batch_"))
+    xs, ys = [], []
+    for n in names:
+        with open(os.path.join(d, n), "rb") as f:
+            b = pickle.load(f, encoding="bytes")
+        xs.append(np.asarray(b[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
+        ys.append(np.asarray(b[b"labels"], dtype=np.int64))
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    if limit:
+        x, y = x[:limit], y[:limit]
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)  # faster's recipe default (ImageNet's)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    x = (torch.from_numpy(x.astype(np.float32)) / 255 - mean) / std
+    return x.contiguous(), torch.from_numpy(y)
+
+
+def synthetic(n, side, seed, device):
+    """n random 3 x side x side images of 10 classes, made on device."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(n, 3, side, side, generator=g, device=device)
+    y = torch.randint(0, 10, (n,), generator=g, device=device)
+    return x, y
+
+
 def load(d, prefix, limit):
+    if os.path.exists(os.path.join(d, "test_batch")):
+        return load_cifar(d, prefix, limit)
     x = read_idx(find(d, prefix + "-images-idx3-ubyte"))
     y = read_idx(find(d, prefix + "-labels-idx1-ubyte"))
     if limit:
@@ -196,7 +243,25 @@ def main():
     ap.add_argument("--target-accuracy", type=float, default=0.0)
     ap.add_argument("--init-from", default="", help="start from the weights and BatchNorm statistics of this faster checkpoint")
     ap.add_argument("--order-from", default="", help="take the training images in this .npy's order (int32, epochs x images)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    ap.add_argument("--input", default="gpu", choices=["gpu", "loader"], help="cuda: batches already on the GPU, or CPU tensors through a pinned DataLoader")
+    ap.add_argument("--workers", type=int, default=4, help="--input loader: DataLoader workers")
+    ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark")
+    ap.add_argument("--amp-dtype", default=None, choices=["bf16", "fp16"], help="--amp's dtype (default: bf16 on the cpu, fp16 with a GradScaler on cuda)")
+    ap.add_argument("--dp", type=int, default=0, help="cuda: N replicas in this process, each on its own stream")
+    ap.add_argument("--model", default="thinnet", choices=["thinnet", "resnet18"])
+    ap.add_argument("--synthetic", type=int, default=0, help="N random 3 x --resolution^2 images of 10 classes made on the device (no --data)")
+    ap.add_argument("--resolution", type=int, default=32, help="--synthetic's side")
     a = ap.parse_args()
+    a.cuda = a.device.startswith("cuda")
+    if a.device == "cuda":
+        a.device = "cuda:0"  # torch.cuda.set_device and DDP's device_ids want the index
+    if a.cuda and not torch.cuda.is_available():
+        sys.exit("--device %s: torch %s sees no GPU (torch.cuda.is_available() is False)" % (a.device, torch.__version__))
+    if a.amp_dtype is None:
+        a.amp_dtype = "fp16" if a.cuda else "bf16"
+    if (a.dp > 1 or a.input == "loader" or a.cudnn_benchmark) and not a.cuda:
+        sys.exit("--dp, --input loader and --cudnn-benchmark go with --device cuda")
     # faster train's fastRecipe (cmd/faster/train_recipe.go), where not given.
     fast = {"schedule": "onecycle", "lr": 0.2, "weight_decay": 5e-4, "label_smoothing": 0.1, "nesterov": True,
             "ema": 0.99, "ema_warmup": True, "tta": "flip", "resolution_schedule": "auto"}
@@ -225,10 +290,27 @@ def run(rank, a):
         dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(a.threads if a.rank >= 0 else max(1, a.threads // world))
     torch.manual_seed(a.seed)
-    xtr, ytr = load(a.data, "train", a.limit)
-    xte, yte = load(a.data, "t10k", a.test_limit)
+    dev = torch.device(a.device)
+    if a.cuda:
+        torch.cuda.set_device(dev)  # ddp's ranks share the one GPU
+        torch.backends.cudnn.benchmark = a.cudnn_benchmark
+    if a.synthetic:
+        xtr, ytr = synthetic(a.synthetic, a.resolution, a.seed, dev)
+        xte, yte = synthetic(max(a.batch, a.test_limit or a.batch), a.resolution, a.seed + 1, dev)
+    else:
+        xtr, ytr = load(a.data, "train", a.limit)
+        xte, yte = load(a.data, "t10k", a.test_limit)
     filters = [int(f) for f in a.filters.split(",")]
-    model = thinnet(filters=filters, blocks=[2] * len(filters))
+    classes = max(10, int(ytr.max()) + 1)
+    if a.model == "resnet18":
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=classes)
+    else:
+        model = thinnet(in_channels=xtr.shape[1], classes=classes, filters=filters, blocks=[2] * len(filters))
+    mem_fmt = torch.channels_last if a.cuda and a.model == "resnet18" else torch.contiguous_format
+    model = model.to(dev, memory_format=mem_fmt)
+    if a.cuda and a.input == "gpu":
+        xtr, ytr, xte, yte = xtr.to(dev), ytr.to(dev), xte.to(dev), yte.to(dev)
     if a.init_from:
         load_faster_checkpoint(model, a.init_from)
     order = None
@@ -240,9 +322,17 @@ def run(rank, a):
         if order.ndim != 2 or order.shape[0] < a.epochs or order.shape[1] != len(xtr):
             sys.exit("%s: shape %s, want (%d epochs, %d images)" % (a.order_from, order.shape, a.epochs, len(xtr)))
     ddp_kw = {"bucket_cap_mb": a.bucket_kb / 1024} if a.bucket_kb > 0 else {}
+    if a.cuda and world > 1:
+        ddp_kw["device_ids"] = [dev.index]
     net = torch.nn.parallel.DistributedDataParallel(model, **ddp_kw) if world > 1 else model
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay,
                           nesterov=a.nesterov)
+    amp_dtype = torch.float16 if a.amp_dtype == "fp16" else torch.bfloat16
+    scaler = torch.cuda.amp.GradScaler() if a.amp and a.cuda and amp_dtype == torch.float16 else None
+    autocast = lambda: torch.autocast("cuda" if a.cuda else "cpu", dtype=amp_dtype, enabled=a.amp)
+    replicas = [model] + [copy.deepcopy(model) for _ in range(max(a.dp, 1) - 1)]
+    streams = [torch.cuda.Stream() for _ in replicas] if len(replicas) > 1 else None
+    sync = torch.cuda.synchronize if a.cuda else (lambda: None)
     loss_fn = nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
     steps = len(xtr) // a.batch
     local = a.batch // world
@@ -269,15 +359,18 @@ def run(rank, a):
         m = ema.module if ema is not None and ema.n_averaged > 0 else model
         m.eval()
         correct, loss, t0 = 0, 0.0, time.perf_counter()
-        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp):
+        loss_t, correct_t = torch.zeros((), device=dev, dtype=torch.float64), torch.zeros((), device=dev, dtype=torch.int64)
+        with torch.no_grad(), autocast():
             for i in range(0, len(xte), a.batch):
-                x = xte[i:i + a.batch]
+                x, y = xte[i:i + a.batch].to(dev, non_blocking=True), yte[i:i + a.batch].to(dev, non_blocking=True)
+                x = x.contiguous(memory_format=mem_fmt)
                 out = m(x)
                 if a.tta == "flip":
                     out = (out + m(x.flip(3))) / 2
                 out = out.float()
-                loss += float(F.cross_entropy(out, yte[i:i + a.batch], reduction="sum"))
-                correct += int((out.argmax(1) == yte[i:i + a.batch]).sum())
+                loss_t += F.cross_entropy(out, y, reduction="sum")
+                correct_t += (out.argmax(1) == y).sum()
+        correct, loss = int(correct_t), float(loss_t)  # one read (and sync) per evaluation
         model.train()
         return correct / len(xte), loss / len(xte), time.perf_counter() - t0
 
@@ -302,26 +395,56 @@ def run(rank, a):
         model.train()
         # The same seed (or order) on every rank: the same global batches.
         perm = torch.from_numpy(order[epoch].astype(np.int64)) if order is not None else torch.randperm(len(xtr))
+        parts = [perm[s * a.batch + rank * local:s * a.batch + (rank + 1) * local] for s in range(steps)]
+        if a.cuda and a.input == "loader":
+            batches = iter(torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xtr, ytr), batch_sampler=[p.tolist() for p in parts],
+                                                       num_workers=a.workers, pin_memory=True, persistent_workers=False))
+        elif a.cuda:
+            parts = [p.to(dev) for p in parts]
+        sync()
         t0, tot, dt, n = time.perf_counter(), 0.0, 0.0, 0
+        tot_t = torch.zeros((), device=dev)  # cuda: the loss summed on the GPU, read at the epoch's end
         c0 = time.process_time()
         for s in range(steps):
-            idx = perm[s * a.batch + rank * local:s * a.batch + (rank + 1) * local]
-            x, y = xtr[idx], ytr[idx]
+            if a.cuda and a.input == "loader":
+                x, y = next(batches)
+                x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+            else:
+                idx = parts[s]
+                x, y = xtr[idx], ytr[idx]
+            x = x.contiguous(memory_format=mem_fmt)
             if side != full:
                 x = F.interpolate(x, size=(side, side), mode="bilinear", antialias=True, align_corners=False)
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp):
-                loss = loss_fn(net(x), y)
-            loss.backward()
-            opt.step()
+            for r in replicas:
+                r.zero_grad(set_to_none=True)
+            if streams is None:
+                with autocast():
+                    loss = loss_fn(net(x), y)
+                (scaler.scale(loss) if scaler else loss).backward()
+            else:
+                loss = dp_step(replicas, streams, x, y, loss_fn, autocast, scaler)
+            if scaler:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            if streams is not None:  # the first replica's step, copied to the others
+                with torch.no_grad():
+                    for r in replicas[1:]:
+                        for p, q in zip(model.parameters(), r.parameters()):
+                            q.copy_(p)
             if sched is not None:
                 sched.step()
             if ema is not None:
                 ema.update_parameters(model)
-            tot += float(loss)
+            if a.cuda:
+                tot_t += loss.detach().float()
+            else:
+                tot += float(loss)
             n += 1
             gstep += 1
             if a.eval_every > 0 and gstep % a.eval_every == 0 and s < steps - 1:
+                sync()
                 now = time.perf_counter()
                 dt += now - t0
                 seconds += now - t0
@@ -332,11 +455,14 @@ def run(rank, a):
                 t0 = time.perf_counter()
                 c0 = time.process_time()
         if not done:
+            sync()
             now = time.perf_counter()
             dt += now - t0
             seconds += now - t0
             cpu_seconds += time.process_time() - c0
             done = point()
+        if a.cuda:
+            tot = float(tot_t)
         images += n * a.batch
         per_epoch.append({"epoch": epoch + 1, "train_loss": tot / max(n, 1), "test_accuracy": acc, "resolution": side,
                           "images": n * a.batch, "seconds": dt, "images_per_sec": n * a.batch / max(dt, 1e-9)})
@@ -359,8 +485,11 @@ def run(rank, a):
             comm["allreduce_alone_seconds_per_step"] = (time.perf_counter() - t0) / a.time_allreduce
             comm["allreduce_alone_rounds"] = a.time_allreduce
     if rank == 0:
-        print(json.dumps({"model": "thinnet", "ddp": comm, "backend": "pytorch-%s" % torch.__version__, "threads": a.threads,
-                          "strategy": "ddp" if world > 1 else "single", "world_size": world, "amp": a.amp,
+        print(json.dumps({"model": a.model, "ddp": comm, "backend": "pytorch-%s" % torch.__version__, "threads": a.threads,
+                          "device": str(dev), "input": a.input if a.cuda else "cpu", "cudnn_benchmark": a.cudnn_benchmark,
+                          "amp_dtype": a.amp_dtype if a.amp else "fp32", "devices": len(replicas),
+                          "ms_per_step": 1000 * seconds / max(gstep, 1),
+                          "strategy": "ddp" if world > 1 else "dp" if len(replicas) > 1 else "single", "world_size": world, "amp": a.amp,
                           "batch": a.batch, "lr": a.lr, "epochs": a.epochs, "images": images, "seconds": seconds, "cpu_seconds": cpu_seconds,
                           "images_per_sec": images / seconds, "test_accuracy": acc,
                           "recipe": a.recipe, "schedule": a.schedule, "label_smoothing": a.label_smoothing,
@@ -370,6 +499,30 @@ def run(rank, a):
                           "per_epoch": per_epoch}, indent=2))
     if world > 1:
         dist.destroy_process_group()
+
+
+def dp_step(replicas, streams, x, y, loss_fn, autocast, scaler):
+    """One data-parallel step on one GPU: each replica's forward and backward
+    on its part of the batch and its own stream, the loss of the whole batch
+    being the parts' means weighted by their sizes; the gradients summed into
+    the first replica's. Returns the batch's loss."""
+    main = torch.cuda.current_stream()
+    xs, ys = x.chunk(len(replicas)), y.chunk(len(replicas))
+    losses = []
+    for r, st, xp, yp in zip(replicas, streams, xs, ys):
+        st.wait_stream(main)  # the batch is ready
+        with torch.cuda.stream(st):
+            with autocast():
+                loss = loss_fn(r(xp), yp) * (len(yp) / len(y))
+            (scaler.scale(loss) if scaler else loss).backward()
+            losses.append(loss.detach())
+    for st in streams:
+        main.wait_stream(st)
+    with torch.no_grad():
+        for r in replicas[1:]:
+            for p, q in zip(replicas[0].parameters(), r.parameters()):
+                p.grad += q.grad
+    return sum(losses)
 
 
 if __name__ == "__main__":

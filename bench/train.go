@@ -48,6 +48,8 @@ type TrainConfig struct {
 	Ablation bool
 	SyncBN   bool   // dp and ddp with SyncBN
 	Backend  string // "": faster train's default
+	Device   string // faster train's --device ("": cpu)
+	AMPDtype string // the AMP columns' amp_dtype ("": fit's default, bf16)
 	Winograd bool
 	Filters  []int // ThinNet's stage widths (nil: the study's)
 	// Repeats are the timed runs of every cell, in rounds of alternating
@@ -82,6 +84,7 @@ type TrainCell struct {
 	Variant      string  `json:"variant"`  // plain, autotune, amp, autotune+amp, or an ablation
 	Seconds      float64 `json:"seconds"`  // training time, evaluation excluded
 	ImagesPerSec float64 `json:"images_per_sec"`
+	MsPerStep    float64 `json:"ms_per_step,omitempty"` // of the global batch
 	TestAccuracy float64 `json:"test_accuracy"`
 	Precision    string  `json:"precision"`
 	NativeAMP    bool    `json:"native_precision"`
@@ -106,6 +109,7 @@ type TrainSummary struct {
 	Model    string      `json:"model"`
 	Data     string      `json:"data"`
 	Backend  string      `json:"backend"`
+	Device   string      `json:"device"` // where the cells trained (fit.Summary's)
 	Batch    int         `json:"batch"`
 	Epochs   int         `json:"epochs"`
 	Images   int         `json:"images_per_epoch"`
@@ -174,9 +178,9 @@ func Train(ctx context.Context, c TrainConfig) (TrainSummary, error) {
 			return TrainCell{}, fmt.Errorf("%s %s: %w", s.strategy, s.variant, err)
 		}
 		if sum.Backend == "" {
-			sum.Backend, sum.Images = ts.Backend, ts.TrainImages
+			sum.Backend, sum.Device, sum.Images = ts.Backend, ts.Device, ts.TrainImages
 		}
-		cell := TrainCell{Strategy: s.strategy, Variant: s.variant, Seconds: ts.Seconds, ImagesPerSec: ts.ImagesPerSec,
+		cell := TrainCell{Strategy: s.strategy, Variant: s.variant, Seconds: ts.Seconds, ImagesPerSec: ts.ImagesPerSec, MsPerStep: ts.MsPerStep,
 			TestAccuracy: ts.TestAccuracy, Precision: ts.Precision, NativeAMP: ts.NativeAMP, Tuned: len(ts.Autotune),
 			TuneSeconds: ts.TuneSeconds}
 		fmt.Fprintf(c.Log, "bench train: %s %s: %.1f s, %.1f images/s, test accuracy %.2f%%\n", s.strategy, s.variant, cell.Seconds, cell.ImagesPerSec, 100*cell.TestAccuracy)
@@ -238,6 +242,10 @@ func (c TrainConfig) CellConfig(strategy, variant string) fit.Config {
 	cfg.Data.Path, cfg.Data.Limit, cfg.Data.TestLimit = c.Data, c.Limit, c.TestLimit
 	cfg.Epochs, cfg.Batch, cfg.Optim.LR = c.Epochs, c.Batch, c.LR
 	cfg.Model.Threads, cfg.Model.Backend, cfg.Model.Winograd, cfg.Model.Filters = c.Threads, c.Backend, c.Winograd, c.Filters
+	cfg.Model.Device = c.Device
+	if c.AMPDtype != "" {
+		cfg.Parallel.AMPDtype = c.AMPDtype
+	}
 	p := &cfg.Parallel
 	p.Strategy = strategy
 	p.SyncBN = c.SyncBN && strategy != "single"
@@ -294,8 +302,12 @@ func PlotTrain(path string, sum TrainSummary) error {
 // then a row per strategy and a column per variant (c's), and the
 // ablations.
 func WriteTrainTable(w io.Writer, sum TrainSummary, c TrainConfig) error {
-	fmt.Fprintf(w, "Model Running\n\nThinNet on %s, batch %d, %d epoch(s) of %d images, %d threads in all, %s backend\n\n",
-		sum.Data, sum.Batch, sum.Epochs, sum.Images, sum.Threads, sum.Backend)
+	on := ""
+	if sum.Device != "" && sum.Device != "cpu" {
+		on = " on " + sum.Device
+	}
+	fmt.Fprintf(w, "Model Running\n\nThinNet on %s, batch %d, %d epoch(s) of %d images, %d threads in all, %s backend%s\n\n",
+		sum.Data, sum.Batch, sum.Epochs, sum.Images, sum.Threads, sum.Backend, on)
 	cell := func(s, v string) *TrainCell {
 		for i := range sum.Cells {
 			if sum.Cells[i].Strategy == s && sum.Cells[i].Variant == v {

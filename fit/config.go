@@ -29,6 +29,11 @@ type Config struct {
 	Epochs     int              `json:"epochs"` // in total, counting resumed ones
 	Batch      int              `json:"batch"`  // the global batch (split over the ranks)
 	Seed       uint64           `json:"seed"`   // initial weights and shuffling
+	// LogEvery is the steps between reads of the training loss
+	// (train.Trainer.LossEvery: a device backend is synchronised once per
+	// read; the progress line shows the last loss read). 0: every step on
+	// the cpu, every DeviceLogEvery steps on another device.
+	LogEvery int `json:"log_every,omitempty"`
 	// Recipe is a recipe's name, as the summary reports it ("fast"; the
 	// fields are set already: FastRecipe).
 	Recipe string `json:"recipe,omitempty"`
@@ -61,11 +66,15 @@ type DataConfig struct {
 
 // ModelConfig is the model and what computes it.
 type ModelConfig struct {
-	Name        string `json:"name"`              // thinnet or resnet18
-	Filters     []int  `json:"filters,omitempty"` // stage widths (nil: the model's own)
-	Backend     string `json:"backend,omitempty"` // onednn or reference ("": onednn when built with cgo)
-	Threads     int    `json:"threads"`           // compute threads (0: the CPUs)
-	NormThreads int    `json:"norm_threads"`      // BatchNorm's threads (0: Threads)
+	Name    string `json:"name"`              // thinnet or resnet18
+	Filters []int  `json:"filters,omitempty"` // stage widths (nil: the model's own)
+	Backend string `json:"backend,omitempty"` // onednn, reference or cuda ("": cuda on a cuda device, else onednn when built with cgo)
+	// Device is where the backend runs: cpu ("" too), cuda (the first
+	// GPU) or cuda:N. A cuda device picks backend cuda unless Backend
+	// names another, which must then run there (train.ErrDevice).
+	Device      string `json:"device,omitempty"`
+	Threads     int    `json:"threads"`      // compute threads (0: the CPUs)
+	NormThreads int    `json:"norm_threads"` // BatchNorm's threads (0: Threads)
 	Winograd    bool   `json:"winograd"`
 	// MaxMemory bounds one training step's memory in bytes (0: half this
 	// machine's or container's memory, shared by its ranks).
@@ -218,6 +227,12 @@ func (c *Config) Problems() []augment.Problem {
 	}
 	if m.MaxMemory < 0 {
 		ps.add("model.max_memory", "must not be negative")
+	}
+	if _, err := ParseDevice(m.Device); err != nil {
+		ps.add("model.device", "%v", err)
+	}
+	if c.LogEvery < 0 {
+		ps.add("log_every", "%d: must be at least 0", c.LogEvery)
 	}
 	return append(ps, c.parallelProblems()...)
 }

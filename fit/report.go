@@ -37,8 +37,12 @@ func (sum *Summary) WriteText(w io.Writer, cfg Config) {
 	}
 	sum.writeFixRes(w)
 	WriteTuning(w, sum.Autotune)
+	on := sum.Backend
+	if d := sum.Device; d != "" && d != "cpu" {
+		on += " on " + d
+	}
 	fmt.Fprintf(w, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
-		sum.Model, sum.Backend, sum.describeStrategy(), sum.Threads, sum.Batch, sum.Precision, sum.nativeNote(), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
+		sum.Model, on, sum.describeStrategy(), sum.Threads, sum.Batch, sum.Precision, sum.nativeNote(), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
 }
 
 // writeFixRes writes the FixRes adjustment, if the run made one.

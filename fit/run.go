@@ -32,6 +32,11 @@ type Hooks struct {
 	// resuming from a checkpoint, saving one when interrupted, finding the
 	// training already complete.
 	Note func(msg string)
+	// OpenBackend opens the run's backends (the first device's and each
+	// replica's) by name ("": the default) and options (their Device
+	// set); nil: train.Open, train.Default. Tests inject a device backend
+	// (train.NewDeviceReference) to run a whole fit on device state.
+	OpenBackend func(name string, o train.BackendOptions) (train.Backend, error)
 }
 
 func (h Hooks) note(format string, a ...any) {
@@ -172,23 +177,13 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	bopts := train.BackendOptions{Threads: max(1, threads/cfg.Parallel.Devices), NormThreads: m.NormThreads, Precision: prec, Autotune: cfg.Parallel.Autotune, Winograd: m.Winograd}
+	device, _ := ParseDevice(m.Device) // Validate checked it
+	bopts := train.BackendOptions{Threads: max(1, threads/cfg.Parallel.Devices), NormThreads: m.NormThreads, Precision: prec, Autotune: cfg.Parallel.Autotune, Winograd: m.Winograd, Device: device}
 	if cfg.Parallel.Autotune {
 		bopts.TuneCache = cfg.Parallel.TuneCache
 	}
 	newNet := func() (train.Backend, *train.Sequential, error) {
-		var (
-			b   train.Backend
-			err error
-		)
-		if m.Backend == "" {
-			b, err = train.Default(bopts)
-		} else {
-			b, err = train.Open(m.Backend, bopts)
-			if errors.Is(err, train.ErrNoBackend) {
-				return nil, nil, configErrorf("model.backend", "%v", err)
-			}
-		}
+		b, err := openBackend(hooks.OpenBackend, m.backendFor(device), bopts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -207,7 +202,9 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 	if comm != nil {
 		localRanks = max(cfg.Parallel.LocalRanks, 1)
 	}
-	err = cfg.checkStepMemory(shapes, p.inC, p.side, p.world, localRanks)
+	if !isCUDA(device) { // a device's step is checked against its memory (checkDeviceMemory)
+		err = cfg.checkStepMemory(shapes, p.inC, p.side, p.world, localRanks)
+	}
 	shapes.Close()
 	if err != nil {
 		return nil, err
@@ -271,13 +268,17 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		return r, err
 	}
 	tr.NoOverlap, tr.ZeroGrad = cfg.Parallel.NoOverlap, cfg.Parallel.ZeroGrad
+	tr.LossEvery = cfg.LogEvery
+	if tr.LossEvery == 0 && train.DeviceOf(b) != "cpu" {
+		tr.LossEvery = DeviceLogEvery
+	}
 	return r, nil
 }
 
 // summary is the run's Summary before anything is trained.
 func (r *run) summary(p *plan) *Summary {
 	cfg, m, o, par := r.cfg, r.cfg.Model, r.cfg.Optim, r.cfg.Parallel
-	sum := &Summary{Model: m.Name, Backend: r.b.Name(), Strategy: par.Strategy, Devices: par.Devices, WorldSize: p.world, SyncBN: par.SyncBN && par.Strategy != "single",
+	sum := &Summary{Model: m.Name, Backend: r.b.Name(), Device: train.DeviceOf(r.b), LossEvery: max(r.tr.LossEvery, 1), Strategy: par.Strategy, Devices: par.Devices, WorldSize: p.world, SyncBN: par.SyncBN && par.Strategy != "single",
 		Precision: r.prec.String(), Overlap: !par.NoOverlap, ZeroGrad: "set_to_none", Threads: r.b.Threads(), NormThreads: m.NormThreads, Winograd: m.Winograd, Batch: cfg.Batch, LR: o.LR,
 		Epochs: cfg.Epochs, Classes: p.classes, TrainImages: p.trainLen, TestImages: p.testLen, PerEpoch: []EpochSummary{},
 		Recipe: cfg.Recipe, Schedule: cfg.scheduleName(), LabelSmoothing: o.LabelSmoothing, Nesterov: o.Nesterov, EMA: o.EMA, EMAWarmup: o.EMAWarmup, TTA: cfg.Eval.TTA,
@@ -344,6 +345,9 @@ func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summa
 	if sum.Seconds > 0 {
 		sum.ImagesPerSec = float64(sum.Images) / sum.Seconds
 	}
+	if steps := sum.Images / cfg.Batch; steps > 0 {
+		sum.MsPerStep = 1000 * sum.Seconds / float64(steps)
+	}
 	if tu, ok := r.b.(train.Tuner); ok {
 		sum.Autotune = tu.TuneChoices()
 		for _, c := range sum.Autotune {
@@ -370,7 +374,8 @@ func (r *run) epochs(ctx context.Context, p *plan, trainS train.Stream, evaluate
 	ck, every := cfg.Checkpoint.Path, cfg.Checkpoint.Every
 	reached := false
 	var lastEval train.Metrics
-	evalAt := -1 // the global step of lastEval
+	evalAt := -1    // the global step of lastEval
+	lastLoss := 0.0 // the training loss last read
 	point := func(m train.Metrics) {
 		g := tr.Epoch*steps + tr.Step
 		lastEval, evalAt = m, g
@@ -395,7 +400,10 @@ func (r *run) epochs(ctx context.Context, p *plan, trainS train.Stream, evaluate
 			step, done = hooks.Train(epoch, cfg.Epochs, int64((steps-tr.Step)*cfg.Batch))
 		}
 		onStep := func(r train.StepResult) error {
-			step(r.Loss, r.Images)
+			if r.LossSteps > 0 { // read at this step (Config.LogEvery)
+				lastLoss = r.Loss
+			}
+			step(lastLoss, r.Images)
 			// Mid-epoch checkpoints (the epoch's last step is saved below,
 			// after the epoch ends). Rank 0 writes; the ranks are in step.
 			if ck != "" && every > 0 && rank == 0 && r.Step%every == 0 && r.Step < r.Steps {

@@ -17,6 +17,8 @@ import (
 type Summary struct {
 	Model        string             `json:"model"`
 	Backend      string             `json:"backend"`
+	Device       string             `json:"device"`     // where the backend ran: cpu, cuda:0 (train.DeviceOf)
+	LossEvery    int                `json:"loss_every"` // steps between reads of the training loss (Config.LogEvery)
 	Strategy     string             `json:"strategy"`
 	Devices      int                `json:"devices"`    // devices per process (dp)
 	WorldSize    int                `json:"world_size"` // processes (ddp)
@@ -46,6 +48,7 @@ type Summary struct {
 	// over the same stretches as Seconds.
 	CPUSeconds   float64 `json:"cpu_seconds"`
 	ImagesPerSec float64 `json:"images_per_sec"`
+	MsPerStep    float64 `json:"ms_per_step,omitempty"` // Seconds per step of the global batch, in ms
 	TestAccuracy float64 `json:"test_accuracy"`
 	TestTop5     float64 `json:"test_top5"`
 	TestLoss     float64 `json:"test_loss"`
@@ -92,7 +95,8 @@ type EpochSummary struct {
 	Images       int     `json:"images"`
 	Seconds      float64 `json:"seconds"`
 	ImagesPerSec float64 `json:"images_per_sec"`
-	Resolution   int     `json:"resolution,omitempty"` // the training side (progressive resizing)
+	MsPerStep    float64 `json:"ms_per_step,omitempty"` // Seconds per step of the global batch, in ms
+	Resolution   int     `json:"resolution,omitempty"`  // the training side (progressive resizing)
 }
 
 // CurvePoint is one evaluation of the test split during training.

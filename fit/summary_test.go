@@ -15,7 +15,7 @@ import (
 // timeFields are the summary's measured times: everything else in a
 // fixed-seed summary is decided by the configuration and the data.
 var timeFields = map[string]bool{"seconds": true, "cpu_seconds": true, "images_per_sec": true, "wall_seconds": true, "eval_seconds": true,
-	"tune_seconds": true, "seconds_to_target": true, "allreduce_seconds_per_step": true, "exposed_wait_seconds_per_step": true, "allreduce_alone_seconds_per_step": true}
+	"tune_seconds": true, "seconds_to_target": true, "allreduce_seconds_per_step": true, "exposed_wait_seconds_per_step": true, "allreduce_alone_seconds_per_step": true, "ms_per_step": true}
 
 // untimed is v's JSON decoded, without the time fields.
 func untimed(t *testing.T, b []byte) any {

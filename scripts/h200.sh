@@ -5,64 +5,61 @@
 #
 # Here (Go, gcc, no GPU), from the repository root:
 #   bash scripts/h200.sh build
-# builds what the GPU machine cannot (it has no Go) into out/gpu/ (git-
-# ignored), compressed so that it fits one call's 64 MiB:
-#   carry.tar.xz  bin/faster (-tags faster_static,faster_noonednn: the cuda
-#                 backend, libjpeg-turbo static, Gloo, no oneDNN), the test
-#                 binaries of train/cuda, train/traintest users, serve (the
-#                 Python tests) and the nvJPEG package when it exists, the
-#                 shared libraries the binary needs beyond glibc (Gloo's),
-#                 and photographs (mate-backgrounds, at most 1600 px) to
-#                 make ImageNet-like data from there.
-# There, one device call each (run with carry ["out/gpu"], timeout ≤ 600):
-#   bash scripts/h200.sh check   # ~5 min: headers probe, kernels and the
-#                                #   backend against their CPU builds,
-#                                #   traintest on cuda, nvJPEG pixels,
-#                                #   Python tests on torch 2.11
-#   bash scripts/h200.sh bench   # ~8 min: issue 37's table beside PyTorch,
-#                                #   issue 38's scaling and pinned copy
-# Each part's log and JSON go under $OUT; each prints a short table last,
-# and a part that fails is reported and the next one runs.
+# runs the build modes of the prepared GPU scripts (train/cuda/gpucheck.sh:
+# the kernels' and the backend's test binary; gpudecode/gpucheck.sh: the
+# nvJPEG stage's test binaries, photographs and odd JPEGs;
+# bench/gpu_table.sh: bin/faster with the cuda backend and Gloo, no
+# oneDNN, Fashion-MNIST, Gloo's libraries), adds the serve package's test
+# binary (the Python tests, with FASTER_TEST_BIN: no Go there), and packs
+# them, xz-compressed, as two carries that each fit one call's 64 MiB:
+#   out/gpu-check/carry.tar.xz   what `check` needs
+#   out/gpu-bench/carry.tar.xz   what `bench` needs
+# There, one device call each, timeout 600:
+#   carry ["out/gpu-check"]: bash scripts/h200.sh check   # ~6 min: headers
+#       probes, kernels and backend against their CPU builds, traintest on
+#       cuda, the nvJPEG stage's pixels and rate, the Python tests on torch
+#       2.11 / Python 3.12
+#   carry ["out/gpu-bench"]: bash scripts/h200.sh bench   # ~8 min: issue
+#       37's table beside PyTorch, issue 38's worker scaling beside
+#       torchvision, the pinned copy
+# Each part's log goes under $OUT; each prints a short table last, and a
+# part that fails is reported and the next one runs.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
 gpu=$root/out/gpu
 
-build() {
-	set -e
-	mkdir -p "$gpu/stage/bin" "$gpu/stage/lib" "$gpu/stage/test" "$gpu/stage/photos"
-	local tags=faster_static,faster_noonednn
-	go build -tags $tags -ldflags '-s -w' -o "$gpu/stage/bin/faster" ./cmd/faster
-	for p in ./train/cuda ./serve $(ls -d ./imgcodec/nvjpeg 2>/dev/null); do
-		go test -c -tags $tags -ldflags '-s -w' -o "$gpu/stage/test/$(basename "$p").test" "$p"
-	done
-	# Gloo and what it needs; glibc and libstdc++ are the machine's.
-	ldd "$gpu/stage/bin/faster" | awk '$3 ~ /^\// {print $3}' |
-		grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-		xargs -r -I{} cp -L {} "$gpu/stage/lib/"
-	/usr/bin/python3 - "$gpu/stage/photos" <<'EOF'
-import glob, os, sys
-from PIL import Image
-for f in sorted(glob.glob('/usr/share/backgrounds/mate/**/*.jpg', recursive=True)):
-    im = Image.open(f).convert('RGB')
-    im.thumbnail((1600, 1600))
-    im.save(os.path.join(sys.argv[1], os.path.basename(f)), quality=95)
-EOF
-	tar -C "$gpu/stage" -cf - . | xz -T2 -6 >"$gpu/carry.tar.xz.tmp"
-	mv "$gpu/carry.tar.xz.tmp" "$gpu/carry.tar.xz"
-	rm -rf "$gpu/stage"
-	ls -l "$gpu/carry.tar.xz"
+pack() { # name files...: out/gpu-NAME/carry.tar.xz of those paths under out/gpu
+	local name=$1
+	shift
+	mkdir -p "$root/out/gpu-$name"
+	tar -C "$gpu" -cf - "$@" | xz -T2 -6 >"$root/out/gpu-$name/carry.tar.xz.tmp" || return 1
+	mv "$root/out/gpu-$name/carry.tar.xz.tmp" "$root/out/gpu-$name/carry.tar.xz"
+	ls -l "$root/out/gpu-$name/carry.tar.xz"
 }
 
-unpack() {
-	[ -f "$gpu/carry.tar.xz" ] || { echo "h200: $gpu/carry.tar.xz missing: run 'bash scripts/h200.sh build' where Go is, carry out/gpu"; exit 2; }
-	mkdir -p "$gpu/x"
-	xz -dc "$gpu/carry.tar.xz" | tar -C "$gpu/x" -xf - || exit 2
-	mkdir -p "$root/bin" "$root/out/gpu"
-	cp "$gpu/x/bin/faster" "$root/bin/faster"
-	cp "$gpu/x/test/cuda.test" "$root/out/gpu/cuda.test" 2>/dev/null
-	export LD_LIBRARY_PATH=$gpu/x/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-	export FASTER_BIN=$root/bin/faster PHOTOS=$gpu/x/photos PYTHONPATH=$root/python
+build() {
+	set -e
+	rm -rf "$gpu"
+	bash train/cuda/gpucheck.sh build
+	bash gpudecode/gpucheck.sh build
+	bash bench/gpu_table.sh build
+	go test -c -tags faster_static,faster_noonednn -ldflags '-s -w' -o "$gpu/serve.test" ./serve
+	pack check cuda.test gpudecode.test nvjpeg.test photos testdata serve.test faster.gz lib
+	pack bench faster.gz lib fashion-mnist photos
+	rm -rf "$gpu"
+}
+
+unpack() { # name: out/gpu-NAME's carry into out/gpu, bin/faster from it
+	local c=$root/out/gpu-$1/carry.tar.xz
+	[ -f "$c" ] || { echo "h200: $c missing: run 'bash scripts/h200.sh build' where Go is, carry out/gpu-$1"; exit 2; }
+	mkdir -p "$gpu" "$root/bin"
+	xz -dc "$c" | tar -C "$gpu" -xf - || exit 2
+	gunzip -c "$gpu/faster.gz" >"$root/bin/faster" && chmod +x "$root/bin/faster"
+	export LD_LIBRARY_PATH=$gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export FASTER_BIN=$root/bin/faster FASTER_TEST_BIN=$root/bin/faster PHOTOS=$gpu/photos PYTHONPATH=$root/python
+	FASTER_PYTHON=$(command -v python3)
+	export FASTER_PYTHON
 	export OUT=${OUT:-/tmp/h200-out}
 	mkdir -p "$OUT"
 }
@@ -80,7 +77,7 @@ part() { # name command...: runs one part, its output in $OUT/NAME.log, its tail
 }
 
 check() {
-	unpack
+	unpack check
 	{
 		nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
 		env | grep -E '^(LD_LIBRARY_PATH|CUDA|PATH)=' | cut -c1-300
@@ -90,20 +87,24 @@ check() {
 	} >"$OUT/env.txt" 2>&1
 	cat "$OUT/env.txt" | head -40
 	part probe bash train/cuda/probe/probe.sh
+	part probe-nvjpeg bash gpudecode/nvjpeg/probe/probe.sh
 	TAIL=40 part gpucheck bash train/cuda/gpucheck.sh
-	if [ -x "$gpu/x/test/nvjpeg.test" ]; then
-		(cd imgcodec/nvjpeg && FASTER_REQUIRE_GPU=1 timeout 120 "$gpu/x/test/nvjpeg.test" -test.run 'GPU' -test.v) >"$OUT/nvjpeg.log" 2>&1
-		echo "== nvjpeg exit $?"; grep -E '^(--- |ok|FAIL|PASS)|GPUCHECK' "$OUT/nvjpeg.log" | head -20
-	fi
+	TAIL=25 part gpudecode bash gpudecode/gpucheck.sh
 	# The Python tests on torch 2.11 / Python 3.12 (issue 38 §4): the serve
 	# package's TestPython drives python/tests with the machine's python3.
-	(cd serve && FASTER_PYTHON=python3 timeout 240 "$gpu/x/test/serve.test" -test.run 'TestPython' -test.v) >"$OUT/python.log" 2>&1
-	echo "== python tests exit $?"; grep -E '^(--- |ok|FAIL|PASS)|passed|failed' "$OUT/python.log" | head -20
-	(cd serve && FASTER_PYTHON=python3 FASTER_PY_K=DeviceLoader FASTER_REQUIRE_GPU=1 timeout 180 "$gpu/x/test/serve.test" -test.run 'TestPython' -test.v) >"$OUT/device.log" 2>&1; echo "== device= tests exit $?"; grep -E '^(--- |ok|FAIL|PASS)|passed|failed|skipped' "$OUT/device.log" | head -20
+	# Photographs where the tests look for them (testenv.PhotoDir): a bare
+	# machine has no mate-backgrounds.
+	if [ ! -d /usr/share/backgrounds/mate/nature ]; then
+		mkdir -p /usr/share/backgrounds/mate/nature && cp "$gpu"/photos/*.jpg /usr/share/backgrounds/mate/nature/
+	fi
+	TAIL=20 part python bash -c "cd serve && timeout 240 '$gpu/serve.test' -test.run 'TestPython' -test.v 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|Ran |OK|FAILED|Error'"
+	# faster.Loader(device="cuda"): batches as torch CUDA tensors over CUDA IPC.
+	TAIL=20 part device-loader bash -c "cd serve && FASTER_PY_K=DeviceLoader FASTER_REQUIRE_GPU=1 timeout 180 '$gpu/serve.test' -test.run 'TestPython' -test.v 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|Ran |OK|FAILED|Error|skipped'"
+	echo "== parts"; cat "$OUT/parts.txt"
 }
 
 bench() {
-	unpack
+	unpack bench
 	[ -f bench/gpu_table.sh ] && TAIL=30 part table bash bench/gpu_table.sh
 	TAIL=8 part scaling bash bench/gpu_scaling.sh 1600 1,2,4,8,16
 	if [ -d /tmp/faster-scaling ]; then

@@ -24,6 +24,11 @@ type device struct {
 	x      [2]Tensor // input slots: one staged while the other is used
 	ys     [2][]int
 	lo, hi int
+	// A bound device state's (Trainer.bindState): the device's State,
+	// and with replicas its all-reduce over a local group of the devices.
+	state  State
+	comm   collective.Comm
+	reduce AllReduceOp
 	// jobs runs work on the device's own goroutine, locked to its OS
 	// thread (OpenMP keeps a thread team per OS thread); nil for the first
 	// device, which runs on the trainer's goroutine.
@@ -51,8 +56,20 @@ func (d *device) ensureLoss(smoothing float64) error {
 
 // forwardBackward runs slot s through the device's network, the loss
 // gradient multiplied by scale, leaving the parameter gradients in params
-// and the loss's sums in the loss op.
-func (d *device) forwardBackward(s int, scale float64) {
+// and the loss's sums in the loss op. With a device state: zero (whether
+// to zero the gradients and accumulate into them, Trainer.ZeroGrad on
+// the first device), and with replicas the gradient tensors summed over
+// the devices (each device's AllReduceOp, on its own goroutine) before
+// they are accumulated.
+func (d *device) forwardBackward(s int, scale float64, zero bool, reduced func() error) {
+	var acc GradAccumulator
+	if zero && d.state != nil {
+		acc = d.state.(GradAccumulator) // bindNative checked
+		if d.err = d.pointAtScratch(acc); d.err != nil {
+			d.pointAtGrads()
+			return
+		}
+	}
 	d.err = func() error {
 		logits, err := d.net.Forward(d.x[s], true)
 		if err != nil {
@@ -65,6 +82,53 @@ func (d *device) forwardBackward(s int, scale float64) {
 		_, err = d.net.Backward(dl, false)
 		return err
 	}()
+	if d.reduce != nil { // every device takes part, after an error too: the others wait for it
+		err := d.reduce.AllReduce(gradTensors(d.params))
+		if err == nil {
+			err = d.reduce.Wait()
+		}
+		d.err = errors.Join(d.err, err)
+	}
+	if reduced != nil { // DDP's buckets, whatever happened: none stays in flight
+		d.err = errors.Join(d.err, reduced())
+	}
+	if acc != nil {
+		d.pointAtGrads()
+		if d.err == nil {
+			d.err = acc.AccumulateGrads()
+		}
+	}
+}
+
+// pointAtScratch zeroes the state's gradients and points the backward
+// pass at its scratch tensors; pointAtGrads points it back.
+func (d *device) pointAtScratch(acc GradAccumulator) error {
+	if err := acc.ZeroGrads(); err != nil {
+		return fmt.Errorf("train: zeroing the gradients: %w", err)
+	}
+	for i, p := range d.params {
+		sc, err := acc.ScratchGrad(i)
+		if err != nil {
+			return fmt.Errorf("train: scratch gradient of %s: %w", p.Name, err)
+		}
+		p.dg = sc
+	}
+	return nil
+}
+
+func (d *device) pointAtGrads() {
+	for i, p := range d.params {
+		_, p.dg = d.state.Tensors(i)
+	}
+}
+
+// gradTensors lists the device gradients of ps.
+func gradTensors(ps []*Param) []Tensor {
+	ts := make([]Tensor, len(ps))
+	for i, p := range ps {
+		ts[i] = p.dg
+	}
+	return ts
 }
 
 // AddReplica adds a device to data-parallel training in this process
@@ -140,22 +204,28 @@ func (t *Trainer) forwardBackward(s int, read bool) (Result, error) {
 		t.dist.begin()
 	}
 	first := t.devs[0]
-	if t.ZeroGrad {
+	if t.ZeroGrad && !t.native {
 		t.zeroGrad(first.params)
 	}
 	waits := make(chan struct{}, len(t.devs))
 	for _, d := range t.devs[1:] {
 		d.jobs <- func() {
-			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local)
+			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local, false, nil)
 			waits <- struct{}{}
 		}
 	}
-	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local)
+	// A device state's DDP buckets are summed before ZeroGrad's
+	// accumulation, as the host path's are.
+	var reduced func() error
+	if t.dist != nil && t.native {
+		reduced = t.dist.finish
+	}
+	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local, t.ZeroGrad && t.native, reduced)
 	var errs []error
 	if first.err != nil {
 		errs = append(errs, first.err)
 	}
-	if t.dist != nil {
+	if t.dist != nil && !t.native {
 		if err := t.dist.finish(); err != nil {
 			errs = append(errs, err)
 		}
@@ -185,15 +255,18 @@ func (t *Trainer) forwardBackward(s int, read bool) (Result, error) {
 		}
 	}
 	// Sum the replicas' gradients into the first device's, in device
-	// order (deterministic).
+	// order (deterministic); a device state's devices summed theirs.
 	for _, d := range t.devs[1:] {
+		if t.native {
+			break
+		}
 		for i, p := range first.params {
 			for j, g := range d.params[i].Grad {
 				p.Grad[j] += g
 			}
 		}
 	}
-	if t.ZeroGrad {
+	if t.ZeroGrad && !t.native {
 		t.accumulateGrad(first.params)
 	}
 	if t.dist != nil && read {
@@ -250,6 +323,35 @@ type distributed struct {
 	exited   chan struct{}
 	all      []*Param // networks that do not report gradients layer by layer
 	stats    CommStats
+	// With a bound device state (native): the gradients are tensors,
+	// summed by the backend's own AllReduceOp (op, on the trainer's
+	// goroutine, over grads) when it has one, else read into the
+	// buckets' host memory and written back (the host fallback).
+	native bool
+	op     AllReduceOp
+}
+
+// bindNative makes the buckets take gradient tensors, summed by b's own
+// all-reduce when it has one (AllReduceBackend).
+func (d *distributed) bindNative(b Backend) error {
+	d.native = true
+	if _, ok := b.(AllReduceBackend); !ok {
+		return nil
+	}
+	op, err := NewAllReduce(b, d.grads)
+	if err != nil {
+		return err
+	}
+	d.op = op
+	return nil
+}
+
+func (d *distributed) releaseNative() {
+	if d.op != nil {
+		d.op.Close()
+		d.op = nil
+	}
+	d.native = false
 }
 
 type bucket struct {
@@ -257,6 +359,10 @@ type bucket struct {
 	flat   []float32
 	done   chan error
 	took   time.Duration // of its last all-reduce, written before done
+	// native: the gradient tensors summed, and the error of reading them
+	// or of queueing their all-reduce (the bucket was not sent then).
+	ts  []Tensor
+	err error
 }
 
 // CommStats are the gradient communication of a rank's distributed steps
@@ -361,12 +467,25 @@ func (d *distributed) flush() {
 		d.cache = append(d.cache[:k], &bucket{params: slices.Clone(d.pending), flat: make([]float32, d.bytes/4), done: make(chan error, 1)})
 	}
 	b := d.cache[k]
-	off := 0
-	for _, p := range b.params {
-		off += copy(b.flat[off:], p.Grad)
-	}
 	d.buckets = append(d.buckets, b)
 	d.pending, d.bytes = d.pending[:0], 0
+	if d.native {
+		b.ts = gradTensors(b.params) // the tensors the backward pass wrote
+		if d.op != nil {
+			start := time.Now()
+			b.err = d.op.AllReduce(b.ts)
+			b.took = time.Since(start)
+			return
+		}
+		if b.err = readTensors(b.flat, b.ts); b.err != nil {
+			return
+		}
+	} else {
+		off := 0
+		for _, p := range b.params {
+			off += copy(b.flat[off:], p.Grad)
+		}
+	}
 	d.jobs <- b
 }
 
@@ -386,16 +505,33 @@ func (d *distributed) finish() error {
 	d.stats.Steps++
 	d.stats.Buckets = d.stats.Buckets[:0]
 	for _, b := range d.buckets {
-		err := <-b.done
-		d.stats.AllReduce += b.took
 		d.stats.Buckets = append(d.stats.Buckets, 4*len(b.flat))
-		if err != nil {
-			errs = append(errs, err)
+		if d.native && (b.err != nil || d.op != nil) {
+			d.stats.AllReduce += b.took
+			if b.err != nil {
+				errs = append(errs, b.err)
+			}
 			continue
 		}
-		off := 0
-		for _, p := range b.params {
-			off += copy(p.Grad, b.flat[off:off+len(p.Grad)])
+		err := <-b.done
+		d.stats.AllReduce += b.took
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case d.native:
+			if err := writeTensors(b.ts, b.flat); err != nil {
+				errs = append(errs, err)
+			}
+		default:
+			off := 0
+			for _, p := range b.params {
+				off += copy(p.Grad, b.flat[off:off+len(p.Grad)])
+			}
+		}
+	}
+	if d.op != nil {
+		if err := d.op.Wait(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	d.stats.Exposed += time.Since(start)
@@ -461,31 +597,141 @@ func (t *Trainer) Evaluate(ctx context.Context, data Dataset, batch int) (Metric
 
 // EvaluateStream is Evaluate over one epoch of a Stream; in distributed
 // training each rank's stream holds its share of the data.
-func (t *Trainer) EvaluateStream(ctx context.Context, data Stream, epoch int) (Metrics, error) {
+func (t *Trainer) EvaluateStream(ctx context.Context, data Stream, epoch int) (_ Metrics, err error) {
 	opts := EvalOptions{Flip: t.EvalFlip}
+	// A backend that keeps the state on its device evaluates there: the
+	// state bound for the evaluation when no training call holds it, and
+	// released after without a pull (inference changes none of it), but
+	// for ranks, which take rank 0's buffers into it.
+	device := !opts.Flip && t.nativeOK()
+	if device && t.state == nil {
+		if err := t.bindState(); err != nil {
+			return Metrics{}, err
+		}
+		if t.dist != nil {
+			defer func() { err = errors.Join(err, t.unbindState()) }()
+		} else {
+			defer t.releaseState()
+		}
+	}
+	device = device && t.native
 	if t.EMA != nil {
 		if err := t.swapEMA(); err != nil {
 			return Metrics{}, err
 		}
 		defer t.swapEMA()
 	}
-	if t.dist == nil {
+	eval := func() (Metrics, error) {
+		if device {
+			return evaluateDevice(ctx, t.Backend, t.Net, data, epoch)
+		}
 		return EvaluateStreamWith(ctx, t.Backend, t.Net, data, epoch, opts)
+	}
+	if t.dist == nil {
+		return eval()
 	}
 	if err := t.syncBuffers(); err != nil {
 		return Metrics{}, err
 	}
-	m, err := EvaluateStreamWith(ctx, t.Backend, t.Net, data, epoch, opts)
+	m, err := eval()
 	if err != nil {
 		return m, err
 	}
 	return t.sumMetrics(m)
 }
 
+// releaseState releases a state bound for an evaluation without pulling
+// it: the host mirrors are what it was made from.
+func (t *Trainer) releaseState() {
+	if t.state == nil {
+		return
+	}
+	if t.native {
+		t.releaseNative()
+	} else {
+		t.state.Release()
+	}
+	t.state, t.native, t.stateOpt, t.stateEMA = nil, false, nil, nil
+}
+
+// evaluateDevice is EvaluateStreamWith (without flip) on a network whose
+// parameters are bound to a device state: the device's ops and loss
+// (LossOp, its sums read once, at the end), each batch's images and
+// labels copied once. It gives the host evaluator's bits.
+func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoch int) (Metrics, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	loss, err := newLoss(b, LossSpec{})
+	if err != nil {
+		return Metrics{}, err
+	}
+	defer loss.Close()
+	c, h, w := data.Shape()
+	for bt, err := range data.Epoch(ctx, epoch, 0) {
+		if err != nil {
+			return Metrics{}, err
+		}
+		n := len(bt.Y)
+		if n == 0 {
+			continue
+		}
+		if err := evalBatch(b, net, loss, bt.X[:n*c*h*w], bt.Y, c, h, w); err != nil {
+			return Metrics{}, err
+		}
+	}
+	s, err := loss.Sums()
+	if err != nil {
+		return Metrics{}, fmt.Errorf("train: reading the evaluation's loss: %w", err)
+	}
+	m := Metrics{Loss: s.Loss, Samples: s.Samples}
+	if s.Samples > 0 {
+		n := float64(s.Samples)
+		m.Loss, m.Top1, m.Top5 = s.Loss/n, float64(s.Top1)/n, float64(s.Top5)/n
+	}
+	m.Seconds = time.Since(start).Seconds()
+	return m, nil
+}
+
+// evalBatch runs one batch of inference into loss's sums.
+func evalBatch(b Backend, net Layer, loss LossOp, xs []float32, ys []int, c, h, w int) error {
+	x, err := b.NewTensor(len(ys), c, h, w)
+	if err != nil {
+		return err
+	}
+	defer x.Release()
+	if err := x.Write(xs); err != nil {
+		return err
+	}
+	logits, err := net.Forward(x, false)
+	if err != nil {
+		return err
+	}
+	_, err = loss.Forward(logits, ys, 0)
+	return err
+}
+
+// syncBuffers broadcasts rank 0's buffers (running statistics) to every
+// rank: the host slices, or a bound device state's tensors through host
+// memory.
 func (t *Trainer) syncBuffers() error {
+	var tmp []float32
 	for _, p := range t.Net.Buffers() {
-		if err := t.dist.comm.Broadcast(p.Value, 0); err != nil {
+		if p.dv == nil {
+			if err := t.dist.comm.Broadcast(p.Value, 0); err != nil {
+				return fmt.Errorf("train: broadcast of %s: %w", p.Name, err)
+			}
+			continue
+		}
+		tmp = slices.Grow(tmp[:0], len(p.Value))[:len(p.Value)]
+		if err := p.dv.Read(tmp); err != nil {
+			return fmt.Errorf("train: reading %s: %w", p.Name, err)
+		}
+		if err := t.dist.comm.Broadcast(tmp, 0); err != nil {
 			return fmt.Errorf("train: broadcast of %s: %w", p.Name, err)
+		}
+		if err := p.dv.Write(tmp); err != nil {
+			return fmt.Errorf("train: writing %s: %w", p.Name, err)
 		}
 	}
 	return nil

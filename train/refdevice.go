@@ -89,6 +89,47 @@ type refState struct {
 	vals, grads []*refTensor // by all; grads nil for buffers
 	vel         [][]float32  // by params; nil before the first step
 	ema         [][]float32  // by all; nil before the first update
+	scratch     []*refTensor // by params: ZeroGrad's, made on first use
+}
+
+var _ GradAccumulator = (*refState)(nil)
+
+// ScratchGrad implements GradAccumulator.
+func (s *refState) ScratchGrad(i int) (Tensor, error) {
+	if i < 0 || i >= len(s.params) {
+		return nil, fmt.Errorf("reference device: no param %d of %d", i, len(s.params))
+	}
+	if s.scratch == nil {
+		s.scratch = make([]*refTensor, len(s.params))
+	}
+	if s.scratch[i] == nil {
+		n := len(s.grads[i].data)
+		s.scratch[i] = &refTensor{shape: []int{n}, data: make([]float32, n)}
+	}
+	return s.scratch[i], nil
+}
+
+// ZeroGrads implements GradAccumulator.
+func (s *refState) ZeroGrads() error {
+	for i := range s.params {
+		clear(s.grads[i].data)
+	}
+	return nil
+}
+
+// AccumulateGrads implements GradAccumulator: grad += scratch, as the
+// trainer's host path adds its slices.
+func (s *refState) AccumulateGrads() error {
+	for i := range s.params {
+		if s.scratch == nil || s.scratch[i] == nil {
+			return fmt.Errorf("reference device: %s has no scratch gradient", s.params[i].Name)
+		}
+		acc := s.grads[i].data
+		for j, g := range s.scratch[i].data {
+			acc[j] += g
+		}
+	}
+	return nil
 }
 
 func (s *refState) Tensors(i int) (Tensor, Tensor) {
@@ -240,7 +281,7 @@ func (s *refState) Push(opt *SGD, e *EMA) error {
 	return nil
 }
 
-func (s *refState) Release() { s.vals, s.grads, s.vel, s.ema = nil, nil, nil, nil }
+func (s *refState) Release() { s.vals, s.grads, s.vel, s.ema, s.scratch = nil, nil, nil, nil, nil }
 
 // ---- loss ----
 

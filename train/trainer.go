@@ -493,7 +493,7 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 	}
 	skipped := false
 	if t.Scaler != nil {
-		finite, err := st.Unscale(float32(1 / t.Scaler.Scale))
+		finite, err := t.unscale(float32(1 / t.Scaler.Scale))
 		if err != nil {
 			return StepResult{}, err
 		}
@@ -501,7 +501,7 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 		skipped = !finite
 	}
 	if !skipped {
-		if err := st.SGDStep(t.Opt, lr); err != nil {
+		if err := t.onStates(func(st State) error { return st.SGDStep(t.Opt, lr) }); err != nil {
 			return StepResult{}, err
 		}
 		// A backend may hide a NaN from the loss (oneDNN's ReLU maps it

@@ -114,6 +114,7 @@ var trainFlagFields = map[string]string{
 	"data.progressive": "resolution-schedule", "model.name": "model", "checkpoint.path": "checkpoint",
 	"checkpoint.every": "checkpoint-every", "checkpoint.same_data": "same-data", "eval.every": "eval-every",
 	"eval.fixres_bn": "fixres-bn", "eval.tta": "tta", "eval.target_accuracy": "target-accuracy",
+	"model.device": "device", // train and bench train: cpu, cuda, cuda:N (fit.ParseDevice)
 }
 
 // loaderFlagOf is the flag of a loader.Spec field ("" for none).
