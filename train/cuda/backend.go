@@ -26,8 +26,8 @@ type Backend struct {
 	facts   kernels.Facts
 	threads int
 	prec    train.Precision
-	half    uint64 // round's 16-bit scratch
-	nHalf   int
+	low     dtype // the operands of convolutions and products
+	graph   stepGraph
 	closed  bool
 }
 
@@ -81,7 +81,7 @@ func checkOptions(o train.BackendOptions) (int, error) {
 }
 
 func newBackend(m machine, o train.BackendOptions) *Backend {
-	return &Backend{m: m, facts: m.facts(), threads: 1, prec: o.Precision}
+	return &Backend{m: m, facts: m.facts(), threads: 1, prec: o.Precision, low: dtypeOf(o.Precision)}
 }
 
 func (b *Backend) Name() string { return "cuda" }
@@ -105,44 +105,82 @@ func (b *Backend) MemoryBudget() (int64, error) {
 	return max(f-memoryReserve, 0), nil
 }
 
-// Precision implements train.PrecisionReporter. fp32 is native; bf16 and
-// fp16 are emulated as the reference backend emulates them (and
-// torch.autocast computes): a convolution's or product's input, weights
-// and output gradient are rounded through the cast kernels and the fp32
-// call runs on the rounded values, accumulating in float. cuDNN's and
-// cuBLAS's half-precision tensors (the speed) are not used yet.
-func (b *Backend) Precision() (train.Precision, bool) { return b.prec, b.prec == train.Float32 }
+// Precision implements train.PrecisionReporter: native for all three.
+// Under bf16 and fp16 (torch.autocast's arithmetic) a convolution's
+// input, weights and output gradient are cast to 16 bits and cuDNN runs on
+// 16-bit tensors with float accumulation (its output and gradients 16-bit,
+// cast back to float for the ops after it: BatchNorm, the loss, the
+// optimiser stay float32); a product's operands are cast to 16 bits and
+// cublasGemmEx accumulates and writes in float. A State's weights are cast
+// once per step into a 16-bit copy it keeps (state.lowValues).
+func (b *Backend) Precision() (train.Precision, bool) { return b.prec, true }
 
-// round writes the n values at src rounded to the backend's precision
-// (fp32 → fp16 or bf16 → fp32, cast kernels, round to nearest even) into
-// *dst, made or regrown to shape.
-func (b *Backend) round(dst **tensor, src uint64, shape ...int) (*tensor, error) {
-	if err := b.ensure(dst, shape...); err != nil {
-		return nil, err
-	}
-	n := (*dst).n
-	if b.nHalf < n {
-		if b.half != 0 {
-			b.m.free(b.half)
-			b.half, b.nHalf = 0, 0
-		}
-		p, err := b.m.alloc(2 * n)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: %s scratch of %d values: %w", b.prec, n, err)
-		}
-		b.half, b.nHalf = p, n
-	}
-	to, from := "cast_f32_bf16", "cast_bf16_f32"
-	if b.prec == train.Float16 {
-		to, from = "cast_f32_f16", "cast_f16_f32"
-	}
-	if err := b.run(to, kernels.Elementwise, n, 0, src, b.half, i64(n)); err != nil {
-		return nil, err
-	}
-	return *dst, b.run(from, kernels.Elementwise, n, 0, b.half, (*dst).p, i64(n))
+// buf16 is 16-bit memory of the machine: room for n values.
+type buf16 struct {
+	p uint64
+	n int
 }
 
-// reduced reports whether convolutions and products round their operands.
+// grow makes s hold at least n values.
+func (b *Backend) grow16(s *buf16, n int) error {
+	if s.n >= n && s.p != 0 {
+		return nil
+	}
+	b.free16(s)
+	p, err := b.m.alloc(2 * max(n, 1))
+	if err != nil {
+		return fmt.Errorf("cuda: %s buffer of %d values: %w", b.prec, n, err)
+	}
+	s.p, s.n = p, n
+	return nil
+}
+
+func (b *Backend) free16(s *buf16) {
+	if s.p != 0 {
+		b.m.free(s.p)
+	}
+	*s = buf16{}
+}
+
+// casts are the cast kernels to and from the backend's 16-bit type.
+func (b *Backend) casts() (to, from string) {
+	if b.prec == train.Float16 {
+		return "cast_f32_f16", "cast_f16_f32"
+	}
+	return "cast_f32_bf16", "cast_bf16_f32"
+}
+
+// toLow casts the n float32 values at src into s (grown to n), rounding to
+// nearest even, and returns s's address.
+func (b *Backend) toLow(s *buf16, src uint64, n int) (uint64, error) {
+	if err := b.grow16(s, n); err != nil {
+		return 0, err
+	}
+	to, _ := b.casts()
+	return s.p, b.run(to, kernels.Elementwise, n, 0, src, s.p, i64(n))
+}
+
+// fromLow casts the n 16-bit values at src to float32 at dst (exact).
+func (b *Backend) fromLow(dst, src uint64, n int) error {
+	_, from := b.casts()
+	return b.run(from, kernels.Elementwise, n, 0, src, dst, i64(n))
+}
+
+// lowWeights is the 16-bit copy of the n weights of wt (at wp): the
+// State's copy when wt is a State's tensor (cast once after each change of
+// the values), else cast into scratch.
+func (b *Backend) lowWeights(wt train.Tensor, wp uint64, n int, scratch *buf16) (uint64, error) {
+	if t, ok := wt.(*tensor); ok && t != nil && t.st != nil && t.st.b == b {
+		low, err := t.st.lowValues()
+		if err != nil {
+			return 0, err
+		}
+		return low + 2*uint64(t.off), nil
+	}
+	return b.toLow(scratch, wp, n)
+}
+
+// reduced reports whether convolutions and products take 16-bit operands.
 func (b *Backend) reduced() bool { return b.prec != train.Float32 }
 
 // TuneChoices implements train.Tuner: under Autotune, the convolution
@@ -155,11 +193,8 @@ func (b *Backend) Close() error {
 	if b.closed {
 		return nil
 	}
+	b.ReleaseStep()
 	b.closed = true
-	if b.half != 0 {
-		b.m.free(b.half)
-		b.half = 0
-	}
 	return b.m.close()
 }
 
@@ -170,9 +205,11 @@ type tensor struct {
 	b     *Backend
 	shape []int
 	p     uint64
-	n     int  // elements
-	own   bool // made by NewTensor: Release frees it
-	view  bool // part of another allocation: never freed on its own
+	n     int    // elements
+	own   bool   // made by NewTensor: Release frees it
+	view  bool   // part of another allocation: never freed on its own
+	st    *state // a State's values: st's view at element off
+	off   int
 }
 
 func (t *tensor) Shape() []int { return t.shape }
@@ -187,6 +224,9 @@ func (t *tensor) Read(dst []float32) error {
 func (t *tensor) Write(src []float32) error {
 	if len(src) != t.n {
 		return fmt.Errorf("cuda: tensor %v: write of %d values", t.shape, len(src))
+	}
+	if t.st != nil {
+		t.st.changed()
 	}
 	return t.b.copyIn(t.p, src)
 }

@@ -7,7 +7,19 @@
  * decls.go lists the same (a test checks), dl.c resolves them with dlsym,
  * and probe/probe.cpp checks them against the real headers on the GPU
  * machine. Included several times with different definitions of the macro:
- * no include guard. */
+ * no include guard (but for the one struct passed by value, below). */
+#ifndef FASTER_NCCL_ID
+#define FASTER_NCCL_ID
+/* ncclUniqueId (nccl.h: typedef struct { char internal[NCCL_UNIQUE_ID_BYTES]; },
+ * NCCL_UNIQUE_ID_BYTES 128), which ncclCommInitRank takes BY VALUE: 128
+ * bytes passed in memory on the stack (x86-64 SysV: a struct over 16
+ * bytes), not a pointer. GPU.md's ctypes probe got 3 from
+ * ncclCommInitRank at world size 1; a by-value id declared as a pointer
+ * is the suspect. probe.cpp checks the size against the header. */
+struct faster_nccl_id {
+	char internal[128];
+};
+#endif
 FASTER_CUDA_DECL(DRIVER, int, cuInit, (unsigned int flags))
 FASTER_CUDA_DECL(DRIVER, int, cuDriverGetVersion, (int *version))
 FASTER_CUDA_DECL(DRIVER, int, cuGetErrorName, (int error, const char **name))
@@ -37,6 +49,12 @@ FASTER_CUDA_DECL(DRIVER, int, cuMemGetInfo_v2, (size_t *free, size_t *total))
 FASTER_CUDA_DECL(DRIVER, int, cuMemcpyHtoDAsync_v2, (unsigned long long dst, const void *src, size_t bytes, void *stream))
 FASTER_CUDA_DECL(DRIVER, int, cuMemcpyDtoHAsync_v2, (void *dst, unsigned long long src, size_t bytes, void *stream))
 FASTER_CUDA_DECL(DRIVER, int, cuMemsetD8Async, (unsigned long long dst, unsigned char value, size_t count, void *stream))
+FASTER_CUDA_DECL(DRIVER, int, cuStreamBeginCapture_v2, (void *stream, int mode))
+FASTER_CUDA_DECL(DRIVER, int, cuStreamEndCapture, (void *stream, void **graph))
+FASTER_CUDA_DECL(DRIVER, int, cuGraphInstantiateWithFlags, (void **exec, void *graph, unsigned long long flags))
+FASTER_CUDA_DECL(DRIVER, int, cuGraphLaunch, (void *exec, void *stream))
+FASTER_CUDA_DECL(DRIVER, int, cuGraphExecDestroy, (void *exec))
+FASTER_CUDA_DECL(DRIVER, int, cuGraphDestroy, (void *graph))
 FASTER_CUDA_DECL(CUDART, int, cudaRuntimeGetVersion, (int *version))
 FASTER_CUDA_DECL(NVRTC, int, nvrtcVersion, (int *major, int *minor))
 FASTER_CUDA_DECL(NVRTC, const char *, nvrtcGetErrorString, (int result))
@@ -53,6 +71,7 @@ FASTER_CUDA_DECL(CUBLAS, int, cublasGetVersion_v2, (void *handle, int *version))
 FASTER_CUDA_DECL(CUBLAS, int, cublasSetStream_v2, (void *handle, void *stream))
 FASTER_CUDA_DECL(CUBLAS, int, cublasSetMathMode, (void *handle, int mode))
 FASTER_CUDA_DECL(CUBLAS, int, cublasSgemm_v2, (void *handle, int transa, int transb, int m, int n, int k, const float *alpha, const float *a, int lda, const float *b, int ldb, const float *beta, float *c, int ldc))
+FASTER_CUDA_DECL(CUBLAS, int, cublasGemmEx, (void *handle, int transa, int transb, int m, int n, int k, const void *alpha, const void *a, int aType, int lda, const void *b, int bType, int ldb, const void *beta, void *c, int cType, int ldc, int computeType, int algo))
 FASTER_CUDA_DECL(CUBLASLT, size_t, cublasLtGetVersion, (void))
 FASTER_CUDA_DECL(CUBLASLT, int, cublasLtCreate, (void **handle))
 FASTER_CUDA_DECL(CUBLASLT, int, cublasLtDestroy, (void *handle))
@@ -86,3 +105,6 @@ FASTER_CUDA_DECL(CUDNN, int, cudnnConvolutionBackwardFilter, (void *handle, cons
 FASTER_CUDA_DECL(NCCL, int, ncclGetVersion, (int *version))
 FASTER_CUDA_DECL(NCCL, const char *, ncclGetErrorString, (int result))
 FASTER_CUDA_DECL(NCCL, int, ncclGetUniqueId, (void *uniqueId))
+FASTER_CUDA_DECL(NCCL, int, ncclCommInitRank, (void **comm, int nranks, struct faster_nccl_id id, int rank))
+FASTER_CUDA_DECL(NCCL, int, ncclAllReduce, (const void *send, void *recv, size_t count, int datatype, int op, void *comm, void *stream))
+FASTER_CUDA_DECL(NCCL, int, ncclCommDestroy, (void *comm))

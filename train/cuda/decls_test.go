@@ -10,7 +10,7 @@ import (
 
 var (
 	declLine  = regexp.MustCompile(`^FASTER_CUDA_DECL\((\w+), (.+?), (\w+), \((.*)\)\)$`)
-	constLine = regexp.MustCompile(`^FASTER_CUDA_CONST\((\w+), (\d+)\)$`)
+	constLine = regexp.MustCompile(`^FASTER_CUDA_CONST\((\w+), (-?\d+)\)$`)
 	libEnum   = regexp.MustCompile(`(?m)^\s*FASTER_LIB_(\w+),`)
 )
 
@@ -85,6 +85,7 @@ func TestDeclsMatchHeader(t *testing.T) {
 func TestConstsMatchHeader(t *testing.T) {
 	checkConsts(t, "consts.h", consts)
 	checkConsts(t, "consts_dnn.h", dnnConsts)
+	checkConsts(t, "consts_nccl.h", ncclConsts)
 }
 
 func checkConsts(t *testing.T, file string, consts map[string]int) {

@@ -111,7 +111,7 @@ func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
 		if cs == nil {
 			cs = (*C.struct_faster_conv)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_conv{}))))
 			if r := C.faster_conv_create(cs, C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R),
-				C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(m.math), &call); r != 0 {
+				C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(cudnnType(c.Dtype)), C.int(m.mathFor(c.Dtype)), &call); r != 0 {
 				C.faster_conv_destroy(cs)
 				C.free(unsafe.Pointer(cs))
 				cs = nil
@@ -129,7 +129,7 @@ func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
 		if cs.algo[dir] >= 0 {
 			return nil
 		}
-		key := fmt.Sprintf("%s %s math %d", c, dir, m.math)
+		key := fmt.Sprintf("%s %s math %d", c, dir, m.mathFor(c.Dtype))
 		if a, ok := m.algos[key]; ok {
 			cs.algo[dir], cs.ws[dir] = C.int(a.id), C.size_t(a.ws)
 			return nil
@@ -189,7 +189,42 @@ func op(t bool) C.int {
 	return cublasOpN
 }
 
+// cudnnType is cuDNN's data type of d.
+func cudnnType(d dtype) int {
+	switch d {
+	case dtHalf:
+		return cudnnDataHalf
+	case dtBF16:
+		return cudnnDataBFloat16
+	}
+	return cudnnDataFloat
+}
+
+// mathFor is the convolution math type for tensors of type d: the
+// machine's (TF32 allowed) for float, tensor cores for 16-bit (PyTorch
+// sets CUDNN_TENSOR_OP_MATH on its half and bfloat16 descriptors).
+func (m *dnn) mathFor(d dtype) int {
+	if d == dtFloat {
+		return m.math
+	}
+	return cudnnTensorOpMath
+}
+
 func (m *dnn) gemm(g gemmArgs) error {
+	if g.In != dtFloat {
+		ab := cudaR16F
+		if g.In == dtBF16 {
+			ab = cudaR16BF
+		}
+		return m.host.do(func() error {
+			r := C.faster_gemm_ex(m.cublas, op(g.TA), op(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), C.ulonglong(g.A),
+				C.int(ab), C.int(g.LDA), C.ulonglong(g.B), C.int(g.LDB), C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC))
+			if r != 0 {
+				return fmt.Errorf("cublasGemmEx %s %dx%dx%d: %w", g.In, g.M, g.N, g.K, &Error{Call: "cublasGemmEx", Code: int(r), Name: "cublasStatus"})
+			}
+			return nil
+		})
+	}
 	return m.host.do(func() error {
 		r := C.faster_sgemm(m.cublas, op(g.TA), op(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), C.ulonglong(g.A),
 			C.int(g.LDA), C.ulonglong(g.B), C.int(g.LDB), C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC))

@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/traintest"
@@ -47,7 +49,7 @@ func TestDNNStandIns(t *testing.T) {
 	}
 	for l, lib := range libraries {
 		var src strings.Builder
-		src.WriteString("#include <stddef.h>\n")
+		src.WriteString(stubPrelude)
 		for _, d := range Decls {
 			if d.Lib != Library(l) || defined[d.Symbol] {
 				continue
@@ -68,6 +70,8 @@ func TestDNNStandIns(t *testing.T) {
 			args = append(args, "-DSTANDIN_CUDNN", `-DTWIN_C="`+twinC+`"`, "testdata/standin_dnn.c")
 		case CUBLAS:
 			args = append(args, "-DSTANDIN_CUBLAS", `-DTWIN_C="`+twinC+`"`, "testdata/standin_dnn.c")
+		case NCCL:
+			args = append(args, "-DSTANDIN_NCCL", `-DTWIN_C="`+twinC+`"`, "testdata/standin_dnn.c")
 		}
 		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 			t.Fatalf("gcc %s: %v\n%s", lib.name, err, out)
@@ -91,7 +95,8 @@ type standInMachine struct {
 	dnn
 }
 
-func (m *standInMachine) do(f func() error) error { return f() }
+func (m *standInMachine) do(f func() error) error    { return f() }
+func (m *standInMachine) ncclStream() unsafe.Pointer { return nil }
 func (m *standInMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
 	return m.dnn.conv(c, dir, a, b, out)
 }
@@ -125,6 +130,67 @@ func dnnChild(t *testing.T) {
 	}
 	t.Run("layers", func(t *testing.T) { traintest.RunLayers(t, openStandIn(t, train.BackendOptions{})) })
 	t.Run("torch-step", func(t *testing.T) { traintest.RunTorchStep(t, openStandIn(t, train.BackendOptions{})) })
+	// NCCL at world size 1: the unique id reaches ncclCommInitRank by value
+	// (the stand-in checks its 128 bytes), the all-reduce runs in place.
+	t.Run("nccl", func(t *testing.T) {
+		b := openStandIn(t, train.BackendOptions{})
+		id, err := NewNCCLID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := b.NCCL(1, 0, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := b.NewTensor(3, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Release()
+		in := make([]float32, 15)
+		for i := range in {
+			in[i] = float32(i) - 7.5
+		}
+		if err := x.Write(in); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduceSum(x); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, 15)
+		if err := x.Read(got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, in) {
+			t.Errorf("a sum over one rank changed the values: %v", got)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		id[100]++
+		if _, err := b.NCCL(1, 0, id); err == nil || !strings.Contains(err.Error(), "ncclCommInitRank") {
+			t.Errorf("another id: %v, want ncclCommInitRank's refusal", err)
+		}
+		if _, err := twinBackend(t).NCCL(1, 0, id); err == nil {
+			t.Error("the twin opened NCCL")
+		}
+	})
+	// Native bf16 and fp16: 16-bit descriptors with float compute and
+	// tensor-op math, cublasGemmEx; the twin's arithmetic, so the same bits.
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		t.Run("trainer-"+p.String(), func(t *testing.T) {
+			o := train.BackendOptions{Precision: p}
+			got := trainRun(t, openStandIn(t, o), 1, "", "")
+			tw, err := OpenTwin(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tw.Close()
+			want := trainRun(t, tw, 1, "", "")
+			nearLosses(t, got.losses, want.losses, 0)
+			near(t, "weights", got.weights, want.weights, 0)
+		})
+	}
 	for _, autotune := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trainer-autotune-%v", autotune), func(t *testing.T) {
 			b := openStandIn(t, train.BackendOptions{Autotune: autotune})

@@ -25,13 +25,25 @@
 // Syncer, DeviceNamer ("cuda:N"; the twin "cuda-twin"), DeviceMemory
 // (free memory less 1 GiB) and PrecisionReporter. The ops' host-slice
 // methods (ConvOp.Forward(x, w, b []float32) …) copy the slices in and
-// out. BackendOptions.Precision bf16 and fp16 are emulated, as the
-// reference backend emulates them and as torch.autocast computes: a
-// convolution's or product's input, weights and output gradient are
-// rounded through the cast kernels (round to nearest even) and the fp32
-// call runs on the rounded values with float accumulation; the bias and
-// everything else stay fp32 (PrecisionReporter: native false). cuDNN's
-// and cuBLAS's half-precision tensors, the speed, are not used yet.
+// out. BackendOptions.Precision bf16 and fp16 are native, torch.autocast's
+// arithmetic (PrecisionReporter: native true): a convolution casts its
+// input and output gradient to 16 bits (the cast kernels, round to nearest
+// even) and reads the State's 16-bit copy of its weights (cast once per
+// step, one kernel over the flat, after SGD, Push, EMASwap or a Write
+// changed the values); cuDNN runs on 16-bit tensors with float compute and
+// tensor-op math (its PSEUDO_HALF and PSEUDO_BFLOAT16 configurations), so
+// y, dx and dw are 16-bit and cast back to float32 for BatchNorm, the loss
+// and the optimiser, which stay float32; a product's operands are cast to
+// 16 bits and cublasGemmEx (CUDA_R_16F or CUDA_R_16BF inputs, CUDA_R_32F
+// output, CUBLAS_COMPUTE_32F) writes float32; bias gradients sum the
+// rounded output gradient in float. The twin does the same arithmetic on
+// the CPU (16-bit operands widened exactly, double accumulation, results
+// rounded to 16 bits where cuDNN writes 16 bits): TestTwinNativePrecision
+// checks it bit for bit against the float32 twin on rounded operands.
+// traintest.RunPrecision is not run: it asks float32 convolution outputs
+// (the reference's emulation), which cuDNN's legacy API cannot give with
+// 16-bit inputs (x, w and y share one data type). The 16-bit tensors stay
+// NCHW; the H200 run should compare them against NHWC (channels_last).
 // BackendOptions.Device is "",
 // "cuda" or "cuda:N" (ParseDevice); anything else is train.ErrDevice.
 // Autotune is cudnn.benchmark: cudnnFind…AlgorithmEx measures each
@@ -45,6 +57,43 @@
 // as cmd/faster does); the twin is not registered. Without a driver Open
 // fails with the *LoadError naming every soname tried; built without cgo,
 // with ErrNoCgo.
+//
+// # The step as a CUDA graph
+//
+// Backend implements train.StepCapturer (capture.go): RunStep runs a
+// key's first step eagerly, captures the second and replays later ones.
+// The machine records between beginCapture and endCapture (the GPU:
+// cuStreamBeginCapture_v2 on the backend's stream with
+// CU_STREAM_CAPTURE_MODE_GLOBAL, chosen because Go moves a goroutine
+// between OS threads, so THREAD_LOCAL would guard only whichever thread
+// began the capture, while GLOBAL makes an unsafe call from any thread
+// fail instead of silently synchronising; cuStreamEndCapture and
+// cuGraphInstantiateWithFlags; replay is cuGraphLaunch on the stream,
+// cuGraphExecDestroy and cuGraphDestroy release it; the twin: its calls,
+// kernel name, launch and slots, convolutions and products with their
+// buffers, memsets, run again in order). While a step runs under RunStep
+// a recorder stands in for the machine: it logs every call, stages copies
+// in (they land before the record runs), refuses reads back to the host
+// (errHostRead), allocations and syncs during a capture, and in replay
+// mode compares each call with the record instead of queueing it; a
+// difference (a pointer, a shape, an argument) runs the step eagerly from
+// that point, held-back calls first, and the next step captures again.
+// The learning rate reaches SGD through device memory (sgd_lr), so the
+// record does not change with it. On the GPU a captured step needs its
+// workspaces and cuDNN's algorithms from the warm-up step: a larger
+// workspace asked inside the capture fails the capture.
+//
+// # NCCL
+//
+// Backend.NCCL joins a communicator on the GPU machine's stream
+// (ncclCommInitRank with the 128-byte ncclUniqueId passed by value:
+// decls.h's struct faster_nccl_id, its size checked by probe.cpp; GPU.md's
+// ctypes probe got error 3 there, the by-value id the suspect);
+// NCCLComm.AllReduceSum is ncclAllReduce in place (ncclFloat32, ncclSum)
+// on the stream, Close ncclCommDestroy. It is the all-reduce the
+// data-parallel code can call on device gradients later; the twin has
+// none. TestDNNStandIns runs it against a stand-in libnccl.so.2 that
+// checks the id's bytes; TestGPUBackendNCCL (world size 1) is prepared.
 //
 // # Machines
 //
@@ -75,11 +124,11 @@
 //	cublas     libcublas.so.13                       no              yes
 //	cublasLt   libcublasLt.so.13                     no              no
 //	cudnn      libcudnn.so.9                         no              yes
-//	nccl       libnccl.so.2                          no              no
+//	nccl       libnccl.so.2                          no              no (Backend.NCCL does)
 //
 // A library counts as opened only when every symbol declared for it
 // resolves (dlsym); otherwise the next soname is tried. Decls lists
-// decls.h in Go, consts.go the enum values passed (consts.h, consts_dnn.h,
+// decls.h in Go, consts.go the enum values passed (consts.h, consts_dnn.h, consts_nccl.h,
 // each value with the header it comes from); tests check them against the
 // files and the loader's table (dl.c), and probe/ checks them against the
 // real headers on the GPU machine (prepared, not yet run there).

@@ -8,6 +8,7 @@
 
 #define FASTER_CUDA_CONST(name, value) enum { name = value };
 #include "consts_dnn.h"
+#include "consts_nccl.h"
 #undef FASTER_CUDA_CONST
 
 #define TRY(expr, name)                                                                                                \
@@ -20,19 +21,24 @@
 	} while (0)
 
 int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
-		       int oh, int ow, int math, const char **call) {
+		       int oh, int ow, int dtype, int math, const char **call) {
 	memset(c, 0, sizeof *c);
 	c->algo[0] = c->algo[1] = c->algo[2] = -1;
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->x), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->y), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateFilterDescriptor(&c->w), "cudnnCreateFilterDescriptor");
 	TRY(faster_p_cudnnCreateConvolutionDescriptor(&c->conv), "cudnnCreateConvolutionDescriptor");
-	TRY(faster_p_cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, ci, h, w),
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, dtype, n, ci, h, w),
 	    "cudnnSetTensor4dDescriptor (x)");
-	TRY(faster_p_cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, co, oh, ow),
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, dtype, n, co, oh, ow),
 	    "cudnnSetTensor4dDescriptor (y)");
-	/* cudnnSetFilter4dDescriptor takes the data type first, then the format. */
-	TRY(faster_p_cudnnSetFilter4dDescriptor(c->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, co, ci, k, k),
+	/* cudnnSetFilter4dDescriptor takes the data type first, then the format.
+	 * 16-bit tensors stay NCHW: cuDNN 9 runs tensor-core kernels on NCHW
+	 * half tensors by transposing internally. What the H200 run should
+	 * compare: this NCHW half step against the same with
+	 * CUDNN_TENSOR_NHWC (channels_last, PyTorch's recommendation for AMP)
+	 * for ThinNet's 32/64/128-channel convolutions, per direction. */
+	TRY(faster_p_cudnnSetFilter4dDescriptor(c->w, dtype, CUDNN_TENSOR_NCHW, co, ci, k, k),
 	    "cudnnSetFilter4dDescriptor");
 	TRY(faster_p_cudnnSetConvolution2dDescriptor(c->conv, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
 						     CUDNN_DATA_FLOAT),
@@ -151,6 +157,12 @@ int faster_sgemm(void *h, int ta, int tb, int m, int n, int k, float alpha, unsi
 	return faster_p_cublasSgemm_v2(h, ta, tb, m, n, k, &alpha, P(a), lda, P(b), ldb, &beta, P(c), ldc);
 }
 
+int faster_gemm_ex(void *h, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int ab, int lda,
+		   unsigned long long b, int ldb, float beta, unsigned long long c, int ldc) {
+	return faster_p_cublasGemmEx(h, ta, tb, m, n, k, &alpha, P(a), ab, lda, P(b), ab, ldb, &beta, P(c), CUDA_R_32F, ldc,
+				     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath, const char **call) {
 	*stream = *cudnn = *cublas = NULL;
 	TRY(faster_p_cuStreamCreate(stream, CU_STREAM_DEFAULT), "cuStreamCreate");
@@ -198,3 +210,43 @@ int faster_zero(void *stream, unsigned long long p, size_t n) { return faster_p_
 int faster_stream_sync(void *stream) { return faster_p_cuStreamSynchronize(stream); }
 
 int faster_mem_info(size_t *free, size_t *total) { return faster_p_cuMemGetInfo_v2(free, total); }
+
+int faster_capture_begin(void *stream) { return faster_p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL); }
+
+int faster_capture_end(void *stream, void **graph, void **exec, const char **call) {
+	*graph = *exec = NULL;
+	int r = faster_p_cuStreamEndCapture(stream, graph);
+	if (r != 0) {
+		*call = "cuStreamEndCapture";
+		if (*graph)
+			faster_p_cuGraphDestroy(*graph);
+		*graph = NULL;
+		return r;
+	}
+	r = faster_p_cuGraphInstantiateWithFlags(exec, *graph, 0);
+	if (r != 0) {
+		*call = "cuGraphInstantiateWithFlags";
+		faster_p_cuGraphDestroy(*graph);
+		*graph = *exec = NULL;
+	}
+	return r;
+}
+
+int faster_graph_launch(void *exec, void *stream) { return faster_p_cuGraphLaunch(exec, stream); }
+
+void faster_graph_destroy(void *graph, void *exec) {
+	if (exec)
+		faster_p_cuGraphExecDestroy(exec);
+	if (graph)
+		faster_p_cuGraphDestroy(graph);
+}
+
+int faster_nccl_init(void **comm, int nranks, const struct faster_nccl_id *id, int rank) {
+	return faster_p_ncclCommInitRank(comm, nranks, *id, rank);
+}
+
+int faster_nccl_sum_f32(void *comm, unsigned long long buf, size_t n, void *stream) {
+	return faster_p_ncclAllReduce(P(buf), P(buf), n, ncclFloat32, ncclSum, comm, stream);
+}
+
+int faster_nccl_destroy(void *comm) { return faster_p_ncclCommDestroy(comm); }

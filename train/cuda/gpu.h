@@ -30,9 +30,12 @@ struct faster_conv {
 enum { FASTER_FWD, FASTER_BWD_DATA, FASTER_BWD_FILTER };
 enum { FASTER_NPERF = 8 };
 
-/* faster_conv_create makes c's descriptors; faster_conv_destroy frees them. */
+/* faster_conv_create makes c's descriptors, every tensor of cuDNN data
+ * type dtype (CUDNN_DATA_FLOAT, _HALF or _BFLOAT16) with float compute
+ * (cuDNN's FLOAT, PSEUDO_HALF and PSEUDO_BFLOAT16 configurations) and
+ * math type math; faster_conv_destroy frees them. */
 int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
-		       int oh, int ow, int math, const char **call);
+		       int oh, int ow, int dtype, int math, const char **call);
 void faster_conv_destroy(struct faster_conv *c);
 
 /* faster_conv_choose picks dir's algorithm: the fastest cuDNN's heuristics
@@ -55,6 +58,12 @@ int faster_conv_run(void *handle, struct faster_conv *c, int dir, unsigned long 
 int faster_sgemm(void *handle, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int lda,
 		 unsigned long long b, int ldb, float beta, unsigned long long c, int ldc);
 
+/* faster_gemm_ex is cublasGemmEx (column-major) with A and B of CUDA data
+ * type ab (CUDA_R_16F or CUDA_R_16BF), C float (CUDA_R_32F), float
+ * accumulation (CUBLAS_COMPUTE_32F), host alpha and beta, CUBLAS_GEMM_DEFAULT. */
+int faster_gemm_ex(void *handle, int ta, int tb, int m, int n, int k, float alpha, unsigned long long a, int ab, int lda,
+		   unsigned long long b, int ldb, float beta, unsigned long long c, int ldc);
+
 /* faster_gpu_setup makes the stream and the handles: cuStreamCreate,
  * cudnnCreate + cudnnSetStream, cublasCreate_v2 + cublasSetStream_v2 +
  * cublasSetMathMode. Returns the status; which library in *call. */
@@ -73,3 +82,28 @@ int faster_copy_out(void *stream, void *dst, unsigned long long src, size_t n);
 int faster_zero(void *stream, unsigned long long p, size_t n);
 int faster_stream_sync(void *stream);
 int faster_mem_info(size_t *free, size_t *total);
+
+/* The step as a CUDA graph: faster_capture_begin starts stream capture on
+ * the stream (CU_STREAM_CAPTURE_MODE_GLOBAL: while it runs, a potentially
+ * unsafe call from any thread of the process fails instead of silently
+ * synchronising; Go moves a goroutine between OS threads, so
+ * THREAD_LOCAL would guard only whichever thread began the capture);
+ * faster_capture_end ends it (cuStreamEndCapture) and instantiates the
+ * graph (cuGraphInstantiateWithFlags, flags 0), returning both (on failure
+ * the graph, if any, is destroyed and *graph, *exec are NULL);
+ * faster_graph_launch queues the instantiated graph on the stream;
+ * faster_graph_destroy frees both. Each returns the driver's status and
+ * names the call in *call. */
+int faster_capture_begin(void *stream);
+int faster_capture_end(void *stream, void **graph, void **exec, const char **call);
+int faster_graph_launch(void *exec, void *stream);
+void faster_graph_destroy(void *graph, void *exec);
+
+/* NCCL on the stream: faster_nccl_init is ncclCommInitRank with the id
+ * passed BY VALUE (struct faster_nccl_id, decls.h); faster_nccl_sum_f32
+ * all-reduces n floats in place (ncclAllReduce, ncclFloat32, ncclSum) on
+ * the stream; faster_nccl_destroy is ncclCommDestroy. NCCL's status. */
+struct faster_nccl_id;
+int faster_nccl_init(void **comm, int nranks, const struct faster_nccl_id *id, int rank);
+int faster_nccl_sum_f32(void *comm, unsigned long long buf, size_t n, void *stream);
+int faster_nccl_destroy(void *comm);

@@ -9,6 +9,7 @@ package cuda
 // "GPUBACKEND|…" line that gpucheck.sh tabulates.
 
 import (
+	"errors"
 	"math"
 	"os"
 	"testing"
@@ -70,21 +71,15 @@ func TestGPUBackendResNet18(t *testing.T) {
 	traintest.RunResNet18(t, b)
 }
 
+// Native bf16 and fp16: cuDNN's 16-bit tensors with float compute and
+// tensor-op math, cublasGemmEx; against the twin's same arithmetic
+// (nativeAgainst: one 16-bit ulp for convolutions).
 func TestGPUBackendPrecision(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
-	report(t, "traintest.RunPrecision (bf16/fp16 emulated by the cast kernels)")
-	traintest.RunPrecision(t, func(o train.BackendOptions) (train.Backend, error) {
-		n, err := checkOptions(o)
-		if err != nil {
-			return nil, err
-		}
-		m, err := openGPU(n, o.Autotune)
-		if err != nil {
-			return nil, err
-		}
-		m.math = cudnnFMAMath
-		return newBackend(m, o), nil
-	})
+	report(t, "native bf16/fp16 (cuDNN 16-bit tensors, cublasGemmEx) against the twin")
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		nativeAgainst(t, openGPUFor(t, train.BackendOptions{Precision: p}, false), p)
+	}
 }
 
 // cudnn.benchmark: the choices name algorithms that ran, a shape is
@@ -183,4 +178,79 @@ func TestGPUBackendRegistered(t *testing.T) {
 		t.Errorf("device %q, budget %d %v %v", train.DeviceOf(b), n, ok, err)
 	}
 	t.Logf("GPUBACKEND|memory budget %d MiB|info", n>>20)
+}
+
+// The step as a CUDA graph on the GPU (stream capture, instantiate,
+// launch): fp32 and fp16 steps through RunStep, eager, captured and
+// replayed, against eager steps on the same device (within 1e-5: cuDNN may
+// choose algorithms that sum in a run-dependent order), a new key
+// re-captured; then a read back inside the captured region refused.
+func TestGPUBackendStepCapture(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "the step as a CUDA graph: replays match eager steps, re-capture on a new shape, host reads refused")
+	stepCapture(t, func(o train.BackendOptions) *Backend { return openGPUFor(t, o, true) }, 1e-5)
+	b := gpuBackend(t)
+	n := newTinyNet(t, b)
+	step := func(s int) func() error {
+		return func() error {
+			if err := n.step(s, 4); err != nil {
+				return err
+			}
+			_, err := n.loss.Sums()
+			return err
+		}
+	}
+	if _, err := b.RunStep("k", step(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RunStep("k", step(1)); !errors.Is(err, errHostRead) {
+		t.Fatalf("a read inside the captured step: %v, want errHostRead", err)
+	}
+	if run, err := b.RunStep("k", func() error { return n.step(2, 4) }); err != nil || run != train.StepEager {
+		t.Fatalf("after the refusal: %v %v, want an eager step", run, err)
+	}
+}
+
+// NCCL at world size 1 on the backend's stream: ncclGetUniqueId,
+// ncclCommInitRank with the id by value (GPU.md: a ctypes probe got 3
+// here), an in-place ncclAllReduce that leaves the values as they are,
+// ncclCommDestroy.
+func TestGPUBackendNCCL(t *testing.T) {
+	b := gpuBackend(t)
+	report(t, "NCCL at world size 1 (ncclCommInitRank with the id by value, ncclAllReduce in place)")
+	id, err := NewNCCLID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.NCCL(1, 0, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := b.NewTensor(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	in := make([]float32, 1000)
+	for i := range in {
+		in[i] = float32(i)*0.25 - 100
+	}
+	if err := x.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AllReduceSum(x); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(in))
+	if err := x.Read(got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if got[i] != in[i] {
+			t.Fatalf("value %d: %v after a sum over one rank, want %v", i, got[i], in[i])
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

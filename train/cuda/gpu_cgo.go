@@ -32,6 +32,75 @@ type gpuMachine struct {
 	stream  unsafe.Pointer
 	ordinal int
 	closed  bool
+	// capturing: between beginCapture and endCapture, the stream is being
+	// captured; copies, allocations, frees and syncs are refused here
+	// before the driver refuses them.
+	capturing bool
+}
+
+// gpuGraph is a captured step: the graph and its instantiation.
+type gpuGraph struct{ graph, exec unsafe.Pointer }
+
+func (m *gpuMachine) refuseCapturing(what string) error {
+	if m.capturing {
+		return fmt.Errorf("cuda: %s while capturing a step (a CUDA graph cannot hold it)", what)
+	}
+	return nil
+}
+
+func (m *gpuMachine) beginCapture() error {
+	if err := m.refuseCapturing("a second capture"); err != nil {
+		return err
+	}
+	if m.closed {
+		return errClosed
+	}
+	err := m.d.do(func() error { return cuErr("cuStreamBeginCapture", C.faster_capture_begin(m.stream)) })
+	m.capturing = err == nil
+	return err
+}
+
+func (m *gpuMachine) endCapture() (record, error) {
+	if !m.capturing {
+		return nil, errors.New("cuda: endCapture without beginCapture")
+	}
+	m.capturing = false
+	g := &gpuGraph{}
+	err := m.d.do(func() error {
+		var call *C.char
+		if r := C.faster_capture_end(m.stream, &g.graph, &g.exec, &call); r != 0 {
+			return cuErr(C.GoString(call), r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (m *gpuMachine) replay(r record) error {
+	g, ok := r.(*gpuGraph)
+	if !ok || g.exec == nil {
+		return fmt.Errorf("cuda: replay of %T", r)
+	}
+	if err := m.refuseCapturing("a replay"); err != nil {
+		return err
+	}
+	return m.d.do(func() error { return cuErr("cuGraphLaunch", C.faster_graph_launch(g.exec, m.stream)) })
+}
+
+func (m *gpuMachine) dropRecord(r record) {
+	g, ok := r.(*gpuGraph)
+	if !ok || m.closed {
+		return
+	}
+	m.sync() // the graph may be running
+	m.d.do(func() error {
+		C.faster_graph_destroy(g.graph, g.exec)
+		return nil
+	})
+	g.graph, g.exec = nil, nil
 }
 
 // errClosed is the error of a call on a closed machine.
@@ -71,6 +140,9 @@ func openGPU(ordinal int, autotune bool) (*gpuMachine, error) {
 func (m *gpuMachine) do(f func() error) error { return m.d.do(f) }
 
 func (m *gpuMachine) alloc(bytes int) (uint64, error) {
+	if err := m.refuseCapturing("an allocation"); err != nil {
+		return 0, err
+	}
 	b, err := m.d.Alloc(bytes)
 	return b.ptr, err
 }
@@ -78,7 +150,7 @@ func (m *gpuMachine) alloc(bytes int) (uint64, error) {
 // free waits for the stream's work (which may use p) and frees p;
 // nothing once the machine is closed (its context took the memory).
 func (m *gpuMachine) free(p uint64) {
-	if m.closed {
+	if m.closed || m.capturing {
 		return
 	}
 	m.sync()
@@ -86,6 +158,9 @@ func (m *gpuMachine) free(p uint64) {
 }
 
 func (m *gpuMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
+	if err := m.refuseCapturing("a copy from host memory"); err != nil {
+		return err
+	}
 	if bytes == 0 {
 		return nil
 	}
@@ -95,6 +170,9 @@ func (m *gpuMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
 }
 
 func (m *gpuMachine) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
+	if err := m.refuseCapturing("a read back to host memory"); err != nil {
+		return err
+	}
 	if bytes == 0 {
 		return nil
 	}
@@ -137,6 +215,9 @@ func (m *gpuMachine) launch(name string, l kernels.Launch, args ...uint64) error
 func (m *gpuMachine) sync() error {
 	if m.closed {
 		return errClosed
+	}
+	if err := m.refuseCapturing("a sync"); err != nil {
+		return err
 	}
 	return m.d.do(func() error { return cuErr("cuStreamSynchronize", C.faster_stream_sync(m.stream)) })
 }

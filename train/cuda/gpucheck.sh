@@ -19,7 +19,9 @@
 # compared with its CPU build; then the cuda train.Backend itself runs
 # traintest's suites (RunLayers, RunTorchStep, RunResNet18) and 8 Trainer
 # steps against its CPU twin (TestGPUBackend*, strict fp32, autotuned, and
-# with TF32). It prints short tables last; the whole log
+# with TF32), native bf16/fp16 against the twin, and the step as a CUDA
+# graph (TestGPUBackendStepCapture: replays bit-identical to eager steps).
+# It prints short tables last; the whole log
 # goes to $OUT/gpucheck.log (or /tmp). Exit status: the test binary's.
 # It reads the card's state (nvidia-smi's query) and changes nothing.
 set -u

@@ -107,7 +107,7 @@ func runStubs(t *testing.T, cc, omit string) string {
 	dir := t.TempDir()
 	for l, lib := range libraries {
 		var src strings.Builder
-		src.WriteString("#include <stddef.h>\n")
+		src.WriteString(stubPrelude)
 		for _, d := range Decls {
 			if d.Lib != Library(l) || d.Symbol == omit {
 				continue
@@ -148,3 +148,7 @@ func stubChild() {
 	fmt.Printf("driver: %v nvrtc: %v cudnn: %v\n", loaded(Driver), loaded(NVRTC), loaded(CUDNN))
 	fmt.Printf("probe: %s\n", Probe())
 }
+
+// stubPrelude opens a generated stub library's C: what decls.h's
+// declarations need (size_t, the NCCL id passed by value).
+const stubPrelude = "#include <stddef.h>\nstruct faster_nccl_id { char internal[128]; };\n"

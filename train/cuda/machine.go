@@ -36,7 +36,8 @@ type machine interface {
 	// 8-byte slot (pointers and i64 as is, i32 and f32 in the low bytes).
 	launch(name string, l kernels.Launch, args ...uint64) error
 	// conv runs one direction of convolution c (cuDNN's semantics:
-	// cross-correlation, NCHW float32, pads and strides, no groups or
+	// cross-correlation, NCHW of c.Dtype (float32, or 16-bit tensors with
+	// float accumulation), pads and strides, no groups or
 	// dilation; alpha 1, beta 0):
 	//   convFwd:      out y (N×K×OH×OW) = conv(a x, b w)
 	//   convBwdData:  out dx (N×C×H×W) from a w, b dy
@@ -56,6 +57,16 @@ type machine interface {
 	// tuneChoices are the convolution algorithms measured and chosen
 	// under BackendOptions.Autotune, in the order chosen.
 	tuneChoices() []train.TuneChoice
+	// beginCapture starts recording the work queued (launch, conv, gemm,
+	// zero) instead of running it; until endCapture the machine refuses
+	// copies, allocations, frees and sync. endCapture ends the recording
+	// and returns the record, ready to replay (the GPU: a CUDA graph,
+	// instantiated); replay queues the recorded work; dropRecord releases
+	// a record. capture.go's recorder keeps the forbidden calls away.
+	beginCapture() error
+	endCapture() (record, error)
+	replay(r record) error
+	dropRecord(r record)
 	close() error
 }
 
@@ -72,19 +83,52 @@ func (d convDir) String() string {
 	return [...]string{"forward", "backward data", "backward filter"}[d]
 }
 
+// dtype is the element type of a convolution's tensors or of a
+// product's inputs: float32, or 16 bits (BackendOptions.Precision fp16 or
+// bf16, torch.autocast's operands).
+type dtype int
+
+const (
+	dtFloat dtype = iota
+	dtHalf        // IEEE binary16
+	dtBF16        // bfloat16
+)
+
+func (d dtype) String() string { return [...]string{"fp32", "fp16", "bf16"}[d] }
+
+// dtypeOf is the operand type of precision p.
+func dtypeOf(p train.Precision) dtype {
+	switch p {
+	case train.Float16:
+		return dtHalf
+	case train.BFloat16:
+		return dtBF16
+	}
+	return dtFloat
+}
+
 // convShape is one convolution's sizes; the GPU machine keeps its cuDNN
 // descriptors and chosen algorithms in state (released by releaseConv).
 type convShape struct {
-	N, C, H, W   int // input
-	K, R         int // output channels, square kernel
-	Pad, Stride  int
-	OH, OW       int
+	N, C, H, W  int // input
+	K, R        int // output channels, square kernel
+	Pad, Stride int
+	OH, OW      int
+	// Dtype is every tensor's type (x, w, y and their gradients): 16-bit
+	// tensors with float accumulation under fp16 and bf16 (cuDNN's
+	// PSEUDO_HALF and PSEUDO_BFLOAT16 configurations: the output is 16-bit
+	// too, as torch.autocast's convolution's).
+	Dtype        dtype
 	state        any
 	releaseState func()
 }
 
 func (c *convShape) String() string {
-	return fmt.Sprintf("conv %dx%dx%dx%d -> %d k%d s%d p%d", c.N, c.C, c.H, c.W, c.K, c.R, c.Stride, c.Pad)
+	s := fmt.Sprintf("conv %dx%dx%dx%d -> %d k%d s%d p%d", c.N, c.C, c.H, c.W, c.K, c.R, c.Stride, c.Pad)
+	if c.Dtype != dtFloat {
+		s += " " + c.Dtype.String()
+	}
+	return s
 }
 
 // release frees what a machine keeps for c.
@@ -95,8 +139,11 @@ func (c *convShape) release() {
 	c.state, c.releaseState = nil, nil
 }
 
-// gemmArgs are cublasSgemm's arguments (column-major).
+// gemmArgs are cublasSgemm's arguments (column-major); with In fp16 or
+// bf16, cublasGemmEx's: A and B 16-bit, C float32, float accumulation
+// (CUBLAS_COMPUTE_32F).
 type gemmArgs struct {
+	In          dtype
 	TA, TB      bool
 	M, N, K     int
 	Alpha, Beta float32

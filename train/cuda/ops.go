@@ -22,8 +22,12 @@ type convOp struct {
 	y, dx, dym *tensor
 	hw, hb     *tensor // host path: weights and bias
 	hdw, hdb   *tensor // host path: their gradients
-	xr, wr     *tensor // bf16/fp16: the rounded input and weights
-	dyr        *tensor // bf16/fp16: the rounded output gradient
+	// bf16/fp16: the 16-bit input (kept for backward filter), weights
+	// (host path), output, output gradient and the gradients cuDNN
+	// writes; dyr is the output gradient rounded, in float32, for the
+	// bias gradient.
+	xh, wh, yh, dyh, dxh, dwh buf16
+	dyr                       *tensor
 }
 
 func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
@@ -35,8 +39,11 @@ func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 
 func (c *convOp) Close() {
 	c.shape.release()
-	for _, t := range []*tensor{c.y, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.xr, c.wr, c.dyr} {
+	for _, t := range []*tensor{c.y, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.dyr} {
 		t.free()
+	}
+	for _, h := range []*buf16{&c.xh, &c.wh, &c.yh, &c.dyh, &c.dxh, &c.dwh} {
+		c.b.free16(h)
 	}
 	*c = convOp{b: c.b, s: c.s}
 }
@@ -63,7 +70,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := convShape{N: n, C: s.In, H: h, W: w, K: s.Out, R: s.Kernel, Pad: s.Pad, Stride: st, OH: oh, OW: ow}
+	want := convShape{N: n, C: s.In, H: h, W: w, K: s.Out, R: s.Kernel, Pad: s.Pad, Stride: st, OH: oh, OW: ow, Dtype: c.b.low}
 	if c.shape.N != n || c.shape.H != h || c.shape.W != w {
 		c.shape.release()
 		c.shape = want
@@ -72,16 +79,25 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 		return nil, err
 	}
 	if c.b.reduced() {
-		if x, err = c.b.round(&c.xr, x.p, x.shape...); err != nil {
-			return nil, err
-		}
-		wr, err := c.b.round(&c.wr, wp, s.Out*s.In*s.Kernel*s.Kernel)
+		// 16-bit x and w, a 16-bit y cast back to float32 for the ops after it.
+		xh, err := c.b.toLow(&c.xh, x.p, x.n)
 		if err != nil {
 			return nil, err
 		}
-		wp = wr.p
-	}
-	if err := c.b.m.conv(&c.shape, convFwd, x.p, wp, c.y.p); err != nil {
+		wh, err := c.b.lowWeights(wt, wp, s.Out*s.In*s.Kernel*s.Kernel, &c.wh)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.b.grow16(&c.yh, c.y.n); err != nil {
+			return nil, err
+		}
+		if err := c.b.m.conv(&c.shape, convFwd, xh, wh, c.yh.p); err != nil {
+			return nil, err
+		}
+		if err := c.b.fromLow(c.y.p, c.yh.p, c.y.n); err != nil {
+			return nil, err
+		}
+	} else if err := c.b.m.conv(&c.shape, convFwd, x.p, wp, c.y.p); err != nil {
 		return nil, err
 	}
 	if bp != 0 || s.ReLU {
@@ -129,14 +145,7 @@ func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (tr
 		g = c.dym
 	}
 	if c.b.reduced() {
-		if g, err = c.b.round(&c.dyr, g.p, g.shape...); err != nil {
-			return nil, err
-		}
-		wr, err := c.b.round(&c.wr, wp, nw)
-		if err != nil {
-			return nil, err
-		}
-		wp = wr.p
+		return c.backwardLow(g, wt, wp, dwp, dbp, needDX)
 	}
 	n, k, hw := planes(g.shape)
 	if dbp != 0 {
@@ -156,6 +165,63 @@ func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (tr
 		return nil, err
 	}
 	if err := c.b.m.conv(&c.shape, convBwdData, wp, g.p, c.dx.p); err != nil {
+		return nil, err
+	}
+	return c.dx, nil
+}
+
+// backwardLow is Backward under bf16 and fp16: the output gradient g cast
+// to 16 bits; cuDNN's backward filter (16-bit x kept by Forward) and data
+// write 16-bit gradients, cast to float32 into dw and dx; the bias
+// gradient sums the rounded g in float (the rounded g cast back: the
+// float32 op on rounded operands, as the reference emulates).
+func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, needDX bool) (train.Tensor, error) {
+	s := c.s
+	nw := s.Out * s.In * s.Kernel * s.Kernel
+	dyh, err := c.b.toLow(&c.dyh, g.p, g.n)
+	if err != nil {
+		return nil, err
+	}
+	if dbp != 0 {
+		if err := c.b.ensure(&c.dyr, g.shape...); err != nil {
+			return nil, err
+		}
+		if err := c.b.fromLow(c.dyr.p, dyh, g.n); err != nil {
+			return nil, err
+		}
+		n, k, hw := planes(g.shape)
+		if err := c.b.run("bias_grad", kernels.PerChannel, k, n*hw, c.dyr.p, dbp, i32(n), i32(k), i32(hw)); err != nil {
+			return nil, err
+		}
+	}
+	if dwp != 0 {
+		if err := c.b.grow16(&c.dwh, nw); err != nil {
+			return nil, err
+		}
+		if err := c.b.m.conv(&c.shape, convBwdFilter, c.xh.p, dyh, c.dwh.p); err != nil {
+			return nil, err
+		}
+		if err := c.b.fromLow(dwp, c.dwh.p, nw); err != nil {
+			return nil, err
+		}
+	}
+	if !needDX {
+		return nil, nil
+	}
+	wh, err := c.b.lowWeights(wt, wp, nw, &c.wh)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.b.ensure(&c.dx, c.x.shape...); err != nil {
+		return nil, err
+	}
+	if err := c.b.grow16(&c.dxh, c.dx.n); err != nil {
+		return nil, err
+	}
+	if err := c.b.m.conv(&c.shape, convBwdData, wh, dyh, c.dxh.p); err != nil {
+		return nil, err
+	}
+	if err := c.b.fromLow(c.dx.p, c.dxh.p, c.dx.n); err != nil {
 		return nil, err
 	}
 	return c.dx, nil
@@ -518,13 +584,16 @@ func (p *poolOp) Backward(dyt train.Tensor) (train.Tensor, error) {
 // ---- linear: sgemm, then bias_act; bias_grad ----
 
 type linearOp struct {
-	b           *Backend
-	s           train.LinearSpec
-	x           *tensor
-	y, dx       *tensor
-	hw, hb      *tensor
-	hdw, hdb    *tensor
-	xr, wr, dyr *tensor // bf16/fp16: rounded input, weights, output gradient
+	b        *Backend
+	s        train.LinearSpec
+	x        *tensor
+	y, dx    *tensor
+	hw, hb   *tensor
+	hdw, hdb *tensor
+	// bf16/fp16: the 16-bit input (kept for dw), weights (host path) and
+	// output gradient; dyr the gradient rounded, in float32, for the bias.
+	xh, wh, dyh buf16
+	dyr         *tensor
 }
 
 func (b *Backend) NewLinear(s train.LinearSpec) (train.LinearOp, error) {
@@ -535,8 +604,11 @@ func (b *Backend) NewLinear(s train.LinearSpec) (train.LinearOp, error) {
 }
 
 func (l *linearOp) Close() {
-	for _, t := range []*tensor{l.y, l.dx, l.hw, l.hb, l.hdw, l.hdb, l.xr, l.wr, l.dyr} {
+	for _, t := range []*tensor{l.y, l.dx, l.hw, l.hb, l.hdw, l.hdb, l.dyr} {
 		t.free()
+	}
+	for _, h := range []*buf16{&l.xh, &l.wh, &l.dyh} {
+		l.b.free16(h)
 	}
 	*l = linearOp{b: l.b, s: l.s}
 }
@@ -567,17 +639,17 @@ func (l *linearOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) 
 	if err := l.b.ensure(&l.y, n, out); err != nil {
 		return nil, err
 	}
+	xp := x.p
 	if l.b.reduced() {
-		if x, err = l.b.round(&l.xr, x.p, x.shape...); err != nil {
+		// cublasGemmEx: 16-bit x and w, float accumulation and output.
+		if xp, err = l.b.toLow(&l.xh, x.p, x.n); err != nil {
 			return nil, err
 		}
-		wr, err := l.b.round(&l.wr, wp, out*in)
-		if err != nil {
+		if wp, err = l.b.lowWeights(wt, wp, out*in, &l.wh); err != nil {
 			return nil, err
 		}
-		wp = wr.p
 	}
-	if err := l.b.m.gemm(gemmArgs{TA: true, M: out, N: n, K: in, Alpha: 1, A: wp, LDA: in, B: x.p, LDB: in, C: l.y.p, LDC: out}); err != nil {
+	if err := l.b.m.gemm(gemmArgs{In: l.b.low, TA: true, M: out, N: n, K: in, Alpha: 1, A: wp, LDA: in, B: xp, LDB: in, C: l.y.p, LDC: out}); err != nil {
 		return nil, err
 	}
 	if bp != 0 {
@@ -610,23 +682,29 @@ func (l *linearOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (
 	if err != nil {
 		return nil, err
 	}
+	xp, dyp, gb := l.x.p, dy.p, dy
 	if l.b.reduced() {
-		if dy, err = l.b.round(&l.dyr, dy.p, dy.shape...); err != nil {
+		if dyp, err = l.b.toLow(&l.dyh, dy.p, dy.n); err != nil {
 			return nil, err
 		}
-		wr, err := l.b.round(&l.wr, wp, out*in)
-		if err != nil {
-			return nil, err
+		xp = l.xh.p
+		if dbp != 0 {
+			if err := l.b.ensure(&l.dyr, dy.shape...); err != nil {
+				return nil, err
+			}
+			if err := l.b.fromLow(l.dyr.p, dyp, dy.n); err != nil {
+				return nil, err
+			}
+			gb = l.dyr
 		}
-		wp = wr.p
 	}
 	if dbp != 0 {
-		if err := l.b.run("bias_grad", kernels.PerChannel, out, n, dy.p, dbp, i32(n), i32(out), i32(1)); err != nil {
+		if err := l.b.run("bias_grad", kernels.PerChannel, out, n, gb.p, dbp, i32(n), i32(out), i32(1)); err != nil {
 			return nil, err
 		}
 	}
 	if dwp != 0 {
-		if err := l.b.m.gemm(gemmArgs{TB: true, M: in, N: out, K: n, Alpha: 1, A: l.x.p, LDA: in, B: dy.p, LDB: out, C: dwp, LDC: in}); err != nil {
+		if err := l.b.m.gemm(gemmArgs{In: l.b.low, TB: true, M: in, N: out, K: n, Alpha: 1, A: xp, LDA: in, B: dyp, LDB: out, C: dwp, LDC: in}); err != nil {
 			return nil, err
 		}
 	}
@@ -636,7 +714,12 @@ func (l *linearOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (
 	if err := l.b.ensure(&l.dx, l.x.shape...); err != nil {
 		return nil, err
 	}
-	if err := l.b.m.gemm(gemmArgs{M: in, N: n, K: out, Alpha: 1, A: wp, LDA: in, B: dy.p, LDB: out, C: l.dx.p, LDC: in}); err != nil {
+	if l.b.reduced() {
+		if wp, err = l.b.lowWeights(wt, wp, out*in, &l.wh); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.b.m.gemm(gemmArgs{In: l.b.low, M: in, N: n, K: out, Alpha: 1, A: wp, LDA: in, B: dyp, LDB: out, C: l.dx.p, LDC: in}); err != nil {
 		return nil, err
 	}
 	return l.dx, nil

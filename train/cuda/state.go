@@ -29,7 +29,7 @@ func (b *Backend) NewState(params, buffers []*train.Param, opt *train.SGD, e *tr
 	for _, f := range []struct {
 		p *uint64
 		n int
-	}{{&s.vals, s.nall}, {&s.grads, s.np}, {&s.vel, s.np}, {&s.ema, s.nall}, {&s.found, len(params)}, {&s.inv, 2}} {
+	}{{&s.vals, s.nall}, {&s.grads, s.np}, {&s.vel, s.np}, {&s.ema, s.nall}, {&s.found, len(params)}, {&s.inv, 2}, {&s.lr, 1}} {
 		p, err := b.m.alloc(4 * max(f.n, 1))
 		if err != nil {
 			s.Release()
@@ -38,7 +38,7 @@ func (b *Backend) NewState(params, buffers []*train.Param, opt *train.SGD, e *tr
 		*f.p = p
 	}
 	for i, p := range s.all {
-		v := &tensor{b: b, shape: []int{len(p.Value)}, p: s.vals + 4*uint64(s.off[i]), n: len(p.Value), view: true}
+		v := &tensor{b: b, shape: []int{len(p.Value)}, p: s.vals + 4*uint64(s.off[i]), n: len(p.Value), view: true, st: s, off: s.off[i]}
 		var g *tensor
 		if i < len(params) {
 			g = &tensor{b: b, shape: []int{len(p.Value)}, p: s.grads + 4*uint64(s.off[i]), n: len(p.Value), view: true}
@@ -66,9 +66,38 @@ type state struct {
 	vel, ema    uint64
 	found       uint64 // a float per param: the finite checks' flags
 	inv         uint64 // [the unscale factor, 1]
+	lr          uint64 // the learning rate, read by sgd_lr (a replayed step's graph does not change with it)
 	velHave     bool   // the momentum exists (after the first step or a Push)
 	emaHave     bool
 	vt, gt      []*tensor
+	// low is the values cast to the backend's 16-bit type (bf16, fp16):
+	// the weights convolutions and products read, cast once after each
+	// change of the values (gen counts them; lowGen is the one cast).
+	low         uint64
+	gen, lowGen uint64
+}
+
+// changed records that the values changed: the 16-bit copy is stale.
+func (s *state) changed() { s.gen++ }
+
+// lowValues is the 16-bit copy of every value, cast (one kernel over the
+// flat) when the values changed since the last cast.
+func (s *state) lowValues() (uint64, error) {
+	if s.low == 0 {
+		p, err := s.b.m.alloc(2 * max(s.nall, 1))
+		if err != nil {
+			return 0, fmt.Errorf("cuda: state: %s copy of %d values: %w", s.b.prec, s.nall, err)
+		}
+		s.low, s.lowGen = p, s.gen-1
+	}
+	if s.lowGen != s.gen {
+		to, _ := s.b.casts()
+		if err := s.b.run(to, kernels.Elementwise, s.nall, 0, s.vals, s.low, i64(s.nall)); err != nil {
+			return 0, err
+		}
+		s.lowGen = s.gen
+	}
+	return s.low, nil
 }
 
 func (s *state) Tensors(i int) (train.Tensor, train.Tensor) {
@@ -96,10 +125,16 @@ func (s *state) Unscale(inv float32) (bool, error) {
 	return f[0] == 0, nil
 }
 
-// SGDStep is the sgd kernel once over the params' flat.
+// SGDStep is the sgd_lr kernel once over the params' flat, the learning
+// rate copied into device memory first (so a captured step's graph reads
+// each step's rate and stays the same).
 func (s *state) SGDStep(o *train.SGD, lr float64) error {
 	first := o.Momentum != 0 && !s.velHave
-	if err := s.b.run("sgd", kernels.Elementwise, s.np, 0, s.vals, s.grads, s.vel, i64(s.np), f32(float32(lr)),
+	s.changed()
+	if err := s.b.copyIn(s.lr, []float32{float32(lr)}); err != nil {
+		return err
+	}
+	if err := s.b.run("sgd_lr", kernels.Elementwise, s.np, 0, s.vals, s.grads, s.vel, i64(s.np), s.lr,
 		f32(o.Momentum), f32(o.WeightDecay), flag(o.Nesterov), flag(first)); err != nil {
 		return err
 	}
@@ -152,6 +187,7 @@ func (s *state) EMASwap() error {
 	if !s.emaHave {
 		return errors.New("cuda: EMA swap before an update")
 	}
+	s.changed()
 	return s.b.run("swap_f32", kernels.Elementwise, s.nall, 0, s.vals, s.ema, i64(s.nall))
 }
 
@@ -198,6 +234,7 @@ func grow(v []float32, n int) []float32 {
 // Push copies the values, the momentum and the average in; a nil
 // Velocity or Values means none yet.
 func (s *state) Push(opt *train.SGD, e *train.EMA) error {
+	s.changed()
 	for i, p := range s.all {
 		if len(p.Value) != s.vt[i].n {
 			return fmt.Errorf("cuda: push %s: %d values, the state %d", p.Name, len(p.Value), s.vt[i].n)
@@ -239,7 +276,7 @@ func (s *state) Push(opt *train.SGD, e *train.EMA) error {
 }
 
 func (s *state) Release() {
-	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv} {
+	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv, &s.lr, &s.low} {
 		if *p != 0 {
 			s.b.m.free(*p)
 			*p = 0

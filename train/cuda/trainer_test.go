@@ -157,9 +157,12 @@ func TestTwinTrainsLikeReference(t *testing.T) {
 	}
 }
 
-// AMP: fp16 (emulated by rounding) with a GradScaler whose first scale
-// overflows, so that the first steps are skipped on the device's finite
-// check and the scale backs off, as on the reference.
+// AMP: native fp16 with a GradScaler whose first scale overflows, so
+// that the first steps are skipped on the device's finite check and the
+// scale backs off, as on the reference. The reference emulates fp16 with
+// float32 convolution outputs; the twin's are 16-bit (cuDNN's, as
+// torch.autocast's), so the runs agree within ampTol, fp16's precision
+// over 8 steps, rather than trainTol.
 func TestTwinAMPLikeReference(t *testing.T) {
 	amp := func(tr *train.Trainer) {
 		tr.Scaler = train.NewGradScaler()
@@ -176,10 +179,14 @@ func TestTwinAMPLikeReference(t *testing.T) {
 	if got.skipped == 0 || got.skipped != want.skipped {
 		t.Fatalf("skipped %d steps, the reference %d (want the same, more than 0)", got.skipped, want.skipped)
 	}
-	nearLosses(t, got.losses, want.losses, trainTol)
-	near(t, "weights", got.weights, want.weights, trainTol)
-	near(t, "momentum", got.velocity, want.velocity, trainTol)
+	nearLosses(t, got.losses, want.losses, ampTol)
+	near(t, "weights", got.weights, want.weights, ampTol)
+	near(t, "momentum", got.velocity, want.velocity, ampTol)
 }
+
+// ampTol bounds native fp16's drift from the reference's emulation: a few
+// of fp16's half-ulps (2^-11) through 8 steps.
+const ampTol = 4e-3
 
 // A checkpoint written on the twin resumes on the reference backend, and
 // one written on the reference resumes on the twin: the next epoch's

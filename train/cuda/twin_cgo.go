@@ -16,6 +16,7 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -28,9 +29,62 @@ import (
 // (kernels.LaunchCPU) and the loops of twin.c. It runs everything at once:
 // nothing is queued.
 type twinMachine struct {
-	mu     sync.Mutex
-	live   map[uint64]int // allocations and their sizes
-	closed bool
+	mu        sync.Mutex
+	live      map[uint64]int // allocations and their sizes
+	closed    bool
+	capturing *twinGraph // between beginCapture and endCapture: the calls recorded
+}
+
+// twinGraph is the twin's record of a step: its calls (kernel name, launch
+// and 8-byte slots; convolutions and products with their buffers; memsets),
+// run again in order by replay.
+type twinGraph struct{ calls []call }
+
+// errCapturing is a call the twin refuses while it records (as the GPU
+// refuses it during stream capture).
+func errCapturing(what string) error {
+	return fmt.Errorf("cuda twin: %s while capturing a step (a CUDA graph cannot hold it)", what)
+}
+
+func (m *twinMachine) beginCapture() error {
+	if m.capturing != nil {
+		return errCapturing("a second capture")
+	}
+	m.capturing = &twinGraph{}
+	return nil
+}
+
+func (m *twinMachine) endCapture() (record, error) {
+	g := m.capturing
+	if g == nil {
+		return nil, fmt.Errorf("cuda twin: endCapture without beginCapture")
+	}
+	m.capturing = nil
+	return g, nil
+}
+
+func (m *twinMachine) replay(r record) error {
+	g, ok := r.(*twinGraph)
+	if !ok || m.capturing != nil {
+		return fmt.Errorf("cuda twin: replay of %T", r)
+	}
+	for i := range g.calls {
+		if err := execCall(m, &g.calls[i]); err != nil {
+			return fmt.Errorf("cuda twin: replaying call %d (%s): %w", i, g.calls[i].String(), err)
+		}
+	}
+	return nil
+}
+
+func (m *twinMachine) dropRecord(record) {}
+
+// recorded appends c to the capture when one runs.
+func (m *twinMachine) recorded(c call) bool {
+	if m.capturing == nil {
+		return false
+	}
+	m.capturing.calls = append(m.capturing.calls, c)
+	return true
 }
 
 // twinMemory is what the twin reports as free memory: a fixed budget, so
@@ -40,6 +94,9 @@ const twinMemory = 8 << 30
 func newTwin() *twinMachine { return &twinMachine{live: map[uint64]int{}} }
 
 func (m *twinMachine) alloc(bytes int) (uint64, error) {
+	if m.capturing != nil {
+		return 0, errCapturing("an allocation")
+	}
 	if bytes < 0 {
 		return 0, fmt.Errorf("cuda twin: alloc of %d bytes", bytes)
 	}
@@ -64,6 +121,9 @@ func (m *twinMachine) free(p uint64) {
 }
 
 func (m *twinMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
+	if m.capturing != nil {
+		return errCapturing("a copy from host memory")
+	}
 	if bytes > 0 {
 		C.twin_copy(C.twin_p(C.ulonglong(dst)), src, C.size_t(bytes))
 	}
@@ -71,6 +131,9 @@ func (m *twinMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
 }
 
 func (m *twinMachine) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
+	if m.capturing != nil {
+		return errCapturing("a read back to host memory")
+	}
 	if bytes > 0 {
 		C.twin_copy(dst, C.twin_p(C.ulonglong(src)), C.size_t(bytes))
 	}
@@ -78,6 +141,9 @@ func (m *twinMachine) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
 }
 
 func (m *twinMachine) zero(p uint64, bytes int) error {
+	if m.recorded(call{kind: callZero, out: p, n: bytes}) {
+		return nil
+	}
 	if bytes > 0 {
 		C.memset(C.twin_p(C.ulonglong(p)), 0, C.size_t(bytes))
 	}
@@ -85,14 +151,29 @@ func (m *twinMachine) zero(p uint64, bytes int) error {
 }
 
 func (m *twinMachine) launch(name string, l kernels.Launch, args ...uint64) error {
+	if m.recorded(call{kind: callLaunch, name: name, l: l, args: slices.Clone(args)}) {
+		return nil
+	}
 	return kernels.LaunchCPU(name, l, args)
 }
 
 func fptr(a uint64) *C.float { return (*C.float)(C.twin_p(C.ulonglong(a))) }
 
+func u16ptr(a uint64) *C.uint16_t { return (*C.uint16_t)(C.twin_p(C.ulonglong(a))) }
+
 func (m *twinMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
+	if m.recorded(call{kind: callConv, cs: c, dir: dir, a: a, b: b, out: out}) {
+		return nil
+	}
 	n, ci, h, w, k, r := C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R)
 	p, s, oh, ow := C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW)
+	if c.Dtype != dtFloat {
+		if dir < convFwd || dir > convBwdFilter {
+			return fmt.Errorf("cuda twin: convolution direction %d", dir)
+		}
+		C.twin_conv_16(C.int(dir), b2c(c.Dtype == dtBF16), u16ptr(a), u16ptr(b), u16ptr(out), n, ci, h, w, k, r, p, s, oh, ow)
+		return nil
+	}
 	switch dir {
 	case convFwd:
 		C.twin_conv_fwd(fptr(a), fptr(b), fptr(out), n, ci, h, w, k, r, p, s, oh, ow)
@@ -114,12 +195,25 @@ func b2c(b bool) C.int {
 }
 
 func (m *twinMachine) gemm(g gemmArgs) error {
+	if m.recorded(call{kind: callGemm, g: g}) {
+		return nil
+	}
+	if g.In != dtFloat {
+		C.twin_gemm_16(b2c(g.In == dtBF16), b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), u16ptr(g.A),
+			C.int(g.LDA), u16ptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
+		return nil
+	}
 	C.twin_sgemm(b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), fptr(g.A), C.int(g.LDA),
 		fptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
 	return nil
 }
 
-func (m *twinMachine) sync() error                { return nil }
+func (m *twinMachine) sync() error {
+	if m.capturing != nil {
+		return errCapturing("a sync")
+	}
+	return nil
+}
 func (m *twinMachine) freeMemory() (int64, error) { return twinMemory, nil }
 
 // facts are the H200's: the twin plans the launches the GPU would run.

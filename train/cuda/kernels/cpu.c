@@ -141,7 +141,8 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(ema_update, P(0), P(1), L(2), F(3), I(4))                                                      \
 	X(swap_f32, P(0), P(1), L(2))                                                                    \
 	X(copy_f32, P(0), P(1), L(2))                                                                    \
-	X(fill_f32, P(0), L(1), F(2))
+	X(fill_f32, P(0), L(1), F(2))                                                                    \
+	X(sgd_lr, P(0), P(1), P(2), L(3), P(4), F(5), F(6), I(7), I(8))
 
 typedef void (*cpu_run_fn)(const u64 *a);
 

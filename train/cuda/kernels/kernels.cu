@@ -654,3 +654,22 @@ KERNEL copy_f32(const float *src, float *dst, i64 n) {
 KERNEL fill_f32(float *v, i64 n, float value) {
 	FOR_EACH(i, n) v[i] = value;
 }
+
+/* sgd_lr: sgd with the learning rate read from device memory (*lr), so
+ * that a training step captured as a CUDA graph replays with each step's
+ * rate: the graph's arguments stay the same while the rate changes. */
+KERNEL sgd_lr(float *w, const float *g, float *v, i64 n, const float *lr, float momentum, float wd,
+	      i32 nesterov, i32 first) {
+	const float rate = *lr;
+	FOR_EACH(i, n) {
+		float d = g[i];
+		if (wd != 0.0f)
+			d = fmaf(wd, w[i], d);
+		if (momentum != 0.0f) {
+			float b = first ? d : momentum * v[i] + d;
+			v[i] = b;
+			d = nesterov ? fmaf(momentum, b, d) : b;
+		}
+		w[i] = fmaf(-rate, d, w[i]);
+	}
+}

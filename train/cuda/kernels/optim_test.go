@@ -211,3 +211,34 @@ func TestNormalizeU8(t *testing.T) {
 		t.Fatalf("%d ulp from train.Images.Fill at %d", dd.ulps, dd.at)
 	}
 }
+
+// sgd_lr reads its rate from memory and must step exactly as sgd given the
+// same rate as an argument, with and without momentum, Nesterov and first.
+func TestSGDLRMatchesSGD(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	w0, g, v0 := randn(r, 3000, 0.1), randn(r, 3000, 0.01), randn(r, 3000, 0.01)
+	for _, c := range []struct {
+		m, wd           float32
+		nesterov, first bool
+	}{{0, 0, false, false}, {0.9, 5e-4, false, true}, {0.9, 5e-4, false, false}, {0.8, 0, true, false}} {
+		l := Launch{3, 128}
+		w1, v1, w2, v2 := slices.Clone(w0), slices.Clone(v0), slices.Clone(w0), slices.Clone(v0)
+		lr := []float32{0.05}
+		pin(t, w1, v1, w2, v2, g, lr)
+		if err := LaunchCPU("sgd", l, []uint64{ptrSlot(w1), ptrSlot(g), ptrSlot(v1), i64Slot(len(w1)), f32Slot(lr[0]),
+			f32Slot(c.m), f32Slot(c.wd), i32Slot(int(b2int(c.nesterov))), i32Slot(int(b2int(c.first)))}); err != nil {
+			t.Fatal(err)
+		}
+		if err := LaunchCPU("sgd_lr", l, []uint64{ptrSlot(w2), ptrSlot(g), ptrSlot(v2), i64Slot(len(w2)), ptrSlot(lr),
+			f32Slot(c.m), f32Slot(c.wd), i32Slot(int(b2int(c.nesterov))), i32Slot(int(b2int(c.first)))}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(w1, w2) || !slices.Equal(v1, v2) {
+			t.Errorf("%+v: sgd_lr differs from sgd", c)
+		}
+		if slices.Equal(w1, w0) {
+			t.Errorf("%+v: no step taken", c)
+		}
+	}
+}

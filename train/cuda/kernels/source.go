@@ -107,6 +107,7 @@ var Kernels = []Kernel{
 	{"swap_f32", Elementwise},
 	{"copy_f32", Elementwise},
 	{"fill_f32", Elementwise},
+	{"sgd_lr", Elementwise}, // sgd with the rate in device memory (a captured step's)
 }
 
 var kernelDef = regexp.MustCompile(`(?m)^KERNEL (\w+)\(`)

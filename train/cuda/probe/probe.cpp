@@ -117,6 +117,14 @@ constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
 #undef FASTER_CUDA_CONST
 #endif
 
+// consts_nccl.h: NCCL's values; the by-value unique id's size.
+#ifdef FASTER_PROBE_NCCL
+#define FASTER_CUDA_CONST(name, value) static_assert(int(name) == value, "consts_nccl.h: " #name " is not " #value);
+#include "../consts_nccl.h"
+#undef FASTER_CUDA_CONST
+static_assert(sizeof(ncclUniqueId) == sizeof(faster_nccl_id), "decls.h: faster_nccl_id is not the size of ncclUniqueId");
+#endif
+
 // gpu.h's faster_conv_perf is the layout of cuDNN's three AlgoPerf structs.
 #ifdef FASTER_PROBE_CUDNN
 #include <cstddef>

@@ -3,7 +3,9 @@
  * gpu.c makes with the real libraries' documented semantics (cuDNN's
  * legacy API: descriptors, cross-correlation NCHW float32, the three
  * directions with alpha and beta, Get…_v7 and Find…Ex ranking; cuBLAS's
- * column-major sgemm with host alpha and beta) over host pointers, and
+ * column-major sgemm with host alpha and beta; 16-bit tensors, CUDNN_DATA_HALF
+ * and _BFLOAT16 with float compute and tensor-op math, and cublasGemmEx
+ * with 16-bit A and B, float C and CUBLAS_COMPUTE_32F) over host pointers, and
  * refuse (status 2000, as CUDNN_STATUS_BAD_PARAM; 7 for cuBLAS) any
  * argument that disagrees with the descriptors: a descriptor of the wrong
  * kind, an output shape unlike the convolution's, an unknown algorithm, a
@@ -20,6 +22,7 @@ enum { BAD = 2000, UNSUPPORTED = 3000 };
 #ifdef STANDIN_CUDNN
 struct desc {
 	int kind; /* 1 tensor, 2 filter, 3 convolution */
+	int dtype; /* cudnnDataType_t: 0 FLOAT, 2 HALF, 9 BFLOAT16 */
 	int n, c, h, w;
 	int pad, stride, mode, math;
 };
@@ -44,18 +47,21 @@ int cudnnDestroyTensorDescriptor(void *d) { return rm(d, 1); }
 int cudnnDestroyFilterDescriptor(void *d) { return rm(d, 2); }
 int cudnnDestroyConvolutionDescriptor(void *d) { return rm(d, 3); }
 
+/* known: the data types gpu.c may pass (cudnn_graph.h's values). */
+static int known(int t) { return t == 0 || t == 2 || t == 9; }
+
 int cudnnSetTensor4dDescriptor(void *d, int format, int dataType, int n, int c, int h, int w) {
 	struct desc *x = d;
-	if (x->kind != 1 || format != 0 /* NCHW */ || dataType != 0 /* FLOAT */ || n < 1 || c < 1 || h < 1 || w < 1)
+	if (x->kind != 1 || format != 0 /* NCHW */ || !known(dataType) || n < 1 || c < 1 || h < 1 || w < 1)
 		return BAD;
-	x->n = n, x->c = c, x->h = h, x->w = w;
+	x->n = n, x->c = c, x->h = h, x->w = w, x->dtype = dataType;
 	return 0;
 }
 int cudnnSetFilter4dDescriptor(void *d, int dataType, int format, int k, int c, int h, int w) {
 	struct desc *x = d;
-	if (x->kind != 2 || dataType != 0 || format != 0 || k < 1 || c < 1 || h < 1 || h != w)
+	if (x->kind != 2 || !known(dataType) || format != 0 || k < 1 || c < 1 || h < 1 || h != w)
 		return BAD;
-	x->n = k, x->c = c, x->h = h, x->w = w;
+	x->n = k, x->c = c, x->h = h, x->w = w, x->dtype = dataType;
 	return 0;
 }
 int cudnnSetConvolution2dDescriptor(void *d, int padH, int padW, int u, int v, int dh, int dw, int mode, int computeType) {
@@ -68,7 +74,7 @@ int cudnnSetConvolution2dDescriptor(void *d, int padH, int padW, int u, int v, i
 }
 int cudnnSetConvolutionMathType(void *d, int math) {
 	struct desc *x = d;
-	if (x->kind != 3 || (math != 0 && math != 3))
+	if (x->kind != 3 || (math != 0 && math != 1 && math != 3))
 		return BAD;
 	x->math = math;
 	return 0;
@@ -80,6 +86,10 @@ static int check(struct desc *x, struct desc *w, struct desc *cv, struct desc *y
 		return BAD;
 	int oh = (x->h + 2 * cv->pad - w->h) / cv->stride + 1, ow = (x->w + 2 * cv->pad - w->w) / cv->stride + 1;
 	if (x->c != w->c || y->n != x->n || y->c != w->n || y->h != oh || y->w != ow)
+		return BAD;
+	/* One data type for all three (PSEUDO_HALF/BFLOAT16: the compute type
+	 * stays FLOAT, checked by the descriptor), tensor-op math for 16 bits. */
+	if (x->dtype != w->dtype || y->dtype != x->dtype || (x->dtype != 0 && cv->math != 1))
 		return BAD;
 	return 0;
 }
@@ -115,21 +125,30 @@ static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, s
 	int r = check(x, w, cv, y);
 	if (r)
 		return r;
-	twin_conv_fwd(xp, wp, yp, x->n, x->c, x->h, x->w, w->n, w->h, cv->pad, cv->stride, y->h, y->w);
+	if (x->dtype)
+		twin_conv_16(0, x->dtype == 9, xp, wp, yp, x->n, x->c, x->h, x->w, w->n, w->h, cv->pad, cv->stride, y->h, y->w);
+	else
+		twin_conv_fwd(xp, wp, yp, x->n, x->c, x->h, x->w, w->n, w->h, cv->pad, cv->stride, y->h, y->w);
 	return 0;
 }
 static int bwd_data(struct desc *w, const void *wp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dx, void *dxp) {
 	int r = check(dx, w, cv, dy);
 	if (r)
 		return r;
-	twin_conv_bwd_data(wp, dyp, dxp, dx->n, dx->c, dx->h, dx->w, w->n, w->h, cv->pad, cv->stride, dy->h, dy->w);
+	if (w->dtype)
+		twin_conv_16(1, w->dtype == 9, wp, dyp, dxp, dx->n, dx->c, dx->h, dx->w, w->n, w->h, cv->pad, cv->stride, dy->h, dy->w);
+	else
+		twin_conv_bwd_data(wp, dyp, dxp, dx->n, dx->c, dx->h, dx->w, w->n, w->h, cv->pad, cv->stride, dy->h, dy->w);
 	return 0;
 }
 static int bwd_filter(struct desc *x, const void *xp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dw, void *dwp) {
 	int r = check(x, dw, cv, dy);
 	if (r)
 		return r;
-	twin_conv_bwd_filter(xp, dyp, dwp, x->n, x->c, x->h, x->w, dw->n, dw->h, cv->pad, cv->stride, dy->h, dy->w);
+	if (x->dtype)
+		twin_conv_16(2, x->dtype == 9, xp, dyp, dwp, x->n, x->c, x->h, x->w, dw->n, dw->h, cv->pad, cv->stride, dy->h, dy->w);
+	else
+		twin_conv_bwd_filter(xp, dyp, dwp, x->n, x->c, x->h, x->w, dw->n, dw->h, cv->pad, cv->stride, dy->h, dy->w);
 	return 0;
 }
 
@@ -199,4 +218,53 @@ int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *al
 	twin_sgemm(ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 	return 0;
 }
+
+/* cublasGemmEx as gpu.c calls it: A and B of one 16-bit type (library_types.h:
+ * CUDA_R_16F 2, CUDA_R_16BF 14), C float (CUDA_R_32F 0), CUBLAS_COMPUTE_32F
+ * (68) with float alpha and beta, CUBLAS_GEMM_DEFAULT (-1). */
+int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *a, int aType, int lda,
+		 const void *b, int bType, int ldb, const void *beta, void *c, int cType, int ldc, int computeType, int algo) {
+	if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 0 || n < 0 || k < 0 || lda < (ta ? k : m) ||
+	    ldb < (tb ? n : k) || ldc < m)
+		return 7;
+	if (aType != bType || (aType != 2 && aType != 14) || cType != 0 || computeType != 68 || algo != -1)
+		return 7;
+	twin_gemm_16(aType == 14, ta, tb, m, n, k, *(const float *)alpha, a, lda, b, ldb, *(const float *)beta, c, ldc);
+	return 0;
+}
+#endif
+
+#ifdef STANDIN_NCCL
+/* libnccl.so.2 at world size 1, as gpu.c calls it: the unique id is 128
+ * bytes (ncclUniqueId) that ncclGetUniqueId fills and ncclCommInitRank
+ * takes BY VALUE: the stand-in checks every byte it receives, so an id
+ * passed as a pointer (GPU.md's suspect) or truncated is refused
+ * (ncclInvalidArgument, 4). ncclAllReduce at one
+ * rank copies send to recv (a sum over one rank), ncclFloat32 (7) and
+ * ncclSum (0) only. */
+struct faster_nccl_id {
+	char internal[128];
+};
+static int comm_marker;
+int ncclGetUniqueId(void *id) {
+	for (int i = 0; i < 128; i++)
+		((unsigned char *)id)[i] = (unsigned char)(i * 7 + 3);
+	return 0;
+}
+int ncclCommInitRank(void **comm, int nranks, struct faster_nccl_id id, int rank) {
+	for (int i = 0; i < 128; i++)
+		if ((unsigned char)id.internal[i] != (unsigned char)(i * 7 + 3))
+			return 4;
+	if (nranks != 1 || rank != 0)
+		return 4;
+	*comm = &comm_marker;
+	return 0;
+}
+int ncclAllReduce(const void *send, void *recv, size_t count, int datatype, int op, void *comm, void *stream) {
+	if (comm != &comm_marker || datatype != 7 || op != 0 || !send || !recv)
+		return 4;
+	memmove(recv, send, count * 4);
+	return 0;
+}
+int ncclCommDestroy(void *comm) { return comm == &comm_marker ? 0 : 4; }
 #endif

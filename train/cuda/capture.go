@@ -1,0 +1,364 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda/kernels"
+)
+
+// The training step as a CUDA graph (train.StepCapturer). The machine
+// records the work queued between beginCapture and endCapture instead of
+// running it (the GPU: stream capture on the backend's stream, then
+// cuGraphInstantiateWithFlags; the twin: a list of its calls) and replays
+// the record (cuGraphLaunch; the twin runs the list). Above it, a
+// recorder stands in for the machine while a step runs under RunStep: it
+// logs every call, stages copies in, refuses reads back to the host and
+// allocations, and in replay mode checks each call against the captured
+// log instead of queueing it.
+
+//
+// While RunStep runs, the backend's machine is the recorder: the backend
+// must be used by the step's goroutine alone for that time. A ByteInputOp
+// or an input tensor filled from another goroutine (the Trainer's feeder
+// fills one slot while a step runs on the other) would race with the swap
+// and land in the record; the trainer's wiring stages its slots outside
+// RunStep or copies the slot into a fixed input inside the step.
+
+var _ train.StepCapturer = (*Backend)(nil)
+
+// errHostRead is the refusal of a read back to the host inside a captured
+// or replayed step (the GPU refuses it too: a pageable copy out and a
+// stream synchronisation cannot be captured).
+var errHostRead = errors.New("cuda: a read back to host memory inside a captured step (read losses and flags outside the step, once per interval)")
+
+// record is a machine's replayable record of a step (a CUDA graph on the
+// GPU, a call list on the twin).
+type record any
+
+// callKind is what one logged machine call did.
+type callKind int
+
+const (
+	callLaunch callKind = iota
+	callConv
+	callGemm
+	callZero
+	callCopyIn
+)
+
+// call is one machine call of a step, as logged and compared: a kernel
+// with its launch and slots; a convolution with its op's shape and
+// buffers; a product; a memset; a copy in (destination and size compared,
+// the bytes staged).
+type call struct {
+	kind  callKind
+	name  string
+	l     kernels.Launch
+	args  []uint64
+	cs    *convShape
+	shape convShape // *cs's sizes when logged
+	dir   convDir
+	a, b  uint64
+	out   uint64
+	g     gemmArgs
+	n     int
+	data  []byte
+}
+
+func (c *call) same(o *call) bool {
+	switch {
+	case c.kind != o.kind:
+		return false
+	case c.kind == callLaunch:
+		return c.name == o.name && c.l == o.l && slices.Equal(c.args, o.args)
+	case c.kind == callConv:
+		return c.cs == o.cs && sizes(&c.shape) == sizes(&o.shape) && c.dir == o.dir && c.a == o.a && c.b == o.b && c.out == o.out
+	case c.kind == callGemm:
+		return c.g == o.g
+	}
+	return c.out == o.out && c.n == o.n // zero, copy in
+}
+
+// sizes is a convolution's sizes, comparable.
+func sizes(c *convShape) [12]int {
+	return [12]int{c.N, c.C, c.H, c.W, c.K, c.R, c.Pad, c.Stride, c.OH, c.OW, int(c.Dtype)}
+}
+
+func (c *call) String() string {
+	switch c.kind {
+	case callLaunch:
+		return "kernel " + c.name
+	case callConv:
+		return c.shape.String() + " " + c.dir.String()
+	case callGemm:
+		return fmt.Sprintf("gemm %dx%dx%d", c.g.M, c.g.N, c.g.K)
+	case callZero:
+		return fmt.Sprintf("zero %d bytes", c.n)
+	}
+	return fmt.Sprintf("copy in of %d bytes", c.n)
+}
+
+// execCall runs c on m.
+func execCall(m machine, c *call) error {
+	switch c.kind {
+	case callLaunch:
+		return m.launch(c.name, c.l, c.args...)
+	case callConv:
+		return m.conv(c.cs, c.dir, c.a, c.b, c.out)
+	case callGemm:
+		return m.gemm(c.g)
+	case callZero:
+		return m.zero(c.out, c.n)
+	}
+	if c.n == 0 {
+		return nil
+	}
+	return m.copyIn(c.out, unsafe.Pointer(&c.data[0]), c.n)
+}
+
+// recorder modes.
+const (
+	recCapture = iota // log, forward to the capturing machine, stage copies
+	recReplay         // log and compare with want; nothing queued
+	recEager          // diverged from the record: forward everything
+)
+
+// recorder is the machine while a step runs under RunStep.
+type recorder struct {
+	machine // the real one
+	mode    int
+	log     []call // capture: the step's calls
+	staged  []call // capture: the copies in, applied before the first replay
+	want    []call // replay: the captured log
+	pending []call // replay: the calls matched so far
+	stale   string // replay: why the record no longer fits ("" while it does)
+}
+
+func (w *recorder) do(c call) error {
+	switch w.mode {
+	case recCapture:
+		w.log = append(w.log, c)
+		if c.kind == callCopyIn {
+			w.staged = append(w.staged, c)
+			return nil
+		}
+		return execCall(w.machine, &c)
+	case recReplay:
+		if i := len(w.pending); i < len(w.want) && w.want[i].same(&c) {
+			w.pending = append(w.pending, c)
+			return nil
+		}
+		why := fmt.Sprintf("call %d (%s) differs from the record's", len(w.pending), c.String())
+		if err := w.diverge(why); err != nil {
+			return err
+		}
+	}
+	return execCall(w.machine, &c)
+}
+
+// diverge runs what replay mode held back, in order, and forwards
+// everything after it: the step runs eagerly.
+func (w *recorder) diverge(why string) error {
+	if w.mode != recReplay {
+		return nil
+	}
+	w.mode, w.stale = recEager, why
+	for i := range w.pending {
+		if err := execCall(w.machine, &w.pending[i]); err != nil {
+			return err
+		}
+	}
+	w.pending = nil
+	return nil
+}
+
+func (w *recorder) launch(name string, l kernels.Launch, args ...uint64) error {
+	return w.do(call{kind: callLaunch, name: name, l: l, args: slices.Clone(args)})
+}
+
+func (w *recorder) conv(c *convShape, dir convDir, a, b, out uint64) error {
+	s := *c
+	s.state, s.releaseState = nil, nil
+	return w.do(call{kind: callConv, cs: c, shape: s, dir: dir, a: a, b: b, out: out})
+}
+
+func (w *recorder) gemm(g gemmArgs) error { return w.do(call{kind: callGemm, g: g}) }
+
+func (w *recorder) zero(p uint64, bytes int) error {
+	return w.do(call{kind: callZero, out: p, n: bytes})
+}
+
+func (w *recorder) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
+	c := call{kind: callCopyIn, out: dst, n: bytes}
+	if bytes > 0 {
+		c.data = slices.Clone(unsafe.Slice((*byte)(src), bytes))
+	}
+	return w.do(c)
+}
+
+func (w *recorder) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
+	if w.mode != recEager {
+		return errHostRead
+	}
+	return w.machine.copyOut(dst, src, bytes)
+}
+
+func (w *recorder) alloc(bytes int) (uint64, error) {
+	if w.mode == recCapture {
+		return 0, fmt.Errorf("cuda: an allocation of %d bytes inside a captured step (the warm-up step allocates)", bytes)
+	}
+	if err := w.diverge(fmt.Sprintf("an allocation of %d bytes", bytes)); err != nil {
+		return 0, err
+	}
+	return w.machine.alloc(bytes)
+}
+
+func (w *recorder) free(p uint64) {
+	if w.mode == recCapture {
+		// Refused: the memory may be in the record. Freed with the machine.
+		return
+	}
+	if w.diverge("a free") == nil {
+		w.machine.free(p)
+	}
+}
+
+func (w *recorder) sync() error {
+	if w.mode == recCapture {
+		return errHostRead
+	}
+	if err := w.diverge("a sync"); err != nil {
+		return err
+	}
+	return w.machine.sync()
+}
+
+// stepGraph is the Backend's captured step.
+type stepGraph struct {
+	key  string
+	warm bool   // an eager step of key ran
+	rec  record // nil until captured
+	log  []call
+	runs [3]int // steps run by StepRun: eager, captured, replayed
+}
+
+// RunStep implements train.StepCapturer: the first step of a key eager,
+// the second captured (then its record launched), later ones replayed
+// when their calls match the record's, else eager (and the next one
+// captured again).
+func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) {
+	if b.closed {
+		return train.StepEager, errors.New("cuda: RunStep on a closed backend")
+	}
+	if _, nested := b.m.(*recorder); nested {
+		return train.StepEager, errors.New("cuda: RunStep inside a step")
+	}
+	g := &b.graph
+	if g.key != key {
+		b.ReleaseStep()
+		g.key = key
+	}
+	run := train.StepEager
+	var err error
+	switch {
+	case !g.warm:
+		if err = step(); err == nil {
+			g.warm = true
+		}
+	case g.rec == nil:
+		run, err = b.capture(step)
+	default:
+		run, err = b.replay(step)
+	}
+	if err != nil {
+		b.ReleaseStep()
+		return run, err
+	}
+	g.runs[run]++
+	return run, nil
+}
+
+func (b *Backend) capture(step func() error) (train.StepRun, error) {
+	m := b.m
+	if err := m.beginCapture(); err != nil {
+		return train.StepEager, fmt.Errorf("cuda: beginning the capture: %w", err)
+	}
+	w := &recorder{machine: m, mode: recCapture}
+	b.m = w
+	err := step()
+	b.m = m
+	rec, endErr := m.endCapture()
+	if err == nil && endErr != nil {
+		err = fmt.Errorf("cuda: ending the capture: %w", endErr)
+	}
+	if err != nil {
+		if rec != nil {
+			m.dropRecord(rec)
+		}
+		return train.StepCaptured, fmt.Errorf("capturing the step: %w", err)
+	}
+	for i := range w.staged {
+		if err := execCall(m, &w.staged[i]); err != nil {
+			m.dropRecord(rec)
+			return train.StepCaptured, err
+		}
+	}
+	if err := m.replay(rec); err != nil {
+		m.dropRecord(rec)
+		return train.StepCaptured, err
+	}
+	b.graph.rec, b.graph.log = rec, w.log
+	return train.StepCaptured, nil
+}
+
+func (b *Backend) replay(step func() error) (train.StepRun, error) {
+	m := b.m
+	w := &recorder{machine: m, mode: recReplay, want: b.graph.log}
+	b.m = w
+	err := step()
+	b.m = m
+	if err != nil {
+		return train.StepEager, err
+	}
+	if w.mode == recReplay && len(w.pending) != len(w.want) {
+		if err := w.diverge(fmt.Sprintf("%d calls, the record %d", len(w.pending), len(w.want))); err != nil {
+			return train.StepEager, err
+		}
+	}
+	if w.mode == recEager {
+		// Ran eagerly: capture again next step.
+		b.dropRecord()
+		return train.StepEager, nil
+	}
+	for i := range w.pending {
+		if c := &w.pending[i]; c.kind == callCopyIn {
+			if err := execCall(m, c); err != nil {
+				return train.StepEager, err
+			}
+		}
+	}
+	return train.StepReplayed, m.replay(b.graph.rec)
+}
+
+// dropRecord releases the record, keeping the key warm.
+func (b *Backend) dropRecord() {
+	if b.graph.rec != nil {
+		b.m.dropRecord(b.graph.rec)
+	}
+	b.graph.rec, b.graph.log = nil, nil
+}
+
+// ReleaseStep implements train.StepCapturer.
+func (b *Backend) ReleaseStep() {
+	b.dropRecord()
+	b.graph.key, b.graph.warm = "", false
+}
+
+// StepRuns counts the steps RunStep ran eagerly, captured and replayed.
+func (b *Backend) StepRuns() (eager, captured, replayed int) {
+	return b.graph.runs[0], b.graph.runs[1], b.graph.runs[2]
+}
