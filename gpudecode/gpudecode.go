@@ -35,6 +35,7 @@ var _ loader.BatchDecoder = (*Stage)(nil)
 type DeviceBuffer struct {
 	b   *nvjpeg.Buffer
 	dev string
+	d   *nvjpeg.Decoder
 }
 
 func (b *DeviceBuffer) Size() int    { return b.b.Size() }
@@ -43,6 +44,17 @@ func (b *DeviceBuffer) Host() []byte { return nil }
 // Ptr is the buffer's device address; Device names the GPU ("cuda:0").
 func (b *DeviceBuffer) Ptr() uint64    { return b.b.Ptr() }
 func (b *DeviceBuffer) Device() string { return b.dev }
+
+// Export implements package serve's ExportableBuffer: the buffer's
+// cudaIpcMemHandle_t, kind "cuda-ipc" (serve.HandleCUDA, repeated here:
+// gpudecode does not import serve).
+func (b *DeviceBuffer) Export() (string, []byte, error) {
+	h, err := b.d.IPCHandle(b.b)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", b.dev, err)
+	}
+	return "cuda-ipc", h, nil
+}
 
 // Decoder is the stage's nvJPEG decoder (Download, for checks).
 func (s *Stage) Decoder() *nvjpeg.Decoder { return s.d }
@@ -54,7 +66,7 @@ func (s *Stage) Alloc(n int) (loader.BatchBuffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DeviceBuffer{b: b, dev: s.d.Device()}, nil
+	return &DeviceBuffer{b: b, dev: s.d.Device(), d: s.d}, nil
 }
 
 func (s *Stage) Free(b loader.BatchBuffer) error {

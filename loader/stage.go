@@ -637,3 +637,18 @@ func (d *CPUBatchDecoder) DecodeBatch(ctx context.Context, jobs []*DecodeJob, ds
 	}
 	return rep, nil
 }
+
+// StageBuffers returns the buffers of the stage's ring, allocating it if
+// no epoch has yet (the same buffers every epoch and every batch uses, in
+// a fixed order): what a server exports once to another process (package
+// serve's device ring) before it hands batches over by buffer.
+func (l *Loader) StageBuffers() ([]BatchBuffer, error) {
+	if l.bd == nil {
+		return nil, errors.New("loader: no batch-decode stage (Options.Device is cpu and no NewBatchDecoder)")
+	}
+	r, err := l.stageRing()
+	if err != nil {
+		return nil, err
+	}
+	return append([]BatchBuffer(nil), r.all...), nil
+}

@@ -18,7 +18,7 @@
 //
 //	offset 0               file header (HeaderBytes = 4096)
 //	  0  [8]byte  magic "FSTSERVE"                    must not change
-//	  8  uint32   version (3)
+//	  8  uint32   version (Version)
 //	 12  uint32   slots
 //	 16  uint64   slot bytes (stride; a multiple of 4096)
 //	 24  uint64   header bytes (offset of slot 0)
@@ -74,6 +74,15 @@
 //	               0 to loader.MaxEpoch, a state that is malformed, out of
 //	               bounds, or of other data or another order); nothing ran,
 //	               and the session goes on: a consumer's state never ends it
+//	'G' device     after 'H', only when Hello.Device is set (a Source with a
+//	               batch-decode stage: device.go): uint32 ordinal, uint32
+//	               slots, uint64 bytes per slot, then per slot an
+//	               IPCHandleBytes (64) handle of the stage's buffer of that
+//	               index, of kind Hello.Handles: HandleCUDA, a
+//	               cudaIpcMemHandle_t; HandleShm, a NUL-padded file name
+//	               under /dev/shm (the host stand-in of the tests). Slot i's
+//	               rows are buffer i's from its start; the file's slot i
+//	               holds the header and labels only (no images area)
 //	'X' error      UTF-8 message; the server then exits
 //
 // Consumer to server:
@@ -116,6 +125,20 @@
 // cut short) come back when the epoch's iteration returns. A Source whose
 // batches have memory of their own is copied into a free slot instead.
 // Options.Counters counts both kinds.
+//
+// # Device ring
+//
+// A Source with a batch-decode stage (a *loader.Loader opened with Device
+// "cuda", or a NewBatchDecoder) is served from the stage's own buffers:
+// the ring has one slot per buffer (Options.Slots is ignored), each buffer
+// exported once in 'G' (its ExportableBuffer.Export), and a batch is
+// announced in the slot of the buffer it was decoded into. The rule is the
+// host ring's: the buffer goes back to the stage only on the consumer's
+// 'F' for its slot (or when the session ends), so the stage never decodes
+// into rows the consumer may still read; the Python client sends 'F' once
+// the work queued on its CUDA stream when it asked for the next batch has
+// passed (an event per slot). Counters.Released counts the batches given
+// back.
 //
 // Serve runs one session on one connection; it is not safe to call it twice
 // on the same connection. Different sessions share nothing.

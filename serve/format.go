@@ -11,7 +11,7 @@ import (
 // Version: the Python client (python/faster/_protocol.py) repeats them.
 const (
 	Magic       = "FSTSERVE"
-	Version     = 5        // 5: the consumer's seed ('S') and order ('O'); 4: a refused epoch request ('N'); 3: ready carries the consumed count, epoch a state, end the statistics
+	Version     = 6        // 6: the device ring ('G', Hello.Device, Hello.Handles); 5: the consumer's seed ('S') and order ('O'); 4: a refused epoch request ('N'); 3: ready carries the consumed count, epoch a state, end the statistics
 	HeaderBytes = 4096     // file header; slot 0 starts here
 	SlotHeader  = 4096     // per-slot header; images start here
 	MaxFrame    = 16 << 20 // largest frame accepted
@@ -24,6 +24,12 @@ const (
 	readyFixed  = 4 + 8 + 8 + 4 + 4 + 4 + 8
 	endFixed    = 8 + 8 + 8 + 1
 	labelBytes  = 8 // int64 per row
+	// IPCHandleBytes is one slot's handle in the DEVICE frame:
+	// sizeof(cudaIpcMemHandle_t), CUDA_IPC_HANDLE_SIZE (64) in CUDA's
+	// driver_types.h.
+	IPCHandleBytes = 64
+	deviceFixed    = 4 + 4 + 8 // ordinal, slots, bytes per slot
+	maxDeviceSlots = 1024
 )
 
 // Frame types.
@@ -39,6 +45,7 @@ const (
 	FrameCancel  byte = 'C'
 	FrameSeed    byte = 'S' // the seed of the epochs to come
 	FrameOrder   byte = 'O' // part of the next epoch's order (Hello.Sampler "indices")
+	FrameDevice  byte = 'G' // after 'H' when Hello.Device is set: each slot's batch buffer as a handle
 )
 
 // ErrProtocol marks a malformed or unexpected frame.
@@ -95,15 +102,29 @@ type Hello struct {
 	// RASampler's repetitions (loader.Options.Repeats; 0: none).
 	Sampler string `json:"sampler,omitempty"`
 	Repeats int    `json:"repeated_augmentation,omitempty"`
+	// Device is set when the rows are not in the file but in the batch
+	// buffers of the loader's batch-decode stage ("cuda:0"; "cpu" for the
+	// host stand-in), each exported once in the DEVICE frame that follows
+	// the hello, its kind Handles (HandleCUDA or HandleShm). A slot of
+	// the file then holds its header and labels only (its images area is
+	// empty), and slot i's rows are buffer i's, RowBytes each from its
+	// start.
+	Device  string `json:"device,omitempty"`
+	Handles string `json:"handles,omitempty"`
 }
 
 // layout computes the slot geometry of o (already validated).
-func layout(o *Options) (rowBytes int, labelsOff, slotBytes, size int64) {
+// With rowsElsewhere (a device ring) a slot's images area is empty.
+func layout(o *Options, rowsElsewhere bool) (rowBytes int, labelsOff, slotBytes, size int64) {
 	rowBytes = dtypeSize(o.DType)
 	for _, d := range o.Shape {
 		rowBytes *= d
 	}
-	labelsOff = alignUp(SlotHeader+int64(o.Batch)*int64(rowBytes), labelAlign)
+	images := int64(o.Batch) * int64(rowBytes)
+	if rowsElsewhere {
+		images = 0
+	}
+	labelsOff = alignUp(SlotHeader+images, labelAlign)
 	slotBytes = alignUp(labelsOff+int64(o.Batch)*labelBytes, pageBytes)
 	size = HeaderBytes + int64(o.Slots)*slotBytes
 	return

@@ -116,6 +116,10 @@ type Counters struct {
 	Batches     atomic.Int64 // batches announced
 	InPlace     atomic.Int64 // of them, written straight into their slot
 	CopiedBytes atomic.Int64 // bytes of rows copied into slots
+	// Released counts a device ring's announced batches given back to the
+	// batch-decode stage (the consumer freed the slot, or the session
+	// ended): equal to Batches once a session has returned.
+	Released atomic.Int64
 }
 
 // ForLoader returns the Options describing the batches of a loader opened
@@ -179,7 +183,11 @@ type session struct {
 	mem   *shm
 	hello Hello
 
-	ring   *ring
+	ring *ring
+	// stage and dev are set when the rows come from the loader's
+	// batch-decode stage (device.go): then ring is unused.
+	stage  stager
+	dev    *devRing
 	epochs chan epochReq // epochs the consumer asked for ('E')
 	gone   chan struct{} // closed when the consumer's side is closed
 	rerr   error         // why the reader stopped (read after gone is closed)
@@ -235,10 +243,23 @@ type frame struct {
 // before it returns, and joins every goroutine it started.
 func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error) {
 	defer conn.Close()
+	st, isStaged := staged(src)
+	var dev *devRing
+	if isStaged {
+		// The stage's ring is the session's: one slot per buffer.
+		var err error
+		if dev, err = openDevRing(st); err != nil {
+			return err
+		}
+		// Deferred first, so it runs last: after the reader is joined, no
+		// free can race it; the slots the consumer still holds go back.
+		defer dev.releaseAll()
+		o.Slots, dev.counters = len(dev.handles), o.Counters
+	}
 	if err := o.ensureDefaults(); err != nil {
 		return err
 	}
-	rowBytes, labelsOff, slotBytes, size := layout(&o)
+	rowBytes, labelsOff, slotBytes, size := layout(&o, isStaged)
 	mem, err := createShm(o.Dir, size, HeaderBytes)
 	if err != nil {
 		return err
@@ -246,7 +267,13 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 	defer mem.close()
 	s := &session{
 		conn: conn, w: bufio.NewWriterSize(conn, 64<<10), src: src, o: o, mem: mem,
-		epochs: make(chan epochReq, 1), gone: make(chan struct{}),
+		epochs: make(chan epochReq, 1), gone: make(chan struct{}), dev: dev,
+	}
+	if isStaged {
+		s.stage = st
+		if err := mem.reserve(HeaderBytes, size-HeaderBytes); err != nil { // headers and labels only: small
+			return err
+		}
 	}
 	s.hello = Hello{
 		Version: Version, Path: mem.path, Size: size, Slots: o.Slots, SlotBytes: slotBytes,
@@ -256,6 +283,9 @@ func Serve(ctx context.Context, conn net.Conn, src Source, o Options) (err error
 		DatasetLen: o.DatasetLen, PerRank: o.PerRank, Kind: o.Kind, Root: o.Root, Seed: o.Seed, Shuffle: o.Shuffle, Stream: o.Stream,
 		Drop: o.Drop, Exact: o.Exact, StateVersion: loader.StateVersion, Fingerprint: o.Fingerprint,
 		Sampler: o.Sampler, Repeats: o.Repeats, Workers: o.Workers,
+	}
+	if dev != nil {
+		s.hello.Device, s.hello.Handles = dev.device, dev.kind
 	}
 	putHeader(mem.mem, &s.hello)
 	s.ring = newRing(mem.mem, &s.hello)
@@ -329,6 +359,9 @@ func (s *session) apply(ctx context.Context, typ byte, p []byte) error {
 	case FrameFree:
 		if len(p) != 4 {
 			return fmt.Errorf("%w: free frame of %d bytes", ErrProtocol, len(p))
+		}
+		if s.dev != nil {
+			return s.dev.consumerFree(int(binary.LittleEndian.Uint32(p)))
 		}
 		return s.ring.consumerFree(int(binary.LittleEndian.Uint32(p)))
 	case FrameCancel:
@@ -449,6 +482,11 @@ func (s *session) run(ctx context.Context) error {
 	if err := s.send(FrameHello, h); err != nil {
 		return err
 	}
+	if s.dev != nil {
+		if err := s.send(FrameDevice, s.dev.frame()); err != nil {
+			return err
+		}
+	}
 	for {
 		select {
 		case req := <-s.epochs:
@@ -563,6 +601,9 @@ func (s *session) epoch(ctx context.Context, e int) error {
 	s.consumed = 0
 	cpu0 := s.cpu()
 	err := func() error {
+		if s.stage != nil {
+			return s.iterStaged(ectx, e, isCancelled, &batches, &images)
+		}
 		defer s.ring.reclaim() // what the pipeline dropped unreleased, once it has returned
 		for b, err := range s.src.IterEpoch(pipeline.WithAllocator(ectx, s.ring), e) {
 			if err != nil {
@@ -658,7 +699,20 @@ func (s *session) put(ctx context.Context, e int, b *loader.Batch) error {
 	if err != nil {
 		return err
 	}
-	slot := s.ring.slot(i)
+	if c := s.o.Counters; c != nil {
+		c.Batches.Add(1)
+		if inPlace {
+			c.InPlace.Add(1)
+		}
+	}
+	return s.announce(i, e, b)
+}
+
+// announce writes batch b's slot header and labels into slot i of the file
+// and sends its 'R' frame.
+func (s *session) announce(i, e int, b *loader.Batch) error {
+	h := &s.hello
+	slot := s.mem.mem[h.HeaderBytes+int64(i)*h.SlotBytes:][:h.SlotBytes]
 	le := binary.LittleEndian
 	le.PutUint64(slot[0:], uint64(e))
 	le.PutUint64(slot[8:], uint64(b.Index))
@@ -688,12 +742,6 @@ func (s *session) put(ctx context.Context, e int, b *loader.Batch) error {
 	s.ready = r
 	if len(r)+1 > MaxFrame {
 		return fmt.Errorf("batch %d: keys of %d bytes exceed a frame", b.Index, len(r))
-	}
-	if c := s.o.Counters; c != nil {
-		c.Batches.Add(1)
-		if inPlace {
-			c.InPlace.Add(1)
-		}
 	}
 	return s.send(FrameReady, r)
 }

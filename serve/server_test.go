@@ -277,7 +277,7 @@ func TestOptionsValidate(t *testing.T) {
 	if err := o.ensureDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	rowBytes, labelsOff, slotBytes, size := layout(&o)
+	rowBytes, labelsOff, slotBytes, size := layout(&o, false)
 	if rowBytes != 3*5*7*4 || labelsOff%labelAlign != 0 || labelsOff < SlotHeader+3*int64(rowBytes) ||
 		slotBytes%pageBytes != 0 || slotBytes < labelsOff+3*8 || size != HeaderBytes+4*slotBytes {
 		t.Fatalf("layout %d %d %d %d", rowBytes, labelsOff, slotBytes, size)

@@ -1,5 +1,9 @@
 package nvjpeg
 
+// IPCHandleBytes is the size of a cudaIpcMemHandle_t (CUDA_IPC_HANDLE_SIZE
+// in driver_types.h; probe/ checks it).
+const IPCHandleBytes = 64
+
 // Library is one of the libraries the decoder opens.
 type Library int
 
@@ -70,6 +74,7 @@ var Decls = []Decl{
 	{"cudaFreeHost", Runtime, "int cudaFreeHost(void *ptr)"},
 	{"cudaMemcpy", Runtime, "int cudaMemcpy(void *dst, const void *src, size_t count, int kind)"},
 	{"cudaDeviceSynchronize", Runtime, "int cudaDeviceSynchronize(void)"},
+	{"cudaIpcGetMemHandle", Runtime, "int cudaIpcGetMemHandle(void *handle, void *dev_ptr)"},
 }
 
 // Const is one enum value the decoder passes (consts.h).

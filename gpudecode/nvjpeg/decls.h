@@ -54,3 +54,8 @@ FASTER_NVJ_DECL(CUDART, int, cudaHostAlloc, (void **ptr, size_t size, unsigned i
 FASTER_NVJ_DECL(CUDART, int, cudaFreeHost, (void *ptr))
 FASTER_NVJ_DECL(CUDART, int, cudaMemcpy, (void *dst, const void *src, size_t count, int kind))
 FASTER_NVJ_DECL(CUDART, int, cudaDeviceSynchronize, (void))
+/* cuda_runtime_api.h: cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr);
+ * cudaIpcMemHandle_t (driver_types.h) is struct { char reserved[CUDA_IPC_HANDLE_SIZE]; },
+ * CUDA_IPC_HANDLE_SIZE 64: a 64-byte buffer here (probe.cpp checks the size). Package serve
+ * sends it to the consumer, which opens it with cudaIpcOpenMemHandle. */
+FASTER_NVJ_DECL(CUDART, int, cudaIpcGetMemHandle, (void *handle, void *dev_ptr))

@@ -21,6 +21,7 @@ static int nvj_htod(unsigned long long dst, const void *src, size_t n) {
 static int nvj_dtoh(void *dst, unsigned long long src, size_t n) {
 	return faster_nvj_p_cudaMemcpy(dst, (const void *)(size_t)src, n, FASTER_cudaMemcpyDeviceToHost);
 }
+static int nvj_ipc_handle(void *h, unsigned long long p) { return faster_nvj_p_cudaIpcGetMemHandle(h, (void *)(size_t)p); }
 static int nvj_set_device(int d) { return faster_nvj_p_cudaSetDevice(d); }
 static const char *nvj_err(int r) { return faster_nvj_p_cudaGetErrorString(r); }
 static int nvj_version(int *v) { return faster_nvj_p_cudaRuntimeGetVersion(v); }
@@ -177,6 +178,29 @@ func (d *Decoder) Free(b *Buffer) error {
 	delete(d.live, b)
 	C.nvj_set_device(C.int(d.ordinal))
 	return cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr)))
+}
+
+// IPCHandle returns b's cudaIpcMemHandle_t (cudaIpcGetMemHandle): what
+// another process on the same GPU opens with cudaIpcOpenMemHandle to read
+// b's bytes (package serve's device ring).
+func (d *Decoder) IPCHandle(b *Buffer) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.live[b] {
+		return nil, errors.New("nvjpeg: IPC handle of a buffer this decoder did not give (or freed)")
+	}
+	C.nvj_set_device(C.int(d.ordinal))
+	return ipcHandle(b.ptr)
+}
+
+// ipcHandle is cudaIpcGetMemHandle of device address ptr (on the current
+// device), as its IPCHandleBytes bytes.
+func ipcHandle(ptr uint64) ([]byte, error) {
+	h := make([]byte, IPCHandleBytes)
+	if err := cudaErr("cudaIpcGetMemHandle", C.nvj_ipc_handle(unsafe.Pointer(&h[0]), C.ulonglong(ptr))); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Live is the buffers given and not freed.

@@ -23,6 +23,7 @@ func (d *Decoder) Device() string                                   { return "" 
 func (d *Decoder) Alloc(int) (*Buffer, error)                       { return nil, ErrNoCgo }
 func (d *Decoder) Free(*Buffer) error                               { return ErrNoCgo }
 func (d *Decoder) Live() int                                        { return 0 }
+func (d *Decoder) IPCHandle(*Buffer) ([]byte, error)                { return nil, ErrNoCgo }
 func (d *Decoder) Upload(*Buffer, int, []byte) error                { return ErrNoCgo }
 func (d *Decoder) Download([]byte, *Buffer, int) error              { return ErrNoCgo }
 func (d *Decoder) DecodeBatch([]Job, *Buffer, Rows) (Result, error) { return Result{}, ErrNoCgo }

@@ -91,13 +91,16 @@ int cudaHostAlloc(void **p, size_t n, unsigned int f) { *p = malloc(n); return 0
 int cudaFreeHost(void *p) { free(p); return 0; }
 int cudaMemcpy(void *d, const void *s, size_t n, int kind) { memcpy(d, s, n); return 0; }
 int cudaDeviceSynchronize(void) { return 0; }
+int cudaIpcGetMemHandle(void *h, void *p) { memset(h, 0, 64); memcpy(h, &p, sizeof p); return 0; }
 `
 
 // nvj.c's routing against the stand-ins, in a child process: hardware
 // first, a refused image to the GPU-hybrid backend, an image both refuse
 // to the CPU with nvJPEG's status, a failed hardware batch wholly to the
 // GPU-hybrid backend; each image's region of interest reaches the backend
-// that decodes it; and GPU 1 of a one-GPU machine is refused by name.
+// that decodes it; GPU 1 of a one-GPU machine is refused by name; and a
+// buffer's IPC handle (package serve's device ring) is cudaIpcGetMemHandle's
+// 64 bytes for its address.
 func TestNVJRoutesWithStubs(t *testing.T) {
 	if os.Getenv("FASTER_NVJPEG_ROUTE_CHILD") == "1" {
 		routeChild()
@@ -127,6 +130,9 @@ func TestNVJRoutesWithStubs(t *testing.T) {
 		"batch 1: routes [0 1 2 0] status [0 0 4 0] outputs [HW x5 w7 | GP x6 w8 | - | HW x8 w10]",
 		"batch 2: routes [1 1 1] status [0 0 0] outputs [GP x5 w7 | GP x6 w8 | GP x7 w9]",
 		"gpu 1: nvjpeg: cudaSetDevice(1): stub error (101) (status 101)",
+		// the stand-in's handle is the pointer, little-endian: the call
+		// reaches cudaIpcGetMemHandle with the buffer's address
+		"ipc handle: 64 bytes, cdab341200000000",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("child output lacks %q:\n%s", want, out)
@@ -182,6 +188,11 @@ func routeChild() {
 	}
 	run("batch 1", "APXA")
 	run("batch 2", "AFA")
+	if h, err := ipcHandle(0x1234abcd); err != nil {
+		fmt.Println("ipc handle:", err)
+	} else {
+		fmt.Printf("ipc handle: %d bytes, %x\n", len(h), h[:8])
+	}
 	if _, err := openNVJ(1); err != nil {
 		fmt.Println("gpu 1:", err)
 	}

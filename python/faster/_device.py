@@ -1,10 +1,19 @@
 """faster.Loader(device=...): batches as torch CUDA tensors without a host
-copy. The decision and the protocol are in docs/serve.md ("GPU batches");
-what is here runs without a GPU: the argument's check, the refusal where
-torch.cuda is unavailable, and the __cuda_array_interface__ view that will
-wrap each slot of the server's device memory once it is opened by CUDA IPC
-(the opening and the server's side wait for a GPU run)."""
+copy. The decision and the protocol are in docs/serve.md ("GPU batches").
+Here: the argument's check, the refusal where torch.cuda is unavailable,
+the __cuda_array_interface__ view of a slot, and DeviceRing: the server's
+batch buffers, opened once per session from the DEVICE frame's handles
+(cudaIpcOpenMemHandle through ctypes on the libcudart torch loaded; or, for
+the host stand-in the tests serve, shared-memory files), each slot owned
+behind a fence until the user's stream is done with it. What runs without a
+GPU: all but the CUDA opener and the CUDA events (prepared, for a GPU run)."""
+import ctypes
+import glob
+import mmap
+import os
 import re
+
+from . import _protocol as P
 
 _FORM = re.compile(r"^cuda(?::(\d+))?$")
 
@@ -40,9 +49,8 @@ def parse(device):
 
 def require(ordinal, torch_module=None):
     """Check that torch can take batches on GPU ordinal: RuntimeError
-    saying what is missing (torch, a CUDA build, a device, that GPU), then
-    NotImplementedError: the hand-off itself waits for the GPU (the
-    server's device ring and the IPC open are not yet run)."""
+    saying what is missing (torch, a CUDA build, a device, that GPU);
+    returns the torch module."""
     torch = torch_module
     if torch is None:
         try:
@@ -59,9 +67,7 @@ def require(ordinal, torch_module=None):
     if ordinal >= n:
         raise RuntimeError("faster.Loader(device='cuda:%d'): torch sees %d GPU(s) (cuda:0 to cuda:%d)"
                            % (ordinal, n, n - 1))
-    raise NotImplementedError("faster.Loader(device='cuda:%d'): the GPU hand-off (the server's device ring by "
-                              "CUDA IPC, docs/serve.md \"GPU batches\") is prepared, not yet run on a GPU; "
-                              "use pin_memory=True and .cuda(non_blocking=True) meanwhile" % ordinal)
+    return torch
 
 
 class CudaArray:
@@ -86,3 +92,189 @@ class CudaArray:
         # waits for its decode before announcing a slot).
         return {"shape": self.shape, "typestr": self._TYPESTR[self.dtype], "data": (self.ptr, False),
                 "version": 3, "strides": None, "stream": None}
+
+
+# cudaIpcMemLazyEnablePeerAccess: CUDA's driver_types.h,
+# "#define cudaIpcMemLazyEnablePeerAccess 0x01".
+IPC_LAZY_ENABLE_PEER_ACCESS = 0x01
+CUDART_SONAMES = ("libcudart.so.13", "libcudart.so.12")
+
+
+class _IpcHandle(ctypes.Structure):
+    # cudaIpcMemHandle_t (driver_types.h): struct { char reserved[CUDA_IPC_HANDLE_SIZE]; }, passed by value
+    _fields_ = [("reserved", ctypes.c_char * P.IPC_HANDLE_BYTES)]
+
+
+def cudart(torch=None):
+    """The CUDA runtime torch loaded, by ctypes: torch's own copy (its
+    lib/ or the nvidia wheels beside it) when found, else by soname
+    (libcudart.so.13, then .12). RuntimeError names what was tried."""
+    tried = []
+    cands = []
+    if torch is not None:
+        base = os.path.dirname(os.path.abspath(torch.__file__))
+        site = os.path.dirname(base)
+        for d in (os.path.join(base, "lib"), os.path.join(site, "nvidia", "cu13", "lib"),
+                  os.path.join(site, "nvidia", "cuda_runtime", "lib")):
+            for so in CUDART_SONAMES:
+                cands += sorted(glob.glob(os.path.join(d, so + "*")))
+    cands += list(CUDART_SONAMES)
+    for c in cands:
+        try:
+            lib = ctypes.CDLL(c)
+        except OSError as e:
+            tried.append("%s (%s)" % (c, e))
+            continue
+        lib.cudaSetDevice.argtypes = [ctypes.c_int]
+        lib.cudaIpcOpenMemHandle.argtypes = [ctypes.POINTER(ctypes.c_void_p), _IpcHandle, ctypes.c_uint]
+        lib.cudaIpcCloseMemHandle.argtypes = [ctypes.c_void_p]
+        for f in (lib.cudaSetDevice, lib.cudaIpcOpenMemHandle, lib.cudaIpcCloseMemHandle):
+            f.restype = ctypes.c_int
+        return lib
+    raise RuntimeError("faster: no CUDA runtime to open the server's batch buffers: tried " + ", ".join(tried))
+
+
+class _CudaSlots:
+    """The server's device buffers opened by CUDA IPC (prepared: runs on a
+    GPU only). Each handle is opened once (cudaIpcOpenMemHandle with
+    cudaIpcMemLazyEnablePeerAccess) and closed at close()."""
+
+    def __init__(self, ordinal, handles, torch):
+        self._lib = cudart(torch)
+        self._torch = torch
+        self.device = torch.device("cuda", ordinal)
+        self.ptrs = []
+        r = self._lib.cudaSetDevice(ordinal)
+        if r != 0:
+            raise RuntimeError("faster: cudaSetDevice(%d): CUDA error %d" % (ordinal, r))
+        try:
+            for i, h in enumerate(handles):
+                p = ctypes.c_void_p()
+                r = self._lib.cudaIpcOpenMemHandle(ctypes.byref(p), _IpcHandle.from_buffer_copy(h),
+                                                   IPC_LAZY_ENABLE_PEER_ACCESS)
+                if r != 0 or not p.value:
+                    raise RuntimeError("faster: cudaIpcOpenMemHandle of the server's slot %d on cuda:%d: CUDA error "
+                                       "%d (the server and this process must use the same GPU)" % (i, ordinal, r))
+                self.ptrs.append(p.value)
+        except BaseException:
+            self.close()
+            raise
+
+    def view(self, i, shape, dtype):
+        return self._torch.as_tensor(CudaArray(self.ptrs[i], shape, dtype), device=self.device)
+
+    def fence(self):
+        e = self._torch.cuda.Event()
+        e.record(self._torch.cuda.current_stream(self.device))  # after the user's work on its current stream
+        return e
+
+    @staticmethod
+    def passed(fence):
+        return fence.query()
+
+    @staticmethod
+    def wait(fence):
+        fence.synchronize()
+
+    def close(self):
+        ptrs, self.ptrs = self.ptrs, []
+        for p in ptrs:
+            self._lib.cudaIpcCloseMemHandle(ctypes.c_void_p(p))
+
+
+class _ShmSlots:
+    """The host stand-in's buffers: shared-memory files named by the
+    handles, mapped read-only; nothing to fence (the CPU reads them before
+    it asks for the next batch)."""
+
+    def __init__(self, handles, slot_bytes, shm_dir="/dev/shm", torch=None):
+        import numpy as np
+        self._np, self._torch = np, torch
+        self.maps = []
+        try:
+            for i, h in enumerate(handles):
+                name = bytes(h).rstrip(b"\0").decode()
+                if not name or "/" in name or name.startswith("."):
+                    raise ValueError("faster: device frame: slot %d names %r, not a file under %s" % (i, name, shm_dir))
+                fd = os.open(os.path.join(shm_dir, name), os.O_RDONLY)
+                try:
+                    self.maps.append(mmap.mmap(fd, slot_bytes, mmap.MAP_SHARED, mmap.PROT_READ))
+                finally:
+                    os.close(fd)
+        except BaseException:
+            self.close()
+            raise
+
+    def view(self, i, shape, dtype):
+        n = 1
+        for d in shape:
+            n *= int(d)
+        a = self._np.frombuffer(self.maps[i], self._np.dtype(dtype), n).reshape(shape)
+        return self._torch.from_numpy(a) if self._torch is not None else a
+
+    @staticmethod
+    def fence():
+        return None
+
+    @staticmethod
+    def passed(fence):
+        return True
+
+    @staticmethod
+    def wait(fence):
+        pass
+
+    def close(self):
+        maps, self.maps = self.maps, []
+        for m in maps:
+            try:
+                m.close()
+            except BufferError:
+                pass  # views still exported: the GC unmaps it later
+
+
+class DeviceRing:
+    """The server's batch buffers as the DEVICE frame hands them over: one
+    view per slot (the whole batch, rows first), made once; fence, passed
+    and wait say when the user's work on a slot has finished (Loader's
+    _hand_back owns each slot behind its fence, as a pinned ring does)."""
+
+    def __init__(self, hello, payload, torch=None, shm_dir="/dev/shm", slots=None):
+        ordinal, slot_bytes, handles = P.parse_device(payload)
+        if len(handles) != hello["slots"]:
+            raise ValueError("device frame: %d slots, the hello %d" % (len(handles), hello["slots"]))
+        rows = hello["batch"] * hello["row_bytes"]
+        if slot_bytes < rows:
+            raise ValueError("device frame: slots of %d bytes hold less than a batch (%d)" % (slot_bytes, rows))
+        kind = hello.get("handles")
+        self.kind, self.ordinal, self.slot_bytes = kind, ordinal, slot_bytes
+        if slots is not None:
+            self._slots = slots  # tests: stand-in slots with their own fences
+        elif kind == P.HANDLE_CUDA:
+            if torch is None:
+                raise RuntimeError("faster: the server sent CUDA IPC handles, and torch is not loaded")
+            self._slots = _CudaSlots(ordinal, handles, torch)
+        elif kind == P.HANDLE_SHM:
+            self._slots = _ShmSlots(handles, slot_bytes, shm_dir, torch)
+        else:
+            raise ValueError("device frame: handles of kind %r (want %r or %r)" % (kind, P.HANDLE_CUDA, P.HANDLE_SHM))
+        shape = (hello["batch"],) + tuple(hello["shape"])
+        try:
+            self.images = [self._slots.view(i, shape, hello["dtype"]) for i in range(len(handles))]
+        except BaseException:
+            self._slots.close()
+            raise
+        self.device = getattr(self._slots, "device", None)  # a torch.device for CUDA slots
+
+    def fence(self):
+        return self._slots.fence()
+
+    def passed(self, fence):
+        return self._slots.passed(fence)
+
+    def wait(self, fence):
+        self._slots.wait(fence)
+
+    def close(self):
+        self.images = []
+        self._slots.close()

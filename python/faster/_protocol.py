@@ -4,7 +4,7 @@ serve/format.go and must not change without a new VERSION."""
 import struct
 
 MAGIC = b"FSTSERVE"
-VERSION = 5
+VERSION = 6
 HEADER_BYTES = 4096
 MAX_FRAME = 16 << 20
 SHM_PREFIX = "faster-serve-"
@@ -25,11 +25,15 @@ SLOT_HEADER = struct.Struct("<qqqqq")  # epoch, index, valid, rows, repeats
 DTYPES = {"float32": 1, "uint8": 2}
 
 # device="cuda": batches in the server's GPU memory, handed over by CUDA IPC
-# (docs/serve.md, "GPU batches"). PLANNED for VERSION 6, not yet sent by any
-# server (serve/ has no GPU stage yet): after HELLO, a DEVICE frame gives the
-# GPU and, per slot, the cudaIpcMemHandle_t of the slot's device memory
-# (CUDA's CUDA_IPC_HANDLE_SIZE: 64 bytes); READY and FREE name slots as
-# today, the host ring's slot holding only its header and labels.
+# (docs/serve.md, "GPU batches"; VERSION 6, serve/device.go). When the hello
+# has "device", a DEVICE frame follows it: the GPU and, per slot, the handle
+# of the batch-decode stage's buffer of that index, of the hello's
+# "handles" kind: HANDLE_CUDA, a cudaIpcMemHandle_t (CUDA's
+# CUDA_IPC_HANDLE_SIZE: 64 bytes), or HANDLE_SHM, a file name under /dev/shm
+# (the host stand-in the tests serve); READY and FREE name slots as today,
+# the host ring's slot holding only its header and labels.
+HANDLE_CUDA = "cuda-ipc"
+HANDLE_SHM = "shm"
 DEVICE = b"G"
 DEVICE_FIXED = struct.Struct("<IIQ")  # ordinal, slots, bytes per slot; then slots x IPC_HANDLE_BYTES
 IPC_HANDLE_BYTES = 64  # sizeof(cudaIpcMemHandle_t): CUDA_IPC_HANDLE_SIZE in driver_types.h
@@ -37,7 +41,7 @@ MAX_DEVICE_SLOTS = 1024
 
 
 def device_frame(ordinal, slot_bytes, handles):
-    """The DEVICE frame's payload (what the server will send)."""
+    """The DEVICE frame's payload (what the server sends)."""
     if not 0 < len(handles) <= MAX_DEVICE_SLOTS:
         raise ValueError("device frame: %d slots (1 to %d)" % (len(handles), MAX_DEVICE_SLOTS))
     for i, h in enumerate(handles):

@@ -204,12 +204,15 @@ class Loader:
     base seed: torch.manual_seed makes the run reproducible; seed=N fixes
     it. loader.seed() says it; state_dict() carries it.
 
-    device="cuda" (or "cuda:N", a torch.device) will yield torch CUDA
-    tensors decoded on that GPU by the server's nvJPEG stage and handed
-    over by CUDA IPC, with no copy through the host (docs/serve.md, "GPU
-    batches"): prepared, not yet run on a GPU. Today it raises
-    RuntimeError where torch.cuda is unavailable, else NotImplementedError;
-    device=None or "cpu" is the CPU path.
+    device="cuda" (or "cuda:N", a torch.device) yields torch CUDA tensors
+    decoded on that GPU by the server's nvJPEG stage and handed over by
+    CUDA IPC, with no copy through the host (docs/serve.md, "GPU batches";
+    prepared, not yet run on a GPU): images view the server's batch buffer
+    (uint8 NHWC or float32 NCHW, as layout=), labels are copied to the GPU.
+    A batch is valid until the next is asked for (.clone() keeps one
+    longer); its slot goes back to the server once the work queued on the
+    current stream by then has finished. It raises RuntimeError where
+    torch.cuda is unavailable; device=None or "cpu" is the CPU path.
 
     Position: state_dict() and load_state_dict() save and restore the exact
     position within an epoch (torchdata's StatefulDataLoader protocol).
@@ -323,6 +326,9 @@ class Loader:
         self.rank, self.world_size = _default_rank(rank, world_size)
         if output is None:
             output = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+        if self.device is not None and output != "torch":
+            raise ValueError("faster: device=%r with output=%r: the GPU's batches are torch CUDA tensors "
+                             "(leave output= out, or 'torch')" % (device, output))
         if output not in ("torch", "numpy"):
             raise ValueError("faster: output %r: want 'torch' or 'numpy'" % (output,))
         for name, v in (("split", split), ("layout", layout), ("shm_dir", shm_dir)):
@@ -374,6 +380,7 @@ class Loader:
         self._pos = None  # the position served: see state_dict
         self._pinned_warned = False
         self._ring = None  # a _PinnedRing with pin_memory=True on a CUDA machine
+        self._dev = None  # a _device.DeviceRing with device= (the server's batch buffers)
         self._depth = slots  # slots=: at most as many batches owned behind fences
         self._sampler = None
         self._dataset = None
@@ -402,6 +409,8 @@ class Loader:
         if quarantine is not None:
             spec["quarantine"] = os.fspath(quarantine)
         spec.update(tspec)
+        if self.device is not None:
+            spec["device"] = "cuda:%d" % self.device  # the server decodes on that GPU (docs/serve.md "GPU batches")
         self._spec = spec
         args = [_find_binary(binary), "serve", "--slots", str(slots), "--shm-dir", shm_dir, "--spec", "-"]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -438,7 +447,7 @@ class Loader:
         except BaseException:
             self.close()
             raise
-        if self.pin_memory and self._pin:
+        if self.pin_memory and self._pin and self._dev is None:
             self._ring = _PinnedRing.open(self._mm)
 
     # --- the control channel ---
@@ -546,13 +555,35 @@ class Loader:
         torch = None
         if self.output == "torch":
             import torch
+        if h.get("device"):
+            # The rows are in the server's batch buffers, handed over once
+            # (the DEVICE frame); the file's slots hold headers and labels.
+            typ, payload = self._recv()
+            if typ != P.DEVICE:
+                raise ServerError("faster: protocol error: %r after a device hello, want the device frame" % typ)
+            self._dev = self._open_device(h, payload, torch)
+            # The client never owns all the slots: the stage decodes into one.
+            self._depth = max(1, min(self._depth, h["slots"] - 1))
         for i in range(h["slots"]):
             base = h["header_bytes"] + i * h["slot_bytes"]
-            im = np.frombuffer(self._mm, dtype, count, base + h["images_offset"]).reshape((batch,) + shape)
+            if self._dev is not None:
+                im = self._dev.images[i]
+            else:
+                im = np.frombuffer(self._mm, dtype, count, base + h["images_offset"]).reshape((batch,) + shape)
             lb = np.frombuffer(self._mm, np.int64, batch, base + h["labels_offset"])
             if torch is not None:
-                im, lb = torch.from_numpy(im), torch.from_numpy(lb)
+                if self._dev is None:
+                    im = torch.from_numpy(im)
+                lb = torch.from_numpy(lb)
             self._slots.append((im, lb))
+
+    def _open_device(self, hello, payload, torch):
+        """The DEVICE frame's buffers (_device.DeviceRing); a refusal is a
+        ServerError naming the device."""
+        try:
+            return _device.DeviceRing(hello, payload, torch=torch)
+        except (ValueError, RuntimeError, OSError) as e:
+            raise ServerError("faster: device %s: %s" % (hello.get("device"), e)) from None
 
     # --- iteration ---
 
@@ -584,7 +615,7 @@ class Loader:
 
     def __iter__(self):
         for b in self.batches():
-            if self._ring is None and self.pin_memory and self._pin:
+            if self._ring is None and self._dev is None and self.pin_memory and self._pin:
                 # The ring could not be registered: pinned copies.
                 yield b.images.pin_memory(), b.labels.pin_memory()
             else:
@@ -691,9 +722,12 @@ class Loader:
                     self._pos["consumed"] = consumed
                 self._pos["steps"] += 1
                 im, lb = self._slots[slot]
+                lb = lb[:valid]
+                if self._dev is not None and self._dev.device is not None:
+                    lb = lb.to(self._dev.device)  # a copy: the labels live in the file's slot
                 self.last_keys = keys
                 run.executing = False
-                yield Batch(im[:valid], lb[:valid], keys, e, index, valid, repeats)
+                yield Batch(im[:valid], lb, keys, e, index, valid, repeats)
                 if self._closed:
                     raise ServerError("faster: the loader is closed")
                 run.check()
@@ -752,7 +786,7 @@ class Loader:
         (as many pending as slots=, the prefetch depth: the ring's three
         more are the pipeline's, decoding in place), or at the epoch's end
         (every=True)."""
-        ring = self._ring
+        ring = self._ring if self._dev is None else self._dev
         if run.held is not None:
             if ring is None:
                 self._send(P.FREE, run.held.to_bytes(4, "little"))
@@ -935,6 +969,13 @@ class Loader:
             self._end_run(run)
             run.superseded = True  # resuming it raises
         self._closed = True
+        if self._dev is not None:
+            # Before the server exits and frees its buffers: the IPC
+            # mappings closed first (their fences were waited for as the
+            # run ended).
+            self._slots = []
+            self._dev.close()
+            self._dev = None
         self._closed_sock()
         failed = None
         if self._proc is not None:

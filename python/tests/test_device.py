@@ -1,6 +1,6 @@
 """faster.Loader(device=...): the argument's check, the refusal where
 torch.cuda cannot take the batches (before any server starts), the DEVICE
-frame of the planned protocol and the __cuda_array_interface__ view.
+frame and the __cuda_array_interface__ view.
 Needs neither torch nor a server nor a GPU (python -m unittest)."""
 import os
 import struct
@@ -43,19 +43,27 @@ class DeviceArgumentTest(unittest.TestCase):
         with self.assertRaises(RuntimeError) as cm:
             _device.require(2, fake_torch(True, 2))
         self.assertIn("torch sees 2 GPU(s)", str(cm.exception))
-        with self.assertRaises(NotImplementedError) as cm:
-            _device.require(1, fake_torch(True, 2))
-        self.assertIn("not yet run on a GPU", str(cm.exception))
+        t = fake_torch(True, 2)
+        self.assertIs(_device.require(1, t), t, "a GPU torch sees: accepted")
 
     def test_loader_refuses_before_starting_a_server(self):
         # Here: torch is missing or has no GPU; either way no server starts.
         with mock.patch("subprocess.Popen") as popen:
-            with self.assertRaises((RuntimeError, NotImplementedError)) as cm:
+            with self.assertRaises(RuntimeError) as cm:
                 faster.Loader("/nonexistent", device="cuda")
             popen.assert_not_called()
         self.assertIn("device='cuda:0'", str(cm.exception))
         with self.assertRaises(ValueError):
             faster.Loader("/nonexistent", device="tpu")
+
+    def test_numpy_output_refused_with_a_device(self):
+        # Where torch has CUDA (require passes): the GPU's batches are torch
+        # tensors, so output="numpy" is refused before a server starts.
+        with mock.patch("subprocess.Popen") as popen, mock.patch.object(_device, "require"):
+            with self.assertRaises(ValueError) as cm:
+                faster.Loader("/nonexistent", device="cuda:1", output="numpy")
+            popen.assert_not_called()
+        self.assertIn("output='numpy'", str(cm.exception))
 
 
 class DeviceFrameTest(unittest.TestCase):

@@ -46,6 +46,8 @@ constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
 #include "../consts.h"
 #undef FASTER_NVJ_CONST
 
+static_assert(CUDA_IPC_HANDLE_SIZE == 64 && sizeof(cudaIpcMemHandle_t) == 64,
+	"cudaIpcMemHandle_t is not 64 bytes (decls.h's cudaIpcGetMemHandle, serve's IPCHandleBytes)");
 static_assert(NVJPEG_MAX_COMPONENT == 4, "NVJPEG_MAX_COMPONENT is not 4");
 static_assert(sizeof(nvjpegImage_t) == sizeof(faster_nvjpeg_image), "nvjpegImage_t's size");
 static_assert(offsetof(nvjpegImage_t, pitch) == offsetof(faster_nvjpeg_image, pitch), "nvjpegImage_t's pitch");
