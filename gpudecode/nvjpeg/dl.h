@@ -1,4 +1,5 @@
-/* dl.h: the loader of dl.c and the calls of nvj.c. */
+/* dl.h: the function pointers of dl.c, their table, and the types and
+ * values nvj.c passes. */
 #include <stddef.h>
 
 /* nvjpegImage_t, as nvjpeg.h declares it (probe.cpp checks the layout). */
@@ -20,14 +21,7 @@ enum { FASTER_NVJ_LIB_NVJPEG, FASTER_NVJ_LIB_CUDART, FASTER_NVJ_NLIB };
 #include "consts.h"
 #undef FASTER_NVJ_CONST
 
-/* faster_nvj_dl_open opens library lib by soname (dlopen, RTLD_NOW) and
- * resolves its symbols: 0 when every symbol resolved; else 1 with why in
- * report (dlerror's words, or the symbols missing; none kept). Not safe
- * for concurrent calls (Go calls it under a sync.Once). */
-int faster_nvj_dl_open(int lib, const char *soname, char *report, size_t cap);
-
-/* The symbol table, for the test that compares it with Go's. */
-int faster_nvj_dl_nsym(void);
-const char *faster_nvj_dl_sym_name(int i);
-int faster_nvj_dl_sym_lib(int i);
-int faster_nvj_dl_sym_resolved(int i);
+/* faster_nvj_dl_sym is the symbol table, for internal/dl's loader and
+ * the test that compares it with Go's Decls: entry i's name and library,
+ * and the slot the loader writes its address into (NULL past the end). */
+void **faster_nvj_dl_sym(int i, const char **name, int *lib);

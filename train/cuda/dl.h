@@ -1,4 +1,4 @@
-/* dl.h: the loader of dl.c. */
+/* dl.h: the function pointers of dl.c and their table. */
 #include <stddef.h>
 
 /* The libraries, in the order Go's libraries table lists them. */
@@ -18,15 +18,7 @@ enum {
 #include "decls.h"
 #undef FASTER_CUDA_DECL
 
-/* faster_dl_open opens library lib by soname (dlopen, RTLD_NOW) and
- * resolves its symbols. It returns 0 when every symbol resolved; otherwise
- * 1 with why in report (cap bytes, NUL-terminated): dlerror's words, or
- * the symbols missing (then none of the library's is kept). Not safe for
- * concurrent calls (Go calls it under a sync.Once). */
-int faster_dl_open(int lib, const char *soname, char *report, size_t cap);
-
-/* The symbol table, for the test that compares it with Go's. */
-int faster_dl_nsym(void);
-const char *faster_dl_sym_name(int i);
-int faster_dl_sym_lib(int i);
-int faster_dl_sym_resolved(int i);
+/* faster_dl_sym is the symbol table, for internal/dl's loader and the
+ * test that compares it with Go's Decls: entry i's name and library, and
+ * the slot the loader writes its address into (NULL past the end). */
+void **faster_dl_sym(int i, const char **name, int *lib);

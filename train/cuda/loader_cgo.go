@@ -3,71 +3,40 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -ldl
-#include <stdlib.h>
 #include "dl.h"
 #include "calls.h"
 */
 import "C"
 
 import (
-	"sync"
 	"unsafe"
+
+	"github.com/faster-training/faster/internal/dl"
 )
 
-var (
-	loadOnce sync.Once
-	attempts []Attempt
-	opened   [len7]bool
-)
-
-const len7 = 7 // len(libraries); an array size must be constant
-
-// load opens every library once, by the first soname that opens with all
-// its symbols.
-func load() []Attempt {
-	loadOnce.Do(func() {
-		buf := (*C.char)(C.malloc(1024))
-		defer C.free(unsafe.Pointer(buf))
-		for l, lib := range libraries {
-			for _, so := range lib.sonames {
-				cs := C.CString(so)
-				bad := C.faster_dl_open(C.int(l), cs, buf, 1024)
-				C.free(unsafe.Pointer(cs))
-				a := Attempt{Lib: Library(l), Soname: so}
-				if bad != 0 {
-					a.Err = C.GoString(buf)
-				}
-				attempts = append(attempts, a)
-				if bad == 0 {
-					opened[l] = true
-					break
-				}
-			}
-		}
-	})
-	return attempts
+// libSet is every library, opened once, each by the first soname that opens
+// with all its symbols (internal/dl, over dl.c's table).
+var libSet = dl.Set[Attempt, Library]{
+	N:       len(libraries),
+	Sonames: func(l int) []string { return libraries[l].sonames },
+	Table:   dl.CTable(unsafe.Pointer(C.faster_dl_sym)),
 }
 
+// load opens the libraries (once) and returns every attempt.
+func load() []Attempt { a, _ := libSet.Open(); return a }
+
 // loaded reports whether l opened.
-func loaded(l Library) bool { load(); return opened[l] }
+func loaded(l Library) bool { return libSet.Opened(l) }
 
 // resolved is the loader's symbol table: name, library, and whether it
 // resolved, in dl.c's order.
-func resolved() (names []string, libs []Library, ok []bool) {
-	for i := range int(C.faster_dl_nsym()) {
-		names = append(names, C.GoString(C.faster_dl_sym_name(C.int(i))))
-		libs = append(libs, Library(C.faster_dl_sym_lib(C.int(i))))
-		ok = append(ok, C.faster_dl_sym_resolved(C.int(i)) != 0)
-	}
-	return
-}
+func resolved() (names []string, libs []Library, ok []bool) { return dl.Symbols[Library](libSet.Table) }
 
 // requiredMissing returns the load error when a required library did not open.
 func requiredMissing() error {
 	a := load()
 	for l, lib := range libraries {
-		if lib.required && !opened[l] {
+		if lib.required && !loaded(Library(l)) {
 			return &LoadError{Attempts: a}
 		}
 	}
