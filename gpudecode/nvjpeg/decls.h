@@ -15,7 +15,7 @@
  * docs.nvidia.com/cuda/nvjpeg, §2.3 "nvJPEG API Reference"); of the
  * runtime's: cuda_runtime_api.h. probe/probe.cpp checks each against the
  * real headers on the GPU machine. decls.go lists the same (a test
- * checks), dl.c resolves them with dlsym. Included several times with
+ * checks), dl.c tables them and internal/dl resolves them with dlsym. Included several times with
  * different definitions of the macro: no include guard. */
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegGetProperty, (int type, int *value))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegCreateEx, (int backend, void *dev_allocator, void *pinned_allocator, unsigned int flags, void **handle))

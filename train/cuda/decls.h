@@ -4,7 +4,7 @@
  * with handles as void *, enums as int, CUdevice as int, CUdeviceptr as
  * unsigned long long. The symbol is the one the library exports, which
  * for the driver's versioned calls is the _v2 name cuda.h's macros map to.
- * decls.go lists the same (a test checks), dl.c resolves them with dlsym,
+ * decls.go lists the same (a test checks), dl.c tables them and internal/dl resolves them with dlsym,
  * and probe/probe.cpp checks them against the real headers on the GPU
  * machine. Included several times with different definitions of the macro:
  * no include guard (but for the one struct passed by value, below). */

@@ -145,7 +145,7 @@
 // resolves (dlsym); otherwise the next soname is tried. Decls lists
 // decls.h in Go, consts.go the enum values passed (consts.h, consts_dnn.h, consts_nccl.h,
 // each value with the header it comes from); tests check them against the
-// files and the loader's table (dl.c), and probe/ checks them against the
+// files and the loader's table (dl.c, resolved by internal/dl), and probe/ checks them against the
 // real headers on the GPU machine (prepared, not yet run there).
 //
 // # Kernels and their cache
