@@ -97,9 +97,9 @@ check() {
 	if [ ! -d /usr/share/backgrounds/mate/nature ]; then
 		mkdir -p /usr/share/backgrounds/mate/nature && cp "$gpu"/photos/*.jpg /usr/share/backgrounds/mate/nature/
 	fi
-	TAIL=20 part python bash -c "cd serve && timeout 240 '$gpu/serve.test' -test.run 'TestPython' -test.v 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|Ran |OK|FAILED|Error'"
+	TAIL=20 part python bash -c "set -o pipefail; cd serve && timeout 240 '$gpu/serve.test' -test.run 'TestPython' -test.v 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|Ran |OK|FAILED|Error'"
 	# faster.Loader(device="cuda"): batches as torch CUDA tensors over CUDA IPC.
-	TAIL=20 part device-loader bash -c "cd serve && FASTER_PY_K=DeviceLoader FASTER_REQUIRE_GPU=1 timeout 180 '$gpu/serve.test' -test.run 'TestPython' -test.v 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|Ran |OK|FAILED|Error|skipped'"
+	TAIL=20 part device-loader bash -c "set -o pipefail; cd serve && FASTER_PY_K=DeviceLoader FASTER_REQUIRE_GPU=1 timeout 180 '$gpu/serve.test' -test.run '^TestPython$' -test.v 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|Ran |OK|FAILED|Error|skipped'"
 	echo "== parts"; cat "$OUT/parts.txt"
 }
 
