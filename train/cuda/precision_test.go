@@ -8,35 +8,15 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/traintest"
 )
 
-// roundTo is p's rounding of v (nearest even, overflow to ±Inf, fp16's
-// subnormals kept), done here independently of the cast kernels.
-func roundTo(p train.Precision, v float32) float32 {
-	f := float64(v)
-	if p == train.Float32 || f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		return v
-	}
-	bits, minExp, maxFinite := 8, -126, math.MaxFloat32
-	if p == train.Float16 {
-		bits, minExp, maxFinite = 11, -14, 65504
-	}
-	_, e := math.Frexp(f)
-	q := math.Ldexp(1, max(e-1, minExp)-(bits-1))
-	r := math.RoundToEven(f/q) * q
-	if math.Abs(r) > maxFinite {
-		return float32(math.Inf(int(math.Copysign(1, f))))
-	}
-	return float32(r)
-}
-
-func roundSlice(p train.Precision, v []float32) []float32 {
-	out := make([]float32, len(v))
-	for i, e := range v {
-		out[i] = roundTo(p, e)
-	}
-	return out
-}
+// roundTo and roundSlice are traintest's rounding (by arithmetic,
+// independently of the cast kernels).
+var (
+	roundTo    = traintest.RoundTo
+	roundSlice = traintest.RoundAll
+)
 
 // Native bf16 and fp16 (torch.autocast's arithmetic, cuDNN's
 // PSEUDO_HALF/PSEUDO_BFLOAT16 and cublasGemmEx): a convolution's y, dx and

@@ -14,6 +14,12 @@ import (
 // rounding independently: bf16 keeps 8 significant bits (subnormal below
 // 2^-126), fp16 11 (subnormal below 2^-14, ±Inf beyond ±65504).
 func roundTo(p train.Precision, v float32) float32 {
+	return RoundTo(p, v)
+}
+
+// RoundTo is roundTo, for other packages' tests (the cuda backend's
+// native 16-bit arithmetic is checked with it).
+func RoundTo(p train.Precision, v float32) float32 {
 	f := float64(v)
 	if p == train.Float32 || f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
 		return v
@@ -31,10 +37,13 @@ func roundTo(p train.Precision, v float32) float32 {
 	return float32(r)
 }
 
-func roundAll(p train.Precision, v []float32) []float32 {
+func roundAll(p train.Precision, v []float32) []float32 { return RoundAll(p, v) }
+
+// RoundAll is RoundTo of each element, in a new slice.
+func RoundAll(p train.Precision, v []float32) []float32 {
 	out := make([]float32, len(v))
 	for i, e := range v {
-		out[i] = roundTo(p, e)
+		out[i] = RoundTo(p, e)
 	}
 	return out
 }
