@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/pipeline"
@@ -292,13 +291,7 @@ func TestEarlyBreakCancelAndErrors(t *testing.T) {
 			t.Fatalf("%s: cancelled epoch ended with %v", path, last)
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if g := runtime.NumGoroutine(); g > base {
-		t.Fatalf("%d goroutines left (baseline %d)", g, base)
-	}
+	goroutinesBack(t, base)
 	// A corrupt image fails the epoch, naming the sample.
 	os.WriteFile(filepath.Join(folder, "bee", "001.jpg"), []byte("\xff\xd8\xffgarbage"), 0o644)
 	l, _ := Open(folder, Options{Resolution: 16, Batch: 3, Shuffle: ShuffleOff})
