@@ -133,9 +133,22 @@ func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, erro
 	if t.Scaler == nil {
 		fs = nil
 	}
+	rows := t.held[s].rows != nil
+	if rows {
+		// Rows in device memory come from a ring of buffers: read them
+		// into slot 0 before the captured region, whose record names no
+		// address that changes from step to step.
+		err := t.stageDevice(0, t.held[s].batch(), t.LocalBatch())
+		t.held[s].rows = nil
+		if err != nil {
+			return Result{}, false, err
+		}
+	}
 	step := func() error {
-		if err := t.stageDevice(0, t.held[s].batch(), t.LocalBatch()); err != nil {
-			return err
+		if !rows {
+			if err := t.stageDevice(0, t.held[s].batch(), t.LocalBatch()); err != nil {
+				return err
+			}
 		}
 		if _, err := t.forwardBackward(0, false); err != nil {
 			return err
@@ -178,17 +191,26 @@ func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, erro
 // heldBatch is a batch the feeder copied into host memory of the
 // trainer's (a captured step stages it into the device inside the step:
 // the feeder's goroutine must not call the backend while a step runs).
+//
+// Rows in device memory are not copied: the held batch keeps them (their
+// producer's memory stays out of its ring until Done), and the step reads
+// them into the input slot before its captured region.
 type heldBatch struct {
-	x   []float32
-	y   []int
-	pix []byte
-	b   ByteBatch
+	x    []float32
+	y    []int
+	pix  []byte
+	b    ByteBatch
+	rows *DeviceRows
 }
 
 func (h *heldBatch) hold(b Batch) {
-	h.x = append(h.x[:0], b.X...)
+	h.rows.release() // a step always takes its rows; this is the error path's
 	h.y = append(h.y[:0], b.Y...)
-	h.b = b.Bytes
+	h.b, h.rows = b.Bytes, b.Rows
+	if b.Rows != nil {
+		return
+	}
+	h.x = append(h.x[:0], b.X...)
 	if b.Bytes.Pixels != nil {
 		h.pix = append(h.pix[:0], b.Bytes.Pixels...)
 		h.b.Pixels = h.pix
@@ -196,9 +218,16 @@ func (h *heldBatch) hold(b Batch) {
 }
 
 func (h *heldBatch) batch() Batch {
-	b := Batch{Y: h.y, Bytes: h.b}
-	if h.b.Pixels == nil {
+	b := Batch{Y: h.y, Bytes: h.b, Rows: h.rows}
+	if h.b.Pixels == nil && h.rows == nil {
 		b.X = h.x
 	}
 	return b
+}
+
+// releaseRows gives back rows the held batch still keeps (a run that
+// ended before its step).
+func (h *heldBatch) releaseRows() {
+	h.rows.release()
+	h.rows = nil
 }

@@ -362,6 +362,66 @@ func channel(v []float32, c int, def float32) float32 {
 	return v[c]
 }
 
+// ---- input already on the device ----
+
+// DeviceRows is a batch that is already in device memory, where a batch
+// decoder wrote it (a GPU decode stage, loader.IterStaged): N rows at
+// address Ptr of Device, each RowBytes long, either C×H×W float32 already
+// normalised (U8 false), or H×W×C bytes to normalise per channel as
+// ByteBatch's (U8 true, Mean and Std). The memory is its producer's: it
+// stays valid until Done is called, which the trainer does once for every
+// batch it is given, as soon as the rows are read (they go back to the
+// producer's ring).
+type DeviceRows struct {
+	Device     string // where the rows are: "cuda:0", as DeviceOf names the backend's device
+	Ptr        uint64
+	N, C, H, W int
+	RowBytes   int
+	U8         bool
+	Mean, Std  []float32
+	Done       func()
+}
+
+// release calls Done once.
+func (r *DeviceRows) release() {
+	if r != nil && r.Done != nil {
+		d := r.Done
+		r.Done = nil
+		d()
+	}
+}
+
+// DeviceInputBackend is implemented by backends that read batches from
+// their device's memory themselves (DeviceRows): the input never crosses
+// to the host.
+type DeviceInputBackend interface {
+	NewDeviceInput() (DeviceInputOp, error)
+}
+
+// DeviceInputOp writes rows [lo, hi) of a DeviceRows into a tensor made by
+// NewTensor ((hi−lo)×C×H×W), normalised, and returns once it has read them,
+// so that the rows' memory may be reused; the rest of the backend's queued
+// work may still be running. Like ByteInputOp it may run while ops run on
+// other tensors.
+type DeviceInputOp interface {
+	Load(dst Tensor, r DeviceRows, lo, hi int) error
+	Close()
+}
+
+// ErrDeviceRows is the error of a backend that cannot read DeviceRows
+// (the host backends, and a device backend on another device).
+var ErrDeviceRows = errors.New("train: the batch is in device memory the backend cannot read")
+
+func newDeviceInput(b Backend, r *DeviceRows) (DeviceInputOp, error) {
+	if db, ok := b.(DeviceInputBackend); ok {
+		if dev := DeviceOf(b); dev != r.Device {
+			return nil, fmt.Errorf("%w: rows on %s, backend %s on %s", ErrDeviceRows, r.Device, b.Name(), dev)
+		}
+		return db.NewDeviceInput()
+	}
+	return nil, fmt.Errorf("%w: rows on %s, backend %s on %s (decode on the cpu, or train on %s)", ErrDeviceRows, r.Device, b.Name(), DeviceOf(b), r.Device)
+}
+
 // ---- ops taking their weights as tensors ----
 
 // DeviceConvOp is a ConvOp of a ParamStore backend that takes its weights

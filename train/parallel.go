@@ -17,9 +17,10 @@ import (
 type device struct {
 	b      Backend
 	net    Layer
-	loss   LossOp      // the backend's, or the host adapter over CrossEntropy
-	smooth float64     // loss's label smoothing
-	in     ByteInputOp // normalises byte batches; made with the input slots
+	loss   LossOp        // the backend's, or the host adapter over CrossEntropy
+	smooth float64       // loss's label smoothing
+	in     ByteInputOp   // normalises byte batches; made with the input slots
+	rows   DeviceInputOp // reads batches in device memory; made for the first
 	params []*Param
 	x      [2]Tensor // input slots: one staged while the other is used
 	ys     [2][]int

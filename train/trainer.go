@@ -333,6 +333,11 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 	tally := t.newTally()
 	done := tally.result
 	local := t.LocalBatch()
+	defer func() { // after the feeder has stopped: rows a step never took
+		for i := range t.held {
+			t.held[i].releaseRows()
+		}
+	}()
 	stepOn := func(slot int) (bool, error) {
 		r, err := t.step(slot, steps, onStep)
 		tally.add(r)
@@ -347,9 +352,11 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 				return done(), err
 			}
 			if t.Step >= steps {
+				b.Rows.release()
 				break
 			}
 			if err := ctx.Err(); err != nil {
+				b.Rows.release()
 				return done(), err
 			}
 			if err := t.stage(0, b, local); err != nil {
@@ -401,6 +408,7 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 func (t *Trainer) stage(s int, b Batch, local int) error {
 	if t.CaptureStep {
 		if len(b.Y) != local {
+			b.Rows.release()
 			return fmt.Errorf("train: batch of %d, want %d", len(b.Y), local)
 		}
 		t.held[s].hold(b)
@@ -410,9 +418,33 @@ func (t *Trainer) stage(s int, b Batch, local int) error {
 }
 
 // stageDevice copies a local batch into input slot s of every device.
+// Rows in device memory are read by each device's DeviceInputOp and given
+// back (Done) before it returns, whatever happens.
 func (t *Trainer) stageDevice(s int, b Batch, local int) error {
+	if b.Rows != nil {
+		defer b.Rows.release()
+	}
 	if len(b.Y) != local {
 		return fmt.Errorf("train: batch of %d, want %d", len(b.Y), local)
+	}
+	if r := b.Rows; r != nil {
+		if r.N != local {
+			return fmt.Errorf("train: %d rows in device memory for a batch of %d", r.N, local)
+		}
+		for _, d := range t.devs {
+			if d.rows == nil {
+				op, err := newDeviceInput(d.b, r)
+				if err != nil {
+					return err
+				}
+				d.rows = op
+			}
+			if err := d.rows.Load(d.x[s], *r, d.lo, d.hi); err != nil {
+				return err
+			}
+			copy(d.ys[s], b.Y[d.lo:d.hi])
+		}
+		return nil
 	}
 	if bb := b.Bytes; bb.Pixels != nil {
 		per := len(bb.Pixels) / local
@@ -465,6 +497,7 @@ func (t *Trainer) startFeeder(batches iter.Seq2[Batch, error], n, local int) *fe
 			select {
 			case slot = <-f.free:
 			case <-f.quit:
+				b.Rows.release()
 				return
 			}
 			if err == nil {
@@ -601,11 +634,15 @@ func (t *Trainer) stepCaptured(s, steps int, read bool, onStep func(StepResult) 
 // NCHW float32; Y their labels. Both are valid until the next batch.
 // A stream may instead give the images as bytes (Bytes.Pixels set, X
 // nil), N×H×W×C, which the trainer has the backend normalise
-// (ByteInputBackend; NormalizeHWC on the host otherwise).
+// (ByteInputBackend; NormalizeHWC on the host otherwise), or as rows
+// already in the backend's device memory (Rows set, X nil: a GPU decode
+// stage's batch), which the backend reads there (DeviceInputBackend) and
+// the trainer gives back with Rows.Done once read.
 type Batch struct {
 	X     []float32
 	Y     []int
 	Bytes ByteBatch
+	Rows  *DeviceRows
 }
 
 // Stream is a dataset that produces its batches itself, in its own
@@ -637,6 +674,10 @@ func (t *Trainer) Close() {
 		if d.in != nil {
 			d.in.Close()
 			d.in = nil
+		}
+		if d.rows != nil {
+			d.rows.Close()
+			d.rows = nil
 		}
 		if d.jobs != nil {
 			close(d.jobs)

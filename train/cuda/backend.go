@@ -32,15 +32,16 @@ type Backend struct {
 }
 
 var (
-	_ train.Backend           = (*Backend)(nil)
-	_ train.ParamStore        = (*Backend)(nil)
-	_ train.LossBackend       = (*Backend)(nil)
-	_ train.ByteInputBackend  = (*Backend)(nil)
-	_ train.Syncer            = (*Backend)(nil)
-	_ train.DeviceNamer       = (*Backend)(nil)
-	_ train.DeviceMemory      = (*Backend)(nil)
-	_ train.PrecisionReporter = (*Backend)(nil)
-	_ train.Tuner             = (*Backend)(nil)
+	_ train.Backend            = (*Backend)(nil)
+	_ train.ParamStore         = (*Backend)(nil)
+	_ train.LossBackend        = (*Backend)(nil)
+	_ train.ByteInputBackend   = (*Backend)(nil)
+	_ train.DeviceInputBackend = (*Backend)(nil)
+	_ train.Syncer             = (*Backend)(nil)
+	_ train.DeviceNamer        = (*Backend)(nil)
+	_ train.DeviceMemory       = (*Backend)(nil)
+	_ train.PrecisionReporter  = (*Backend)(nil)
+	_ train.Tuner              = (*Backend)(nil)
 
 	_ train.DeviceConvOp      = (*convOp)(nil)
 	_ train.DeviceLinearOp    = (*linearOp)(nil)

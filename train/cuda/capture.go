@@ -207,6 +207,15 @@ func (w *recorder) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
 	return w.machine.copyOut(dst, src, bytes)
 }
 
+// copyDev and fence are refused in a step: rows in another producer's
+// memory are read before it (the trainer's capturedStep), since their
+// address changes from batch to batch.
+func (w *recorder) copyDev(dst, src uint64, bytes int) error {
+	return errors.New("cuda: a copy of another producer's memory inside a captured step (read device rows before the step)")
+}
+
+func (w *recorder) fence() error { return errHostRead }
+
 func (w *recorder) alloc(bytes int) (uint64, error) {
 	if w.mode == recCapture {
 		return 0, fmt.Errorf("cuda: an allocation of %d bytes inside a captured step (the warm-up step allocates)", bytes)

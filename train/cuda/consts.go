@@ -48,6 +48,7 @@ const (
 	cudaR16F              = 2  // CUDA_R_16F (library_types.h)
 	cudaR16BF             = 14 // CUDA_R_16BF (library_types.h)
 	cuCaptureModeGlobal   = 0  // CU_STREAM_CAPTURE_MODE_GLOBAL (cuda.h)
+	cuEventDisableTiming  = 2  // CU_EVENT_DISABLE_TIMING (cuda.h): the cheapest event, for ordering only
 )
 
 // NCCL's values, as consts_nccl.h lists them (a test checks; probe.cpp
@@ -83,4 +84,5 @@ var dnnConsts = map[string]int{
 	"CUDA_R_16F":                    cudaR16F,
 	"CUDA_R_16BF":                   cudaR16BF,
 	"CU_STREAM_CAPTURE_MODE_GLOBAL": cuCaptureModeGlobal,
+	"CU_EVENT_DISABLE_TIMING":       cuEventDisableTiming,
 }

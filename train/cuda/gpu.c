@@ -209,6 +209,30 @@ int faster_zero(void *stream, unsigned long long p, size_t n) { return faster_p_
 
 int faster_stream_sync(void *stream) { return faster_p_cuStreamSynchronize(stream); }
 
+int faster_copy_dev(void *stream, unsigned long long dst, unsigned long long src, size_t n) {
+	return faster_p_cuMemcpyDtoDAsync_v2(dst, src, n, stream);
+}
+
+int faster_fence_wait(void *stream, const char **call) {
+	void *ev = NULL;
+	*call = "cuEventCreate";
+	int r = faster_p_cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+	if (r)
+		return r;
+	*call = "cuEventRecord";
+	r = faster_p_cuEventRecord(ev, stream);
+	if (!r) {
+		*call = "cuEventSynchronize";
+		r = faster_p_cuEventSynchronize(ev);
+	}
+	int d = faster_p_cuEventDestroy_v2(ev);
+	if (!r && d) {
+		*call = "cuEventDestroy";
+		r = d;
+	}
+	return r;
+}
+
 int faster_mem_info(size_t *free, size_t *total) { return faster_p_cuMemGetInfo_v2(free, total); }
 
 int faster_capture_begin(void *stream) { return faster_p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL); }

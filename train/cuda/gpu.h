@@ -83,6 +83,15 @@ int faster_zero(void *stream, unsigned long long p, size_t n);
 int faster_stream_sync(void *stream);
 int faster_mem_info(size_t *free, size_t *total);
 
+/* Reading another producer's device memory (a decode stage's batch):
+ * faster_copy_dev queues a device-to-device copy on the stream;
+ * faster_fence_wait records a fresh event on the stream after the work
+ * queued so far and waits for it alone (not for work queued later by
+ * other threads, as a stream synchronisation may), then destroys it. On
+ * failure *call names the call. */
+int faster_copy_dev(void *stream, unsigned long long dst, unsigned long long src, size_t n);
+int faster_fence_wait(void *stream, const char **call);
+
 /* The step as a CUDA graph: faster_capture_begin starts stream capture on
  * the stream (CU_STREAM_CAPTURE_MODE_GLOBAL: while it runs, a potentially
  * unsafe call from any thread of the process fails instead of silently

@@ -128,6 +128,34 @@ func TestGPUBackendByteInput(t *testing.T) {
 	byteInputMatchesHost(t, b)
 }
 
+// Rows in device memory (a decode stage's batches: U8 read in place by
+// normalize_u8, F32 copied device to device, the copy's end waited for
+// with an event) train on the GPU as the same batches from host floats,
+// with the feeder's overlap and with the step captured.
+func TestGPUBackendDeviceRows(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	run := func(t *testing.T, rows, f32, capture bool) outcome {
+		b := openGPUFor(t, train.BackendOptions{}, true)
+		var stream func(*train.Trainer, *train.Images) train.Stream
+		if rows {
+			stream = func(tr *train.Trainer, d *train.Images) train.Stream { return newRows(t, tr, d, f32, b.m) }
+		}
+		return trainRunStream(t, b, 2, "", "", func(tr *train.Trainer) { tr.CaptureStep = capture }, stream)
+	}
+	for _, c := range []struct {
+		name         string
+		f32, capture bool
+	}{{"u8", false, false}, {"f32", true, false}, {"u8 captured", false, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			report(t, "8 steps on device rows ("+c.name+") against host floats at 1e-3")
+			want := run(t, false, false, c.capture)
+			got := run(t, true, c.f32, c.capture)
+			nearLosses(t, got.losses, want.losses, gpuTrainTol)
+			near(t, "weights", got.weights, want.weights, gpuTrainTol)
+		})
+	}
+}
+
 // gpuTrainTol bounds the GPU's drift from the twin over 8 steps: cuDNN
 // and cuBLAS accumulate in float32 where the twin accumulates in double.
 const gpuTrainTol = 1e-3

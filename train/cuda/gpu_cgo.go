@@ -181,6 +181,32 @@ func (m *gpuMachine) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
 	})
 }
 
+func (m *gpuMachine) copyDev(dst, src uint64, bytes int) error {
+	if err := m.refuseCapturing("a copy of another producer's memory"); err != nil {
+		return err
+	}
+	if bytes == 0 {
+		return nil
+	}
+	return m.d.do(func() error {
+		return cuErr("cuMemcpyDtoDAsync", C.faster_copy_dev(m.stream, C.ulonglong(dst), C.ulonglong(src), C.size_t(bytes)))
+	})
+}
+
+func (m *gpuMachine) fence() error {
+	if err := m.refuseCapturing("a wait for the stream"); err != nil {
+		return err
+	}
+	return m.d.do(func() error {
+		var call *C.char
+		r := C.faster_fence_wait(m.stream, &call)
+		if r != 0 {
+			return cuErr(C.GoString(call), r)
+		}
+		return nil
+	})
+}
+
 func (m *gpuMachine) zero(p uint64, bytes int) error {
 	if bytes == 0 {
 		return nil

@@ -30,6 +30,12 @@ type machine interface {
 	// memory dst after the work queued before it, and waits for it.
 	copyIn(dst uint64, src unsafe.Pointer, bytes int) error
 	copyOut(dst unsafe.Pointer, src uint64, bytes int) error
+	// copyDev copies bytes of device memory src (another producer's on
+	// the same device: a decode stage's batch) to dst in queue order;
+	// fence waits for the work queued so far by this goroutine, and not
+	// for work others queue after it (train.DeviceInputOp.Load's return).
+	copyDev(dst, src uint64, bytes int) error
+	fence() error
 	// zero sets bytes at p to 0.
 	zero(p uint64, bytes int) error
 	// launch runs kernel name of kernels.cu with l and args, each in an

@@ -514,22 +514,72 @@ func (in *byteInput) Normalize(dst train.Tensor, bb train.ByteBatch) error {
 			return err
 		}
 	}
-	// train.NormalizeHWC's factors: scale 1/(255·std), shift −mean/std.
-	in.host = grow(in.host, 2*bb.C)
-	for c := range bb.C {
-		m, s := channel(bb.Mean, c, 0), channel(bb.Std, c, 1)
+	return in.normalize(in.pix, t.p, bb.N, bb.C, bb.H, bb.W, bb.Mean, bb.Std)
+}
+
+// normalize runs normalize_u8 from the N×H×W×C bytes at src into the
+// N×C×H×W floats at dst with train.NormalizeHWC's factors: scale
+// 1/(255·std), shift −mean/std.
+func (in *byteInput) normalize(src, dst uint64, n, c, h, w int, mean, std []float32) error {
+	in.host = grow(in.host, 2*c)
+	for k := range c {
+		m, s := channel(mean, k, 0), channel(std, k, 1)
 		if s == 0 {
 			s = 1
 		}
-		in.host[c], in.host[bb.C+c] = 1/(255*s), -m/s
+		in.host[k], in.host[c+k] = 1/(255*s), -m/s
 	}
-	if _, err := in.b.hostTensor(&in.scale, in.host[:bb.C]); err != nil {
+	if _, err := in.b.hostTensor(&in.scale, in.host[:c]); err != nil {
 		return err
 	}
-	if _, err := in.b.hostTensor(&in.shift, in.host[bb.C:]); err != nil {
+	if _, err := in.b.hostTensor(&in.shift, in.host[c:]); err != nil {
 		return err
 	}
-	return in.b.run("normalize_u8", kernels.Elementwise, n, 0, in.pix, t.p, in.scale.p, in.shift.p, i32(bb.N), i32(bb.C), i32(bb.H), i32(bb.W))
+	return in.b.run("normalize_u8", kernels.Elementwise, n*h*w*c, 0, src, dst, in.scale.p, in.shift.p, i32(n), i32(c), i32(h), i32(w))
+}
+
+// NewDeviceInput implements train.DeviceInputBackend: rows already in
+// this device's memory (a decode stage's batch) are read there — F32
+// rows by a device-to-device copy, U8 rows by normalize_u8 reading them
+// in place — and Load waits for that work alone (an event), not for the
+// step queued beside it.
+func (b *Backend) NewDeviceInput() (train.DeviceInputOp, error) {
+	return &deviceInput{byteInput{b: b}}, nil
+}
+
+type deviceInput struct{ byteInput }
+
+func (in *deviceInput) Load(dst train.Tensor, r train.DeviceRows, lo, hi int) error {
+	t, err := asT(dst, 4)
+	if err != nil {
+		return err
+	}
+	if dev := in.b.m.device(); r.Device != dev {
+		return fmt.Errorf("%w: rows on %s, backend on %s", train.ErrDeviceRows, r.Device, dev)
+	}
+	if lo < 0 || hi > r.N || lo >= hi {
+		return fmt.Errorf("cuda: rows [%d, %d) of %d", lo, hi, r.N)
+	}
+	if t.shape[0] != hi-lo || t.shape[1] != r.C || t.shape[2] != r.H || t.shape[3] != r.W {
+		return fmt.Errorf("cuda: %d rows of %d×%d×%d into %v", hi-lo, r.C, r.H, r.W, t.shape)
+	}
+	per := r.C * r.H * r.W
+	src := r.Ptr + uint64(lo*r.RowBytes)
+	if r.U8 {
+		if r.RowBytes != per {
+			return fmt.Errorf("cuda: U8 rows of %d bytes for %d×%d×%d", r.RowBytes, r.H, r.W, r.C)
+		}
+		err = in.normalize(src, t.p, hi-lo, r.C, r.H, r.W, r.Mean, r.Std)
+	} else {
+		if r.RowBytes != 4*per {
+			return fmt.Errorf("cuda: F32 rows of %d bytes for %d×%d×%d", r.RowBytes, r.C, r.H, r.W)
+		}
+		err = in.b.m.copyDev(t.p, src, (hi-lo)*r.RowBytes)
+	}
+	if err != nil {
+		return err
+	}
+	return in.b.m.fence()
 }
 
 func channel(v []float32, c int, def float32) float32 {

@@ -56,6 +56,13 @@ func trainRun(t *testing.T, b train.Backend, epochs int, from, save string) outc
 // trainRunWith is trainRun with setup applied to the trainer first.
 func trainRunWith(t *testing.T, b train.Backend, epochs int, from, save string, setup func(*train.Trainer)) outcome {
 	t.Helper()
+	return trainRunStream(t, b, epochs, from, save, setup, nil)
+}
+
+// trainRunStream is trainRunWith on the stream that stream makes of the
+// data (nil: the trainer's own, TrainEpoch).
+func trainRunStream(t *testing.T, b train.Backend, epochs int, from, save string, setup func(*train.Trainer), stream func(*train.Trainer, *train.Images) train.Stream) outcome {
+	t.Helper()
 	net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +86,13 @@ func trainRunWith(t *testing.T, b train.Backend, epochs int, from, save string, 
 		o.losses = append(o.losses, s.Loss)
 		return nil
 	}
+	d := images(64, 7)
+	var s train.Stream = tr.StreamOf(d)
+	if stream != nil {
+		s = stream(tr, d)
+	}
 	for range epochs {
-		if _, err := tr.TrainEpoch(context.Background(), images(64, 7), onStep); err != nil {
+		if _, err := tr.TrainStream(context.Background(), s, onStep); err != nil {
 			t.Fatal(err)
 		}
 	}

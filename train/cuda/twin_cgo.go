@@ -140,6 +140,24 @@ func (m *twinMachine) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
 	return nil
 }
 
+func (m *twinMachine) copyDev(dst, src uint64, bytes int) error {
+	if m.capturing != nil {
+		return errCapturing("a copy of another producer's memory")
+	}
+	if bytes > 0 {
+		C.twin_copy(C.twin_p(C.ulonglong(dst)), C.twin_p(C.ulonglong(src)), C.size_t(bytes))
+	}
+	return nil
+}
+
+// fence has nothing to wait for: the twin runs each call as it is made.
+func (m *twinMachine) fence() error {
+	if m.capturing != nil {
+		return errCapturing("a wait for the stream")
+	}
+	return nil
+}
+
 func (m *twinMachine) zero(p uint64, bytes int) error {
 	if m.recorded(call{kind: callZero, out: p, n: bytes}) {
 		return nil
