@@ -29,7 +29,10 @@ type Stage struct {
 	lutFor  [2][3]float32
 }
 
-var _ loader.BatchDecoder = (*Stage)(nil)
+var (
+	_ loader.BatchDecoder      = (*Stage)(nil)
+	_ loader.DeviceBatchBuffer = (*DeviceBuffer)(nil)
+)
 
 // DeviceBuffer is a batch buffer in device memory.
 type DeviceBuffer struct {

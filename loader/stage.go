@@ -39,6 +39,16 @@ type BatchBuffer interface {
 	Host() []byte // the bytes when the buffer is host memory, else nil
 }
 
+// DeviceBatchBuffer is a BatchBuffer in device memory that a consumer on
+// the same device reads by address (train.DeviceRows): the trainer of
+// `faster train --device cuda` takes a GPU stage's batches this way,
+// without a trip through the host.
+type DeviceBatchBuffer interface {
+	BatchBuffer
+	Ptr() uint64    // the address of the first row
+	Device() string // "cuda:0"
+}
+
 // RowFormat is what every row of a batch holds: C×H×W float32 normalised
 // with Mean and Std (F32CHW) or H×W×C uint8 (U8HWC), RowBytes each.
 type RowFormat struct {
@@ -559,6 +569,12 @@ func (l *Loader) decodeStaged(ctx context.Context, r *ring, b *Batch, f RowForma
 type CPUBatchDecoder struct {
 	Workers   int // 0: one per row, at most GOMAXPROCS (see pipeline.Auto)
 	CanDecode func(data []byte) bool
+	// Mapped names a device the decoder stands in for: its buffers are
+	// then memory outside Go's heap (mmap) reported as that device's
+	// (DeviceBatchBuffer, Host nil), as a GPU stage's, so that a consumer
+	// reading device addresses (train/cuda's CPU twin, "cuda-twin") is
+	// tested without a GPU. Unix only.
+	Mapped string
 
 	allocs, frees atomic.Int64
 }
@@ -570,15 +586,36 @@ type hostBuffer struct{ b []byte }
 func (h *hostBuffer) Size() int    { return len(h.b) }
 func (h *hostBuffer) Host() []byte { return h.b }
 
-func (d *CPUBatchDecoder) Device() string { return "cpu" }
+func (d *CPUBatchDecoder) Device() string {
+	if d.Mapped != "" {
+		return d.Mapped
+	}
+	return "cpu"
+}
 
-// Alloc returns host memory, 8-byte aligned.
+// Alloc returns host memory, 8-byte aligned (page-aligned and mapped
+// when Mapped).
 func (d *CPUBatchDecoder) Alloc(n int) (BatchBuffer, error) {
+	if d.Mapped != "" {
+		b, err := mapBuffer(n, d.Mapped)
+		if err != nil {
+			return nil, err
+		}
+		d.allocs.Add(1)
+		return b, nil
+	}
 	d.allocs.Add(1)
 	return &hostBuffer{make([]byte, n)}, nil // 8-byte aligned: Go's allocator aligns its size classes
 }
 
 func (d *CPUBatchDecoder) Free(b BatchBuffer) error {
+	if m, ok := b.(*mappedBuffer); ok {
+		if err := m.unmap(); err != nil {
+			return fmt.Errorf("cpu batch decoder: %w", err)
+		}
+		d.frees.Add(1)
+		return nil
+	}
 	h, ok := b.(*hostBuffer)
 	if !ok || h.b == nil {
 		return fmt.Errorf("cpu batch decoder: free of a buffer it did not give (or twice)")
@@ -596,6 +633,9 @@ func (d *CPUBatchDecoder) Close() error { return nil }
 func (d *CPUBatchDecoder) DecodeBatch(ctx context.Context, jobs []*DecodeJob, dst BatchBuffer, f RowFormat) (BatchReport, error) {
 	var rep BatchReport
 	host := dst.Host()
+	if m, ok := dst.(*mappedBuffer); ok {
+		host = m.b
+	}
 	if host == nil || len(host) < len(jobs)*f.RowBytes {
 		return rep, fmt.Errorf("cpu batch decoder: buffer of %d bytes for %d rows of %d", dst.Size(), len(jobs), f.RowBytes)
 	}
