@@ -102,13 +102,13 @@ void standin_enqueue(void *stream, const char *call, void (*run)(void *), void *
 	pthread_mutex_unlock(&mu);
 }
 
-/* drain runs s's queued work in order. */
+/* drain runs s's queued work in order (s NULL: every stream's). */
 static void drain(struct standin_stream *s) {
 	pthread_mutex_lock(&mu);
 	struct op **p = &head;
 	while (*p) {
 		struct op *o = *p;
-		if (o->s != s) {
+		if (s && o->s != s) {
 			p = &o->next;
 			continue;
 		}
@@ -116,7 +116,7 @@ static void drain(struct standin_stream *s) {
 		if (o->src && sum(o->src, o->n) != o->sum)
 			standin_violation("%s: the host memory it reads changed between the call and the stream's running it",
 					  o->call);
-		fprintf(stderr, "standin: s%d ran %s\n", s->id, o->call);
+		fprintf(stderr, "standin: s%d ran %s\n", o->s->id, o->call);
 		o->run(o->arg);
 		free(o->arg);
 		free(o);
@@ -188,6 +188,7 @@ int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
 
 int cudaDeviceSynchronize(void) {
 	standin_violation("cudaDeviceSynchronize: waits for every stream of the device, a trainer's too");
+	drain(NULL);
 	return 0;
 }
 
