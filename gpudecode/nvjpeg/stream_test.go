@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -149,12 +150,21 @@ func streamChild(t *testing.T) {
 				t.Errorf("f32 %v: %s (%v): row differs from the CPU build's on the same pixels", f32, files[k], res.Routes[k])
 			}
 		}
-		// The CPU's row, uploaded on the stream: there when Upload returns.
+		// The CPU's row, uploaded on the stream in two halves by two
+		// goroutines (as the fallback's workers do): there when Upload
+		// returns.
 		k := len(jobs) - 1
 		row := bytes.Repeat([]byte{0x5a, byte(k)}, rowBytes/2)
-		if err := d.Upload(buf, k*rowBytes, row); err != nil {
-			t.Fatal(err)
+		var wg sync.WaitGroup
+		for h := range 2 {
+			half := row[h*rowBytes/2 : (h+1)*rowBytes/2]
+			wg.Go(func() {
+				if err := d.Upload(buf, k*rowBytes+h*rowBytes/2, half); err != nil {
+					t.Error(err)
+				}
+			})
 		}
+		wg.Wait()
 		if !bytes.Equal(mem[k*rowBytes:(k+1)*rowBytes], row) {
 			t.Errorf("f32 %v: the uploaded row is not there when Upload returns", f32)
 		}
