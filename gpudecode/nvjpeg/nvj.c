@@ -206,15 +206,14 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 	if ((r = hardware(c, n, data, off, len, roi, dst, pitch, route, report, cap)) != 0)
 		return r;
 	/* The GPU-hybrid images, one at a time: the parse and the host phase
-	 * into pinned buffer b, then the transfer and the device phase queued
-	 * on the stream. b changes after each queued transfer, so a host
-	 * phase never writes the pinned buffer that the last queued transfer
-	 * reads, and overlaps the previous image's device phase; before a
-	 * transfer the stream is waited for when an earlier one is queued
-	 * (so no queued transfer reads the other buffer, and the transfer,
-	 * which may grow the device buffer, never does so under a queued
-	 * device phase: nvJPEG's decoupled-decode sample synchronises there
-	 * too). */
+	 * write JPEG stream b and pinned buffer b; the transfer, which reads
+	 * them, and the device phase are queued on the stream. Before a
+	 * transfer the stream is waited for when an earlier transfer is
+	 * queued, as nvJPEG's decoupled-decode sample does (the transfer may
+	 * also grow the device buffer a queued device phase reads). So at
+	 * most one transfer is pending, and b, which changes after each
+	 * queued transfer, is never what it reads: the next image's host
+	 * phase overlaps the queued work without rewriting its input. */
 	int b = 0, queued = 0;
 	for (int i = 0; i < n; i++) {
 		if (route[i] != 1)
