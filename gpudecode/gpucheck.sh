@@ -12,9 +12,11 @@
 # On the GPU machine, in one device call, carrying out/gpu (no Go there):
 #   bash gpudecode/nvjpeg/probe/probe.sh; bash gpudecode/gpucheck.sh
 # It runs the binaries' GPU tests with FASTER_REQUIRE_GPU=1 (a missing
-# driver fails, never skips): the loader's stage against the CPU path on
-# the photographs (order, pixels within the stated bound, fallback count,
-# buffers freed), then its rate beside the CPU path's; prints a table
+# driver fails, never skips): a batch on the decoder's own stream beside a
+# kernel spinning on the legacy default stream (it must not wait for it),
+# the loader's stage against the CPU path on the photographs (order,
+# pixels within the stated bound, fallback count, buffers freed), then
+# its rate beside the CPU path's; prints a table
 # last; the log goes to $OUT/gpudecode.log. Exit status: the first
 # failing binary's. It reads the card's state and changes nothing.
 set -u
@@ -45,7 +47,7 @@ log=${OUT:-/tmp}/gpudecode.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 export FASTER_REQUIRE_GPU=1 FASTER_PHOTOS=$out/photos FASTER_TESTDATA=$out/testdata
 start=$(date +%s)
-(cd "$root/gpudecode/nvjpeg" && "$out/nvjpeg.test" -test.run '^(TestLoaderTable|TestDecls|TestConsts|TestCanDecode)' -test.v -test.timeout 120s) >"$log" 2>&1
+(cd "$root/gpudecode/nvjpeg" && "$out/nvjpeg.test" -test.run '^(TestLoaderTable|TestDecls|TestConsts|TestCanDecode|TestGPU)' -test.v -test.timeout 120s) >"$log" 2>&1
 rc1=$?
 (cd "$root/gpudecode" && "$out/gpudecode.test" -test.run '^TestGPU' -test.v -test.timeout 400s) >>"$log" 2>&1
 rc2=$?

@@ -121,8 +121,8 @@ func (s *Stage) DecodeBatch(ctx context.Context, jobs []*loader.DecodeJob, dst l
 }
 
 // fallback decodes jobs[idx] with the CPU path on up to workers
-// goroutines, each row uploaded as it is made; the lowest failing row's
-// error.
+// goroutines, each row uploaded as it is made (on the decoder's stream,
+// done when Upload returns); the lowest failing row's error.
 func (s *Stage) fallback(ctx context.Context, jobs []*loader.DecodeJob, idx []int, db *DeviceBuffer, f loader.RowFormat) error {
 	if len(idx) == 0 {
 		return nil

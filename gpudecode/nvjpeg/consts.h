@@ -2,7 +2,8 @@
  *   FASTER_NVJ_CONST(name as the header spells it, value)
  * Source: nvjpeg.h (nvjpegStatus_t, nvjpegBackend_t, nvjpegOutputFormat_t;
  * the same values in CUDA 13's nvJPEG documentation §2.2) and
- * driver_types.h (cudaMemcpyKind, cudaHostAllocDefault). probe/probe.cpp
+ * driver_types.h (cudaMemcpyKind; cudaHostAllocDefault and
+ * cudaStreamNonBlocking, macros there). probe/probe.cpp
  * checks each against the real header; consts.go lists the same. */
 FASTER_NVJ_CONST(NVJPEG_STATUS_SUCCESS, 0)
 FASTER_NVJ_CONST(NVJPEG_STATUS_JPEG_NOT_SUPPORTED, 4)
@@ -13,3 +14,4 @@ FASTER_NVJ_CONST(cudaSuccess, 0)
 FASTER_NVJ_CONST(cudaMemcpyHostToDevice, 1)
 FASTER_NVJ_CONST(cudaMemcpyDeviceToHost, 2)
 FASTER_NVJ_CONST(cudaHostAllocDefault, 0)
+FASTER_NVJ_CONST(cudaStreamNonBlocking, 1)

@@ -72,8 +72,10 @@ var Decls = []Decl{
 	{"cudaFree", Runtime, "int cudaFree(void *ptr)"},
 	{"cudaHostAlloc", Runtime, "int cudaHostAlloc(void **ptr, size_t size, unsigned int flags)"},
 	{"cudaFreeHost", Runtime, "int cudaFreeHost(void *ptr)"},
-	{"cudaMemcpy", Runtime, "int cudaMemcpy(void *dst, const void *src, size_t count, int kind)"},
-	{"cudaDeviceSynchronize", Runtime, "int cudaDeviceSynchronize(void)"},
+	{"cudaStreamCreateWithFlags", Runtime, "int cudaStreamCreateWithFlags(void **stream, unsigned int flags)"},
+	{"cudaStreamDestroy", Runtime, "int cudaStreamDestroy(void *stream)"},
+	{"cudaStreamSynchronize", Runtime, "int cudaStreamSynchronize(void *stream)"},
+	{"cudaMemcpyAsync", Runtime, "int cudaMemcpyAsync(void *dst, const void *src, size_t count, int kind, void *stream)"},
 	{"cudaIpcGetMemHandle", Runtime, "int cudaIpcGetMemHandle(void *handle, void *dev_ptr)"},
 }
 
@@ -85,7 +87,7 @@ type Const struct {
 
 // Consts lists consts.h, in its order: nvjpeg.h's nvjpegStatus_t,
 // nvjpegBackend_t and nvjpegOutputFormat_t, driver_types.h's
-// cudaMemcpyKind and cudaHostAllocDefault.
+// cudaMemcpyKind, cudaHostAllocDefault and cudaStreamNonBlocking.
 var Consts = []Const{
 	{"NVJPEG_STATUS_SUCCESS", 0},
 	{"NVJPEG_STATUS_JPEG_NOT_SUPPORTED", 4},
@@ -96,4 +98,5 @@ var Consts = []Const{
 	{"cudaMemcpyHostToDevice", 1},
 	{"cudaMemcpyDeviceToHost", 2},
 	{"cudaHostAllocDefault", 0},
+	{"cudaStreamNonBlocking", 1},
 }

@@ -52,8 +52,15 @@ FASTER_NVJ_DECL(CUDART, int, cudaMalloc, (void **ptr, size_t size))
 FASTER_NVJ_DECL(CUDART, int, cudaFree, (void *ptr))
 FASTER_NVJ_DECL(CUDART, int, cudaHostAlloc, (void **ptr, size_t size, unsigned int flags))
 FASTER_NVJ_DECL(CUDART, int, cudaFreeHost, (void *ptr))
-FASTER_NVJ_DECL(CUDART, int, cudaMemcpy, (void *dst, const void *src, size_t count, int kind))
-FASTER_NVJ_DECL(CUDART, int, cudaDeviceSynchronize, (void))
+/* The stage's stream: one per decoder, made with cudaStreamNonBlocking
+ * (it never waits for the legacy default stream, nor that stream for it);
+ * every copy, decode and kernel of a batch is queued on it, and a batch
+ * ends with cudaStreamSynchronize, never cudaDeviceSynchronize (which
+ * would wait for a trainer's work on the same GPU too). */
+FASTER_NVJ_DECL(CUDART, int, cudaStreamCreateWithFlags, (void **stream, unsigned int flags))
+FASTER_NVJ_DECL(CUDART, int, cudaStreamDestroy, (void *stream))
+FASTER_NVJ_DECL(CUDART, int, cudaStreamSynchronize, (void *stream))
+FASTER_NVJ_DECL(CUDART, int, cudaMemcpyAsync, (void *dst, const void *src, size_t count, int kind, void *stream))
 /* cuda_runtime_api.h: cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr);
  * cudaIpcMemHandle_t (driver_types.h) is struct { char reserved[CUDA_IPC_HANDLE_SIZE]; },
  * CUDA_IPC_HANDLE_SIZE 64: a 64-byte buffer here (probe.cpp checks the size). Package serve

@@ -15,11 +15,31 @@ static int nvj_malloc(unsigned long long *p, size_t n) {
 static int nvj_free(unsigned long long p) { return faster_nvj_p_cudaFree((void *)(size_t)p); }
 static int nvj_host_alloc(void **p, size_t n) { return faster_nvj_p_cudaHostAlloc(p, n, FASTER_cudaHostAllocDefault); }
 static int nvj_free_host(void *p) { return faster_nvj_p_cudaFreeHost(p); }
-static int nvj_htod(unsigned long long dst, const void *src, size_t n) {
-	return faster_nvj_p_cudaMemcpy((void *)(size_t)dst, src, n, FASTER_cudaMemcpyHostToDevice);
+
+// nvj_htod_async queues a copy of n bytes of host memory src to dst on
+// stream; src (pinned) must stay as it is until the stream is
+// synchronised.
+static int nvj_htod_async(void *stream, unsigned long long dst, const void *src, size_t n) {
+	return faster_nvj_p_cudaMemcpyAsync((void *)(size_t)dst, src, n, FASTER_cudaMemcpyHostToDevice, stream);
 }
-static int nvj_dtoh(void *dst, unsigned long long src, size_t n) {
-	return faster_nvj_p_cudaMemcpy(dst, (const void *)(size_t)src, n, FASTER_cudaMemcpyDeviceToHost);
+
+// nvj_copy_sync copies n bytes (kind: cudaMemcpyHostToDevice or
+// DeviceToHost) on stream, after the work queued there, and waits for it:
+// the host memory (the caller's, pageable) is done with on return. call
+// names the failing call.
+static int nvj_copy_sync(void *stream, void *dst, const void *src, size_t n, int kind, const char **call) {
+	*call = "cudaMemcpyAsync";
+	int r = faster_nvj_p_cudaMemcpyAsync(dst, src, n, kind, stream);
+	if (r != 0)
+		return r;
+	*call = "cudaStreamSynchronize";
+	return faster_nvj_p_cudaStreamSynchronize(stream);
+}
+static int nvj_upload(void *stream, unsigned long long dst, const void *src, size_t n, const char **call) {
+	return nvj_copy_sync(stream, (void *)(size_t)dst, src, n, FASTER_cudaMemcpyHostToDevice, call);
+}
+static int nvj_download(void *stream, void *dst, unsigned long long src, size_t n, const char **call) {
+	return nvj_copy_sync(stream, dst, (const void *)(size_t)src, n, FASTER_cudaMemcpyDeviceToHost, call);
 }
 static int nvj_ipc_handle(void *h, unsigned long long p) { return faster_nvj_p_cudaIpcGetMemHandle(h, (void *)(size_t)p); }
 static int nvj_set_device(int d) { return faster_nvj_p_cudaSetDevice(d); }
@@ -32,6 +52,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -40,22 +61,29 @@ import (
 	"github.com/faster-training/faster/train/cuda"
 )
 
-// Decoder is one GPU's nvJPEG decoder: its handles, its kernels, its
-// scratch memory (the decoded regions, the tables) and the batch buffers
-// it gave out. DecodeBatch is for one goroutine at a time; Alloc, Free
-// and Close may be called from any.
+// Decoder is one GPU's nvJPEG decoder: its handles, its stream, its
+// kernels, its scratch memory (the decoded regions, the tables) and the
+// batch buffers it gave out. Every copy, decode and kernel of a batch is
+// queued on the decoder's own stream, made with cudaStreamNonBlocking:
+// it does not wait for the legacy default stream nor for a trainer's
+// stream on the same GPU, and a batch ends with that stream's
+// synchronisation, never the device's. DecodeBatch is for one goroutine
+// at a time; Upload and Download may run beside each other (the
+// fallback's workers), not beside Close; Alloc, Free and Close may be
+// called from any.
 type Decoder struct {
 	ordinal int
 	dev     *cuda.Device
 	fh, fu8 *cuda.Function
 	ff32    *cuda.Function
+	stream  unsafe.Pointer // the stage's stream (nvj.c's), from Open to Close
 
 	mu      sync.Mutex // guards what follows
 	n       *nvj
-	pinned  unsafe.Pointer // the batch's JPEGs, copied (pinned host memory)
-	pinCap  int
-	scratch devMem // decoded regions
-	params  devMem // descriptors, tables, LUT, the horizontal pass's rows
+	jpegs   hostMem // the batch's JPEGs, copied: nvJPEG reads them while the stream runs
+	tables  hostMem // the kernels' descriptors, tables and LUT, staged for one copy
+	scratch devMem  // decoded regions
+	params  devMem  // descriptors, tables, LUT, the horizontal pass's rows
 	live    map[*Buffer]bool
 	closed  bool
 }
@@ -63,6 +91,14 @@ type Decoder struct {
 // devMem is device memory that grows.
 type devMem struct {
 	ptr uint64
+	cap int
+}
+
+// hostMem is pinned host memory (cudaHostAlloc) that grows: what the
+// stream reads from the host, left as it is until the stream is
+// synchronised (the batch's end).
+type hostMem struct {
+	p   unsafe.Pointer
 	cap int
 }
 
@@ -84,6 +120,17 @@ func cudaErr(call string, r C.int) error {
 		return nil
 	}
 	return &Error{Call: call + ": " + C.GoString(C.nvj_err(r)), Code: int(r)}
+}
+
+// do runs f on a locked thread with the decoder's GPU current
+// (cudaSetDevice holds for the calling thread only).
+func (d *Decoder) do(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cudaErr(fmt.Sprintf("cudaSetDevice(%d)", d.ordinal), C.nvj_set_device(C.int(d.ordinal))); err != nil {
+		return err
+	}
+	return f()
 }
 
 // Probe says what this machine offers the GPU decode: the libraries
@@ -108,8 +155,9 @@ func Probe() string {
 
 // Open opens GPU o.Ordinal for decoding: the CUDA driver and NVRTC (train/cuda,
 // for the kernels), nvJPEG and the CUDA runtime (dlopen by soname), the
-// hardware and GPU-hybrid backends, and the kernels compiled by NVRTC.
-// Its error names every library tried and why each failed.
+// decoder's stream, the hardware and GPU-hybrid backends, and the kernels
+// compiled by NVRTC. Its error names every library tried and why each
+// failed.
 func Open(o Options) (*Decoder, error) {
 	if o.Ordinal < 0 {
 		return nil, fmt.Errorf("nvjpeg: GPU %d: want an index ≥ 0", o.Ordinal)
@@ -128,7 +176,7 @@ func Open(o Options) (*Decoder, error) {
 		d.Close()
 		return nil, err
 	}
-	d.n = n
+	d.n, d.stream = n, n.stream()
 	m, err := dev.Compile(kernels.GPUSource())
 	if err == nil {
 		d.fh, err = m.Function("resize_h")
@@ -158,9 +206,8 @@ func (d *Decoder) Alloc(n int) (*Buffer, error) {
 		return nil, errors.New("nvjpeg: decoder closed")
 	}
 	b := &Buffer{size: n}
-	C.nvj_set_device(C.int(d.ordinal))
 	var p C.ulonglong
-	if err := cudaErr(fmt.Sprintf("cudaMalloc(%d)", n), C.nvj_malloc(&p, C.size_t(n))); err != nil {
+	if err := d.do(func() error { return cudaErr(fmt.Sprintf("cudaMalloc(%d)", n), C.nvj_malloc(&p, C.size_t(n))) }); err != nil {
 		return nil, err
 	}
 	b.ptr = uint64(p)
@@ -176,8 +223,7 @@ func (d *Decoder) Free(b *Buffer) error {
 		return errors.New("nvjpeg: free of a buffer this decoder did not give (or twice)")
 	}
 	delete(d.live, b)
-	C.nvj_set_device(C.int(d.ordinal))
-	return cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr)))
+	return d.do(func() error { return cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr))) })
 }
 
 // IPCHandle returns b's cudaIpcMemHandle_t (cudaIpcGetMemHandle): what
@@ -189,8 +235,12 @@ func (d *Decoder) IPCHandle(b *Buffer) ([]byte, error) {
 	if !d.live[b] {
 		return nil, errors.New("nvjpeg: IPC handle of a buffer this decoder did not give (or freed)")
 	}
-	C.nvj_set_device(C.int(d.ordinal))
-	return ipcHandle(b.ptr)
+	var h []byte
+	err := d.do(func() (err error) {
+		h, err = ipcHandle(b.ptr)
+		return err
+	})
+	return h, err
 }
 
 // ipcHandle is cudaIpcGetMemHandle of device address ptr (on the current
@@ -210,7 +260,9 @@ func (d *Decoder) Live() int {
 	return len(d.live)
 }
 
-// Upload copies host bytes to b at byte offset off (a row the CPU made).
+// Upload copies host bytes to b at byte offset off (a row the CPU made):
+// on the decoder's stream, after the work queued there, and done when it
+// returns.
 func (d *Decoder) Upload(b *Buffer, off int, host []byte) error {
 	if off < 0 || off+len(host) > b.size {
 		return fmt.Errorf("nvjpeg: upload of %d bytes at %d into %d", len(host), off, b.size)
@@ -218,11 +270,16 @@ func (d *Decoder) Upload(b *Buffer, off int, host []byte) error {
 	if len(host) == 0 {
 		return nil
 	}
-	C.nvj_set_device(C.int(d.ordinal))
-	return cudaErr("cudaMemcpy to the device", C.nvj_htod(C.ulonglong(b.ptr+uint64(off)), unsafe.Pointer(&host[0]), C.size_t(len(host))))
+	return d.do(func() error {
+		var call *C.char
+		r := C.nvj_upload(d.stream, C.ulonglong(b.ptr+uint64(off)), unsafe.Pointer(&host[0]), C.size_t(len(host)), &call)
+		return cudaErr(C.GoString(call)+" to the device", r)
+	})
 }
 
-// Download copies b's bytes from offset off into host (tests, checks).
+// Download copies b's bytes from offset off into host (tests, checks):
+// on the decoder's stream, after the work queued there (a batch's rows
+// included), and done when it returns.
 func (d *Decoder) Download(host []byte, b *Buffer, off int) error {
 	if off < 0 || off+len(host) > b.size {
 		return fmt.Errorf("nvjpeg: download of %d bytes at %d from %d", len(host), off, b.size)
@@ -230,20 +287,26 @@ func (d *Decoder) Download(host []byte, b *Buffer, off int) error {
 	if len(host) == 0 {
 		return nil
 	}
-	C.nvj_set_device(C.int(d.ordinal))
-	return cudaErr("cudaMemcpy to the host", C.nvj_dtoh(unsafe.Pointer(&host[0]), C.ulonglong(b.ptr+uint64(off)), C.size_t(len(host))))
+	return d.do(func() error {
+		var call *C.char
+		r := C.nvj_download(d.stream, unsafe.Pointer(&host[0]), C.ulonglong(b.ptr+uint64(off)), C.size_t(len(host)), &call)
+		return cudaErr(C.GoString(call)+" to the host", r)
+	})
 }
 
-// grow makes m at least n bytes.
+// grow makes m at least n bytes (on d's thread, its GPU current): at most
+// a few times a run, as it doubles (cudaFree may wait for the whole
+// device). The stream has nothing queued that uses m: the last batch's
+// end waited for it, and this batch's work that uses m is queued after.
 func (d *Decoder) grow(m *devMem, n int) error {
 	if m.cap >= n {
 		return nil
 	}
+	n = max(n, 2*m.cap, 1<<20)
 	if m.ptr != 0 {
 		C.nvj_free(C.ulonglong(m.ptr))
 		m.ptr, m.cap = 0, 0
 	}
-	n = max(n, 2*m.cap, 1<<20)
 	var p C.ulonglong
 	if err := cudaErr(fmt.Sprintf("cudaMalloc(%d) of scratch", n), C.nvj_malloc(&p, C.size_t(n))); err != nil {
 		return err
@@ -252,6 +315,26 @@ func (d *Decoder) grow(m *devMem, n int) error {
 	return nil
 }
 
+// grow makes m at least n bytes, at least least (as devMem's grow).
+func (m *hostMem) grow(n, least int) error {
+	if m.cap >= n {
+		return nil
+	}
+	n = max(n, 2*m.cap, least)
+	if m.p != nil {
+		C.nvj_free_host(m.p)
+		m.p, m.cap = nil, 0
+	}
+	if err := cudaErr(fmt.Sprintf("cudaHostAlloc(%d)", n), C.nvj_host_alloc(&m.p, C.size_t(n))); err != nil {
+		return err
+	}
+	m.cap = n
+	return nil
+}
+
+// at is m's bytes from off on.
+func (m *hostMem) at(off int) unsafe.Pointer { return unsafe.Add(m.p, off) }
+
 const align = 256
 
 func roundUp(n int) int { return (n + align - 1) / align * align }
@@ -259,9 +342,11 @@ func roundUp(n int) int { return (n + align - 1) / align * align }
 // DecodeBatch decodes jobs into dst: each JPEG's Crop by nvJPEG (the
 // hardware backend where CanDecode and nvJPEG allow, else the GPU-hybrid
 // one) into scratch, then resampled, flipped and written as rows by the
-// kernels. The images routed CPU (Result) are left for the caller, who
-// decodes them and writes their rows with Upload. It returns when the
-// rows are written.
+// kernels, all queued on the decoder's stream. The images routed CPU
+// (Result) are left for the caller, who decodes them and writes their
+// rows with Upload. It returns when the rows are written: it ends with
+// cudaStreamSynchronize, so a reader on any stream, or in another
+// process, sees them.
 func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error) {
 	res := Result{Routes: make([]Route, len(jobs)), Why: make([]string, len(jobs))}
 	d.mu.Lock()
@@ -307,32 +392,35 @@ func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error
 	if len(idx) == 0 {
 		return res, nil
 	}
-	if total > d.pinCap {
-		if d.pinned != nil {
-			C.nvj_free_host(d.pinned)
-			d.pinned, d.pinCap = nil, 0
+	err := d.do(func() error {
+		if err := d.jpegs.grow(total, 8<<20); err != nil {
+			return err
 		}
-		n := max(total, 2*d.pinCap, 8<<20)
-		if err := cudaErr(fmt.Sprintf("cudaHostAlloc(%d)", n), C.nvj_host_alloc(&d.pinned, C.size_t(n))); err != nil {
-			return res, err
+		if err := d.grow(&d.scratch, scratch); err != nil {
+			return err
 		}
-		d.pinCap = n
-	}
-	pin := unsafe.Slice((*byte)(d.pinned), d.pinCap)
-	for k, i := range idx {
-		copy(pin[off[k]:], jobs[i].Data)
-	}
-	C.nvj_set_device(C.int(d.ordinal))
-	if err := d.grow(&d.scratch, scratch); err != nil {
-		return res, err
-	}
-	for k := range dsts {
-		dsts[k] += d.scratch.ptr
-	}
-	status := make([]int32, len(idx))
-	if err := d.n.decode(d.pinned, off, lens, roi, dsts, pitch, route, status); err != nil {
-		return res, err
-	}
+		pin := unsafe.Slice((*byte)(d.jpegs.p), d.jpegs.cap)
+		for k, i := range idx {
+			copy(pin[off[k]:], jobs[i].Data)
+		}
+		for k := range dsts {
+			dsts[k] += d.scratch.ptr
+		}
+		status := make([]int32, len(idx))
+		// From here work is queued on the stream: wait for it whatever
+		// happens, so that nothing it uses is freed or rewritten under it.
+		err := d.n.decode(d.jpegs.p, off, lens, roi, dsts, pitch, route, status)
+		if err == nil {
+			err = d.resample(jobs, idx, route, status, dsts, dst, rows, &res)
+		}
+		return errors.Join(err, d.n.sync())
+	})
+	return res, err
+}
+
+// resample records where each of jobs[idx] went (route, status) in res
+// and queues the kernels over the decoded regions in scratch.
+func (d *Decoder) resample(jobs []Job, idx []int, route, status []int32, dsts []uint64, dst *Buffer, rows Rows, res *Result) error {
 	var imgs []kernels.Image
 	for k, i := range idx {
 		j := jobs[i]
@@ -351,18 +439,14 @@ func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error
 			Flip: j.Flip, Filter: j.Filter, Dst: j.Dst})
 	}
 	if len(imgs) == 0 {
-		return res, nil
+		return nil
 	}
-	return res, d.resample(imgs, dst, rows)
-}
-
-// resample runs the kernels over the decoded regions in scratch.
-func (d *Decoder) resample(imgs []kernels.Image, dst *Buffer, rows Rows) error {
 	b, err := kernels.Plan(imgs, rows.W, rows.H, 3)
 	if err != nil {
 		return err
 	}
-	// params: desc | tab | lut | tmp, each aligned.
+	// params: desc | tab | lut | tmp, each aligned; desc, tab and lut
+	// staged in pinned memory and copied by one cudaMemcpyAsync.
 	descB, tabB := len(b.Desc)*8, len(b.Tab)*4
 	lutB := 0
 	if rows.F32 {
@@ -374,35 +458,33 @@ func (d *Decoder) resample(imgs []kernels.Image, dst *Buffer, rows Rows) error {
 	if err := d.grow(&d.params, oTmp+int(b.TmpBytes)); err != nil {
 		return err
 	}
-	p := d.params.ptr
-	up := func(at int, src unsafe.Pointer, n int) error {
-		return cudaErr("cudaMemcpy of the tables", C.nvj_htod(C.ulonglong(p+uint64(at)), src, C.size_t(n)))
-	}
-	if err := up(0, unsafe.Pointer(&b.Desc[0]), descB); err != nil {
+	if err := d.tables.grow(oTmp, 1<<20); err != nil {
 		return err
 	}
-	if err := up(oTab, unsafe.Pointer(&b.Tab[0]), tabB); err != nil {
-		return err
-	}
+	copy(unsafe.Slice((*int64)(d.tables.p), len(b.Desc)), b.Desc)
+	copy(unsafe.Slice((*int32)(d.tables.at(oTab)), len(b.Tab)), b.Tab)
 	if rows.F32 {
-		if err := up(oLUT, unsafe.Pointer(&rows.LUT[0]), lutB); err != nil {
-			return err
-		}
+		copy(unsafe.Slice((*float32)(d.tables.at(oLUT)), 3*256), rows.LUT)
+	}
+	p := d.params.ptr
+	if err := cudaErr("cudaMemcpyAsync of the tables", C.nvj_htod_async(d.stream, C.ulonglong(p), d.tables.p, C.size_t(oTmp))); err != nil {
+		return err
 	}
 	h, v := b.Launches()
 	src, tmp, tab, desc := cuda.I64(int64(d.scratch.ptr)), cuda.I64(int64(p)+int64(oTmp)), cuda.I64(int64(p)+int64(oTab)), cuda.I64(int64(p))
-	if err := d.fh.Launch(launch(h), cuda.I32(int32(h.GX)), src, tmp, tab, desc, cuda.I32(int32(b.OutW)), cuda.I32(3)); err != nil {
+	if err := d.fh.LaunchOn(d.stream, launch(h), cuda.I32(int32(h.GX)), src, tmp, tab, desc, cuda.I32(int32(b.OutW)), cuda.I32(3)); err != nil {
 		return err
 	}
 	out := cuda.I64(int64(dst.ptr))
 	if rows.F32 {
-		return d.ff32.Launch(launch(v), cuda.I32(int32(v.GX)), tmp, out, tab, desc, cuda.I64(int64(p)+int64(oLUT)),
+		return d.ff32.LaunchOn(d.stream, launch(v), cuda.I32(int32(v.GX)), tmp, out, tab, desc, cuda.I64(int64(p)+int64(oLUT)),
 			cuda.I32(int32(b.OutW)), cuda.I32(int32(b.OutH)), cuda.I32(3))
 	}
-	return d.fu8.Launch(launch(v), cuda.I32(int32(v.GX)), tmp, out, tab, desc, cuda.I32(int32(b.OutW)), cuda.I32(int32(b.OutH)), cuda.I32(3))
+	return d.fu8.LaunchOn(d.stream, launch(v), cuda.I32(int32(v.GX)), tmp, out, tab, desc, cuda.I32(int32(b.OutW)), cuda.I32(int32(b.OutH)), cuda.I32(3))
 }
 
-// Close frees every buffer still given out, the scratch and the handles.
+// Close waits for the stream, frees every buffer still given out, the
+// scratch and the staging, then the handles and the stream.
 func (d *Decoder) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -412,21 +494,26 @@ func (d *Decoder) Close() error {
 	d.closed = true
 	var errs []error
 	if d.n != nil {
-		C.nvj_set_device(C.int(d.ordinal))
-		for b := range d.live {
-			errs = append(errs, cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr))))
-		}
-		d.live = nil
-		for _, m := range []*devMem{&d.scratch, &d.params} {
-			if m.ptr != 0 {
-				errs = append(errs, cudaErr("cudaFree of scratch", C.nvj_free(C.ulonglong(m.ptr))))
+		errs = append(errs, d.n.sync())
+		errs = append(errs, d.do(func() error {
+			for b := range d.live {
+				errs = append(errs, cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr))))
 			}
-		}
-		if d.pinned != nil {
-			errs = append(errs, cudaErr("cudaFreeHost", C.nvj_free_host(d.pinned)))
-		}
+			for _, m := range []*devMem{&d.scratch, &d.params} {
+				if m.ptr != 0 {
+					errs = append(errs, cudaErr("cudaFree of scratch", C.nvj_free(C.ulonglong(m.ptr))))
+				}
+			}
+			for _, m := range []*hostMem{&d.jpegs, &d.tables} {
+				if m.p != nil {
+					errs = append(errs, cudaErr("cudaFreeHost", C.nvj_free_host(m.p)))
+				}
+			}
+			return nil
+		}))
+		d.live = nil
 		d.n.close()
-		d.n = nil
+		d.n, d.stream = nil, nil
 	}
 	if d.dev != nil {
 		errs = append(errs, d.dev.Close())

@@ -1,6 +1,6 @@
 // Package nvjpeg is the loader's GPU decode: nvJPEG, opened with dlopen by
-// soname (libnvjpeg.so.13, and libcudart.so.13 or .12 for memory and
-// copies), with declarations of its own (decls.h: no CUDA header is needed
+// soname (libnvjpeg.so.13, and libcudart.so.13 or .12 for memory,
+// copies and the stream), with declarations of its own (decls.h: no CUDA header is needed
 // to build it), decoding batches of JPEGs into device memory, and the
 // resize, flip and normalisation of the loader's recipes as kernels of
 // its own (package kernels: one CUDA C source that NVRTC compiles for the
@@ -21,9 +21,26 @@
 //     weights (the CPU path's, computed here in Go), flipped and written
 //     as uint8 HWC or normalised float32 CHW into the batch's rows.
 //
+// The stage runs on a stream of its own. Open makes one per Decoder with
+// cudaStreamCreateWithFlags(cudaStreamNonBlocking), Close destroys it;
+// every nvJPEG call that takes a stream gets it, the kernels are queued on
+// it (train/cuda's Function.LaunchOn), the tables go up with
+// cudaMemcpyAsync from pinned staging, and a batch ends with
+// cudaStreamSynchronize of that stream alone. Why: in a training process
+// the cuda backend (train/cuda) runs its steps on its own stream of the
+// same primary context. Work on the legacy default stream waits for every
+// blocking stream's work and makes it wait, and cudaDeviceSynchronize or
+// cuCtxSynchronize waits for the trainer's queued steps too, so decoding
+// on the default stream serialised it with training; a non-blocking
+// stream and a per-stream synchronisation do not. DecodeBatch's contract
+// (loader.BatchDecoder) holds: the rows are complete when it returns, so a
+// reader on any stream, or in another process (package serve), sees them.
+// Upload and Download copy on the same stream and wait for it.
+//
 // Without cgo, or without a driver, Open fails with an error naming what
 // was tried (every soname and dlerror's words); the header check and the
-// weight tables work everywhere. A Decoder is safe for use by one
-// goroutine at a time (the loader's stage has one); Alloc and Free may be
-// called from any.
+// weight tables work everywhere. A Decoder's DecodeBatch is for one
+// goroutine at a time (the loader's stage has one); Upload and Download
+// may run beside each other (the fallback's workers); Alloc and Free may
+// be called from any.
 package nvjpeg

@@ -17,15 +17,34 @@
 		}                                                              \
 	} while (0)
 
+/* CUDA_TRY returns a failed runtime call's status, named with its words
+ * in report. */
+#define CUDA_TRY(call)                                                      \
+	do {                                                                \
+		int r_ = (call);                                            \
+		if (r_ != FASTER_cudaSuccess) {                             \
+			snprintf(report, cap, "%s: %s (%d)", #call,         \
+				 faster_nvj_p_cudaGetErrorString(r_), r_);   \
+			return r_;                                          \
+		}                                                           \
+	} while (0)
+
+/* set_device makes c's GPU the calling thread's current device. */
+static int set_device(struct faster_nvj *c, char *report, size_t cap) {
+	int r = faster_nvj_p_cudaSetDevice(c->ordinal);
+	if (r != FASTER_cudaSuccess)
+		snprintf(report, cap, "cudaSetDevice(%d): %s (%d)", c->ordinal, faster_nvj_p_cudaGetErrorString(r), r);
+	return r;
+}
+
 int faster_nvj_open(struct faster_nvj *c, int ordinal, char *report, size_t cap) {
 	memset(c, 0, sizeof *c);
 	c->ordinal = ordinal;
 	report[0] = 0;
-	int r = faster_nvj_p_cudaSetDevice(ordinal);
-	if (r != FASTER_cudaSuccess) {
-		snprintf(report, cap, "cudaSetDevice(%d): %s (%d)", ordinal, faster_nvj_p_cudaGetErrorString(r), r);
+	int r = set_device(c, report, cap);
+	if (r != 0)
 		return r;
-	}
+	CUDA_TRY(faster_nvj_p_cudaStreamCreateWithFlags(&c->stream, FASTER_cudaStreamNonBlocking));
 	/* The hardware backend is optional: a GPU without JPEG engines
 	 * refuses it (NVJPEG_STATUS_ARCH_MISMATCH) and every image goes to
 	 * the GPU-hybrid backend. */
@@ -38,28 +57,35 @@ int faster_nvj_open(struct faster_nvj *c, int ordinal, char *report, size_t cap)
 	TRY(faster_nvj_p_nvjpegCreateEx(FASTER_NVJPEG_BACKEND_GPU_HYBRID, NULL, NULL, 0, &c->gpu));
 	TRY(faster_nvj_p_nvjpegDecoderCreate(c->gpu, FASTER_NVJPEG_BACKEND_GPU_HYBRID, &c->dec));
 	TRY(faster_nvj_p_nvjpegDecoderStateCreate(c->gpu, c->dec, &c->dstate));
-	TRY(faster_nvj_p_nvjpegBufferPinnedCreate(c->gpu, NULL, &c->pinned));
+	for (int b = 0; b < 2; b++) {
+		TRY(faster_nvj_p_nvjpegBufferPinnedCreate(c->gpu, NULL, &c->pinned[b]));
+		TRY(faster_nvj_p_nvjpegJpegStreamCreate(c->gpu, &c->jstream[b]));
+	}
 	TRY(faster_nvj_p_nvjpegBufferDeviceCreate(c->gpu, NULL, &c->devbuf));
-	TRY(faster_nvj_p_nvjpegStateAttachPinnedBuffer(c->dstate, c->pinned));
 	TRY(faster_nvj_p_nvjpegStateAttachDeviceBuffer(c->dstate, c->devbuf));
-	TRY(faster_nvj_p_nvjpegJpegStreamCreate(c->gpu, &c->jstream));
 	TRY(faster_nvj_p_nvjpegDecodeParamsCreate(c->gpu, &c->gparams));
 	TRY(faster_nvj_p_nvjpegDecodeParamsSetOutputFormat(c->gparams, FASTER_NVJPEG_OUTPUT_RGBI));
 	return 0;
 }
 
 void faster_nvj_close(struct faster_nvj *c) {
+	if (c->stream) {
+		faster_nvj_p_cudaSetDevice(c->ordinal);
+		faster_nvj_p_cudaStreamSynchronize(c->stream);
+	}
 	for (int i = 0; i < c->nparams; i++)
 		faster_nvj_p_nvjpegDecodeParamsDestroy(c->params[i]);
 	free(c->params);
 	if (c->gparams)
 		faster_nvj_p_nvjpegDecodeParamsDestroy(c->gparams);
-	if (c->jstream)
-		faster_nvj_p_nvjpegJpegStreamDestroy(c->jstream);
 	if (c->dstate)
 		faster_nvj_p_nvjpegJpegStateDestroy(c->dstate);
-	if (c->pinned)
-		faster_nvj_p_nvjpegBufferPinnedDestroy(c->pinned);
+	for (int b = 0; b < 2; b++) {
+		if (c->jstream[b])
+			faster_nvj_p_nvjpegJpegStreamDestroy(c->jstream[b]);
+		if (c->pinned[b])
+			faster_nvj_p_nvjpegBufferPinnedDestroy(c->pinned[b]);
+	}
 	if (c->devbuf)
 		faster_nvj_p_nvjpegBufferDeviceDestroy(c->devbuf);
 	if (c->dec)
@@ -72,6 +98,8 @@ void faster_nvj_close(struct faster_nvj *c) {
 		faster_nvj_p_nvjpegJpegStateDestroy(c->hw_state);
 	if (c->hw)
 		faster_nvj_p_nvjpegDestroy(c->hw);
+	if (c->stream)
+		faster_nvj_p_cudaStreamDestroy(c->stream);
 	memset(c, 0, sizeof *c);
 }
 
@@ -100,8 +128,9 @@ static struct faster_nvjpeg_image dest(unsigned long long ptr, size_t pitch) {
 	return d;
 }
 
-/* hardware decodes the images routed 0 as one nvjpegDecodeBatchedEx; on
- * a refusal or a failed batch they are routed 1. */
+/* hardware queues the images routed 0 on c->stream as one
+ * nvjpegDecodeBatchedEx; on a refusal or a failed batch they are routed
+ * 1. */
 static int hardware(struct faster_nvj *c, int n, const unsigned char *data, const size_t *off, const size_t *len,
 		    const int *roi, const unsigned long long *dst, const size_t *pitch, int *route,
 		    char *report, size_t cap) {
@@ -149,7 +178,7 @@ static int hardware(struct faster_nvj *c, int n, const unsigned char *data, cons
 		c->hw_batch = r == 0 ? m : 0;
 	}
 	if (r == 0)
-		r = faster_nvj_p_nvjpegDecodeBatchedEx(c->hw, c->hw_state, ptrs, lens, dests, ps, NULL);
+		r = faster_nvj_p_nvjpegDecodeBatchedEx(c->hw, c->hw_state, ptrs, lens, dests, ps, c->stream);
 	if (r != 0) { /* the batch failed: each image to the GPU-hybrid backend */
 		c->hw_batch = 0; /* initialise again next time */
 		for (int k = 0; k < m; k++)
@@ -169,37 +198,56 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 		      const int *roi, const unsigned long long *dst, const size_t *pitch, int *route, int *status,
 		      char *report, size_t cap) {
 	report[0] = 0;
-	int r = faster_nvj_p_cudaSetDevice(c->ordinal);
-	if (r != FASTER_cudaSuccess) {
-		snprintf(report, cap, "cudaSetDevice(%d): %s (%d)", c->ordinal, faster_nvj_p_cudaGetErrorString(r), r);
+	int r = set_device(c, report, cap);
+	if (r != 0)
 		return r;
-	}
 	for (int i = 0; i < n; i++)
 		status[i] = 0;
 	if ((r = hardware(c, n, data, off, len, roi, dst, pitch, route, report, cap)) != 0)
 		return r;
+	/* The GPU-hybrid images, one at a time: the parse and the host phase
+	 * write JPEG stream b and pinned buffer b; the transfer, which reads
+	 * them, and the device phase are queued on the stream. Before a
+	 * transfer the stream is waited for when an earlier transfer is
+	 * queued, as nvJPEG's decoupled-decode sample does (the transfer may
+	 * also grow the device buffer a queued device phase reads). So at
+	 * most one transfer is pending, and b, which changes after each
+	 * queued transfer, is never what it reads: the next image's host
+	 * phase overlaps the queued work without rewriting its input. */
+	int b = 0, queued = 0;
 	for (int i = 0; i < n; i++) {
 		if (route[i] != 1)
 			continue;
 		struct faster_nvjpeg_image d = dest(dst[i], pitch[i]);
-		int s = faster_nvj_p_nvjpegJpegStreamParse(c->gpu, data + off[i], len[i], 0, 0, c->jstream);
+		int s = faster_nvj_p_nvjpegJpegStreamParse(c->gpu, data + off[i], len[i], 0, 0, c->jstream[b]);
 		if (s == 0)
 			s = faster_nvj_p_nvjpegDecodeParamsSetROI(c->gparams, roi[4 * i], roi[4 * i + 1], roi[4 * i + 2], roi[4 * i + 3]);
 		if (s == 0)
-			s = faster_nvj_p_nvjpegDecodeJpegHost(c->gpu, c->dec, c->dstate, c->gparams, c->jstream);
+			s = faster_nvj_p_nvjpegStateAttachPinnedBuffer(c->dstate, c->pinned[b]);
 		if (s == 0)
-			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->gpu, c->dec, c->dstate, c->jstream, NULL);
+			s = faster_nvj_p_nvjpegDecodeJpegHost(c->gpu, c->dec, c->dstate, c->gparams, c->jstream[b]);
+		if (s == 0 && queued)
+			CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
 		if (s == 0)
-			s = faster_nvj_p_nvjpegDecodeJpegDevice(c->gpu, c->dec, c->dstate, &d, NULL);
+			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->gpu, c->dec, c->dstate, c->jstream[b], c->stream);
+		if (s == 0) {
+			queued = 1;
+			b ^= 1;
+			s = faster_nvj_p_nvjpegDecodeJpegDevice(c->gpu, c->dec, c->dstate, &d, c->stream);
+		}
 		if (s != 0) {
 			route[i] = 2;
 			status[i] = s;
 		}
 	}
-	r = faster_nvj_p_cudaDeviceSynchronize();
-	if (r != FASTER_cudaSuccess) {
-		snprintf(report, cap, "cudaDeviceSynchronize after the decode: %s (%d)", faster_nvj_p_cudaGetErrorString(r), r);
+	return 0;
+}
+
+int faster_nvj_sync(struct faster_nvj *c, char *report, size_t cap) {
+	report[0] = 0;
+	int r = set_device(c, report, cap);
+	if (r != 0)
 		return r;
-	}
+	CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
 	return 0;
 }

@@ -11,10 +11,10 @@ import "C"
 
 import "unsafe"
 
-// nvj is nvj.c's state for one GPU (its handles), in C memory.
+// nvj is nvj.c's state for one GPU (its stream and handles), in C memory.
 type nvj struct{ c *C.struct_faster_nvj }
 
-// openNVJ makes the handles of GPU ordinal (after load).
+// openNVJ makes the stream and handles of GPU ordinal (after load).
 func openNVJ(ordinal int) (*nvj, error) {
 	n := &nvj{(*C.struct_faster_nvj)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_nvj{}))))}
 	report := (*C.char)(C.malloc(512))
@@ -38,11 +38,26 @@ func (n *nvj) close() {
 // hasHardware reports whether the hardware backend opened.
 func (n *nvj) hasHardware() bool { return n.c.hw != nil }
 
-// decode runs nvj.c's decode of len(off) images: image k's bytes at
-// data[off[k]:][:lens[k]] (data: memory C may read during the call), its
-// region roi[4k:4k+4] into device address dst[k] with pitch[k]; route[k]
-// is 0 (hardware) or 1 (GPU-hybrid) on entry and what ran on return (2:
-// neither: status[k] says why).
+// stream is the stage's stream (a cudaStream_t, non-blocking), from open
+// to close.
+func (n *nvj) stream() unsafe.Pointer { return n.c.stream }
+
+// sync waits for the stream: the work queued on it is done.
+func (n *nvj) sync() error {
+	report := (*C.char)(C.malloc(512))
+	defer C.free(unsafe.Pointer(report))
+	if r := C.faster_nvj_sync(n.c, report, 512); r != 0 {
+		return &Error{Call: C.GoString(report), Code: int(r)}
+	}
+	return nil
+}
+
+// decode queues nvj.c's decode of len(off) images on the stream: image
+// k's bytes at data[off[k]:][:lens[k]] (data: pinned memory that must stay
+// as it is until the stream is synchronised), its region roi[4k:4k+4]
+// into device address dst[k] with pitch[k]; route[k] is 0 (hardware) or 1
+// (GPU-hybrid) on entry and what ran on return (2: neither: status[k]
+// says why). The pixels are there once sync returns.
 func (n *nvj) decode(data unsafe.Pointer, off, lens []uint64, roi []int32, dst []uint64, pitch []uint64, route, status []int32) error {
 	k := len(off)
 	if k == 0 {

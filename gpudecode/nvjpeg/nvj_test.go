@@ -7,92 +7,92 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/faster-training/faster/train/cuda"
 )
 
-// stubNVJPEG is a stand-in of libnvjpeg whose answers depend on the third
-// byte of each "JPEG": 'A' the hardware takes it; 'P' the hardware refuses
-// it (nvjpegDecodeBatchedSupportedEx), the GPU-hybrid backend takes it;
-// 'X' both refuse it (the hybrid's nvjpegDecodeJpegHost returns
-// NVJPEG_STATUS_JPEG_NOT_SUPPORTED); 'F' fails the hardware's whole batch.
-// A decode writes its backend's tag ("HW" or "GP") and the region's x and
-// width into the destination; "device memory" is the host's.
-const stubNVJPEG = `#include <stddef.h>
-#include <string.h>
-#include <stdlib.h>
-struct faster_nvjpeg_image { unsigned char *channel[4]; size_t pitch[4]; };
-struct params { int x, y, w, h; };
-static const unsigned char *last;
-int nvjpegGetProperty(int type, int *value) { *value = 13; return 0; }
-int nvjpegCreateEx(int backend, void *a, void *b, unsigned int flags, void **handle) { *handle = malloc(8); return 0; }
-int nvjpegDestroy(void *h) { free(h); return 0; }
-int nvjpegJpegStateCreate(void *h, void **s) { *s = malloc(8); return 0; }
-int nvjpegJpegStateDestroy(void *s) { free(s); return 0; }
-int nvjpegDecodeBatchedInitialize(void *h, void *s, int n, int threads, int fmt) { return fmt == 5 ? 0 : 2; }
-static void mark(struct faster_nvjpeg_image *d, const char *tag, struct params *p) {
-	d->channel[0][0] = tag[0]; d->channel[0][1] = tag[1]; d->channel[0][2] = (unsigned char)p->x; d->channel[0][3] = (unsigned char)p->w;
-}
-int nvjpegDecodeBatchedEx(void *h, void *s, const unsigned char *const *data, const size_t *lengths, struct faster_nvjpeg_image *dst, void **params, void *stream) {
-	int n = 0; while (data[n] && n < 64 && lengths[n]) n++;
-	return -1; /* replaced below */
-}
-`
-
-func stubSource() string {
-	s := stubNVJPEG
-	s = strings.Replace(s, `int nvjpegDecodeBatchedInitialize(void *h, void *s, int n, int threads, int fmt) { return fmt == 5 ? 0 : 2; }`,
-		`static int batch;
-int nvjpegDecodeBatchedInitialize(void *h, void *s, int n, int threads, int fmt) { batch = n; return fmt == 5 ? 0 : 2; }`, 1)
-	s = strings.Replace(s, `	int n = 0; while (data[n] && n < 64 && lengths[n]) n++;
-	return -1; /* replaced below */`, `	for (int i = 0; i < batch; i++)
-		if (data[i][2] == 'F')
-			return 6; /* NVJPEG_STATUS_EXECUTION_FAILED */
-	for (int i = 0; i < batch; i++)
-		mark(&dst[i], "HW", params[i]);
-	return 0;`, 1)
-	return s + `
-int nvjpegDecodeBatchedSupportedEx(void *h, void *stream, void *params, int *sup) { *sup = last[2] == 'P' || last[2] == 'X'; return 0; }
-int nvjpegJpegStreamCreate(void *h, void **s) { *s = malloc(8); return 0; }
-int nvjpegJpegStreamDestroy(void *s) { free(s); return 0; }
-int nvjpegJpegStreamParse(void *h, const unsigned char *data, size_t len, int a, int b, void *s) { last = data; return len >= 3 ? 0 : 3; }
-int nvjpegDecodeParamsCreate(void *h, void **p) { *p = calloc(1, sizeof(struct params)); return 0; }
-int nvjpegDecodeParamsDestroy(void *p) { free(p); return 0; }
-int nvjpegDecodeParamsSetOutputFormat(void *p, int fmt) { return fmt == 5 ? 0 : 2; }
-int nvjpegDecodeParamsSetROI(void *p, int x, int y, int w, int h) { struct params *q = p; q->x = x; q->y = y; q->w = w; q->h = h; return 0; }
-int nvjpegDecoderCreate(void *h, int impl, void **d) { *d = malloc(8); return impl == 2 ? 0 : 2; }
-int nvjpegDecoderDestroy(void *d) { free(d); return 0; }
-int nvjpegDecoderStateCreate(void *h, void *d, void **s) { *s = malloc(8); return 0; }
-int nvjpegBufferPinnedCreate(void *h, void *a, void **b) { *b = malloc(8); return 0; }
-int nvjpegBufferPinnedDestroy(void *b) { free(b); return 0; }
-int nvjpegBufferDeviceCreate(void *h, void *a, void **b) { *b = malloc(8); return 0; }
-int nvjpegBufferDeviceDestroy(void *b) { free(b); return 0; }
-int nvjpegStateAttachPinnedBuffer(void *s, void *b) { return 0; }
-int nvjpegStateAttachDeviceBuffer(void *s, void *b) { return 0; }
-static struct params *hybrid;
-int nvjpegDecodeJpegHost(void *h, void *d, void *s, void *p, void *stream) { hybrid = p; return last[2] == 'X' ? 4 : 0; }
-int nvjpegDecodeJpegTransferToDevice(void *h, void *d, void *s, void *js, void *stream) { return 0; }
-int nvjpegDecodeJpegDevice(void *h, void *d, void *s, struct faster_nvjpeg_image *dst, void *stream) { mark(dst, "GP", hybrid); return 0; }
-`
+// The stand-ins of libcudart, libnvjpeg, libcuda and libnvrtc
+// (testdata/standin_*.c; their comments say what each does and checks),
+// built by gcc into a directory a child process finds them in by soname
+// (LD_LIBRARY_PATH). Their streams run queued work only when synchronised,
+// and every breach of the stage's stream discipline (a call on the NULL
+// stream, cudaDeviceSynchronize, cuCtxSynchronize, a synchronous
+// cudaMemcpy, host memory changed under queued work) is a line
+// "standin: VIOLATION …" in the child's output.
+func buildStandIns(t *testing.T) string {
+	t.Helper()
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	standin, err := os.ReadFile("testdata/standin_cuda.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^int (\w+)\(`).FindAllStringSubmatch(string(standin), -1) {
+		defined[m[1]] = true
+	}
+	// train/cuda's other declarations of the driver and NVRTC: stubs.
+	stubs := func(lib cuda.Library) string {
+		var src strings.Builder
+		src.WriteString("#include <stddef.h>\n")
+		for _, d := range cuda.Decls {
+			if d.Lib != lib || defined[d.Symbol] {
+				continue
+			}
+			ret := "return 0;"
+			if strings.HasPrefix(d.C, "const char *") {
+				ret = `return "stub";`
+			}
+			fmt.Fprintf(&src, "%s { %s }\n", d.C, ret)
+		}
+		c := filepath.Join(dir, lib.String()+"_stubs.c")
+		if err := os.WriteFile(c, []byte(src.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	link := []string{"-L" + dir, "-l:libcudart.so.13", "-Wl,-rpath," + dir}
+	for _, b := range []struct {
+		soname string
+		args   []string
+	}{
+		{"libcudart.so.13", []string{"testdata/standin_cudart.c", "-pthread"}},
+		{"libnvjpeg.so.13", append([]string{"testdata/standin_nvjpeg.c"}, link...)},
+		{"libcuda.so.1", append([]string{"-DSTANDIN_DRIVER", "-Ikernels", "testdata/standin_cuda.c", "kernels/cpu.c", stubs(cuda.Driver)}, link...)},
+		{"libnvrtc.so.13", []string{"-DSTANDIN_NVRTC", "testdata/standin_cuda.c", stubs(cuda.NVRTC)}},
+	} {
+		args := append([]string{"-shared", "-fPIC", "-w", "-std=gnu11", "-O2", "-Wl,-Bsymbolic", "-Wl,-soname," + b.soname,
+			"-o", filepath.Join(dir, b.soname)}, b.args...)
+		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("gcc %s: %v\n%s", b.soname, err, out)
+		}
+	}
+	return dir
 }
 
-const stubCUDART = `#include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
-int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
-int cudaGetDeviceCount(int *n) { *n = 1; return 0; }
-int cudaSetDevice(int d) { return d == 0 ? 0 : 101; }
-const char *cudaGetErrorString(int e) { return "stub error"; }
-int cudaMalloc(void **p, size_t n) { *p = malloc(n); return 0; }
-int cudaFree(void *p) { free(p); return 0; }
-int cudaHostAlloc(void **p, size_t n, unsigned int f) { *p = malloc(n); return 0; }
-int cudaFreeHost(void *p) { free(p); return 0; }
-int cudaMemcpy(void *d, const void *s, size_t n, int kind) { memcpy(d, s, n); return 0; }
-int cudaDeviceSynchronize(void) { return 0; }
-int cudaIpcGetMemHandle(void *h, void *p) { memset(h, 0, 64); memcpy(h, &p, sizeof p); return 0; }
-`
+// runChild runs test name of this binary in a child process with env set
+// and the stand-ins in dir; its output, the stand-ins' lines included.
+func runChild(t *testing.T, dir, name, env string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+name+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env+"=1", "LD_LIBRARY_PATH="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "VIOLATION") {
+		t.Errorf("the stand-ins saw the stream discipline broken:\n%s", out)
+	}
+	return string(out)
+}
 
 // nvj.c's routing against the stand-ins, in a child process: hardware
 // first, a refused image to the GPU-hybrid backend, an image both refuse
@@ -101,40 +101,33 @@ int cudaIpcGetMemHandle(void *h, void *p) { memset(h, 0, 64); memcpy(h, &p, size
 // that decodes it; GPU 1 of a one-GPU machine is refused by name; and a
 // buffer's IPC handle (package serve's device ring) is cudaIpcGetMemHandle's
 // 64 bytes for its address.
+//
+// Every call that takes a stream gets the one faster_nvj_open made
+// (non-blocking), the decodes run when it is synchronised, three images
+// on the GPU-hybrid backend in a row leave no pinned buffer rewritten
+// under a queued transfer, and nothing synchronises the device.
 func TestNVJRoutesWithStubs(t *testing.T) {
 	if os.Getenv("FASTER_NVJPEG_ROUTE_CHILD") == "1" {
 		routeChild()
 		return
 	}
-	cc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("no gcc")
-	}
-	dir := t.TempDir()
-	for name, src := range map[string]string{"libnvjpeg.so.13": stubSource(), "libcudart.so.13": stubCUDART} {
-		c := filepath.Join(dir, name+".c")
-		os.WriteFile(c, []byte(src), 0o644)
-		if out, err := exec.Command(cc, "-shared", "-fPIC", "-w", "-o", filepath.Join(dir, name), c).CombinedOutput(); err != nil {
-			t.Fatalf("gcc %s: %v\n%s", name, err, out)
-		}
-	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestNVJRoutesWithStubs$")
-	cmd.Env = append(os.Environ(), "FASTER_NVJPEG_ROUTE_CHILD=1", "LD_LIBRARY_PATH="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	out := runChild(t, buildStandIns(t), "TestNVJRoutesWithStubs", "FASTER_NVJPEG_ROUTE_CHILD")
 	t.Logf("child:\n%s", out)
 	for _, want := range []string{
+		"standin: cudaStreamCreateWithFlags(flags 1) made s1",
 		"hardware: true",
 		"batch 1: routes [0 1 2 0] status [0 0 4 0] outputs [HW x5 w7 | GP x6 w8 | - | HW x8 w10]",
 		"batch 2: routes [1 1 1] status [0 0 0] outputs [GP x5 w7 | GP x6 w8 | GP x7 w9]",
+		"standin: s1 ran nvjpegDecodeBatchedEx",
+		"standin: s1 ran nvjpegDecodeJpegTransferToDevice",
+		"standin: s1 ran nvjpegDecodeJpegDevice",
+		"standin: cudaStreamDestroy(s1)",
 		"gpu 1: nvjpeg: cudaSetDevice(1): stub error (101) (status 101)",
 		// the stand-in's handle is the pointer, little-endian: the call
 		// reaches cudaIpcGetMemHandle with the buffer's address
 		"ipc handle: 64 bytes, cdab341200000000",
 	} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("child output lacks %q:\n%s", want, out)
 		}
 	}
@@ -150,7 +143,6 @@ func routeChild() {
 		fmt.Println("open:", err)
 		return
 	}
-	defer n.close()
 	fmt.Println("hardware:", n.hasHardware())
 	run := func(name string, tags string) {
 		var data []byte
@@ -172,8 +164,13 @@ func routeChild() {
 			route = append(route, 0)
 			status = append(status, 0)
 		}
+		pin.Pin(&data[0]) // read by the decodes as the stream runs them
 		if err := n.decode(unsafe.Pointer(&data[0]), off, lens, roi, dst, pitch, route, status); err != nil {
 			fmt.Println(name, "error:", err)
+			return
+		}
+		if err := n.sync(); err != nil {
+			fmt.Println(name, "sync error:", err)
 			return
 		}
 		var desc []string
@@ -193,6 +190,7 @@ func routeChild() {
 	} else {
 		fmt.Printf("ipc handle: %d bytes, %x\n", len(h), h[:8])
 	}
+	n.close()
 	if _, err := openNVJ(1); err != nil {
 		fmt.Println("gpu 1:", err)
 	}

@@ -24,17 +24,17 @@ static inline int call_cuModuleLoadData(void **m, const void *img) { return fast
 static inline int call_cuModuleUnload(void *m) { return faster_p_cuModuleUnload(m); }
 static inline int call_cuModuleGetFunction(void **f, void *m, const char *n) { return faster_p_cuModuleGetFunction(f, m, n); }
 
-/* call_cuLaunchKernel launches f with n arguments whose values sit in
- * 8-byte slots of args (a 4-byte argument in the slot's first bytes: the
- * machines are little-endian), synchronously on the context's current
- * stream (NULL: the legacy default stream). */
-static inline int call_cuLaunchKernel(void *f, unsigned gx, unsigned bx, unsigned long long *args, int n) {
+/* call_cuLaunchKernelOn queues f on stream (NULL: the legacy default
+ * stream) with n arguments whose values sit in 8-byte slots of args (a
+ * 4-byte argument in the slot's first bytes: the machines are
+ * little-endian); cuLaunchKernel copies them before it returns. */
+static inline int call_cuLaunchKernelOn(void *stream, void *f, unsigned gx, unsigned bx, unsigned long long *args, int n) {
 	void *params[32];
 	if (n > 32)
 		return 1; /* CUDA_ERROR_INVALID_VALUE */
 	for (int i = 0; i < n; i++)
 		params[i] = &args[i];
-	return faster_p_cuLaunchKernel(f, gx, 1, 1, bx, 1, 1, 0, NULL, params, NULL);
+	return faster_p_cuLaunchKernel(f, gx, 1, 1, bx, 1, 1, 0, stream, params, NULL);
 }
 
 static inline int call_cudaRuntimeGetVersion(int *v) { return faster_p_cudaRuntimeGetVersion(v); }

@@ -313,22 +313,36 @@ func (m *Module) Function(name string) (*Function, error) {
 }
 
 // Launch runs f with launch l and args (in the kernel's parameter order
-// and types), and waits for it.
+// and types) on the legacy default stream, and waits for the context's
+// work (cuCtxSynchronize): every stream's, not f's alone.
 func (f *Function) Launch(l kernels.Launch, args ...Arg) error {
-	vals := make([]C.ulonglong, len(args))
-	for i, a := range args {
-		vals[i] = C.ulonglong(a.v)
-	}
 	return f.d.do(func() error {
-		var p *C.ulonglong
-		if len(vals) > 0 {
-			p = &vals[0]
-		}
-		if err := cuErr("cuLaunchKernel "+f.Name, C.call_cuLaunchKernel(f.f, C.uint(l.Grid), C.uint(l.Block), p, C.int(len(vals)))); err != nil {
+		if err := f.launch(nil, l, args); err != nil {
 			return err
 		}
 		return cuErr("cuCtxSynchronize after "+f.Name, C.call_cuCtxSynchronize())
 	})
+}
+
+// LaunchOn queues f with launch l and args on stream, a CUstream of f's
+// device's primary context (a cudaStream_t the CUDA runtime made there is
+// one), and returns without waiting: the caller synchronises the stream
+// (package gpudecode/nvjpeg's stage, on a stream of its own).
+func (f *Function) LaunchOn(stream unsafe.Pointer, l kernels.Launch, args ...Arg) error {
+	return f.d.do(func() error { return f.launch(stream, l, args) })
+}
+
+// launch is cuLaunchKernel of f on stream (on d.do's thread).
+func (f *Function) launch(stream unsafe.Pointer, l kernels.Launch, args []Arg) error {
+	vals := make([]C.ulonglong, len(args))
+	for i, a := range args {
+		vals[i] = C.ulonglong(a.v)
+	}
+	var p *C.ulonglong
+	if len(vals) > 0 {
+		p = &vals[0]
+	}
+	return cuErr("cuLaunchKernel "+f.Name, C.call_cuLaunchKernelOn(stream, f.f, C.uint(l.Grid), C.uint(l.Block), p, C.int(len(vals))))
 }
 
 // Exercise calls each optional library once on d (a handle made and

@@ -71,7 +71,7 @@ int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath,
 void faster_gpu_teardown(void *stream, void *cudnn, void *cublas);
 
 /* The stream's driver calls: a kernel launched on the stream without
- * waiting (args as call_cuLaunchKernel's 8-byte slots); a copy in queued
+ * waiting (args as call_cuLaunchKernelOn's 8-byte slots); a copy in queued
  * on the stream (it returns once the caller's pageable memory is staged);
  * a copy out that waits for the stream's work and its own; a memset queued
  * on the stream; the stream's synchronisation; the device's free memory.

@@ -1,0 +1,185 @@
+//go:build cgo
+
+package nvjpeg
+
+import (
+	"bytes"
+	"encoding/binary"
+	"image"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/faster-training/faster/augment"
+	"github.com/faster-training/faster/gpudecode/nvjpeg/kernels"
+)
+
+// The Decoder as a whole (Open, DecodeBatch, Upload, Download, Close)
+// against the stand-ins, in a child process: the nvJPEG decodes, the
+// tables' copy and the kernels (resize.cu's CPU build behind the
+// stand-in cuLaunchKernel) are all queued on the decoder's own
+// non-blocking stream and run only when it is synchronised. The rows are
+// read straight from the stand-in's "device memory" the moment
+// DecodeBatch returns: they are right only if the batch ended with the
+// stream's synchronisation. The stand-ins fail the test (a VIOLATION
+// line) if any call is left on the NULL stream, if the device or the
+// context is synchronised, or if host memory under queued work changes.
+func TestDecoderStreamWithStandIns(t *testing.T) {
+	if os.Getenv("FASTER_NVJPEG_STREAM_CHILD") == "1" {
+		streamChild(t)
+		return
+	}
+	out := runChild(t, buildStandIns(t), "TestDecoderStreamWithStandIns", "FASTER_NVJPEG_STREAM_CHILD")
+	t.Logf("child:\n%s", out)
+	for _, want := range []string{
+		"--- PASS: TestDecoderStreamWithStandIns",
+		"standin: cudaStreamCreateWithFlags(flags 1) made s1",
+		"standin: s1 ran nvjpegDecodeBatchedEx",
+		"standin: s1 ran nvjpegDecodeJpegTransferToDevice",
+		"standin: s1 ran nvjpegDecodeJpegDevice",
+		"standin: s1 ran cudaMemcpyAsync(to the device)",
+		"standin: s1 ran cuLaunchKernel(resize_h)",
+		"standin: s1 ran cuLaunchKernel(resize_v_u8)",
+		"standin: s1 ran cuLaunchKernel(resize_v_f32)",
+		"standin: s1 ran cudaMemcpyAsync(to the host)",
+		"standin: cudaStreamDestroy(s1)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("child output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "standin: s2") || strings.Contains(out, "made s2") {
+		t.Errorf("the decoder made more than one stream:\n%s", out)
+	}
+}
+
+// standinPattern is what the stand-in nvJPEG decodes a JPEG file of n
+// bytes to: pixel (x, y, c) of the full image (standin_nvjpeg.c's
+// pattern()).
+func standinPattern(n int, r image.Rectangle) []byte {
+	tag := n % 251
+	out := make([]byte, 0, r.Dx()*r.Dy()*3)
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			for c := range 3 {
+				out = append(out, byte(x*3+y*5+c*71+tag*17))
+			}
+		}
+	}
+	return out
+}
+
+// deviceBytes is n bytes of the stand-ins' device memory at ptr (host
+// memory there).
+func deviceBytes(ptr uint64, n int) []byte { return unsafe.Slice(*(**byte)(unsafe.Pointer(&ptr)), n) }
+
+func streamChild(t *testing.T) {
+	d, err := Open(Options{NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hardware (baseline), GPU-hybrid (three in a row: the pinned
+	// buffers alternate), CPU (CMYK).
+	files := []string{"ycc420.jpg", "ycc444.jpg", "progressive.jpg", "ycc411.jpg", "gray_progressive.jpg", "cmyk.jpg"}
+	wantRoutes := []Route{Hardware, Hardware, GPU, GPU, GPU, CPU}
+	const W, H = 8, 6
+	var jobs []Job
+	for k, f := range files {
+		data, err := os.ReadFile(filepath.Join("..", "..", "imgcodec", "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := 10+7*k, 5+3*k
+		filter := augment.Triangle
+		if k%2 == 1 {
+			filter = augment.Bicubic
+		}
+		jobs = append(jobs, Job{Data: data, Crop: image.Rect(x, y, x+40+5*k, y+30+2*k), ResizeW: 12 + k, ResizeH: 10,
+			View: image.Rect(k%3, 1, k%3+W, 1+H), Flip: k%2 == 1, Filter: filter, Dst: int64(k * W * H * 3)})
+	}
+	lut := kernels.NormLUT([3]float32{0.485, 0.456, 0.406}, [3]float32{0.229, 0.224, 0.225})
+	for _, f32 := range []bool{false, true} {
+		elem := 1
+		if f32 {
+			elem = 4
+		}
+		rowBytes := W * H * 3 * elem
+		buf, err := d.Alloc(len(jobs) * rowBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := d.DecodeBatch(jobs, buf, Rows{W: W, H: H, F32: f32, LUT: lut})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// At once, without Download: DecodeBatch returned, so the rows
+		// are there.
+		mem := deviceBytes(buf.Ptr(), buf.Size())
+		for k, j := range jobs {
+			if res.Routes[k] != wantRoutes[k] {
+				t.Errorf("f32 %v: %s went %v, want %v (%s)", f32, files[k], res.Routes[k], wantRoutes[k], res.Why[k])
+				continue
+			}
+			if res.Routes[k] == CPU {
+				continue
+			}
+			w, h := j.Crop.Dx(), j.Crop.Dy()
+			b, err := kernels.Plan([]kernels.Image{{W: w, H: h, Stride: w * 3, Box: augment.Box{X1: float64(w), Y1: float64(h)},
+				FullW: j.ResizeW, FullH: j.ResizeH, View: j.View, Flip: j.Flip, Filter: j.Filter}}, W, H, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := standinPattern(len(j.Data), j.Crop)
+			want := make([]byte, rowBytes)
+			if f32 {
+				fs := make([]float32, W*H*3)
+				if err := kernels.RunCPU(b, src, nil, fs, lut); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range fs {
+					binary.LittleEndian.PutUint32(want[4*i:], math.Float32bits(v))
+				}
+			} else if err := kernels.RunCPU(b, src, want, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := mem[k*rowBytes : (k+1)*rowBytes]; !bytes.Equal(got, want) {
+				t.Errorf("f32 %v: %s (%v): row differs from the CPU build's on the same pixels", f32, files[k], res.Routes[k])
+			}
+		}
+		// The CPU's row, uploaded on the stream in two halves by two
+		// goroutines (as the fallback's workers do): there when Upload
+		// returns.
+		k := len(jobs) - 1
+		row := bytes.Repeat([]byte{0x5a, byte(k)}, rowBytes/2)
+		var wg sync.WaitGroup
+		for h := range 2 {
+			half := row[h*rowBytes/2 : (h+1)*rowBytes/2]
+			wg.Go(func() {
+				if err := d.Upload(buf, k*rowBytes+h*rowBytes/2, half); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if !bytes.Equal(mem[k*rowBytes:(k+1)*rowBytes], row) {
+			t.Errorf("f32 %v: the uploaded row is not there when Upload returns", f32)
+		}
+		got := make([]byte, buf.Size())
+		if err := d.Download(got, buf, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, mem) {
+			t.Errorf("f32 %v: Download differs from the buffer", f32)
+		}
+		if err := d.Free(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,225 @@
+/* standin_cudart.c: a stand-in of libcudart.so.13 that the tests build with
+ * gcc (nvj_test.go). "Device memory" is host memory, and a stream is a
+ * queue whose work runs only when the stream is synchronised (or
+ * destroyed): the latest a GPU may run it, so work that is read before
+ * its stream is synchronised is seen missing. The stand-ins of libnvjpeg
+ * and libcuda queue their work here (standin_enqueue), and it checks what
+ * the decode stage promises, one line "standin: VIOLATION ..." on stderr
+ * for each breach:
+ *   - every call that takes a stream gets a live stream that
+ *     cudaStreamCreateWithFlags made with cudaStreamNonBlocking, never
+ *     NULL (the legacy default stream); such work runs at once;
+ *   - no cudaDeviceSynchronize and no synchronous cudaMemcpy (it runs on
+ *     the legacy stream), ever;
+ *   - host memory that queued work reads stays as it was until the
+ *     stream runs that work (a checksum taken when it is queued, compared
+ *     when it runs).
+ * Each queued call is a line "standin: s<N> ran <call>" when it runs. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STREAM_MAGIC 0x5354524du
+#define cudaStreamNonBlocking 1u
+
+struct standin_stream {
+	unsigned magic, flags;
+	int id, live;
+};
+
+struct op {
+	struct op *next;
+	struct standin_stream *s;
+	const char *call;
+	void (*run)(void *);
+	void *arg;
+	const unsigned char *src; /* host memory the work reads, or NULL */
+	size_t n;
+	unsigned long long sum;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct op *head, **tail = &head;
+static int nstreams;
+
+void standin_violation(const char *format, ...) {
+	va_list ap;
+	va_start(ap, format);
+	fprintf(stderr, "standin: VIOLATION ");
+	vfprintf(stderr, format, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+/* sum is FNV-1a over n bytes. */
+static unsigned long long sum(const unsigned char *p, size_t n) {
+	unsigned long long h = 14695981039346656037ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+/* live says whether stream is one to queue call's work on, naming what is
+ * wrong otherwise. */
+static int live(void *stream, const char *call) {
+	struct standin_stream *s = stream;
+	if (!s) {
+		standin_violation("%s on the NULL stream (the legacy default stream)", call);
+		return 0;
+	}
+	if (s->magic != STREAM_MAGIC || !s->live) {
+		standin_violation("%s on %p, not a live stream of cudaStreamCreateWithFlags", call, stream);
+		return 0;
+	}
+	if (!(s->flags & cudaStreamNonBlocking))
+		standin_violation("%s on s%d, made without cudaStreamNonBlocking (flags %u)", call, s->id, s->flags);
+	return 1;
+}
+
+/* standin_enqueue queues run(arg) on stream as call's work; src..src+n is
+ * host memory it reads (src NULL: none). arg is malloc'd; it is freed
+ * once run. */
+void standin_enqueue(void *stream, const char *call, void (*run)(void *), void *arg, const void *src, size_t n) {
+	if (!live(stream, call)) {
+		run(arg);
+		free(arg);
+		return;
+	}
+	struct op *o = calloc(1, sizeof *o);
+	o->s = stream;
+	o->call = call;
+	o->run = run;
+	o->arg = arg;
+	o->src = src;
+	o->n = n;
+	if (src)
+		o->sum = sum(src, n);
+	pthread_mutex_lock(&mu);
+	*tail = o;
+	tail = &o->next;
+	pthread_mutex_unlock(&mu);
+}
+
+/* drain runs s's queued work in order (s NULL: every stream's). */
+static void drain(struct standin_stream *s) {
+	pthread_mutex_lock(&mu);
+	struct op **p = &head;
+	while (*p) {
+		struct op *o = *p;
+		if (s && o->s != s) {
+			p = &o->next;
+			continue;
+		}
+		*p = o->next;
+		if (o->src && sum(o->src, o->n) != o->sum)
+			standin_violation("%s: the host memory it reads changed between the call and the stream's running it",
+					  o->call);
+		fprintf(stderr, "standin: s%d ran %s\n", o->s->id, o->call);
+		o->run(o->arg);
+		free(o->arg);
+		free(o);
+	}
+	tail = p; /* the list's last link */
+	pthread_mutex_unlock(&mu);
+}
+
+int cudaStreamCreateWithFlags(void **stream, unsigned int flags) {
+	struct standin_stream *s = calloc(1, sizeof *s);
+	s->magic = STREAM_MAGIC;
+	s->flags = flags;
+	s->live = 1;
+	pthread_mutex_lock(&mu);
+	s->id = ++nstreams;
+	pthread_mutex_unlock(&mu);
+	fprintf(stderr, "standin: cudaStreamCreateWithFlags(flags %u) made s%d\n", flags, s->id);
+	*stream = s;
+	return 0;
+}
+
+int cudaStreamSynchronize(void *stream) {
+	if (!live(stream, "cudaStreamSynchronize"))
+		return 400; /* cudaErrorInvalidResourceHandle */
+	drain(stream);
+	fprintf(stderr, "standin: cudaStreamSynchronize(s%d)\n", ((struct standin_stream *)stream)->id);
+	return 0;
+}
+
+int cudaStreamDestroy(void *stream) {
+	if (!live(stream, "cudaStreamDestroy"))
+		return 400;
+	struct standin_stream *s = stream;
+	drain(s);
+	s->live = 0; /* never freed: a later use is seen */
+	fprintf(stderr, "standin: cudaStreamDestroy(s%d)\n", s->id);
+	return 0;
+}
+
+struct copy {
+	void *dst;
+	const void *src;
+	size_t n;
+};
+
+static void run_copy(void *arg) {
+	struct copy *c = arg;
+	memcpy(c->dst, c->src, c->n);
+}
+
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+	if (kind != 1 && kind != 2)
+		return 21; /* cudaErrorInvalidMemcpyDirection */
+	struct copy *c = malloc(sizeof *c);
+	c->dst = dst;
+	c->src = src;
+	c->n = n;
+	/* A copy from the host reads host memory when it runs. */
+	standin_enqueue(stream, kind == 1 ? "cudaMemcpyAsync(to the device)" : "cudaMemcpyAsync(to the host)", run_copy, c,
+			kind == 1 ? src : NULL, n);
+	return 0;
+}
+
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+	standin_violation("cudaMemcpy: a copy on the legacy default stream");
+	memcpy(dst, src, n);
+	return 0;
+}
+
+int cudaDeviceSynchronize(void) {
+	standin_violation("cudaDeviceSynchronize: waits for every stream of the device, a trainer's too");
+	drain(NULL);
+	return 0;
+}
+
+int cudaRuntimeGetVersion(int *v) {
+	*v = 13000;
+	return 0;
+}
+int cudaGetDeviceCount(int *n) {
+	*n = 1;
+	return 0;
+}
+int cudaSetDevice(int d) { return d == 0 ? 0 : 101; /* cudaErrorInvalidDevice */ }
+const char *cudaGetErrorString(int e) { return "stub error"; }
+int cudaMalloc(void **p, size_t n) {
+	*p = malloc(n);
+	return 0;
+}
+int cudaFree(void *p) {
+	free(p);
+	return 0;
+}
+int cudaHostAlloc(void **p, size_t n, unsigned int f) {
+	*p = malloc(n);
+	return 0;
+}
+int cudaFreeHost(void *p) {
+	free(p);
+	return 0;
+}
+int cudaIpcGetMemHandle(void *h, void *p) {
+	memset(h, 0, 64);
+	memcpy(h, &p, sizeof p);
+	return 0;
+}
