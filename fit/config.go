@@ -148,6 +148,9 @@ type CheckpointConfig struct {
 func DefaultConfig() Config {
 	d := loader.Defaults()
 	d.Batch, d.WorldSize, d.Transform, d.Resolution = 0, 0, "", 0
+	// Left out, data.device follows model.device: a GPU model's training
+	// images are decoded on its GPU where the loader can (decodeOn).
+	d.Device = ""
 	return Config{
 		Data:     DataConfig{Spec: d},
 		Model:    ModelConfig{Name: "thinnet", Winograd: true},
@@ -255,6 +258,13 @@ func (c *Config) dataProblems() []augment.Problem {
 	}
 	if len(d.Augment) > 0 {
 		ps.add("data.augment", "training runs the fixed recipes (data.recipe), not an op list")
+	}
+	if d.Device != "" && d.Device != "cpu" {
+		dd, err := ParseDevice(d.Device)
+		md, _ := ParseDevice(c.Model.Device)
+		if err == nil && dd != md {
+			ps.add("data.device", "%s: training images are decoded on the GPU the model trains on (model.device %s), or on the cpu: leave it out (it follows model.device), or say cpu or %s", d.Device, md, md)
+		}
 	}
 	s := c.loaderSpec(max(c.Batch, 1), 0, 1)
 	for _, p := range s.Problems() {

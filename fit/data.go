@@ -32,6 +32,59 @@ type Data struct {
 	train, test, calib *loaderStream
 	names, testNames   []string // class names, when the data records them
 	skipped            []loader.BadSample
+	// decodeNote says why training images are decoded on the cpu when
+	// data.device was left to follow a GPU model.device ("": they are not,
+	// or it was asked).
+	decodeNote string
+}
+
+// DataOptions are how OpenDataWith opens the data beyond the Config.
+type DataOptions struct {
+	// NewBatchDecoder opens the training pipeline's batch decoder when its
+	// images are decoded on the model's device (loader.Options
+	// .NewBatchDecoder); nil: the one registered for the device's kind
+	// (package gpudecode registers nvJPEG's for cuda). Tests inject a
+	// stand-in (loader.CPUBatchDecoder with Mapped).
+	NewBatchDecoder func(loader.DecoderConfig) (loader.BatchDecoder, error)
+}
+
+// DecodeDevice is where the training images are decoded: "cpu", or the
+// GPU the model trains on ("cuda:0"), whose batches go to the engine in
+// device memory (train.DeviceRows); IDX data is "cpu" (in memory).
+func (d *Data) DecodeDevice() string {
+	if d.train != nil {
+		if bd := d.train.l.BatchDecoder(); bd != nil {
+			return bd.Device()
+		}
+	}
+	return "cpu"
+}
+
+// DecodeFallbacks is the training images the GPU decoder handed to the
+// CPU decoder (progressive or CMYK JPEGs, PNGs) since the data opened.
+func (d *Data) DecodeFallbacks() int64 {
+	if d.train != nil {
+		return d.train.l.Fallbacks()
+	}
+	return 0
+}
+
+// decodeOn is where cfg's training images are to be decoded: "" for
+// the cpu, else the model's GPU ("cuda:0"); auto when data.device was
+// left out (a GPU model then decodes on its GPU where the loader can,
+// and falls back to the cpu otherwise). Validate has checked both names.
+func decodeOn(cfg *Config) (dev string, auto bool) {
+	model, _ := ParseDevice(cfg.Model.Device)
+	switch cfg.Data.Device {
+	case "":
+		if isCUDA(model) {
+			return model, true
+		}
+		return "", false
+	case "cpu":
+		return "", false
+	}
+	return model, false
 }
 
 // OpenData opens cfg.Data for rank of world ranks (0 of 1 without ddp):
@@ -40,6 +93,15 @@ type Data struct {
 // train and eval recipes at cfg.Data.Resolution. Settings that do not
 // apply to the data found are a *ConfigError.
 func OpenData(ctx context.Context, cfg *Config, rank, world int) (*Data, error) {
+	return OpenDataWith(ctx, cfg, rank, world, DataOptions{})
+}
+
+// OpenDataWith is OpenData with options. The training images are decoded
+// where data.device says: left out, on the GPU of a GPU model.device when
+// the loader can (encoded images under the train recipe without
+// augment ops), else on the cpu, saying why in the run's notes; the test
+// and calibration images on the cpu.
+func OpenDataWith(ctx context.Context, cfg *Config, rank, world int, opts DataOptions) (*Data, error) {
 	dc := cfg.Data
 	d := &Data{path: dc.Path, rank: rank, world: world}
 	lo, err := cfg.loaderSpec(max(cfg.Batch/world, 1), rank, world).Options()
@@ -80,8 +142,18 @@ func OpenData(ctx context.Context, cfg *Config, rank, world int) (*Data, error) 
 	if dc.Limit > 0 || dc.TestLimit > 0 {
 		return nil, configErrorf("data.limit", "limit and test_limit apply to IDX data only")
 	}
-	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs); err != nil {
-		return nil, err
+	lo.Device, lo.NewBatchDecoder = "", nil // the test and calibration pipelines: the cpu
+	dev, auto := decodeOn(cfg)
+	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, dev, opts.NewBatchDecoder); err != nil {
+		if !auto {
+			return nil, err
+		}
+		// A GPU model's images on its GPU where they can be: not, here.
+		var err2 error
+		if d.train, d.test, err2 = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, "", nil); err2 != nil {
+			return nil, err2
+		}
+		d.decodeNote = fmt.Sprintf("training images decoded on the cpu, not %s: %v", dev, err)
 	}
 	if cfg.Eval.FixResBN > 0 {
 		lo.Manifest = d.train.manifest
@@ -208,6 +280,9 @@ func (s *loaderStream) Len() int { return s.l.Len() }
 func (s *loaderStream) Steps() int { return s.l.StepsPerEpoch() }
 
 func (s *loaderStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
+	if s.l.BatchDecoder() != nil {
+		return s.epochStaged(ctx, e, skip)
+	}
 	n := 3 * s.res * s.res
 	return func(yield func(train.Batch, error) bool) {
 		i := 0
@@ -226,6 +301,55 @@ func (s *loaderStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.B
 			}
 			ok := yield(train.Batch{X: pipeline.Float32s(b.Data)[:b.Valid*n], Y: s.labels}, nil)
 			b.Release()
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// epochStaged is Epoch through the loader's batch-decode stage: a batch
+// in device memory goes to the trainer as train.DeviceRows (the engine
+// reads it there and gives the buffer back with Done), one in host memory
+// (a CPU stand-in) as floats, given back after the step.
+func (s *loaderStream) epochStaged(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
+	return func(yield func(train.Batch, error) bool) {
+		i := 0
+		for sb, err := range s.l.IterStaged(ctx, e) {
+			if err != nil {
+				yield(train.Batch{}, err)
+				return
+			}
+			if i++; i <= skip || sb.Valid == 0 {
+				sb.Release()
+				continue
+			}
+			s.labels = s.labels[:0]
+			for j := range sb.Valid {
+				s.labels = append(s.labels, sb.Items[j].Label)
+			}
+			f := sb.Format
+			var b train.Batch
+			if host := sb.Host(); host != nil {
+				if f.Layout != loader.F32CHW {
+					sb.Release()
+					yield(train.Batch{}, fmt.Errorf("fit: staged host rows of layout %s: training takes %s", f.Layout, loader.F32CHW))
+					return
+				}
+				b = train.Batch{X: pipeline.Float32s(host)[:sb.Valid*f.C*f.H*f.W], Y: s.labels}
+			} else if db, ok := sb.Buffer.(loader.DeviceBatchBuffer); ok {
+				b = train.Batch{Y: s.labels, Rows: &train.DeviceRows{Device: db.Device(), Ptr: db.Ptr(), N: sb.Valid,
+					C: f.C, H: f.H, W: f.W, RowBytes: f.RowBytes, U8: f.Layout == loader.U8HWC,
+					Mean: f.Mean[:], Std: f.Std[:], Done: sb.Release}}
+			} else {
+				sb.Release()
+				yield(train.Batch{}, fmt.Errorf("fit: the %s batch decoder's buffer %T is neither host memory nor addressable device memory", s.l.BatchDecoder().Device(), sb.Buffer))
+				return
+			}
+			ok := yield(b, nil)
+			if b.Rows == nil {
+				sb.Release()
+			}
 			if !ok {
 				return
 			}
@@ -252,7 +376,10 @@ func IsIDX(path string) bool { return isIDX(path) }
 // offset and class count. sched is the train pipeline's resolution
 // schedule (nil: none), or progressive (ProgressiveSchedule from res over
 // epochs); the test pipeline stays at res.
-func openStreams(ctx context.Context, data, testData string, res int, base loader.Options, sched []int, progressive bool, epochs int) (trainS, testS *loaderStream, err error) {
+//
+// dev is where the training images are decoded ("": the cpu; "cuda:0":
+// a batch-decode stage on that GPU, opened by newDecoder when not nil).
+func openStreams(ctx context.Context, data, testData string, res int, base loader.Options, sched []int, progressive bool, epochs int, dev string, newDecoder func(loader.DecoderConfig) (loader.BatchDecoder, error)) (trainS, testS *loaderStream, err error) {
 	if !strings.ContainsAny(data, "*?[") && !storage.IsURL(data) { // a glob of shards is the loader's to match
 		if _, err := os.Stat(data); err != nil {
 			return nil, nil, err
@@ -290,6 +417,9 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 	}
 	to := base
 	to.Transform, to.Resolution, to.Drop, to.Split, to.Schedule = loader.Train, res, true, "train", sched
+	if dev != "" {
+		to.Device, to.NewBatchDecoder = dev, newDecoder
+	}
 	tl, err := loader.OpenContext(ctx, data, to)
 	if err != nil {
 		return nil, nil, err

@@ -293,6 +293,9 @@ func (r *run) summary(p *plan) *Summary {
 		sum.ZeroGrad = "zero"
 	}
 	sum.CUDAGraph = par.CUDAGraph
+	if d := p.data.DecodeDevice(); d != "cpu" {
+		sum.DecodeDevice = d
+	}
 	if pr, ok := r.b.(train.PrecisionReporter); ok {
 		_, sum.NativeAMP = pr.Precision()
 	}
@@ -312,6 +315,9 @@ func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summa
 		calib = trainS
 	}
 	sum := r.summary(p)
+	if n := p.data.decodeNote; n != "" && rank == 0 {
+		hooks.note("%s", n)
+	}
 	wall := time.Now()
 	evaluate := func() (train.Metrics, error) { return tr.EvaluateStream(ctx, p.testS, 0) }
 	if tr.Epoch >= cfg.Epochs {
@@ -343,6 +349,7 @@ func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summa
 		}
 	}
 	sum.WeightsSHA256 = WeightsDigest(r.net) // the trained weights, before FixRes
+	sum.DecodeFallbacks = p.data.DecodeFallbacks()
 	if cfg.Eval.FixResBN > 0 {
 		if err := cfg.fixres(ctx, tr, calib, evaluate, sum); err != nil {
 			return nil, err

@@ -15,22 +15,27 @@ import (
 // (bench/torch_train.py) write and read alike. Times are seconds; the
 // accuracies are fractions. docs/train.md documents the fields.
 type Summary struct {
-	Model        string             `json:"model"`
-	Backend      string             `json:"backend"`
-	Device       string             `json:"device"`     // where the backend ran: cpu, cuda:0 (train.DeviceOf)
-	LossEvery    int                `json:"loss_every"` // steps between reads of the training loss (Config.LogEvery)
-	Strategy     string             `json:"strategy"`
-	Devices      int                `json:"devices"`    // devices per process (dp)
-	WorldSize    int                `json:"world_size"` // processes (ddp)
-	SyncBN       bool               `json:"sync_bn"`
-	Precision    string             `json:"precision"`                  // fp32, bf16, fp16
-	NativeAMP    bool               `json:"native_precision,omitempty"` // reduced precision on native instructions
-	Autotune     []train.TuneChoice `json:"autotune,omitempty"`
-	TuneSeconds  float64            `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning
-	Overlap      bool               `json:"overlap"`
-	ZeroGrad     string             `json:"zero_grad"` // set_to_none or zero
-	SkippedSteps int                `json:"skipped_steps,omitempty"`
-	CUDAGraph    bool               `json:"cuda_graph,omitempty"` // each step a captured graph, replayed
+	Model     string `json:"model"`
+	Backend   string `json:"backend"`
+	Device    string `json:"device"`     // where the backend ran: cpu, cuda:0 (train.DeviceOf)
+	LossEvery int    `json:"loss_every"` // steps between reads of the training loss (Config.LogEvery)
+	// DecodeDevice is the model's GPU (cuda:0) when the training images
+	// were decoded there, their batches staying in device memory (absent:
+	// the cpu); DecodeFallbacks the images it handed to the CPU decoder.
+	DecodeDevice    string             `json:"decode_device,omitempty"`
+	DecodeFallbacks int64              `json:"decode_fallbacks,omitempty"`
+	Strategy        string             `json:"strategy"`
+	Devices         int                `json:"devices"`    // devices per process (dp)
+	WorldSize       int                `json:"world_size"` // processes (ddp)
+	SyncBN          bool               `json:"sync_bn"`
+	Precision       string             `json:"precision"`                  // fp32, bf16, fp16
+	NativeAMP       bool               `json:"native_precision,omitempty"` // reduced precision on native instructions
+	Autotune        []train.TuneChoice `json:"autotune,omitempty"`
+	TuneSeconds     float64            `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning
+	Overlap         bool               `json:"overlap"`
+	ZeroGrad        string             `json:"zero_grad"` // set_to_none or zero
+	SkippedSteps    int                `json:"skipped_steps,omitempty"`
+	CUDAGraph       bool               `json:"cuda_graph,omitempty"` // each step a captured graph, replayed
 	// AlreadyDone: the checkpoint had trained Epochs already; nothing was
 	// trained and the test figures are its evaluation.
 	AlreadyDone bool    `json:"already_complete,omitempty"`
