@@ -22,6 +22,11 @@
 #   carry ["out/gpu-bench"]: bash scripts/h200.sh bench   # ~8 min: issue
 #       37's table beside PyTorch, issue 38's worker scaling beside
 #       torchvision, the pinned copy
+#   carry ["out/gpu-bench"]: bash scripts/h200.sh feed    # ~5 min: issue
+#       38 §2's goal: ResNet-18/50 (bf16, channels_last, batch 256) in
+#       PyTorch fed by faster.Loader(device="cuda"), by its pinned ring and
+#       by torchvision's DataLoader, each beside GPU-resident batches
+#       (bench/gpu_feed.py); the GPU stage's rate on 4 cores
 # Each part's log goes under $OUT; each prints a short table last, and a
 # part that fails is reported and the next one runs.
 set -u
@@ -113,9 +118,23 @@ bench() {
 	echo "== parts"; cat "$OUT/parts.txt"
 }
 
+feed() {
+	unpack bench
+	tree=/tmp/faster-scaling
+	if [ ! -d "$tree" ]; then
+		python3 bench/imagenet_like.py "$tree" --classes 40 --per-class 80 --seed 7 --quality 95 --src "$gpu/photos" >/dev/null ||
+			{ echo "h200: could not write the photographs"; exit 2; }
+	fi
+	# The GPU stage alone on at most 4 cores (the goal: >= 15,000 images/s).
+	TAIL=6 part stage4 taskset -c 0-3 "$FASTER_BIN" bench load "$tree" --device cuda --workers 4 --batch 256 --epochs 2 --json
+	TAIL=14 part feed timeout 420 python3 bench/gpu_feed.py "$tree" --steps 40 --warmup 10
+	echo "== parts"; cat "$OUT/parts.txt"
+}
+
 case "${1:-}" in
 build) build ;;
 check) check ;;
 bench) bench ;;
-*) echo "usage: bash scripts/h200.sh build|check|bench"; exit 2 ;;
+feed) feed ;;
+*) echo "usage: bash scripts/h200.sh build|check|bench|feed"; exit 2 ;;
 esac

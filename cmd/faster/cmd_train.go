@@ -104,6 +104,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.IntSliceVar(&c.Model.Filters, "filters", nil, "ThinNet's stage widths, three 3×3 convolutions each (default 32,64,128: the study's); ResNet-18's four stage widths (default 64,128,256,512)")
 		f.StringVar(&c.Model.Backend, "backend", "", "compute backend: onednn, reference or cuda (default: cuda on a cuda --device, else onednn when built with cgo)")
 		f.StringVar(&c.Model.Device, "device", "", "where to train: cpu (default), cuda (the first GPU) or cuda:N; the backend (--backend) must run there")
+		f.StringVar(&c.Data.Device, "decode-device", "", "where the training images are decoded: cpu, or the GPU of --device (cuda, cuda:N), whose batches then stay on it (default: the GPU of a GPU --device where the train recipe allows, else the cpu)")
 		f.IntVar(&c.LogEvery, "log-every", 0, "steps between reads of the training loss (default: every step on the cpu, every 20 on a GPU: each read waits for the device)")
 		f.IntVar(&c.Epochs, "epochs", d.Epochs, "epochs to train (in total, counting resumed ones)")
 		f.IntVar(&c.Batch, "batch", d.Batch, "batch size")

@@ -114,7 +114,8 @@ var trainFlagFields = map[string]string{
 	"data.progressive": "resolution-schedule", "model.name": "model", "checkpoint.path": "checkpoint",
 	"checkpoint.every": "checkpoint-every", "checkpoint.same_data": "same-data", "eval.every": "eval-every",
 	"eval.fixres_bn": "fixres-bn", "eval.tta": "tta", "eval.target_accuracy": "target-accuracy",
-	"model.device": "device", // train and bench train: cpu, cuda, cuda:N (fit.ParseDevice)
+	"model.device": "device",        // train and bench train: cpu, cuda, cuda:N (fit.ParseDevice)
+	"data.device":  "decode-device", // train: where the training images are decoded (serve and bench load: --device)
 }
 
 // loaderFlagOf is the flag of a loader.Spec field ("" for none).

@@ -150,7 +150,7 @@ func TestFlagTable(t *testing.T) {
 		if tf := trainCmd.Flags().Lookup(r.flag); (tf == nil) != trainRunFlags[r.flag] && !(own && trainRunFlags[r.flag]) {
 			t.Errorf("--%s: train has it %v, the table says %v", r.flag, tf != nil, !trainRunFlags[r.flag])
 		}
-		if r.flag != "workers" && trainFlagOf("data."+r.field) != r.flag && r.field != "shuffle" {
+		if r.flag != "workers" && trainFlagOf("data."+r.field) != r.flag && r.field != "shuffle" && r.field != "device" {
 			t.Errorf("data.%s: train names it --%s, want --%s", r.field, trainFlagOf("data."+r.field), r.flag)
 		}
 	}
