@@ -77,6 +77,20 @@ type StorageReport struct {
 var DefaultStorageEngine = StorageEngine{Name: "faster bench load",
 	Cmd: `{faster} bench load {path} --json --epochs {epochs} --workers {workers} --batch {batch} {flags}`}
 
+// GPUStorageEngine is our loader decoding on a GPU (the study's DALI GPU
+// column): `faster bench load --device cuda[:N]`, the builtin engine named
+// faster-cuda or faster-cuda:N (ok false for any other name).
+func GPUStorageEngine(name string) (e StorageEngine, ok bool) {
+	dev, ok := strings.CutPrefix(name, "faster-")
+	if !ok || (dev != "cuda" && !strings.HasPrefix(dev, "cuda:")) {
+		return StorageEngine{}, false
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(dev, "cuda:")); dev != "cuda" && (err != nil || n < 0) {
+		return StorageEngine{}, false
+	}
+	return StorageEngine{Name: DefaultStorageEngine.Name + " --device " + dev, Cmd: DefaultStorageEngine.Cmd + " --device " + dev}, true
+}
+
 // StorageConfig is one `faster bench storage`.
 type StorageConfig struct {
 	Rows    []StorageRow
@@ -172,7 +186,8 @@ func ParseStorageEngines(specs []string, rows []StorageRow) ([]StorageEngine, er
 	for _, s := range specs {
 		head, cmd, ok := strings.Cut(s, "=")
 		name, _, _ := strings.Cut(head, "@")
-		builtin := name == "faster" || name == "default"
+		gpu, isGPU := GPUStorageEngine(name)
+		builtin := name == "faster" || name == "default" || isGPU
 		if !ok || head == "" || (strings.TrimSpace(cmd) == "" && !builtin) {
 			return nil, fmt.Errorf("%q: want NAME[@ROW+ROW]=COMMAND", s)
 		}
@@ -188,6 +203,9 @@ func ParseStorageEngines(specs []string, rows []StorageRow) ([]StorageEngine, er
 		}
 		if builtin {
 			e.Name, e.Cmd = DefaultStorageEngine.Name, DefaultStorageEngine.Cmd
+			if isGPU {
+				e.Name, e.Cmd = gpu.Name, gpu.Cmd
+			}
 		}
 		out = append(out, e)
 	}

@@ -21,6 +21,7 @@ type benchStorageOptions struct {
 	json    bool
 
 	noWarmup bool
+	device   string
 }
 
 func init() {
@@ -46,7 +47,9 @@ suffixes, 0 = unlimited).
 
 --engine NAME=COMMAND adds a loader to compare (repeatable; the default is our
 own, "faster bench load", also named by --engine faster=); NAME@ID+ID=COMMAND
-runs it on those rows only.
+runs it on those rows only. --engine faster-cuda= (or faster-cuda:N=) is ours
+decoding on the GPU (faster bench load --device cuda: nvJPEG), the study's
+DALI GPU column; --device cuda adds it beside the others.
 COMMAND is a shell command with {faster} {path} {flags} {epochs} {workers}
 {batch} replaced, and must print a JSON object with images_per_sec (and
 seconds, images; a bottleneck if it names one) as its last line.
@@ -72,6 +75,7 @@ Exit status: 0 done; 1 failed (throttle unavailable, an engine failed); 2 usage 
 		f.IntVar(&o.epochs, "epochs", 1, "epochs per run")
 		f.IntVar(&o.workers, "workers", 1, "decode workers per run")
 		f.IntVar(&o.batch, "batch", 64, "batch size")
+		f.StringVar(&o.device, "device", "", "cuda or cuda:N: add our loader decoding on that GPU (--engine faster-cuda=) beside the others")
 		f.BoolVar(&o.noWarmup, "no-warmup", false, "skip the unthrottled warm-up run of each engine")
 		f.BoolVar(&o.json, "json", false, "print JSON")
 		return c
@@ -93,6 +97,13 @@ func runBenchStorage(ctx context.Context, o benchStorageOptions, stdout, stderr 
 	}
 	if c.Engines, err = bench.ParseStorageEngines(o.engines, c.Rows); err != nil {
 		return usagef("--engine %v", err)
+	}
+	if o.device != "" {
+		e, ok := bench.GPUStorageEngine("faster-" + o.device)
+		if !ok {
+			return usagef("--device %q: want cuda or cuda:N", o.device)
+		}
+		c.Engines = append(c.Engines, e)
 	}
 	if c.Faster, err = os.Executable(); err != nil {
 		return err
