@@ -26,7 +26,8 @@
 #       38 §2's goal: ResNet-18/50 (bf16, channels_last, batch 256) in
 #       PyTorch fed by faster.Loader(device="cuda"), by its pinned ring and
 #       by torchvision's DataLoader, each beside GPU-resident batches
-#       (bench/gpu_feed.py); the GPU stage's rate on 4 cores; bench
+#       (bench/gpu_feed.py); the GPU stage's rate on 4 cores; where
+#       PyTorch's step time goes and its floor (bench/gpu_where.py); bench
 #       storage with its GPU column (§5)
 # Each part's log goes under $OUT; each prints a short table last, and a
 # part that fails is reported and the next one runs.
@@ -129,6 +130,9 @@ feed() {
 	# The GPU stage alone on at most 4 cores (the goal: >= 15,000 images/s).
 	TAIL=6 part stage4 timeout 60 taskset -c 0-3 "$FASTER_BIN" bench load "$tree" --device cuda --workers 4 --batch 256 --epochs 2 --json
 	TAIL=14 part feed timeout 300 python3 bench/gpu_feed.py "$tree" --steps 40 --warmup 10
+	# Where PyTorch's step time goes (eager, kernels' busy time, as a CUDA
+	# graph) and each step's floor from its FLOPs and bytes (issue 37 §2-3).
+	TAIL=8 part where timeout 120 python3 bench/gpu_where.py
 	# The study's loading table with the GPU column (issue 38 §5): torchvision,
 	# ours on the cpu, ours decoding on the GPU; the block-IO throttle where the
 	# VM allows it (root and the io controller), else the data evicted (disk)

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Where a training step's time goes on the GPU, and its floor (issue 37
+§2–3: "launch gaps are one suspect for PyTorch's 10–14 ms; measure where
+its time goes"; "count its FLOPs and bytes and write the floor beside the
+figure").
+
+For each model (ThinNet on 3×32×32 at batch 512, the study's; ResNet-18 at
+224, batch 256) and precision, PyTorch's step (SGD, cudnn.benchmark;
+fp16 with a GradScaler, bf16 autocast, or fp32 with TF32 allowed) is timed
+three ways on one GPU-resident batch:
+  eager_ms    the step as a training loop runs it (wall time per step)
+  kernels_ms  the sum of the step's GPU kernel and memcpy/memset times
+              (torch.profiler): the device's busy time; eager − kernels is
+              what launch gaps and host work cost
+  graph_ms    the same step captured once as a CUDA graph and replayed
+              (torch.cuda.graph): what is left with the launches gone
+and its floor is computed from the model's shapes: FLOPs (2 per
+multiply-add; forward + backward = 3× the forward's convolutions and
+products) at the GPU's dense peak for that precision, and bytes (every
+activation written once and read twice, the weights, gradients and
+momentum read and written by SGD) at its memory bandwidth; the floor is
+the larger. Prints JSON lines, a table last.
+
+PREPARED, NOT YET RUN on a GPU (scripts/h200.sh bench). Here its flow
+runs on the CPU (--device cpu: no graph, the profiler's CPU times):
+    /usr/bin/python3 bench/gpu_where.py --device cpu --steps 2 --warmup 1 --small
+"""
+import argparse
+import importlib.util
+import json
+import os
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# H200 SXM's dense peaks (NVIDIA's datasheet: FP16/BF16 989 TFLOPS and
+# TF32 494 TFLOPS dense tensor core, FP32 67 TFLOPS; HBM3e 4.8 TB/s).
+PEAK = {"fp16": 989e12, "bf16": 989e12, "tf32": 494e12, "fp32": 67e12}
+BANDWIDTH = 4.8e12
+
+
+def thinnet(in_channels, classes):
+    spec = importlib.util.spec_from_file_location("peer", os.path.join(HERE, "peer_thinnet_torch.py"))
+    peer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peer)
+    return peer.thinnet(in_channels=in_channels, classes=classes)
+
+
+def count(model, x):
+    """FLOPs of a training step (3× the forward's convolutions and linear
+    layers) and its bytes (activations written once, read twice; every
+    parameter read by the forward and backward, its gradient written and
+    read, SGD reading and writing weights and momentum)."""
+    macs = [0]
+    act = [0]
+
+    def hook(m, inp, out):
+        if isinstance(m, torch.nn.Conv2d):
+            k = m.kernel_size[0] * m.kernel_size[1] * (m.in_channels // m.groups)
+            macs[0] += out.numel() * k
+        elif isinstance(m, torch.nn.Linear):
+            macs[0] += out.numel() * m.in_features
+        if isinstance(out, torch.Tensor):
+            act[0] += out.numel() * out.element_size()
+
+    hs = [m.register_forward_hook(hook) for m in model.modules() if len(list(m.children())) == 0]
+    with torch.no_grad():
+        model(x)
+    for h in hs:
+        h.remove()
+    params = sum(p.numel() * 4 for p in model.parameters())
+    flops = 3 * 2 * macs[0]
+    nbytes = 3 * act[0] + 2 * params + 2 * params + 4 * params
+    return flops, nbytes
+
+
+def step_fn(model, x, y, prec, device):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    scaler = torch.cuda.amp.GradScaler() if prec == "fp16" and device.type == "cuda" else None
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            loss = loss_fn(model(x), y)
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        return loss
+    return step, opt
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn, steps, device):
+    sync(device)
+    t = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    sync(device)
+    return (time.perf_counter() - t) / steps * 1e3
+
+
+def kernel_ms(step, steps, device):
+    from torch.profiler import profile, ProfilerActivity
+    acts = [ProfilerActivity.CUDA] if device.type == "cuda" else [ProfilerActivity.CPU]
+    with profile(activities=acts) as prof:
+        for _ in range(steps):
+            step()
+        sync(device)
+    total = 0.0
+    for e in prof.key_averages():
+        if device.type == "cuda":
+            total += getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
+        else:
+            total += e.self_cpu_time_total
+    return total / 1e3 / steps
+
+
+def graph_ms(model, x, y, prec, device, steps):
+    """The whole step captured as a CUDA graph (PyTorch's whole-network
+    capture recipe: warm up on a side stream, capture, replay)."""
+    if device.type != "cuda":
+        return None
+    if prec == "fp16":  # GradScaler's step reads its flag on the host: not capturable whole
+        return None
+    step, opt = step_fn(model, x, y, prec, device)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(g):
+        step()
+    return timed(g.replay, steps, device)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--small", action="store_true", help="toy sizes (the flow's check on a CPU)")
+    a = ap.parse_args()
+    device = torch.device(a.device)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    cases = [("thinnet", 3, 32, 512, 10, p) for p in ("tf32", "fp16", "bf16")] + [("resnet18", 3, 224, 256, 1000, "bf16")]
+    if a.small:
+        cases = [("thinnet", 3, 32, 8, 10, "fp32"), ("resnet18", 3, 32, 4, 10, "bf16")]
+    rows = []
+    for name, c, side, batch, classes, prec in cases:
+        torch.manual_seed(0)
+        if name == "thinnet":
+            model = thinnet(c, classes).to(device)
+        else:
+            import torchvision
+            model = torchvision.models.resnet18(num_classes=classes).to(device).to(memory_format=torch.channels_last)
+        x = torch.randn(batch, c, side, side, device=device)
+        if name == "resnet18":
+            x = x.contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, classes, (batch,), device=device)
+        flops, nbytes = count(model, x)
+        peak = PEAK["fp32" if (prec == "tf32" and device.type != "cuda") else prec]
+        floor = max(flops / peak, nbytes / BANDWIDTH) * 1e3
+        row = {"model": name, "side": side, "batch": batch, "precision": prec, "device": str(device),
+               "gflops_per_step": round(flops / 1e9, 2), "mb_per_step": round(nbytes / 1e6, 1),
+               "floor_ms": round(floor, 3), "floor_by": "flops" if flops / peak >= nbytes / BANDWIDTH else "bytes"}
+        try:
+            step, _ = step_fn(model, x, y, prec, device)
+            timed(step, a.warmup, device)
+            row["eager_ms"] = round(timed(step, a.steps, device), 3)
+            row["kernels_ms"] = round(kernel_ms(step, max(3, a.steps // 3), device), 3)
+            g = graph_ms(model, x, y, prec, device, a.steps)
+            if g is not None:
+                row["graph_ms"] = round(g, 3)
+            row["eager_of_floor"] = round(row["eager_ms"] / floor, 1)
+        except Exception as e:
+            row["error"] = "%s: %s" % (type(e).__name__, e)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    print("%-9s %-5s %5s %8s %8s %9s %10s %9s %6s" % ("model", "prec", "batch", "GFLOP", "MB", "floor ms", "eager ms", "kernels", "graph"))
+    for r in rows:
+        print("%-9s %-5s %5d %8s %8s %9s %10s %9s %6s" % (r["model"], r["precision"], r["batch"], r["gflops_per_step"], r["mb_per_step"],
+                                                        r["floor_ms"], r.get("eager_ms", r.get("error", "-")[:10]), r.get("kernels_ms", "-"), r.get("graph_ms", "-")))
+
+
+if __name__ == "__main__":
+    main()
