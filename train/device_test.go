@@ -387,34 +387,17 @@ func TestByteBatches(t *testing.T) {
 	}), want, make([]int, 96))
 	sameBits(t, "NormalizeHWC", [][]float32{x}, [][]float32{want})
 
-	net3 := toyNet
-	net3.InChannels = 3
 	trainOn := func(b train.Backend, replica train.Backend, bytes bool) [][]float32 {
-		net, err := train.NewThinNet(b, net3, 5)
+		w, err := trainThree(t, b, replica, nil, func(tr *train.Trainer) train.Stream {
+			if bytes {
+				return &byteStream{tr: tr, d: d, nhwc: nhwc}
+			}
+			return tr.StreamOf(d)
+		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
-		if replica != nil {
-			rn, err := train.NewThinNet(replica, net3, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rn.Close()
-			if err := tr.AddReplica(replica, rn); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var s train.Stream = tr.StreamOf(d)
-		if bytes {
-			s = &byteStream{tr: tr, d: d, nhwc: nhwc}
-		}
-		if _, err := tr.TrainStream(context.Background(), s, nil); err != nil {
-			t.Fatal(err)
-		}
-		return weights(net)
+		return w
 	}
 	o := train.BackendOptions{Threads: 1}
 	floats := trainOn(train.NewReference(o), nil, false)

@@ -154,6 +154,41 @@ func (s *rowsStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Bat
 	}
 }
 
+// trainThree trains the three-channel toy ThinNet on b (with a replica
+// when not nil) for two epochs of the stream stream makes, setup applied
+// to the trainer first, and returns its weights.
+func trainThree(t *testing.T, b, replica train.Backend, setup func(*train.Trainer), stream func(*train.Trainer) train.Stream, onStep func(train.StepResult) error) ([][]float32, error) {
+	t.Helper()
+	net3 := toyNet
+	net3.InChannels = 3
+	net, err := train.NewThinNet(b, net3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+	defer tr.Close()
+	if replica != nil {
+		rn, err := train.NewThinNet(replica, net3, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rn.Close()
+		if err := tr.AddReplica(replica, rn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if setup != nil {
+		setup(tr)
+	}
+	for range 2 {
+		if _, err := tr.TrainStream(context.Background(), stream(tr), onStep); err != nil {
+			return nil, err
+		}
+	}
+	return weights(net), nil
+}
+
 // Batches whose rows are in device memory (DeviceRows: a GPU decode
 // stage's) train to the bits of the same batches as host bytes, with the
 // feeder's overlap and without, with the step captured, in U8 and F32
@@ -162,36 +197,9 @@ func (s *rowsStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Bat
 // ring of three), and never read after (the ring poisons them).
 func TestDeviceRows(t *testing.T) {
 	d, nhwc := byteData(96)
-	net3 := toyNet
-	net3.InChannels = 3
 	o := train.BackendOptions{Threads: 1}
-	trainOn := func(b train.Backend, replica train.Backend, setup func(*train.Trainer), stream func(*train.Trainer) train.Stream, onStep func(train.StepResult) error) ([][]float32, error) {
-		net, err := train.NewThinNet(b, net3, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
-		if replica != nil {
-			rn, err := train.NewThinNet(replica, net3, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rn.Close()
-			if err := tr.AddReplica(replica, rn); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if setup != nil {
-			setup(tr)
-		}
-		for range 2 {
-			if _, err := tr.TrainStream(context.Background(), stream(tr), onStep); err != nil {
-				return nil, err
-			}
-		}
-		return weights(net), nil
+	trainOn := func(b, replica train.Backend, setup func(*train.Trainer), stream func(*train.Trainer) train.Stream, onStep func(train.StepResult) error) ([][]float32, error) {
+		return trainThree(t, b, replica, setup, stream, onStep)
 	}
 	bytes := func(tr *train.Trainer) train.Stream { return &byteStream{tr: tr, d: d, nhwc: nhwc} }
 	want, err := trainOn(train.NewDeviceReference(o), nil, nil, bytes, nil)

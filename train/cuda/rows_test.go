@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/faster-training/faster/train"
-	"github.com/faster-training/faster/train/traintest"
 )
 
 // twinRows serves images' epochs in the trainer's order as DeviceRows in
@@ -125,40 +124,19 @@ func TestTwinDeviceRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.(*Backend).Close()
-		net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
-		if setup != nil {
-			setup(tr)
-		}
-		d := images(64, 7)
-		var s train.Stream = tr.StreamOf(d)
 		var tw *twinRows
+		var stream func(*train.Trainer, *train.Images) train.Stream
 		if rows {
-			tw = newTwinRows(t, tr, d, f32)
-			s = tw
-		}
-		var losses []float64
-		for range 2 {
-			if _, err := tr.TrainStream(context.Background(), s, func(r train.StepResult) error {
-				losses = append(losses, r.Loss)
-				return nil
-			}); err != nil {
-				t.Fatal(err)
+			stream = func(tr *train.Trainer, d *train.Images) train.Stream {
+				tw = newTwinRows(t, tr, d, f32)
+				return tw
 			}
 		}
+		o := trainRunStream(t, b, 2, "", "", setup, stream)
 		if tw != nil && tw.out != 0 {
 			t.Errorf("%d buffers never given back", tw.out)
 		}
-		var w [][]float32
-		for _, p := range append(net.Params(), net.Buffers()...) {
-			w = append(w, slices.Clone(p.Value))
-		}
-		return w, losses
+		return o.weights, o.losses
 	}
 	want, wantLoss := run(t, false, false, nil)
 	for _, c := range []struct {
