@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -28,6 +29,7 @@ type twinRows struct {
 	free []uint64
 	size int
 	f32  bool
+	mu   sync.Mutex // free and out: Done runs on the step's goroutine under capture
 	out  int
 }
 
@@ -75,13 +77,16 @@ func (s *twinRows) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch
 		for k := skip; k < s.Steps(); k++ {
 			idx := order[k*n : (k+1)*n]
 			s.d.Fill(idx, x, y)
+			s.mu.Lock()
 			if len(s.free) == 0 {
+				s.mu.Unlock()
 				yield(train.Batch{}, errors.New("twin rows: every buffer is out"))
 				return
 			}
 			a := s.free[0]
 			s.free = s.free[1:]
 			s.out++
+			s.mu.Unlock()
 			rows := &train.DeviceRows{Device: s.dev, Ptr: a, N: n, C: c, H: h, W: w, Mean: []float32{s.d.Mean}, Std: []float32{s.d.Std}}
 			if s.f32 {
 				rows.RowBytes = 4 * per
@@ -102,8 +107,10 @@ func (s *twinRows) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch
 			rows.Done = func() {
 				poison := slices.Repeat([]byte{0xff}, s.size)
 				s.prod.copyIn(a, unsafe.Pointer(&poison[0]), s.size)
+				s.mu.Lock()
 				s.free = append(s.free, a)
 				s.out--
+				s.mu.Unlock()
 			}
 			if !yield(train.Batch{Y: slices.Clone(y), Rows: rows}, nil) {
 				return
