@@ -567,13 +567,17 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 			return StepResult{}, err
 		}
 		// A backend may hide a NaN from the loss (oneDNN's ReLU maps it
-		// to 0) while it reaches the gradients: check the weights too.
-		bad, err := st.NonFinite(true)
-		if err != nil {
-			return StepResult{}, err
-		}
-		if len(bad) > 0 {
-			return StepResult{}, t.nonFinite(s, "the update left parameters that are not finite", lr)
+		// to 0) while it reaches the gradients: check the weights too —
+		// on a device state at the loss's reads only (checkWeights), as
+		// the loss itself, so that a step waits for no read.
+		if t.checkWeights(read) {
+			bad, err := st.NonFinite(true)
+			if err != nil {
+				return StepResult{}, err
+			}
+			if len(bad) > 0 {
+				return StepResult{}, t.nonFinite(s, "the update left parameters that are not finite", lr)
+			}
 		}
 		if err := t.updateEMA(); err != nil {
 			return StepResult{}, err
@@ -581,6 +585,14 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 	}
 	return t.endStep(steps, r, lossSteps, lr, skipped, onStep)
 }
+
+// checkWeights reports whether a step checks that the updated weights
+// are finite: every step on the host path; on a device state only at the
+// steps that read the loss (LossEvery), whose check is one reduction read
+// back, so that the steps between queue their work without waiting (a
+// non-finite weight, as a non-finite loss, is then seen at the next read:
+// the last step of an epoch always reads).
+func (t *Trainer) checkWeights(read bool) bool { return read || !t.native }
 
 // endStep counts the step, keeps its tuning choices and reports it.
 func (t *Trainer) endStep(steps int, r Result, lossSteps int, lr float64, skipped bool, onStep func(StepResult) error) (StepResult, error) {
@@ -615,12 +627,14 @@ func (t *Trainer) stepCaptured(s, steps int, read bool, onStep func(StepResult) 
 	if read && !isFinite(r.Loss) && t.Scaler == nil {
 		return StepResult{}, t.nonFinite(0, fmt.Sprintf("the loss is %g", r.Loss), lr)
 	}
-	bad, err := t.state.NonFinite(true)
-	if err != nil {
-		return StepResult{}, err
-	}
-	if len(bad) > 0 {
-		return StepResult{}, t.nonFinite(0, "the update left parameters that are not finite", lr)
+	if t.checkWeights(read) {
+		bad, err := t.state.NonFinite(true)
+		if err != nil {
+			return StepResult{}, err
+		}
+		if len(bad) > 0 {
+			return StepResult{}, t.nonFinite(0, "the update left parameters that are not finite", lr)
+		}
 	}
 	if !skipped {
 		if err := t.updateEMA(); err != nil {

@@ -235,15 +235,29 @@ func (s *state) SGDStep(o *train.SGD, lr float64) error {
 }
 
 // NonFinite runs amp_unscale with a factor of 1 (which writes back what
-// it reads) over each param, each with its own flag, and reads the flags
-// once.
+// it reads) over all the params at once, one flag, read once; only when
+// it is set (a failing run), over each param with its own flag, to name
+// them.
 func (s *state) NonFinite(values bool) ([]int, error) {
-	if err := s.b.m.zero(s.found, 4*len(s.params)); err != nil {
-		return nil, err
-	}
 	base := s.grads
 	if values {
 		base = s.vals
+	}
+	if err := s.b.m.zero(s.found, 4); err != nil {
+		return nil, err
+	}
+	if err := s.b.run("amp_unscale", kernels.Elementwise, s.np, 0, base, i64(s.np), s.found, s.inv+4); err != nil {
+		return nil, err
+	}
+	any := make([]float32, 1)
+	if err := s.b.copyOut(any, s.found); err != nil {
+		return nil, err
+	}
+	if any[0] == 0 {
+		return nil, nil
+	}
+	if err := s.b.m.zero(s.found, 4*len(s.params)); err != nil {
+		return nil, err
 	}
 	for i, p := range s.params {
 		n := len(p.Value)
