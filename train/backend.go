@@ -285,6 +285,14 @@ type BackendOptions struct {
 	// with ErrDevice), "cuda:0" for a GPU backend's first GPU. See
 	// DeviceNamer.
 	Device string
+	// Pageable copies host memory into a GPU backend's device straight
+	// from the caller's pageable memory, as PyTorch without pin_memory:
+	// such a copy waits for the device to reach it. By default a GPU
+	// backend copies large ones through pinned buffers of its own, and
+	// the copy returns without waiting (pin_memory=True with
+	// non_blocking=True). fit sets it with parallel.no_overlap, to
+	// measure the difference; CPU backends have nothing to pin.
+	Pageable bool
 }
 
 // BackendFactory opens a backend.

@@ -86,6 +86,8 @@ var Decls = []Decl{
 	{"cuEventRecord", Driver, "int cuEventRecord(void *event, void *stream)"},
 	{"cuEventSynchronize", Driver, "int cuEventSynchronize(void *event)"},
 	{"cuEventDestroy_v2", Driver, "int cuEventDestroy_v2(void *event)"},
+	{"cuMemHostAlloc", Driver, "int cuMemHostAlloc(void **host, size_t bytes, unsigned int flags)"},
+	{"cuMemFreeHost", Driver, "int cuMemFreeHost(void *host)"},
 	{"cudaRuntimeGetVersion", Runtime, "int cudaRuntimeGetVersion(int *version)"},
 	{"nvrtcVersion", NVRTC, "int nvrtcVersion(int *major, int *minor)"},
 	{"nvrtcGetErrorString", NVRTC, "const char * nvrtcGetErrorString(int result)"},

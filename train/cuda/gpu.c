@@ -233,6 +233,25 @@ int faster_fence_wait(void *stream, const char **call) {
 	return r;
 }
 
+int faster_host_alloc(void **host, size_t n) { return faster_p_cuMemHostAlloc(host, n, 0); }
+
+int faster_host_free(void *host) { return faster_p_cuMemFreeHost(host); }
+
+int faster_event_new(void **ev) { return faster_p_cuEventCreate(ev, CU_EVENT_DISABLE_TIMING); }
+
+int faster_event_free(void *ev) { return faster_p_cuEventDestroy_v2(ev); }
+
+int faster_copy_pinned(void *stream, unsigned long long dst, const void *src, size_t n, void *ev, const char **call) {
+	*call = "cuMemcpyHtoDAsync";
+	int r = faster_p_cuMemcpyHtoDAsync_v2(dst, src, n, stream);
+	if (r)
+		return r;
+	*call = "cuEventRecord";
+	return faster_p_cuEventRecord(ev, stream);
+}
+
+int faster_event_wait(void *ev) { return faster_p_cuEventSynchronize(ev); }
+
 int faster_mem_info(size_t *free, size_t *total) { return faster_p_cuMemGetInfo_v2(free, total); }
 
 int faster_capture_begin(void *stream) { return faster_p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL); }

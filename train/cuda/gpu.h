@@ -92,6 +92,20 @@ int faster_mem_info(size_t *free, size_t *total);
 int faster_copy_dev(void *stream, unsigned long long dst, unsigned long long src, size_t n);
 int faster_fence_wait(void *stream, const char **call);
 
+/* The staging ring's calls (staging.go): pinned host memory
+ * (cuMemHostAlloc, flags 0; cuMemFreeHost), an ordering-only event
+ * (cuEventCreate with CU_EVENT_DISABLE_TIMING; cuEventDestroy_v2), a copy
+ * from pinned memory queued on the stream with ev recorded after it
+ * (cuMemcpyHtoDAsync_v2 + cuEventRecord: from pinned memory both return
+ * at once), and the wait for ev (cuEventSynchronize). The driver's status;
+ * faster_copy_pinned names the failed call in *call. */
+int faster_host_alloc(void **host, size_t n);
+int faster_host_free(void *host);
+int faster_event_new(void **ev);
+int faster_event_free(void *ev);
+int faster_copy_pinned(void *stream, unsigned long long dst, const void *src, size_t n, void *ev, const char **call);
+int faster_event_wait(void *ev);
+
 /* The step as a CUDA graph: faster_capture_begin starts stream capture on
  * the stream (CU_STREAM_CAPTURE_MODE_GLOBAL: while it runs, a potentially
  * unsafe call from any thread of the process fails instead of silently

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/cuda/kernels"
 )
 
@@ -36,6 +37,9 @@ type gpuMachine struct {
 	// captured; copies, allocations, frees and syncs are refused here
 	// before the driver refuses them.
 	capturing bool
+	// ring stages large copies from host memory through pinned buffers
+	// (staging.go); nil with BackendOptions.Pageable.
+	ring *stagingRing
 }
 
 // gpuGraph is a captured step: the graph and its instantiation.
@@ -108,7 +112,8 @@ var errClosed = errors.New("cuda: the backend is closed")
 
 // openGPU opens device ordinal and the machine on it: the libraries, the
 // primary context, the stream and handles, kernels.cu compiled.
-func openGPU(ordinal int, autotune bool) (*gpuMachine, error) {
+func openGPU(ordinal int, o train.BackendOptions) (*gpuMachine, error) {
+	autotune := o.Autotune
 	d, err := Open(Options{Ordinal: ordinal})
 	if err != nil {
 		return nil, err
@@ -124,6 +129,9 @@ func openGPU(ordinal int, autotune bool) (*gpuMachine, error) {
 		return nil, fmt.Errorf("cuda: the backend needs %v: %w", missing, &LoadError{Attempts: load()})
 	}
 	m := &gpuMachine{d: d, fns: map[string]*Function{}, ordinal: ordinal}
+	if !o.Pageable {
+		m.ring = newStagingRing(gpuPinner{m})
+	}
 	m.dnn = dnn{host: m, autotune: autotune, math: cudnnDefaultMath, algos: map[string]algo{}}
 	m.stream, err = m.dnn.open()
 	if err == nil {
@@ -164,9 +172,61 @@ func (m *gpuMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
 	if bytes == 0 {
 		return nil
 	}
-	return m.d.do(func() error {
-		return cuErr("cuMemcpyHtoDAsync", C.faster_copy_in(m.stream, C.ulonglong(dst), src, C.size_t(bytes)))
+	direct := func() error {
+		return m.d.do(func() error {
+			return cuErr("cuMemcpyHtoDAsync", C.faster_copy_in(m.stream, C.ulonglong(dst), src, C.size_t(bytes)))
+		})
+	}
+	if m.ring == nil {
+		return direct()
+	}
+	return m.ring.copyIn(dst, src, bytes, direct)
+}
+
+// stagingStats counts the copies from host memory (StagingStats).
+func (m *gpuMachine) stagingStats() StagingStats {
+	if m.ring == nil {
+		return StagingStats{}
+	}
+	return m.ring.stats()
+}
+
+// gpuPinner is the staging ring's pinner on m's stream.
+type gpuPinner struct{ m *gpuMachine }
+
+func (g gpuPinner) hostAlloc(bytes int) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	err := g.m.d.do(func() error { return cuErr("cuMemHostAlloc", C.faster_host_alloc(&p, C.size_t(bytes))) })
+	return p, err
+}
+
+func (g gpuPinner) hostFree(p unsafe.Pointer) {
+	g.m.d.do(func() error { return cuErr("cuMemFreeHost", C.faster_host_free(p)) })
+}
+
+func (g gpuPinner) newEvent() (unsafe.Pointer, error) {
+	var ev unsafe.Pointer
+	err := g.m.d.do(func() error { return cuErr("cuEventCreate", C.faster_event_new(&ev)) })
+	return ev, err
+}
+
+func (g gpuPinner) freeEvent(ev unsafe.Pointer) {
+	g.m.d.do(func() error { return cuErr("cuEventDestroy", C.faster_event_free(ev)) })
+}
+
+func (g gpuPinner) copyPinned(dst uint64, src unsafe.Pointer, bytes int, ev unsafe.Pointer) error {
+	return g.m.d.do(func() error {
+		var call *C.char
+		r := C.faster_copy_pinned(g.m.stream, C.ulonglong(dst), src, C.size_t(bytes), ev, &call)
+		if r != 0 {
+			return cuErr(C.GoString(call), r)
+		}
+		return nil
 	})
+}
+
+func (g gpuPinner) waitEvent(ev unsafe.Pointer) error {
+	return g.m.d.do(func() error { return cuErr("cuEventSynchronize", C.faster_event_wait(ev)) })
 }
 
 func (m *gpuMachine) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
@@ -265,6 +325,9 @@ func (m *gpuMachine) close() error {
 	var errs []error
 	if m.stream != nil {
 		errs = append(errs, m.sync())
+	}
+	if m.ring != nil {
+		errs = append(errs, m.ring.close())
 	}
 	m.releaseWorkspace()
 	m.d.do(func() error {

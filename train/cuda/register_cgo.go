@@ -16,7 +16,7 @@ func OpenBackend(o train.BackendOptions) (train.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := openGPU(n, o.Autotune)
+	m, err := openGPU(n, o)
 	if err != nil {
 		return nil, err
 	}
