@@ -66,7 +66,10 @@ type call struct {
 	out   uint64
 	g     gemmArgs
 	n     int
-	data  []byte
+	data  []byte // capture: a copy in's bytes, staged until the capture ends
+	// done: a copy in that replay mode queued at once (it lands before
+	// the record's launch, and a diverging step does not run it again).
+	done bool
 }
 
 func (c *call) same(o *call) bool {
@@ -168,8 +171,10 @@ func (w *recorder) diverge(why string) error {
 	}
 	w.mode, w.stale = recEager, why
 	for i := range w.pending {
-		if err := execCall(w.machine, &w.pending[i]); err != nil {
-			return err
+		if c := &w.pending[i]; !c.done {
+			if err := execCall(w.machine, c); err != nil {
+				return err
+			}
 		}
 	}
 	w.pending = nil
@@ -192,12 +197,35 @@ func (w *recorder) zero(p uint64, bytes int) error {
 	return w.do(call{kind: callZero, out: p, n: bytes})
 }
 
+// copyIn stages the bytes while capturing (a copy cannot be captured: it
+// is queued once the capture ends, before the record's first launch). In
+// replay mode a copy that matches the record's is queued at once — before
+// the record's launch, as the step's contract has it land, and without
+// holding the caller's bytes (a batch's megabytes each step) — and one
+// that does not runs after what diverge runs; eagerly it is queued.
 func (w *recorder) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
 	c := call{kind: callCopyIn, out: dst, n: bytes}
-	if bytes > 0 {
-		c.data = slices.Clone(unsafe.Slice((*byte)(src), bytes))
+	switch w.mode {
+	case recCapture:
+		if bytes > 0 {
+			c.data = slices.Clone(unsafe.Slice((*byte)(src), bytes))
+		}
+		return w.do(c)
+	case recReplay:
+		if i := len(w.pending); i < len(w.want) && w.want[i].same(&c) {
+			// A step copies into a buffer before any of its work touches
+			// it, so queuing the copy ahead of calls still held back
+			// (run by diverge, if the step leaves the record) keeps the
+			// step's meaning.
+			c.done = true
+			w.pending = append(w.pending, c)
+			return w.machine.copyIn(dst, src, bytes)
+		}
+		if err := w.diverge(fmt.Sprintf("call %d (%s) differs from the record's", len(w.pending), c.String())); err != nil {
+			return err
+		}
 	}
-	return w.do(c)
+	return w.machine.copyIn(dst, src, bytes)
 }
 
 func (w *recorder) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
@@ -343,13 +371,7 @@ func (b *Backend) replay(step func() error) (train.StepRun, error) {
 		b.dropRecord()
 		return train.StepEager, nil
 	}
-	for i := range w.pending {
-		if c := &w.pending[i]; c.kind == callCopyIn {
-			if err := execCall(m, c); err != nil {
-				return train.StepEager, err
-			}
-		}
-	}
+	// The copies in were queued as they came (recorder.copyIn).
 	return train.StepReplayed, m.replay(b.graph.rec)
 }
 

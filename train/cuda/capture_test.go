@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -28,6 +30,9 @@ type tinyNet struct {
 	lin    train.DeviceLinearOp
 	loss   train.LossOp
 	x      map[int]train.Tensor // input tensors by batch size
+	// scribble overwrites the batch once it is written: the caller's
+	// memory is its own again when Write returns.
+	scribble bool
 }
 
 func newTinyNet(t *testing.T, b *Backend) *tinyNet {
@@ -88,6 +93,12 @@ func batch(s, size int) ([]float32, []int) {
 // step queues one training step (nothing read back).
 func (n *tinyNet) step(s, size int) error {
 	xv, labels := batch(s, size)
+	return n.stepOn(s, xv, labels)
+}
+
+// stepOn is step on a batch the caller made.
+func (n *tinyNet) stepOn(s int, xv []float32, labels []int) error {
+	size := len(labels)
 	x, ok := n.x[size]
 	if !ok {
 		var err error
@@ -98,6 +109,11 @@ func (n *tinyNet) step(s, size int) error {
 	}
 	if err := x.Write(xv); err != nil {
 		return err
+	}
+	if n.scribble {
+		for i := range xv {
+			xv[i] = float32(math.NaN())
+		}
 	}
 	cw, cdw := n.st.Tensors(0)
 	cb, cdb := n.st.Tensors(1)
@@ -180,6 +196,7 @@ func stepCapture(t *testing.T, open func(train.BackendOptions) *Backend, tol flo
 		t.Run(p.String(), func(t *testing.T) {
 			o := train.BackendOptions{Precision: p}
 			eager, graphed := newTinyNet(t, open(o)), newTinyNet(t, open(o))
+			graphed.scribble = true
 			plan := []struct {
 				size int
 				key  string
@@ -216,6 +233,50 @@ func stepCapture(t *testing.T, open func(train.BackendOptions) *Backend, tol flo
 				t.Errorf("runs: %d eager, %d captured, %d replayed; want 3, 3, 5", e, c, r)
 			}
 		})
+	}
+}
+
+// A replayed step queues its copies in as they come, from the caller's
+// memory: it does not keep a copy of the batch (a captured step stages
+// one), so a replay allocates far less than the batch's bytes, and the
+// caller's scribbling over its batch after Write changes nothing.
+func TestTwinReplayKeepsNoBatch(t *testing.T) {
+	b := twinWith(t, train.BackendOptions{})
+	n := newTinyNet(t, b)
+	n.scribble = true
+	const size = 256 // 72 kB of input a step
+	xs, ys, xw := make([][]float32, 8), make([][]int, 8), make([][]float32, 8)
+	for s := range xs {
+		xs[s], ys[s] = batch(s, size)
+		xw[s] = slices.Clone(xs[s])
+	}
+	want := newTinyNet(t, twinWith(t, train.BackendOptions{}))
+	var ms runtime.MemStats
+	var before uint64
+	for s := range xs {
+		if s == 2 { // the warm-up and the capture done
+			runtime.ReadMemStats(&ms)
+			before = ms.TotalAlloc
+		}
+		if err := want.stepOn(s, xw[s], ys[s]); err != nil {
+			t.Fatal(err)
+		}
+		run, err := b.RunStep("k", func() error { return n.stepOn(s, xs[s], ys[s]) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantRun := min(train.StepRun(s), train.StepReplayed); run != wantRun {
+			t.Fatalf("step %d ran %v, want %v", s, run, wantRun)
+		}
+	}
+	runtime.ReadMemStats(&ms)
+	perStep := (ms.TotalAlloc - before) / uint64(len(xs)-2)
+	t.Logf("a replayed step allocated %d bytes (the batch: %d)", perStep, 4*len(xs[0]))
+	if batchBytes := uint64(4 * len(xs[0])); perStep >= batchBytes {
+		t.Errorf("a replayed step allocated %d bytes: the batch's %d were copied", perStep, batchBytes)
+	}
+	if err := sameWithin(n.weights(t), want.weights(t), 0); err != nil {
+		t.Fatal(err)
 	}
 }
 
