@@ -195,25 +195,46 @@ func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, erro
 // Rows in device memory are not copied: the held batch keeps them (their
 // producer's memory stays out of its ring until Done), and the step reads
 // them into the input slot before its captured region.
+//
+// The batch is held in the backend's host memory when it has some
+// (HostMemoryBackend: pinned, so the step's copy reads it in place), else
+// in Go memory; x and pix are views of whichever holds it.
 type heldBatch struct {
-	x    []float32
-	y    []int
-	pix  []byte
-	b    ByteBatch
-	rows *DeviceRows
+	x     []float32
+	y     []int
+	pix   []byte
+	b     ByteBatch
+	rows  *DeviceRows
+	mem   HostMemory // nil: Go memory (goX, goPix)
+	goX   []float32
+	goPix []byte
 }
 
+// hold copies b into h. Called by the feeder once the step's goroutine
+// handed h over, after waiting for the copies that read it (waitHeld).
 func (h *heldBatch) hold(b Batch) {
 	h.rows.release() // a step always takes its rows; this is the error path's
 	h.y = append(h.y[:0], b.Y...)
 	h.b, h.rows = b.Bytes, b.Rows
+	h.x, h.pix = nil, nil
 	if b.Rows != nil {
 		return
 	}
-	h.x = append(h.x[:0], b.X...)
 	if b.Bytes.Pixels != nil {
-		h.pix = append(h.pix[:0], b.Bytes.Pixels...)
+		if h.pix = h.bytes(len(b.Bytes.Pixels)); h.pix != nil {
+			copy(h.pix, b.Bytes.Pixels)
+		} else {
+			h.goPix = append(h.goPix[:0], b.Bytes.Pixels...)
+			h.pix = h.goPix
+		}
 		h.b.Pixels = h.pix
+		return
+	}
+	if h.x = h.floats(len(b.X)); h.x != nil {
+		copy(h.x, b.X)
+	} else {
+		h.goX = append(h.goX[:0], b.X...)
+		h.x = h.goX
 	}
 }
 

@@ -242,6 +242,9 @@ func (t *Trainer) ensureInput(c, h, w int) error {
 }
 
 func (t *Trainer) releaseInput() {
+	for i := range t.held {
+		t.held[i].freeMem()
+	}
 	for _, d := range t.devs {
 		for s, x := range d.x {
 			if x != nil {
@@ -315,7 +318,10 @@ func (t *Trainer) prepare(data interface {
 		return 0, err
 	}
 	c, h, w := data.Shape()
-	return steps, t.ensureInput(c, h, w)
+	if err := t.ensureInput(c, h, w); err != nil {
+		return 0, err
+	}
+	return steps, t.ensureHeld(4 * t.LocalBatch() * c * h * w)
 }
 
 // size is the number of ranks (1 without Distribute).
@@ -362,7 +368,11 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 			if err := t.stage(0, b, local); err != nil {
 				return done(), err
 			}
-			if more, err := stepOn(0); !more {
+			more, err := stepOn(0)
+			if werr := t.held[0].wait(); werr != nil && more {
+				more, err = false, werr
+			}
+			if !more {
 				return done(), err
 			}
 		}
@@ -381,6 +391,13 @@ func (t *Trainer) run(ctx context.Context, steps int, batches iter.Seq2[Batch, e
 				return done(), s.err
 			}
 			more, err := stepOn(s.slot)
+			// The slot goes back to the feeder once the step's copies
+			// from it have read it (held in the backend's host memory,
+			// they may still be running; a wait on the step's goroutine,
+			// outside any captured region).
+			if werr := t.held[s.slot].wait(); werr != nil && more {
+				more, err = false, werr
+			}
 			f.free <- s.slot
 			if !more {
 				return done(), err

@@ -191,6 +191,15 @@ func (m *gpuMachine) stagingStats() StagingStats {
 	return m.ring.stats()
 }
 
+// hostMemory is pinned memory whose copies are queued in place (Go
+// memory with BackendOptions.Pageable).
+func (m *gpuMachine) hostMemory(bytes int) (train.HostMemory, error) {
+	if m.ring == nil {
+		return goMemory(make([]byte, bytes)), nil
+	}
+	return m.ring.hostMemory(bytes)
+}
+
 // gpuPinner is the staging ring's pinner on m's stream.
 type gpuPinner struct{ m *gpuMachine }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/faster-training/faster/train"
 )
 
 // A copy from pageable host memory (a Go slice) into the device is not
@@ -61,13 +63,18 @@ const (
 type stagingRing struct {
 	mu     sync.Mutex
 	p      pinner
+	min    int // stageMin; the tests' machines stage every copy
 	bufs   [stageBufs]stagingBuf
 	next   int
 	closed bool
+	// mems are the pinned memories handed out (hostMemory): a copy from
+	// one is queued from it in place.
+	mems []*pinnedMemory
 	// staged and direct count the copies that went through the ring
-	// and those that did not; waits counts the copies that found their
-	// buffer's previous DMA unfinished.
-	staged, direct, waits int64
+	// and those that did not, inPlace those queued from a pinned memory
+	// of the caller's; waits counts the copies that found their buffer's
+	// previous DMA unfinished.
+	staged, direct, inPlace, waits int64
 }
 
 type stagingBuf struct {
@@ -77,22 +84,30 @@ type stagingBuf struct {
 	pending bool // a DMA from host was queued and not yet waited for
 }
 
-func newStagingRing(p pinner) *stagingRing { return &stagingRing{p: p} }
+func newStagingRing(p pinner) *stagingRing { return &stagingRing{p: p, min: stageMin} }
 
 // stages reports whether a copy of bytes goes through the ring.
-func stages(bytes int) bool { return bytes >= stageMin && bytes <= stageMax }
+func (r *stagingRing) stages(bytes int) bool { return bytes >= r.min && bytes <= stageMax }
 
 // copyIn copies bytes at src into dst through the next pinned buffer and
 // returns once src has been read. direct is the machine's own copy, for
 // the sizes the ring leaves alone.
 func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct func() error) error {
-	if !stages(bytes) {
-		r.mu.Lock()
+	r.mu.Lock()
+	if m := r.memOf(src, bytes); m != nil {
+		defer r.mu.Unlock()
+		if err := r.p.copyPinned(dst, src, bytes, m.ev); err != nil {
+			return err
+		}
+		m.pending = true
+		r.inPlace++
+		return nil
+	}
+	if !r.stages(bytes) {
 		r.direct++
 		r.mu.Unlock()
 		return direct()
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return errClosed
@@ -134,6 +149,102 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 	return nil
 }
 
+// pinnedMemory is pinned host memory the ring handed out
+// (train.HostMemory): copies from it are queued in place, each
+// re-recording its event, so Wait covers every copy queued so far.
+type pinnedMemory struct {
+	r       *stagingRing
+	host    unsafe.Pointer
+	size    int
+	ev      unsafe.Pointer
+	pending bool // a copy from it was queued and not yet waited for
+}
+
+// hostMemory returns bytes of pinned memory whose copies the ring queues
+// in place.
+func (r *stagingRing) hostMemory(bytes int) (*pinnedMemory, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errClosed
+	}
+	ev, err := r.p.newEvent()
+	if err != nil {
+		return nil, err
+	}
+	h, err := r.p.hostAlloc(max(bytes, 1))
+	if err != nil {
+		r.p.freeEvent(ev)
+		return nil, fmt.Errorf("cuda: %d bytes of pinned host memory: %w", bytes, err)
+	}
+	m := &pinnedMemory{r: r, host: h, size: bytes, ev: ev}
+	r.mems = append(r.mems, m)
+	return m, nil
+}
+
+// memOf is the pinned memory holding [src, src+bytes), or nil.
+func (r *stagingRing) memOf(src unsafe.Pointer, bytes int) *pinnedMemory {
+	for _, m := range r.mems {
+		lo := uintptr(m.host)
+		if p := uintptr(src); p >= lo && p+uintptr(bytes) <= lo+uintptr(m.size) {
+			return m
+		}
+	}
+	return nil
+}
+
+// Bytes implements train.HostMemory (nil once freed).
+func (m *pinnedMemory) Bytes() []byte {
+	if m.host == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(m.host), m.size)
+}
+
+// Wait implements train.HostMemory.
+func (m *pinnedMemory) Wait() error {
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	return m.waitLocked()
+}
+
+func (m *pinnedMemory) waitLocked() error {
+	if !m.pending {
+		return nil
+	}
+	if err := m.r.p.waitEvent(m.ev); err != nil {
+		return fmt.Errorf("cuda: a copy from pinned host memory: %w", err)
+	}
+	m.pending = false
+	return nil
+}
+
+// Free implements train.HostMemory: it waits, then releases the memory
+// (nothing once freed, or once the ring closed and freed it).
+func (m *pinnedMemory) Free() error {
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	return m.freeLocked()
+}
+
+func (m *pinnedMemory) freeLocked() error {
+	if m.host == nil {
+		return nil
+	}
+	err := m.waitLocked()
+	m.r.p.hostFree(m.host)
+	m.r.p.freeEvent(m.ev)
+	m.host, m.ev, m.size = nil, nil, 0
+	r := m.r
+	for i, o := range r.mems {
+		if o == m {
+			r.mems = append(r.mems[:i], r.mems[i+1:]...)
+			break
+		}
+	}
+	return err
+}
+
 // drain waits for every queued DMA from the ring (before the device
 // memory they write is freed, or the machine closed).
 func (r *stagingRing) drain() error {
@@ -144,6 +255,11 @@ func (r *stagingRing) drain() error {
 
 func (r *stagingRing) drainLocked() error {
 	var first error
+	for _, m := range r.mems {
+		if err := m.waitLocked(); err != nil && first == nil {
+			first = err
+		}
+	}
 	for i := range r.bufs {
 		b := &r.bufs[i]
 		if b.pending {
@@ -166,6 +282,9 @@ func (r *stagingRing) close() error {
 	}
 	r.closed = true
 	err := r.drainLocked()
+	for len(r.mems) > 0 {
+		r.mems[0].freeLocked() // drained: nothing to wait for
+	}
 	for i := range r.bufs {
 		b := &r.bufs[i]
 		if b.host != nil {
@@ -180,11 +299,12 @@ func (r *stagingRing) close() error {
 }
 
 // StagingStats counts a backend's copies from host memory: Staged went
-// through its pinned buffers, Direct straight from the caller's memory
+// through its pinned buffers, InPlace from pinned memory it handed out
+// (HostMemory), Direct straight from the caller's memory
 // (too small or too large to stage; all of them with
 // train.BackendOptions.Pageable, and on the twin, which has nothing to
 // pin), Waits found their buffer's previous copy still running.
-type StagingStats struct{ Staged, Direct, Waits int64 }
+type StagingStats struct{ Staged, Direct, InPlace, Waits int64 }
 
 // StagingStats counts b's copies from host memory so far (zero on the
 // twin and with Pageable).
@@ -198,5 +318,26 @@ func (b *Backend) StagingStats() StagingStats {
 func (r *stagingRing) stats() StagingStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return StagingStats{r.staged, r.direct, r.waits}
+	return StagingStats{r.staged, r.direct, r.inPlace, r.waits}
 }
+
+// HostMemory implements train.HostMemoryBackend: on the GPU, pinned
+// memory from which copies are queued in place; with
+// BackendOptions.Pageable and on the twin, Go memory (its copies are the
+// machine's usual ones).
+func (b *Backend) HostMemory(bytes int) (train.HostMemory, error) {
+	if h, ok := b.m.(interface {
+		hostMemory(int) (train.HostMemory, error)
+	}); ok {
+		return h.hostMemory(bytes)
+	}
+	return goMemory(make([]byte, bytes)), nil
+}
+
+// goMemory is train.HostMemory in Go memory: its copies have read it
+// when they return.
+type goMemory []byte
+
+func (g goMemory) Bytes() []byte { return g }
+func (goMemory) Wait() error     { return nil }
+func (goMemory) Free() error     { return nil }

@@ -1,0 +1,278 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda/kernels"
+)
+
+// lateTwin is the twin run the way a GPU runs: the work a call queues
+// (kernels, convolutions, products, memsets, device copies, replays, and
+// copies in from pinned memory) is carried out only when the host waits
+// for it — a sync, a fence, a copy out, a free, a wait on an event — so
+// the host runs as far ahead as its callers let it. Copies from host
+// memory go through a staging ring over it (every size: min 1), or in
+// place from the HostMemory it hands out; each such copy is checked when
+// it lands against what its source held when it was queued: a source
+// written in between (on a GPU, a silent corruption) is an error.
+type lateTwin struct {
+	*twinMachine
+	ring *stagingRing
+
+	mu     sync.Mutex
+	q      []func() error
+	seq    int // work queued so far
+	landed int // work carried out so far
+	pinned map[unsafe.Pointer][]byte
+	events map[unsafe.Pointer]*int
+	errs   []error
+}
+
+func newLateTwin() *lateTwin {
+	m := &lateTwin{twinMachine: newTwin(), pinned: map[unsafe.Pointer][]byte{}, events: map[unsafe.Pointer]*int{}}
+	m.ring = newStagingRing(latePinner{m})
+	m.ring.min = 1
+	return m
+}
+
+// queue adds f to the stream, or runs it at once while the twin records a
+// capture (its calls land in the record, not on the stream).
+func (m *lateTwin) queue(f func() error) error {
+	if m.twinMachine.capturing != nil {
+		return f()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.q = append(m.q, f)
+	m.seq++
+	return nil
+}
+
+// land carries out the queued work up to seq (all: m.seq).
+func (m *lateTwin) land(seq int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.landLocked(seq)
+}
+
+func (m *lateTwin) landLocked(seq int) error {
+	for m.landed < seq {
+		f := m.q[0]
+		m.q = m.q[1:]
+		m.landed++
+		if err := f(); err != nil {
+			m.errs = append(m.errs, err)
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *lateTwin) flush() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.landLocked(m.seq)
+}
+
+func (m *lateTwin) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
+	if m.twinMachine.capturing != nil {
+		return m.twinMachine.copyIn(dst, src, bytes)
+	}
+	return m.ring.copyIn(dst, src, bytes, func() error {
+		// From pageable memory: the copy waits for the stream.
+		if err := m.flush(); err != nil {
+			return err
+		}
+		return m.twinMachine.copyIn(dst, src, bytes)
+	})
+}
+
+func (m *lateTwin) launch(name string, l kernels.Launch, args ...uint64) error {
+	args = slices.Clone(args)
+	return m.queue(func() error { return m.twinMachine.launch(name, l, args...) })
+}
+
+func (m *lateTwin) conv(c *convShape, dir convDir, a, b, out uint64) error {
+	return m.queue(func() error { return m.twinMachine.conv(c, dir, a, b, out) })
+}
+
+func (m *lateTwin) gemm(g gemmArgs) error {
+	return m.queue(func() error { return m.twinMachine.gemm(g) })
+}
+
+func (m *lateTwin) zero(p uint64, bytes int) error {
+	return m.queue(func() error { return m.twinMachine.zero(p, bytes) })
+}
+
+func (m *lateTwin) copyDev(dst, src uint64, bytes int) error {
+	return m.queue(func() error { return m.twinMachine.copyDev(dst, src, bytes) })
+}
+
+func (m *lateTwin) replay(r record) error {
+	return m.queue(func() error { return m.twinMachine.replay(r) })
+}
+
+func (m *lateTwin) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
+	if err := m.flush(); err != nil {
+		return err
+	}
+	return m.twinMachine.copyOut(dst, src, bytes)
+}
+
+func (m *lateTwin) sync() error {
+	if err := m.flush(); err != nil {
+		return err
+	}
+	return m.twinMachine.sync()
+}
+
+func (m *lateTwin) fence() error {
+	if err := m.flush(); err != nil {
+		return err
+	}
+	return m.twinMachine.fence()
+}
+
+func (m *lateTwin) free(p uint64) {
+	m.flush()
+	m.twinMachine.free(p)
+}
+
+func (m *lateTwin) beginCapture() error {
+	if err := m.flush(); err != nil {
+		return err
+	}
+	return m.twinMachine.beginCapture()
+}
+
+func (m *lateTwin) close() error {
+	err := errors.Join(m.flush(), m.ring.close())
+	return errors.Join(err, m.twinMachine.close())
+}
+
+func (m *lateTwin) hostMemory(bytes int) (train.HostMemory, error) { return m.ring.hostMemory(bytes) }
+func (m *lateTwin) stagingStats() StagingStats                    { return m.ring.stats() }
+
+// check fails t with what went wrong on the stream.
+func (m *lateTwin) check(t *testing.T) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := errors.Join(m.errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// latePinner is the ring's pinner on a lateTwin: Go memory for pinned
+// memory, events as stream positions, copies queued and checked.
+type latePinner struct{ m *lateTwin }
+
+func (p latePinner) hostAlloc(n int) (unsafe.Pointer, error) {
+	b := make([]byte, n)
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	p.m.pinned[unsafe.Pointer(&b[0])] = b
+	return unsafe.Pointer(&b[0]), nil
+}
+
+func (p latePinner) hostFree(h unsafe.Pointer) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	delete(p.m.pinned, h)
+}
+
+func (p latePinner) newEvent() (unsafe.Pointer, error) {
+	e := new(int)
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	p.m.events[unsafe.Pointer(e)] = e
+	return unsafe.Pointer(e), nil
+}
+
+func (p latePinner) freeEvent(ev unsafe.Pointer) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	delete(p.m.events, ev)
+}
+
+func (p latePinner) copyPinned(dst uint64, src unsafe.Pointer, n int, ev unsafe.Pointer) error {
+	sum := crc32.ChecksumIEEE(unsafe.Slice((*byte)(src), n))
+	m := p.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.q = append(m.q, func() error {
+		if got := crc32.ChecksumIEEE(unsafe.Slice((*byte)(src), n)); got != sum {
+			return fmt.Errorf("a copy of %d bytes from pinned memory: its source was written before the copy ran", n)
+		}
+		return m.twinMachine.copyIn(dst, src, n)
+	})
+	m.seq++
+	*m.events[ev] = m.seq
+	return nil
+}
+
+func (p latePinner) waitEvent(ev unsafe.Pointer) error {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	return p.m.landLocked(*p.m.events[ev])
+}
+
+// A trainer on a GPU-like machine — work carried out only when the host
+// waits, copies from host memory through the staging ring, a captured
+// step's batches held in the backend's pinned memory and copied from it
+// in place — trains to the twin's bits, float and byte batches, eager and
+// captured steps, fp32 and fp16 with a GradScaler; and no copy's source
+// is written before the copy ran (the trainer hands a held batch back to
+// its feeder only after the copies from it: without that wait this test
+// fails).
+func TestLateTwinTrainer(t *testing.T) {
+	for _, p := range []train.Precision{train.Float32, train.Float16} {
+		for _, bytes := range []bool{false, true} {
+			for _, capture := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/bytes=%v/capture=%v", p, bytes, capture), func(t *testing.T) {
+					setup := func(tr *train.Trainer) {
+						tr.CaptureStep, tr.LossEvery = capture, 4
+						if p == train.Float16 {
+							tr.Scaler = train.NewGradScaler()
+						}
+					}
+					var stream func(*train.Trainer, *train.Images) train.Stream
+					if bytes {
+						stream = func(tr *train.Trainer, d *train.Images) train.Stream {
+							return &byteStream{tr: tr, d: d, nhwc: d.Pixels}
+						}
+					}
+					o := train.BackendOptions{Precision: p}
+					want := trainRunStream(t, twinWith(t, o), 2, "", "", setup, stream)
+					lt := newLateTwin()
+					b := newBackend(lt, o)
+					got := trainRunStream(t, b, 2, "", "", setup, stream)
+					st := b.StagingStats()
+					if err := b.Close(); err != nil {
+						t.Fatal(err)
+					}
+					lt.check(t)
+					near(t, "weights", got.weights, want.weights, 0)
+					near(t, "momentum", got.velocity, want.velocity, 0)
+					nearLosses(t, got.losses, want.losses, 0)
+					if st.Staged == 0 || capture && st.InPlace == 0 {
+						t.Fatalf("staging %+v: want staged copies, and in-place ones from held batches when captured", st)
+					}
+					if len(lt.pinned) != 0 || len(lt.events) != 0 {
+						t.Fatalf("closed with %d pinned memories and %d events left", len(lt.pinned), len(lt.events))
+					}
+					t.Logf("staging %+v", st)
+				})
+			}
+		}
+	}
+}

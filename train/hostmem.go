@@ -1,0 +1,108 @@
+package train
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// HostMemoryBackend is implemented by backends that copy into their
+// device faster from host memory they allocate: CUDA's page-locked
+// memory, from which a copy is a DMA queued without waiting (the study's
+// pin_memory=True with non_blocking=True), where a copy from a Go slice
+// is first moved through the driver's buffers. A trainer with
+// CaptureStep holds its batches there (its feeder writes each batch once,
+// and the step's copy reads it in place).
+type HostMemoryBackend interface {
+	// HostMemory returns bytes of the backend's host memory.
+	HostMemory(bytes int) (HostMemory, error)
+}
+
+// HostMemory is host memory of a backend's. A copy from it into the
+// device (Tensor.Write, a ByteInputOp) may still be reading it when the
+// copy returns: the memory is written again only once Wait has returned.
+type HostMemory interface {
+	// Bytes is the memory (valid until Free, or the backend's Close).
+	Bytes() []byte
+	// Wait returns once every copy queued from the memory so far has
+	// read it.
+	Wait() error
+	// Free waits as Wait does and releases the memory.
+	Free() error
+}
+
+// ensureHeld gives each held batch n bytes of the backend's host memory
+// when it has some (HostMemoryBackend) and the steps are captured, and
+// waits until no copy from a held batch is still reading it: called on
+// the step's goroutine before the feeder starts writing them.
+func (t *Trainer) ensureHeld(n int) error {
+	hb, ok := t.Backend.(HostMemoryBackend)
+	if !ok || !t.CaptureStep || len(t.devs) != 1 {
+		return t.waitHeld()
+	}
+	for i := range t.held {
+		h := &t.held[i]
+		if h.mem != nil && len(h.mem.Bytes()) >= n {
+			if err := h.mem.Wait(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := h.freeMem(); err != nil {
+			return err
+		}
+		m, err := hb.HostMemory(n)
+		if err != nil {
+			return fmt.Errorf("train: %d bytes of the backend's host memory for a held batch: %w", n, err)
+		}
+		h.mem = m
+	}
+	return nil
+}
+
+// waitHeld waits until no copy from a held batch's memory is reading it.
+func (t *Trainer) waitHeld() error {
+	for i := range t.held {
+		if err := t.held[i].wait(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wait returns once the copies from h's memory have read it (at once in
+// Go memory).
+func (h *heldBatch) wait() error {
+	if h.mem == nil {
+		return nil
+	}
+	if err := h.mem.Wait(); err != nil {
+		return fmt.Errorf("train: waiting for the copy of a held batch: %w", err)
+	}
+	return nil
+}
+
+// freeMem releases h's backend memory; h holds in Go memory after it.
+func (h *heldBatch) freeMem() error {
+	if h.mem == nil {
+		return nil
+	}
+	err := h.mem.Free()
+	h.mem, h.x, h.pix = nil, nil, nil
+	return err
+}
+
+// views returns h's backend memory as n floats or n bytes, if it holds
+// that many (nil otherwise: Go memory then).
+func (h *heldBatch) floats(n int) []float32 {
+	if h.mem == nil || n == 0 || 4*n > len(h.mem.Bytes()) {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&h.mem.Bytes()[0])), n)
+}
+
+func (h *heldBatch) bytes(n int) []byte {
+	if h.mem == nil || n == 0 || n > len(h.mem.Bytes()) {
+		return nil
+	}
+	return h.mem.Bytes()[:n]
+}
