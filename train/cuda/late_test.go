@@ -160,7 +160,7 @@ func (m *lateTwin) close() error {
 }
 
 func (m *lateTwin) hostMemory(bytes int) (train.HostMemory, error) { return m.ring.hostMemory(bytes) }
-func (m *lateTwin) stagingStats() StagingStats                    { return m.ring.stats() }
+func (m *lateTwin) stagingStats() StagingStats                     { return m.ring.stats() }
 
 // check fails t with what went wrong on the stream.
 func (m *lateTwin) check(t *testing.T) {
