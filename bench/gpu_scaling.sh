@@ -37,7 +37,19 @@ fi
 jsonl=$out/scaling.jsonl
 : >"$jsonl"
 export PYTHONPATH=$root/python FASTER_BIN=$bin
-cores() { echo "0-$(($1 - 1))"; }
+# The CPUs in the order that fills physical cores first: one hardware
+# thread of each core (socket by socket), then their siblings. A VM's "16
+# cores" may be 8 cores of 2 threads: pinning w workers to CPUs 0..w-1
+# would then put two on one core from w=2 on, and the one-worker rate
+# would not be what 16 more threads can multiply. The topology is kept
+# in $OUT/lscpu.txt and named above the table.
+order=$(lscpu -p=CPU,CORE,SOCKET 2>/dev/null | grep -v '^#' |
+	awk -F, '{k=$3","$2; print n[k]++, $3, $2, $1}' | sort -k1,1n -k2,2n -k3,3n -k4,4n | awk '{print $4}' | paste -sd, -)
+[ -n "$order" ] || order=$(seq -s, 0 $(($(nproc) - 1)))
+cores() { echo "$order" | cut -d, -f1-"$1"; }
+lscpu >"$out/lscpu.txt" 2>/dev/null
+physical=$(lscpu -p=CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+echo "gpu_scaling: $(nproc) logical CPUs on ${physical:-?} physical cores; pinning order $order"
 cell() { # loader w json-or-empty
 	local loader=$1 w=$2 j=$3
 	if [ -z "$j" ]; then
@@ -58,8 +70,9 @@ for w in ${workers//,/ }; do
 	j=$(taskset -c "$c" $py bench/serve_loop.py --loader torchvision "$tree" --workers "$w" --batch 128 --epochs 2 2>/dev/null | tail -1)
 	cell torchvision "$w" "$j"
 done
-$py - "$jsonl" <<'EOF'
+$py - "$jsonl" "${physical:-0}" <<'EOF'
 import json, sys
+physical = int(sys.argv[2])
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 loaders = ["bench-load", "f32-chw", "u8-hwc", "torchvision"]
 ws = sorted({r["workers"] for r in rows})
@@ -79,4 +92,7 @@ for l in loaders:
         eff = f"{rate[ws[-1]] / (ws[-1] * rate[1]):.2f}"
     print(f"{l:<14}" + "".join(cells) + f"   {eff}")
 print("(each cell: images/s and CPU ms per image)")
+if physical and ws and ws[-1] > physical:
+    print(f"(w={ws[-1]} is more than the {physical} physical cores: from w={physical} on, workers share cores' hardware"
+          " threads, and the efficiency above counts each thread as a core)")
 EOF
