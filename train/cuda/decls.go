@@ -88,6 +88,7 @@ var Decls = []Decl{
 	{"cuEventDestroy_v2", Driver, "int cuEventDestroy_v2(void *event)"},
 	{"cuMemHostAlloc", Driver, "int cuMemHostAlloc(void **host, size_t bytes, unsigned int flags)"},
 	{"cuMemFreeHost", Driver, "int cuMemFreeHost(void *host)"},
+	{"cuStreamWaitEvent", Driver, "int cuStreamWaitEvent(void *stream, void *event, unsigned int flags)"},
 	{"cudaRuntimeGetVersion", Runtime, "int cudaRuntimeGetVersion(int *version)"},
 	{"nvrtcVersion", NVRTC, "int nvrtcVersion(int *major, int *minor)"},
 	{"nvrtcGetErrorString", NVRTC, "const char * nvrtcGetErrorString(int result)"},

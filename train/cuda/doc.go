@@ -100,9 +100,13 @@
 // on the stream, Close ncclCommDestroy. The backend OpenBackend returns
 // (ncclBackend, allreduce.go) is a train.AllReduceBackend: at world size
 // 1 its op is that NCCL communicator (DDP's buckets summed on the
-// stream), over several ranks it sums through host memory with the
-// caller's Comm (NCCL refuses two ranks on one GPU; exchanging the id
-// across GPUs waits for a machine with several). The twin (OpenTwin) is
+// stream); over several ranks all in this process on one device (DP
+// replicas sharing a GPU) it sums on the device (peerAllReduce, peer.go:
+// rank 0's stream waits for each replica's event, adds in rank order,
+// copies the sums back and records an event the replicas' streams wait
+// for; no host wait), and otherwise (DDP's processes) through host
+// memory with the caller's Comm (NCCL refuses two ranks on one GPU;
+// exchanging the id across GPUs waits for a machine with several). The twin (OpenTwin) is
 // a plain *Backend without it: the trainer's host fallback sums its
 // tensors. TestDNNStandIns runs NCCL and a DDP fit at world size 1
 // (ddp-nccl) against a stand-in libnccl.so.2 that checks the id's bytes;

@@ -252,6 +252,10 @@ int faster_copy_pinned(void *stream, unsigned long long dst, const void *src, si
 
 int faster_event_wait(void *ev) { return faster_p_cuEventSynchronize(ev); }
 
+int faster_event_record(void *ev, void *stream) { return faster_p_cuEventRecord(ev, stream); }
+
+int faster_stream_wait(void *stream, void *ev) { return faster_p_cuStreamWaitEvent(stream, ev, 0); }
+
 int faster_mem_info(size_t *free, size_t *total) { return faster_p_cuMemGetInfo_v2(free, total); }
 
 int faster_capture_begin(void *stream) { return faster_p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL); }

@@ -106,6 +106,13 @@ int faster_event_free(void *ev);
 int faster_copy_pinned(void *stream, unsigned long long dst, const void *src, size_t n, void *ev, const char **call);
 int faster_event_wait(void *ev);
 
+/* Ordering across streams: faster_event_record marks the work queued on
+ * stream so far (cuEventRecord); faster_stream_wait makes the work queued
+ * on stream after it wait for ev's last mark (cuStreamWaitEvent, flags 0).
+ * The driver's status. */
+int faster_event_record(void *ev, void *stream);
+int faster_stream_wait(void *stream, void *ev);
+
 /* The step as a CUDA graph: faster_capture_begin starts stream capture on
  * the stream (CU_STREAM_CAPTURE_MODE_GLOBAL: while it runs, a potentially
  * unsafe call from any thread of the process fails instead of silently

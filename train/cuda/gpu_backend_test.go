@@ -357,3 +357,12 @@ func TestGPUBackendStagedCopies(t *testing.T) {
 		t.Logf("GPUCOPY|pageable=%v|%.1f GB/s (host fill included)|%+v", pageable, float64(rounds*4*n)/el.Seconds()/1e9, st)
 	}
 }
+
+// Replicas on one GPU, each backend on its own stream, sum on the device
+// (peerAllReduce: events between the streams, the add kernel, device
+// copies), every rank getting the rank-order sum.
+func TestGPUBackendReplicaSum(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "replicas' all-reduce on the device (three streams of one GPU, events between them)")
+	sumOverRanks(t, func(int) *Backend { return openGPUFor(t, train.BackendOptions{}, false) }, true)
+}

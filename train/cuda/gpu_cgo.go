@@ -213,14 +213,34 @@ func (g gpuPinner) hostFree(p unsafe.Pointer) {
 	g.m.d.do(func() error { return cuErr("cuMemFreeHost", C.faster_host_free(p)) })
 }
 
-func (g gpuPinner) newEvent() (unsafe.Pointer, error) {
+func (g gpuPinner) newEvent() (unsafe.Pointer, error) { return g.m.newEvent() }
+func (g gpuPinner) freeEvent(ev unsafe.Pointer)        { g.m.freeEvent(ev) }
+
+func (m *gpuMachine) newEvent() (unsafe.Pointer, error) {
 	var ev unsafe.Pointer
-	err := g.m.d.do(func() error { return cuErr("cuEventCreate", C.faster_event_new(&ev)) })
+	err := m.d.do(func() error { return cuErr("cuEventCreate", C.faster_event_new(&ev)) })
 	return ev, err
 }
 
-func (g gpuPinner) freeEvent(ev unsafe.Pointer) {
-	g.m.d.do(func() error { return cuErr("cuEventDestroy", C.faster_event_free(ev)) })
+func (m *gpuMachine) freeEvent(ev unsafe.Pointer) {
+	if m.closed {
+		return
+	}
+	m.d.do(func() error { return cuErr("cuEventDestroy", C.faster_event_free(ev)) })
+}
+
+func (m *gpuMachine) recordEvent(ev unsafe.Pointer) error {
+	if err := m.refuseCapturing("an event for another stream"); err != nil {
+		return err
+	}
+	return m.d.do(func() error { return cuErr("cuEventRecord", C.faster_event_record(ev, m.stream)) })
+}
+
+func (m *gpuMachine) streamWait(ev unsafe.Pointer) error {
+	if err := m.refuseCapturing("a wait for another stream"); err != nil {
+		return err
+	}
+	return m.d.do(func() error { return cuErr("cuStreamWaitEvent", C.faster_stream_wait(m.stream, ev)) })
 }
 
 func (g gpuPinner) copyPinned(dst uint64, src unsafe.Pointer, bytes int, ev unsafe.Pointer) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/cuda/kernels"
+	"github.com/faster-training/faster/train/traintest"
 )
 
 // lateTwin is the twin run the way a GPU runs: the work a call queues
@@ -28,20 +29,70 @@ type lateTwin struct {
 	*twinMachine
 	ring *stagingRing
 
-	mu     sync.Mutex
+	// mu is shared by the machines of one test (replicas' streams wait
+	// for each other's marks: landing one may land another's work).
+	mu     *sync.Mutex
+	group  *[]*lateTwin // the machines sharing mu, in the order made
 	q      []func() error
 	seq    int // work queued so far
 	landed int // work carried out so far
 	pinned map[unsafe.Pointer][]byte
-	events map[unsafe.Pointer]*int
+	events map[unsafe.Pointer]*lateEvent
 	errs   []error
+	waits  int // streamWait calls: marks of other streams waited for
 }
 
-func newLateTwin() *lateTwin {
-	m := &lateTwin{twinMachine: newTwin(), pinned: map[unsafe.Pointer][]byte{}, events: map[unsafe.Pointer]*int{}}
-	m.ring = newStagingRing(latePinner{m})
-	m.ring.min = 1
-	return m
+// lateEvent is a mark: a position in a machine's stream.
+type lateEvent struct {
+	m   *lateTwin
+	seq int
+}
+
+func newLateTwin() *lateTwin { return newLateTwins(1)[0] }
+
+// newLateTwins makes n machines on one device: one lock, each its stream.
+func newLateTwins(n int) []*lateTwin {
+	mu := new(sync.Mutex)
+	ms := make([]*lateTwin, n)
+	for i := range ms {
+		m := &lateTwin{twinMachine: newTwin(), mu: mu, group: &ms, pinned: map[unsafe.Pointer][]byte{}, events: map[unsafe.Pointer]*lateEvent{}}
+		m.ring = newStagingRing(latePinner{m})
+		m.ring.min = 1
+		ms[i] = m
+	}
+	return ms
+}
+
+func (m *lateTwin) newEvent() (unsafe.Pointer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := &lateEvent{m: m}
+	m.events[unsafe.Pointer(e)] = e
+	return unsafe.Pointer(e), nil
+}
+
+func (m *lateTwin) freeEvent(ev unsafe.Pointer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.events, ev)
+}
+
+// recordEvent marks the work queued on m so far.
+func (m *lateTwin) recordEvent(ev unsafe.Pointer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := (*lateEvent)(ev)
+	e.m, e.seq = m, m.seq
+	return nil
+}
+
+// streamWait queues, on m, the landing of ev's machine up to its mark.
+func (m *lateTwin) streamWait(ev unsafe.Pointer) error {
+	m.mu.Lock()
+	e := *(*lateEvent)(ev)
+	m.waits++
+	m.mu.Unlock()
+	return m.queue(func() error { return e.m.landLocked(e.seq) })
 }
 
 // queue adds f to the stream, or runs it at once while the twin records a
@@ -77,10 +128,21 @@ func (m *lateTwin) landLocked(seq int) error {
 	return nil
 }
 
+// flush is a host wait: it lands everything queued on every stream of
+// the device, the last-made stream first (a GPU runs streams at once: a
+// replica's work runs as soon as nothing it waits for holds it back, and
+// may well run before rank 0's) — only the marks streams wait for order
+// one stream's work after another's.
 func (m *lateTwin) flush() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.landLocked(m.seq)
+	ms := *m.group
+	for i := len(ms) - 1; i >= 0; i-- {
+		if err := ms[i].landLocked(ms[i].seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *lateTwin) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
@@ -190,19 +252,8 @@ func (p latePinner) hostFree(h unsafe.Pointer) {
 	delete(p.m.pinned, h)
 }
 
-func (p latePinner) newEvent() (unsafe.Pointer, error) {
-	e := new(int)
-	p.m.mu.Lock()
-	defer p.m.mu.Unlock()
-	p.m.events[unsafe.Pointer(e)] = e
-	return unsafe.Pointer(e), nil
-}
-
-func (p latePinner) freeEvent(ev unsafe.Pointer) {
-	p.m.mu.Lock()
-	defer p.m.mu.Unlock()
-	delete(p.m.events, ev)
-}
+func (p latePinner) newEvent() (unsafe.Pointer, error) { return p.m.newEvent() }
+func (p latePinner) freeEvent(ev unsafe.Pointer)        { p.m.freeEvent(ev) }
 
 func (p latePinner) copyPinned(dst uint64, src unsafe.Pointer, n int, ev unsafe.Pointer) error {
 	sum := crc32.ChecksumIEEE(unsafe.Slice((*byte)(src), n))
@@ -216,14 +267,19 @@ func (p latePinner) copyPinned(dst uint64, src unsafe.Pointer, n int, ev unsafe.
 		return m.twinMachine.copyIn(dst, src, n)
 	})
 	m.seq++
-	*m.events[ev] = m.seq
+	e := (*lateEvent)(ev)
+	e.m, e.seq = m, m.seq
 	return nil
 }
 
 func (p latePinner) waitEvent(ev unsafe.Pointer) error {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
-	return p.m.landLocked(*p.m.events[ev])
+	e := (*lateEvent)(ev)
+	if e.m == nil {
+		return nil
+	}
+	return e.m.landLocked(e.seq)
 }
 
 // A trainer on a GPU-like machine — work carried out only when the host
@@ -274,5 +330,46 @@ func TestLateTwinTrainer(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// Data-parallel replicas on one device, two streams run as a GPU runs
+// them, sum their gradients on the device (peerAllReduce: rank 0's
+// stream waits for the replica's mark, adds, copies the sums back and
+// marks; the replica's stream waits for that mark): the bits of the same
+// replicas summing through host memory (the trainer's host fallback on
+// plain twins), over two epochs, momentum and EMA included.
+func TestLateTwinReplicas(t *testing.T) {
+	run := func(bs [2]train.Backend) outcome {
+		return trainRunWith(t, bs[0], 2, "", "", func(tr *train.Trainer) {
+			net, err := train.NewThinNet(bs[1], traintest.SmallThinNet(), 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { net.Close() })
+			if err := tr.AddReplica(bs[1], net); err != nil {
+				t.Fatal(err)
+			}
+			tr.LossEvery = 4
+		})
+	}
+	want := run([2]train.Backend{twinBackend(t), twinBackend(t)})
+	ms := newLateTwins(2)
+	var bs [2]train.Backend
+	for i, m := range ms {
+		b := newBackend(m, train.BackendOptions{})
+		t.Cleanup(func() { b.Close() })
+		bs[i] = &ncclBackend{b}
+	}
+	got := run(bs)
+	for _, m := range ms {
+		m.check(t)
+	}
+	near(t, "weights", got.weights, want.weights, 0)
+	near(t, "momentum", got.velocity, want.velocity, 0)
+	near(t, "EMA", got.ema, want.ema, 0)
+	nearLosses(t, got.losses, want.losses, 0)
+	if ms[1].waits == 0 || ms[0].waits == 0 {
+		t.Fatalf("streams waited for %d and %d marks: the sums did not go through the device", ms[0].waits, ms[1].waits)
 	}
 }

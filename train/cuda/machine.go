@@ -36,6 +36,15 @@ type machine interface {
 	// for work others queue after it (train.DeviceInputOp.Load's return).
 	copyDev(dst, src uint64, bytes int) error
 	fence() error
+	// Events order work across the streams of one device (the replicas'
+	// all-reduce, peer.go): recordEvent marks the work queued so far on
+	// this machine's stream; streamWait makes the work queued on this
+	// stream after it wait for ev's last mark, without the host waiting.
+	// The twin runs everything at once: it has nothing to order.
+	newEvent() (unsafe.Pointer, error)
+	recordEvent(ev unsafe.Pointer) error
+	streamWait(ev unsafe.Pointer) error
+	freeEvent(ev unsafe.Pointer)
 	// zero sets bytes at p to 0.
 	zero(p uint64, bytes int) error
 	// launch runs kernel name of kernels.cu with l and args, each in an
