@@ -214,7 +214,7 @@ func (g gpuPinner) hostFree(p unsafe.Pointer) {
 }
 
 func (g gpuPinner) newEvent() (unsafe.Pointer, error) { return g.m.newEvent() }
-func (g gpuPinner) freeEvent(ev unsafe.Pointer)        { g.m.freeEvent(ev) }
+func (g gpuPinner) freeEvent(ev unsafe.Pointer)       { g.m.freeEvent(ev) }
 
 func (m *gpuMachine) newEvent() (unsafe.Pointer, error) {
 	var ev unsafe.Pointer

@@ -253,7 +253,7 @@ func (p latePinner) hostFree(h unsafe.Pointer) {
 }
 
 func (p latePinner) newEvent() (unsafe.Pointer, error) { return p.m.newEvent() }
-func (p latePinner) freeEvent(ev unsafe.Pointer)        { p.m.freeEvent(ev) }
+func (p latePinner) freeEvent(ev unsafe.Pointer)       { p.m.freeEvent(ev) }
 
 func (p latePinner) copyPinned(dst uint64, src unsafe.Pointer, n int, ev unsafe.Pointer) error {
 	sum := crc32.ChecksumIEEE(unsafe.Slice((*byte)(src), n))
