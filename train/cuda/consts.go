@@ -30,6 +30,7 @@ var consts = map[string]int{
 const (
 	cudnnStatusSuccess    = 0  // CUDNN_STATUS_SUCCESS (cudnn_graph.h)
 	cudnnTensorNCHW       = 0  // CUDNN_TENSOR_NCHW (cudnn_graph.h)
+	cudnnTensorNHWC       = 1  // CUDNN_TENSOR_NHWC (cudnn_graph.h): channels_last
 	cudnnDataFloat        = 0  // CUDNN_DATA_FLOAT (cudnn_graph.h)
 	cudnnDefaultMath      = 0  // CUDNN_DEFAULT_MATH (cudnn_graph.h): TF32 allowed for fp32, PyTorch's cudnn.allow_tf32 default
 	cudnnFMAMath          = 3  // CUDNN_FMA_MATH (cudnn_graph.h): no tensor cores (allow_tf32 off)
@@ -66,6 +67,7 @@ var ncclConsts = map[string]int{"ncclSuccess": ncclSuccess, "ncclFloat32": ncclF
 var dnnConsts = map[string]int{
 	"CUDNN_STATUS_SUCCESS":          cudnnStatusSuccess,
 	"CUDNN_TENSOR_NCHW":             cudnnTensorNCHW,
+	"CUDNN_TENSOR_NHWC":             cudnnTensorNHWC,
 	"CUDNN_DATA_FLOAT":              cudnnDataFloat,
 	"CUDNN_DEFAULT_MATH":            cudnnDefaultMath,
 	"CUDNN_FMA_MATH":                cudnnFMAMath,

@@ -111,7 +111,7 @@ func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
 		if cs == nil {
 			cs = (*C.struct_faster_conv)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_conv{}))))
 			if r := C.faster_conv_create(cs, C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R),
-				C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(cudnnType(c.Dtype)), C.int(m.mathFor(c.Dtype)), &call); r != 0 {
+				C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(cudnnType(c.Dtype)), C.int(m.mathFor(c.Dtype)), cudnnTensorNCHW, &call); r != 0 {
 				C.faster_conv_destroy(cs)
 				C.free(unsafe.Pointer(cs))
 				cs = nil
@@ -243,4 +243,79 @@ func (m *dnn) releaseWorkspace() {
 		m.host.free(m.ws)
 		m.ws, m.wsSize = 0, 0
 	}
+}
+
+// convTime is one direction's fastest algorithm as cudnnFind…AlgorithmEx
+// measured it, and its time.
+type convTime struct {
+	Algo int
+	Ms   float64
+}
+
+// findTimes measures c's three directions (forward, backward data,
+// backward filter) in layout format — cudnnTensorNCHW, the backend's, or
+// cudnnTensorNHWC, channels_last — with cudnnFind…AlgorithmEx on scratch
+// buffers of its own: each direction's fastest algorithm that fits the
+// find workspace, and its time. It chooses nothing for the backend (what
+// TestGPUConvLayouts reports: whether channels_last would pay).
+func (m *dnn) findTimes(c convShape, format int) ([3]convTime, error) {
+	var out [3]convTime
+	elem := 4
+	if c.Dtype != dtFloat {
+		elem = 2
+	}
+	sizes := []int{c.N * c.C * c.H * c.W, c.K * c.C * c.R * c.R, c.N * c.K * c.OH * c.OW}
+	var bufs [3]uint64
+	defer func() {
+		m.host.sync()
+		for _, p := range bufs {
+			if p != 0 {
+				m.host.free(p)
+			}
+		}
+	}()
+	for i, n := range sizes {
+		p, err := m.host.alloc(n * elem)
+		if err != nil {
+			return out, err
+		}
+		bufs[i] = p
+	}
+	ws, err := m.workspace(findWorkspace)
+	if err != nil {
+		return out, err
+	}
+	x, w, y := bufs[0], bufs[1], bufs[2]
+	err = m.host.do(func() error {
+		var call *C.char
+		cs := (*C.struct_faster_conv)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_conv{}))))
+		defer func() {
+			C.faster_conv_destroy(cs)
+			C.free(unsafe.Pointer(cs))
+		}()
+		if r := C.faster_conv_create(cs, C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R),
+			C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(cudnnType(c.Dtype)), C.int(m.mathFor(c.Dtype)), C.int(format), &call); r != 0 {
+			return dnnError(C.GoString(call), r)
+		}
+		// Each direction's buffers in faster_conv_choose's order.
+		args := [3][3]uint64{{x, w, y}, {w, y, x}, {x, y, w}}
+		for dir := range 3 {
+			var perf [C.FASTER_NPERF]C.struct_faster_conv_perf
+			var nperf C.int
+			a := args[dir]
+			if r := C.faster_conv_choose(m.cudnn, cs, C.int(dir), 1, C.ulonglong(a[0]), C.ulonglong(a[1]), C.ulonglong(a[2]),
+				C.ulonglong(ws), C.size_t(findWorkspace), &perf[0], &nperf, &call); r != 0 {
+				return fmt.Errorf("%s %s: %w", &c, convDir(dir), dnnError(C.GoString(call), r))
+			}
+			out[dir] = convTime{Algo: int(cs.algo[dir]), Ms: -1}
+			for _, p := range perf[:nperf] {
+				if p.algo == cs.algo[dir] && p.status == cudnnStatusSuccess {
+					out[dir].Ms = float64(p.time)
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
 }

@@ -96,6 +96,7 @@ type standInMachine struct {
 }
 
 func (m *standInMachine) do(f func() error) error    { return f() }
+func (m *standInMachine) dnnOf() *dnn                { return &m.dnn }
 func (m *standInMachine) ncclStream() unsafe.Pointer { return nil }
 func (m *standInMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
 	return m.dnn.conv(c, dir, a, b, out)
@@ -129,6 +130,15 @@ func dnnChild(t *testing.T) {
 		t.Fatalf("stand-ins not loaded: %s", describe(load(), false))
 	}
 	t.Run("layers", func(t *testing.T) { traintest.RunLayers(t, openStandIn(t, train.BackendOptions{})) })
+	// The layout timings' plumbing: shapes noted, both layouts ranked.
+	t.Run("layouts", func(t *testing.T) {
+		for _, p := range []train.Precision{train.Float32, train.BFloat16} {
+			convLayouts(t, func(o train.BackendOptions) *Backend { return openStandIn(t, o) }, p, []layoutNet{{
+				name: "small-thinnet", n: 4, c: 1, h: 10, w: 10,
+				build: func(b train.Backend) (train.Layer, error) { return train.NewThinNet(b, traintest.SmallThinNet(), 1) },
+			}})
+		}
+	})
 	t.Run("torch-step", func(t *testing.T) { traintest.RunTorchStep(t, openStandIn(t, train.BackendOptions{})) })
 	// NCCL at world size 1: the unique id reaches ncclCommInitRank by value
 	// (the stand-in checks its 128 bytes), the all-reduce runs in place.

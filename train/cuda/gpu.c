@@ -21,24 +21,24 @@
 	} while (0)
 
 int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
-		       int oh, int ow, int dtype, int math, const char **call) {
+		       int oh, int ow, int dtype, int math, int format, const char **call) {
 	memset(c, 0, sizeof *c);
 	c->algo[0] = c->algo[1] = c->algo[2] = -1;
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->x), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->y), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateFilterDescriptor(&c->w), "cudnnCreateFilterDescriptor");
 	TRY(faster_p_cudnnCreateConvolutionDescriptor(&c->conv), "cudnnCreateConvolutionDescriptor");
-	TRY(faster_p_cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, dtype, n, ci, h, w),
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->x, format, dtype, n, ci, h, w),
 	    "cudnnSetTensor4dDescriptor (x)");
-	TRY(faster_p_cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, dtype, n, co, oh, ow),
+	TRY(faster_p_cudnnSetTensor4dDescriptor(c->y, format, dtype, n, co, oh, ow),
 	    "cudnnSetTensor4dDescriptor (y)");
 	/* cudnnSetFilter4dDescriptor takes the data type first, then the format.
 	 * 16-bit tensors stay NCHW: cuDNN 9 runs tensor-core kernels on NCHW
-	 * half tensors by transposing internally. What the H200 run should
-	 * compare: this NCHW half step against the same with
-	 * CUDNN_TENSOR_NHWC (channels_last, PyTorch's recommendation for AMP)
-	 * for ThinNet's 32/64/128-channel convolutions, per direction. */
-	TRY(faster_p_cudnnSetFilter4dDescriptor(c->w, dtype, CUDNN_TENSOR_NCHW, co, ci, k, k),
+	 * half tensors by transposing internally. The backend passes
+	 * CUDNN_TENSOR_NCHW; dnn.findTimes also CUDNN_TENSOR_NHWC
+	 * (channels_last, PyTorch's recommendation for AMP), to measure what
+	 * that layout would save (TestGPUConvLayouts). */
+	TRY(faster_p_cudnnSetFilter4dDescriptor(c->w, dtype, format, co, ci, k, k),
 	    "cudnnSetFilter4dDescriptor");
 	TRY(faster_p_cudnnSetConvolution2dDescriptor(c->conv, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
 						     CUDNN_DATA_FLOAT),

@@ -30,12 +30,14 @@ struct faster_conv {
 enum { FASTER_FWD, FASTER_BWD_DATA, FASTER_BWD_FILTER };
 enum { FASTER_NPERF = 8 };
 
-/* faster_conv_create makes c's descriptors, every tensor of cuDNN data
+/* faster_conv_create makes c's descriptors in layout format
+ * (CUDNN_TENSOR_NCHW, or CUDNN_TENSOR_NHWC for x, y and the filter's
+ * KRSC), every tensor of cuDNN data
  * type dtype (CUDNN_DATA_FLOAT, _HALF or _BFLOAT16) with float compute
  * (cuDNN's FLOAT, PSEUDO_HALF and PSEUDO_BFLOAT16 configurations) and
  * math type math; faster_conv_destroy frees them. */
 int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int co, int k, int pad, int stride,
-		       int oh, int ow, int dtype, int math, const char **call);
+		       int oh, int ow, int dtype, int math, int format, const char **call);
 void faster_conv_destroy(struct faster_conv *c);
 
 /* faster_conv_choose picks dir's algorithm: the fastest cuDNN's heuristics

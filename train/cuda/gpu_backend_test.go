@@ -366,3 +366,20 @@ func TestGPUBackendReplicaSum(t *testing.T) {
 	report(t, "replicas' all-reduce on the device (three streams of one GPU, events between them)")
 	sumOverRanks(t, func(int) *Backend { return openGPUFor(t, train.BackendOptions{}, false) }, true)
 }
+
+// Would channels_last pay? Each convolution shape of ThinNet (3×32×32,
+// batch 512, fp16 as AMP) and ResNet-18 (224, batch 256, bf16) timed in
+// NCHW (the backend's layout) and NHWC with cudnnFind…AlgorithmEx: a
+// GPULAYOUT line per shape and the step's convolution time in each. A
+// figure for choosing the layout, not a check (only the plumbing fails).
+func TestGPUConvLayouts(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "convolutions' time in NCHW and NHWC (cudnnFind…AlgorithmEx), ThinNet fp16 and ResNet-18 bf16")
+	open := func(o train.BackendOptions) *Backend { return openGPUFor(t, o, false) }
+	convLayouts(t, open, train.Float16, []layoutNet{{name: "thinnet", n: 512, c: 3, h: 32, w: 32,
+		build: func(b train.Backend) (train.Layer, error) {
+			return train.NewThinNet(b, train.ThinNetConfig{InChannels: 3}, 1)
+		}}})
+	convLayouts(t, open, train.BFloat16, []layoutNet{{name: "resnet18", n: 256, c: 3, h: 224, w: 224,
+		build: func(b train.Backend) (train.Layer, error) { return train.NewResNet18(b, train.ResNetConfig{}, 1) }}})
+}

@@ -144,6 +144,9 @@ func openGPU(ordinal int, o train.BackendOptions) (*gpuMachine, error) {
 	return m, nil
 }
 
+// dnnOf is the machine's cuDNN and cuBLAS (the layout timings' way in).
+func (m *gpuMachine) dnnOf() *dnn { return &m.dnn }
+
 // do runs f with the device's context current.
 func (m *gpuMachine) do(f func() error) error { return m.d.do(f) }
 

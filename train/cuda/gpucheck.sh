@@ -56,6 +56,11 @@ echo "== the cuda backend on the GPU (traintest suites, Trainer steps against th
 	echo "check|verdict"
 	grep -o 'GPUBACKEND|.*' "$log" | cut -d'|' -f2-
 } | column -t -s'|'
+echo "== convolutions by layout (ms: forward, backward data, backward filter; fastest algorithm)"
+{
+	echo "network|shape|NCHW|NHWC"
+	grep -o 'GPULAYOUT|.*' "$log" | cut -d'|' -f2-
+} | column -t -s'|'
 grep -E '^(--- FAIL|FAIL|PASS|ok)' "$log" | head -20
 [ "$rc" -ne 0 ] && grep -E '_test\.go:[0-9]+: ' "$log" | grep -v -E 'GPUCHECK|GPULIB' | sed 's/^ *//' | cut -c1-300 | head -20
 exit $rc

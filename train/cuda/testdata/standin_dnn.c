@@ -25,6 +25,7 @@ struct desc {
 	int dtype; /* cudnnDataType_t: 0 FLOAT, 2 HALF, 9 BFLOAT16 */
 	int n, c, h, w;
 	int pad, stride, mode, math;
+	int nhwc; /* CUDNN_TENSOR_NHWC: ranked by Find…Ex, never computed */
 };
 
 static int mk(void **d, int kind) {
@@ -52,16 +53,17 @@ static int known(int t) { return t == 0 || t == 2 || t == 9; }
 
 int cudnnSetTensor4dDescriptor(void *d, int format, int dataType, int n, int c, int h, int w) {
 	struct desc *x = d;
-	if (x->kind != 1 || format != 0 /* NCHW */ || !known(dataType) || n < 1 || c < 1 || h < 1 || w < 1)
+	if (x->kind != 1 || (format != 0 /* NCHW */ && format != 1 /* NHWC */) || !known(dataType) || n < 1 || c < 1 ||
+	    h < 1 || w < 1)
 		return BAD;
-	x->n = n, x->c = c, x->h = h, x->w = w, x->dtype = dataType;
+	x->n = n, x->c = c, x->h = h, x->w = w, x->dtype = dataType, x->nhwc = format == 1;
 	return 0;
 }
 int cudnnSetFilter4dDescriptor(void *d, int dataType, int format, int k, int c, int h, int w) {
 	struct desc *x = d;
-	if (x->kind != 2 || !known(dataType) || format != 0 || k < 1 || c < 1 || h < 1 || h != w)
+	if (x->kind != 2 || !known(dataType) || (format != 0 && format != 1) || k < 1 || c < 1 || h < 1 || h != w)
 		return BAD;
-	x->n = k, x->c = c, x->h = h, x->w = w, x->dtype = dataType;
+	x->n = k, x->c = c, x->h = h, x->w = w, x->dtype = dataType, x->nhwc = format == 1;
 	return 0;
 }
 int cudnnSetConvolution2dDescriptor(void *d, int padH, int padW, int u, int v, int dh, int dw, int mode, int computeType) {
@@ -123,6 +125,8 @@ static int ready(int algo, void *ws, size_t bytes, const float *alpha, const flo
 
 static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, struct desc *cv, struct desc *y, void *yp) {
 	int r = check(x, w, cv, y);
+	if (!r && (x->nhwc || w->nhwc || y->nhwc)) /* computed in NCHW only */
+		r = BAD;
 	if (r)
 		return r;
 	if (x->dtype)
@@ -133,6 +137,8 @@ static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, s
 }
 static int bwd_data(struct desc *w, const void *wp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dx, void *dxp) {
 	int r = check(dx, w, cv, dy);
+	if (!r && (dx->nhwc || w->nhwc || dy->nhwc)) /* computed in NCHW only */
+		r = BAD;
 	if (r)
 		return r;
 	if (w->dtype)
@@ -143,6 +149,8 @@ static int bwd_data(struct desc *w, const void *wp, struct desc *dy, const void 
 }
 static int bwd_filter(struct desc *x, const void *xp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dw, void *dwp) {
 	int r = check(x, dw, cv, dy);
+	if (!r && (x->nhwc || dw->nhwc || dy->nhwc)) /* computed in NCHW only */
+		r = BAD;
 	if (r)
 		return r;
 	if (x->dtype)
@@ -176,19 +184,29 @@ int cudnnGetConvolutionBackwardFilterWorkspaceSize(void *h, void *x, void *dy, v
 	int r = check(x, dw, cv, dy);
 	return r ? r : wsize(algo, bytes);
 }
+/* nhwc: every descriptor channels_last (Find…Ex ranks it without computing:
+ * twin.c's loops are NCHW); -1 when they disagree. */
+static int nhwc(struct desc *a, struct desc *b, struct desc *c) {
+	if (a->nhwc != b->nhwc || b->nhwc != c->nhwc)
+		return -1;
+	return a->nhwc;
+}
 int cudnnFindConvolutionForwardAlgorithmEx(void *h, void *x, const void *xp, void *w, const void *wp, void *cv, void *y,
 					   void *yp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
-	int r = fwd(x, xp, w, wp, cv, y, yp);
+	int l = nhwc(x, w, y);
+	int r = l < 0 ? BAD : l ? check(x, w, cv, y) : fwd(x, xp, w, wp, cv, y, yp);
 	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
 }
 int cudnnFindConvolutionBackwardDataAlgorithmEx(void *h, void *w, const void *wp, void *dy, const void *dyp, void *cv,
 						void *dx, void *dxp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
-	int r = bwd_data(w, wp, dy, dyp, cv, dx, dxp);
+	int l = nhwc(w, dy, dx);
+	int r = l < 0 ? BAD : l ? check(dx, w, cv, dy) : bwd_data(w, wp, dy, dyp, cv, dx, dxp);
 	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
 }
 int cudnnFindConvolutionBackwardFilterAlgorithmEx(void *h, void *x, const void *xp, void *dy, const void *dyp, void *cv,
 						  void *dw, void *dwp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
-	int r = bwd_filter(x, xp, dy, dyp, cv, dw, dwp);
+	int l = nhwc(x, dy, dw);
+	int r = l < 0 ? BAD : l ? check(x, dw, cv, dy) : bwd_filter(x, xp, dy, dyp, cv, dw, dwp);
 	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
 }
 int cudnnConvolutionForward(void *h, const void *alpha, void *x, const void *xp, void *w, const void *wp, void *cv, int algo,
