@@ -57,6 +57,9 @@ func convLayouts(t *testing.T, open func(train.BackendOptions) *Backend, p train
 		if err != nil {
 			t.Fatal(err)
 		}
+		if c, ok := net.(interface{ Close() }); ok {
+			defer c.Close()
+		}
 		x, err := b.NewTensor(ln.n, ln.c, ln.h, ln.w)
 		if err != nil {
 			t.Fatal(err)
