@@ -29,7 +29,8 @@
 #   3. ResNet-18 at 224, batch 256, bf16, 2 epochs: the peer on synthetic
 #      GPU-resident batches (2,560), ours on 2,560 generated JPEGs decoded
 #      on the GPU (the default of `faster train --device cuda`: the
-#      batches stay in device memory) and, beside it, on the CPU loader
+#      batches stay in device memory), the same with --channels-last
+#      (the peer runs channels_last) and, beside it, on the CPU loader
 #      (--decode-device cpu).
 # Cell JSON goes to $OUT/cells (or /tmp/gpu_table/cells); the table is
 # printed last (bench/gpu_table.py) and written as $OUT/cells/table.json.
@@ -170,6 +171,8 @@ cell "torch.synthetic-gpu.resnet18.bf16" "$py" bench/peer_thinnet_torch.py --dev
 	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res $peer_cuda
 cell "ours.jpeg-gpu-decode.resnet18.bf16" "$bin" train --device "$device" --model resnet18 --data "$photos/train" --test-data "$photos/test" \
 	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --json
+cell "ours.jpeg-gpu-decode-nhwc.resnet18.bf16" "$bin" train --device "$device" --model resnet18 --data "$photos/train" --test-data "$photos/test" \
+	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --channels-last --json
 cell "ours.jpeg-cpu-decode.resnet18.bf16" "$bin" train --device "$device" --decode-device cpu --model resnet18 --data "$photos/train" --test-data "$photos/test" \
 	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --json
 

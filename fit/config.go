@@ -124,7 +124,11 @@ type ParallelConfig struct {
 	// CUDAGraph runs each training step as a captured graph, replayed
 	// (train.Trainer.CaptureStep): only on a backend that implements
 	// train.StepCapturer (cuda), with strategy single.
-	CUDAGraph     bool `json:"cuda_graph,omitempty"`
+	CUDAGraph bool `json:"cuda_graph,omitempty"`
+	// ChannelsLast runs a GPU backend's 16-bit convolutions channels-last
+	// (train.BackendOptions.ChannelsLast; PyTorch's channels_last memory
+	// format): with amp, on the cuda backend; elsewhere it changes nothing.
+	ChannelsLast  bool `json:"channels_last,omitempty"`
 	BucketKB      int  `json:"bucket_kb"`
 	TimeAllReduce int  `json:"time_allreduce"` // ddp: time N rounds of a step's all-reduces alone after training
 	// LocalRanks is the number of ranks on this machine (torchrun's

@@ -178,7 +178,7 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		threads = runtime.NumCPU()
 	}
 	device, _ := ParseDevice(m.Device) // Validate checked it
-	bopts := train.BackendOptions{Threads: max(1, threads/cfg.Parallel.Devices), NormThreads: m.NormThreads, Precision: prec, Autotune: cfg.Parallel.Autotune, Winograd: m.Winograd, Device: device, Pageable: cfg.Parallel.NoOverlap}
+	bopts := train.BackendOptions{Threads: max(1, threads/cfg.Parallel.Devices), NormThreads: m.NormThreads, Precision: prec, Autotune: cfg.Parallel.Autotune, Winograd: m.Winograd, Device: device, Pageable: cfg.Parallel.NoOverlap, ChannelsLast: cfg.Parallel.ChannelsLast}
 	if cfg.Parallel.Autotune {
 		bopts.TuneCache = cfg.Parallel.TuneCache
 	}

@@ -293,6 +293,13 @@ type BackendOptions struct {
 	// non_blocking=True). fit sets it with parallel.no_overlap, to
 	// measure the difference; CPU backends have nothing to pin.
 	Pageable bool
+	// ChannelsLast runs a GPU backend's 16-bit convolutions (bf16, fp16)
+	// channels-last, as PyTorch's channels_last memory format: cuDNN's
+	// tensor-core kernels take NHWC without transposing internally. The
+	// network's tensors stay NCHW: the casts to and from 16 bits around
+	// each convolution move the values, so the arithmetic is unchanged.
+	// Float32 and the CPU backends ignore it.
+	ChannelsLast bool
 }
 
 // BackendFactory opens a backend.

@@ -27,8 +27,11 @@ type Backend struct {
 	threads int
 	prec    train.Precision
 	low     dtype // the operands of convolutions and products
-	graph   stepGraph
-	closed  bool
+	// nhwc: 16-bit convolutions run channels-last, the casts around them
+	// moving the values (BackendOptions.ChannelsLast).
+	nhwc   bool
+	graph  stepGraph
+	closed bool
 }
 
 var (
@@ -82,7 +85,8 @@ func checkOptions(o train.BackendOptions) (int, error) {
 }
 
 func newBackend(m machine, o train.BackendOptions) *Backend {
-	return &Backend{m: m, facts: m.facts(), threads: 1, prec: o.Precision, low: dtypeOf(o.Precision)}
+	return &Backend{m: m, facts: m.facts(), threads: 1, prec: o.Precision, low: dtypeOf(o.Precision),
+		nhwc: o.ChannelsLast && o.Precision != train.Float32}
 }
 
 func (b *Backend) Name() string { return "cuda" }
@@ -165,6 +169,30 @@ func (b *Backend) toLow(s *buf16, src uint64, n int) (uint64, error) {
 func (b *Backend) fromLow(dst, src uint64, n int) error {
 	_, from := b.casts()
 	return b.run(from, kernels.Elementwise, n, 0, src, dst, i64(n))
+}
+
+// toLowNHWC casts n planes of c×hw float32 values at src (NCHW, or a
+// filter's KCRS with n = K and hw = R·R) into s as 16-bit channels-last
+// values (NHWC, KRSC), and returns s's address.
+func (b *Backend) toLowNHWC(s *buf16, src uint64, n, c, hw int) (uint64, error) {
+	if err := b.grow16(s, n*c*hw); err != nil {
+		return 0, err
+	}
+	name := "cast_nchw_nhwc_bf16"
+	if b.prec == train.Float16 {
+		name = "cast_nchw_nhwc_f16"
+	}
+	return s.p, b.run(name, kernels.Elementwise, n*c*hw, 0, src, s.p, i32(n), i32(c), i32(hw))
+}
+
+// fromLowNHWC casts 16-bit channels-last values at src to float32 NCHW
+// (or KCRS) at dst (exact).
+func (b *Backend) fromLowNHWC(dst, src uint64, n, c, hw int) error {
+	name := "cast_nhwc_nchw_bf16"
+	if b.prec == train.Float16 {
+		name = "cast_nhwc_nchw_f16"
+	}
+	return b.run(name, kernels.Elementwise, n*c*hw, 0, src, dst, i32(n), i32(c), i32(hw))
 }
 
 // lowWeights is the 16-bit copy of the n weights of wt (at wp): the

@@ -88,7 +88,11 @@ func (c *call) same(o *call) bool {
 
 // sizes is a convolution's sizes, comparable.
 func sizes(c *convShape) [12]int {
-	return [12]int{c.N, c.C, c.H, c.W, c.K, c.R, c.Pad, c.Stride, c.OH, c.OW, int(c.Dtype)}
+	nhwc := 0
+	if c.NHWC {
+		nhwc = 1
+	}
+	return [12]int{c.N, c.C, c.H, c.W, c.K, c.R, c.Pad, c.Stride, c.OH, c.OW, int(c.Dtype), nhwc}
 }
 
 func (c *call) String() string {

@@ -111,7 +111,7 @@ func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
 		if cs == nil {
 			cs = (*C.struct_faster_conv)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_conv{}))))
 			if r := C.faster_conv_create(cs, C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R),
-				C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(cudnnType(c.Dtype)), C.int(m.mathFor(c.Dtype)), cudnnTensorNCHW, &call); r != 0 {
+				C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW), C.int(cudnnType(c.Dtype)), C.int(m.mathFor(c.Dtype)), C.int(layoutOf(c)), &call); r != 0 {
 				C.faster_conv_destroy(cs)
 				C.free(unsafe.Pointer(cs))
 				cs = nil
@@ -318,4 +318,12 @@ func (m *dnn) findTimes(c convShape, format int) ([3]convTime, error) {
 		return nil
 	})
 	return out, err
+}
+
+// layoutOf is c's cuDNN tensor format.
+func layoutOf(c *convShape) int {
+	if c.NHWC {
+		return cudnnTensorNHWC
+	}
+	return cudnnTensorNCHW
 }

@@ -192,10 +192,21 @@ func dnnChild(t *testing.T) {
 	})
 	// Native bf16 and fp16: 16-bit descriptors with float compute and
 	// tensor-op math, cublasGemmEx; the twin's arithmetic, so the same bits.
-	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
-		t.Run("trainer-"+p.String(), func(t *testing.T) {
-			o := train.BackendOptions{Precision: p}
-			got := trainRun(t, openStandIn(t, o), 1, "", "")
+	// Channels-last too (cuDNN NHWC descriptors, the casts moving the
+	// values): the same bits as the twin's channels-first run.
+	for _, run := range []struct {
+		p    train.Precision
+		nhwc bool
+	}{{train.BFloat16, false}, {train.Float16, false}, {train.BFloat16, true}, {train.Float16, true}} {
+		name := "trainer-" + run.p.String()
+		if run.nhwc {
+			name += "-nhwc"
+		}
+		t.Run(name, func(t *testing.T) {
+			o := train.BackendOptions{Precision: run.p}
+			so := o
+			so.ChannelsLast = run.nhwc
+			got := trainRun(t, openStandIn(t, so), 1, "", "")
 			tw, err := OpenTwin(o)
 			if err != nil {
 				t.Fatal(err)

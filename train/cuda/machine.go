@@ -133,7 +133,11 @@ type convShape struct {
 	// tensors with float accumulation under fp16 and bf16 (cuDNN's
 	// PSEUDO_HALF and PSEUDO_BFLOAT16 configurations: the output is 16-bit
 	// too, as torch.autocast's convolution's).
-	Dtype        dtype
+	Dtype dtype
+	// NHWC lays x, y and their gradients out channels-last (N×H×W×C) and
+	// the filter K×R×R×C (cuDNN's CUDNN_TENSOR_NHWC; 16-bit convolutions
+	// under BackendOptions.ChannelsLast).
+	NHWC         bool
 	state        any
 	releaseState func()
 }
@@ -142,6 +146,9 @@ func (c *convShape) String() string {
 	s := fmt.Sprintf("conv %dx%dx%dx%d -> %d k%d s%d p%d", c.N, c.C, c.H, c.W, c.K, c.R, c.Stride, c.Pad)
 	if c.Dtype != dtFloat {
 		s += " " + c.Dtype.String()
+	}
+	if c.NHWC {
+		s += " nhwc"
 	}
 	return s
 }

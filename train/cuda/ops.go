@@ -70,7 +70,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := convShape{N: n, C: s.In, H: h, W: w, K: s.Out, R: s.Kernel, Pad: s.Pad, Stride: st, OH: oh, OW: ow, Dtype: c.b.low}
+	want := convShape{N: n, C: s.In, H: h, W: w, K: s.Out, R: s.Kernel, Pad: s.Pad, Stride: st, OH: oh, OW: ow, Dtype: c.b.low, NHWC: c.b.nhwc}
 	if c.shape.N != n || c.shape.H != h || c.shape.W != w {
 		c.shape.release()
 		c.shape = want
@@ -78,7 +78,27 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	if err := c.b.ensure(&c.y, n, s.Out, oh, ow); err != nil {
 		return nil, err
 	}
-	if c.b.reduced() {
+	if c.b.nhwc {
+		// The same, channels-last: the casts move the values.
+		rr := s.Kernel * s.Kernel
+		xh, err := c.b.toLowNHWC(&c.xh, x.p, n, s.In, h*w)
+		if err != nil {
+			return nil, err
+		}
+		wh, err := c.b.toLowNHWC(&c.wh, wp, s.Out, s.In, rr)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.b.grow16(&c.yh, c.y.n); err != nil {
+			return nil, err
+		}
+		if err := c.b.m.conv(&c.shape, convFwd, xh, wh, c.yh.p); err != nil {
+			return nil, err
+		}
+		if err := c.b.fromLowNHWC(c.y.p, c.yh.p, n, s.Out, oh*ow); err != nil {
+			return nil, err
+		}
+	} else if c.b.reduced() {
 		// 16-bit x and w, a 16-bit y cast back to float32 for the ops after it.
 		xh, err := c.b.toLow(&c.xh, x.p, x.n)
 		if err != nil {
@@ -176,6 +196,9 @@ func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (tr
 // gradient sums the rounded g in float (the rounded g cast back: the
 // float32 op on rounded operands, as the reference emulates).
 func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, needDX bool) (train.Tensor, error) {
+	if c.b.nhwc {
+		return c.backwardNHWC(g, wp, dwp, dbp, needDX)
+	}
 	s := c.s
 	nw := s.Out * s.In * s.Kernel * s.Kernel
 	dyh, err := c.b.toLow(&c.dyh, g.p, g.n)
@@ -222,6 +245,62 @@ func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, ne
 		return nil, err
 	}
 	if err := c.b.fromLow(c.dx.p, c.dxh.p, c.dx.n); err != nil {
+		return nil, err
+	}
+	return c.dx, nil
+}
+
+// backwardNHWC is backwardLow channels-last: g cast to 16-bit NHWC, the
+// 16-bit gradients cuDNN writes (dW as KRSC, dx as NHWC) cast back to
+// float32 NCHW; the same values as backwardLow's, moved.
+func (c *convOp) backwardNHWC(g *tensor, wp, dwp, dbp uint64, needDX bool) (train.Tensor, error) {
+	s := c.s
+	n, k, ohw := planes(g.shape)
+	rr := s.Kernel * s.Kernel
+	dyh, err := c.b.toLowNHWC(&c.dyh, g.p, n, k, ohw)
+	if err != nil {
+		return nil, err
+	}
+	if dbp != 0 {
+		if err := c.b.ensure(&c.dyr, g.shape...); err != nil {
+			return nil, err
+		}
+		if err := c.b.fromLowNHWC(c.dyr.p, dyh, n, k, ohw); err != nil {
+			return nil, err
+		}
+		if err := c.b.run("bias_grad", kernels.PerChannel, k, n*ohw, c.dyr.p, dbp, i32(n), i32(k), i32(ohw)); err != nil {
+			return nil, err
+		}
+	}
+	if dwp != 0 {
+		if err := c.b.grow16(&c.dwh, s.Out*s.In*rr); err != nil {
+			return nil, err
+		}
+		if err := c.b.m.conv(&c.shape, convBwdFilter, c.xh.p, dyh, c.dwh.p); err != nil {
+			return nil, err
+		}
+		if err := c.b.fromLowNHWC(dwp, c.dwh.p, s.Out, s.In, rr); err != nil {
+			return nil, err
+		}
+	}
+	if !needDX {
+		return nil, nil
+	}
+	wh, err := c.b.toLowNHWC(&c.wh, wp, s.Out, s.In, rr)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.b.ensure(&c.dx, c.x.shape...); err != nil {
+		return nil, err
+	}
+	if err := c.b.grow16(&c.dxh, c.dx.n); err != nil {
+		return nil, err
+	}
+	if err := c.b.m.conv(&c.shape, convBwdData, wh, dyh, c.dxh.p); err != nil {
+		return nil, err
+	}
+	_, ci, hw := planes(c.x.shape)
+	if err := c.b.fromLowNHWC(c.dx.p, c.dxh.p, n, ci, hw); err != nil {
 		return nil, err
 	}
 	return c.dx, nil

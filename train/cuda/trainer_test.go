@@ -558,3 +558,19 @@ func TestTwinByteBatches(t *testing.T) {
 	}
 	near(t, "weights from byte batches", run(true), run(false), 0)
 }
+
+// ChannelsLast on the twin: 16-bit convolutions channels-last (the casts
+// moving the values, the twin's convolution on NHWC tensors) train to
+// the bits of channels-first, bf16 and fp16, eager and captured.
+func TestTwinChannelsLast(t *testing.T) {
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		for _, capture := range []bool{false, true} {
+			setup := func(tr *train.Trainer) { tr.CaptureStep = capture }
+			want := trainRunWith(t, twinWith(t, train.BackendOptions{Precision: p}), 2, "", "", setup)
+			got := trainRunWith(t, twinWith(t, train.BackendOptions{Precision: p, ChannelsLast: true}), 2, "", "", setup)
+			nearLosses(t, got.losses, want.losses, 0)
+			near(t, "weights", got.weights, want.weights, 0)
+			near(t, "momentum", got.velocity, want.velocity, 0)
+		}
+	}
+}

@@ -186,6 +186,39 @@ void twin_conv_16(int dir, int bf16, const uint16_t *a, const uint16_t *b, uint1
 	free(fo);
 }
 
+/* nhwc moves n planes of c×hw 16-bit values between channels-first
+ * (to_nhwc 0: src is NHWC, dst NCHW) and channels-last (to_nhwc 1). */
+static uint16_t *relayout(const uint16_t *src, int n, int c, int hw, int to_nhwc) {
+	uint16_t *dst = malloc(sizeof(uint16_t) * (size_t)n * c * hw + 1);
+	for (int b = 0; b < n; b++)
+		for (int ch = 0; ch < c; ch++)
+			for (int p = 0; p < hw; p++) {
+				size_t first = ((size_t)b * c + ch) * hw + p, last = ((size_t)b * hw + p) * c + ch;
+				if (to_nhwc)
+					dst[last] = src[first];
+				else
+					dst[first] = src[last];
+			}
+	return dst;
+}
+
+void twin_conv_16_nhwc(int dir, int bf16, const uint16_t *a, const uint16_t *b, uint16_t *out, int n, int c, int h,
+		       int wd, int k, int r, int pad, int stride, int oh, int ow) {
+	/* Each operand to channels-first: x (n, c, h*w), w (k, c, r*r), dy (n, k, oh*ow). */
+	int an = dir == 1 ? k : n, ac = c, ahw = dir == 1 ? r * r : h * wd;
+	int bn = dir == 0 ? k : n, bc = dir == 0 ? c : k, bhw = dir == 0 ? r * r : oh * ow;
+	int on = dir == 2 ? k : n, oc = dir == 0 ? k : c, ohw = dir == 0 ? oh * ow : dir == 1 ? h * wd : r * r;
+	uint16_t *fa = relayout(a, an, ac, ahw, 0), *fb = relayout(b, bn, bc, bhw, 0);
+	uint16_t *fo = malloc(sizeof(uint16_t) * (size_t)on * oc * ohw + 1);
+	twin_conv_16(dir, bf16, fa, fb, fo, n, c, h, wd, k, r, pad, stride, oh, ow);
+	uint16_t *lo = relayout(fo, on, oc, ohw, 1);
+	memcpy(out, lo, sizeof(uint16_t) * (size_t)on * oc * ohw);
+	free(fa);
+	free(fb);
+	free(fo);
+	free(lo);
+}
+
 void twin_gemm_16(int bf16, int ta, int tb, int m, int n, int k, float alpha, const uint16_t *a, int lda,
 		  const uint16_t *b, int ldb, float beta, float *cm, int ldc) {
 	size_t na = (size_t)lda * (ta ? m : k), nb = (size_t)ldb * (tb ? k : n);

@@ -28,5 +28,10 @@ uint16_t twin_f32_to_16(float f, int bf16);
 float twin_16_to_f32(uint16_t h, int bf16);
 void twin_conv_16(int dir, int bf16, const uint16_t *a, const uint16_t *b, uint16_t *out, int n, int c, int h, int wd,
 		  int k, int r, int pad, int stride, int oh, int ow);
+/* twin_conv_16_nhwc is twin_conv_16 on channels-last tensors (x, y and
+ * their gradients N×H×W×C, the filter K×R×R×C): the same sums, the
+ * operands and result moved from and to that layout. */
+void twin_conv_16_nhwc(int dir, int bf16, const uint16_t *a, const uint16_t *b, uint16_t *out, int n, int c, int h,
+		       int wd, int k, int r, int pad, int stride, int oh, int ow);
 void twin_gemm_16(int bf16, int ta, int tb, int m, int n, int k, float alpha, const uint16_t *a, int lda,
 		  const uint16_t *b, int ldb, float beta, float *cm, int ldc);

@@ -189,8 +189,15 @@ func (m *twinMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
 		if dir < convFwd || dir > convBwdFilter {
 			return fmt.Errorf("cuda twin: convolution direction %d", dir)
 		}
+		if c.NHWC {
+			C.twin_conv_16_nhwc(C.int(dir), b2c(c.Dtype == dtBF16), u16ptr(a), u16ptr(b), u16ptr(out), n, ci, h, w, k, r, p, s, oh, ow)
+			return nil
+		}
 		C.twin_conv_16(C.int(dir), b2c(c.Dtype == dtBF16), u16ptr(a), u16ptr(b), u16ptr(out), n, ci, h, w, k, r, p, s, oh, ow)
 		return nil
+	}
+	if c.NHWC {
+		return fmt.Errorf("cuda twin: a channels-last float32 convolution (ChannelsLast is for 16-bit ones)")
 	}
 	switch dir {
 	case convFwd:

@@ -127,3 +127,66 @@ save("bf", x.bfloat16().float())
 	}
 	t.Logf("%d values: fp16 %d bits differ from torch, bf16 %d; widened: 0 ulp", len(in), badH, badB)
 }
+
+// The channels_last casts (cast_nchw_nhwc_*, cast_nhwc_nchw_*) are the
+// plain casts with the values moved NCHW ↔ NHWC: against the plain casts'
+// results transposed in Go, bit for bit, at shapes where c and hw differ
+// (a swapped index shows), every launch.
+func TestCastChannelsLast(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(41, 3))
+	type cast struct {
+		name  string
+		round func(Launch, []float32, []uint16) error
+		widen func(Launch, []uint16, []float32) error
+	}
+	for _, k := range []cast{{"f16", CastF32F16, CastF16F32}, {"bf16", CastF32BF16, CastBF16F32}} {
+		for _, s := range [][3]int{{2, 3, 5}, {3, 64, 49}, {1, 7, 1}, {4, 1, 9}, {2, 16, 9 * 9}} {
+			n, c, hw := s[0], s[1], s[2]
+			total := n * c * hw
+			in := specials(r, randn(r, total, 100))
+			flat := make([]uint16, total)
+			if err := k.round(Launch{1, 32}, in, flat); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]uint16, total) // NHWC of the plain cast
+			for b := range n {
+				for ch := range c {
+					for p := range hw {
+						want[(b*hw+p)*c+ch] = flat[(b*c+ch)*hw+p]
+					}
+				}
+			}
+			back := make([]float32, total) // the plain widening of want, NCHW again
+			wide := make([]float32, total)
+			if err := k.widen(Launch{1, 32}, want, wide); err != nil {
+				t.Fatal(err)
+			}
+			for b := range n {
+				for ch := range c {
+					for p := range hw {
+						back[(b*c+ch)*hw+p] = wide[(b*hw+p)*c+ch]
+					}
+				}
+			}
+			for _, l := range launches(t, Elementwise, int64(total), 0) {
+				got := make([]uint16, total)
+				if err := LaunchCPU("cast_nchw_nhwc_"+k.name, l, []uint64{ptrSlot(in), ptrSlot(got), i32Slot(n), i32Slot(c), i32Slot(hw)}); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s %v launch %+v: cast_nchw_nhwc value %d is %#04x, want %#04x", k.name, s, l, i, got[i], want[i])
+					}
+				}
+				gotBack := make([]float32, total)
+				if err := LaunchCPU("cast_nhwc_nchw_"+k.name, l, []uint64{ptrSlot(want), ptrSlot(gotBack), i32Slot(n), i32Slot(c), i32Slot(hw)}); err != nil {
+					t.Fatal(err)
+				}
+				if d := bitDiff(gotBack, back); d != 0 {
+					t.Fatalf("%s %v launch %+v: cast_nhwc_nchw differs in %d values", k.name, s, l, d)
+				}
+			}
+		}
+	}
+}

@@ -120,6 +120,10 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(cast_f16_f32, P(0), P(1), L(2))                                                      \
 	X(cast_f32_bf16, P(0), P(1), L(2))                                                     \
 	X(cast_bf16_f32, P(0), P(1), L(2))                                                     \
+	X(cast_nchw_nhwc_f16, P(0), P(1), I(2), I(3), I(4))                                    \
+	X(cast_nhwc_nchw_f16, P(0), P(1), I(2), I(3), I(4))                                    \
+	X(cast_nchw_nhwc_bf16, P(0), P(1), I(2), I(3), I(4))                                   \
+	X(cast_nhwc_nchw_bf16, P(0), P(1), I(2), I(3), I(4))                                   \
 	X(normalize_u8, P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7))                        \
 	X(sgd, P(0), P(1), P(2), L(3), F(4), F(5), F(6), I(7), I(8))                           \
 	X(amp_unscale, P(0), L(1), P(2), P(3))                                                 \

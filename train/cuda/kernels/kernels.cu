@@ -92,6 +92,48 @@ KERNEL cast_bf16_f32(const u16 *in, float *out, i64 n) {
 	FOR_EACH(i, n) out[i] = bf16_to_f32(in[i]);
 }
 
+/* The casts around a channels_last convolution (BackendOptions.ChannelsLast):
+ * float NCHW to 16-bit NHWC, and 16-bit NHWC back to float NCHW, each
+ * value rounded or widened as the plain casts do; a filter KCRS <-> KRSC
+ * is the same with n = K, c = C, hw = R*R. Indexed by the output, whose
+ * writes coalesce. */
+DEVICE void nhwc_at(i64 i, i64 c, i64 hw, i64 *src) {
+	const i64 chw = c * hw, b = i / chw, r = i - b * chw, p = r / c, ch = r - p * c;
+	*src = b * chw + ch * hw + p;
+}
+DEVICE void nchw_at(i64 i, i64 c, i64 hw, i64 *src) {
+	const i64 chw = c * hw, b = i / chw, r = i - b * chw, ch = r / hw, p = r - ch * hw;
+	*src = b * chw + p * c + ch;
+}
+KERNEL cast_nchw_nhwc_f16(const float *in, u16 *out, i32 n, i32 c, i32 hw) {
+	FOR_EACH(i, (i64)n * c * hw) {
+		i64 s;
+		nhwc_at(i, c, hw, &s);
+		out[i] = f32_to_f16(in[s]);
+	}
+}
+KERNEL cast_nhwc_nchw_f16(const u16 *in, float *out, i32 n, i32 c, i32 hw) {
+	FOR_EACH(i, (i64)n * c * hw) {
+		i64 s;
+		nchw_at(i, c, hw, &s);
+		out[i] = f16_to_f32(in[s]);
+	}
+}
+KERNEL cast_nchw_nhwc_bf16(const float *in, u16 *out, i32 n, i32 c, i32 hw) {
+	FOR_EACH(i, (i64)n * c * hw) {
+		i64 s;
+		nhwc_at(i, c, hw, &s);
+		out[i] = f32_to_bf16(in[s]);
+	}
+}
+KERNEL cast_nhwc_nchw_bf16(const u16 *in, float *out, i32 n, i32 c, i32 hw) {
+	FOR_EACH(i, (i64)n * c * hw) {
+		i64 s;
+		nchw_at(i, c, hw, &s);
+		out[i] = bf16_to_f32(in[s]);
+	}
+}
+
 /* ---- input ---- */
 
 /* normalize_u8: uint8 HWC images (n of h*w*c bytes) to float NCHW,

@@ -25,7 +25,7 @@ struct desc {
 	int dtype; /* cudnnDataType_t: 0 FLOAT, 2 HALF, 9 BFLOAT16 */
 	int n, c, h, w;
 	int pad, stride, mode, math;
-	int nhwc; /* CUDNN_TENSOR_NHWC: ranked by Find…Ex, never computed */
+	int nhwc; /* CUDNN_TENSOR_NHWC: 16-bit tensors computed through twin_conv_16_nhwc; ranked only by Find…Ex */
 };
 
 static int mk(void **d, int kind) {
@@ -125,11 +125,13 @@ static int ready(int algo, void *ws, size_t bytes, const float *alpha, const flo
 
 static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, struct desc *cv, struct desc *y, void *yp) {
 	int r = check(x, w, cv, y);
-	if (!r && (x->nhwc || w->nhwc || y->nhwc)) /* computed in NCHW only */
+	if (!r && (x->nhwc != w->nhwc || y->nhwc != x->nhwc || (x->nhwc && !x->dtype))) /* channels-last: 16-bit only */
 		r = BAD;
 	if (r)
 		return r;
-	if (x->dtype)
+	if (x->nhwc)
+		twin_conv_16_nhwc(0, x->dtype == 9, xp, wp, yp, x->n, x->c, x->h, x->w, w->n, w->h, cv->pad, cv->stride, y->h, y->w);
+	else if (x->dtype)
 		twin_conv_16(0, x->dtype == 9, xp, wp, yp, x->n, x->c, x->h, x->w, w->n, w->h, cv->pad, cv->stride, y->h, y->w);
 	else
 		twin_conv_fwd(xp, wp, yp, x->n, x->c, x->h, x->w, w->n, w->h, cv->pad, cv->stride, y->h, y->w);
@@ -137,11 +139,13 @@ static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, s
 }
 static int bwd_data(struct desc *w, const void *wp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dx, void *dxp) {
 	int r = check(dx, w, cv, dy);
-	if (!r && (dx->nhwc || w->nhwc || dy->nhwc)) /* computed in NCHW only */
+	if (!r && (dx->nhwc != w->nhwc || dy->nhwc != w->nhwc || (w->nhwc && !w->dtype)))
 		r = BAD;
 	if (r)
 		return r;
-	if (w->dtype)
+	if (w->nhwc)
+		twin_conv_16_nhwc(1, w->dtype == 9, wp, dyp, dxp, dx->n, dx->c, dx->h, dx->w, w->n, w->h, cv->pad, cv->stride, dy->h, dy->w);
+	else if (w->dtype)
 		twin_conv_16(1, w->dtype == 9, wp, dyp, dxp, dx->n, dx->c, dx->h, dx->w, w->n, w->h, cv->pad, cv->stride, dy->h, dy->w);
 	else
 		twin_conv_bwd_data(wp, dyp, dxp, dx->n, dx->c, dx->h, dx->w, w->n, w->h, cv->pad, cv->stride, dy->h, dy->w);
@@ -149,11 +153,13 @@ static int bwd_data(struct desc *w, const void *wp, struct desc *dy, const void 
 }
 static int bwd_filter(struct desc *x, const void *xp, struct desc *dy, const void *dyp, struct desc *cv, struct desc *dw, void *dwp) {
 	int r = check(x, dw, cv, dy);
-	if (!r && (x->nhwc || dw->nhwc || dy->nhwc)) /* computed in NCHW only */
+	if (!r && (x->nhwc != dw->nhwc || dy->nhwc != x->nhwc || (x->nhwc && !x->dtype)))
 		r = BAD;
 	if (r)
 		return r;
-	if (x->dtype)
+	if (x->nhwc)
+		twin_conv_16_nhwc(2, x->dtype == 9, xp, dyp, dwp, x->n, x->c, x->h, x->w, dw->n, dw->h, cv->pad, cv->stride, dy->h, dy->w);
+	else if (x->dtype)
 		twin_conv_16(2, x->dtype == 9, xp, dyp, dwp, x->n, x->c, x->h, x->w, dw->n, dw->h, cv->pad, cv->stride, dy->h, dy->w);
 	else
 		twin_conv_bwd_filter(xp, dyp, dwp, x->n, x->c, x->h, x->w, dw->n, dw->h, cv->pad, cv->stride, dy->h, dy->w);
