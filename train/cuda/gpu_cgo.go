@@ -108,7 +108,6 @@ func (m *gpuMachine) dropRecord(r record) {
 }
 
 // errClosed is the error of a call on a closed machine.
-var errClosed = errors.New("cuda: the backend is closed")
 
 // openGPU opens device ordinal and the machine on it: the libraries, the
 // primary context, the stream and handles, kernels.cu compiled.

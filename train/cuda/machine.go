@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -21,6 +22,9 @@ import (
 // return before it finishes; copyOut and sync wait for everything queued.
 // A machine is used by one goroutine at a time (the backend's contract);
 // ByteInputOp's copies take the machine's lock.
+// errClosed is a call on a closed machine (or its staging ring).
+var errClosed = errors.New("cuda: the backend is closed")
+
 type machine interface {
 	// alloc returns bytes of zeroed memory; free releases it.
 	alloc(bytes int) (uint64, error)
