@@ -171,10 +171,14 @@ func (b *Backend) fromLow(dst, src uint64, n int) error {
 	return b.run(from, kernels.Elementwise, n, 0, src, dst, i64(n))
 }
 
-// toLowNHWC casts n planes of c×hw float32 values at src (NCHW, or a
-// filter's KCRS with n = K and hw = R·R) into s as 16-bit channels-last
-// values (NHWC, KRSC), and returns s's address.
-func (b *Backend) toLowNHWC(s *buf16, src uint64, n, c, hw int) (uint64, error) {
+// to16 casts n planes of c×hw float32 values at src (NCHW, or a filter's
+// KCRS with n = K and hw = R·R) into s as a convolution's 16-bit operand,
+// and returns s's address: in the same order, or under ChannelsLast
+// channels-last (NHWC, KRSC), the cast moving the values.
+func (b *Backend) to16(s *buf16, src uint64, n, c, hw int) (uint64, error) {
+	if !b.nhwc {
+		return b.toLow(s, src, n*c*hw)
+	}
 	if err := b.grow16(s, n*c*hw); err != nil {
 		return 0, err
 	}
@@ -185,14 +189,27 @@ func (b *Backend) toLowNHWC(s *buf16, src uint64, n, c, hw int) (uint64, error) 
 	return s.p, b.run(name, kernels.Elementwise, n*c*hw, 0, src, s.p, i32(n), i32(c), i32(hw))
 }
 
-// fromLowNHWC casts 16-bit channels-last values at src to float32 NCHW
-// (or KCRS) at dst (exact).
-func (b *Backend) fromLowNHWC(dst, src uint64, n, c, hw int) error {
+// from16 casts a convolution's 16-bit result at src (laid out as to16
+// lays out its operands) to float32 NCHW (or KCRS) at dst (exact).
+func (b *Backend) from16(dst, src uint64, n, c, hw int) error {
+	if !b.nhwc {
+		return b.fromLow(dst, src, n*c*hw)
+	}
 	name := "cast_nhwc_nchw_bf16"
 	if b.prec == train.Float16 {
 		name = "cast_nhwc_nchw_f16"
 	}
 	return b.run(name, kernels.Elementwise, n*c*hw, 0, src, dst, i32(n), i32(c), i32(hw))
+}
+
+// weights16 is a convolution's 16-bit filter (k×c×rr values of wt at wp):
+// the State's channels-first copy (lowWeights), or under ChannelsLast
+// cast channels-last into scratch.
+func (b *Backend) weights16(wt train.Tensor, wp uint64, k, c, rr int, scratch *buf16) (uint64, error) {
+	if b.nhwc {
+		return b.to16(scratch, wp, k, c, rr)
+	}
+	return b.lowWeights(wt, wp, k*c*rr, scratch)
 }
 
 // lowWeights is the 16-bit copy of the n weights of wt (at wp): the

@@ -78,33 +78,14 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	if err := c.b.ensure(&c.y, n, s.Out, oh, ow); err != nil {
 		return nil, err
 	}
-	if c.b.nhwc {
-		// The same, channels-last: the casts move the values.
-		rr := s.Kernel * s.Kernel
-		xh, err := c.b.toLowNHWC(&c.xh, x.p, n, s.In, h*w)
+	if c.b.reduced() {
+		// 16-bit x and w, a 16-bit y cast back to float32 for the ops
+		// after it (channels-last around cuDNN under ChannelsLast).
+		xh, err := c.b.to16(&c.xh, x.p, n, s.In, h*w)
 		if err != nil {
 			return nil, err
 		}
-		wh, err := c.b.toLowNHWC(&c.wh, wp, s.Out, s.In, rr)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.b.grow16(&c.yh, c.y.n); err != nil {
-			return nil, err
-		}
-		if err := c.b.m.conv(&c.shape, convFwd, xh, wh, c.yh.p); err != nil {
-			return nil, err
-		}
-		if err := c.b.fromLowNHWC(c.y.p, c.yh.p, n, s.Out, oh*ow); err != nil {
-			return nil, err
-		}
-	} else if c.b.reduced() {
-		// 16-bit x and w, a 16-bit y cast back to float32 for the ops after it.
-		xh, err := c.b.toLow(&c.xh, x.p, x.n)
-		if err != nil {
-			return nil, err
-		}
-		wh, err := c.b.lowWeights(wt, wp, s.Out*s.In*s.Kernel*s.Kernel, &c.wh)
+		wh, err := c.b.weights16(wt, wp, s.Out, s.In, s.Kernel*s.Kernel, &c.wh)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +95,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 		if err := c.b.m.conv(&c.shape, convFwd, xh, wh, c.yh.p); err != nil {
 			return nil, err
 		}
-		if err := c.b.fromLow(c.y.p, c.yh.p, c.y.n); err != nil {
+		if err := c.b.from16(c.y.p, c.yh.p, n, s.Out, oh*ow); err != nil {
 			return nil, err
 		}
 	} else if err := c.b.m.conv(&c.shape, convFwd, x.p, wp, c.y.p); err != nil {
@@ -196,68 +177,10 @@ func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (tr
 // gradient sums the rounded g in float (the rounded g cast back: the
 // float32 op on rounded operands, as the reference emulates).
 func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, needDX bool) (train.Tensor, error) {
-	if c.b.nhwc {
-		return c.backwardNHWC(g, wp, dwp, dbp, needDX)
-	}
-	s := c.s
-	nw := s.Out * s.In * s.Kernel * s.Kernel
-	dyh, err := c.b.toLow(&c.dyh, g.p, g.n)
-	if err != nil {
-		return nil, err
-	}
-	if dbp != 0 {
-		if err := c.b.ensure(&c.dyr, g.shape...); err != nil {
-			return nil, err
-		}
-		if err := c.b.fromLow(c.dyr.p, dyh, g.n); err != nil {
-			return nil, err
-		}
-		n, k, hw := planes(g.shape)
-		if err := c.b.run("bias_grad", kernels.PerChannel, k, n*hw, c.dyr.p, dbp, i32(n), i32(k), i32(hw)); err != nil {
-			return nil, err
-		}
-	}
-	if dwp != 0 {
-		if err := c.b.grow16(&c.dwh, nw); err != nil {
-			return nil, err
-		}
-		if err := c.b.m.conv(&c.shape, convBwdFilter, c.xh.p, dyh, c.dwh.p); err != nil {
-			return nil, err
-		}
-		if err := c.b.fromLow(dwp, c.dwh.p, nw); err != nil {
-			return nil, err
-		}
-	}
-	if !needDX {
-		return nil, nil
-	}
-	wh, err := c.b.lowWeights(wt, wp, nw, &c.wh)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.b.ensure(&c.dx, c.x.shape...); err != nil {
-		return nil, err
-	}
-	if err := c.b.grow16(&c.dxh, c.dx.n); err != nil {
-		return nil, err
-	}
-	if err := c.b.m.conv(&c.shape, convBwdData, wh, dyh, c.dxh.p); err != nil {
-		return nil, err
-	}
-	if err := c.b.fromLow(c.dx.p, c.dxh.p, c.dx.n); err != nil {
-		return nil, err
-	}
-	return c.dx, nil
-}
-
-// backwardNHWC is backwardLow channels-last: g cast to 16-bit NHWC, the
-// 16-bit gradients cuDNN writes (dW as KRSC, dx as NHWC) cast back to
-// float32 NCHW; the same values as backwardLow's, moved.
-func (c *convOp) backwardNHWC(g *tensor, wp, dwp, dbp uint64, needDX bool) (train.Tensor, error) {
 	s := c.s
 	n, k, ohw := planes(g.shape)
 	rr := s.Kernel * s.Kernel
-	dyh, err := c.b.toLowNHWC(&c.dyh, g.p, n, k, ohw)
+	dyh, err := c.b.to16(&c.dyh, g.p, n, k, ohw)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +188,7 @@ func (c *convOp) backwardNHWC(g *tensor, wp, dwp, dbp uint64, needDX bool) (trai
 		if err := c.b.ensure(&c.dyr, g.shape...); err != nil {
 			return nil, err
 		}
-		if err := c.b.fromLowNHWC(c.dyr.p, dyh, n, k, ohw); err != nil {
+		if err := c.b.from16(c.dyr.p, dyh, n, k, ohw); err != nil {
 			return nil, err
 		}
 		if err := c.b.run("bias_grad", kernels.PerChannel, k, n*ohw, c.dyr.p, dbp, i32(n), i32(k), i32(ohw)); err != nil {
@@ -279,14 +202,14 @@ func (c *convOp) backwardNHWC(g *tensor, wp, dwp, dbp uint64, needDX bool) (trai
 		if err := c.b.m.conv(&c.shape, convBwdFilter, c.xh.p, dyh, c.dwh.p); err != nil {
 			return nil, err
 		}
-		if err := c.b.fromLowNHWC(dwp, c.dwh.p, s.Out, s.In, rr); err != nil {
+		if err := c.b.from16(dwp, c.dwh.p, s.Out, s.In, rr); err != nil {
 			return nil, err
 		}
 	}
 	if !needDX {
 		return nil, nil
 	}
-	wh, err := c.b.toLowNHWC(&c.wh, wp, s.Out, s.In, rr)
+	wh, err := c.b.weights16(wt, wp, s.Out, s.In, rr, &c.wh)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +223,7 @@ func (c *convOp) backwardNHWC(g *tensor, wp, dwp, dbp uint64, needDX bool) (trai
 		return nil, err
 	}
 	_, ci, hw := planes(c.x.shape)
-	if err := c.b.fromLowNHWC(c.dx.p, c.dxh.p, n, ci, hw); err != nil {
+	if err := c.b.from16(c.dx.p, c.dxh.p, n, ci, hw); err != nil {
 		return nil, err
 	}
 	return c.dx, nil
