@@ -56,6 +56,8 @@ echo "== the cuda backend on the GPU (traintest suites, Trainer steps against th
 	echo "check|verdict"
 	grep -o 'GPUBACKEND|.*' "$log" | cut -d'|' -f2-
 } | column -t -s'|'
+echo "== copies from host memory: pinned staging against pageable (the study's pin_memory)"
+grep -o 'GPUCOPY|.*' "$log" | cut -d'|' -f2- | tr '|' ' '
 echo "== convolutions by layout (ms: forward, backward data, backward filter; fastest algorithm)"
 {
 	echo "network|shape|NCHW|NHWC"
