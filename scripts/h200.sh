@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # h200.sh: everything the GPU machine is for, in as few device calls as
 # its quarter of an hour allows. PREPARED: its `build` part runs here; the
-# rest waits for a session that is lent the machine (docs/gpu.md).
+# rest waits for a session that is lent the machine (docs/benchmarks.md, "On the GPU machine").
 #
 # Here (Go, gcc, no GPU), from the repository root:
 #   bash scripts/h200.sh build
