@@ -210,8 +210,9 @@ type heldBatch struct {
 	goPix []byte
 }
 
-// hold copies b into h. Called by the feeder once the step's goroutine
-// handed h over, after waiting for the copies that read it (waitHeld).
+// hold copies b into h. It runs once no copy reads h any more: run
+// waits for the step's copies (heldBatch.wait) before handing h back to
+// the feeder, and prepare for every held batch before the feeder starts.
 func (h *heldBatch) hold(b Batch) {
 	h.rows.release() // a step always takes its rows; this is the error path's
 	h.y = append(h.y[:0], b.Y...)
