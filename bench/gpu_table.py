@@ -15,7 +15,9 @@ import json
 import os
 import sys
 
-STRATEGIES = ["single", "dp", "ddp"]
+# "single+graph": ours with --cuda-graph (each step a replayed CUDA graph),
+# beside the peer's single cell (PyTorch's eager steps).
+STRATEGIES = ["single", "single+graph", "dp", "ddp"]
 VARIANTS = ["plain", "autotune", "amp", "autotune+amp"]
 
 
@@ -73,9 +75,12 @@ def main():
         print("\n%s: ours | torch (seconds, ms per step, test accuracy)" % data)
         rows = [["", *VARIANTS]]
         for s in STRATEGIES:
+            if s == "single+graph" and not any(("ours", data, s, v) in cells for v in VARIANTS):
+                continue  # not run for this data
             row = [s]
             for v in VARIANTS:
-                ours, torch = cells.get(("ours", data, s, v)), cells.get(("torch", data, s, v))
+                peer = "single" if s == "single+graph" else s
+                ours, torch = cells.get(("ours", data, s, v)), cells.get(("torch", data, peer, v))
                 row.append("-" if ours is None and torch is None else "%s | %s" % (text(ours), text(torch)))
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -23,7 +23,9 @@
 #      train --device cuda` one cell at a time, the peer
 #      bench/peer_thinnet_torch.py --device cuda (cudnn.benchmark for
 #      autotune; dp: two replicas on their own streams; ddp: two processes
-#      sharing the GPU over gloo).
+#      sharing the GPU over gloo); and a row single+graph: ours with
+#      --cuda-graph (each step a replayed CUDA graph) beside the peer's
+#      single cells.
 #   2. The same on Fashion-MNIST for accuracy, EPOCHS_FM (5) epochs,
 #      ROWS_FM (single) rows.
 #   3. ResNet-18 at 224, batch 256, bf16, 2 epochs: the peer on synthetic
@@ -141,6 +143,8 @@ thinnet() { # data-name data-path epochs limit strategy variant
 	[ -n "$dry" ] && amp=${amp/fp16/bf16}
 	case $v in *autotune*) tune=$peer_cuda ;; esac
 	case $s in dp) par="--dp 2" ;; ddp) par="--ddp 2 --port $((port++))" ;; esac
+	local strat=$s graph=""
+	[ "$s" = single+graph ] && strat=single graph="--cuda-graph"
 	local lim_o="" lim_p="" warm="--warmup=false"
 	[ "$lim" -gt 0 ] && lim_o="--limit $lim --test-limit $lim" lim_p="--limit $lim --test-limit $lim"
 	# bench train's warm-up (NVRTC's and cuDNN's first calls, untimed)
@@ -148,14 +152,20 @@ thinnet() { # data-name data-path epochs limit strategy variant
 	[ "$dn" = fashion ] && warm="--warmup=true"
 	# shellcheck disable=SC2086
 	cell "ours.$dn.$s.$v" "$bin" bench train --device "$device" --data "$dp" --epochs "$ep" --batch "$batch" --lr "$lr" \
-		--strategies "$s" --variants "$v" --devices 2 --amp-dtype "$([ -n "$dry" ] && echo bf16 || echo fp16)" \
-		--repeats 1 --ablation=false $warm --json $filters $lim_o
+		--strategies "$strat" --variants "$v" --devices 2 --amp-dtype "$([ -n "$dry" ] && echo bf16 || echo fp16)" \
+		--repeats 1 --ablation=false $warm --json $filters $lim_o $graph
+	# The graph row is ours alone: the peer's single cell stands beside it.
+	[ -n "$graph" ] && return
 	# shellcheck disable=SC2086
 	cell "torch.$dn.$s.$v" "$py" bench/peer_thinnet_torch.py --device "$device" --data "$dp" --epochs "$ep" --batch "$batch" \
 		--lr "$lr" --momentum 0.9 $amp $tune $par $filters $lim_p
 }
 
-for s in ${ROWS_SYN-single dp ddp}; do
+# single+graph: ours with --cuda-graph, beside the peer's single cells
+# (not in the dry run: the cpu has no step capture).
+graph_row=single+graph
+[ -n "$dry" ] && graph_row=""
+for s in ${ROWS_SYN-single $graph_row dp ddp}; do
 	for v in plain autotune amp autotune+amp; do
 		thinnet synthetic32 "$syn" "$epochs_syn" 0 "$s" "$v"
 	done
