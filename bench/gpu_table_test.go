@@ -31,6 +31,7 @@ func TestGPUTableParses(t *testing.T) {
 	write("ours.synthetic32.single.plain.json", TrainSummary{Device: "cuda:0", Cells: []TrainCell{{Strategy: "single", Variant: "plain", Seconds: 4.25, MsPerStep: 8.5, ImagesPerSec: 60000, TestAccuracy: 0.5}}})
 	write("torch.synthetic32.single.plain.json", map[string]any{"seconds": 4.88, "ms_per_step": 9.96, "images_per_sec": 51000, "test_accuracy": 0.25,
 		"per_epoch": []map[string]any{{"images_per_sec": 51000}}})
+	write("ours.synthetic32.single+graph.plain.json", TrainSummary{Device: "cuda:0", Cells: []TrainCell{{Strategy: "single", Variant: "plain", Seconds: 2.1, MsPerStep: 4.2, ImagesPerSec: 120000, TestAccuracy: 0.5}}})
 	os.WriteFile(filepath.Join(dir, "ours.synthetic32.ddp.amp.err"), []byte("faster: collective: no library \"gloo\"\nexit 1 after 0 s"), 0o644)
 	write("ours.jpeg-loader.resnet18.bf16.json", fit.Summary{Seconds: 2, MsPerStep: 25, Batch: 256, ImagesPerSec: 12800, PerEpoch: []fit.EpochSummary{{ImagesPerSec: 12000}, {ImagesPerSec: 12800}}})
 	os.WriteFile(filepath.Join(dir, "torch.synthetic32.dp.plain.json"), []byte("{not json"), 0o644)
@@ -39,12 +40,13 @@ func TestGPUTableParses(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	for _, want := range []string{
-		"4.25s 8.5ms 50.0% | 4.88s 10.0ms 25.0%", // ours | torch
-		"failed | -",                             // ddp amp: ours failed, torch not run
-		"- | failed",                             // dp plain: the peer's output unreadable
+		"4.25s 8.5ms 50.0% | 4.88s 10.0ms 25.0%",               // ours | torch
+		"single+graph  2.10s 4.2ms 50.0% | 4.88s 10.0ms 25.0%", // ours' graph row beside the peer's single cell
+		"failed | -", // ddp amp: ours failed, torch not run
+		"- | failed", // dp plain: the peer's output unreadable
 		"ours  jpeg-loader  12800 images/s (20.0 ms a step)",
 		`ours.synthetic32.ddp.amp: exit 1 after 0 s`,
-		"3 cells ran, 2 failed",
+		"4 cells ran, 2 failed",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
@@ -52,7 +54,7 @@ func TestGPUTableParses(t *testing.T) {
 	}
 	var tab struct{ Cells []map[string]any }
 	b, err := os.ReadFile(filepath.Join(dir, "table.json"))
-	if err != nil || json.Unmarshal(b, &tab) != nil || len(tab.Cells) != 5 {
+	if err != nil || json.Unmarshal(b, &tab) != nil || len(tab.Cells) != 6 {
 		t.Fatalf("table.json: %v, %d cells: %s", err, len(tab.Cells), b)
 	}
 }
