@@ -92,11 +92,11 @@ rows_fm=${ROWS_FM-single} # ROWS_SYN and ROWS_FM: the rows to run ("": none)
 lr=${LR:-0.01}
 
 # The data, made here (the synthetic sets) or carried (Fashion-MNIST).
-syn=$work/synthetic32
+syn=$work/synthetic32-$n_syn # keyed by size: a dry run and a real one share $work
 [ -f "$syn/test_batch" ] || $py bench/synthetic_cifar.py "$syn" --train "$n_syn" --test "$n_test" || echo "gpu_table: no synthetic data"
 fm=${FMNIST:-$gpu/fashion-mnist}
 [ -n "$dry" ] && fm=${FMNIST:-/usr/share/datasets/fashion-mnist}
-photos=$work/photos224
+photos=$work/photos-$res-$n_res
 photo() { # DIR N SIDE: N noise JPEGs of 10 classes, a little larger than SIDE
 	$py - "$@" <<'EOF' || echo "gpu_table: no photographs in $1"
 import os, sys

@@ -14,7 +14,12 @@
 # them, xz-compressed, as two carries that each fit one call's 64 MiB:
 #   out/gpu-check/carry.tar.xz   what `check` needs
 #   out/gpu-bench/carry.tar.xz   what `bench` needs
-# There, one device call each, timeout 600:
+# There, one device call each, timeout 600 (a session has 15 minutes of
+# device time, a start costing 1-2: a first session runs `first`, then
+# what time is left allows):
+#   carry ["out/gpu-check"]: bash scripts/h200.sh first   # <10 min: the
+#       cuda probe, the backend's device check, the table's single and
+#       single+graph rows and the ResNet-18 row beside PyTorch
 #   carry ["out/gpu-check"]: bash scripts/h200.sh check   # ~6 min: headers
 #       probes, kernels and backend against their CPU builds, traintest on
 #       cuda, the nvJPEG stage's pixels and rate, the Python tests on torch
@@ -146,10 +151,31 @@ feed() {
 	echo "== parts"; cat "$OUT/parts.txt"
 }
 
+# first: what one call of a first session should learn, in under ten
+# minutes, from the check's carry: the header probe, the backend's device
+# check (traintest on cuda, Trainer steps against the twin, pinned
+# copies, layouts; at most 4 minutes), and the table's single and
+# single+graph rows on synthetic data (one epoch) with the ResNet-18 row,
+# ours beside PyTorch (at most 4 minutes: data made, then cells until 200 s). check, bench and feed take
+# about 19 minutes in all, more than a session's 15.
+first() {
+	unpack check
+	{
+		nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
+		python3 -c 'import torch, sys; print(sys.version.split()[0], torch.__version__, torch.cuda.is_available())'
+		"$FASTER_BIN" --version
+	} 2>&1 | head -20
+	TAIL=12 part probe timeout 60 bash train/cuda/probe/probe.sh
+	TAIL=45 part gpucheck env GPUCHECK_TIMEOUT=240s bash train/cuda/gpucheck.sh
+	TAIL=30 part table env ROWS_SYN="single single+graph" ROWS_FM="" EPOCHS_SYN=1 BUDGET=200 CELL_TIMEOUT=60 bash bench/gpu_table.sh
+	echo "== parts"; cat "$OUT/parts.txt"
+}
+
 case "${1:-}" in
 build) build ;;
+first) first ;;
 check) check ;;
 bench) bench ;;
 feed) feed ;;
-*) echo "usage: bash scripts/h200.sh build|check|bench|feed"; exit 2 ;;
+*) echo "usage: bash scripts/h200.sh build|first|check|bench|feed"; exit 2 ;;
 esac

@@ -40,7 +40,7 @@ log=${OUT:-/tmp}/gpucheck.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 cd "$root/train/cuda" || exit 2
 start=$(date +%s)
-FASTER_REQUIRE_GPU=1 "$bin" -test.run '^(TestGPU|TestLoaderTable)' -test.v -test.timeout 480s >"$log" 2>&1
+FASTER_REQUIRE_GPU=1 "$bin" -test.run "${GPUCHECK_RUN:-^(TestGPU|TestLoaderTable)}" -test.v -test.timeout "${GPUCHECK_TIMEOUT:-480s}" >"$log" 2>&1
 rc=$?
 echo "== $(($(date +%s) - start)) s, exit $rc; log $log"
 grep -E 'probe: |device: ' "$log" | sed 's/^ *//' | cut -c1-400
