@@ -24,6 +24,7 @@ cd "$root" || exit 2
 images=${1:-1600}
 workers=${2:-1,2,4,8,16}
 out=${OUT:-/tmp}
+mkdir -p "$out"
 py=${PYTHON:-python3}
 bin=${FASTER_BIN:-$root/bin/faster}
 photos=${PHOTOS:-$root/out/gpu/photos}
