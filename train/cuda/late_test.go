@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -40,6 +41,9 @@ type lateTwin struct {
 	events map[unsafe.Pointer]*lateEvent
 	errs   []error
 	waits  int // streamWait calls: marks of other streams waited for
+	// noPin makes every pinned allocation fail (a machine short of
+	// page-locked memory).
+	noPin bool
 }
 
 // lateEvent is a mark: a position in a machine's stream.
@@ -239,6 +243,9 @@ func (m *lateTwin) check(t *testing.T) {
 type latePinner struct{ m *lateTwin }
 
 func (p latePinner) hostAlloc(n int) (unsafe.Pointer, error) {
+	if p.m.noPin {
+		return nil, fmt.Errorf("no page-locked memory for %d bytes", n)
+	}
 	b := make([]byte, n)
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
@@ -371,5 +378,27 @@ func TestLateTwinReplicas(t *testing.T) {
 	nearLosses(t, got.losses, want.losses, 0)
 	if ms[1].waits == 0 || ms[0].waits == 0 {
 		t.Fatalf("streams waited for %d and %d marks: the sums did not go through the device", ms[0].waits, ms[1].waits)
+	}
+}
+
+// Without pinned memory (cuMemHostAlloc failing) the ring copies straight
+// from the caller's memory and the trainer holds its batches in Go
+// memory: the same bits, StagingStats saying why nothing was staged.
+func TestLateTwinWithoutPinnedMemory(t *testing.T) {
+	setup := func(tr *train.Trainer) { tr.CaptureStep, tr.LossEvery = true, 4 }
+	want := trainRunStream(t, twinWith(t, train.BackendOptions{}), 2, "", "", setup, nil)
+	lt := newLateTwin()
+	lt.noPin = true
+	b := newBackend(lt, train.BackendOptions{})
+	got := trainRunStream(t, b, 2, "", "", setup, nil)
+	st := b.StagingStats()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lt.check(t)
+	near(t, "weights", got.weights, want.weights, 0)
+	nearLosses(t, got.losses, want.losses, 0)
+	if st.Staged != 0 || st.InPlace != 0 || st.Direct == 0 || !strings.Contains(st.Unpinned, "page-locked") {
+		t.Fatalf("staging %+v: want every copy direct, and why", st)
 	}
 }

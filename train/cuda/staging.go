@@ -75,6 +75,10 @@ type stagingRing struct {
 	// of the caller's; waits counts the copies that found their buffer's
 	// previous DMA unfinished.
 	staged, direct, inPlace, waits int64
+	// pinErr is why pinned memory could not be had (cuMemHostAlloc
+	// failed): from then on every copy goes straight from the caller's
+	// memory, slower but not wrong.
+	pinErr error
 }
 
 type stagingBuf struct {
@@ -103,7 +107,7 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 		r.inPlace++
 		return nil
 	}
-	if !r.stages(bytes) {
+	if !r.stages(bytes) || r.pinErr != nil {
 		r.direct++
 		r.mu.Unlock()
 		return direct()
@@ -135,7 +139,9 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 		n := (bytes + stageRound - 1) / stageRound * stageRound
 		h, err := r.p.hostAlloc(n)
 		if err != nil {
-			return fmt.Errorf("cuda: %d bytes of pinned host memory for staging: %w", n, err)
+			r.pinErr = fmt.Errorf("cuda: %d bytes of pinned host memory for staging: %w", n, err)
+			r.direct++
+			return direct()
 		}
 		b.host, b.size = h, n
 	}
@@ -304,7 +310,12 @@ func (r *stagingRing) close() error {
 // (too small or too large to stage; all of them with
 // train.BackendOptions.Pageable, and on the twin, which has nothing to
 // pin), Waits found their buffer's previous copy still running.
-type StagingStats struct{ Staged, Direct, InPlace, Waits int64 }
+type StagingStats struct {
+	Staged, Direct, InPlace, Waits int64
+	// Unpinned says why the ring copies nothing any more: pinned memory
+	// could not be had ("": it could).
+	Unpinned string
+}
 
 // StagingStats counts b's copies from host memory so far (zero on the
 // twin and with Pageable).
@@ -318,7 +329,11 @@ func (b *Backend) StagingStats() StagingStats {
 func (r *stagingRing) stats() StagingStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return StagingStats{r.staged, r.direct, r.inPlace, r.waits}
+	st := StagingStats{Staged: r.staged, Direct: r.direct, InPlace: r.inPlace, Waits: r.waits}
+	if r.pinErr != nil {
+		st.Unpinned = r.pinErr.Error()
+	}
+	return st
 }
 
 // HostMemory implements train.HostMemoryBackend: on the GPU, pinned
