@@ -107,8 +107,6 @@ func (m *gpuMachine) dropRecord(r record) {
 	g.graph, g.exec = nil, nil
 }
 
-// errClosed is the error of a call on a closed machine.
-
 // openGPU opens device ordinal and the machine on it: the libraries, the
 // primary context, the stream and handles, kernels.cu compiled.
 func openGPU(ordinal int, o train.BackendOptions) (*gpuMachine, error) {
