@@ -2,6 +2,7 @@ package fit_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -263,5 +264,42 @@ func TestRunOnCUDATwinGraph(t *testing.T) {
 			t.Errorf("amp %v: graph %.12s loss %v skipped %d (cuda_graph %v); eager %.12s %v %d", amp, got.WeightsSHA256, got.TestLoss, got.SkippedSteps, got.CUDAGraph, want.WeightsSHA256, want.TestLoss, want.SkippedSteps)
 		}
 		t.Logf("amp %v: %.12s, %d skipped", amp, got.WeightsSHA256, got.SkippedSteps)
+	}
+}
+
+// countingBackend is the reference backend counting host copies as a GPU
+// backend's pinned staging would.
+type countingBackend struct {
+	train.Backend
+	c train.HostCopies
+}
+
+func (b countingBackend) HostCopies() train.HostCopies { return b.c }
+
+// A backend that counts its copies from host memory (train.HostCopyReporter)
+// has them in the summary's host_copies; one that staged nothing through
+// pinned memory, and every other backend, has none.
+func TestSummaryHostCopies(t *testing.T) {
+	dir := t.TempDir()
+	writeIDX(dir, 16)
+	for _, c := range []train.HostCopies{{Staged: 7, InPlace: 2, Direct: 1}, {Direct: 5}, {Direct: 5, Unpinned: "no page-locked memory"}} {
+		sum, err := deviceRun(t, dir, tinyConfig(dir), func(_ string, o train.BackendOptions) (train.Backend, error) {
+			return countingBackend{train.NewReference(o), c}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned := c.Staged+c.InPlace > 0 || c.Unpinned != ""
+		if (sum.HostCopies != nil) != pinned || pinned && *sum.HostCopies != c {
+			t.Errorf("copies %+v: summary's host_copies %+v", c, sum.HostCopies)
+		}
+		b, _ := json.Marshal(sum)
+		if strings.Contains(string(b), `"host_copies"`) != pinned {
+			t.Errorf("copies %+v: JSON %s", c, b)
+		}
+	}
+	sum, err := deviceRun(t, dir, tinyConfig(dir), nil)
+	if err != nil || sum.HostCopies != nil {
+		t.Fatalf("reference: %v, host_copies %+v", err, sum.HostCopies)
 	}
 }

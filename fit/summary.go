@@ -22,20 +22,24 @@ type Summary struct {
 	// DecodeDevice is the model's GPU (cuda:0) when the training images
 	// were decoded there, their batches staying in device memory (absent:
 	// the cpu); DecodeFallbacks the images it handed to the CPU decoder.
-	DecodeDevice    string             `json:"decode_device,omitempty"`
-	DecodeFallbacks int64              `json:"decode_fallbacks,omitempty"`
-	Strategy        string             `json:"strategy"`
-	Devices         int                `json:"devices"`    // devices per process (dp)
-	WorldSize       int                `json:"world_size"` // processes (ddp)
-	SyncBN          bool               `json:"sync_bn"`
-	Precision       string             `json:"precision"`                  // fp32, bf16, fp16
-	NativeAMP       bool               `json:"native_precision,omitempty"` // reduced precision on native instructions
-	Autotune        []train.TuneChoice `json:"autotune,omitempty"`
-	TuneSeconds     float64            `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning
-	Overlap         bool               `json:"overlap"`
-	ZeroGrad        string             `json:"zero_grad"` // set_to_none or zero
-	SkippedSteps    int                `json:"skipped_steps,omitempty"`
-	CUDAGraph       bool               `json:"cuda_graph,omitempty"` // each step a captured graph, replayed
+	DecodeDevice    string `json:"decode_device,omitempty"`
+	DecodeFallbacks int64  `json:"decode_fallbacks,omitempty"`
+	// HostCopies counts the first device's copies from host memory where
+	// its backend counts them (a GPU's pinned staging; absent otherwise,
+	// and when it made none through pinned memory).
+	HostCopies   *train.HostCopies  `json:"host_copies,omitempty"`
+	Strategy     string             `json:"strategy"`
+	Devices      int                `json:"devices"`    // devices per process (dp)
+	WorldSize    int                `json:"world_size"` // processes (ddp)
+	SyncBN       bool               `json:"sync_bn"`
+	Precision    string             `json:"precision"`                  // fp32, bf16, fp16
+	NativeAMP    bool               `json:"native_precision,omitempty"` // reduced precision on native instructions
+	Autotune     []train.TuneChoice `json:"autotune,omitempty"`
+	TuneSeconds  float64            `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning
+	Overlap      bool               `json:"overlap"`
+	ZeroGrad     string             `json:"zero_grad"` // set_to_none or zero
+	SkippedSteps int                `json:"skipped_steps,omitempty"`
+	CUDAGraph    bool               `json:"cuda_graph,omitempty"` // each step a captured graph, replayed
 	// AlreadyDone: the checkpoint had trained Epochs already; nothing was
 	// trained and the test figures are its evaluation.
 	AlreadyDone bool    `json:"already_complete,omitempty"`

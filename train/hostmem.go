@@ -30,6 +30,22 @@ type HostMemory interface {
 	Free() error
 }
 
+// HostCopyReporter is implemented by backends that count their copies
+// from host memory (a GPU backend's pinned staging), so that a summary
+// tells a figure measured with pinned copies from one without.
+type HostCopyReporter interface {
+	HostCopies() HostCopies
+}
+
+// HostCopies counts a backend's copies from host memory into its device.
+type HostCopies struct {
+	Staged  int64 `json:"staged"`   // moved into the backend's pinned buffers, then a DMA
+	InPlace int64 `json:"in_place"` // a DMA from the pinned HostMemory it handed out
+	Direct  int64 `json:"direct"`   // straight from pageable memory (small, huge, or Pageable)
+	// Unpinned is why pinned memory could not be had ("": it could).
+	Unpinned string `json:"unpinned,omitempty"`
+}
+
 // ensureHeld gives each held batch n bytes of the backend's host memory
 // when it has some (HostMemoryBackend; where HostMemory fails, Go memory)
 // and the steps are captured, and

@@ -45,6 +45,8 @@ var (
 	_ train.DeviceMemory       = (*Backend)(nil)
 	_ train.PrecisionReporter  = (*Backend)(nil)
 	_ train.Tuner              = (*Backend)(nil)
+	_ train.HostMemoryBackend  = (*Backend)(nil)
+	_ train.HostCopyReporter   = (*Backend)(nil)
 
 	_ train.DeviceConvOp      = (*convOp)(nil)
 	_ train.DeviceLinearOp    = (*linearOp)(nil)

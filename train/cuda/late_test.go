@@ -401,4 +401,7 @@ func TestLateTwinWithoutPinnedMemory(t *testing.T) {
 	if st.Staged != 0 || st.InPlace != 0 || st.Direct == 0 || !strings.Contains(st.Unpinned, "page-locked") {
 		t.Fatalf("staging %+v: want every copy direct, and why", st)
 	}
+	if hc := b.HostCopies(); hc.Direct != st.Direct || hc.Unpinned != st.Unpinned {
+		t.Fatalf("HostCopies %+v, staging %+v", hc, st)
+	}
 }

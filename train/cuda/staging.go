@@ -336,6 +336,12 @@ func (r *stagingRing) stats() StagingStats {
 	return st
 }
 
+// HostCopies implements train.HostCopyReporter (StagingStats).
+func (b *Backend) HostCopies() train.HostCopies {
+	st := b.StagingStats()
+	return train.HostCopies{Staged: st.Staged, InPlace: st.InPlace, Direct: st.Direct, Unpinned: st.Unpinned}
+}
+
 // HostMemory implements train.HostMemoryBackend: on the GPU, pinned
 // memory from which copies are queued in place; with
 // BackendOptions.Pageable and on the twin, Go memory (its copies are the
