@@ -48,34 +48,27 @@ type HostCopies struct {
 
 // ensureHeld gives each held batch n bytes of the backend's host memory
 // when it has some (HostMemoryBackend; where HostMemory fails, Go memory)
-// and the steps are captured, and
-// waits until no copy from a held batch is still reading it: called on
-// the step's goroutine before the feeder starts writing them.
+// and the steps are captured, then waits until no copy from a held batch
+// is still reading it: called on the step's goroutine before the feeder
+// starts writing them.
 func (t *Trainer) ensureHeld(n int) error {
-	hb, ok := t.Backend.(HostMemoryBackend)
-	if !ok || !t.CaptureStep || len(t.devs) != 1 {
-		return t.waitHeld()
-	}
-	for i := range t.held {
-		h := &t.held[i]
-		if h.mem != nil && len(h.mem.Bytes()) >= n {
-			if err := h.mem.Wait(); err != nil {
+	if hb, ok := t.Backend.(HostMemoryBackend); ok && t.CaptureStep && len(t.devs) == 1 {
+		for i := range t.held {
+			h := &t.held[i]
+			if h.mem != nil && len(h.mem.Bytes()) >= n {
+				continue
+			}
+			if err := h.freeMem(); err != nil {
 				return err
 			}
-			continue
+			// It is there for speed: where it fails, the batch is held
+			// in Go memory, as with a backend that has none.
+			if m, err := hb.HostMemory(n); err == nil {
+				h.mem = m
+			}
 		}
-		if err := h.freeMem(); err != nil {
-			return err
-		}
-		m, err := hb.HostMemory(n)
-		if err != nil {
-			// It is there for speed: without it the batch is held in Go
-			// memory, as with a backend that has none.
-			continue
-		}
-		h.mem = m
 	}
-	return nil
+	return t.waitHeld()
 }
 
 // waitHeld waits until no copy from a held batch's memory is reading it.
@@ -110,8 +103,8 @@ func (h *heldBatch) freeMem() error {
 	return err
 }
 
-// views returns h's backend memory as n floats or n bytes, if it holds
-// that many (nil otherwise: Go memory then).
+// floats and bytes are h's backend memory as n floats or n bytes, if it
+// holds that many (nil otherwise: Go memory then).
 func (h *heldBatch) floats(n int) []float32 {
 	if h.mem == nil || n == 0 || 4*n > len(h.mem.Bytes()) {
 		return nil

@@ -183,12 +183,13 @@ func (m *gpuMachine) copyIn(dst uint64, src unsafe.Pointer, bytes int) error {
 	return m.ring.copyIn(dst, src, bytes, direct)
 }
 
-// stagingStats counts the copies from host memory (StagingStats).
-func (m *gpuMachine) stagingStats() StagingStats {
+// hostCopies counts the copies from host memory (Backend.HostCopies).
+func (m *gpuMachine) hostCopies() train.HostCopies {
 	if m.ring == nil {
-		return StagingStats{}
+		return train.HostCopies{}
 	}
-	return m.ring.stats()
+	c, _ := m.ring.stats()
+	return c
 }
 
 // hostMemory is pinned memory whose copies are queued in place (Go

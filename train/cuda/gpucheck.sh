@@ -40,7 +40,8 @@ log=${OUT:-/tmp}/gpucheck.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 cd "$root/train/cuda" || exit 2
 start=$(date +%s)
-FASTER_REQUIRE_GPU=1 "$bin" -test.run "${GPUCHECK_RUN:-^(TestGPU|TestLoaderTable)}" -test.v -test.timeout "${GPUCHECK_TIMEOUT:-480s}" >"$log" 2>&1
+FASTER_REQUIRE_GPU=1 "$bin" -test.run "${GPUCHECK_RUN:-^(TestGPU|TestLoaderTable)}" -test.v -test.timeout "${GPUCHECK_TIMEOUT:-480s}" \
+	-test.bench "${GPUCHECK_BENCH:-^BenchmarkGPUCopyIn$}" -test.benchtime 40x >"$log" 2>&1
 rc=$?
 echo "== $(($(date +%s) - start)) s, exit $rc; log $log"
 grep -E 'probe: |device: ' "$log" | sed 's/^ *//' | cut -c1-400
@@ -57,7 +58,7 @@ echo "== the cuda backend on the GPU (traintest suites, Trainer steps against th
 	grep -o 'GPUBACKEND|.*' "$log" | cut -d'|' -f2-
 } | column -t -s'|'
 echo "== copies from host memory: pinned staging against pageable (the study's pin_memory)"
-grep -o 'GPUCOPY|.*' "$log" | cut -d'|' -f2- | tr '|' ' '
+grep -E '^BenchmarkGPUCopyIn' "$log"
 echo "== convolutions by layout (ms: forward, backward data, backward filter; fastest algorithm)"
 {
 	echo "network|shape|NCHW|NHWC"

@@ -251,14 +251,7 @@ func (m *pinnedMemory) freeLocked() error {
 	return err
 }
 
-// drain waits for every queued DMA from the ring (before the device
-// memory they write is freed, or the machine closed).
-func (r *stagingRing) drain() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.drainLocked()
-}
-
+// drainLocked waits for every queued DMA from the ring.
 func (r *stagingRing) drainLocked() error {
 	var first error
 	for _, m := range r.mems {
@@ -304,42 +297,26 @@ func (r *stagingRing) close() error {
 	return err
 }
 
-// StagingStats counts a backend's copies from host memory: Staged went
-// through its pinned buffers, InPlace from pinned memory it handed out
-// (HostMemory), Direct straight from the caller's memory
-// (too small or too large to stage; all of them with
-// train.BackendOptions.Pageable, and on the twin, which has nothing to
-// pin), Waits found their buffer's previous copy still running.
-type StagingStats struct {
-	Staged, Direct, InPlace, Waits int64
-	// Unpinned says why the ring copies nothing any more: pinned memory
-	// could not be had ("": it could).
-	Unpinned string
-}
-
-// StagingStats counts b's copies from host memory so far (zero on the
-// twin and with Pageable).
-func (b *Backend) StagingStats() StagingStats {
-	if s, ok := b.m.(interface{ stagingStats() StagingStats }); ok {
-		return s.stagingStats()
-	}
-	return StagingStats{}
-}
-
-func (r *stagingRing) stats() StagingStats {
+// stats counts the ring's copies (train.HostCopies), and waits the
+// copies that found their buffer's previous DMA unfinished.
+func (r *stagingRing) stats() (c train.HostCopies, waits int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := StagingStats{Staged: r.staged, Direct: r.direct, InPlace: r.inPlace, Waits: r.waits}
+	c = train.HostCopies{Staged: r.staged, InPlace: r.inPlace, Direct: r.direct}
 	if r.pinErr != nil {
-		st.Unpinned = r.pinErr.Error()
+		c.Unpinned = r.pinErr.Error()
 	}
-	return st
+	return c, r.waits
 }
 
-// HostCopies implements train.HostCopyReporter (StagingStats).
+// HostCopies implements train.HostCopyReporter: the copies from host
+// memory so far (none counted on the twin, which has nothing to pin, nor
+// with BackendOptions.Pageable).
 func (b *Backend) HostCopies() train.HostCopies {
-	st := b.StagingStats()
-	return train.HostCopies{Staged: st.Staged, InPlace: st.InPlace, Direct: st.Direct, Unpinned: st.Unpinned}
+	if h, ok := b.m.(interface{ hostCopies() train.HostCopies }); ok {
+		return h.hostCopies()
+	}
+	return train.HostCopies{}
 }
 
 // HostMemory implements train.HostMemoryBackend: on the GPU, pinned

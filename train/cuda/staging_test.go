@@ -199,9 +199,9 @@ func TestStagingRingLandsWhatWasCopied(t *testing.T) {
 	if !bytes.Equal(d.dev, want) {
 		t.Fatal("the device does not hold what was copied in, in order")
 	}
-	st := r.stats()
-	if st.Staged == 0 || st.Direct == 0 || st.Waits == 0 {
-		t.Fatalf("stats %+v: want staged, direct and waited copies", st)
+	st, waits := r.stats()
+	if st.Staged == 0 || st.Direct == 0 || waits == 0 {
+		t.Fatalf("stats %+v, %d waits: want staged, direct and waited copies", st, waits)
 	}
 	if st.Staged+st.Direct != 60 {
 		t.Fatalf("stats %+v: %d copies", st, 60)
