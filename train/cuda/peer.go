@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -31,6 +30,7 @@ type peerAllReduce struct {
 	host    *hostAllReduce // decided on the host path
 	g       *peerGroup     // decided on the device path
 	ev      unsafe.Pointer // this rank's mark (rank 0's: the sums)
+	sp      []span         // this rank's runs of the current call (reused)
 }
 
 // peerGroup is what the ranks of one group share in the process.
@@ -38,6 +38,7 @@ type peerGroup struct {
 	mu    sync.Mutex
 	ops   []*peerAllReduce
 	spans [][]span // each rank's tensors of the current call
+	bad   []bool   // each rank's failure to mark them in the current call
 	err   error    // rank 0's failure in the current call
 }
 
@@ -74,7 +75,7 @@ func (o *peerAllReduce) decide() error {
 	peerGroups.Lock()
 	g := peerGroups.m[k]
 	if g == nil {
-		g = &peerGroup{ops: make([]*peerAllReduce, n), spans: make([][]span, n)}
+		g = &peerGroup{ops: make([]*peerAllReduce, n), spans: make([][]span, n), bad: make([]bool, n)}
 		peerGroups.m[k] = g
 	}
 	peerGroups.Unlock()
@@ -130,16 +131,15 @@ func (o *peerAllReduce) AllReduce(ts []train.Tensor) error {
 		return o.host.AllReduce(ts)
 	}
 	r := o.comm.Rank()
-	sp, err := spans(ts)
-	if err == nil {
+	var err error
+	// o.sp is read by rank 0 between the two barriers below and rewritten
+	// only at this rank's next call.
+	if o.sp, err = appendSpans(o.sp[:0], ts); err == nil {
 		err = o.b.m.recordEvent(o.ev) // after this rank's backward pass
 	}
 	g := o.g
 	g.mu.Lock()
-	g.spans[r] = sp
-	if err != nil {
-		g.spans[r] = nil // rank 0 fails the call for everyone
-	}
+	g.spans[r], g.bad[r] = o.sp, err != nil // a failure: rank 0 fails the call for everyone
 	g.mu.Unlock()
 	if berr := o.comm.Barrier(); berr != nil {
 		return errors.Join(err, berr)
@@ -171,12 +171,12 @@ func (o *peerAllReduce) AllReduce(ts []train.Tensor) error {
 // sum is rank 0's part: wait for every rank's mark, add, copy back, mark.
 func (o *peerAllReduce) sum() error {
 	g := o.g
-	g.mu.Lock()
-	all, ops := slices.Clone(g.spans), slices.Clone(g.ops)
-	g.mu.Unlock()
+	g.mu.Lock() // the other ranks wait at the barrier meanwhile
+	defer g.mu.Unlock()
+	all, ops := g.spans, g.ops
 	mine := all[0]
 	for q, sp := range all {
-		if sp == nil {
+		if g.bad[q] {
 			return fmt.Errorf("rank %d could not mark its gradients", q)
 		}
 		if len(sp) != len(mine) {
@@ -211,10 +211,10 @@ func (o *peerAllReduce) sum() error {
 	return m.recordEvent(o.ev)
 }
 
-// spans is ts's memory as runs, adjacent tensors merged (replicas'
-// states lay their gradients out alike, so every rank gets the same runs).
-func spans(ts []train.Tensor) ([]span, error) {
-	var out []span
+// appendSpans appends ts's memory to out as runs, adjacent tensors merged
+// (replicas' states lay their gradients out alike, so every rank gets the
+// same runs).
+func appendSpans(out []span, ts []train.Tensor) ([]span, error) {
 	for i, t := range ts {
 		x, err := asT(t)
 		if err != nil {
