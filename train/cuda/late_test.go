@@ -405,3 +405,25 @@ func TestLateTwinWithoutPinnedMemory(t *testing.T) {
 		t.Fatalf("host copies %+v: want every copy direct, and why", st)
 	}
 }
+
+// A resume on a GPU-like machine: two epochs with captured steps (batches
+// held in pinned memory, copied in place) end where one epoch, a
+// checkpoint, a fresh backend and trainer, and one more epoch end.
+func TestLateTwinResume(t *testing.T) {
+	setup := func(tr *train.Trainer) { tr.CaptureStep, tr.LossEvery = true, 4 }
+	open := func() *Backend {
+		b := newBackend(newLateTwin(), train.BackendOptions{})
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	want := trainRunStream(t, open(), 2, "", "", setup, nil)
+	ckpt := t.TempDir() + "/one.ckpt"
+	trainRunStream(t, open(), 1, "", ckpt, setup, nil)
+	b := open()
+	got := trainRunStream(t, b, 1, ckpt, "", setup, nil)
+	near(t, "weights", got.weights, want.weights, 0)
+	near(t, "momentum", got.velocity, want.velocity, 0)
+	if c := b.HostCopies(); c.InPlace == 0 {
+		t.Fatalf("host copies %+v: the resumed epoch held no batch in pinned memory", c)
+	}
+}
