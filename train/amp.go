@@ -16,7 +16,9 @@ type GradScaler struct {
 	GrowthInterval int
 	// Skipped counts the steps skipped for non-finite gradients.
 	Skipped int
-	growth  int // finite steps since the last change
+	// Growth counts the finite steps since the scale last changed
+	// (torch's growth tracker).
+	Growth int
 }
 
 // NewGradScaler returns a scaler with torch's defaults: scale 2¹⁶, growth
@@ -52,13 +54,13 @@ func unscale(params []*Param, inv float32) (finite bool) {
 func (s *GradScaler) Update(finite bool) {
 	if !finite {
 		s.Scale *= s.BackoffFactor
-		s.growth = 0
+		s.Growth = 0
 		s.Skipped++
 		return
 	}
-	s.growth++
-	if s.growth == s.GrowthInterval {
+	s.Growth++
+	if s.Growth == s.GrowthInterval {
 		s.Scale *= s.GrowthFactor
-		s.growth = 0
+		s.Growth = 0
 	}
 }

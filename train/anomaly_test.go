@@ -122,11 +122,21 @@ func TestCheckpointClasses(t *testing.T) {
 
 // fp16 training with a GradScaler resumed from a mid-epoch checkpoint,
 // into a fresh trainer with a fresh scaler, ends bit for bit where the
-// uninterrupted run ends: the scaler's state is in the checkpoint.
+// uninterrupted run ends: the scaler's state is in the checkpoint — on
+// each registered backend, and on the device reference, whose state
+// keeps the scaler on its device (ScalerState) between the trainer's
+// reads.
 func TestCheckpointResumeFP16(t *testing.T) {
+	o := train.BackendOptions{Threads: 2, Precision: train.Float16}
+	backends := map[string]func() (train.Backend, error){
+		"reference-device": func() (train.Backend, error) { return train.NewDeviceReference(o), nil },
+	}
 	for _, name := range train.Backends() {
+		backends[name] = func() (train.Backend, error) { return train.Open(name, o) }
+	}
+	for name, open := range backends {
 		t.Run(name, func(t *testing.T) {
-			b, err := train.Open(name, train.BackendOptions{Threads: 2, Precision: train.Float16})
+			b, err := open()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -68,24 +68,44 @@ func RunStepOn(b Backend, capture bool, key string, step func() error) (StepRun,
 	return StepEager, step()
 }
 
-// FoundInfState is implemented by a State whose GradScaler check and
-// optimiser step run without a read back to the host, as a captured step
-// needs (torch's _amp_foreach_non_finite_check_and_unscale_ writing
-// found_inf on the device, and its fused optimisers taking found_inf as a
-// tensor): UnscaleFound writes the flag on the device, SGDStepFound skips
-// the update there when the flag is set, and Finite reads the flag once
-// the step ran, outside the captured region.
-type FoundInfState interface {
-	// UnscaleFound multiplies every gradient by inv (as Unscale) and sets
-	// the device's flag when one is not finite; nothing is read back.
-	UnscaleFound(inv float32) error
-	// SGDStepFound is SGDStep, skipped on the device when the flag of
-	// the last UnscaleFound is set.
-	SGDStepFound(opt *SGD, lr float64) error
-	// Finite reads the flag of the last UnscaleFound (a synchronisation):
-	// true when every gradient was finite and SGDStepFound stepped. After
-	// a skipped step the state is as if SGDStepFound had not been called.
-	Finite() (bool, error)
+// ScalerState is implemented by a State that keeps the GradScaler on its
+// device, as torch keeps the scale, the growth tracker and found_inf as
+// tensors and updates them with _amp_update_scale_: a step's unscale, the
+// skip of a step whose gradients are not finite and the scale's update
+// all run there, so a step with a GradScaler reads nothing back (a
+// captured step cannot; an eager one saves a synchronisation a step).
+// Its backend's LossOp implements ScaledLossOp, which reads the scale
+// there too.
+//
+// The trainer uses it with one device in one process: it copies its
+// GradScaler onto the device when it binds the state (PushScaler) and
+// reads it back (PullScaler) at the steps that read the loss, before a
+// checkpoint and when it unbinds — and after every step when an EMA must
+// know whether the step was taken. Replicas and ranks keep the host's
+// GradScaler (State.Unscale, one read a step).
+type ScalerState interface {
+	// PushScaler copies s (its scale, growth tracker, skipped count and
+	// factors) onto the device.
+	PushScaler(s *GradScaler) error
+	// PullScaler reads the device's scale, growth tracker and skipped
+	// count into s (a synchronisation).
+	PullScaler(s *GradScaler) error
+	// UnscaleScaled multiplies every gradient by the inverse of the
+	// device's scale (float32(1/Scale), as Unscale) and sets the device's
+	// flag when one is not finite; nothing is read back.
+	UnscaleScaled() error
+	// SGDStepScaled is SGDStep, skipped on the device when the flag of
+	// the last UnscaleScaled is set (the momentum then stays as it was,
+	// or absent), followed by the scale's update from the flag
+	// (GradScaler.Update's arithmetic).
+	SGDStepScaled(opt *SGD, lr float64) error
+}
+
+// ScaledLossOp is implemented by a LossOp whose gradient can be scaled by
+// the device's scale of a ScalerState of the same backend: Forward with
+// gradScale the scale PushScaler copied there and the updates made it.
+type ScaledLossOp interface {
+	ForwardScaled(logits Tensor, labels []int, s ScalerState) (Tensor, error)
 }
 
 // capturable reports why the trainer cannot run its steps through a
@@ -103,8 +123,8 @@ func (t *Trainer) capturable() error {
 	case !t.native:
 		return fmt.Errorf("train: CaptureStep: backend %s trains this configuration on the host path (a device state is needed: ZeroGrad, SyncBN or a host-only option)", name)
 	}
-	if _, ok := t.state.(FoundInfState); !ok && t.Scaler != nil {
-		return fmt.Errorf("train: CaptureStep with a GradScaler: backend %s's state has no device-side finite check (FoundInfState)", name)
+	if t.Scaler != nil && t.scaled == nil {
+		return fmt.Errorf("train: CaptureStep with a GradScaler: backend %s's state keeps no GradScaler on the device (ScalerState)", name)
 	}
 	return nil
 }
@@ -120,18 +140,15 @@ func implementsCapture(b Backend) bool {
 func ImplementsCapture(b Backend) bool { return implementsCapture(b) }
 
 // capturedStep runs one step's device work (input staged into slot 0
-// from the held batch s, forward, backward, the GradScaler's unscale and
-// the optimiser's step) through the backend's StepCapturer, then, outside
-// the captured region, reads the GradScaler's flag (every step) and the
-// loss's sums (when read). It returns the loss as forwardBackward does
-// and whether the step was skipped.
+// from the held batch s, forward, backward, the GradScaler's unscale,
+// the optimiser's step and the scale's update) through the backend's
+// StepCapturer, then, outside the captured region, reads the loss's sums
+// and the GradScaler (when read, or every step with an EMA). It returns
+// the loss as forwardBackward does and whether a step was skipped (see
+// StepResult.Skipped).
 func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, error) {
 	if err := t.capturable(); err != nil {
 		return Result{}, false, err
-	}
-	fs, _ := t.state.(FoundInfState)
-	if t.Scaler == nil {
-		fs = nil
 	}
 	rows := t.held[s].rows != nil
 	if rows {
@@ -153,26 +170,14 @@ func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, erro
 		if _, err := t.forwardBackward(0, false); err != nil {
 			return err
 		}
-		if fs != nil {
-			if err := fs.UnscaleFound(float32(1 / t.Scaler.Scale)); err != nil {
-				return err
-			}
-			return fs.SGDStepFound(t.Opt, lr)
+		if t.scaled != nil {
+			return t.scaledStep(lr)
 		}
 		return t.state.SGDStep(t.Opt, lr)
 	}
 	run, err := RunStepOn(t.Backend, true, fmt.Sprint("step ", t.inShape), step)
 	if err != nil {
 		return Result{}, false, fmt.Errorf("train: %s step: %w", run, err)
-	}
-	skipped := false
-	if fs != nil {
-		finite, err := fs.Finite()
-		if err != nil {
-			return Result{}, false, fmt.Errorf("train: reading the GradScaler's flag: %w", err)
-		}
-		t.Scaler.Update(finite)
-		skipped = !finite
 	}
 	var r Result
 	if read {
@@ -185,7 +190,8 @@ func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, erro
 			r.Loss /= float64(r.Samples)
 		}
 	}
-	return r, skipped, nil
+	skipped, err := t.readScaler(read)
+	return r, skipped, err
 }
 
 // heldBatch is a batch the feeder copied into host memory of the

@@ -47,7 +47,7 @@ func TestTrainerCaptureStep(t *testing.T) {
 
 // CaptureStep is refused, with an error naming why and before any step
 // runs, on a backend without StepCapturer, on the host path, with a
-// GradScaler whose state has no device-side flag, and with replicas.
+// GradScaler whose state cannot keep it on the device, and with replicas.
 func TestTrainerCaptureRefused(t *testing.T) {
 	capRef := func() train.Backend {
 		return &capturingRef{DeviceReference: train.NewDeviceReference(train.BackendOptions{}), keys: map[string]int{}}
@@ -60,7 +60,7 @@ func TestTrainerCaptureRefused(t *testing.T) {
 	}{
 		{"no capturer", func() train.Backend { return train.NewDeviceReference(train.BackendOptions{}) }, nil, "does not implement StepCapturer"},
 		{"host path", func() train.Backend { return &hostCapturer{Reference: train.NewReference(train.BackendOptions{})} }, nil, "host path"},
-		{"scaler", capRef, func(tr *train.Trainer) error { tr.Scaler = train.NewGradScaler(); return nil }, "FoundInfState"},
+		{"scaler", func() train.Backend { return hostScalerRef{capRef().(*capturingRef)} }, func(tr *train.Trainer) error { tr.Scaler = train.NewGradScaler(); return nil }, "ScalerState"},
 		{"replicas", capRef, func(tr *train.Trainer) error {
 			net, err := train.NewThinNet(tr.Backend, toyNet, 5)
 			if err != nil {
@@ -101,3 +101,52 @@ func (h *hostCapturer) RunStep(_ string, step func() error) (train.StepRun, erro
 	return train.StepReplayed, step()
 }
 func (h *hostCapturer) ReleaseStep() {}
+
+// hostScalerRef is capturingRef whose states keep no GradScaler on the
+// device (State only: no ScalerState).
+type hostScalerRef struct{ *capturingRef }
+
+func (h hostScalerRef) NewState(params, buffers []*train.Param, opt *train.SGD, e *train.EMA) (train.State, error) {
+	st, err := h.capturingRef.NewState(params, buffers, opt, e)
+	return struct{ train.State }{st}, err
+}
+
+// With the GradScaler on the device (ScalerState), eager and captured
+// steps give the host GradScaler's bits — weights, momentum, the losses
+// and the scaler's scale, growth tracker and skipped count, over steps
+// skipped and taken — and read the scaler back only where the loss is
+// read (every fourth step and each epoch's last) and when the state is
+// unbound, never a finite flag a step. The same run on a state without ScalerState reads its flag
+// every step (Unscales 12), which is what this change removed.
+func TestTrainerScalerOnDevice(t *testing.T) {
+	setup := func(tr *train.Trainer) {
+		tr.LossEvery = 4
+		tr.Scaler = &train.GradScaler{Scale: 1 << 24, GrowthFactor: 1.5, BackoffFactor: 0.5, GrowthInterval: 3}
+	}
+	o := train.BackendOptions{Precision: train.Float16}
+	want := trainDevice(t, train.NewReference(o), false, setup, nil)
+	if sc := want.scaler; sc.Skipped == 0 || sc.Skipped == 12 {
+		t.Fatalf("scaler %+v: want steps skipped and steps taken", sc)
+	}
+	for _, capture := range []bool{false, true} {
+		dev := train.NewDeviceReference(o)
+		var b train.Backend = dev
+		if capture {
+			b = &capturingRef{DeviceReference: dev, keys: map[string]int{}}
+		}
+		got := trainDevice(t, b, true, func(tr *train.Trainer) { setup(tr); tr.CaptureStep = capture }, nil)
+		sameRun(t, got, want)
+		// The scaler's reads: the loss's at steps 4 and 6 of each epoch,
+		// and the unbind that ends each epoch's call (the evaluations and
+		// the checkpoint after it find the state unbound).
+		if dev.Unscales != 0 || dev.ScalerReads != 2*2+2 {
+			t.Errorf("capture %v: %d finite flags read, %d scaler reads (want 0, 6)", capture, dev.Unscales, dev.ScalerReads)
+		}
+	}
+	dev := train.NewDeviceReference(o)
+	got := trainDevice(t, hostScalerRef{&capturingRef{DeviceReference: dev, keys: map[string]int{}}}, true, setup, nil)
+	sameRun(t, got, want)
+	if dev.Unscales != 12 || dev.ScalerReads != 0 {
+		t.Errorf("without ScalerState: %d finite flags read, %d scaler reads (want 12, 0)", dev.Unscales, dev.ScalerReads)
+	}
+}

@@ -203,7 +203,7 @@ func (t *Trainer) SaveCheckpoint(path string) error {
 	}
 	if s := t.Scaler; s != nil {
 		h.Scaler = &ckptScaler{Scale: s.Scale, GrowthFactor: s.GrowthFactor, BackoffFactor: s.BackoffFactor,
-			GrowthInterval: s.GrowthInterval, Growth: s.growth, Skipped: s.Skipped}
+			GrowthInterval: s.GrowthInterval, Growth: s.Growth, Skipped: s.Skipped}
 	}
 	for i, n := range names {
 		h.Tensors = append(h.Tensors, ckptTensor{Name: n, Len: len(vals[i])})
@@ -417,7 +417,7 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 			return bad("grad scaler state %+v", *sc)
 		}
 		*t.Scaler = GradScaler{Scale: sc.Scale, GrowthFactor: sc.GrowthFactor, BackoffFactor: sc.BackoffFactor,
-			GrowthInterval: sc.GrowthInterval, Skipped: sc.Skipped, growth: sc.Growth}
+			GrowthInterval: sc.GrowthInterval, Skipped: sc.Skipped, Growth: sc.Growth}
 	}
 	if t.EMA != nil {
 		t.EMA.Updates = h.EMA

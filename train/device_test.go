@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/faster-training/faster/train"
@@ -21,6 +22,7 @@ type run struct {
 	losses   []float64
 	correct  []int
 	skipped  int
+	scaler   train.GradScaler // the trainer's after the run
 	eval     train.Metrics
 	evalMid  train.Metrics // from within a step's callback, the state bound
 }
@@ -86,7 +88,7 @@ func trainDevice(t *testing.T, b train.Backend, bound bool, setup func(tr *train
 		r.ema = tr.EMA.Values
 	}
 	if tr.Scaler != nil {
-		r.skipped = tr.Scaler.Skipped
+		r.skipped, r.scaler = tr.Scaler.Skipped, *tr.Scaler
 	}
 	return r
 }
@@ -113,7 +115,7 @@ func sameRun(t *testing.T, got, want run) {
 	if !slices.Equal(got.losses, want.losses) || !slices.Equal(got.correct, want.correct) {
 		t.Fatalf("losses %v correct %v, want %v %v", got.losses, got.correct, want.losses, want.correct)
 	}
-	if got.skipped != want.skipped || got.eval != want.eval || got.evalMid != want.evalMid {
+	if got.skipped != want.skipped || got.scaler != want.scaler || got.eval != want.eval || got.evalMid != want.evalMid {
 		t.Fatalf("skipped %d eval %+v mid-epoch %+v, want %d %+v %+v", got.skipped, got.eval, got.evalMid, want.skipped, want.eval, want.evalMid)
 	}
 }
@@ -134,7 +136,13 @@ func TestDeviceStateMatchesHost(t *testing.T) {
 		{"ema-warmup", train.Float32, func(tr *train.Trainer) { tr.EMA = &train.EMA{Decay: 0.9, Warmup: true} }},
 		{"fp16-scaler", train.Float16, func(tr *train.Trainer) {
 			tr.Scaler = train.NewGradScaler()
-			tr.Scaler.Scale = 1e38 // overflows at first: skipped steps, backoff
+			tr.Scaler.Scale = 1 << 24 // overflows at first: skipped steps, backoff, then steps
+		}},
+		{"fp16-scaler-growth-ema", train.Float16, func(tr *train.Trainer) {
+			// backs off, then grows by a factor that is no power of two
+			tr.Scaler = &train.GradScaler{Scale: 4e6, GrowthFactor: 1.5, BackoffFactor: 0.25, GrowthInterval: 2}
+			tr.EMA = &train.EMA{Decay: 0.9, Warmup: true}
+			tr.LossEvery = 4
 		}},
 	}
 	for _, c := range cases {
@@ -144,8 +152,11 @@ func TestDeviceStateMatchesHost(t *testing.T) {
 			dev := train.NewDeviceReference(o)
 			native := trainDevice(t, dev, true, c.setup, nil)
 			sameRun(t, native, host)
-			if c.name == "fp16-scaler" && host.skipped == 0 {
-				t.Fatal("no step was skipped: the scaler's path is not exercised")
+			if sc := host.scaler; strings.HasPrefix(c.name, "fp16-scaler") && (sc.Skipped == 0 || sc.Skipped == 12 || sc.Scale == 1<<24) {
+				t.Fatalf("scaler %+v: the scaler's path is not exercised (want steps skipped and taken)", sc)
+			}
+			if dev.Unscales != 0 {
+				t.Errorf("the device state's finite check was read back %d times: the GradScaler stays on the device", dev.Unscales)
 			}
 		})
 	}

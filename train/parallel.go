@@ -28,6 +28,7 @@ type device struct {
 	// A bound device state's (Trainer.bindState): the device's State,
 	// and with replicas its all-reduce over a local group of the devices.
 	state  State
+	scaled ScalerState // the state, when the loss reads the GradScaler's scale on the device (Trainer.scaled)
 	comm   collective.Comm
 	reduce AllReduceOp
 	// jobs runs work on the device's own goroutine, locked to its OS
@@ -76,7 +77,12 @@ func (d *device) forwardBackward(s int, scale float64, zero bool, reduced func()
 		if err != nil {
 			return err
 		}
-		dl, err := d.loss.Forward(logits, d.ys[s], scale)
+		var dl Tensor
+		if d.scaled != nil {
+			dl, err = d.loss.(ScaledLossOp).ForwardScaled(logits, d.ys[s], d.scaled) // bindScaler checked
+		} else {
+			dl, err = d.loss.Forward(logits, d.ys[s], scale)
+		}
 		if err != nil {
 			return err
 		}

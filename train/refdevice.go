@@ -24,6 +24,10 @@ type DeviceReference struct {
 	Syncs int
 	// LossReads counts the reads of a loss's sums (LossOp.Sums).
 	LossReads int
+	// ScalerReads counts the reads of a GradScaler kept on the device
+	// (ScalerState.PullScaler), and Unscales the finite checks read back
+	// by State.Unscale (the host's GradScaler: one a step).
+	ScalerReads, Unscales int
 }
 
 var (
@@ -34,6 +38,8 @@ var (
 	_ Syncer           = (*DeviceReference)(nil)
 	_ DeviceNamer      = (*DeviceReference)(nil)
 	_ DeviceMemory     = (*DeviceReference)(nil)
+	_ ScalerState      = (*refState)(nil)
+	_ ScaledLossOp     = (*refLoss)(nil)
 
 	_ DeviceConvOp      = (*refConv)(nil)
 	_ DeviceLinearOp    = (*refLinear)(nil)
@@ -90,6 +96,10 @@ type refState struct {
 	vel         [][]float32  // by params; nil before the first step
 	ema         [][]float32  // by all; nil before the first update
 	scratch     []*refTensor // by params: ZeroGrad's, made on first use
+	// sc is the GradScaler on the device (PushScaler's copy; nil before),
+	// found the flag of the last UnscaleScaled.
+	sc    *GradScaler
+	found bool
 }
 
 var _ GradAccumulator = (*refState)(nil)
@@ -141,6 +151,13 @@ func (s *refState) Tensors(i int) (Tensor, Tensor) {
 
 func (s *refState) Unscale(inv float32) (bool, error) {
 	s.r.Syncs++ // the flag is read back
+	s.r.Unscales++
+	return s.unscale(inv), nil
+}
+
+// unscale multiplies every gradient by inv and reports whether all of
+// them are finite (the GradScaler's unscale).
+func (s *refState) unscale(inv float32) bool {
 	finite := true
 	for i := range s.params {
 		gs := s.grads[i].data
@@ -152,7 +169,50 @@ func (s *refState) Unscale(inv float32) (bool, error) {
 			gs[j] = g
 		}
 	}
-	return finite, nil
+	return finite
+}
+
+// PushScaler implements ScalerState: the state keeps a copy.
+func (s *refState) PushScaler(g *GradScaler) error {
+	c := *g
+	s.sc = &c
+	return nil
+}
+
+// PullScaler implements ScalerState: the copy's scale and counts, read
+// back.
+func (s *refState) PullScaler(g *GradScaler) error {
+	if s.sc == nil {
+		return errors.New("reference device: no GradScaler pushed")
+	}
+	s.r.Syncs++
+	s.r.ScalerReads++
+	g.Scale, g.Growth, g.Skipped = s.sc.Scale, s.sc.Growth, s.sc.Skipped
+	return nil
+}
+
+// UnscaleScaled implements ScalerState: the flag stays in the state.
+func (s *refState) UnscaleScaled() error {
+	if s.sc == nil {
+		return errors.New("reference device: no GradScaler pushed")
+	}
+	s.found = !s.unscale(float32(1 / s.sc.Scale))
+	return nil
+}
+
+// SGDStepScaled implements ScalerState: SGDStep unless the flag is set,
+// then the copy's update.
+func (s *refState) SGDStepScaled(o *SGD, lr float64) error {
+	if s.sc == nil {
+		return errors.New("reference device: no GradScaler pushed")
+	}
+	if !s.found {
+		if err := s.SGDStep(o, lr); err != nil {
+			return err
+		}
+	}
+	s.sc.Update(!s.found)
+	return nil
 }
 
 // SGDStep is SGD.Step fused into one pass per parameter: each element's
@@ -295,6 +355,16 @@ func (r *DeviceReference) NewLoss(s LossSpec) (LossOp, error) {
 type refLoss struct {
 	r *DeviceReference
 	hostLoss
+}
+
+// ForwardScaled implements ScaledLossOp: Forward with the scale of ss, a
+// state of the same backend.
+func (l *refLoss) ForwardScaled(logits Tensor, labels []int, ss ScalerState) (Tensor, error) {
+	st, ok := ss.(*refState)
+	if !ok || st.r != l.r || st.sc == nil {
+		return nil, fmt.Errorf("reference device: loss scaled by %T, not a state of this backend with a GradScaler", ss)
+	}
+	return l.Forward(logits, labels, st.sc.Scale)
 }
 
 func (l *refLoss) Sums() (LossSums, error) {

@@ -18,7 +18,7 @@ import (
 // host), else the host adapter. A state bound for another Opt or EMA is
 // pulled and replaced.
 func (t *Trainer) bindState() error {
-	if t.state != nil && t.stateOpt == t.Opt && t.stateEMA == t.EMA {
+	if t.state != nil && t.stateOpt == t.Opt && t.stateEMA == t.EMA && t.stateScaler == t.Scaler {
 		return nil
 	}
 	if err := t.unbindState(); err != nil {
@@ -36,7 +36,7 @@ func (t *Trainer) bindState() error {
 	params, buffers := t.devs[0].params, t.Net.Buffers()
 	all := append(params[:len(params):len(params)], buffers...)
 	t.state, t.native = &hostState{params: params, all: all, ema: t.EMA}, false
-	t.stateOpt, t.stateEMA = t.Opt, t.EMA
+	t.stateOpt, t.stateEMA, t.stateScaler = t.Opt, t.EMA, t.Scaler
 	return nil
 }
 
@@ -111,9 +111,53 @@ func (t *Trainer) bindNative() (err error) {
 		}
 	}
 	t.state, t.native = t.devs[0].state, true
-	t.stateOpt, t.stateEMA = t.Opt, t.EMA
+	t.stateOpt, t.stateEMA, t.stateScaler = t.Opt, t.EMA, t.Scaler
 	t.emaHave = t.EMA != nil && t.EMA.Values != nil
+	return t.bindScaler()
+}
+
+// bindScaler keeps the trainer's GradScaler on the device when one
+// device of one process trains on a ScalerState whose loss op reads its
+// scale there (ScaledLossOp): t.scaled, the device's copy made from
+// t.Scaler.
+func (t *Trainer) bindScaler() error {
+	d := t.devs[0]
+	ss, ok := d.state.(ScalerState)
+	_, scaledLoss := d.loss.(ScaledLossOp)
+	if !ok || !scaledLoss || t.Scaler == nil || len(t.devs) > 1 || t.dist != nil {
+		return nil
+	}
+	if err := ss.PushScaler(t.Scaler); err != nil {
+		return fmt.Errorf("train: %s: the GradScaler on the device: %w", d.b.Name(), err)
+	}
+	t.scaled, d.scaled = ss, ss
 	return nil
+}
+
+// scaledStep is the GradScaler's unscale, the optimiser's step and the
+// scale's update on the device's scaler (t.scaled): the step skipped
+// there when a gradient is not finite; nothing read back.
+func (t *Trainer) scaledStep(lr float64) error {
+	if err := t.scaled.UnscaleScaled(); err != nil {
+		return err
+	}
+	return t.scaled.SGDStepScaled(t.Opt, lr)
+}
+
+// readScaler reads the device's GradScaler into t.Scaler when read (a
+// step that reads the loss) or at every step with an EMA (which skips
+// what the scaler skipped), and reports whether a step was skipped since
+// the last reading; without a scaler on the device, or between
+// readings, it reads nothing and reports false.
+func (t *Trainer) readScaler(read bool) (bool, error) {
+	if t.scaled == nil || !(read || t.EMA != nil) {
+		return false, nil
+	}
+	before := t.Scaler.Skipped
+	if err := t.scaled.PullScaler(t.Scaler); err != nil {
+		return false, fmt.Errorf("train: reading the GradScaler: %w", err)
+	}
+	return t.Scaler.Skipped != before, nil
 }
 
 // releaseNative unbinds every device's tensors and releases its state,
@@ -139,6 +183,7 @@ func (t *Trainer) releaseNative() {
 	if t.dist != nil {
 		t.dist.releaseNative()
 	}
+	t.scaled, t.devs[0].scaled = nil, nil
 }
 
 // unbindState pulls a device state into the host mirrors and releases
@@ -153,7 +198,7 @@ func (t *Trainer) unbindState() error {
 	} else {
 		t.state.Release()
 	}
-	t.state, t.native, t.stateOpt, t.stateEMA = nil, false, nil, nil
+	t.state, t.native, t.stateOpt, t.stateEMA, t.stateScaler = nil, false, nil, nil, nil
 	return err
 }
 
@@ -165,6 +210,11 @@ func (t *Trainer) pullState() error {
 	}
 	if err := t.state.Pull(t.stateOpt, t.stateEMA); err != nil {
 		return fmt.Errorf("train: reading the device state: %w", err)
+	}
+	if t.scaled != nil {
+		if err := t.scaled.PullScaler(t.stateScaler); err != nil {
+			return fmt.Errorf("train: reading the GradScaler: %w", err)
+		}
 	}
 	for i, d := range t.devs[1:] { // a replica's buffers are its own
 		if err := d.state.Pull(nil, nil); err != nil {
@@ -181,6 +231,11 @@ func (t *Trainer) pushState() error {
 	}
 	if err := t.state.Push(t.stateOpt, t.stateEMA); err != nil {
 		return fmt.Errorf("train: writing the device state: %w", err)
+	}
+	if t.scaled != nil {
+		if err := t.scaled.PushScaler(t.stateScaler); err != nil {
+			return fmt.Errorf("train: writing the GradScaler: %w", err)
+		}
 	}
 	for i, d := range t.devs[1:] {
 		if err := d.state.Push(t.stateOpt, nil); err != nil {

@@ -136,19 +136,23 @@ type Trainer struct {
 	devs []*device // devs[0] runs on the trainer's Backend and Net
 	// state holds the parameters, gradients, momentum and EMA: the
 	// backend's (ParamStore, native true) or the host adapter. It is
-	// bound by prepare, for the Opt and EMA it was made with.
-	state    State
-	native   bool
-	stateOpt *SGD
-	stateEMA *EMA
-	emaHave  bool // native: the device holds an average
-	unread   int  // steps whose loss is not read yet
-	dist     *distributed
-	scratch  [][]float32 // ZeroGrad: where the backward pass writes
-	inShape  []int       // c, h, w of the staged inputs
-	hostX    []float32
-	hostY    []int
-	held     [2]heldBatch // CaptureStep: the feeder's batches, in host memory
+	// bound by prepare, for the Opt, EMA and Scaler it was made with.
+	state       State
+	native      bool
+	stateOpt    *SGD
+	stateEMA    *EMA
+	stateScaler *GradScaler
+	// scaled is the state when it keeps the Scaler on the device
+	// (ScalerState: one device, one process), else nil.
+	scaled  ScalerState
+	emaHave bool // native: the device holds an average
+	unread  int  // steps whose loss is not read yet
+	dist    *distributed
+	scratch [][]float32 // ZeroGrad: where the backward pass writes
+	inShape []int       // c, h, w of the staged inputs
+	hostX   []float32
+	hostY   []int
+	held    [2]heldBatch // CaptureStep: the feeder's batches, in host memory
 }
 
 // NewTrainer prepares training of net on b.
@@ -169,7 +173,12 @@ type StepResult struct {
 	LossSteps int
 	Images    int
 	LR        float64
-	Skipped   bool // the scaler found non-finite gradients
+	// Skipped: the scaler found non-finite gradients and skipped the
+	// step. With the GradScaler on the device (ScalerState) it is known
+	// only where the trainer reads it back — at the steps that read the
+	// loss, or every step with an EMA — and then says whether any step
+	// since the last reading was skipped.
+	Skipped bool
 }
 
 // EpochResult summarises the steps an epoch call ran.
@@ -570,8 +579,18 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 			return StepResult{}, t.nonFinite(s, fmt.Sprintf("the loss is %g", r.Loss), lr)
 		}
 	}
-	skipped := false
-	if t.Scaler != nil {
+	skipped, stepped := false, false
+	switch {
+	case t.scaled != nil: // unscale, step and update on the device
+		if err := t.scaledStep(lr); err != nil {
+			return StepResult{}, err
+		}
+		var err error
+		if skipped, err = t.readScaler(read); err != nil {
+			return StepResult{}, err
+		}
+		stepped = true
+	case t.Scaler != nil:
 		finite, err := t.unscale(float32(1 / t.Scaler.Scale))
 		if err != nil {
 			return StepResult{}, err
@@ -580,8 +599,10 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 		skipped = !finite
 	}
 	if !skipped {
-		if err := t.onStates(func(st State) error { return st.SGDStep(t.Opt, lr) }); err != nil {
-			return StepResult{}, err
+		if !stepped {
+			if err := t.onStates(func(st State) error { return st.SGDStep(t.Opt, lr) }); err != nil {
+				return StepResult{}, err
+			}
 		}
 		// A backend may hide a NaN from the loss (oneDNN's ReLU maps it
 		// to 0) while it reaches the gradients: check the weights too —

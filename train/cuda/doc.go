@@ -83,10 +83,14 @@
 // that point, held-back calls first, and the next step captures again.
 // The learning rate reaches SGD through device memory (sgd_lr), so the
 // record does not change with it. The state implements
-// train.FoundInfState for train.Trainer's CaptureStep: UnscaleFound
-// leaves amp_unscale's flag on the device, SGDStepFound runs sgd_found
-// (skipped on the device when the flag is set) and Finite reads the flag
-// after the step. On the GPU a captured step needs its
+// train.ScalerState: the GradScaler lives in six doubles on the device,
+// UnscaleScaled runs amp_unscale by the device's 1/scale and leaves its
+// flag there, SGDStepScaled runs sgd_found (skipped on the device when
+// the flag is set; the momentum's first step decided by a device flag)
+// and amp_update_scale, and the loss op's ForwardScaled has ce_loss read
+// the scale there; the trainer reads it back at its loss reads. So
+// neither an eager nor a captured fp16 step waits for its flag, and a
+// change of scale changes no launch. On the GPU a captured step needs its
 // workspaces and cuDNN's algorithms from the warm-up step: a larger
 // workspace asked inside the capture fails the capture.
 //

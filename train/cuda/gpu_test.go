@@ -305,6 +305,27 @@ func gpuAMP(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n int
 		row(t, fmt.Sprintf("amp_unscale inf=%v", bad), fmt.Sprintf("%s %d", step, n), ms,
 			fmt.Sprintf("%d ulp, found_inf %v (CPU %v)", u, gf[0], found), u == 0 && gf[0] == found)
 	}
+	// The captured step's optimiser: sgd_lr, sgd_found (the flag and the
+	// momentum's existence read from the device), then amp_update_scale
+	// on the GradScaler's doubles (a factor that is no power of two).
+	w, g, v := randn(r, n, 0.1), randn(r, n, 0.01), randn(r, n, 0.01)
+	size := fmt.Sprintf("%s %d", step, n)
+	lr := []float32{0.05}
+	hyper := []twinArg{ts(F32(0.9)), ts(F32(5e-4)), ts(I32(1))}
+	ms, u, ok, _ := twin(t, d, m, "sgd_lr", l, append([]twinArg{tf(w), tf(g), tf(v), ts(I64(int64(n))), tf(lr)}, append(hyper, ts(I32(0)))...)...)
+	row(t, "sgd_lr nesterov", size, ms, fmt.Sprintf("%d ulp", u), u == 0 && ok)
+	for _, c := range []struct{ have, found float32 }{{0, 0}, {1, 0}, {1, 1}} {
+		ms, u, ok, _ = twin(t, d, m, "sgd_found", l, append([]twinArg{tf(w), tf(g), tf(v), ts(I64(int64(n))), tf(lr)},
+			append(hyper, tf([]float32{c.have}), tf([]float32{c.found}))...)...)
+		row(t, fmt.Sprintf("sgd_found have=%v found=%v", c.have, c.found), size, ms, fmt.Sprintf("%d ulp", u), u == 0 && ok)
+	}
+	ls := plan(t, d, kernels.Single, 0, 1)
+	for _, found := range []float32{0, 1} {
+		sc := []float64{65536 * 1.7, 1, 3, 1.7, 0.3, 2} // a finite step grows it (interval 2)
+		ms, u, ok, out := twin(t, d, m, "amp_update_scale", ls, td(sc), tf([]float32{found}), tf([]float32{0}), tf([]float32{0}))
+		row(t, fmt.Sprintf("amp_update_scale found=%v", found), "GradScaler", ms,
+			fmt.Sprintf("scale %v, inv %v, %d ulp", out[0].d[0], out[2].f[0], u), u == 0 && ok)
+	}
 }
 
 func gpuCE(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, k int) {
@@ -324,7 +345,21 @@ func gpuCE(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, k i
 	must(t, err)
 	defer d.Free(brow)
 	bsum := upload(t, d, []float64{0, 0, 0})
-	ms := launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(gs))
+	ms := launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(gs), Arg{} /* no device scale */)
+	// The scale in device memory (a GradScaler on the device) gives the
+	// gradient the launch's float32(scale/n) gives, bit for bit.
+	dscale := 30000.3
+	bds := upload(t, d, []float64{dscale})
+	bg2, err := d.Alloc(4 * n * k)
+	must(t, err)
+	defer d.Free(bg2)
+	launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg2), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(float32(dscale/float64(n))), Arg{})
+	byArg := download[float32](t, d, bg2, n*k)
+	msd := launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg2), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(0), Ptr(bds))
+	byDev := download[float32](t, d, bg2, n*k)
+	d.Free(bds)
+	row(t, "ce_loss dscale", fmt.Sprintf("%s %dx%d", step, n, k), msd, fmt.Sprintf("%d ulp from the launch's scale", maxULP(byDev, byArg)), maxULP(byDev, byArg) == 0)
+	// (rowstat, which ce_sums reads below, does not depend on the scale.)
 	ms += launch(t, m, "ce_sums", ls, Ptr(brow), I32(int32(n)), Ptr(bsum))
 	g, rows := make([]float32, n*k), make([]float32, 3*n)
 	must(t, kernels.CELoss(lr, x, y, g, rows, n, k, eps, gs))
@@ -374,12 +409,14 @@ func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, 
 type twinArg struct {
 	f   []float32
 	i   []int32
+	d   []float64
 	buf bool
 	a   Arg
 }
 
 func tf(s []float32) twinArg { return twinArg{f: s, buf: true} }
 func ti(s []int32) twinArg   { return twinArg{i: s, buf: true} }
+func td(s []float64) twinArg { return twinArg{d: s, buf: true} }
 func tnull() twinArg         { return twinArg{a: Arg{0}} }
 func ts(a Arg) twinArg       { return twinArg{a: a} }
 
@@ -409,6 +446,12 @@ func twin(t *testing.T, d *Device, m *Module, name string, l kernels.Launch, arg
 			cpu[k] = ti(c)
 			bufs[k] = upload(t, d, a.i)
 			gargs[k], slots[k] = Ptr(bufs[k]), uint64(uintptr(unsafe.Pointer(&c[0])))
+		case a.d != nil:
+			c := slices.Clone(a.d)
+			pin.Pin(&c[0])
+			cpu[k] = td(c)
+			bufs[k] = upload(t, d, a.d)
+			gargs[k], slots[k] = Ptr(bufs[k]), uint64(uintptr(unsafe.Pointer(&c[0])))
 		default:
 			cpu[k] = a
 			gargs[k], slots[k] = a.a, a.a.v
@@ -423,6 +466,8 @@ func twin(t *testing.T, d *Device, m *Module, name string, l kernels.Launch, arg
 			ulp = max(ulp, maxULP(download[float32](t, d, bufs[k], len(a.f)), a.f))
 		case a.i != nil:
 			intsEqual = intsEqual && slices.Equal(download[int32](t, d, bufs[k], len(a.i)), a.i)
+		case a.d != nil: // doubles compared bit for bit
+			intsEqual = intsEqual && slices.Equal(download[float64](t, d, bufs[k], len(a.d)), a.d)
 		}
 	}
 	return ms, ulp, intsEqual, cpu

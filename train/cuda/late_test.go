@@ -296,7 +296,8 @@ func (p latePinner) waitEvent(ev unsafe.Pointer) error {
 // waits, copies from host memory through the staging ring, a captured
 // step's batches held in the backend's pinned memory and copied from it
 // in place — trains to the twin's bits, float and byte batches, eager and
-// captured steps, fp32 and fp16 with a GradScaler; and no copy's source
+// captured steps, fp32 and fp16 with a GradScaler (kept on the device: no
+// EMA, so nothing of it is read between the loss's reads); and no copy's source
 // is written before the copy ran (the trainer hands a held batch back to
 // its feeder only after the copies from it: without that wait this test
 // fails).
@@ -309,6 +310,8 @@ func TestLateTwinTrainer(t *testing.T) {
 						tr.CaptureStep, tr.LossEvery = capture, 4
 						if p == train.Float16 {
 							tr.Scaler = train.NewGradScaler()
+							tr.Scaler.Scale, tr.Scaler.GrowthInterval = 1e6, 3 // skips, then growth
+							tr.EMA = nil
 						}
 					}
 					var stream func(*train.Trainer, *train.Images) train.Stream
@@ -330,6 +333,9 @@ func TestLateTwinTrainer(t *testing.T) {
 					near(t, "weights", got.weights, want.weights, 0)
 					near(t, "momentum", got.velocity, want.velocity, 0)
 					nearLosses(t, got.losses, want.losses, 0)
+					if got.skipped != want.skipped || p == train.Float16 && got.skipped == 0 {
+						t.Fatalf("skipped %d steps, the twin %d (want the same, more than 0 in fp16)", got.skipped, want.skipped)
+					}
 					if st.Staged == 0 || capture && st.InPlace == 0 {
 						t.Fatalf("staging %+v: want staged copies, and in-place ones from held batches when captured", st)
 					}

@@ -29,7 +29,7 @@ func (b *Backend) NewState(params, buffers []*train.Param, opt *train.SGD, e *tr
 	for _, f := range []struct {
 		p *uint64
 		n int
-	}{{&s.vals, s.nall}, {&s.grads, s.np}, {&s.vel, s.np}, {&s.ema, s.nall}, {&s.found, len(params)}, {&s.inv, 2}, {&s.lr, 1}} {
+	}{{&s.vals, s.nall}, {&s.grads, s.np}, {&s.vel, s.np}, {&s.ema, s.nall}, {&s.found, len(params)}, {&s.inv, 3}, {&s.lr, 1}} {
 		p, err := b.m.alloc(4 * max(f.n, 1))
 		if err != nil {
 			s.Release()
@@ -65,10 +65,11 @@ type state struct {
 	vals, grads uint64
 	vel, ema    uint64
 	found       uint64    // a float per param: the finite checks' flags
-	inv         uint64    // [the unscale factor, 1]
+	inv         uint64    // [the unscale factor, 1, the momentum exists (SGDStepScaled's)]
 	lr          uint64    // the learning rate, read by sgd_lr (a replayed step's graph does not change with it)
+	sc          uint64    // the GradScaler (amp_update_scale's doubles), 0 before PushScaler
 	velHave     bool      // the momentum exists (after the first step or a Push)
-	firstFound  bool      // the last SGDStepFound was the momentum's first
+	haveStale   bool      // SGDStepScaled ran since velHave was known: the device's flag says
 	scratch     uint64    // ZeroGrad's scratch gradients (0 until asked)
 	st          []*tensor // views of scratch, by param
 	emaHave     bool
@@ -128,13 +129,53 @@ func (s *state) Unscale(inv float32) (bool, error) {
 	return f[0] == 0, nil
 }
 
-var _ train.FoundInfState = (*state)(nil)
+var _ train.ScalerState = (*state)(nil)
 
-// UnscaleFound is Unscale with the flag left on the device (a captured
-// step's: nothing is read back).
-func (s *state) UnscaleFound(inv float32) error {
-	if err := s.b.copyIn(s.inv, []float32{inv}); err != nil {
+// scalerLen is the doubles amp_update_scale keeps: scale, growth
+// tracker, skipped count, growth factor, backoff factor, interval.
+const scalerLen = 6
+
+// PushScaler implements train.ScalerState: g's scale, counts and factors
+// into the state's doubles, float32(1/Scale) into the unscale factor,
+// and whether the momentum exists into the flag sgd_found reads.
+func (s *state) PushScaler(g *train.GradScaler) error {
+	if s.sc == 0 {
+		p, err := s.b.m.alloc(8 * scalerLen)
+		if err != nil {
+			return fmt.Errorf("cuda: GradScaler: %w", err)
+		}
+		s.sc = p
+	}
+	v := [scalerLen]float64{g.Scale, float64(g.Growth), float64(g.Skipped), g.GrowthFactor, g.BackoffFactor, float64(g.GrowthInterval)}
+	if err := s.b.m.copyIn(s.sc, unsafe.Pointer(&v[0]), 8*scalerLen); err != nil {
 		return err
+	}
+	if err := s.syncHave(); err != nil {
+		return err
+	}
+	return s.b.copyIn(s.inv, []float32{float32(1 / g.Scale), 1, flagF(s.velHave)})
+}
+
+// PullScaler implements train.ScalerState: the scale and counts read back
+// (waiting for the queued work).
+func (s *state) PullScaler(g *train.GradScaler) error {
+	if s.sc == 0 {
+		return errors.New("cuda: no GradScaler on the device (PushScaler)")
+	}
+	var v [scalerLen]float64
+	if err := s.b.m.copyOut(unsafe.Pointer(&v[0]), s.sc, 8*scalerLen); err != nil {
+		return err
+	}
+	g.Scale, g.Growth, g.Skipped = v[0], int(v[1]), int(v[2])
+	return nil
+}
+
+// UnscaleScaled implements train.ScalerState: amp_unscale over every
+// gradient by the factor amp_update_scale (or PushScaler) left, its flag
+// on the device.
+func (s *state) UnscaleScaled() error {
+	if s.sc == 0 {
+		return errors.New("cuda: no GradScaler on the device (PushScaler)")
 	}
 	if err := s.b.m.zero(s.found, 4); err != nil {
 		return err
@@ -142,37 +183,52 @@ func (s *state) UnscaleFound(inv float32) error {
 	return s.b.run("amp_unscale", kernels.Elementwise, s.np, 0, s.grads, i64(s.np), s.found, s.inv)
 }
 
-// SGDStepFound is SGDStep with sgd_found, which skips the update on the
-// device when UnscaleFound's flag is set; whether it did is known at
-// Finite, which then undoes the host's note that the momentum exists.
-func (s *state) SGDStepFound(o *train.SGD, lr float64) error {
-	first := o.Momentum != 0 && !s.velHave
+// SGDStepScaled implements train.ScalerState: sgd_found, which skips the
+// update when UnscaleScaled's flag is set and takes the momentum's first
+// step from the device's flag, then amp_update_scale. Nothing is read
+// back: whether the momentum exists is known again at the next read of
+// the flag (syncHave).
+func (s *state) SGDStepScaled(o *train.SGD, lr float64) error {
+	if s.sc == 0 {
+		return errors.New("cuda: no GradScaler on the device (PushScaler)")
+	}
 	s.changed()
 	if err := s.b.copyIn(s.lr, []float32{float32(lr)}); err != nil {
 		return err
 	}
+	have := s.inv + 8
 	if err := s.b.run("sgd_found", kernels.Elementwise, s.np, 0, s.vals, s.grads, s.vel, i64(s.np), s.lr,
-		f32(o.Momentum), f32(o.WeightDecay), flag(o.Nesterov), flag(first), s.found); err != nil {
+		f32(o.Momentum), f32(o.WeightDecay), flag(o.Nesterov), have, s.found); err != nil {
 		return err
 	}
-	if o.Momentum != 0 {
-		s.velHave = true
+	if o.Momentum == 0 {
+		have = 0 // no momentum is made
+	} else {
+		s.haveStale = true
 	}
-	s.firstFound = first
+	return s.b.run("amp_update_scale", kernels.Single, 1, 1, s.sc, s.found, s.inv, have)
+}
+
+// syncHave reads whether the momentum exists from the device's flag when
+// SGDStepScaled ran since it was last known (waiting for the queued
+// work).
+func (s *state) syncHave() error {
+	if !s.haveStale {
+		return nil
+	}
+	f := []float32{0}
+	if err := s.b.copyOut(f, s.inv+8); err != nil {
+		return err
+	}
+	s.velHave, s.haveStale = f[0] != 0, false
 	return nil
 }
 
-// Finite reads UnscaleFound's flag (waiting for the queued work).
-func (s *state) Finite() (bool, error) {
-	f := []float32{0}
-	if err := s.b.copyOut(f, s.found); err != nil {
-		return false, err
+func flagF(v bool) float32 {
+	if v {
+		return 1
 	}
-	if f[0] != 0 && s.firstFound {
-		s.velHave = false // the skipped step made no momentum
-	}
-	s.firstFound = false
-	return f[0] == 0, nil
+	return 0
 }
 
 var _ train.GradAccumulator = (*state)(nil)
@@ -219,6 +275,9 @@ func (s *state) AccumulateGrads() error {
 // rate copied into device memory first (so a captured step's graph reads
 // each step's rate and stays the same).
 func (s *state) SGDStep(o *train.SGD, lr float64) error {
+	if err := s.syncHave(); err != nil {
+		return err
+	}
 	first := o.Momentum != 0 && !s.velHave
 	s.changed()
 	if err := s.b.copyIn(s.lr, []float32{float32(lr)}); err != nil {
@@ -227,6 +286,11 @@ func (s *state) SGDStep(o *train.SGD, lr float64) error {
 	if err := s.b.run("sgd_lr", kernels.Elementwise, s.np, 0, s.vals, s.grads, s.vel, i64(s.np), s.lr,
 		f32(o.Momentum), f32(o.WeightDecay), flag(o.Nesterov), flag(first)); err != nil {
 		return err
+	}
+	if first { // the flag sgd_found reads, should a scaled step follow
+		if err := s.b.copyIn(s.inv+8, []float32{1}); err != nil {
+			return err
+		}
 	}
 	if o.Momentum != 0 {
 		s.velHave = true
@@ -298,6 +362,9 @@ func (s *state) EMASwap() error {
 // Pull copies the values, the momentum and the average out (each copy
 // waits for the queued work).
 func (s *state) Pull(opt *train.SGD, e *train.EMA) error {
+	if err := s.syncHave(); err != nil {
+		return err
+	}
 	for i, p := range s.all {
 		if err := s.b.copyOut(p.Value, s.vals+4*uint64(s.off[i])); err != nil {
 			return fmt.Errorf("cuda: pull %s: %w", p.Name, err)
@@ -347,7 +414,7 @@ func (s *state) Push(opt *train.SGD, e *train.EMA) error {
 			return fmt.Errorf("cuda: push %s: %w", p.Name, err)
 		}
 	}
-	s.velHave, s.emaHave = false, false
+	s.velHave, s.emaHave, s.haveStale = false, false, false
 	if opt != nil && opt.Velocity != nil {
 		if len(opt.Velocity) != len(s.params) {
 			return fmt.Errorf("cuda: push: momentum of %d params, the state has %d", len(opt.Velocity), len(s.params))
@@ -361,6 +428,9 @@ func (s *state) Push(opt *train.SGD, e *train.EMA) error {
 			}
 		}
 		s.velHave = true
+	}
+	if err := s.b.copyIn(s.inv+8, []float32{flagF(s.velHave)}); err != nil {
+		return err
 	}
 	if e != nil && e.Values != nil {
 		if len(e.Values) != len(s.all) {
@@ -380,7 +450,7 @@ func (s *state) Push(opt *train.SGD, e *train.EMA) error {
 }
 
 func (s *state) Release() {
-	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv, &s.lr, &s.low, &s.scratch} {
+	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv, &s.lr, &s.sc, &s.low, &s.scratch} {
 		if *p != 0 {
 			s.b.m.free(*p)
 			*p = 0
@@ -413,7 +483,29 @@ type lossOp struct {
 	labelHost []int32
 }
 
+var _ train.ScaledLossOp = (*lossOp)(nil)
+
 func (l *lossOp) Forward(logits train.Tensor, labels []int, gradScale float64) (train.Tensor, error) {
+	if gradScale == 0 {
+		gradScale = 1
+	}
+	return l.forward(logits, labels, gradScale, 0)
+}
+
+// ForwardScaled implements train.ScaledLossOp: ce_loss reads the scale
+// from ss's doubles on the device (a state of this backend with a
+// GradScaler pushed).
+func (l *lossOp) ForwardScaled(logits train.Tensor, labels []int, ss train.ScalerState) (train.Tensor, error) {
+	st, ok := ss.(*state)
+	if !ok || st.b != l.b || st.sc == 0 {
+		return nil, fmt.Errorf("cuda: cross-entropy scaled by %T, not a state of this backend with a GradScaler", ss)
+	}
+	return l.forward(logits, labels, 1, st.sc)
+}
+
+// forward is ce_loss then ce_sums, the gradient scaled by gradScale, or
+// by the double at dscale in device memory when it is not 0.
+func (l *lossOp) forward(logits train.Tensor, labels []int, gradScale float64, dscale uint64) (train.Tensor, error) {
 	x, err := asT(logits, 2)
 	if err != nil {
 		return nil, err
@@ -448,11 +540,8 @@ func (l *lossOp) Forward(logits train.Tensor, labels []int, gradScale float64) (
 	if err := l.b.ensure(&l.rowstat, 3*n); err != nil {
 		return nil, err
 	}
-	if gradScale == 0 {
-		gradScale = 1
-	}
 	if err := l.b.run("ce_loss", kernels.PerRow, n, k, x.p, l.labels, l.dl.p, l.rowstat.p, i32(n), i32(k), f32(l.eps),
-		f32(float32(gradScale/float64(n)))); err != nil {
+		f32(float32(gradScale/float64(n))), dscale); err != nil {
 		return nil, err
 	}
 	if err := l.b.run("ce_sums", kernels.Single, 1, n, l.rowstat.p, i32(n), l.sums); err != nil {

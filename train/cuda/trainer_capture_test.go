@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -14,9 +15,12 @@ import (
 // of the same run without it — weights, momentum, EMA and every read
 // loss — over three epochs, fp32 and fp16 with a GradScaler whose first
 // scale (10⁶) overflows fp16 for the first steps (skipped on the device's
-// flag, the momentum's first step among them, the scale backing off and
-// the records re-captured as the loss's scale changes) and then holds
-// (replayed steps), the loss read every second step.
+// flag, the momentum's first step among them, the scale backing off on
+// the device) and then holds, the loss read every second step. Without an EMA the
+// GradScaler stays on the device from one loss read to the next, its
+// scale growing every second step: each epoch is then warmed, captured
+// once and replayed, since the scale lives in device memory and no
+// launch changes with it.
 func TestTwinTrainerCapture(t *testing.T) {
 	trainerCapture(t, func(o train.BackendOptions) *Backend { return twinWith(t, o) }, 0)
 }
@@ -24,8 +28,12 @@ func TestTwinTrainerCapture(t *testing.T) {
 // trainerCapture runs the plan on backends open makes; tol is 0 (bits)
 // where the machine is deterministic.
 func trainerCapture(t *testing.T, open func(train.BackendOptions) *Backend, tol float64) {
-	for _, p := range []train.Precision{train.Float32, train.Float16} {
-		t.Run(p.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		p   train.Precision
+		ema bool
+	}{{train.Float32, true}, {train.Float16, true}, {train.Float16, false}} {
+		p := c.p
+		t.Run(fmt.Sprintf("%s/ema=%v", p, c.ema), func(t *testing.T) {
 			o := train.BackendOptions{Precision: p}
 			setup := func(capture bool) func(*train.Trainer) {
 				return func(tr *train.Trainer) {
@@ -33,6 +41,10 @@ func trainerCapture(t *testing.T, open func(train.BackendOptions) *Backend, tol 
 					if p == train.Float16 {
 						tr.Scaler = train.NewGradScaler()
 						tr.Scaler.Scale = 1e6
+					}
+					if !c.ema {
+						tr.EMA = nil
+						tr.Scaler.GrowthInterval = 2
 					}
 				}
 			}
@@ -56,14 +68,17 @@ func trainerCapture(t *testing.T, open func(train.BackendOptions) *Backend, tol 
 			near(t, "weights", got.weights, want.weights, tol)
 			near(t, "momentum", got.velocity, want.velocity, tol)
 			near(t, "EMA", got.ema, want.ema, tol)
-			e, c, r := graphB.StepRuns()
-			if r == 0 || c < 3 || e < 3 {
-				t.Errorf("runs: %d eager, %d captured, %d replayed; want each epoch warmed, captured, replayed", e, c, r)
+			e, cap, r := graphB.StepRuns()
+			if r == 0 || cap < 3 || e < 3 {
+				t.Errorf("runs: %d eager, %d captured, %d replayed; want each epoch warmed, captured, replayed", e, cap, r)
+			}
+			if !c.ema && (e != 3 || cap != 3) {
+				t.Errorf("runs: %d eager, %d captured; want one warm-up and one capture an epoch (the scale's changes re-capture nothing)", e, cap)
 			}
 			if e0, c0, r0 := eagerB.StepRuns(); e0+c0+r0 != 0 {
 				t.Errorf("without CaptureStep the backend ran %d steps through RunStep", e0+c0+r0)
 			}
-			t.Logf("%s: %d eager, %d captured, %d replayed, %d skipped", p, e, c, r, got.skipped)
+			t.Logf("%s: %d eager, %d captured, %d replayed, %d skipped", p, e, cap, r, got.skipped)
 		})
 	}
 }

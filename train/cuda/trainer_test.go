@@ -104,7 +104,10 @@ func trainRunStream(t *testing.T, b train.Backend, epochs int, from, save string
 	for _, p := range append(net.Params(), net.Buffers()...) {
 		o.weights = append(o.weights, slices.Clone(p.Value))
 	}
-	o.velocity, o.ema = tr.Opt.Velocity, tr.EMA.Values
+	o.velocity = tr.Opt.Velocity
+	if tr.EMA != nil {
+		o.ema = tr.EMA.Values
+	}
 	if tr.Scaler != nil {
 		o.skipped = tr.Scaler.Skipped
 	}

@@ -239,12 +239,17 @@ DEVICE void reduce_sum_i(int *sh) {
  * the loss -(1-eps) log p_y - eps/k sum_j log p_j, whether the label is the
  * top-1 and among the top-5 (rank as train.CrossEntropy: ties to the lower
  * index, a NaN above every number, a NaN label logit never correct).
- * A label outside [0, k) gives a NaN loss and counts as wrong. */
+ * A label outside [0, k) gives a NaN loss and counts as wrong.
+ * With dscale (not null), gscale is (float)(*dscale / n) instead: the
+ * GradScaler's scale kept on the device (amp_update_scale's), so that a
+ * step's launch does not change with the scale. */
 KERNEL ce_loss(const float *logits, const i32 *labels, float *dlogits, float *rowstat,
-	       i32 n, i32 k, float eps, float gscale) {
+	       i32 n, i32 k, float eps, float gscale, const double *dscale) {
 	SHARED float sh[MAXB];
 	SHARED int shi[MAXB];
 	SHARED float mx, lse;
+	if (dscale)
+		gscale = (float)(*dscale / (double)n);
 	for (i64 row = BLOCK_IDX; row < n; row += GRID_DIM) {
 		const float *x = logits + row * k;
 		float *dx = dlogits + row * k;
@@ -720,11 +725,14 @@ KERNEL sgd_lr(float *w, const float *g, float *v, i64 n, const float *lr, float 
  * skipped step decided on the device, as torch's fused optimiser steps
  * take found_inf as a tensor (_fused_sgd_'s found_inf argument) so that
  * no flag is read back inside the step. amp_unscale wrote the flag
- * earlier on the same stream. */
+ * earlier on the same stream. Whether the momentum exists is read from
+ * the device too (*have not 0; amp_update_scale sets it after the first
+ * step taken), since a skipped first step makes none. */
 KERNEL sgd_found(float *w, const float *g, float *v, i64 n, const float *lr, float momentum, float wd,
-		 i32 nesterov, i32 first, const float *found_inf) {
+		 i32 nesterov, const float *have, const float *found_inf) {
 	if (*found_inf != 0.0f)
 		return;
+	const i32 first = *have == 0.0f;
 	const float rate = *lr;
 	FOR_EACH(i, n) {
 		float d = g[i];
@@ -737,4 +745,37 @@ KERNEL sgd_found(float *w, const float *g, float *v, i64 n, const float *lr, flo
 		}
 		w[i] = fmaf(-rate, d, w[i]);
 	}
+}
+
+/* amp_update_scale: torch's _amp_update_scale_ on train.GradScaler's state
+ * kept on the device, sc = {scale, growth count, skipped count, growth
+ * factor, backoff factor, growth interval} in doubles (GradScaler.Update's
+ * float64 arithmetic, so the same scales): a step whose gradients were not
+ * finite (*found_inf, amp_unscale's) cuts the scale by the backoff factor,
+ * zeroes the count and counts the skip; GrowthInterval finite steps in a
+ * row multiply it by the growth factor. It writes the next step's unscale
+ * factor, (float)(1/scale) as the host's float32(1/Scale), into *inv, and
+ * after a finite step sets *have (the momentum exists; null without
+ * momentum). One thread: nothing of the step is read back to the host. */
+KERNEL amp_update_scale(double *sc, const float *found_inf, float *inv, float *have) {
+	if (BLOCK_IDX != 0)
+		return;
+	THREADS(t)
+	if (t == 0) {
+		if (*found_inf != 0.0f) {
+			sc[0] *= sc[4];
+			sc[1] = 0;
+			sc[2] += 1;
+		} else {
+			sc[1] += 1;
+			if (sc[1] == sc[5]) {
+				sc[0] *= sc[3];
+				sc[1] = 0;
+			}
+			if (have)
+				*have = 1.0f;
+		}
+		*inv = (float)(1.0 / sc[0]);
+	}
+	END_THREADS
 }

@@ -156,3 +156,39 @@ func TestCELossAgainstReference(t *testing.T) {
 		xt.Release()
 	}
 }
+
+// ce_loss with the scale in device memory (dscale) writes the gradient
+// the launch argument float32(scale/n) gives, for a scale that is no
+// power of two over a batch that is none (so a float32 division would
+// round otherwise).
+func TestCELossDeviceScale(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(5, 17))
+	c := ceCases[3] // 37 rows: dividing by n rounds
+	x, y := ceData(r, c)
+	scale := []float64{30000.3}
+	l := Launch{4, 64}
+	run := func(gscale float32, dscale []float64) []float32 {
+		g, rows := make([]float32, c.n*c.k), make([]float32, 3*c.n)
+		pin(t, x, y, g, rows)
+		var d uint64
+		if dscale != nil {
+			pin(t, dscale)
+			d = ptrSlot(dscale)
+		}
+		if err := LaunchCPU("ce_loss", l, []uint64{ptrSlot(x), ptrSlot(y), ptrSlot(g), ptrSlot(rows), i32Slot(c.n), i32Slot(c.k), f32Slot(c.eps), f32Slot(gscale), d}); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	want := run(float32(scale[0]/float64(c.n)), nil)
+	got := run(123, scale) // the launch's gscale is ignored
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("element %d: %g with the device's scale, %g with the launch's", i, got[i], want[i])
+		}
+	}
+	if float32(scale[0]/float64(c.n)) == float32(scale[0])/float32(c.n) {
+		t.Fatalf("scale %v: float32 and float64 division agree; the test shows nothing", scale[0])
+	}
+}

@@ -243,30 +243,72 @@ func TestSGDLRMatchesSGD(t *testing.T) {
 	}
 }
 
-// sgd_found steps as sgd_lr when the flag is 0 and leaves the weights and
-// the momentum untouched when it is set.
+// sgd_found steps as sgd_lr when the flag is 0 — its first step (the
+// momentum made from the gradient) where *have is 0, a later one where it
+// is not — and leaves the weights and the momentum untouched when the
+// flag is set.
 func TestSGDFoundSkipsOnFlag(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(9, 10))
 	w0, g, v0 := randn(r, 3000, 0.1), randn(r, 3000, 0.01), randn(r, 3000, 0.01)
 	for _, found := range []float32{0, 1} {
-		l := Launch{3, 128}
-		w1, v1, w2, v2 := slices.Clone(w0), slices.Clone(v0), slices.Clone(w0), slices.Clone(v0)
-		lr, flag := []float32{0.05}, []float32{found}
-		pin(t, w1, v1, w2, v2, g, lr, flag)
-		hyper := []uint64{f32Slot(0.9), f32Slot(5e-4), i32Slot(0), i32Slot(0)}
-		if err := LaunchCPU("sgd_lr", l, append([]uint64{ptrSlot(w1), ptrSlot(g), ptrSlot(v1), i64Slot(len(w1)), ptrSlot(lr)}, hyper...)); err != nil {
+		for _, first := range []bool{true, false} {
+			l := Launch{3, 128}
+			w1, v1, w2, v2 := slices.Clone(w0), slices.Clone(v0), slices.Clone(w0), slices.Clone(v0)
+			lr, flag, have := []float32{0.05}, []float32{found}, []float32{1}
+			if first {
+				have[0] = 0
+			}
+			pin(t, w1, v1, w2, v2, g, lr, flag, have)
+			hyper := []uint64{f32Slot(0.9), f32Slot(5e-4), i32Slot(0)}
+			if err := LaunchCPU("sgd_lr", l, append([]uint64{ptrSlot(w1), ptrSlot(g), ptrSlot(v1), i64Slot(len(w1)), ptrSlot(lr)}, append(hyper, i32Slot(map[bool]int{true: 1}[first]))...)); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]uint64{ptrSlot(w2), ptrSlot(g), ptrSlot(v2), i64Slot(len(w2)), ptrSlot(lr)}, hyper...)
+			if err := LaunchCPU("sgd_found", l, append(args, ptrSlot(have), ptrSlot(flag))); err != nil {
+				t.Fatal(err)
+			}
+			if found == 0 && (!slices.Equal(w1, w2) || !slices.Equal(v1, v2)) {
+				t.Errorf("flag 0, first %v: sgd_found differs from sgd_lr", first)
+			}
+			if found != 0 && (!slices.Equal(w2, w0) || !slices.Equal(v2, v0)) {
+				t.Errorf("flag set, first %v: sgd_found changed the weights or the momentum", first)
+			}
+		}
+	}
+}
+
+// amp_update_scale keeps the scale, the growth tracker and the skipped
+// count as train.GradScaler.Update does, step for step, over finite and
+// non-finite steps (growth and backoff factors that are not powers of
+// two, so float32 arithmetic would drift), writes float32(1/Scale) as the
+// next unscale factor, and marks the momentum made after the first finite
+// step only.
+func TestAMPUpdateScaleAsGradScaler(t *testing.T) {
+	needCPU(t)
+	host := &train.GradScaler{Scale: 1000, GrowthFactor: 1.7, BackoffFactor: 0.3, GrowthInterval: 3}
+	sc := []float64{host.Scale, 0, 0, host.GrowthFactor, host.BackoffFactor, float64(host.GrowthInterval)}
+	found, inv, have := []float32{0}, []float32{0}, []float32{0}
+	pin(t, sc, found, inv, have)
+	steps := []bool{false, false, true, true, true, true, false, true, true, true, true, true, true, true}
+	for i, finite := range steps {
+		found[0] = 1
+		if finite {
+			found[0] = 0
+		}
+		if err := LaunchCPU("amp_update_scale", Launch{1, 32}, []uint64{ptrSlot(sc), ptrSlot(found), ptrSlot(inv), ptrSlot(have)}); err != nil {
 			t.Fatal(err)
 		}
-		args := append([]uint64{ptrSlot(w2), ptrSlot(g), ptrSlot(v2), i64Slot(len(w2)), ptrSlot(lr)}, hyper...)
-		if err := LaunchCPU("sgd_found", l, append(args, ptrSlot(flag))); err != nil {
-			t.Fatal(err)
+		host.Update(finite)
+		if sc[0] != host.Scale || int(sc[1]) != host.Growth || int(sc[2]) != host.Skipped || inv[0] != float32(1/host.Scale) {
+			t.Fatalf("step %d (finite %v): device scale %v, growth %v, skipped %v, inv %v; GradScaler %v, %d, %d, %v",
+				i+1, finite, sc[0], sc[1], sc[2], inv[0], host.Scale, host.Growth, host.Skipped, float32(1/host.Scale))
 		}
-		if found == 0 && (!slices.Equal(w1, w2) || !slices.Equal(v1, v2)) {
-			t.Errorf("flag 0: sgd_found differs from sgd_lr")
+		if want := map[bool]float32{true: 1}[i >= 2]; have[0] != want { // steps 1 and 2 are skipped
+			t.Fatalf("step %d: momentum flag %v, want %v", i+1, have[0], want)
 		}
-		if found != 0 && (!slices.Equal(w2, w0) || !slices.Equal(v2, v0)) {
-			t.Errorf("flag set: sgd_found changed the weights or the momentum")
-		}
+	}
+	if host.Skipped != 3 || host.Scale == 1000 {
+		t.Fatalf("the sequence did not exercise the scaler: %+v", host)
 	}
 }

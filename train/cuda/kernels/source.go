@@ -111,8 +111,9 @@ var Kernels = []Kernel{
 	{"swap_f32", Elementwise},
 	{"copy_f32", Elementwise},
 	{"fill_f32", Elementwise},
-	{"sgd_lr", Elementwise},    // sgd with the rate in device memory (a captured step's)
-	{"sgd_found", Elementwise}, // sgd_lr skipped on the device when the GradScaler's flag is set
+	{"sgd_lr", Elementwise},      // sgd with the rate in device memory (a captured step's)
+	{"sgd_found", Elementwise},   // sgd_lr skipped on the device when the GradScaler's flag is set
+	{"amp_update_scale", Single}, // the GradScaler's update on the device (torch's _amp_update_scale_)
 }
 
 var kernelDef = regexp.MustCompile(`(?m)^KERNEL (\w+)\(`)
