@@ -66,6 +66,7 @@ type call struct {
 	out   uint64
 	g     gemmArgs
 	n     int
+	ws    uint64 // a convolution's workspace (workspacer), 0 where the machine has none
 	data  []byte // capture: a copy in's bytes, staged until the capture ends
 	// done: a copy in that replay mode queued at once (it lands before
 	// the record's launch, and a diverging step does not run it again).
@@ -79,7 +80,7 @@ func (c *call) same(o *call) bool {
 	case c.kind == callLaunch:
 		return c.name == o.name && c.l == o.l && slices.Equal(c.args, o.args)
 	case c.kind == callConv:
-		return c.cs == o.cs && sizes(&c.shape) == sizes(&o.shape) && c.dir == o.dir && c.a == o.a && c.b == o.b && c.out == o.out
+		return c.cs == o.cs && sizes(&c.shape) == sizes(&o.shape) && c.dir == o.dir && c.a == o.a && c.b == o.b && c.out == o.out && c.ws == o.ws
 	case c.kind == callGemm:
 		return c.g == o.g
 	}
@@ -192,7 +193,22 @@ func (w *recorder) launch(name string, l kernels.Launch, args ...uint64) error {
 func (w *recorder) conv(c *convShape, dir convDir, a, b, out uint64) error {
 	s := *c
 	s.state, s.releaseState = nil, nil
-	return w.do(call{kind: callConv, cs: c, shape: s, dir: dir, a: a, b: b, out: out})
+	var ws uint64
+	if m, ok := w.machine.(workspacer); ok {
+		ws = m.workspaceAddr()
+	}
+	return w.do(call{kind: callConv, cs: c, shape: s, dir: dir, a: a, b: b, out: out, ws: ws})
+}
+
+// workspacer is implemented by a machine whose convolutions run in a
+// workspace of its own (cuDNN's, dnn's: grown when a convolution needs
+// more, the old one freed). A recorded convolution names the workspace's
+// address, since the record (a CUDA graph) holds it: a step after the
+// workspace moved — grown between steps by a larger convolution, as an
+// evaluation's batch may need — differs from the record and runs eagerly
+// instead of replaying into freed memory.
+type workspacer interface {
+	workspaceAddr() uint64
 }
 
 func (w *recorder) gemm(g gemmArgs) error { return w.do(call{kind: callGemm, g: g}) }

@@ -328,3 +328,43 @@ func TestTwinStepCaptureRefusesHostRead(t *testing.T) {
 }
 
 func unsafePointer(v *[4]byte) unsafe.Pointer { return unsafe.Pointer(&v[0]) }
+
+// movingWorkspace is a machine whose convolutions' workspace is at ws (a
+// workspacer): the test moves it as a grown cuDNN workspace moves.
+type movingWorkspace struct {
+	machine
+	ws uint64
+}
+
+func (m *movingWorkspace) workspaceAddr() uint64 { return m.ws }
+
+// A record names its convolutions' workspace: once the workspace moved
+// (grown between steps, the old one freed) the next step leaves the
+// record and runs eagerly, the one after captures again; a CUDA graph
+// replayed after the move would run its convolutions in freed memory.
+func TestStepCaptureWorkspaceMoved(t *testing.T) {
+	b := twinWith(t, train.BackendOptions{})
+	mw := &movingWorkspace{machine: b.m, ws: 1 << 20}
+	b.m = mw
+	t.Cleanup(func() { b.m = mw.machine })
+	n, ref := newTinyNet(t, b), newTinyNet(t, twinWith(t, train.BackendOptions{}))
+	plan := []train.StepRun{train.StepEager, train.StepCaptured, train.StepReplayed, train.StepEager, train.StepCaptured, train.StepReplayed}
+	for s, want := range plan {
+		if s == 3 {
+			mw.ws = 2 << 20
+		}
+		run, err := b.RunStep("b8", func() error { return n.step(s, 8) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.step(s, 8); err != nil {
+			t.Fatal(err)
+		}
+		if run != want {
+			t.Errorf("step %d: %v, want %v (the workspace moved before step 3)", s, run, want)
+		}
+	}
+	if err := sameWithin(n.weights(t), ref.weights(t), 0); err != nil {
+		t.Fatal(err)
+	}
+}

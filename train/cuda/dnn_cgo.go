@@ -237,6 +237,10 @@ func (m *dnn) gemm(g gemmArgs) error {
 
 func (m *dnn) tuneChoices() []train.TuneChoice { return slices.Clone(m.choices) }
 
+// workspaceAddr is the workspace's address (0: none yet): the recorder's
+// (workspacer).
+func (m *dnn) workspaceAddr() uint64 { return m.ws }
+
 // releaseWorkspace frees the workspace.
 func (m *dnn) releaseWorkspace() {
 	if m.ws != 0 {
