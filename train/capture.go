@@ -16,7 +16,10 @@ import (
 // device calls are checked against the record instead of queued, and the
 // record is launched at the end. A step whose calls differ from the
 // record (another pointer, shape or argument) runs eagerly and is
-// captured again next time.
+// captured again next time: a record may outlive the memory it names,
+// since no step replays it unless its calls name the same memory. The
+// trainer keeps it from one TrainStream call to the next and releases it
+// at Close.
 //
 // Inside a captured or replayed step nothing may be read back to the
 // host (losses, finite flags: read them once per interval, outside the

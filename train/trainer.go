@@ -291,12 +291,13 @@ func (t *Trainer) TrainStream(ctx context.Context, data Stream, onStep func(Step
 		return EpochResult{}, err
 	}
 	res, err := t.run(ctx, steps, data.Epoch(ctx, t.Epoch, t.Step), onStep)
-	if c, ok := t.Backend.(StepCapturer); ok && t.CaptureStep {
-		c.ReleaseStep() // the record names the state's memory, released below
-	}
 	// A device state lives for the call: the host values are the
 	// network's again when it returns (to evaluate, recalibrate, save or
-	// change), and the next call binds them afresh.
+	// change), and the next call binds them afresh. A captured step's
+	// record outlives it: the next call's steps replay it only where
+	// their calls name the same memory (a backend that gives a state
+	// back the same addresses, as cuda does, replays across epochs;
+	// StepCapturer checks every call), and Close releases it.
 	if uerr := t.unbindState(); uerr != nil && err == nil {
 		err = uerr
 	}
@@ -716,6 +717,9 @@ type Stream interface {
 // all-reduce goroutines (the networks and backends stay open). Calling it
 // again does nothing.
 func (t *Trainer) Close() {
+	if c, ok := t.Backend.(StepCapturer); ok && t.CaptureStep {
+		c.ReleaseStep() // the record names the trainer's memory
+	}
 	t.releaseInput()
 	t.unbindState() // pulls first: the host mirrors keep the weights
 	for _, d := range t.devs {

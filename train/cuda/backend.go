@@ -29,8 +29,11 @@ type Backend struct {
 	low     dtype // the operands of convolutions and products
 	// nhwc: 16-bit convolutions run channels-last, the casts around them
 	// moving the values (BackendOptions.ChannelsLast).
-	nhwc   bool
-	graph  stepGraph
+	nhwc  bool
+	graph stepGraph
+	// spare is a released state's memory, for the next state of its
+	// sizes (state.Release, takeMemory).
+	spare  *stateMem
 	closed bool
 }
 
@@ -241,7 +244,7 @@ func (b *Backend) Close() error {
 	if b.closed {
 		return nil
 	}
-	b.ReleaseStep()
+	b.ReleaseStep() // and the spare state memory
 	b.closed = true
 	return b.m.close()
 }

@@ -407,6 +407,10 @@ func (b *Backend) dropRecord() {
 func (b *Backend) ReleaseStep() {
 	b.dropRecord()
 	b.graph.key, b.graph.warm = "", false
+	if b.spare != nil { // kept for the record's addresses
+		b.spare.free(b)
+		b.spare = nil
+	}
 }
 
 // StepRuns counts the steps RunStep ran eagerly, captured and replayed.

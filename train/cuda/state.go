@@ -26,16 +26,10 @@ func (b *Backend) NewState(params, buffers []*train.Param, opt *train.SGD, e *tr
 			s.np = s.nall
 		}
 	}
-	for _, f := range []struct {
-		p *uint64
-		n int
-	}{{&s.vals, s.nall}, {&s.grads, s.np}, {&s.vel, s.np}, {&s.ema, s.nall}, {&s.found, len(params)}, {&s.inv, 3}, {&s.lr, 1}} {
-		p, err := b.m.alloc(4 * max(f.n, 1))
-		if err != nil {
-			s.Release()
-			return nil, fmt.Errorf("cuda: state of %d values: %w", s.nall, err)
-		}
-		*f.p = p
+	s.sizes = [3]int{s.np, s.nall, len(params)}
+	if err := s.takeMemory(); err != nil {
+		s.Release()
+		return nil, fmt.Errorf("cuda: state of %d values: %w", s.nall, err)
 	}
 	for i, p := range s.all {
 		v := &tensor{b: b, shape: []int{len(p.Value)}, p: s.vals + 4*uint64(s.off[i]), n: len(p.Value), view: true, st: s, off: s.off[i]}
@@ -62,23 +56,50 @@ type state struct {
 	params, all []*train.Param
 	off         []int // element offset of each of all in vals (and of each param in grads, vel)
 	np, nall    int   // elements of the params, of all
+	stateMem
+	velHave   bool      // the momentum exists (after the first step or a Push)
+	haveStale bool      // SGDStepScaled ran since velHave was known: the device's flag says
+	st        []*tensor // views of scratch, by param
+	emaHave   bool
+	vt, gt    []*tensor
+	// gen counts the changes of the values; lowGen is the one low was
+	// cast from.
+	gen, lowGen uint64
+}
+
+// stateMem is a state's device memory. A released state's is kept by the
+// backend (Backend.spare) and taken by the next state of the same sizes,
+// so a network bound again — the next epoch's TrainStream — gets the same
+// addresses, and the step's record (a CUDA graph, which names them)
+// replays instead of being captured again.
+type stateMem struct {
+	sizes       [3]int // np, nall, params: what it was made for
 	vals, grads uint64
 	vel, ema    uint64
-	found       uint64    // a float per param: the finite checks' flags
-	inv         uint64    // [the unscale factor, 1, the momentum exists (SGDStepScaled's)]
-	lr          uint64    // the learning rate, read by sgd_lr (a replayed step's graph does not change with it)
-	sc          uint64    // the GradScaler (amp_update_scale's doubles), 0 before PushScaler
-	velHave     bool      // the momentum exists (after the first step or a Push)
-	haveStale   bool      // SGDStepScaled ran since velHave was known: the device's flag says
-	scratch     uint64    // ZeroGrad's scratch gradients (0 until asked)
-	st          []*tensor // views of scratch, by param
-	emaHave     bool
-	vt, gt      []*tensor
+	found       uint64 // a float per param: the finite checks' flags
+	inv         uint64 // [the unscale factor, 1, the momentum exists (SGDStepScaled's)]
+	lr          uint64 // the learning rate, read by sgd_lr (a replayed step's graph does not change with it)
+	sc          uint64 // the GradScaler (amp_update_scale's doubles), 0 before PushScaler
+	scratch     uint64 // ZeroGrad's scratch gradients (0 until asked)
 	// low is the values cast to the backend's 16-bit type (bf16, fp16):
 	// the weights convolutions and products read, cast once after each
-	// change of the values (gen counts them; lowGen is the one cast).
-	low         uint64
-	gen, lowGen uint64
+	// change of the values (0 until asked).
+	low uint64
+}
+
+// ptrs lists the allocations, for freeing.
+func (m *stateMem) ptrs() []*uint64 {
+	return []*uint64{&m.vals, &m.grads, &m.vel, &m.ema, &m.found, &m.inv, &m.lr, &m.sc, &m.low, &m.scratch}
+}
+
+// free releases every allocation of m on b's machine.
+func (m *stateMem) free(b *Backend) {
+	for _, p := range m.ptrs() {
+		if *p != 0 {
+			b.m.free(*p)
+			*p = 0
+		}
+	}
 }
 
 // changed records that the values changed: the 16-bit copy is stale.
@@ -449,14 +470,52 @@ func (s *state) Push(opt *train.SGD, e *train.EMA) error {
 	return nil
 }
 
+// Release frees the state's memory, or, while the backend runs captured
+// steps (a step graph is warm), gives it to the backend for the next
+// state of its sizes (Backend.spare, one kept; freed by ReleaseStep and
+// Close).
 func (s *state) Release() {
-	for _, p := range []*uint64{&s.vals, &s.grads, &s.vel, &s.ema, &s.found, &s.inv, &s.lr, &s.sc, &s.low, &s.scratch} {
-		if *p != 0 {
-			s.b.m.free(*p)
-			*p = 0
+	if s.vals != 0 && !s.b.closed && s.b.graph.warm {
+		if s.b.spare != nil {
+			s.b.spare.free(s.b)
 		}
+		s.b.spare = &stateMem{}
+		*s.b.spare = s.stateMem
+	} else {
+		s.stateMem.free(s.b)
 	}
+	s.stateMem = stateMem{}
 	s.vt, s.gt, s.st = nil, nil, nil
+}
+
+// takeMemory gives s the backend's spare memory when it was made for the
+// same sizes (its gradients and flags zeroed, as new memory is: the
+// values, momentum, average and scaler are written by Push and
+// PushScaler, the 16-bit copy is cast again), else new memory.
+func (s *state) takeMemory() error {
+	b := s.b
+	if sp := b.spare; sp != nil {
+		b.spare = nil
+		if sp.sizes == s.sizes {
+			s.stateMem = *sp
+			if err := b.m.zero(s.grads, 4*max(s.np, 1)); err != nil {
+				return err
+			}
+			return b.m.zero(s.found, 4*max(len(s.params), 1))
+		}
+		sp.free(b)
+	}
+	for _, f := range []struct {
+		p *uint64
+		n int
+	}{{&s.vals, s.nall}, {&s.grads, s.np}, {&s.vel, s.np}, {&s.ema, s.nall}, {&s.found, len(s.params)}, {&s.inv, 3}, {&s.lr, 1}} {
+		p, err := b.m.alloc(4 * max(f.n, 1))
+		if err != nil {
+			return err
+		}
+		*f.p = p
+	}
+	return nil
 }
 
 // ---- loss ----

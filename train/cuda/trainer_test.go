@@ -481,7 +481,9 @@ func byteInputMatchesHost(t *testing.T, b *Backend) {
 }
 
 // Every op's and state's memory goes back when they are closed: a
-// ThinNet trained a step and closed leaves the twin as it found it.
+// ThinNet trained a step and closed leaves the twin as it found it, with
+// captured steps too (the state memory kept for the record's addresses
+// from one epoch to the next goes back at the trainer's Close).
 func TestTwinReleases(t *testing.T) {
 	b := twinBackend(t)
 	m := b.m.(*twinMachine)
@@ -489,6 +491,13 @@ func TestTwinReleases(t *testing.T) {
 	trainRun(t, b, 1, "", "")
 	if left := m.liveBytes(); left != start {
 		t.Errorf("%d bytes left after the net, trainer and state closed (%d before)", left, start)
+	}
+	trainRunWith(t, b, 2, "", "", func(tr *train.Trainer) { tr.CaptureStep = true })
+	if left := m.liveBytes(); left != start {
+		t.Errorf("captured steps: %d bytes left after the net, trainer and state closed (%d before)", left, start)
+	}
+	if _, c, r := b.StepRuns(); c != 1 || r == 0 {
+		t.Errorf("captured %d times, replayed %d: want one capture, replays", c, r)
 	}
 	other := train.NewReference(train.BackendOptions{})
 	x, _ := other.NewTensor(1, 1, 4, 4)
