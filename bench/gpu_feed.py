@@ -8,6 +8,8 @@ its batches from:
                 the model takes when the input costs nothing)
   faster-cuda   faster.Loader(device="cuda"): decoded on the GPU by
                 `faster serve`'s nvJPEG stage, handed over by CUDA IPC
+  faster-both   the same with cpu_share=--cpu-share (0.25): that share of
+                each batch decoded on the CPU workers beside the GPU
   faster-pinned faster.Loader(layout="u8-hwc", pin_memory=True): decoded on
                 the CPU workers, .cuda(non_blocking=True) from the pinned
                 ring, normalised on the GPU
@@ -108,6 +110,18 @@ def way_batches(way, a, device):
             yield from endless(make)
         finally:
             ld.close()
+    if way == "faster-both":
+        ld = faster.Loader(a.data, batch_size=a.batch, transform="train", resolution=a.resolution,
+                           workers=a.workers, device=str(device), cpu_share=a.cpu_share, drop_last=True, seed=1)
+
+        def make(e):
+            ld.set_epoch(e)
+            for x, y in ld:
+                yield x, y.to(device, non_blocking=True)
+        try:
+            yield from endless(make)
+        finally:
+            ld.close()
     if way == "faster-pinned":
         ld = faster.Loader(a.data, batch_size=a.batch, transform="train", resolution=a.resolution,
                            workers=a.workers, layout="u8-hwc", pin_memory=device.type == "cuda", drop_last=True, seed=1)
@@ -139,7 +153,8 @@ def main():
     ap.add_argument("data", help="an ImageFolder tree (bench/imagenet_like.py makes one)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--models", default="resnet18,resnet50")
-    ap.add_argument("--ways", default="resident,faster-cuda,faster-pinned,torchvision")
+    ap.add_argument("--ways", default="resident,faster-cuda,faster-both,faster-pinned,torchvision")
+    ap.add_argument("--cpu-share", type=float, default=0.25, help="faster-both's share of each batch decoded on the CPU")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--resolution", type=int, default=224)
     ap.add_argument("--workers", type=int, default=os.cpu_count())

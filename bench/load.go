@@ -84,8 +84,13 @@ type LoadResult struct {
 	Bad           int                   `json:"bad"`
 	Quarantined   []loader.BadSample    `json:"quarantined,omitempty"`
 	State         *loader.State         `json:"state,omitempty"`
-	Cache         *CacheResult          `json:"cache,omitempty"`   // storage URLs with a cache directory
-	Profile       *loader.ProfileReport `json:"profile,omitempty"` // with Profile
+	Cache         *CacheResult          `json:"cache,omitempty"` // storage URLs with a cache directory
+	// With a GPU stage (--device cuda): the rows it handed to the CPU
+	// decoder (images it cannot take) and those it gave it as its share
+	// (--cpu-share), over the measured epochs and any before them.
+	DecodeFallbacks int64                 `json:"decode_fallbacks,omitempty"`
+	DecodeShared    int64                 `json:"decode_shared,omitempty"`
+	Profile         *loader.ProfileReport `json:"profile,omitempty"` // with Profile
 }
 
 // CacheResult is what the shard cache did during a row.
@@ -238,6 +243,7 @@ func consume(ctx context.Context, c LoadConfig, l *loader.Loader, r *LoadResult,
 		return err
 	}
 	r.Epochs, r.Images, r.Repeats, r.Bytes, r.Batches, r.SampleDigest = got.Epochs, got.Images, got.Repeats, got.Bytes, got.Batches, got.Digest
+	r.DecodeFallbacks, r.DecodeShared = l.Fallbacks(), l.SharedRows()
 	r.Seconds = time.Since(start).Seconds()
 	r.CPUSeconds = (usage.CPU() - cpu0).Seconds()
 	if r.Images > 0 {

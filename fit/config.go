@@ -270,6 +270,11 @@ func (c *Config) dataProblems() []augment.Problem {
 			ps.add("data.device", "%s: training images are decoded on the GPU the model trains on (model.device %s), or on the cpu: leave it out (it follows model.device), or say cpu or %s", d.Device, md, md)
 		}
 	}
+	if d.CPUShare > 0 {
+		if dev, _ := decodeOn(c); dev == "" {
+			ps.add("data.cpu_share", "%v: a share of the batches decoded on the model's GPU; the training images are decoded on the cpu here (model.device %q, data.device %q)", d.CPUShare, c.Model.Device, d.Device)
+		}
+	}
 	s := c.loaderSpec(max(c.Batch, 1), 0, 1)
 	for _, p := range s.Problems() {
 		switch p.Field {

@@ -60,6 +60,24 @@ func (d *Data) DecodeDevice() string {
 	return "cpu"
 }
 
+// gpuDecode is where the training images are decoded on a GPU: dev
+// ("cuda:0"; "" for the cpu), the share of each batch decoded on the CPU
+// beside it, and the stage's opener (nil: the registered one).
+type gpuDecode struct {
+	dev   string
+	share float64
+	open  func(loader.DecoderConfig) (loader.BatchDecoder, error)
+}
+
+// DecodeShared is the training images the GPU stage gave the CPU as its
+// share (data.cpu_share) since the data opened.
+func (d *Data) DecodeShared() int64 {
+	if d.train != nil {
+		return d.train.l.SharedRows()
+	}
+	return 0
+}
+
 // DecodeFallbacks is the training images the GPU decoder handed to the
 // CPU decoder (progressive or CMYK JPEGs, PNGs) since the data opened.
 func (d *Data) DecodeFallbacks() int64 {
@@ -142,15 +160,18 @@ func OpenDataWith(ctx context.Context, cfg *Config, rank, world int, opts DataOp
 	if dc.Limit > 0 || dc.TestLimit > 0 {
 		return nil, configErrorf("data.limit", "limit and test_limit apply to IDX data only")
 	}
-	lo.Device, lo.NewBatchDecoder = "", nil // the test and calibration pipelines: the cpu
+	// The test and calibration pipelines: the cpu. The CPU share is the
+	// GPU stage's, on the training images.
+	lo.Device, lo.NewBatchDecoder, lo.CPUShare = "", nil, 0
 	dev, auto := decodeOn(cfg)
-	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, dev, opts.NewBatchDecoder); err != nil {
+	gpu := gpuDecode{dev: dev, share: dc.CPUShare, open: opts.NewBatchDecoder}
+	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, gpu); err != nil {
 		if !auto {
 			return nil, err
 		}
 		// A GPU model's images on its GPU where they can be: not, here.
 		var err2 error
-		if d.train, d.test, err2 = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, "", nil); err2 != nil {
+		if d.train, d.test, err2 = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, gpuDecode{}); err2 != nil {
 			return nil, err2
 		}
 		d.decodeNote = fmt.Sprintf("training images decoded on the cpu, not %s: %v", dev, err)
@@ -379,7 +400,7 @@ func IsIDX(path string) bool { return isIDX(path) }
 //
 // dev is where the training images are decoded ("": the cpu; "cuda:0":
 // a batch-decode stage on that GPU, opened by newDecoder when not nil).
-func openStreams(ctx context.Context, data, testData string, res int, base loader.Options, sched []int, progressive bool, epochs int, dev string, newDecoder func(loader.DecoderConfig) (loader.BatchDecoder, error)) (trainS, testS *loaderStream, err error) {
+func openStreams(ctx context.Context, data, testData string, res int, base loader.Options, sched []int, progressive bool, epochs int, gpu gpuDecode) (trainS, testS *loaderStream, err error) {
 	if !strings.ContainsAny(data, "*?[") && !storage.IsURL(data) { // a glob of shards is the loader's to match
 		if _, err := os.Stat(data); err != nil {
 			return nil, nil, err
@@ -417,8 +438,8 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 	}
 	to := base
 	to.Transform, to.Resolution, to.Drop, to.Split, to.Schedule = loader.Train, res, true, "train", sched
-	if dev != "" {
-		to.Device, to.NewBatchDecoder = dev, newDecoder
+	if gpu.dev != "" {
+		to.Device, to.NewBatchDecoder, to.CPUShare = gpu.dev, gpu.open, gpu.share
 	}
 	tl, err := loader.OpenContext(ctx, data, to)
 	if err != nil {

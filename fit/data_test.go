@@ -86,7 +86,7 @@ func streamDigests(t *testing.T, s *loaderStream, e, skip int) []string {
 func TestStreamResumeServesTheRemainingBatches(t *testing.T) {
 	packed := packUnequal(t, 3)
 	for rank := range 2 {
-		long, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, false, 1, "", nil)
+		long, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, false, 1, gpuDecode{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestStreamResumeServesTheRemainingBatches(t *testing.T) {
 		}
 		for _, e := range []int{1, 2} {
 			for _, skip := range []int{0, 1, 2} {
-				fresh, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, false, 1, "", nil)
+				fresh, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 11, ShardIdx: rank, NumShards: 2}, nil, false, 1, gpuDecode{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func TestStreamDDPUnequalShards(t *testing.T) {
 						comms[r].Close() // the other ranks fail instead of waiting
 					}
 				}()
-				s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 2, Seed: 3, ShardIdx: r, NumShards: c.world}, nil, false, 1, "", nil)
+				s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 2, Seed: 3, ShardIdx: r, NumShards: c.world}, nil, false, 1, gpuDecode{})
 				if err != nil {
 					errs[r] = err
 					return
@@ -192,7 +192,7 @@ func TestStreamDDPUnequalShards(t *testing.T) {
 func TestStreamCheckpointResumeSameWeights(t *testing.T) {
 	packed := packUnequal(t, 3)
 	newRun := func(seed uint64) (*train.Trainer, *loaderStream, func()) {
-		s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 5, ShardIdx: 0, NumShards: 1}, nil, false, 1, "", nil)
+		s, _, err := openStreams(context.Background(), packed, "", 16, loader.Options{Batch: 3, Seed: 5, ShardIdx: 0, NumShards: 1}, nil, false, 1, gpuDecode{})
 		if err != nil {
 			t.Fatal(err)
 		}

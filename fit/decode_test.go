@@ -52,8 +52,11 @@ func TestRunDecodedOnTheModelsDevice(t *testing.T) {
 	for _, graph := range []bool{false, true} {
 		c := cfg
 		c.Parallel.CUDAGraph = graph
+		if graph {
+			c.Data.CPUShare = 0.25 // the stage's CPU share: 2 rows of each batch of 8
+		}
 		cpu := c
-		cpu.Data.Device = "cpu"
+		cpu.Data.Device, cpu.Data.CPUShare = "cpu", 0
 		want, _, err := decodeRun(t, cpu, fit.DataOptions{}, twin)
 		if errors.Is(err, cuda.ErrNoCgo) {
 			t.Skip("the twin needs cgo")
@@ -68,6 +71,7 @@ func TestRunDecodedOnTheModelsDevice(t *testing.T) {
 				t.Errorf("decoder opened for %q, want cuda:0", dc.Device)
 			}
 			opened++
+			stand.Share = dc.CPUShare
 			return stand, nil
 		}}, twin)
 		if err != nil {
@@ -82,6 +86,15 @@ func TestRunDecodedOnTheModelsDevice(t *testing.T) {
 		if n := stand.Live(); n != 0 {
 			t.Errorf("%d batch buffers never freed", n)
 		}
+		if wantShared := map[bool]int64{true: 2 * 3 * 2}[graph]; got.DecodeShared != wantShared {
+			t.Errorf("graph %v: %d images decoded as the CPU's share, want %d", graph, got.DecodeShared, wantShared)
+		}
+	}
+	// A share where the images are decoded on the cpu: a config error.
+	shareOnCPU := cfg
+	shareOnCPU.Data.Device, shareOnCPU.Data.CPUShare = "cpu", 0.5
+	if err := shareOnCPU.Validate(); err == nil || !strings.Contains(err.Error(), "data.cpu_share") {
+		t.Errorf("data.cpu_share with data.device cpu: %v", err)
 	}
 
 	// No decoder for the device in this test binary: the cpu, and a note.

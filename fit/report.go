@@ -42,7 +42,11 @@ func (sum *Summary) WriteText(w io.Writer, cfg Config) {
 		on += " on " + d
 	}
 	if d := sum.DecodeDevice; d != "" && d != "cpu" {
-		on += fmt.Sprintf(", images decoded on %s (%d on the cpu)", d, sum.DecodeFallbacks)
+		on += fmt.Sprintf(", images decoded on %s (%d on the cpu", d, sum.DecodeFallbacks)
+		if sum.DecodeShared > 0 {
+			on += fmt.Sprintf(", %d more as its share", sum.DecodeShared)
+		}
+		on += ")"
 	}
 	fmt.Fprintf(w, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
 		sum.Model, on, sum.describeStrategy(), sum.Threads, sum.Batch, sum.Precision, sum.nativeNote(), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)

@@ -349,7 +349,7 @@ func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summa
 		}
 	}
 	sum.WeightsSHA256 = WeightsDigest(r.net) // the trained weights, before FixRes
-	sum.DecodeFallbacks = p.data.DecodeFallbacks()
+	sum.DecodeFallbacks, sum.DecodeShared = p.data.DecodeFallbacks(), p.data.DecodeShared()
 	if cfg.Eval.FixResBN > 0 {
 		if err := cfg.fixres(ctx, tr, calib, evaluate, sum); err != nil {
 			return nil, err

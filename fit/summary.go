@@ -21,9 +21,11 @@ type Summary struct {
 	LossEvery int    `json:"loss_every"` // steps between reads of the training loss (Config.LogEvery)
 	// DecodeDevice is the model's GPU (cuda:0) when the training images
 	// were decoded there, their batches staying in device memory (absent:
-	// the cpu); DecodeFallbacks the images it handed to the CPU decoder.
+	// the cpu); DecodeFallbacks the images it handed to the CPU decoder,
+	// DecodeShared those it gave it as its share (data.cpu_share).
 	DecodeDevice    string `json:"decode_device,omitempty"`
 	DecodeFallbacks int64  `json:"decode_fallbacks,omitempty"`
+	DecodeShared    int64  `json:"decode_shared,omitempty"`
 	// HostCopies counts the first device's copies from host memory where
 	// its backend counts them (a GPU's pinned staging; absent otherwise,
 	// and when it made none through pinned memory).

@@ -3,6 +3,7 @@ package gpudecode
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/faster-training/faster/gpudecode/nvjpeg"
@@ -18,15 +19,32 @@ func Open(cfg loader.DecoderConfig) (loader.BatchDecoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stage{d: d, workers: cfg.Workers}, nil
+	return newStage(d, d, cfg), nil
+}
+
+func newStage(g gpu, d *nvjpeg.Decoder, cfg loader.DecoderConfig) *Stage {
+	return &Stage{g: g, d: d, workers: cfg.Workers, share: cfg.CPUShare}
 }
 
 // Stage is the loader.BatchDecoder of one GPU.
 type Stage struct {
-	d       *nvjpeg.Decoder
+	g       gpu
+	d       *nvjpeg.Decoder // g, when it is nvJPEG's (nil in tests)
 	workers int
+	share   float64 // of each batch, decoded on the CPU beside the GPU (loader.ShareRows)
 	lut     []float32
 	lutFor  [2][3]float32
+}
+
+// gpu is what the stage needs of the GPU: nvjpeg.Decoder's (a fake in
+// tests).
+type gpu interface {
+	Device() string
+	Alloc(n int) (*nvjpeg.Buffer, error)
+	Free(b *nvjpeg.Buffer) error
+	DecodeBatch(jobs []nvjpeg.Job, dst *nvjpeg.Buffer, rows nvjpeg.Rows) (nvjpeg.Result, error)
+	Upload(b *nvjpeg.Buffer, off int, host []byte) error
+	Close() error
 }
 
 var (
@@ -52,6 +70,9 @@ func (b *DeviceBuffer) Device() string { return b.dev }
 // cudaIpcMemHandle_t, kind "cuda-ipc" (serve.HandleCUDA, repeated here:
 // gpudecode does not import serve).
 func (b *DeviceBuffer) Export() (string, []byte, error) {
+	if b.d == nil {
+		return "", nil, fmt.Errorf("%s: not nvJPEG's memory: no IPC handle", b.dev)
+	}
 	h, err := b.d.IPCHandle(b.b)
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", b.dev, err)
@@ -62,14 +83,14 @@ func (b *DeviceBuffer) Export() (string, []byte, error) {
 // Decoder is the stage's nvJPEG decoder (Download, for checks).
 func (s *Stage) Decoder() *nvjpeg.Decoder { return s.d }
 
-func (s *Stage) Device() string { return s.d.Device() }
+func (s *Stage) Device() string { return s.g.Device() }
 
 func (s *Stage) Alloc(n int) (loader.BatchBuffer, error) {
-	b, err := s.d.Alloc(n)
+	b, err := s.g.Alloc(n)
 	if err != nil {
 		return nil, err
 	}
-	return &DeviceBuffer{b: b, dev: s.d.Device(), d: s.d}, nil
+	return &DeviceBuffer{b: b, dev: s.g.Device(), d: s.d}, nil
 }
 
 func (s *Stage) Free(b loader.BatchBuffer) error {
@@ -77,13 +98,16 @@ func (s *Stage) Free(b loader.BatchBuffer) error {
 	if !ok {
 		return fmt.Errorf("%s: free of a buffer the stage did not give", s.Device())
 	}
-	return s.d.Free(db.b)
+	return s.g.Free(db.b)
 }
 
-func (s *Stage) Close() error { return s.d.Close() }
+func (s *Stage) Close() error { return s.g.Close() }
 
-// DecodeBatch decodes the jobs on the GPU, the ones it cannot take on the
-// CPU (uploaded into their rows), and reports those as the fallback.
+// DecodeBatch decodes the jobs on the GPU and, beside it, the stage's CPU
+// share of them (loader.ShareRows) on the CPU; then the ones the GPU
+// cannot take on the CPU too. Every CPU row is uploaded into its place.
+// It reports the share's rows as Shared and the others the CPU decoded as
+// the fallback.
 func (s *Stage) DecodeBatch(ctx context.Context, jobs []*loader.DecodeJob, dst loader.BatchBuffer, f loader.RowFormat) (loader.BatchReport, error) {
 	var rep loader.BatchReport
 	db, ok := dst.(*DeviceBuffer)
@@ -101,36 +125,66 @@ func (s *Stage) DecodeBatch(ctx context.Context, jobs []*loader.DecodeJob, dst l
 			s.lut, s.lutFor = kernels.NormLUT(f.Mean, f.Std), [2][3]float32{f.Mean, f.Std}
 		}
 	}
-	js := make([]nvjpeg.Job, len(jobs))
-	for i, j := range jobs {
-		js[i] = nvjpeg.Job{Data: j.Data, Crop: j.Crop, ResizeW: j.ResizeW, ResizeH: j.ResizeH, View: j.View,
-			Flip: j.Flip, Filter: j.Filter, Dst: int64(i * f.RowBytes / elem)}
+	var shared, onGPU []int // indices into jobs
+	js := make([]nvjpeg.Job, 0, len(jobs))
+	for i, cpu := range loader.ShareRows(len(jobs), s.share) {
+		if cpu {
+			shared = append(shared, i)
+			continue
+		}
+		j := jobs[i]
+		onGPU = append(onGPU, i)
+		js = append(js, nvjpeg.Job{Data: j.Data, Crop: j.Crop, ResizeW: j.ResizeW, ResizeH: j.ResizeH, View: j.View,
+			Flip: j.Flip, Filter: j.Filter, Dst: int64(i * f.RowBytes / elem)})
 	}
-	res, err := s.d.DecodeBatch(js, db.b, nvjpeg.Rows{W: f.W, H: f.H, F32: f32, LUT: s.lut})
+	// The share's rows are decoded while the GPU decodes the rest; this
+	// goroutine ends before DecodeBatch returns.
+	shareErr := make(chan error, 1)
+	go func() { shareErr <- s.fallback(ctx, jobs, shared, db, f, s.shareWorkers()) }()
+	res, err := s.g.DecodeBatch(js, db.b, nvjpeg.Rows{W: f.W, H: f.H, F32: f32, LUT: s.lut})
+	if serr := <-shareErr; err == nil {
+		err = serr
+	}
 	if err != nil {
 		return rep, err
 	}
 	var cpu []int
-	for i, r := range res.Routes {
+	for k, r := range res.Routes {
 		if r == nvjpeg.CPU {
-			cpu = append(cpu, i)
+			cpu = append(cpu, onGPU[k])
 		}
 	}
-	rep.Fallback = len(cpu)
-	return rep, s.fallback(ctx, jobs, cpu, db, f)
+	rep.Fallback, rep.Shared = len(cpu), len(shared)
+	return rep, s.fallback(ctx, jobs, cpu, db, f, s.fallbackWorkers())
+}
+
+// fallbackWorkers is the goroutines that decode what the GPU cannot
+// take: Workers, else 4 (GPU.md's budget: the GPU path on at most four
+// cores).
+func (s *Stage) fallbackWorkers() int {
+	if s.workers > 0 {
+		return s.workers
+	}
+	return 4
+}
+
+// shareWorkers is the goroutines that decode the CPU's share: Workers,
+// else every CPU (a share asks the cores to add their rate).
+func (s *Stage) shareWorkers() int {
+	if s.workers > 0 {
+		return s.workers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // fallback decodes jobs[idx] with the CPU path on up to workers
 // goroutines, each row uploaded as it is made (on the decoder's stream,
 // done when Upload returns); the lowest failing row's error.
-func (s *Stage) fallback(ctx context.Context, jobs []*loader.DecodeJob, idx []int, db *DeviceBuffer, f loader.RowFormat) error {
+func (s *Stage) fallback(ctx context.Context, jobs []*loader.DecodeJob, idx []int, db *DeviceBuffer, f loader.RowFormat, workers int) error {
 	if len(idx) == 0 {
 		return nil
 	}
-	workers := min(max(s.workers, 1), len(idx))
-	if s.workers == 0 {
-		workers = min(4, len(idx)) // GPU.md's budget: the GPU path on at most 4 cores
-	}
+	workers = min(max(workers, 1), len(idx))
 	errs := make([]error, len(idx))
 	next := make(chan int, len(idx)) // bounded by the batch
 	for k := range idx {
@@ -151,7 +205,7 @@ func (s *Stage) fallback(ctx context.Context, jobs []*loader.DecodeJob, idx []in
 					errs[k] = err
 					continue
 				}
-				errs[k] = s.d.Upload(db.b, i*f.RowBytes, row)
+				errs[k] = s.g.Upload(db.b, i*f.RowBytes, row)
 			}
 		})
 	}

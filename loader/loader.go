@@ -226,6 +226,16 @@ type Options struct {
 	// stage.go; registered by package gpudecode), whose batches
 	// are iterated with IterStaged.
 	Device string
+	// CPUShare is the share of each batch (0 to 1; 0: none) a GPU stage
+	// hands to the CPU path beside the images it cannot take: the GPU's
+	// decode and the CPU's run side by side, so where the GPU alone does
+	// not keep up with the accelerator the cores add their rate (issue
+	// 38's "the CPU path, the GPU path or both together"). Which rows go
+	// depends on the row's place in its batch alone (row i when
+	// ⌊(i+1)·share⌋ > ⌊i·share⌋: spread evenly), so a batch is decoded the
+	// same way whenever it is served. A stage's option: refused on the
+	// CPU path.
+	CPUShare float64
 	// NewBatchDecoder, if set, opens the batch-decode stage's decoder
 	// instead of the one registered for Device (a CPUBatchDecoder, in
 	// tests); the loader then runs the stage whatever Device says.
@@ -328,6 +338,11 @@ func (o *Options) ensureDefaults() error {
 		errs = append(errs, err)
 	} else {
 		errs = append(errs, o.stageProblems()...)
+	}
+	if !(o.CPUShare >= 0 && o.CPUShare <= 1) {
+		errs = append(errs, fmt.Errorf("cpu share %v: want 0 to 1", o.CPUShare))
+	} else if o.CPUShare > 0 && !o.staged() {
+		errs = append(errs, fmt.Errorf("cpu share %v: a share of a GPU stage's batches, and device %q is the CPU path", o.CPUShare, o.Device))
 	}
 	if len(errs) == 0 {
 		errs = append(errs, o.checkMemory())
@@ -503,6 +518,7 @@ type Loader struct {
 	ring     *ring
 	closed   bool
 	fallback atomic.Int64
+	shared   atomic.Int64                           // rows the stage gave the CPU as its share (SharedRows)
 	fill     func() func(row []byte, it Item) error // filler(), made once
 }
 

@@ -73,6 +73,9 @@ type Spec struct {
 	// Device is where batches are decoded: cpu (the default), cuda or
 	// cuda:N (the GPU batch-decode stage, Options.Device).
 	Device string `json:"device"`
+	// CPUShare is the share of each batch a GPU stage decodes on the CPU
+	// beside its own (Options.CPUShare): 0 to 1, 0 by default.
+	CPUShare float64 `json:"cpu_share,omitempty"`
 
 	Transform Transform      `json:"transform"`
 	Recipe    augment.Params `json:"recipe"`
@@ -243,6 +246,9 @@ func (s *Spec) Problems() []augment.Problem {
 	default:
 		add("transform", "%q: want train, eval or none", s.Transform)
 	}
+	if !(s.CPUShare >= 0 && s.CPUShare <= 1) {
+		add("cpu_share", "%v: want 0 to 1 (the share of each batch a GPU stage decodes on the CPU)", s.CPUShare)
+	}
 	if _, _, err := ParseDevice(s.Device); err != nil {
 		add("device", "%q: want cpu, cuda or cuda:N (N the GPU's index)", s.Device)
 	} else if k, _, _ := ParseDevice(s.Device); k == "cuda" && len(s.Augment) > 0 {
@@ -328,7 +334,7 @@ func (s Spec) Options() (Options, error) {
 		GlobalShuffle: s.GlobalShuffle, LabelOffset: s.LabelOffset, Classes: s.Classes,
 		Unlabeled: s.Unlabeled, CacheDir: s.CacheDir, CacheSize: s.CacheSize,
 		FullDecode: s.FullDecode, FastEvalDecode: s.FastEvalDecode, BadData: policy,
-		Repeats: s.Repeats, Sampler: s.Sampler, Device: s.Device,
+		Repeats: s.Repeats, Sampler: s.Sampler, Device: s.Device, CPUShare: s.CPUShare,
 	}
 	if s.Shuffle != nil {
 		o.Shuffle = ShuffleOff

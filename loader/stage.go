@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"iter"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -64,6 +65,9 @@ type BatchReport struct {
 	// CPU decoder (DecodeJob.DecodeCPU): a progressive or CMYK JPEG on a
 	// decoder that only takes baseline, a PNG, odd subsampling.
 	Fallback int
+	// Shared is the rows it gave the CPU decoder as its share
+	// (DecoderConfig.CPUShare), decoded beside its own.
+	Shared int
 }
 
 // BatchDecoder decodes batches of jobs into buffers it owns. Alloc's
@@ -88,6 +92,23 @@ type DecoderConfig struct {
 	Kind    string // "cuda"
 	Ordinal int    // N of cuda:N (0 for "cuda")
 	Workers int    // CPU workers it may use (fallback decodes); 0: GOMAXPROCS
+	// CPUShare is the share of each batch to decode on the CPU beside
+	// the device's decode (Options.CPUShare; ShareRows says which rows).
+	CPUShare float64
+}
+
+// ShareRows reports which of a batch's n rows a share of the CPU takes
+// (Options.CPUShare): row i when ⌊(i+1)·share⌋ > ⌊i·share⌋, so ⌊n·share⌋
+// rows spread evenly through the batch, decided by the row's place alone.
+func ShareRows(n int, share float64) []bool {
+	rows := make([]bool, n)
+	if share <= 0 {
+		return rows
+	}
+	for i := range rows {
+		rows[i] = math.Floor(float64(i+1)*share) > math.Floor(float64(i)*share)
+	}
+	return rows
 }
 
 var (
@@ -170,7 +191,7 @@ func (l *Loader) openStage() error {
 	if err != nil {
 		return err
 	}
-	cfg := DecoderConfig{Device: o.Device, Kind: kind, Ordinal: ord, Workers: o.Workers}
+	cfg := DecoderConfig{Device: o.Device, Kind: kind, Ordinal: ord, Workers: o.Workers, CPUShare: o.CPUShare}
 	if cfg.Device == "" {
 		cfg.Device = "cpu"
 	}
@@ -330,8 +351,9 @@ type StagedBatch struct {
 	Format   RowFormat
 	Buffer   BatchBuffer
 	// Fallback is the rows of this batch the decoder handed to the CPU
-	// decoder (BatchReport.Fallback).
-	Fallback int
+	// decoder (BatchReport.Fallback), Shared those it gave it as its
+	// share (BatchReport.Shared).
+	Fallback, Shared int
 
 	ring  *ring
 	batch *Batch
@@ -414,6 +436,10 @@ func (l *Loader) RingSize() int { return l.opts.Prefetch + 3 }
 
 // Fallbacks is the rows handed to the CPU decoder since Open.
 func (l *Loader) Fallbacks() int64 { return l.fallback.Load() }
+
+// SharedRows is the rows the stage gave the CPU decoder as its share
+// (Options.CPUShare) since Open.
+func (l *Loader) SharedRows() int64 { return l.shared.Load() }
 
 // BatchDecoder returns the loader's batch decoder, or nil on the CPU path.
 func (l *Loader) BatchDecoder() BatchDecoder { return l.bd }
@@ -556,8 +582,9 @@ func (l *Loader) decodeStaged(ctx context.Context, r *ring, b *Batch, f RowForma
 		sb.Release()
 		return nil, fmt.Errorf("%s batch decode of batch %d: %w", l.bd.Device(), b.Index, err)
 	}
-	sb.Fallback = rep.Fallback
+	sb.Fallback, sb.Shared = rep.Fallback, rep.Shared
 	l.fallback.Add(int64(rep.Fallback))
+	l.shared.Add(int64(rep.Shared))
 	return sb, nil
 }
 
@@ -569,6 +596,11 @@ func (l *Loader) decodeStaged(ctx context.Context, r *ring, b *Batch, f RowForma
 type CPUBatchDecoder struct {
 	Workers   int // 0: one per row, at most GOMAXPROCS (see pipeline.Auto)
 	CanDecode func(data []byte) bool
+	// Share stands in for a device stage's CPU share (DecoderConfig's
+	// CPUShare): the rows ShareRows picks are counted as Shared (a GPU
+	// stage never offers them to its device), the others CanDecode
+	// refuses as Fallback; all are decoded the same way.
+	Share float64
 	// Mapped names a device the decoder stands in for: its buffers are
 	// then memory outside Go's heap (mmap) reported as that device's
 	// (DeviceBatchBuffer, Host nil), as a GPU stage's, so that a consumer
@@ -639,11 +671,13 @@ func (d *CPUBatchDecoder) DecodeBatch(ctx context.Context, jobs []*DecodeJob, ds
 	if host == nil || len(host) < len(jobs)*f.RowBytes {
 		return rep, fmt.Errorf("cpu batch decoder: buffer of %d bytes for %d rows of %d", dst.Size(), len(jobs), f.RowBytes)
 	}
-	if d.CanDecode != nil {
-		for _, j := range jobs {
-			if !d.CanDecode(j.Data) {
-				rep.Fallback++
-			}
+	share := ShareRows(len(jobs), d.Share)
+	for i, j := range jobs {
+		switch {
+		case share[i]:
+			rep.Shared++
+		case d.CanDecode != nil && !d.CanDecode(j.Data):
+			rep.Fallback++
 		}
 	}
 	workers := d.Workers

@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -447,5 +448,79 @@ func TestStagedResume(t *testing.T) {
 			}
 		}
 		cpu.Close()
+	}
+}
+
+// ShareRows takes ⌊n·share⌋ of a batch's rows, spread evenly (no two
+// runs of the share's rows or of the others differ by more than one row
+// where share ≤ ½), and none at 0, all at 1.
+func TestShareRows(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 256, 257} {
+		for _, share := range []float64{0, 0.1, 0.25, 1.0 / 3, 0.5, 0.9, 1} {
+			rows := ShareRows(n, share)
+			got := 0
+			for _, c := range rows {
+				if c {
+					got++
+				}
+			}
+			if want := int(float64(n) * share); got != want && !(got == want+1 && float64(got) == float64(n)*share) {
+				t.Errorf("n %d share %v: %d rows, want %d", n, share, got, want)
+			}
+			if share > 0 && share <= 0.5 {
+				gap, longest := 0, 0
+				for _, c := range rows {
+					if c {
+						gap = 0
+						continue
+					}
+					gap++
+					longest = max(longest, gap)
+				}
+				if per := int(1 / share); longest > per {
+					t.Errorf("n %d share %v: %d other rows in a row, want at most %d (spread evenly)", n, share, longest, per)
+				}
+			}
+		}
+	}
+}
+
+// A CPU share is a GPU stage's: refused outside [0, 1] and on the CPU
+// path, naming it; with a stage, the loader counts the rows the stage
+// reports as shared, batch by batch and since Open.
+func TestCPUShareOptions(t *testing.T) {
+	folder, _ := makeTree(t, 4) // 12 samples
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Resolution: 16, Batch: 4, CPUShare: -0.1}, "cpu share -0.1: want 0 to 1"},
+		{Options{Resolution: 16, Batch: 4, CPUShare: 1.5}, "cpu share 1.5: want 0 to 1"},
+		{Options{Resolution: 16, Batch: 4, CPUShare: math.NaN()}, "cpu share NaN"},
+		{Options{Resolution: 16, Batch: 4, CPUShare: 0.5}, "the CPU path"},
+	} {
+		if _, err := Open(folder, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %q", c.o.CPUShare, err, c.want)
+		}
+	}
+	var d *CPUBatchDecoder
+	l, err := Open(folder, Options{Resolution: 16, Batch: 4, CPUShare: 0.5, NewBatchDecoder: func(cfg DecoderConfig) (BatchDecoder, error) {
+		d = &CPUBatchDecoder{Share: cfg.CPUShare}
+		return d, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var per []int
+	for sb, err := range l.IterStaged(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		per = append(per, sb.Shared)
+		sb.Release()
+	}
+	if !slices.Equal(per, []int{2, 2, 2}) || l.SharedRows() != 6 {
+		t.Fatalf("shared rows %v by batch, %d since Open; want 2 of each batch of 4, 6", per, l.SharedRows())
 	}
 }

@@ -86,7 +86,7 @@ var loaderFlagTable = []struct{ flag, field string }{
 	{"rotate-degrees", "recipe.rotate_degrees"}, {"blur-kernel", "recipe.blur_kernel"}, {"blur-sigma", "recipe.blur_sigma"},
 	{"erasing-prob", "recipe.erasing_prob"}, {"erasing-scale", "recipe.erasing_scale"},
 	{"erasing-ratio", "recipe.erasing_ratio"}, {"erasing-value", "recipe.erasing_value"},
-	{"device", "device"},
+	{"device", "device"}, {"cpu-share", "cpu_share"},
 }
 
 // commandDefaults are the loader flags whose default or meaning differs
@@ -191,7 +191,7 @@ func (lf *loaderFlags) spec() loader.Spec {
 		GlobalShuffle: lf.global, Repeats: lf.repeats, Sampler: lf.sampler, LabelOffset: lf.labelOff,
 		Classes: lf.classes, Unlabeled: lf.unlabeled, CacheDir: lf.cache.dir, CacheSize: int64(lf.cache.size),
 		FullDecode: lf.fullDecode, FastEvalDecode: lf.fastEvalDecode, Transform: loader.Transform(lf.transform),
-		Device: lf.device,
+		Device: lf.device, CPUShare: lf.cpuShare,
 	}
 	switch lf.shuffle {
 	case loader.ShuffleOn, loader.ShuffleOff:

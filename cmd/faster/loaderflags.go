@@ -42,6 +42,7 @@ type loaderFlags struct {
 	mean, std            []float64
 	augment              augmentFlags
 	device               string
+	cpuShare             float64
 }
 
 // cacheFlags are --cache-dir and --cache-size: the local cache of shards
@@ -117,6 +118,7 @@ func (lf *loaderFlags) register(f *pflag.FlagSet, transforms string) {
 	f.Float64SliceVar(&lf.mean, "mean", nil, "Normalize's mean R,G,B in [0, 1] units (default ImageNet's 0.485,0.456,0.406)")
 	f.Float64SliceVar(&lf.std, "std", nil, "Normalize's std R,G,B (default ImageNet's 0.229,0.224,0.225)")
 	f.StringVar(&lf.device, "device", "cpu", "where batches are decoded: cpu, or cuda / cuda:N for the GPU stage (nvJPEG, the train and eval recipes; bench load)")
+	f.Float64Var(&lf.cpuShare, "cpu-share", 0, "with a GPU stage: the share of each batch (0 to 1) decoded on the CPU beside the GPU, so the cores add their rate to its (rows spread evenly through the batch)")
 	lf.augment.register(f)
 }
 

@@ -213,6 +213,10 @@ class Loader:
     longer); its slot goes back to the server once the work queued on the
     current stream by then has finished. It raises RuntimeError where
     torch.cuda is unavailable; device=None or "cpu" is the CPU path.
+    cpu_share=F (0 to 1, with device=) has the server decode that share of
+    each batch on its CPU workers beside the GPU, the rows spread evenly
+    through the batch, so the cores add their rate where the GPU alone
+    falls short of the model's.
 
     Position: state_dict() and load_state_dict() save and restore the exact
     position within an epoch (torchdata's StatefulDataLoader protocol).
@@ -245,7 +249,7 @@ class Loader:
                  num_workers=None, pin_memory=False, exact=False, report=False, clock=None,
                  global_shuffle=False, classes=None, unlabeled=False, full_decode=False, augment_recipe=None,
                  fast_eval_decode=False, sampler=None, batch_sampler=None, generator=None,
-                 repeated_augmentation=None, device=None):
+                 repeated_augmentation=None, device=None, cpu_share=0.0):
         # device="cuda": checked first, refused where torch.cuda cannot
         # take the batches (_device.require), before any server starts.
         self.device = _device.parse(device)
@@ -411,6 +415,11 @@ class Loader:
         spec.update(tspec)
         if self.device is not None:
             spec["device"] = "cuda:%d" % self.device  # the server decodes on that GPU (docs/serve.md "GPU batches")
+        if cpu_share:
+            if self.device is None:
+                raise ValueError("faster: cpu_share=%r: a share of the GPU's batches decoded on the CPU beside it; "
+                                 "give device='cuda'" % (cpu_share,))
+            spec["cpu_share"] = float(cpu_share)  # the server checks 0..1
         self._spec = spec
         args = [_find_binary(binary), "serve", "--slots", str(slots), "--shm-dir", shm_dir, "--spec", "-"]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -56,6 +56,16 @@ class DeviceArgumentTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             faster.Loader("/nonexistent", device="tpu")
 
+    def test_cpu_share_needs_a_device(self):
+        # cpu_share= is a share of the GPU stage's batches: refused on the
+        # CPU path, naming it, before any server starts.
+        with mock.patch("subprocess.Popen") as popen:
+            with self.assertRaises(ValueError) as cm:
+                faster.Loader("/nonexistent", cpu_share=0.25)
+            popen.assert_not_called()
+        self.assertIn("cpu_share=0.25", str(cm.exception))
+        self.assertIn("device=", str(cm.exception))
+
     def test_numpy_output_refused_with_a_device(self):
         # Where torch has CUDA (require passes): the GPU's batches are torch
         # tensors, so output="numpy" is refused before a server starts.
