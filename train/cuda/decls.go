@@ -86,6 +86,7 @@ var Decls = []Decl{
 	{"cuEventRecord", Driver, "int cuEventRecord(void *event, void *stream)"},
 	{"cuEventSynchronize", Driver, "int cuEventSynchronize(void *event)"},
 	{"cuEventDestroy_v2", Driver, "int cuEventDestroy_v2(void *event)"},
+	{"cuEventElapsedTime", Driver, "int cuEventElapsedTime(float *ms, void *start, void *end)"},
 	{"cuMemHostAlloc", Driver, "int cuMemHostAlloc(void **host, size_t bytes, unsigned int flags)"},
 	{"cuMemFreeHost", Driver, "int cuMemFreeHost(void *host)"},
 	{"cuStreamWaitEvent", Driver, "int cuStreamWaitEvent(void *stream, void *event, unsigned int flags)"},

@@ -241,6 +241,10 @@ int faster_event_new(void **ev) { return faster_p_cuEventCreate(ev, CU_EVENT_DIS
 
 int faster_event_free(void *ev) { return faster_p_cuEventDestroy_v2(ev); }
 
+int faster_timed_event_new(void **ev) { return faster_p_cuEventCreate(ev, 0); }
+
+int faster_event_elapsed(float *ms, void *start, void *end) { return faster_p_cuEventElapsedTime(ms, start, end); }
+
 int faster_copy_pinned(void *stream, unsigned long long dst, const void *src, size_t n, void *ev, const char **call) {
 	*call = "cuMemcpyHtoDAsync";
 	int r = faster_p_cuMemcpyHtoDAsync_v2(dst, src, n, stream);

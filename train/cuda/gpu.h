@@ -115,6 +115,13 @@ int faster_event_wait(void *ev);
 int faster_event_record(void *ev, void *stream);
 int faster_stream_wait(void *stream, void *ev);
 
+/* The profiler's timed events (profile.go): cuEventCreate with flags 0
+ * (timing on), recorded with faster_event_record, freed with
+ * faster_event_free; faster_event_elapsed is cuEventElapsedTime, in ms.
+ * The driver's status. */
+int faster_timed_event_new(void **ev);
+int faster_event_elapsed(float *ms, void *start, void *end);
+
 /* The step as a CUDA graph: faster_capture_begin starts stream capture on
  * the stream (CU_STREAM_CAPTURE_MODE_GLOBAL: while it runs, a potentially
  * unsafe call from any thread of the process fails instead of silently

@@ -388,28 +388,3 @@ func TestGPUBackendReplicaSum(t *testing.T) {
 	sumOverRanks(t, func(int) *Backend { return openGPUFor(t, train.BackendOptions{}, false) }, true)
 }
 
-// Would channels_last pay? Each convolution shape of ThinNet (3×32×32,
-// batch 512, fp16 as AMP) timed in
-// NCHW (the backend's layout) and NHWC with cudnnFind…AlgorithmEx: a
-// GPULAYOUT line per shape and the step's convolution time in each. A
-// figure for choosing the layout, not a check (only the plumbing fails).
-func TestGPUConvLayouts(t *testing.T) {
-	gpuBackend(t) // skips without a GPU
-	report(t, "ThinNet fp16's convolutions timed in NCHW and NHWC (cudnnFind…AlgorithmEx)")
-	convLayouts(t, func(o train.BackendOptions) *Backend { return openGPUFor(t, o, false) }, train.Float16,
-		[]layoutNet{{name: "thinnet", n: 512, c: 3, h: 32, w: 32, build: func(b train.Backend) (train.Layer, error) {
-			return train.NewThinNet(b, train.ThinNetConfig{InChannels: 3}, 1)
-		}}})
-}
-
-// The same for ResNet-18 in bf16, at batch 128 (the row's is 256): the
-// layouts' ratio in half the time. Last of the check's tests, so that the
-// check's timeout cuts it first.
-func TestGPUConvLayoutsResNet18(t *testing.T) {
-	gpuBackend(t) // skips without a GPU
-	report(t, "ResNet-18 bf16's convolutions timed in NCHW and NHWC (cudnnFind…AlgorithmEx)")
-	convLayouts(t, func(o train.BackendOptions) *Backend { return openGPUFor(t, o, false) }, train.BFloat16,
-		[]layoutNet{{name: "resnet18", n: 128, c: 3, h: 224, w: 224, build: func(b train.Backend) (train.Layer, error) {
-			return train.NewResNet18(b, train.ResNetConfig{}, 1)
-		}}})
-}

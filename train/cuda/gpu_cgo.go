@@ -237,6 +237,21 @@ func (m *gpuMachine) recordEvent(ev unsafe.Pointer) error {
 	return m.d.do(func() error { return cuErr("cuEventRecord", C.faster_event_record(ev, m.stream)) })
 }
 
+// The profiler's timed events (eventTimer).
+func (m *gpuMachine) newTimedEvent() (unsafe.Pointer, error) {
+	var ev unsafe.Pointer
+	err := m.d.do(func() error { return cuErr("cuEventCreate", C.faster_timed_event_new(&ev)) })
+	return ev, err
+}
+
+func (m *gpuMachine) recordTimed(ev unsafe.Pointer) error { return m.recordEvent(ev) }
+
+func (m *gpuMachine) elapsed(start, end unsafe.Pointer) (float64, error) {
+	var ms C.float
+	err := m.d.do(func() error { return cuErr("cuEventElapsedTime", C.faster_event_elapsed(&ms, start, end)) })
+	return float64(ms), err
+}
+
 func (m *gpuMachine) streamWait(ev unsafe.Pointer) error {
 	if err := m.refuseCapturing("a wait for another stream"); err != nil {
 		return err

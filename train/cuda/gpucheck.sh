@@ -20,7 +20,10 @@
 # traintest's suites (RunLayers, RunTorchStep, RunResNet18) and 8 Trainer
 # steps against its CPU twin (TestGPUBackend*, strict fp32, autotuned, and
 # with TF32), native bf16/fp16 against the twin, and the step as a CUDA
-# graph (TestGPUBackendStepCapture: replays bit-identical to eager steps).
+# graph (TestGPUBackendStepCapture: replays bit-identical to eager steps);
+# last, as figures, where a step's device time goes (TestGPUStepProfile)
+# and the convolutions' layouts. Three runs of the binary, in that order,
+# sharing GPUCHECK_TIMEOUT (a quarter, a half, the rest).
 # It prints short tables last; the whole log
 # goes to $OUT/gpucheck.log (or /tmp). Exit status: the test binary's.
 # It reads the card's state (nvidia-smi's query) and changes nothing.
@@ -40,10 +43,34 @@ log=${OUT:-/tmp}/gpucheck.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 cd "$root/train/cuda" || exit 2
 start=$(date +%s)
-FASTER_REQUIRE_GPU=1 "$bin" -test.run "${GPUCHECK_RUN:-^(TestGPU|TestLoaderTable)}" -test.v -test.timeout "${GPUCHECK_TIMEOUT:-480s}" \
-	-test.bench "${GPUCHECK_BENCH:-^BenchmarkGPUCopyIn$}" -test.benchtime 40x >"$log" 2>&1
-rc=$?
+: >"$log"
+# phase NAME REGEXP SECONDS [BENCH]: one run of the binary, its log appended.
+rc=0
+phase() {
+	echo "== phase $1 ($3 s at most)" >>"$log"
+	FASTER_REQUIRE_GPU=1 "$bin" -test.run "$2" -test.v -test.timeout "${3}s" \
+		-test.bench "${4:-^$}" -test.benchtime 40x >>"$log" 2>&1
+	local r=$?
+	echo "== phase $1: exit $r" >>"$log"
+	[ "$r" -ne 0 ] && rc=$r
+	return 0
+}
+total=${GPUCHECK_TIMEOUT:-480s}
+total=${total%s}
+if [ -n "${GPUCHECK_RUN:-}" ]; then
+	phase run "$GPUCHECK_RUN" "$total" "${GPUCHECK_BENCH:-}"
+else
+	# The basic checks first (NVRTC, each library once, every kernel
+	# against its CPU build), then the backend (and the copy rates), then
+	# the figures (where a step's time goes, the layouts): a short budget
+	# cuts the figures, never the checks.
+	phase basics '^(TestGPUCompile|TestGPULibraries|TestGPUKernels|TestLoaderTable)$' $((total / 4))
+	phase backend '^TestGPUBackend' $((total / 2)) "${GPUCHECK_BENCH:-^BenchmarkGPUCopyIn$}"
+	left=$((total - ($(date +%s) - start)))
+	[ "$left" -gt 20 ] && phase figures '^(TestGPUStepProfile|TestGPUConvLayouts|TestGPUConvLayoutsResNet18)$' "$left"
+fi
 echo "== $(($(date +%s) - start)) s, exit $rc; log $log"
+grep -E '^== phase .*: exit' "$log"
 grep -E 'probe: |device: ' "$log" | sed 's/^ *//' | cut -c1-400
 echo "== libraries, each called once"
 grep -o 'GPULIB|.*' "$log" | cut -d'|' -f2-
@@ -59,11 +86,16 @@ echo "== the cuda backend on the GPU (traintest suites, Trainer steps against th
 } | column -t -s'|'
 echo "== copies from host memory: pinned staging against pageable (the study's pin_memory)"
 grep -E '^BenchmarkGPUCopyIn' "$log"
+echo "== where a step's device time goes (events around each call; eager steps)"
+{
+	echo "network|op|calls|device ms a step|share"
+	grep -o 'GPUPROF|.*' "$log" | cut -d'|' -f2-
+} | column -t -s'|'
 echo "== convolutions by layout (ms: forward, backward data, backward filter; fastest algorithm)"
 {
 	echo "network|shape|NCHW|NHWC"
 	grep -o 'GPULAYOUT|.*' "$log" | cut -d'|' -f2-
 } | column -t -s'|'
 grep -E '^(--- FAIL|FAIL|PASS|ok)' "$log" | head -20
-[ "$rc" -ne 0 ] && grep -E '_test\.go:[0-9]+: ' "$log" | grep -v -E 'GPUCHECK|GPULIB' | sed 's/^ *//' | cut -c1-300 | head -20
+[ "$rc" -ne 0 ] && grep -E '_test\.go:[0-9]+: ' "$log" | grep -v -E 'GPUCHECK|GPULIB|GPUPROF|GPULAYOUT' | sed 's/^ *//' | cut -c1-300 | head -20
 exit $rc

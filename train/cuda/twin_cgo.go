@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/faster-training/faster/train"
@@ -238,6 +239,17 @@ func (m *twinMachine) newEvent() (unsafe.Pointer, error) { return unsafe.Pointer
 func (m *twinMachine) recordEvent(unsafe.Pointer) error  { return nil }
 func (m *twinMachine) streamWait(unsafe.Pointer) error   { return nil }
 func (m *twinMachine) freeEvent(unsafe.Pointer)          {}
+
+// Timed events (eventTimer): the host's clock when recorded, the twin's
+// calls running as they are queued.
+func (m *twinMachine) newTimedEvent() (unsafe.Pointer, error) { return unsafe.Pointer(new(int64)), nil }
+func (m *twinMachine) recordTimed(ev unsafe.Pointer) error {
+	*(*int64)(ev) = time.Now().UnixNano()
+	return nil
+}
+func (m *twinMachine) elapsed(start, end unsafe.Pointer) (float64, error) {
+	return float64(*(*int64)(end)-*(*int64)(start)) / 1e6, nil
+}
 
 func (m *twinMachine) sync() error {
 	if m.capturing != nil {
