@@ -128,7 +128,12 @@ type ParallelConfig struct {
 	// ChannelsLast runs a GPU backend's 16-bit convolutions channels-last
 	// (train.BackendOptions.ChannelsLast; PyTorch's channels_last memory
 	// format): with amp, on the cuda backend; elsewhere it changes nothing.
-	ChannelsLast  bool `json:"channels_last,omitempty"`
+	ChannelsLast bool `json:"channels_last,omitempty"`
+	// Profile times each call the last epoch's steps queue on the first
+	// device (train.StepProfiler: cuda's CUDA events) and puts where the
+	// device's time went in the summary; that epoch's steps run eagerly,
+	// slower by the events' cost.
+	Profile       bool `json:"profile,omitempty"`
 	BucketKB      int  `json:"bucket_kb"`
 	TimeAllReduce int  `json:"time_allreduce"` // ddp: time N rounds of a step's all-reduces alone after training
 	// LocalRanks is the number of ranks on this machine (torchrun's

@@ -267,6 +267,60 @@ func TestRunOnCUDATwinGraph(t *testing.T) {
 	}
 }
 
+// parallel.profile on the twin: the last epoch's steps timed by op in the
+// summary (one SGD step and one loss a step, the steps' count), the
+// run's weights those of the same run without it (the profiled epoch
+// runs eagerly, with cuda_graph too), and its text report; a backend
+// that cannot time its device is refused naming it.
+func TestRunOnCUDATwinProfile(t *testing.T) {
+	dir := t.TempDir()
+	writeIDX(dir, 32)
+	ref := tinyConfig(dir)
+	ref.Parallel.Profile = true
+	var ce *fit.ConfigError
+	if _, err := deviceRun(t, dir, ref, nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), `"reference"`) || !strings.Contains(err.Error(), "parallel.profile") {
+		t.Errorf("reference with profile: %v; want a ConfigError of parallel.profile naming the backend", err)
+	}
+	twin := func(_ string, o train.BackendOptions) (train.Backend, error) { return cuda.OpenTwin(o) }
+	cfg := tinyConfig(dir)
+	cfg.Epochs = 2
+	cfg.Model.Backend, cfg.Model.Device = "", "cuda"
+	cfg.Parallel.CUDAGraph = true
+	want, err := deviceRun(t, dir, cfg, twin)
+	if errors.Is(err, cuda.ErrNoCgo) {
+		t.Skip("the twin needs cgo")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Parallel.Profile = true
+	got, err := deviceRun(t, dir, cfg, twin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.WeightsSHA256 != want.WeightsSHA256 || want.Profile != nil {
+		t.Errorf("profiled %.12s, not %.12s (profile without asking: %v)", got.WeightsSHA256, want.WeightsSHA256, want.Profile)
+	}
+	p := got.Profile
+	if p == nil {
+		t.Fatal("no profile in the summary")
+	}
+	steps := 32 / cfg.Batch
+	calls := map[string]int{}
+	for _, r := range p.Rows {
+		calls[r.Op] = r.Calls
+	}
+	if p.Epoch != 2 || p.Steps != steps || calls["kernel sgd_lr"] != steps || calls["kernel ce_loss"] != steps || p.BusyMs <= 0 || p.CallsPer <= 0 {
+		t.Errorf("profile epoch %d, %d steps (want 2, %d), sgd_lr %d and ce_loss %d calls, busy %v ms, %v calls a step",
+			p.Epoch, p.Steps, steps, calls["kernel sgd_lr"], calls["kernel ce_loss"], p.BusyMs, p.CallsPer)
+	}
+	var text strings.Builder
+	got.WriteText(&text, cfg)
+	if !strings.Contains(text.String(), "profile of epoch 2") || !strings.Contains(text.String(), "kernel") {
+		t.Errorf("report without the profile:\n%s", text.String())
+	}
+}
+
 // countingBackend is the reference backend counting host copies as a GPU
 // backend's pinned staging would.
 type countingBackend struct {

@@ -37,6 +37,7 @@ func (sum *Summary) WriteText(w io.Writer, cfg Config) {
 	}
 	sum.writeFixRes(w)
 	WriteTuning(w, sum.Autotune)
+	sum.Profile.write(w)
 	on := sum.Backend
 	if d := sum.Device; d != "" && d != "cpu" {
 		on += " on " + d
@@ -50,6 +51,20 @@ func (sum *Summary) WriteText(w io.Writer, cfg Config) {
 	}
 	fmt.Fprintf(w, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
 		sum.Model, on, sum.describeStrategy(), sum.Threads, sum.Batch, sum.Precision, sum.nativeNote(), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)
+}
+
+// write writes a profiled epoch: the step's device time, busy and idle,
+// and its ten largest ops (nothing without a profile).
+func (p *ProfileSummary) write(w io.Writer) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "profile of epoch %d (%d eager steps, %.0f calls a step): device busy %.3f ms and idle %.3f ms a step, %.3f ms of training a step with the events\n",
+		p.Epoch, p.Steps, p.CallsPer, p.BusyMs, p.IdleMs, p.WallMsStep)
+	n := float64(max(p.Steps, 1))
+	for _, r := range p.Rows[:min(10, len(p.Rows))] {
+		fmt.Fprintf(w, "  %8.3f ms %5.1f%%  %4.0f×  %s\n", r.Ms/n, 100*r.Ms/n/max(p.BusyMs, 1e-9), float64(r.Calls)/n, r.Op)
+	}
 }
 
 // writeFixRes writes the FixRes adjustment, if the run made one.

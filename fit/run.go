@@ -218,6 +218,11 @@ func (cfg *Config) newRun(p *plan, comm collective.Comm, hooks Hooks) (*run, err
 		net.Close()
 		return nil, err
 	}
+	if _, ok := b.(train.StepProfiler); cfg.Parallel.Profile && !ok {
+		b.Close()
+		net.Close()
+		return nil, configErrorf("parallel.profile", "backend %q does not time its device's calls (train.StepProfiler: cuda does)", b.Name())
+	}
 	if cfg.Parallel.CUDAGraph && !train.ImplementsCapture(b) {
 		b.Close()
 		net.Close()
@@ -418,7 +423,9 @@ func (r *run) epochs(ctx context.Context, p *plan, trainS train.Stream, evaluate
 		if hooks.Train != nil {
 			step, done = hooks.Train(epoch, cfg.Epochs, int64((steps-tr.Step)*cfg.Batch))
 		}
+		ran := 0 // the epoch's steps (a profile's count)
 		onStep := func(r train.StepResult) error {
+			ran++
 			if r.LossSteps > 0 { // read at this step (Config.LogEvery)
 				lastLoss = r.Loss
 			}
@@ -437,6 +444,16 @@ func (r *run) epochs(ctx context.Context, p *plan, trainS train.Stream, evaluate
 		}
 		var total train.EpochResult // the epoch's stretches together
 		correct := 0.0
+		prof, _ := r.b.(train.StepProfiler)
+		if !cfg.Parallel.Profile || epoch != cfg.Epochs {
+			prof = nil
+		}
+		if prof != nil {
+			if err := prof.StartProfile(); err != nil {
+				done()
+				return fmt.Errorf("parallel.profile: %w", err)
+			}
+		}
 		for tr.Epoch < epoch && !reached {
 			cpu0 := usage.CPU()
 			res, err := tr.TrainStream(ctx, data, onStep)
@@ -466,6 +483,13 @@ func (r *run) epochs(ctx context.Context, p *plan, trainS train.Stream, evaluate
 			}
 		}
 		done()
+		if prof != nil {
+			dp, err := prof.StopProfile()
+			if err != nil {
+				return fmt.Errorf("parallel.profile: %w", err)
+			}
+			sum.Profile = profileSummary(epoch, ran, total.Seconds, dp)
+		}
 		if total.Images > 0 {
 			total.Loss /= float64(total.Images)
 			total.Accuracy = correct / float64(total.Images)
@@ -706,4 +730,11 @@ func (cfg *Config) checkStepMemory(net train.Layer, inC, side, world, localRanks
 			model, side, side, n, float64(m.Total())/1e9, float64(m.Activations)/1e9, float64(m.Params)/1e9, what, float64(budget)/1e9)
 	}
 	return nil
+}
+
+// profileSummary is a profiled epoch's summary, per step.
+func profileSummary(epoch, steps int, seconds float64, dp train.DeviceProfile) *ProfileSummary {
+	n := float64(max(steps, 1))
+	return &ProfileSummary{Epoch: epoch, Steps: steps, BusyMs: dp.BusyMs / n, IdleMs: dp.GapMs / n, CallsPer: float64(dp.Calls) / n,
+		WallMsStep: seconds * 1e3 / n, Rows: dp.Rows}
 }

@@ -29,7 +29,10 @@ type Summary struct {
 	// HostCopies counts the first device's copies from host memory where
 	// its backend counts them (a GPU's pinned staging; absent otherwise,
 	// and when it made none through pinned memory).
-	HostCopies   *train.HostCopies  `json:"host_copies,omitempty"`
+	HostCopies *train.HostCopies `json:"host_copies,omitempty"`
+	// Profile is where the last epoch's device time went
+	// (parallel.profile), per step.
+	Profile      *ProfileSummary    `json:"profile,omitempty"`
 	Strategy     string             `json:"strategy"`
 	Devices      int                `json:"devices"`    // devices per process (dp)
 	WorldSize    int                `json:"world_size"` // processes (ddp)
@@ -196,3 +199,16 @@ func WeightsDigest(net train.Layer) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ProfileSummary is a profiled epoch (parallel.profile): its steps, the
+// device's busy and idle milliseconds a step, and the ops by device time
+// (train.DeviceProfile's rows, summed over the epoch's steps).
+type ProfileSummary struct {
+	Epoch      int                `json:"epoch"`
+	Steps      int                `json:"steps"`
+	BusyMs     float64            `json:"busy_ms_per_step"`
+	IdleMs     float64            `json:"idle_ms_per_step"`
+	CallsPer   float64            `json:"calls_per_step"`
+	Rows       []train.ProfileRow `json:"rows"`
+	WallMsStep float64            `json:"wall_ms_per_step"` // the profiled epoch's training time a step, events included
+}

@@ -36,6 +36,7 @@ func addParallelFlags(f *pflag.FlagSet, o *trainOptions) {
 	f.BoolVar(&c.Parallel.NoOverlap, "no-overlap", false, "prepare each batch only after the previous step (default: while it runs)")
 	f.BoolVar(&c.Parallel.ZeroGrad, "zero-grad", false, "zero the gradients and accumulate into them each step (default: overwrite, like zero_grad(set_to_none=True))")
 	f.BoolVar(&c.Parallel.CUDAGraph, "cuda-graph", false, "strategy single on a backend that captures steps (cuda): record each step as a CUDA graph once and replay it")
+	f.BoolVar(&c.Parallel.Profile, "profile", false, "on a backend that times its device's calls (cuda): where the last epoch's device time goes, by op, busy and idle (its steps run eagerly)")
 	f.BoolVar(&c.Parallel.ChannelsLast, "channels-last", false, "with --amp on a GPU backend (cuda): 16-bit convolutions channels-last (NHWC), as torch's channels_last")
 	f.IntVar(&c.Parallel.BucketKB, "bucket-kb", d.Parallel.BucketKB, "ddp: gradient all-reduce bucket size in KiB")
 	f.IntVar(&c.Parallel.TimeAllReduce, "time-allreduce", 0, "ddp: after training, time N rounds of a step's gradient all-reduces alone (its buckets, no compute); --json reports them under ddp")

@@ -23,25 +23,7 @@ import (
 // is the eager step's; the events' own cost (a few µs of host time a
 // call) is in the wall time, not in the device's.
 
-// ProfileRow is one kind of call over the profiled steps: Op names it
-// ("kernel sgd_lr", "conv 512x3x32x32 k32 3x3 forward", "gemm 512x10x256",
-// "copy in", "memset"), Kind groups it (kernel, conv, gemm, copy, memset).
-type ProfileRow struct {
-	Op, Kind string
-	Calls    int
-	Ms       float64 // device time, summed
-}
-
-// Profile is what a profiler measured: the rows by device time, largest
-// first, and the totals.
-type Profile struct {
-	Rows  []ProfileRow
-	Calls int
-	// BusyMs is the device time of the calls; GapMs the device's idle
-	// time between them (from the first call's start to the last's end,
-	// less BusyMs).
-	BusyMs, GapMs float64
-}
+var _ train.StepProfiler = (*Backend)(nil)
 
 // eventTimer is implemented by machines with timed events: the GPU's
 // (cuEventRecord, cuEventElapsedTime) and the twin's (the host's clock,
@@ -61,7 +43,7 @@ type profiler struct {
 	t       eventTimer
 	pending []profCall
 	spare   []unsafe.Pointer // events read, to record again
-	rows    map[string]*ProfileRow
+	rows    map[string]*train.ProfileRow
 	prevEnd unsafe.Pointer // the last call read's end (nil before the first)
 	busy    float64
 	gap     float64
@@ -84,7 +66,7 @@ func (b *Backend) StartProfile() error {
 		return errors.New("cuda: StartProfile inside a step")
 	case eventTimer:
 		b.ReleaseStep() // a record's steps would replay unprofiled
-		b.m = &profiler{machine: b.m, t: m, rows: map[string]*ProfileRow{}}
+		b.m = &profiler{machine: b.m, t: m, rows: map[string]*train.ProfileRow{}}
 		return nil
 	}
 	return fmt.Errorf("cuda: %s has no timed events to profile with", b.m.device())
@@ -92,21 +74,21 @@ func (b *Backend) StartProfile() error {
 
 // StopProfile waits for the queued work, reads the last events and
 // returns the profile; the backend's machine is its own again.
-func (b *Backend) StopProfile() (Profile, error) {
+func (b *Backend) StopProfile() (train.DeviceProfile, error) {
 	p, ok := b.m.(*profiler)
 	if !ok {
-		return Profile{}, errors.New("cuda: no profile is running")
+		return train.DeviceProfile{}, errors.New("cuda: no profile is running")
 	}
 	err := p.sync() // reads every pending event
 	b.m = p.machine
 	for _, ev := range p.spare {
 		p.t.freeEvent(ev)
 	}
-	out := Profile{Calls: p.calls, BusyMs: p.busy, GapMs: p.gap}
+	out := train.DeviceProfile{Calls: p.calls, BusyMs: p.busy, GapMs: p.gap}
 	for _, r := range p.rows {
 		out.Rows = append(out.Rows, *r)
 	}
-	slices.SortFunc(out.Rows, func(a, b ProfileRow) int {
+	slices.SortFunc(out.Rows, func(a, b train.ProfileRow) int {
 		return cmp.Or(cmp.Compare(b.Ms, a.Ms), cmp.Compare(a.Op, b.Op))
 	})
 	return out, err
@@ -163,7 +145,7 @@ func (p *profiler) read() error {
 		} else {
 			r := p.rows[c.op]
 			if r == nil {
-				r = &ProfileRow{Op: c.op, Kind: c.kind}
+				r = &train.ProfileRow{Op: c.op, Kind: c.kind}
 				p.rows[c.op] = r
 			}
 			r.Calls++

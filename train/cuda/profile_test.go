@@ -38,7 +38,7 @@ func TestTwinProfile(t *testing.T) {
 	if e, c, r := b.StepRuns(); e != steps || c != 0 || r != 0 {
 		t.Errorf("profiled steps ran %d eager, %d captured, %d replayed; want all %d eager", e, c, r, steps)
 	}
-	byOp := map[string]ProfileRow{}
+	byOp := map[string]train.ProfileRow{}
 	calls, kinds := 0, map[string]int{}
 	for _, r := range p.Rows {
 		byOp[r.Op] = r
