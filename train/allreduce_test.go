@@ -60,8 +60,9 @@ var stepVariants = []struct {
 	{"zero-grad", train.Float32, func(tr *train.Trainer) { tr.ZeroGrad = true }},
 	{"nesterov-ema", train.Float32, func(tr *train.Trainer) { tr.Opt.Nesterov = true; tr.EMA = &train.EMA{Decay: 0.9} }},
 	{"fp16-scaler", train.Float16, func(tr *train.Trainer) {
-		tr.Scaler = train.NewGradScaler()
-		tr.Scaler.Scale = 1e38 // skipped steps at first
+		// skipped steps at first, then steps taken, the scale growing by
+		// a factor that is no power of two
+		tr.Scaler = &train.GradScaler{Scale: 1 << 24, GrowthFactor: 1.5, BackoffFactor: 0.5, GrowthInterval: 2}
 	}},
 }
 
@@ -70,8 +71,9 @@ var stepVariants = []struct {
 // fallback's AllReduceOp or the backend's own, each replica stepping its
 // own weights) train to the bits of the host path's replicas (gradients
 // summed into the first device's slices), ZeroGrad, EMA and the
-// GradScaler's skipped steps included; the parameters are bound to the
-// device state at every step.
+// GradScaler's skipped steps included (its scale kept on each replica's
+// device, no flag read back); the parameters are bound to the device
+// state at every step.
 func TestDeviceDataParallelMatchesHost(t *testing.T) {
 	for _, c := range stepVariants {
 		t.Run(c.name, func(t *testing.T) {
@@ -93,8 +95,18 @@ func TestDeviceDataParallelMatchesHost(t *testing.T) {
 				}
 			}
 			host := trainDevice(t, train.NewReference(o), false, withReplica(func() train.Backend { return train.NewReference(o) }), nil)
-			native := trainDevice(t, train.NewDeviceReference(o), true, withReplica(func() train.Backend { return train.NewDeviceReference(o) }), nil)
+			dev, rep := train.NewDeviceReference(o), train.NewDeviceReference(o)
+			native := trainDevice(t, dev, true, withReplica(func() train.Backend { return rep }), nil)
 			sameRun(t, native, host)
+			if host.scaler.Scale != 0 {
+				// The GradScaler on each replica's device: no flag read.
+				if sc := host.scaler; sc.Skipped == 0 || sc.Skipped == 12 {
+					t.Fatalf("scaler %+v: want steps skipped and taken", sc)
+				}
+				if dev.Unscales+rep.Unscales != 0 || dev.ScalerReads == 0 || rep.ScalerReads != 0 {
+					t.Errorf("finite flags read %d and %d times; scaler reads %d (first device) and %d (replica): want none, some, none", dev.Unscales, rep.Unscales, dev.ScalerReads, rep.ScalerReads)
+				}
+			}
 			calls := new(atomic.Int64)
 			own := func() train.Backend { return reducingRef{train.NewDeviceReference(o), calls} }
 			sameRun(t, trainDevice(t, own(), true, withReplica(own), nil), host)

@@ -80,12 +80,13 @@ func RunStepOn(b Backend, capture bool, key string, step func() error) (StepRun,
 // Its backend's LossOp implements ScaledLossOp, which reads the scale
 // there too.
 //
-// The trainer uses it with one device in one process: it copies its
-// GradScaler onto the device when it binds the state (PushScaler) and
-// reads it back (PullScaler) at the steps that read the loss, before a
-// checkpoint and when it unbinds — and after every step when an EMA must
-// know whether the step was taken. Replicas and ranks keep the host's
-// GradScaler (State.Unscale, one read a step).
+// The trainer uses it where every device's state and loss op do: it
+// copies its GradScaler onto each device when it binds the states
+// (PushScaler) and reads the first device's back (PullScaler) at the
+// steps that read the loss, before a checkpoint and when it unbinds — and
+// after every step when an EMA must know whether the step was taken.
+// Replicas and ranks sum their gradients before the unscale, so their
+// flags, and their scalers, agree.
 type ScalerState interface {
 	// PushScaler copies s (its scale, growth tracker, skipped count and
 	// factors) onto the device.
@@ -106,9 +107,20 @@ type ScalerState interface {
 
 // ScaledLossOp is implemented by a LossOp whose gradient can be scaled by
 // the device's scale of a ScalerState of the same backend: Forward with
-// gradScale the scale PushScaler copied there and the updates made it.
+// gradScale that scale's share (ScaleShare).
 type ScaledLossOp interface {
-	ForwardScaled(logits Tensor, labels []int, s ScalerState) (Tensor, error)
+	ForwardScaled(logits Tensor, labels []int, s ScalerState, share ScaleShare) (Tensor, error)
+}
+
+// ScaleShare is a device's share of the loss scale: Forward's gradScale
+// is ((Scale / Ranks) · Rows) / Local, in float64 as the trainer computes
+// it on the host — Ranks the processes (the gradients are summed over
+// them), Rows the device's rows of its rank's Local batch.
+type ScaleShare struct{ Ranks, Rows, Local int }
+
+// Of is the share's gradScale for scale.
+func (s ScaleShare) Of(scale float64) float64 {
+	return scale / float64(s.Ranks) * float64(s.Rows) / float64(s.Local)
 }
 
 // capturable reports why the trainer cannot run its steps through a

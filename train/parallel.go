@@ -63,7 +63,7 @@ func (d *device) ensureLoss(smoothing float64) error {
 // the first device), and with replicas the gradient tensors summed over
 // the devices (each device's AllReduceOp, on its own goroutine) before
 // they are accumulated.
-func (d *device) forwardBackward(s int, scale float64, zero bool, reduced func() error) {
+func (d *device) forwardBackward(s int, scale float64, share ScaleShare, zero bool, reduced func() error) {
 	var acc GradAccumulator
 	if zero && d.state != nil {
 		acc = d.state.(GradAccumulator) // bindNative checked
@@ -79,7 +79,7 @@ func (d *device) forwardBackward(s int, scale float64, zero bool, reduced func()
 		}
 		var dl Tensor
 		if d.scaled != nil {
-			dl, err = d.loss.(ScaledLossOp).ForwardScaled(logits, d.ys[s], d.scaled) // bindScaler checked
+			dl, err = d.loss.(ScaledLossOp).ForwardScaled(logits, d.ys[s], d.scaled, share) // bindScaler checked
 		} else {
 			dl, err = d.loss.Forward(logits, d.ys[s], scale)
 		}
@@ -196,6 +196,12 @@ func sameShapes(a, b []*Param) error {
 	return nil
 }
 
+// share is device d's share of the loss scale (its gradScale's terms
+// above, for a scale kept on the device: ScaledLossOp).
+func (t *Trainer) share(d *device) ScaleShare {
+	return ScaleShare{Ranks: t.size(), Rows: d.hi - d.lo, Local: t.LocalBatch()}
+}
+
 // forwardBackward computes the gradients of the mean loss of the batch in
 // slot s into the trainer's parameters. When read, it returns the loss
 // and accuracy of the steps since the last read (over the global batch
@@ -217,7 +223,7 @@ func (t *Trainer) forwardBackward(s int, read bool) (Result, error) {
 	waits := make(chan struct{}, len(t.devs))
 	for _, d := range t.devs[1:] {
 		d.jobs <- func() {
-			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local, false, nil)
+			d.forwardBackward(s, scale*float64(d.hi-d.lo)/local, t.share(d), false, nil)
 			waits <- struct{}{}
 		}
 	}
@@ -227,7 +233,7 @@ func (t *Trainer) forwardBackward(s int, read bool) (Result, error) {
 	if t.dist != nil && t.native {
 		reduced = t.dist.finish
 	}
-	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local, t.ZeroGrad && t.native, reduced)
+	first.forwardBackward(s, scale*float64(first.hi-first.lo)/local, t.share(first), t.ZeroGrad && t.native, reduced)
 	var errs []error
 	if first.err != nil {
 		errs = append(errs, first.err)

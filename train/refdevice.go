@@ -357,14 +357,14 @@ type refLoss struct {
 	hostLoss
 }
 
-// ForwardScaled implements ScaledLossOp: Forward with the scale of ss, a
-// state of the same backend.
-func (l *refLoss) ForwardScaled(logits Tensor, labels []int, ss ScalerState) (Tensor, error) {
+// ForwardScaled implements ScaledLossOp: Forward with share of the scale
+// of ss, a state of the same backend.
+func (l *refLoss) ForwardScaled(logits Tensor, labels []int, ss ScalerState, share ScaleShare) (Tensor, error) {
 	st, ok := ss.(*refState)
 	if !ok || st.r != l.r || st.sc == nil {
 		return nil, fmt.Errorf("reference device: loss scaled by %T, not a state of this backend with a GradScaler", ss)
 	}
-	return l.Forward(logits, labels, st.sc.Scale)
+	return l.Forward(logits, labels, share.Of(st.sc.Scale))
 }
 
 func (l *refLoss) Sums() (LossSums, error) {

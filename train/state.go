@@ -116,32 +116,43 @@ func (t *Trainer) bindNative() (err error) {
 	return t.bindScaler()
 }
 
-// bindScaler keeps the trainer's GradScaler on the device when one
-// device of one process trains on a ScalerState whose loss op reads its
-// scale there (ScaledLossOp): t.scaled, the device's copy made from
-// t.Scaler.
+// bindScaler keeps the trainer's GradScaler on the devices when every
+// device's state is a ScalerState whose loss op reads its scale there
+// (ScaledLossOp): each device gets its copy of t.Scaler (d.scaled), the
+// first's is t.scaled. Replicas and ranks unscale gradients already
+// summed over them, so their copies stay alike.
 func (t *Trainer) bindScaler() error {
-	d := t.devs[0]
-	ss, ok := d.state.(ScalerState)
-	_, scaledLoss := d.loss.(ScaledLossOp)
-	if !ok || !scaledLoss || t.Scaler == nil || len(t.devs) > 1 || t.dist != nil {
+	if t.Scaler == nil {
 		return nil
 	}
-	if err := ss.PushScaler(t.Scaler); err != nil {
-		return fmt.Errorf("train: %s: the GradScaler on the device: %w", d.b.Name(), err)
+	for _, d := range t.devs {
+		_, ok := d.state.(ScalerState)
+		_, scaledLoss := d.loss.(ScaledLossOp)
+		if !ok || !scaledLoss {
+			return nil
+		}
 	}
-	t.scaled, d.scaled = ss, ss
+	for _, d := range t.devs {
+		if err := d.state.(ScalerState).PushScaler(t.Scaler); err != nil {
+			return fmt.Errorf("train: %s: the GradScaler on the device: %w", d.b.Name(), err)
+		}
+		d.scaled = d.state.(ScalerState)
+	}
+	t.scaled = t.devs[0].scaled
 	return nil
 }
 
 // scaledStep is the GradScaler's unscale, the optimiser's step and the
-// scale's update on the device's scaler (t.scaled): the step skipped
+// scale's update on each device's scaler (d.scaled): the step skipped
 // there when a gradient is not finite; nothing read back.
 func (t *Trainer) scaledStep(lr float64) error {
-	if err := t.scaled.UnscaleScaled(); err != nil {
-		return err
-	}
-	return t.scaled.SGDStepScaled(t.Opt, lr)
+	return t.onStates(func(st State) error {
+		ss := st.(ScalerState)
+		if err := ss.UnscaleScaled(); err != nil {
+			return err
+		}
+		return ss.SGDStepScaled(t.Opt, lr)
+	})
 }
 
 // readScaler reads the device's GradScaler into t.Scaler when read (a
@@ -183,7 +194,10 @@ func (t *Trainer) releaseNative() {
 	if t.dist != nil {
 		t.dist.releaseNative()
 	}
-	t.scaled, t.devs[0].scaled = nil, nil
+	t.scaled = nil
+	for _, d := range t.devs {
+		d.scaled = nil
+	}
 }
 
 // unbindState pulls a device state into the host mirrors and releases
@@ -232,9 +246,11 @@ func (t *Trainer) pushState() error {
 	if err := t.state.Push(t.stateOpt, t.stateEMA); err != nil {
 		return fmt.Errorf("train: writing the device state: %w", err)
 	}
-	if t.scaled != nil {
-		if err := t.scaled.PushScaler(t.stateScaler); err != nil {
-			return fmt.Errorf("train: writing the GradScaler: %w", err)
+	for _, d := range t.devs {
+		if d.scaled != nil {
+			if err := d.scaled.PushScaler(t.stateScaler); err != nil {
+				return fmt.Errorf("train: writing the GradScaler: %w", err)
+			}
 		}
 	}
 	for i, d := range t.devs[1:] {

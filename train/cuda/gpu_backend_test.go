@@ -387,4 +387,3 @@ func TestGPUBackendReplicaSum(t *testing.T) {
 	report(t, "replicas' all-reduce on the device (three streams of one GPU, events between them)")
 	sumOverRanks(t, func(int) *Backend { return openGPUFor(t, train.BackendOptions{}, false) }, true)
 }
-

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/cuda/kernels"
 )
 
@@ -345,17 +346,20 @@ func gpuCE(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, k i
 	must(t, err)
 	defer d.Free(brow)
 	bsum := upload(t, d, []float64{0, 0, 0})
-	ms := launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(gs), Arg{} /* no device scale */)
+	ms := launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(gs), Arg{} /* no device scale */, I32(1), I32(1), I32(1))
 	// The scale in device memory (a GradScaler on the device) gives the
-	// gradient the launch's float32(scale/n) gives, bit for bit.
+	// gradient the launch's float32 of the host's arithmetic gives, bit
+	// for bit.
 	dscale := 30000.3
 	bds := upload(t, d, []float64{dscale})
 	bg2, err := d.Alloc(4 * n * k)
 	must(t, err)
 	defer d.Free(bg2)
-	launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg2), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(float32(dscale/float64(n))), Arg{})
+	host := train.ScaleShare{Ranks: 2, Rows: n, Local: 3 * n}.Of(dscale) // two ranks; this device's n rows of 3n
+	share := []Arg{I32(2), I32(int32(n)), I32(int32(3 * n))}
+	launch(t, m, "ce_loss", lr, append([]Arg{Ptr(bx), Ptr(by), Ptr(bg2), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(float32(host / float64(n))), {}}, share...)...)
 	byArg := download[float32](t, d, bg2, n*k)
-	msd := launch(t, m, "ce_loss", lr, Ptr(bx), Ptr(by), Ptr(bg2), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(0), Ptr(bds))
+	msd := launch(t, m, "ce_loss", lr, append([]Arg{Ptr(bx), Ptr(by), Ptr(bg2), Ptr(brow), I32(int32(n)), I32(int32(k)), F32(eps), F32(0), Ptr(bds)}, share...)...)
 	byDev := download[float32](t, d, bg2, n*k)
 	d.Free(bds)
 	row(t, "ce_loss dscale", fmt.Sprintf("%s %dx%d", step, n, k), msd, fmt.Sprintf("%d ulp from the launch's scale", maxULP(byDev, byArg)), maxULP(byDev, byArg) == 0)

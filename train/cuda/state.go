@@ -548,23 +548,26 @@ func (l *lossOp) Forward(logits train.Tensor, labels []int, gradScale float64) (
 	if gradScale == 0 {
 		gradScale = 1
 	}
-	return l.forward(logits, labels, gradScale, 0)
+	return l.forward(logits, labels, gradScale, 0, train.ScaleShare{})
 }
 
 // ForwardScaled implements train.ScaledLossOp: ce_loss reads the scale
 // from ss's doubles on the device (a state of this backend with a
 // GradScaler pushed).
-func (l *lossOp) ForwardScaled(logits train.Tensor, labels []int, ss train.ScalerState) (train.Tensor, error) {
+func (l *lossOp) ForwardScaled(logits train.Tensor, labels []int, ss train.ScalerState, share train.ScaleShare) (train.Tensor, error) {
 	st, ok := ss.(*state)
 	if !ok || st.b != l.b || st.sc == 0 {
 		return nil, fmt.Errorf("cuda: cross-entropy scaled by %T, not a state of this backend with a GradScaler", ss)
 	}
-	return l.forward(logits, labels, 1, st.sc)
+	if share.Ranks < 1 || share.Local < 1 {
+		return nil, fmt.Errorf("cuda: cross-entropy: share %+v of the scale", share)
+	}
+	return l.forward(logits, labels, 1, st.sc, share)
 }
 
 // forward is ce_loss then ce_sums, the gradient scaled by gradScale, or
-// by the double at dscale in device memory when it is not 0.
-func (l *lossOp) forward(logits train.Tensor, labels []int, gradScale float64, dscale uint64) (train.Tensor, error) {
+// by share of the double at dscale in device memory when it is not 0.
+func (l *lossOp) forward(logits train.Tensor, labels []int, gradScale float64, dscale uint64, share train.ScaleShare) (train.Tensor, error) {
 	x, err := asT(logits, 2)
 	if err != nil {
 		return nil, err
@@ -600,7 +603,7 @@ func (l *lossOp) forward(logits train.Tensor, labels []int, gradScale float64, d
 		return nil, err
 	}
 	if err := l.b.run("ce_loss", kernels.PerRow, n, k, x.p, l.labels, l.dl.p, l.rowstat.p, i32(n), i32(k), f32(l.eps),
-		f32(float32(gradScale/float64(n))), dscale); err != nil {
+		f32(float32(gradScale/float64(n))), dscale, i32(share.Ranks), i32(share.Rows), i32(share.Local)); err != nil {
 		return nil, err
 	}
 	if err := l.b.run("ce_sums", kernels.Single, 1, n, l.rowstat.p, i32(n), l.sums); err != nil {

@@ -41,7 +41,7 @@ void cpu_amp_unscale(int g, int b, float *gr, int64_t n, float *found_inf, const
 
 void cpu_ce_loss(int g, int b, const float *logits, const int32_t *labels, float *dlogits, float *rowstat,
 		 int32_t n, int32_t k, float eps, float gscale) {
-	LAUNCH(g, b, ce_loss(logits, labels, dlogits, rowstat, n, k, eps, gscale, 0));
+	LAUNCH(g, b, ce_loss(logits, labels, dlogits, rowstat, n, k, eps, gscale, 0, 1, 1, 1));
 }
 
 void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums) {
@@ -127,7 +127,7 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(normalize_u8, P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7))                        \
 	X(sgd, P(0), P(1), P(2), L(3), F(4), F(5), F(6), I(7), I(8))                           \
 	X(amp_unscale, P(0), L(1), P(2), P(3))                                                 \
-	X(ce_loss, P(0), P(1), P(2), P(3), I(4), I(5), F(6), F(7), P(8))                       \
+	X(ce_loss, P(0), P(1), P(2), P(3), I(4), I(5), F(6), F(7), P(8), I(9), I(10), I(11))  \
 	X(ce_sums, P(0), I(1), P(2))                                                           \
 	X(relu_bn_train, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), F(12)) \
 	X(bn_train, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), F(12))      \

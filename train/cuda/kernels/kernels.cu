@@ -240,16 +240,18 @@ DEVICE void reduce_sum_i(int *sh) {
  * top-1 and among the top-5 (rank as train.CrossEntropy: ties to the lower
  * index, a NaN above every number, a NaN label logit never correct).
  * A label outside [0, k) gives a NaN loss and counts as wrong.
- * With dscale (not null), gscale is (float)(*dscale / n) instead: the
- * GradScaler's scale kept on the device (amp_update_scale's), so that a
- * step's launch does not change with the scale. */
+ * With dscale (not null), gscale is instead the GradScaler's scale kept on
+ * the device (amp_update_scale's), so that a step's launch does not change
+ * with it: (float)((((*dscale / ranks) * rows) / local) / n), the host's
+ * float64 arithmetic for a device holding rows of a rank's local batch,
+ * of ranks processes. */
 KERNEL ce_loss(const float *logits, const i32 *labels, float *dlogits, float *rowstat,
-	       i32 n, i32 k, float eps, float gscale, const double *dscale) {
+	       i32 n, i32 k, float eps, float gscale, const double *dscale, i32 ranks, i32 rows, i32 local) {
 	SHARED float sh[MAXB];
 	SHARED int shi[MAXB];
 	SHARED float mx, lse;
 	if (dscale)
-		gscale = (float)(*dscale / (double)n);
+		gscale = (float)((((*dscale / (double)ranks) * (double)rows) / (double)local) / (double)n);
 	for (i64 row = BLOCK_IDX; row < n; row += GRID_DIM) {
 		const float *x = logits + row * k;
 		float *dx = dlogits + row * k;

@@ -158,7 +158,9 @@ func TestCELossAgainstReference(t *testing.T) {
 }
 
 // ce_loss with the scale in device memory (dscale) writes the gradient
-// the launch argument float32(scale/n) gives, for a scale that is no
+// the launch argument gives, float32 of the host's float64 arithmetic
+// (the scale over 2 ranks, times this device's rows of its rank's batch,
+// over the batch, over the rows), for a scale that is no
 // power of two over a batch that is none (so a float32 division would
 // round otherwise).
 func TestCELossDeviceScale(t *testing.T) {
@@ -166,7 +168,7 @@ func TestCELossDeviceScale(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 17))
 	c := ceCases[3] // 37 rows: dividing by n rounds
 	x, y := ceData(r, c)
-	scale := []float64{30000.3}
+	scale := []float64{7777.7}
 	l := Launch{4, 64}
 	run := func(gscale float32, dscale []float64) []float32 {
 		g, rows := make([]float32, c.n*c.k), make([]float32, 3*c.n)
@@ -176,19 +178,22 @@ func TestCELossDeviceScale(t *testing.T) {
 			pin(t, dscale)
 			d = ptrSlot(dscale)
 		}
-		if err := LaunchCPU("ce_loss", l, []uint64{ptrSlot(x), ptrSlot(y), ptrSlot(g), ptrSlot(rows), i32Slot(c.n), i32Slot(c.k), f32Slot(c.eps), f32Slot(gscale), d}); err != nil {
+		share := []uint64{i32Slot(2), i32Slot(c.n), i32Slot(3 * c.n)} // 2 ranks; this device's n rows of a local batch of 3n
+		if err := LaunchCPU("ce_loss", l, append([]uint64{ptrSlot(x), ptrSlot(y), ptrSlot(g), ptrSlot(rows), i32Slot(c.n), i32Slot(c.k), f32Slot(c.eps), f32Slot(gscale), d}, share...)); err != nil {
 			t.Fatal(err)
 		}
 		return g
 	}
-	want := run(float32(scale[0]/float64(c.n)), nil)
+	host := scale[0] / 2 // the trainer's gradScale for 2 ranks, then this device's share
+	host = host * float64(c.n) / float64(3*c.n)
+	want := run(float32(host/float64(c.n)), nil)
 	got := run(123, scale) // the launch's gscale is ignored
 	for i := range want {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 			t.Fatalf("element %d: %g with the device's scale, %g with the launch's", i, got[i], want[i])
 		}
 	}
-	if float32(scale[0]/float64(c.n)) == float32(scale[0])/float32(c.n) {
+	if float32(host/float64(c.n)) == float32(scale[0])/float32(2*3*c.n) {
 		t.Fatalf("scale %v: float32 and float64 division agree; the test shows nothing", scale[0])
 	}
 }
