@@ -98,21 +98,10 @@ def way_batches(way, a, device):
         y = torch.randint(0, 1000, (a.batch,), device=device)
         while True:
             yield x, y
-    if way == "faster-cuda":
+    if way in ("faster-cuda", "faster-both"):
+        share = a.cpu_share if way == "faster-both" else 0.0
         ld = faster.Loader(a.data, batch_size=a.batch, transform="train", resolution=a.resolution,
-                           workers=a.workers, device=str(device), drop_last=True, seed=1)
-
-        def make(e):
-            ld.set_epoch(e)
-            for x, y in ld:
-                yield x, y.to(device, non_blocking=True)
-        try:
-            yield from endless(make)
-        finally:
-            ld.close()
-    if way == "faster-both":
-        ld = faster.Loader(a.data, batch_size=a.batch, transform="train", resolution=a.resolution,
-                           workers=a.workers, device=str(device), cpu_share=a.cpu_share, drop_last=True, seed=1)
+                           workers=a.workers, device=str(device), cpu_share=share, drop_last=True, seed=1)
 
         def make(e):
             ld.set_epoch(e)

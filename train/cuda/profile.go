@@ -213,20 +213,10 @@ func (p *profiler) beginCapture() error {
 
 // The machine's other faces, passed through: its staging (pinned memory,
 // the copies' counts), cuDNN's workspace and handles.
-func (p *profiler) hostCopies() train.HostCopies {
-	if h, ok := p.machine.(interface{ hostCopies() train.HostCopies }); ok {
-		return h.hostCopies()
-	}
-	return train.HostCopies{}
-}
+func (p *profiler) hostCopies() train.HostCopies { return hostCopiesOf(p.machine) }
 
 func (p *profiler) hostMemory(bytes int) (train.HostMemory, error) {
-	if h, ok := p.machine.(interface {
-		hostMemory(int) (train.HostMemory, error)
-	}); ok {
-		return h.hostMemory(bytes)
-	}
-	return goMemory(make([]byte, bytes)), nil
+	return hostMemoryOf(p.machine, bytes)
 }
 
 func (p *profiler) workspaceAddr() uint64 {

@@ -312,8 +312,11 @@ func (r *stagingRing) stats() (c train.HostCopies, waits int64) {
 // HostCopies implements train.HostCopyReporter: the copies from host
 // memory so far (none counted on the twin, which has nothing to pin, nor
 // with BackendOptions.Pageable).
-func (b *Backend) HostCopies() train.HostCopies {
-	if h, ok := b.m.(interface{ hostCopies() train.HostCopies }); ok {
+func (b *Backend) HostCopies() train.HostCopies { return hostCopiesOf(b.m) }
+
+// hostCopiesOf is m's count of host copies, where it keeps one.
+func hostCopiesOf(m machine) train.HostCopies {
+	if h, ok := m.(interface{ hostCopies() train.HostCopies }); ok {
 		return h.hostCopies()
 	}
 	return train.HostCopies{}
@@ -323,8 +326,12 @@ func (b *Backend) HostCopies() train.HostCopies {
 // memory from which copies are queued in place; with
 // BackendOptions.Pageable and on the twin, Go memory (its copies are the
 // machine's usual ones).
-func (b *Backend) HostMemory(bytes int) (train.HostMemory, error) {
-	if h, ok := b.m.(interface {
+func (b *Backend) HostMemory(bytes int) (train.HostMemory, error) { return hostMemoryOf(b.m, bytes) }
+
+// hostMemoryOf is bytes of m's host memory: pinned where m pins, else Go
+// memory.
+func hostMemoryOf(m machine, bytes int) (train.HostMemory, error) {
+	if h, ok := m.(interface {
 		hostMemory(int) (train.HostMemory, error)
 	}); ok {
 		return h.hostMemory(bytes)
