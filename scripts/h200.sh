@@ -134,6 +134,8 @@ feed() {
 	fi
 	# The GPU stage alone on at most 4 cores (the goal: >= 15,000 images/s).
 	TAIL=6 part stage4 timeout 60 taskset -c 0-3 "$FASTER_BIN" bench load "$tree" --device cuda --workers 4 --batch 256 --epochs 2 --json
+	# Both together: a quarter of each batch decoded by every core beside the GPU (--cpu-share).
+	TAIL=6 part stageshare timeout 60 "$FASTER_BIN" bench load "$tree" --device cuda --cpu-share 0.25 --batch 256 --epochs 2 --json
 	TAIL=14 part feed timeout 300 python3 bench/gpu_feed.py "$tree" --steps 40 --warmup 10
 	# Where PyTorch's step time goes (eager, kernels' busy time, as a CUDA
 	# graph) and each step's floor from its FLOPs and bytes (issue 37 §2-3).
