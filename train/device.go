@@ -276,13 +276,14 @@ func newLoss(b Backend, s LossSpec) (LossOp, error) {
 // ---- input ----
 
 // ByteBatch is a batch of 8-bit images, N×H×W×C (the layout decoders
-// write), to be normalised per channel as (v/255 − Mean[c])/Std[c] into
-// N×C×H×W float32.
+// write; N×C×H×W when CHW, as Images keeps them), to be normalised per
+// channel as (v/255 − Mean[c])/Std[c] into N×C×H×W float32.
 type ByteBatch struct {
 	Pixels    []byte
 	N         int
 	H, W, C   int
 	Mean, Std []float32 // per channel (len C), or one value for all
+	CHW       bool      // Pixels are N×C×H×W
 }
 
 // ByteInputBackend is implemented by backends that normalise 8-bit input
@@ -323,7 +324,8 @@ func newByteInput(b Backend) (ByteInputOp, error) {
 	return &hostByteInput{}, nil
 }
 
-// NormalizeHWC writes b normalised into dst (N×C×H×W): the host's
+// NormalizeHWC writes b normalised into dst (N×C×H×W; b's pixels HWC or,
+// with CHW, already planar): the host's
 // arithmetic, float32(v)·(1/(255·std)) + (−mean/std), that of
 // Images.Fill, so both give the same bits.
 func NormalizeHWC(dst []float32, b ByteBatch) error {
@@ -344,6 +346,12 @@ func NormalizeHWC(dst []float32, b ByteBatch) error {
 		out := dst[n*hw*b.C : (n+1)*hw*b.C]
 		for c := range b.C {
 			plane, sc, sh := out[c*hw:(c+1)*hw], scale[c], shift[c]
+			if b.CHW {
+				for i, v := range src[c*hw : (c+1)*hw] {
+					plane[i] = float32(v)*sc + sh
+				}
+				continue
+			}
 			for i := range hw {
 				plane[i] = float32(src[i*b.C+c])*sc + sh
 			}

@@ -571,3 +571,81 @@ func TestDeviceResNetMatchesHost(t *testing.T) {
 	o := train.BackendOptions{Threads: 1}
 	sameBits(t, "weights, statistics and average", trainRes(train.NewDeviceReference(o)), trainRes(train.NewReference(o)))
 }
+
+// colourData is toyData with three channels of other values each.
+func colourData(n int, seed uint64) *train.Images {
+	g := toyData(n, seed)
+	d := &train.Images{C: 3, H: g.H, W: g.W, Mean: 0.4, Std: 0.25, Labels: g.Labels, Pixels: make([]byte, 3*len(g.Pixels))}
+	hw := g.H * g.W
+	for i := range n {
+		for c := range 3 {
+			for p := range hw {
+				d.Pixels[(i*3+c)*hw+p] = g.Pixels[i*hw+p] + byte(40*c+p%7)
+			}
+		}
+	}
+	return d
+}
+
+// Images on a trainer whose devices normalise bytes (ByteInputBackend)
+// are fed as their bytes, planar (a quarter of the bytes to copy, no
+// float pass on the host), and train to the bits of the float path; on
+// a host backend, and for a type that embeds Images to change Fill, the
+// stream gives Fill's floats.
+func TestImagesAsBytes(t *testing.T) {
+	net3 := toyNet
+	net3.InChannels = 3
+	first := func(b train.Backend, d train.Dataset) train.Batch {
+		net, err := train.NewThinNet(b, net3, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{}, train.Constant(0.1), 16, 3)
+		defer tr.Close()
+		for b, err := range tr.StreamOf(d).Epoch(context.Background(), 0, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.X, b.Y = slices.Clone(b.X), slices.Clone(b.Y)
+			b.Bytes.Pixels = slices.Clone(b.Bytes.Pixels)
+			return b
+		}
+		t.Fatal("no batch")
+		return train.Batch{}
+	}
+	d := colourData(48, 3)
+	o := train.BackendOptions{Threads: 1}
+	floats, bytes := first(train.NewReference(o), d), first(train.NewDeviceReference(o), d)
+	if floats.X == nil || floats.Bytes.Pixels != nil || bytes.X != nil || !bytes.Bytes.CHW || bytes.Bytes.C != 3 {
+		t.Fatalf("host backend: floats %v, bytes %v; device: floats %v, bytes %v (chw %v)", floats.X != nil, floats.Bytes.Pixels != nil, bytes.X != nil, bytes.Bytes.Pixels != nil, bytes.Bytes.CHW)
+	}
+	got := make([]float32, len(floats.X))
+	if err := train.NormalizeHWC(got, bytes.Bytes); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "normalised bytes", [][]float32{got}, [][]float32{floats.X})
+	if !slices.Equal(bytes.Y, floats.Y) {
+		t.Fatalf("labels %v, want %v", bytes.Y, floats.Y)
+	}
+	if w := first(train.NewDeviceReference(o), nanInput{d, 1 << 30}); w.X == nil {
+		t.Fatal("a type embedding Images was fed bytes: its Fill bypassed")
+	}
+	// Whole runs: the bytes path trains to the float path's bits.
+	run := func(b train.Backend) [][]float32 {
+		net, err := train.NewThinNet(b, net3, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		for range 2 {
+			if _, err := tr.TrainEpoch(context.Background(), d, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return weights(net)
+	}
+	sameBits(t, "weights", run(train.NewDeviceReference(o)), run(train.NewReference(o)))
+}

@@ -41,15 +41,34 @@ func (s *memTrain) Epoch(ctx context.Context, e, skip int) iter.Seq2[Batch, erro
 		c, h, w := s.d.Shape()
 		local := s.t.LocalBatch()
 		order := s.t.Order(s.d.Len(), e)
-		x, y := make([]float32, local*c*h*w), make([]int, local)
+		// Images on devices that normalise bytes themselves: the bytes as
+		// they are (a quarter of the bytes to copy, no float pass here).
+		// *Images only: a type that embeds it to change Fill keeps Fill.
+		im, bytes := s.d.(*Images)
+		bytes = bytes && s.t.normalizesOnDevice()
+		var x []float32
+		var pix []byte
+		if bytes {
+			pix = make([]byte, local*c*h*w)
+		} else {
+			x = make([]float32, local*c*h*w)
+		}
+		y := make([]int, local)
 		for k := skip; k < s.Steps(); k++ {
 			if err := ctx.Err(); err != nil {
 				yield(Batch{}, err)
 				return
 			}
 			lo := k*s.t.Batch + s.rank*local
-			s.d.Fill(order[lo:lo+local], x, y)
-			if !yield(Batch{X: x, Y: y}, nil) {
+			var b Batch
+			if bytes {
+				mean, std := im.fillBytes(order[lo:lo+local], pix, y)
+				b = Batch{Y: y, Bytes: ByteBatch{Pixels: pix, N: local, H: h, W: w, C: c, Mean: mean, Std: std, CHW: true}}
+			} else {
+				s.d.Fill(order[lo:lo+local], x, y)
+				b = Batch{X: x, Y: y}
+			}
+			if !yield(b, nil) {
 				return
 			}
 		}
@@ -97,4 +116,16 @@ func (s *memEval) Epoch(ctx context.Context, _, skip int) iter.Seq2[Batch, error
 			}
 		}
 	}
+}
+
+// normalizesOnDevice reports whether every device of the trainer
+// normalises 8-bit batches itself (ByteInputBackend): Images then give
+// their bytes as they are.
+func (t *Trainer) normalizesOnDevice() bool {
+	for _, d := range t.devs {
+		if _, ok := d.b.(ByteInputBackend); !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -52,6 +52,18 @@ func (d *Images) Fill(idx []int, x []float32, y []int) {
 	}
 }
 
+// fillBytes copies images idx (C×H×W bytes each) into pix and their
+// labels into y, and returns the normalisation Fill applies, as a
+// ByteBatch takes it.
+func (d *Images) fillBytes(idx []int, pix []byte, y []int) (mean, std []float32) {
+	n := d.C * d.H * d.W
+	for j, i := range idx {
+		copy(pix[j*n:(j+1)*n], d.Pixels[i*n:(i+1)*n])
+		y[j] = d.Labels[i]
+	}
+	return []float32{d.Mean}, []float32{d.Std} // a Std of 0 is 1 to both
+}
+
 // Subset returns the first n items of d (all when n ≤ 0 or n ≥ Len).
 func (d *Images) Subset(n int) *Images {
 	if n <= 0 || n >= d.Len() {

@@ -253,7 +253,7 @@ func gpuNormalize(t *testing.T, d *Device, m *Module, r *rand.Rand, step string,
 	out, err := d.Alloc(4 * len(px))
 	must(t, err)
 	defer d.Free(out)
-	ms := launch(t, m, "normalize_u8", l, Ptr(in), Ptr(out), Ptr(sc), Ptr(sh), I32(int32(n)), I32(c), I32(int32(h)), I32(int32(w)))
+	ms := launch(t, m, "normalize_u8", l, Ptr(in), Ptr(out), Ptr(sc), Ptr(sh), I32(int32(n)), I32(c), I32(int32(h)), I32(int32(w)), I32(0))
 	got := download[float32](t, d, out, len(px))
 	want := make([]float32, len(px))
 	must(t, kernels.NormalizeU8(l, px, want, scale, shift, n, c, h, w))

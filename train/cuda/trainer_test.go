@@ -453,30 +453,40 @@ func byteInputMatchesHost(t *testing.T, b *Backend) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	rng := rand.New(rand.NewPCG(5, 5))
-	bb := train.ByteBatch{N: 3, H: 5, W: 7, C: 3, Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225}}
-	bb.Pixels = make([]byte, bb.N*bb.H*bb.W*bb.C)
-	for i := range bb.Pixels {
-		bb.Pixels[i] = byte(rng.IntN(256))
-	}
-	dst, _ := b.NewTensor(bb.N, bb.C, bb.H, bb.W)
-	defer dst.Release()
-	if err := in.Normalize(dst, bb); err != nil {
-		t.Fatal(err)
-	}
-	got, want := make([]float32, len(bb.Pixels)), make([]float32, len(bb.Pixels))
-	dst.Read(got)
-	if err := train.NormalizeHWC(want, bb); err != nil {
-		t.Fatal(err)
-	}
-	for i := range want {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("element %d: %g, NormalizeHWC %g", i, got[i], want[i])
+	for _, chw := range []bool{false, true} { // a decoder's HWC rows; Images' planes
+		rng := rand.New(rand.NewPCG(5, 5))
+		bb := train.ByteBatch{N: 3, H: 5, W: 7, C: 3, Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225}, CHW: chw}
+		bb.Pixels = make([]byte, bb.N*bb.H*bb.W*bb.C)
+		for i := range bb.Pixels {
+			bb.Pixels[i] = byte(rng.IntN(256))
 		}
-	}
-	bb.W = 6
-	if err := in.Normalize(dst, bb); err == nil {
-		t.Error("a batch of another shape: no error")
+		dst, _ := b.NewTensor(bb.N, bb.C, bb.H, bb.W)
+		defer dst.Release()
+		if err := in.Normalize(dst, bb); err != nil {
+			t.Fatal(err)
+		}
+		got, want := make([]float32, len(bb.Pixels)), make([]float32, len(bb.Pixels))
+		dst.Read(got)
+		if err := train.NormalizeHWC(want, bb); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("chw %v: element %d: %g, NormalizeHWC %g", chw, i, got[i], want[i])
+			}
+		}
+		if chw {
+			hwc := bb
+			hwc.CHW = false
+			train.NormalizeHWC(got, hwc)
+			if slices.Equal(got, want) {
+				t.Fatal("the planar and interleaved readings agree: the test shows nothing")
+			}
+		}
+		bb.W = 6
+		if err := in.Normalize(dst, bb); err == nil {
+			t.Errorf("chw %v: a batch of another shape: no error", chw)
+		}
 	}
 }
 
