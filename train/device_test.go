@@ -649,3 +649,45 @@ func TestImagesAsBytes(t *testing.T) {
 	}
 	sameBits(t, "weights", run(train.NewDeviceReference(o)), run(train.NewReference(o)))
 }
+
+// The feeder's work for one ThinNet batch of the table (512 images of
+// 3×32×32 from memory): Fill's floats, as a host backend gets them,
+// against the planar bytes a device that normalises them gets.
+func BenchmarkImagesBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const n, batch = 2048, 512
+	d := &train.Images{C: 3, H: 32, W: 32, Mean: 0.45, Std: 0.25, Pixels: make([]byte, n*3*32*32), Labels: make([]int, n)}
+	for i := range d.Pixels {
+		d.Pixels[i] = byte(rng.IntN(256))
+	}
+	net3 := toyNet
+	net3.InChannels = 3
+	for _, c := range []struct {
+		name string
+		b    train.Backend
+	}{{"floats", train.NewReference(train.BackendOptions{Threads: 1})}, {"bytes", train.NewDeviceReference(train.BackendOptions{Threads: 1})}} {
+		b.Run(c.name, func(b *testing.B) {
+			net, err := train.NewThinNet(c.b, net3, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer net.Close()
+			tr := train.NewTrainer(c.b, net, &train.SGD{}, train.Constant(0.1), batch, 1)
+			defer tr.Close()
+			s := tr.StreamOf(d)
+			b.SetBytes(batch * 3 * 32 * 32)
+			b.ResetTimer()
+			for i := 0; i < b.N; {
+				for _, err := range s.Epoch(context.Background(), i, 0) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					if i++; i == b.N {
+						break
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "images/s")
+		})
+	}
+}
