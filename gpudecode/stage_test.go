@@ -5,7 +5,9 @@ package gpudecode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -213,5 +215,63 @@ func TestStageCPUShare(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// With a share, an early break and a cancelled epoch end every goroutine
+// of the stage (the share's decode joins before its batch returns) and
+// give every buffer back; Close frees them all.
+func TestStageCPUShareBreakCancel(t *testing.T) {
+	folder := testenv.WriteFolder(t, 3, 8) // 24 images
+	base := runtime.NumGoroutine()
+	var g *fakeGPU
+	l, err := loader.Open(folder, loader.Options{Resolution: 16, Batch: 4, Seed: 2, Prefetch: 2, CPUShare: 0.5,
+		NewBatchDecoder: func(cfg loader.DecoderConfig) (loader.BatchDecoder, error) {
+			g = newFakeGPU(t)
+			return newStage(g, nil, cfg), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sb, err := range l.IterStaged(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.Release()
+		break
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var last error
+	n := 0
+	for sb, err := range l.IterStaged(ctx, 1) {
+		if err != nil {
+			last = err
+			break
+		}
+		sb.Release()
+		if n++; n == 2 {
+			cancel()
+		}
+	}
+	cancel()
+	if !errors.Is(last, context.Canceled) {
+		t.Fatalf("cancelled epoch ended with %v", last)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	live := len(g.mem)
+	g.mu.Unlock()
+	if live != 0 {
+		t.Fatalf("%d buffers live after Close", live)
+	}
+	deadline := time.Now().Add(5 * time.Second) // a failing stage's bound, never a passing one's
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := runtime.NumGoroutine(); got > base {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines left (baseline %d):\n%s", got, base, buf[:runtime.Stack(buf, true)])
 	}
 }
