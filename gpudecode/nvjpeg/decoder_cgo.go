@@ -68,9 +68,12 @@ import (
 // it does not wait for the legacy default stream nor for a trainer's
 // stream on the same GPU, and a batch ends with that stream's
 // synchronisation, never the device's. DecodeBatch is for one goroutine
-// at a time; Upload and Download may run beside each other (the
-// fallback's workers), not beside Close; Alloc, Free and Close may be
-// called from any.
+// at a time; Upload and Download may run beside each other and beside
+// DecodeBatch (the fallback's and the CPU share's workers: their copies
+// are queued on the same stream from other threads, which CUDA allows,
+// into rows the batch's kernels do not write, and each waits for the
+// stream, the batch's work queued so far included), not beside Close;
+// Alloc, Free and Close may be called from any.
 type Decoder struct {
 	ordinal int
 	dev     *cuda.Device
