@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/faster-training/faster/train"
@@ -37,10 +38,15 @@ type eventTimer interface {
 	freeEvent(ev unsafe.Pointer)
 }
 
-// profiler is a machine that times every call of the one it wraps.
+// profiler is a machine that times every call of the one it wraps. The
+// backend's machine may be called from two goroutines (a Tensor.Write or
+// a ByteInputOp's copy from the trainer's feeder beside a step's work):
+// mu keeps each call with its two events, and the bookkeeping, one at a
+// time.
 type profiler struct {
 	machine
 	t       eventTimer
+	mu      sync.Mutex
 	pending []profCall
 	spare   []unsafe.Pointer // events read, to record again
 	rows    map[string]*train.ProfileRow
@@ -81,6 +87,8 @@ func (b *Backend) StopProfile() (train.DeviceProfile, error) {
 	}
 	err := p.sync() // reads every pending event
 	b.m = p.machine
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, ev := range p.spare {
 		p.t.freeEvent(ev)
 	}
@@ -103,6 +111,8 @@ func (b *Backend) profiling() bool {
 
 // timed queues f between two timed events.
 func (p *profiler) timed(op, kind string, f func() error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	start, err := p.event()
 	if err != nil {
 		return err
@@ -193,6 +203,8 @@ func (p *profiler) copyDev(dst, src uint64, bytes int) error {
 // copyOut and sync wait for the queued work: the pending events have
 // passed.
 func (p *profiler) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err := p.machine.copyOut(dst, src, bytes); err != nil {
 		return err
 	}
@@ -200,6 +212,8 @@ func (p *profiler) copyOut(dst unsafe.Pointer, src uint64, bytes int) error {
 }
 
 func (p *profiler) sync() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err := p.machine.sync(); err != nil {
 		return err
 	}
