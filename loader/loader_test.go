@@ -19,6 +19,8 @@ import (
 	"github.com/faster-training/faster/pipeline"
 	"github.com/faster-training/faster/shard"
 	"github.com/faster-training/faster/source"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // makeTree writes an ImageFolder of small JPEGs (3 classes) and packs it
@@ -291,7 +293,7 @@ func TestEarlyBreakCancelAndErrors(t *testing.T) {
 			t.Fatalf("%s: cancelled epoch ended with %v", path, last)
 		}
 	}
-	goroutinesBack(t, base)
+	testenv.GoroutinesBack(t, base)
 	// A corrupt image fails the epoch, naming the sample.
 	os.WriteFile(filepath.Join(folder, "bee", "001.jpg"), []byte("\xff\xd8\xffgarbage"), 0o644)
 	l, _ := Open(folder, Options{Resolution: 16, Batch: 3, Shuffle: ShuffleOff})

@@ -15,7 +15,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // standIn opens the batch-decode stage with a CPUBatchDecoder that counts
@@ -143,19 +144,6 @@ func TestStagedFreshEpoch(t *testing.T) {
 	}
 }
 
-// goroutinesBack waits for the goroutine count to fall to base.
-func goroutinesBack(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if g := runtime.NumGoroutine(); g > base {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines left (baseline %d):\n%s", g, base, buf[:runtime.Stack(buf, true)])
-	}
-}
-
 // An early break and a cancelled epoch end the decode goroutine and give
 // every buffer back to the ring; Close frees them all.
 func TestStagedEarlyBreakCancel(t *testing.T) {
@@ -228,7 +216,7 @@ func TestStagedEarlyBreakCancel(t *testing.T) {
 			t.Fatal("a closed loader allocated a ring")
 		}
 	}
-	goroutinesBack(t, base)
+	testenv.GoroutinesBack(t, base)
 }
 
 // Closing with a batch still held frees its buffer and says so.

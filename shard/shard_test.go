@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/faster-training/faster/source"
 	"github.com/faster-training/faster/tfexample"
@@ -503,11 +502,5 @@ func TestLoadOrderedStopsCleanly(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if g := runtime.NumGoroutine(); g > base {
-		t.Fatalf("%d goroutines left running (started with %d)", g, base)
-	}
+	testenv.GoroutinesBack(t, base)
 }

@@ -633,19 +633,11 @@ func TestImagesAsBytes(t *testing.T) {
 	}
 	// Whole runs: the bytes path trains to the float path's bits.
 	run := func(b train.Backend) [][]float32 {
-		net, err := train.NewThinNet(b, net3, 5)
+		w, err := trainThree(t, b, nil, nil, func(tr *train.Trainer) train.Stream { return tr.StreamOf(d) }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
-		for range 2 {
-			if _, err := tr.TrainEpoch(context.Background(), d, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return weights(net)
+		return w
 	}
 	sameBits(t, "weights", run(train.NewDeviceReference(o)), run(train.NewReference(o)))
 }
