@@ -138,7 +138,7 @@ func (t *Trainer) capturable() error {
 	case !t.native:
 		return fmt.Errorf("train: CaptureStep: backend %s trains this configuration on the host path (a device state is needed: ZeroGrad, SyncBN or a host-only option)", name)
 	}
-	if t.Scaler != nil && t.scaled == nil {
+	if t.Scaler != nil && t.scaled() == nil {
 		return fmt.Errorf("train: CaptureStep with a GradScaler: backend %s's state keeps no GradScaler on the device (ScalerState)", name)
 	}
 	return nil
@@ -185,7 +185,7 @@ func (t *Trainer) capturedStep(s int, read bool, lr float64) (Result, bool, erro
 		if _, err := t.forwardBackward(0, false); err != nil {
 			return err
 		}
-		if t.scaled != nil {
+		if t.scaled() != nil {
 			return t.scaledStep(lr)
 		}
 		return t.state.SGDStep(t.Opt, lr)

@@ -118,8 +118,8 @@ func (t *Trainer) bindNative() (err error) {
 
 // bindScaler keeps the trainer's GradScaler on the devices when every
 // device's state is a ScalerState whose loss op reads its scale there
-// (ScaledLossOp): each device gets its copy of t.Scaler (d.scaled), the
-// first's is t.scaled. Replicas and ranks unscale gradients already
+// (ScaledLossOp): each device gets its copy of t.Scaler (d.scaled).
+// Replicas and ranks unscale gradients already
 // summed over them, so their copies stay alike.
 func (t *Trainer) bindScaler() error {
 	if t.Scaler == nil {
@@ -138,9 +138,12 @@ func (t *Trainer) bindScaler() error {
 		}
 		d.scaled = d.state.(ScalerState)
 	}
-	t.scaled = t.devs[0].scaled
 	return nil
 }
+
+// scaled is the first device's GradScaler on the device (bindScaler), or
+// nil: the GradScaler, if any, is the host's.
+func (t *Trainer) scaled() ScalerState { return t.devs[0].scaled }
 
 // scaledStep is the GradScaler's unscale, the optimiser's step and the
 // scale's update on each device's scaler (d.scaled): the step skipped
@@ -161,11 +164,12 @@ func (t *Trainer) scaledStep(lr float64) error {
 // the last reading; without a scaler on the device, or between
 // readings, it reads nothing and reports false.
 func (t *Trainer) readScaler(read bool) (bool, error) {
-	if t.scaled == nil || !(read || t.EMA != nil) {
+	ss := t.scaled()
+	if ss == nil || !(read || t.EMA != nil) {
 		return false, nil
 	}
 	before := t.Scaler.Skipped
-	if err := t.scaled.PullScaler(t.Scaler); err != nil {
+	if err := ss.PullScaler(t.Scaler); err != nil {
 		return false, fmt.Errorf("train: reading the GradScaler: %w", err)
 	}
 	return t.Scaler.Skipped != before, nil
@@ -194,7 +198,6 @@ func (t *Trainer) releaseNative() {
 	if t.dist != nil {
 		t.dist.releaseNative()
 	}
-	t.scaled = nil
 	for _, d := range t.devs {
 		d.scaled = nil
 	}
@@ -225,8 +228,8 @@ func (t *Trainer) pullState() error {
 	if err := t.state.Pull(t.stateOpt, t.stateEMA); err != nil {
 		return fmt.Errorf("train: reading the device state: %w", err)
 	}
-	if t.scaled != nil {
-		if err := t.scaled.PullScaler(t.stateScaler); err != nil {
+	if ss := t.scaled(); ss != nil {
+		if err := ss.PullScaler(t.stateScaler); err != nil {
 			return fmt.Errorf("train: reading the GradScaler: %w", err)
 		}
 	}

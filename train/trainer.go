@@ -154,17 +154,14 @@ type Trainer struct {
 	stateOpt    *SGD
 	stateEMA    *EMA
 	stateScaler *GradScaler
-	// scaled is the state when it keeps the Scaler on the device
-	// (ScalerState: one device, one process), else nil.
-	scaled  ScalerState
-	emaHave bool // native: the device holds an average
-	unread  int  // steps whose loss is not read yet
-	dist    *distributed
-	scratch [][]float32 // ZeroGrad: where the backward pass writes
-	inShape []int       // c, h, w of the staged inputs
-	hostX   []float32
-	hostY   []int
-	held    [2]heldBatch // CaptureStep: the feeder's batches, in host memory
+	emaHave     bool // native: the device holds an average
+	unread      int  // steps whose loss is not read yet
+	dist        *distributed
+	scratch     [][]float32 // ZeroGrad: where the backward pass writes
+	inShape     []int       // c, h, w of the staged inputs
+	hostX       []float32
+	hostY       []int
+	held        [2]heldBatch // CaptureStep: the feeder's batches, in host memory
 }
 
 // NewTrainer prepares training of net on b.
@@ -594,7 +591,7 @@ func (t *Trainer) step(s, steps int, onStep func(StepResult) error) (StepResult,
 	}
 	skipped, stepped := false, false
 	switch {
-	case t.scaled != nil: // unscale, step and update on the device
+	case t.scaled() != nil: // unscale, step and update on the device
 		if err := t.scaledStep(lr); err != nil {
 			return StepResult{}, err
 		}
