@@ -160,6 +160,9 @@ func DefaultConfig() Config {
 	// Left out, data.device follows model.device: a GPU model's training
 	// images are decoded on its GPU where the loader can (decodeOn).
 	d.Device = ""
+	// Left out, data.layout follows the model's device too: u8-hwc to a
+	// GPU model fed by the CPU decoder, f32-chw otherwise (trainLayout).
+	d.Layout = ""
 	return Config{
 		Data:     DataConfig{Spec: d},
 		Model:    ModelConfig{Name: "thinnet", Winograd: true},
@@ -261,9 +264,6 @@ func (c *Config) dataProblems() []augment.Problem {
 	d := c.Data.Spec
 	if d.Batch != 0 || d.WorldSize != 0 || d.Rank != 0 || d.Transform != "" || d.Seed != 0 {
 		ps.add("data", "batch, seed, world_size, rank and transform are the run's (batch, seed, the ranks, train and eval): leave them out")
-	}
-	if d.Layout != "" && d.Layout != loader.F32CHW {
-		ps.add("data.layout", "%q: training takes %s", d.Layout, loader.F32CHW)
 	}
 	if len(d.Augment) > 0 {
 		ps.add("data.augment", "training runs the fixed recipes (data.recipe), not an op list")

@@ -62,11 +62,41 @@ func (d *Data) DecodeDevice() string {
 
 // gpuDecode is where the training images are decoded on a GPU: dev
 // ("cuda:0"; "" for the cpu), the share of each batch decoded on the CPU
-// beside it, and the stage's opener (nil: the registered one).
+// beside it, the stage's opener (nil: the registered one) and the layout
+// of its rows.
 type gpuDecode struct {
-	dev   string
-	share float64
-	open  func(loader.DecoderConfig) (loader.BatchDecoder, error)
+	dev    string
+	share  float64
+	open   func(loader.DecoderConfig) (loader.BatchDecoder, error)
+	layout loader.Layout
+}
+
+// trainLayout is the layout the training images' batches reach the
+// model in: data.layout when set; left out, u8-hwc for a GPU model fed by
+// the CPU decoder (a quarter of the bytes to copy, normalised on the GPU
+// in the loader's arithmetic: train.ByteBatch.Torch) unless
+// RandomErasing, which works on the float tensor, is in the recipe;
+// f32-chw otherwise (a GPU stage's rows are normalised where they are
+// decoded). Evaluation and calibration take f32-chw.
+func (c *Config) trainLayout(erasing, stage bool) loader.Layout {
+	if l := c.Data.Layout; l != "" {
+		return l
+	}
+	if model, _ := ParseDevice(c.Model.Device); isCUDA(model) && !erasing && !stage {
+		return loader.U8HWC
+	}
+	return loader.F32CHW
+}
+
+// InputLayout is the layout of the training batches: u8-hwc when their
+// bytes are normalised by the model's backend, f32-chw when they come
+// normalised (IDX data in memory: train.Images, whose bytes reach a
+// backend that normalises bytes as they are, say so themselves).
+func (d *Data) InputLayout() loader.Layout {
+	if d.train != nil {
+		return d.train.l.Format(0).Layout
+	}
+	return loader.F32CHW
 }
 
 // DecodeShared is the training images the GPU stage gave the CPU as its
@@ -163,8 +193,9 @@ func OpenDataWith(ctx context.Context, cfg *Config, rank, world int, opts DataOp
 	// The test and calibration pipelines: the cpu. The CPU share is the
 	// GPU stage's, on the training images.
 	lo.Device, lo.NewBatchDecoder, lo.CPUShare = "", nil, 0
+	lo.Layout = cfg.trainLayout(lo.Erasing != nil, false) // the train pipeline's on the cpu; openStreams sets the others'
 	dev, auto := decodeOn(cfg)
-	gpu := gpuDecode{dev: dev, share: dc.CPUShare, open: opts.NewBatchDecoder}
+	gpu := gpuDecode{dev: dev, share: dc.CPUShare, open: opts.NewBatchDecoder, layout: cfg.trainLayout(lo.Erasing != nil, true)}
 	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, gpu); err != nil {
 		if !auto {
 			return nil, err
@@ -300,11 +331,15 @@ func (s *loaderStream) Len() int { return s.l.Len() }
 // while the others wait in an all-reduce.
 func (s *loaderStream) Steps() int { return s.l.StepsPerEpoch() }
 
+// Epoch yields epoch e's batches from batch skip on: f32-chw rows as
+// the trainer's floats, u8-hwc rows as its bytes (train.ByteBatch, in
+// the loader's arithmetic: Torch), normalised by the model's backend.
 func (s *loaderStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Batch, error] {
 	if s.l.BatchDecoder() != nil {
 		return s.epochStaged(ctx, e, skip)
 	}
-	n := 3 * s.res * s.res
+	f := s.l.Format(e)
+	per := f.C * f.H * f.W // values a row
 	return func(yield func(train.Batch, error) bool) {
 		i := 0
 		for b, err := range s.l.IterEpoch(ctx, e) {
@@ -320,7 +355,14 @@ func (s *loaderStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.B
 			for j := range b.Valid {
 				s.labels = append(s.labels, b.Items[j].Label)
 			}
-			ok := yield(train.Batch{X: pipeline.Float32s(b.Data)[:b.Valid*n], Y: s.labels}, nil)
+			tb := train.Batch{Y: s.labels}
+			if f.Layout == loader.U8HWC {
+				tb.Bytes = train.ByteBatch{Pixels: b.Data[:b.Valid*per], N: b.Valid, H: f.H, W: f.W, C: f.C,
+					Mean: f.Mean[:], Std: f.Std[:], Torch: true}
+			} else {
+				tb.X = pipeline.Float32s(b.Data)[:b.Valid*per]
+			}
+			ok := yield(tb, nil)
 			b.Release()
 			if !ok {
 				return
@@ -361,7 +403,7 @@ func (s *loaderStream) epochStaged(ctx context.Context, e, skip int) iter.Seq2[t
 			} else if db, ok := sb.Buffer.(loader.DeviceBatchBuffer); ok {
 				b = train.Batch{Y: s.labels, Rows: &train.DeviceRows{Device: db.Device(), Ptr: db.Ptr(), N: sb.Valid,
 					C: f.C, H: f.H, W: f.W, RowBytes: f.RowBytes, U8: f.Layout == loader.U8HWC,
-					Mean: f.Mean[:], Std: f.Std[:], Done: sb.Release}}
+					Mean: f.Mean[:], Std: f.Std[:], Torch: true, Done: sb.Release}}
 			} else {
 				sb.Release()
 				yield(train.Batch{}, fmt.Errorf("fit: the %s batch decoder's buffer %T is neither host memory nor addressable device memory", s.l.BatchDecoder().Device(), sb.Buffer))
@@ -439,7 +481,7 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 	to := base
 	to.Transform, to.Resolution, to.Drop, to.Split, to.Schedule = loader.Train, res, true, "train", sched
 	if gpu.dev != "" {
-		to.Device, to.NewBatchDecoder, to.CPUShare = gpu.dev, gpu.open, gpu.share
+		to.Device, to.NewBatchDecoder, to.CPUShare, to.Layout = gpu.dev, gpu.open, gpu.share, gpu.layout
 	}
 	tl, err := loader.OpenContext(ctx, data, to)
 	if err != nil {
@@ -450,7 +492,7 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 		split = evalSplit
 	}
 	eo := base
-	eo.Transform, eo.Resolution, eo.Split, eo.Seed = loader.Eval, res, split, 0
+	eo.Transform, eo.Resolution, eo.Split, eo.Seed, eo.Layout = loader.Eval, res, split, 0, loader.F32CHW
 	if testData != data {
 		eo.Manifest = nil // another dataset's
 	}
@@ -467,7 +509,7 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 // rank's share (base as for openStreams): FixRes's recalibration batches.
 func openCalibration(ctx context.Context, data string, res int, base loader.Options) (*loaderStream, error) {
 	co := base
-	co.Transform, co.Resolution, co.Split, co.Shuffle, co.Drop = loader.Eval, res, "train", loader.ShuffleOn, true
+	co.Transform, co.Resolution, co.Split, co.Shuffle, co.Drop, co.Layout = loader.Eval, res, "train", loader.ShuffleOn, true, loader.F32CHW
 	l, err := loader.OpenContext(ctx, data, co)
 	if err != nil {
 		return nil, fmt.Errorf("fixres_bn: %w", err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/faster-training/faster/loader"
 	"github.com/faster-training/faster/train"
 )
 
@@ -48,6 +49,9 @@ func (sum *Summary) WriteText(w io.Writer, cfg Config) {
 			on += fmt.Sprintf(", %d more as its share", sum.DecodeShared)
 		}
 		on += ")"
+	}
+	if sum.InputLayout == string(loader.U8HWC) {
+		on += ", batches as bytes normalised there"
 	}
 	fmt.Fprintf(w, "trained %s on %s (%s, %d threads per device, batch %d, %s%s): %d images in %.1f s, %.1f images/s; test accuracy %.2f%%\n",
 		sum.Model, on, sum.describeStrategy(), sum.Threads, sum.Batch, sum.Precision, sum.nativeNote(), sum.Images, sum.Seconds, sum.ImagesPerSec, 100*sum.TestAccuracy)

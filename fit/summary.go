@@ -26,6 +26,11 @@ type Summary struct {
 	DecodeDevice    string `json:"decode_device,omitempty"`
 	DecodeFallbacks int64  `json:"decode_fallbacks,omitempty"`
 	DecodeShared    int64  `json:"decode_shared,omitempty"`
+	// InputLayout is the layout of the loader's training batches (data
+	// .layout): u8-hwc when their bytes went to the model's backend,
+	// which normalised them (on a GPU, a quarter of the bytes copied);
+	// f32-chw when the loader normalised them; absent for IDX data.
+	InputLayout string `json:"input_layout,omitempty"`
 	// HostCopies counts the first device's copies from host memory where
 	// its backend counts them (a GPU's pinned staging; absent otherwise,
 	// and when it made none through pinned memory).

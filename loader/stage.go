@@ -444,6 +444,10 @@ func (l *Loader) SharedRows() int64 { return l.shared.Load() }
 // BatchDecoder returns the loader's batch decoder, or nil on the CPU path.
 func (l *Loader) BatchDecoder() BatchDecoder { return l.bd }
 
+// Format is what every row of epoch e's batches holds (the layout,
+// shape and normalisation of Options, at the epoch's resolution).
+func (l *Loader) Format(e int) RowFormat { return l.rowFormat(l.Resolution(e)) }
+
 // rowFormat is the stage's rows at resolution res.
 func (l *Loader) rowFormat(res int) RowFormat {
 	c, h, w := l.shape(res)

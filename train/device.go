@@ -277,13 +277,18 @@ func newLoss(b Backend, s LossSpec) (LossOp, error) {
 
 // ByteBatch is a batch of 8-bit images, N×H×W×C (the layout decoders
 // write; N×C×H×W when CHW, as Images keeps them), to be normalised per
-// channel as (v/255 − Mean[c])/Std[c] into N×C×H×W float32.
+// channel as (v/255 − Mean[c])/Std[c] into N×C×H×W float32, in one of two
+// float32 arithmetics: Images.Fill's, v·(1/(255·Std)) + (−Mean/Std), by
+// default; with Torch, torchvision's ToTensor and Normalize,
+// ((v/255) − Mean)/Std, a division each (augment.Normalizer's table, so
+// the bits of the loader's f32-chw batches).
 type ByteBatch struct {
 	Pixels    []byte
 	N         int
 	H, W, C   int
 	Mean, Std []float32 // per channel (len C), or one value for all
 	CHW       bool      // Pixels are N×C×H×W
+	Torch     bool      // torchvision's arithmetic (the loader's), not Fill's
 }
 
 // ByteInputBackend is implemented by backends that normalise 8-bit input
@@ -325,35 +330,46 @@ func newByteInput(b Backend) (ByteInputOp, error) {
 }
 
 // NormalizeHWC writes b normalised into dst (N×C×H×W; b's pixels HWC or,
-// with CHW, already planar): the host's
-// arithmetic, float32(v)·(1/(255·std)) + (−mean/std), that of
-// Images.Fill, so both give the same bits.
+// with CHW, already planar) in b's arithmetic: Images.Fill's,
+// float32(v)·(1/(255·std)) + (−mean/std), or with Torch torchvision's,
+// (float32(v)/255 − mean)/std; either gives the same bits as the host
+// code it names.
 func NormalizeHWC(dst []float32, b ByteBatch) error {
 	hw := b.H * b.W
 	if len(b.Pixels) != b.N*hw*b.C || len(dst) != len(b.Pixels) {
 		return fmt.Errorf("train: byte batch of %d bytes for %d×%d×%d×%d into %d values", len(b.Pixels), b.N, b.H, b.W, b.C, len(dst))
 	}
-	scale, shift := make([]float32, b.C), make([]float32, b.C)
+	// One table per channel: 256 values, each computed in b's arithmetic.
+	lut := make([][256]float32, b.C)
 	for c := range b.C {
 		m, s := channel(b.Mean, c, 0), channel(b.Std, c, 1)
 		if s == 0 {
 			s = 1
 		}
-		scale[c], shift[c] = 1/(255*s), -m/s
+		scale, shift := 1/(255*s), -m/s
+		for v := range 256 {
+			if b.Torch {
+				x := float32(v) / 255
+				x -= m
+				lut[c][v] = x / s
+			} else {
+				lut[c][v] = float32(v)*scale + shift
+			}
+		}
 	}
 	for n := range b.N {
 		src := b.Pixels[n*hw*b.C : (n+1)*hw*b.C]
 		out := dst[n*hw*b.C : (n+1)*hw*b.C]
 		for c := range b.C {
-			plane, sc, sh := out[c*hw:(c+1)*hw], scale[c], shift[c]
+			plane, t := out[c*hw:(c+1)*hw], &lut[c]
 			if b.CHW {
 				for i, v := range src[c*hw : (c+1)*hw] {
-					plane[i] = float32(v)*sc + sh
+					plane[i] = t[v]
 				}
 				continue
 			}
 			for i := range hw {
-				plane[i] = float32(src[i*b.C+c])*sc + sh
+				plane[i] = t[src[i*b.C+c]]
 			}
 		}
 	}
@@ -387,6 +403,7 @@ type DeviceRows struct {
 	RowBytes   int
 	U8         bool
 	Mean, Std  []float32
+	Torch      bool // U8 rows normalised in torchvision's arithmetic (ByteBatch.Torch)
 	Done       func()
 }
 

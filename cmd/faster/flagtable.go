@@ -103,7 +103,7 @@ var commandDefaults = []struct{ cmd, flag, value, meaning string }{
 // trainRunFlags are the loader flags train does not take: the run sets
 // their fields (ranks from ddp, the train and eval recipes, drop, the
 // splits) or the flag is serve's alone.
-var trainRunFlags = map[string]bool{"transform": true, "layout": true, "num-shards": true, "shard-index": true,
+var trainRunFlags = map[string]bool{"transform": true, "num-shards": true, "shard-index": true,
 	"split": true, "shuffle": true, "no-shuffle": true, "drop": true, "exact": true, "sampler": true,
 	"repeated-augmentation": true, "global-shuffle": true, "device": true}
 

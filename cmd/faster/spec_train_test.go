@@ -116,7 +116,12 @@ func TestTrainTakesLoaderFlags(t *testing.T) {
 			t.Errorf("bad loader flags: exit %d, %q, want %q", code, errs, w)
 		}
 	}
-	for _, flag := range []string{"--transform", "--num-shards", "--layout"} { // the run's
+	// --layout u8-hwc: the bytes to the model, normalised there (here the
+	// trainer's feeder) in the loader's arithmetic: the same weights.
+	if got := weightsOf(t, append(args, "--layout", "u8-hwc")...); got != plain {
+		t.Errorf("--layout u8-hwc: weights %s, want %s (the floats')", got, plain)
+	}
+	for _, flag := range []string{"--transform", "--num-shards"} { // the run's
 		if code, _, errs := runCLI(t, append(append([]string{"train"}, args...), flag, "1")...); code != 2 || !strings.Contains(errs, "unknown flag") {
 			t.Errorf("train %s: exit %d: %s", flag, code, errs)
 		}

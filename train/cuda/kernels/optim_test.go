@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/faster-training/faster/augment"
+	"github.com/faster-training/faster/imgcodec"
 	"github.com/faster-training/faster/train"
 )
 
@@ -204,11 +206,57 @@ func TestNormalizeU8(t *testing.T) {
 		scale[i], shift[i] = 1/(255*std), -mean/std
 	}
 	got := make([]float32, len(hwc))
-	if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, scale, shift, n, c, h, w); err != nil {
+	if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, scale, shift, n, c, h, w, false); err != nil {
 		t.Fatal(err)
 	}
 	if dd := compare(got, want); dd.ulps != 0 {
 		t.Fatalf("%d ulp from train.Images.Fill at %d", dd.ulps, dd.at)
+	}
+}
+
+// normalize_u8's division arithmetic against the loader's: augment's
+// Normalizer (torchvision's ToTensor and Normalize, as a table) on the
+// same pixels, bit for bit, for every byte value and each of three
+// channels, and for one channel (a gray image's first statistics).
+func TestNormalizeU8Torch(t *testing.T) {
+	needCPU(t)
+	mean, std := augment.ImageNetMean, augment.ImageNetStd
+	norm := augment.NewNormalizer(mean, std)
+	for _, c := range []int{3, 1} {
+		const n, h, w = 2, 16, 16 // 2×256 pixels: every value in every channel
+		hwc := make([]uint8, n*h*w*c)
+		for i := range hwc {
+			hwc[i] = uint8(i / c) // pixel i/c of the batch, all its channels the same value
+			if i/(h*w*c) == 1 {
+				hwc[i] = uint8(255 - (i/c)%(h*w)) // the second image backwards
+			}
+		}
+		want := make([]float32, len(hwc))
+		for img := range n {
+			im := &imgcodec.Image{Width: w, Height: h, Channels: c, Stride: w * c, Pix: hwc[img*h*w*c : (img+1)*h*w*c]}
+			if err := norm.CHW(want[img*h*w*c:], im); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := make([]float32, len(hwc))
+		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, mean[:c], std[:c], n, c, h, w, true); err != nil {
+			t.Fatal(err)
+		}
+		if dd := compare(got, want); dd.ulps != 0 {
+			t.Fatalf("%d channels: %d ulp from augment.Normalizer at %d", c, dd.ulps, dd.at)
+		}
+		// And the other arithmetic differs somewhere: the flag is read.
+		scale, shift := make([]float32, c), make([]float32, c)
+		for i := range c {
+			scale[i], shift[i] = 1/(255*std[i]), -mean[i]/std[i]
+		}
+		other := make([]float32, len(hwc))
+		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, other, scale, shift, n, c, h, w, false); err != nil {
+			t.Fatal(err)
+		}
+		if compare(other, want).ulps == 0 {
+			t.Fatalf("%d channels: Fill's arithmetic gave the table's bits everywhere: the test cannot tell them apart", c)
+		}
 	}
 }
 

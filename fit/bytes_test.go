@@ -1,0 +1,99 @@
+package fit_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/faster-training/faster/fit"
+	"github.com/faster-training/faster/internal/testenv"
+	"github.com/faster-training/faster/loader"
+	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda"
+)
+
+// Training images decoded by the CPU loader reach a GPU model as bytes
+// (u8-hwc: a quarter of the bytes to copy, no float pass on the loader's
+// workers) and are normalised by the model's backend in the loader's own
+// arithmetic, so the run ends where the same run fed floats ends, bit for
+// bit: on the host (data.layout u8-hwc asked for: the trainer's feeder
+// normalises), on a device state (DeviceReference, its ByteInputOp), and
+// on the cuda backend's twin (normalize_u8 in torchvision's arithmetic),
+// eagerly and with the step captured (the held batch keeps the bytes).
+// Left out, data.layout is u8-hwc for a GPU model and f32-chw for a cpu
+// one or with RandomErasing (float-domain); u8-hwc asked for with
+// RandomErasing is a problem of the config.
+func TestRunBytesToTheModel(t *testing.T) {
+	folder := testenv.WriteFolder(t, 3, 8)
+	base := fit.DefaultConfig()
+	base.Data.Path, base.Data.TestPath, base.Data.Resolution = folder, folder, 32
+	base.Batch, base.Epochs, base.Seed = 8, 2, 7
+	base.Model.Backend, base.Model.Filters, base.Model.Threads = "reference", []int{4, 4, 4}, 1
+
+	run := func(name string, cfg fit.Config, open func(string, train.BackendOptions) (train.Backend, error)) *fit.Summary {
+		t.Helper()
+		sum, _, err := decodeRun(t, cfg, fit.DataOptions{}, open)
+		if errors.Is(err, cuda.ErrNoCgo) {
+			t.Skip("the twin needs cgo")
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return sum
+	}
+	want := run("cpu floats", base, nil)
+	if want.InputLayout != string(loader.F32CHW) {
+		t.Errorf("a cpu model's batches: layout %q, want %s when left out", want.InputLayout, loader.F32CHW)
+	}
+
+	hostBytes := base
+	hostBytes.Data.Layout = loader.U8HWC
+	refDevice := base
+	refDevice.Model.Backend, refDevice.Model.Device = "", "cuda"
+	refDevice.Data.Device = "cpu" // decoded on the cpu: the bytes go to the model
+	twin := refDevice
+	twinGraph := twin
+	twinGraph.Parallel.CUDAGraph = true
+	openRef := func(_ string, o train.BackendOptions) (train.Backend, error) { return train.NewDeviceReference(o), nil }
+	openTwin := func(_ string, o train.BackendOptions) (train.Backend, error) { return cuda.OpenTwin(o) }
+	// The twin's convolutions are not the reference's: its runs are
+	// compared with the twin fed floats (data.layout f32-chw asked for).
+	twinFloats := twin
+	twinFloats.Data.Layout = loader.F32CHW
+	wantTwin := run("cuda twin, floats", twinFloats, openTwin)
+	if wantTwin.InputLayout != string(loader.F32CHW) {
+		t.Errorf("cuda twin with f32-chw asked for: layout %q", wantTwin.InputLayout)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  fit.Config
+		open func(string, train.BackendOptions) (train.Backend, error)
+		want *fit.Summary
+	}{
+		{"host, u8-hwc asked for", hostBytes, nil, want},
+		{"device reference", refDevice, openRef, want},
+		{"cuda twin", twin, openTwin, wantTwin},
+		{"cuda twin, graph", twinGraph, openTwin, wantTwin},
+	} {
+		got := run(c.name, c.cfg, c.open)
+		if got.InputLayout != string(loader.U8HWC) {
+			t.Errorf("%s: layout %q, want %s", c.name, got.InputLayout, loader.U8HWC)
+		}
+		if got.WeightsSHA256 != c.want.WeightsSHA256 || got.TestLoss != c.want.TestLoss {
+			t.Errorf("%s: weights %.12s test loss %v; fed floats %.12s %v", c.name, got.WeightsSHA256, got.TestLoss, c.want.WeightsSHA256, c.want.TestLoss)
+		}
+	}
+
+	// RandomErasing works on the float tensor: left out, floats; asked
+	// for, a problem naming the recipe's field.
+	erase := refDevice
+	erase.Data.Recipe.ErasingProb = 0.5
+	if got := run("device reference, erasing", erase, openRef); got.InputLayout != string(loader.F32CHW) {
+		t.Errorf("with RandomErasing: layout %q, want %s", got.InputLayout, loader.F32CHW)
+	}
+	erase.Data.Layout = loader.U8HWC
+	var ce *fit.ConfigError
+	if err := erase.Validate(); !errors.As(err, &ce) || !strings.Contains(err.Error(), "erasing_prob") {
+		t.Errorf("u8-hwc with RandomErasing: %v, want a config error naming erasing_prob", err)
+	}
+}
