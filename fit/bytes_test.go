@@ -3,6 +3,7 @@ package fit_test
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/faster-training/faster/fit"
@@ -84,6 +85,25 @@ func TestRunBytesToTheModel(t *testing.T) {
 		}
 	}
 
+	// The test images travel as bytes too: every image the backend
+	// normalised is a trained one or one of an evaluation's (one after
+	// each epoch); with flip TTA (the host's evaluator) the bytes are
+	// normalised on the host, and the run still ends where the floats' ends.
+	var normalised atomic.Int64
+	openCounting := func(_ string, o train.BackendOptions) (train.Backend, error) {
+		return byteCounter{train.NewDeviceReference(o), &normalised}, nil
+	}
+	got := run("device reference, counted", refDevice, openCounting)
+	if n := normalised.Load(); got.WeightsSHA256 != want.WeightsSHA256 || n != int64(got.Images+len(got.Curve)*got.TestImages) || len(got.Curve) != 2 {
+		t.Errorf("bytes normalised by the backend: %d, want %d trained + %d evaluations × %d test images (weights %.12s, want %.12s)",
+			n, got.Images, len(got.Curve), got.TestImages, got.WeightsSHA256, want.WeightsSHA256)
+	}
+	flip, flipFloats := refDevice, base
+	flip.Eval.TTA, flipFloats.Eval.TTA = "flip", "flip"
+	if got, want := run("device reference, flip", flip, openRef), run("cpu floats, flip", flipFloats, nil); got.TestLoss != want.TestLoss || got.TestAccuracy != want.TestAccuracy {
+		t.Errorf("flip TTA over bytes: test loss %v accuracy %v; over floats %v %v", got.TestLoss, got.TestAccuracy, want.TestLoss, want.TestAccuracy)
+	}
+
 	// RandomErasing works on the float tensor: left out, floats; asked
 	// for, a problem naming the recipe's field.
 	erase := refDevice
@@ -96,4 +116,26 @@ func TestRunBytesToTheModel(t *testing.T) {
 	if err := erase.Validate(); !errors.As(err, &ce) || !strings.Contains(err.Error(), "erasing_prob") {
 		t.Errorf("u8-hwc with RandomErasing: %v, want a config error naming erasing_prob", err)
 	}
+}
+
+// byteCounter is a DeviceReference that counts the images its byte input
+// normalises.
+type byteCounter struct {
+	*train.DeviceReference
+	n *atomic.Int64
+}
+
+func (b byteCounter) NewByteInput() (train.ByteInputOp, error) {
+	op, err := b.DeviceReference.NewByteInput()
+	return countedInput{op, b.n}, err
+}
+
+type countedInput struct {
+	train.ByteInputOp
+	n *atomic.Int64
+}
+
+func (c countedInput) Normalize(dst train.Tensor, b train.ByteBatch) error {
+	c.n.Add(int64(b.N))
+	return c.ByteInputOp.Normalize(dst, b)
 }

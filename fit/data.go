@@ -63,12 +63,14 @@ func (d *Data) DecodeDevice() string {
 // gpuDecode is where the training images are decoded on a GPU: dev
 // ("cuda:0"; "" for the cpu), the share of each batch decoded on the CPU
 // beside it, the stage's opener (nil: the registered one) and the layout
-// of its rows.
+// of its rows; cpu is the training batches' layout where they are
+// decoded on the cpu instead.
 type gpuDecode struct {
 	dev    string
 	share  float64
 	open   func(loader.DecoderConfig) (loader.BatchDecoder, error)
 	layout loader.Layout
+	cpu    loader.Layout
 }
 
 // trainLayout is the layout the training images' batches reach the
@@ -77,7 +79,8 @@ type gpuDecode struct {
 // in the loader's arithmetic: train.ByteBatch.Torch) unless
 // RandomErasing, which works on the float tensor, is in the recipe;
 // f32-chw otherwise (a GPU stage's rows are normalised where they are
-// decoded). Evaluation and calibration take f32-chw.
+// decoded). The test images follow it (no erasing there, never a stage);
+// the calibration batches of FixRes are f32-chw (the host reads them).
 func (c *Config) trainLayout(erasing, stage bool) loader.Layout {
 	if l := c.Data.Layout; l != "" {
 		return l
@@ -193,16 +196,17 @@ func OpenDataWith(ctx context.Context, cfg *Config, rank, world int, opts DataOp
 	// The test and calibration pipelines: the cpu. The CPU share is the
 	// GPU stage's, on the training images.
 	lo.Device, lo.NewBatchDecoder, lo.CPUShare = "", nil, 0
-	lo.Layout = cfg.trainLayout(lo.Erasing != nil, false) // the train pipeline's on the cpu; openStreams sets the others'
+	lo.Layout = cfg.trainLayout(false, false) // the test pipeline's; openStreams sets the train and calibration ones'
 	dev, auto := decodeOn(cfg)
-	gpu := gpuDecode{dev: dev, share: dc.CPUShare, open: opts.NewBatchDecoder, layout: cfg.trainLayout(lo.Erasing != nil, true)}
+	gpu := gpuDecode{dev: dev, share: dc.CPUShare, open: opts.NewBatchDecoder,
+		layout: cfg.trainLayout(lo.Erasing != nil, true), cpu: cfg.trainLayout(lo.Erasing != nil, false)}
 	if d.train, d.test, err = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, gpu); err != nil {
 		if !auto {
 			return nil, err
 		}
 		// A GPU model's images on its GPU where they can be: not, here.
 		var err2 error
-		if d.train, d.test, err2 = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, gpuDecode{}); err2 != nil {
+		if d.train, d.test, err2 = openStreams(ctx, dc.Path, dc.TestPath, dc.Resolution, lo, dc.Schedule, dc.Progressive, cfg.Epochs, gpuDecode{cpu: gpu.cpu}); err2 != nil {
 			return nil, err2
 		}
 		d.decodeNote = fmt.Sprintf("training images decoded on the cpu, not %s: %v", dev, err)
@@ -479,7 +483,7 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 		sched = ProgressiveSchedule(res, epochs)
 	}
 	to := base
-	to.Transform, to.Resolution, to.Drop, to.Split, to.Schedule = loader.Train, res, true, "train", sched
+	to.Transform, to.Resolution, to.Drop, to.Split, to.Schedule, to.Layout = loader.Train, res, true, "train", sched, gpu.cpu
 	if gpu.dev != "" {
 		to.Device, to.NewBatchDecoder, to.CPUShare, to.Layout = gpu.dev, gpu.open, gpu.share, gpu.layout
 	}
@@ -492,7 +496,8 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 		split = evalSplit
 	}
 	eo := base
-	eo.Transform, eo.Resolution, eo.Split, eo.Seed, eo.Layout = loader.Eval, res, split, 0, loader.F32CHW
+	eo.Transform, eo.Resolution, eo.Split, eo.Seed = loader.Eval, res, split, 0
+	eo.Erasing = nil // the train recipe's alone: its test images may travel as bytes
 	if testData != data {
 		eo.Manifest = nil // another dataset's
 	}

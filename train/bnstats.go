@@ -65,6 +65,7 @@ func RecalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch
 	var (
 		x    Tensor
 		xLen int
+		buf  []float32 // a batch of bytes, normalised
 	)
 	defer func() {
 		if x != nil {
@@ -91,7 +92,11 @@ func RecalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch
 			}
 			xLen = n
 		}
-		if err := x.Write(bt.X[:n*c*h*w]); err != nil {
+		xs, err := bt.floats(n, c*h*w, &buf)
+		if err != nil {
+			return rep, err
+		}
+		if err := x.Write(xs); err != nil {
 			return rep, err
 		}
 		rep.Batches++

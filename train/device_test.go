@@ -3,6 +3,7 @@ package train_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"math"
 	"math/rand/v2"
@@ -416,6 +417,72 @@ func TestByteBatches(t *testing.T) {
 	sameBits(t, "device bytes", trainOn(train.NewDeviceReference(o), nil, true), floats)
 	sameBits(t, "replicas' bytes", trainOn(train.NewReference(o), train.NewReference(o), true),
 		trainOn(train.NewReference(o), train.NewReference(o), false))
+}
+
+// Evaluation and BatchNorm recalibration over batches of bytes give the
+// figures of the same batches as floats: the device state's evaluation
+// (the backend's ByteInputOp), the host's evaluator (flip TTA: the bytes
+// normalised on the host) and RecalibrateBN's running statistics.
+func TestByteBatchesEvaluate(t *testing.T) {
+	ctx := context.Background()
+	d, nhwc := byteData(96)
+	o := train.BackendOptions{Threads: 1}
+	net3 := toyNet
+	net3.InChannels = 3
+	type result struct {
+		plain, flip train.Metrics
+		stats       [][]float32
+	}
+	run := func(b train.Backend, bytes bool) result {
+		net, err := train.NewThinNet(b, net3, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		stream := func() train.Stream {
+			if bytes {
+				return &byteStream{tr: tr, d: d, nhwc: nhwc}
+			}
+			return tr.StreamOf(d)
+		}
+		var r result
+		if _, err := tr.TrainStream(ctx, stream(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if r.plain, err = tr.EvaluateStream(ctx, stream(), 0); err != nil {
+			t.Fatal(err)
+		}
+		tr.EvalFlip = true
+		if r.flip, err = tr.EvaluateStream(ctx, stream(), 0); err != nil {
+			t.Fatal(err)
+		}
+		tr.EvalFlip = false
+		if _, err := tr.RecalibrateBN(ctx, stream(), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range net.Buffers() {
+			r.stats = append(r.stats, slices.Clone(p.Value))
+		}
+		return r
+	}
+	same := func(a, b train.Metrics) bool {
+		return a.Loss == b.Loss && a.Top1 == b.Top1 && a.Top5 == b.Top5 && a.Samples == b.Samples && a.Samples == 96
+	}
+	for _, dev := range []bool{false, true} {
+		open := func() train.Backend {
+			if dev {
+				return train.NewDeviceReference(o)
+			}
+			return train.NewReference(o)
+		}
+		floats, bytes := run(open(), false), run(open(), true)
+		if !same(bytes.plain, floats.plain) || !same(bytes.flip, floats.flip) {
+			t.Errorf("device state %v: over bytes %+v, flip %+v; over floats %+v, flip %+v", dev, bytes.plain, bytes.flip, floats.plain, floats.flip)
+		}
+		sameBits(t, fmt.Sprintf("device state %v: recalibrated statistics", dev), bytes.stats, floats.stats)
+	}
 }
 
 // A checkpoint saved from a device state resumes on the host path (and

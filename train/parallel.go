@@ -680,6 +680,12 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 		return Metrics{}, err
 	}
 	defer loss.Close()
+	var in ByteInputOp // for batches of bytes, made at the first
+	defer func() {
+		if in != nil {
+			in.Close()
+		}
+	}()
 	c, h, w := data.Shape()
 	for bt, err := range data.Epoch(ctx, epoch, 0) {
 		if err != nil {
@@ -689,7 +695,12 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 		if n == 0 {
 			continue
 		}
-		if err := evalBatch(b, net, loss, bt.X[:n*c*h*w], bt.Y, c, h, w); err != nil {
+		if bt.Bytes.Pixels != nil && in == nil {
+			if in, err = newByteInput(b); err != nil {
+				return Metrics{}, err
+			}
+		}
+		if err := evalBatch(b, net, loss, in, bt, n, c, h, w); err != nil {
 			return Metrics{}, err
 		}
 	}
@@ -706,21 +717,32 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 	return m, nil
 }
 
-// evalBatch runs one batch of inference into loss's sums.
-func evalBatch(b Backend, net Layer, loss LossOp, xs []float32, ys []int, c, h, w int) error {
-	x, err := b.NewTensor(len(ys), c, h, w)
+// evalBatch runs the n images of bt (floats, or bytes normalised by in)
+// through inference into loss's sums.
+func evalBatch(b Backend, net Layer, loss LossOp, in ByteInputOp, bt Batch, n, c, h, w int) error {
+	if bt.Rows != nil {
+		_, err := bt.floats(n, c*h*w, nil) // gives them back, says where they were
+		return err
+	}
+	x, err := b.NewTensor(n, c, h, w)
 	if err != nil {
 		return err
 	}
 	defer x.Release()
-	if err := x.Write(xs); err != nil {
+	if bb := bt.Bytes; bb.Pixels != nil {
+		bb.Pixels, bb.N = bb.Pixels[:n*c*h*w], n
+		err = in.Normalize(x, bb)
+	} else {
+		err = x.Write(bt.X[:n*c*h*w])
+	}
+	if err != nil {
 		return err
 	}
 	logits, err := net.Forward(x, false)
 	if err != nil {
 		return err
 	}
-	_, err = loss.Forward(logits, ys, 0)
+	_, err = loss.Forward(logits, bt.Y[:n], 0)
 	return err
 }
 

@@ -707,6 +707,28 @@ type Batch struct {
 	Rows  *DeviceRows
 }
 
+// floats is the batch's first n images (per values each) as normalised
+// floats on the host: X, or Bytes normalised into *buf (NormalizeHWC),
+// for the consumers that take host floats (flip TTA, BatchNorm
+// recalibration). Rows in device memory are not read here: they go back
+// to their producer, and the error says where they were.
+func (b Batch) floats(n, per int, buf *[]float32) ([]float32, error) {
+	if b.Rows != nil {
+		b.Rows.release()
+		return nil, fmt.Errorf("%w: rows on %s, read here on the host", ErrDeviceRows, b.Rows.Device)
+	}
+	if b.Bytes.Pixels == nil {
+		return b.X[:n*per], nil
+	}
+	if cap(*buf) < n*per {
+		*buf = make([]float32, n*per)
+	}
+	out := (*buf)[:n*per]
+	bb := b.Bytes
+	bb.Pixels, bb.N = bb.Pixels[:n*per], n
+	return out, NormalizeHWC(out, bb)
+}
+
 // Stream is a dataset that produces its batches itself, in its own
 // deterministic order per epoch (an input pipeline that decodes and
 // augments ahead of the trainer, overlapping input with compute).
@@ -798,12 +820,17 @@ func EvaluateStreamWith(ctx context.Context, b Backend, net Layer, data Stream, 
 	e.flip = opts.Flip
 	defer e.close()
 	c, h, w := data.Shape()
+	var buf []float32
 	for bt, err := range data.Epoch(ctx, epoch, 0) {
 		if err != nil {
 			return e.m, err
 		}
 		if n := len(bt.Y); n > 0 {
-			if err := e.add(bt.X[:n*c*h*w], bt.Y); err != nil {
+			xs, err := bt.floats(n, c*h*w, &buf)
+			if err != nil {
+				return e.m, err
+			}
+			if err := e.add(xs, bt.Y); err != nil {
 				return e.m, err
 			}
 		}

@@ -11,9 +11,11 @@ shared memory, for PyTorch training loops.
 See Loader for the arguments and the lifetime of a batch, and the Go
 package serve (serve/doc.go) for the protocol. MixUp and CutMix, which act
 on whole batches, are in faster.mixing (imported on its own: it needs
-torch).
+torch). faster.normalize turns a u8-hwc batch, on the GPU, into the
+f32-chw layout's values bit for bit.
 """
 from .loader import Batch, Loader, ServerError
+from ._normalize import IMAGENET_MEAN, IMAGENET_STD, normalize
 
-__all__ = ["Batch", "Loader", "ServerError"]
+__all__ = ["Batch", "Loader", "ServerError", "normalize", "IMAGENET_MEAN", "IMAGENET_STD"]
 __version__ = "0.1.0"

@@ -93,6 +93,45 @@ class LoaderTest(unittest.TestCase):
                 self.assertEqual(digests, self.cases[case]["digests"])
 
     @need_torch
+    def test_normalize_u8_is_f32(self):
+        # faster.normalize on a u8-hwc batch gives the f32-chw batch of
+        # the same samples bit for bit (the train recipe: random crops and
+        # flips, the same draws in both layouts), channels-last memory by
+        # default, contiguous NCHW on request; bad input is refused.
+        import torch
+        with self.open("train-f32", output="torch") as f32, self.open("train-f32", output="torch", layout="u8-hwc") as u8:
+            n = 0
+            for a, b in zip(f32.batches(), u8.batches()):
+                self.assertEqual(b.images.dtype, torch.uint8)
+                self.assertEqual(list(a.keys), list(b.keys))
+                x = faster.normalize(b.images)
+                self.assertEqual(x.dtype, torch.float32)
+                self.assertEqual(tuple(x.shape), tuple(a.images.shape))
+                self.assertTrue(x.is_contiguous(memory_format=torch.channels_last))
+                self.assertTrue(torch.equal(x.contiguous().view(torch.int32), a.images.contiguous().view(torch.int32)),
+                                "normalize(u8-hwc) is not f32-chw's bits")
+                y = faster.normalize(b.images, channels_last=False)
+                self.assertTrue(y.is_contiguous() and torch.equal(y.view(torch.int32), a.images.view(torch.int32)))
+                if torch.cuda.is_available():  # the GPU machine's check: true divisions there too
+                    g = faster.normalize(b.images.cuda(), channels_last=False).cpu()
+                    self.assertTrue(torch.equal(g.view(torch.int32), a.images.view(torch.int32)),
+                                    "normalize on CUDA is not f32-chw's bits")
+                # Another arithmetic, (v - 255 mean) / (255 std), is not
+                # (the test can tell them apart).
+                m = torch.tensor(faster.IMAGENET_MEAN).view(1, 3, 1, 1) * 255
+                s = torch.tensor(faster.IMAGENET_STD).view(1, 3, 1, 1) * 255
+                other = b.images.permute(0, 3, 1, 2).float().sub(m).div(s)
+                self.assertFalse(torch.equal(other.contiguous().view(torch.int32), a.images.view(torch.int32)))
+                n += 1
+            self.assertGreater(n, 0)
+        with self.assertRaises(ValueError):
+            faster.normalize(torch.zeros(2, 4, 4, 3))  # floats
+        with self.assertRaises(ValueError):
+            faster.normalize(torch.zeros(2, 3, 4, 4, dtype=torch.uint8))  # NCHW: 4 channels last
+        with self.assertRaises(TypeError):
+            faster.normalize(np.zeros((2, 4, 4, 3), dtype=np.uint8))
+
+    @need_torch
     def test_bit_identical_torch_and_set_epoch(self):
         # Epochs in order on one Loader (one server), as a training loop
         # runs them: epoch 1 must be what the Go loader makes of epoch 1
