@@ -20,7 +20,8 @@ import (
 // bit: on the host (data.layout u8-hwc asked for: the trainer's feeder
 // normalises), on a device state (DeviceReference, its ByteInputOp), and
 // on the cuda backend's twin (normalize_u8 in torchvision's arithmetic),
-// eagerly and with the step captured (the held batch keeps the bytes).
+// eagerly and with the step captured (the held batch keeps the bytes),
+// and from a decode stage's U8 rows read in place.
 // Left out, data.layout is u8-hwc for a GPU model and f32-chw for a cpu
 // one or with RandomErasing (float-domain); u8-hwc asked for with
 // RandomErasing is a problem of the config.
@@ -83,6 +84,24 @@ func TestRunBytesToTheModel(t *testing.T) {
 		if got.WeightsSHA256 != c.want.WeightsSHA256 || got.TestLoss != c.want.TestLoss {
 			t.Errorf("%s: weights %.12s test loss %v; fed floats %.12s %v", c.name, got.WeightsSHA256, got.TestLoss, c.want.WeightsSHA256, c.want.TestLoss)
 		}
+	}
+
+	// A decode stage's U8 rows (data.layout u8-hwc asked for; the stage's
+	// CPU stand-in with buffers mapped as the twin's device memory), read
+	// in place and normalised in the same arithmetic: the same run again.
+	stand := &loader.CPUBatchDecoder{Mapped: "cuda-twin", Workers: 2}
+	staged := twin
+	staged.Data.Device, staged.Data.Layout = "", loader.U8HWC
+	sum, _, err := decodeRun(t, staged, fit.DataOptions{NewBatchDecoder: func(loader.DecoderConfig) (loader.BatchDecoder, error) { return stand, nil }}, openTwin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.DecodeDevice != "cuda-twin" || sum.InputLayout != string(loader.U8HWC) || sum.WeightsSHA256 != wantTwin.WeightsSHA256 || sum.TestLoss != wantTwin.TestLoss {
+		t.Errorf("U8 rows from the stage: decoded on %q, layout %q, weights %.12s loss %v; want cuda-twin, %s, %.12s %v",
+			sum.DecodeDevice, sum.InputLayout, sum.WeightsSHA256, sum.TestLoss, loader.U8HWC, wantTwin.WeightsSHA256, wantTwin.TestLoss)
+	}
+	if n := stand.Live(); n != 0 {
+		t.Errorf("%d batch buffers never freed", n)
 	}
 
 	// The test images travel as bytes too: every image the backend
