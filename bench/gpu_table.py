@@ -91,9 +91,9 @@ def main():
         print("\nresnet18 224 bf16, batch 256: the last epoch's images/s and ms per step")
         for k, v in sorted(res.items()):
             if "error" in v:
-                print("  %-5s %-12s failed" % (k[0], k[1]))
+                print("  %-5s %-26s failed" % (k[0], k[1]))
             else:
-                print("  %-5s %-12s %.0f images/s (%.1f ms a step)" % (k[0], k[1], v.get("last_epoch_images_per_sec", v["images_per_sec"]),
+                print("  %-5s %-26s %.0f images/s (%.1f ms a step)" % (k[0], k[1], v.get("last_epoch_images_per_sec", v["images_per_sec"]),
                                                                      v.get("last_epoch_ms_per_step", v["ms_per_step"])))
     failed = [(k, v["error"]) for k, v in sorted(cells.items()) if "error" in v]
     if failed:

@@ -33,7 +33,8 @@
 #      on the GPU (the default of `faster train --device cuda`: the
 #      batches stay in device memory), the same with --channels-last
 #      (the peer runs channels_last) and, beside it, on the CPU loader
-#      (--decode-device cpu).
+#      (--decode-device cpu: its batches as bytes, normalised on the GPU;
+#      and as floats, --layout f32-chw).
 # Cell JSON goes to $OUT/cells (or /tmp/gpu_table/cells); the table is
 # printed last (bench/gpu_table.py) and written as $OUT/cells/table.json.
 # The two-GPU speed-ups wait for a machine with several GPUs: dp and ddp
@@ -184,6 +185,9 @@ cell "ours.jpeg-gpu-decode.resnet18.bf16" "$bin" train --device "$device" --mode
 cell "ours.jpeg-gpu-decode-nhwc.resnet18.bf16" "$bin" train --device "$device" --model resnet18 --data "$photos/train" --test-data "$photos/test" \
 	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --channels-last --json
 cell "ours.jpeg-cpu-decode.resnet18.bf16" "$bin" train --device "$device" --decode-device cpu --model resnet18 --data "$photos/train" --test-data "$photos/test" \
+	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --json
+# The same fed floats (--layout f32-chw): what the bytes above save.
+cell "ours.jpeg-cpu-decode-f32.resnet18.bf16" "$bin" train --device "$device" --decode-device cpu --layout f32-chw --model resnet18 --data "$photos/train" --test-data "$photos/test" \
 	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --json
 
 echo "== $(($(date +%s) - start)) s in all"

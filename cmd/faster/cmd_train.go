@@ -98,6 +98,7 @@ Exit status: 0 trained; 1 failed (bad data, backend error); 2 usage error;
 		f.StringVar(&c.Data.Path, "data", "", "dataset: an IDX directory, a packed dataset (faster pack) or an ImageFolder tree (required)")
 		f.StringVar(&c.Data.TestPath, "test-data", "", "test images for an ImageFolder --data (a packed dataset uses its test split)")
 		f.IntVar(&c.Data.Resolution, "resolution", 0, "image side for packed or ImageFolder data (default: the packed images' width, else 224)")
+		f.StringVar((*string)(&c.Data.Layout), "layout", "", "the loader's batches: f32-chw (normalised by the loader) or u8-hwc (bytes, normalised by the model's backend in the loader's arithmetic); left out: u8-hwc to a GPU model decoding on the cpu, else f32-chw")
 		f.StringVar(&c.Model.Name, "model", d.Model.Name, "model: thinnet or resnet18")
 		f.IntVar(&c.Data.Classes, "classes", 0, "classes of the model's head, for data that does not record them (default: from the data: its class folders, the manifest's classes, 10 for MNIST)")
 		f.IntVar(&c.Data.LabelOffset, "label-offset", 0, "packed data: add N to every stored label (-1 for TensorFlow's ImageNet shards, whose labels count from 1)")
@@ -310,7 +311,7 @@ func (o *trainOptions) configOf() (fit.Config, []augment.Problem) {
 	for _, r := range loaderFlagTable {
 		if changed(r.flag) && !trainRunFlags[r.flag] && jsonfield.ByName(reflect.ValueOf(&o.cfg.Data).Elem(), strings.Split(r.field, ".")[0]).IsValid() {
 			switch r.flag {
-			case "batch", "seed", "resolution", "classes", "label-offset": // train's own flags, bound to cfg
+			case "batch", "seed", "resolution", "layout", "classes", "label-offset": // train's own flags, bound to cfg
 				continue
 			}
 			fields = append(fields, r.field)

@@ -98,6 +98,8 @@ var commandDefaults = []struct{ cmd, flag, value, meaning string }{
 	{"train", "seed", "1", "initial weights, shuffle and augmentation (fit.Config seed)"},
 	{"serve, bench load", "resolution", "224", "output side"},
 	{"train", "resolution", "0", "the packed images' width, else 224"},
+	{"serve, bench load", "layout", "f32-chw", "the batches' layout"},
+	{"train", "layout", "", "u8-hwc to a GPU model decoding on the cpu, else f32-chw"},
 }
 
 // trainRunFlags are the loader flags train does not take: the run sets
