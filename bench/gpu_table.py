@@ -58,6 +58,41 @@ def figures(engine, j):
     return f
 
 
+def read_floors(d):
+    """floors.json (bench/gpu_where.py --floors): {data: {prec: {"floor_ms"}}}, or {}."""
+    try:
+        with open(os.path.join(d, "floors.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+# The precision each column's step runs in: fp32 with TF32 (PyTorch's
+# default), the study's AMP (fp16 with a GradScaler).
+PRECISION = {"plain": "tf32", "autotune": "tf32", "amp": "fp16", "autotune+amp": "fp16"}
+
+
+def floor_line(data, cells, floors):
+    """The data's floors per precision and, for ours and torch, the cell
+    nearest its floor as a multiple of it."""
+    fl = floors.get(data)
+    if not fl:
+        return None
+    parts = ["floor a step (%.0f GFLOP at the dense peak, %.0f MB at the bandwidth): tf32 %.2f ms, fp16 %.2f ms"
+             % (fl["gflops_per_step"], fl["mb_per_step"], fl["tf32"]["floor_ms"], fl["fp16"]["floor_ms"])]
+    for engine in ("ours", "torch"):
+        best = None
+        for (e, dn, s, v), c in cells.items():
+            if e != engine or dn != data or v not in PRECISION or "error" in c or not c.get("ms_per_step"):
+                continue
+            x = c["ms_per_step"] / fl[PRECISION[v]]["floor_ms"]
+            if best is None or x < best[0]:
+                best = (x, s, v)
+        if best:
+            parts.append("%s nearest: %.1f× (%s %s)" % (engine, best[0], best[1], best[2]))
+    return "; ".join(parts)
+
+
 def text(c):
     if c is None:
         return "-"
@@ -69,6 +104,7 @@ def text(c):
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "."
     cells = read_cells(d)
+    floors = read_floors(d)
     datas = sorted({k[1] for k in cells if k[2] in STRATEGIES})
     out = {"cells": [{"engine": k[0], "data": k[1], "strategy": k[2], "variant": k[3], **v} for k, v in sorted(cells.items())]}
     for data in datas:
@@ -86,15 +122,23 @@ def main():
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        line = floor_line(data, cells, floors)
+        if line:
+            print(line)
     res = {k: v for k, v in cells.items() if k[2] == "resnet18"}
     if res:
-        print("\nresnet18 224 bf16, batch 256: the last epoch's images/s and ms per step")
+        rf = floors.get("resnet18", {}).get("bf16", {}).get("floor_ms")
+        print("\nresnet18 224 bf16, batch 256: the last epoch's images/s and ms per step%s"
+              % (" (floor %.2f ms a step)" % rf if rf else ""))
         for k, v in sorted(res.items()):
             if "error" in v:
                 print("  %-5s %-26s failed" % (k[0], k[1]))
             else:
-                print("  %-5s %-26s %.0f images/s (%.1f ms a step)" % (k[0], k[1], v.get("last_epoch_images_per_sec", v["images_per_sec"]),
-                                                                     v.get("last_epoch_ms_per_step", v["ms_per_step"])))
+                ms = v.get("last_epoch_ms_per_step", v["ms_per_step"])
+                print("  %-5s %-26s %.0f images/s (%.1f ms a step%s)" % (k[0], k[1], v.get("last_epoch_images_per_sec", v["images_per_sec"]),
+                                                                       ms, ", %.1f× the floor" % (ms / rf) if rf and ms else ""))
+    if floors:
+        out["floors"] = floors
     failed = [(k, v["error"]) for k, v in sorted(cells.items()) if "error" in v]
     if failed:
         print("\nfailed cells:")

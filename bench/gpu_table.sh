@@ -190,5 +190,13 @@ cell "ours.jpeg-cpu-decode.resnet18.bf16" "$bin" train --device "$device" --deco
 cell "ours.jpeg-cpu-decode-f32.resnet18.bf16" "$bin" train --device "$device" --decode-device cpu --layout f32-chw --model resnet18 --data "$photos/train" --test-data "$photos/test" \
 	--resolution "$res" --batch "$res_batch" --epochs 2 --lr 0.1 $amp_res --json
 
+# Each step's floor beside the cells (issue 37: "count its FLOPs and
+# bytes and write the floor beside the figure"): the models' FLOPs at the
+# GPU's dense peak and their bytes at its bandwidth (bench/gpu_where.py).
+fspec=""
+[ -n "$dry" ] && fspec=":4,8"
+timeout 120 "$py" bench/gpu_where.py --device "$device" --floors "$cells/floors.json" --case "synthetic32=thinnet:3:32:$batch:10$fspec" \
+	--case "fashion=thinnet:1:28:$batch:10$fspec" --case "resnet18=resnet18:3:$res:$res_batch:10" || echo "gpu_table: no floors"
+
 echo "== $(($(date +%s) - start)) s in all"
 $py bench/gpu_table.py "$cells"

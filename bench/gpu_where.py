@@ -76,6 +76,53 @@ def count(model, x):
     return flops, nbytes
 
 
+def floor_ms(flops, nbytes, prec, device):
+    """The step's floor in ms at prec's dense peak and the bandwidth, and
+    what sets it ("flops" or "bytes")."""
+    peak = PEAK["fp32" if (prec == "tf32" and device.type != "cuda") else prec]
+    by = "flops" if flops / peak >= nbytes / BANDWIDTH else "bytes"
+    return max(flops / peak, nbytes / BANDWIDTH) * 1e3, by
+
+
+def model_of(name, c, classes, device, filters=None):
+    if name == "thinnet":
+        if filters:
+            spec = importlib.util.spec_from_file_location("peer", os.path.join(HERE, "peer_thinnet_torch.py"))
+            peer = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(peer)
+            return peer.thinnet(in_channels=c, classes=classes, filters=filters).to(device)
+        return thinnet(c, classes).to(device)
+    import torchvision
+    return torchvision.models.resnet18(num_classes=classes).to(device).to(memory_format=torch.channels_last)
+
+
+def floors(cases, device):
+    """--floors: each case NAME=MODEL:C:SIDE:BATCH:CLASSES[:F1,F2,...] (the
+    last part ThinNet's filters) counted once, its floor at each precision
+    the table's columns use (tf32: fp32 with TF32, PyTorch's default;
+    fp16: the study's AMP; bf16)."""
+    out = {}
+    for case in cases:
+        name, spec = case.split("=", 1)
+        parts = spec.split(":")
+        model, c, side, batch, classes = parts[0], int(parts[1]), int(parts[2]), int(parts[3]), int(parts[4])
+        filters = tuple(int(f) for f in parts[5].split(",")) if len(parts) > 5 and parts[5] else None
+        torch.manual_seed(0)
+        m = model_of(model, c, classes, device, filters)
+        x = torch.zeros(batch, c, side, side, device=device)
+        flops, nbytes = count(m, x)
+        row = {"model": model, "side": side, "batch": batch, "flops": flops, "bytes": nbytes, "gflops_per_step": round(flops / 1e9, 3),
+               "mb_per_step": round(nbytes / 1e6, 2), "device": str(device)}
+        for prec in ("tf32", "fp16", "bf16"):
+            ms, by = floor_ms(flops, nbytes, prec, device)
+            row[prec] = {"floor_ms": round(ms, 4), "floor_by": by}
+        out[name] = row
+        print("%s: %s %d×%d×%d batch %d: %.1f GFLOP, %.0f MB a step; floor tf32 %.3f ms, fp16 %.3f ms, bf16 %.3f ms"
+              % (name, model, c, side, side, batch, flops / 1e9, nbytes / 1e6, row["tf32"]["floor_ms"], row["fp16"]["floor_ms"],
+                 row["bf16"]["floor_ms"]), flush=True)
+    return out
+
+
 def step_fn(model, x, y, prec, device):
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -154,8 +201,17 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--small", action="store_true", help="toy sizes (the flow's check on a CPU)")
+    ap.add_argument("--floors", metavar="FILE", help="only count each --case's FLOPs and bytes and write its floors to FILE (JSON)")
+    ap.add_argument("--case", action="append", default=[], help="with --floors: NAME=MODEL:C:SIDE:BATCH:CLASSES[:FILTERS]")
     a = ap.parse_args()
     device = torch.device(a.device)
+    if a.floors:
+        out = floors(a.case, device)
+        tmp = a.floors + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(tmp, a.floors)
+        return
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -176,11 +232,10 @@ def main():
             x = x.contiguous(memory_format=torch.channels_last)
         y = torch.randint(0, classes, (batch,), device=device)
         flops, nbytes = count(model, x)
-        peak = PEAK["fp32" if (prec == "tf32" and device.type != "cuda") else prec]
-        floor = max(flops / peak, nbytes / BANDWIDTH) * 1e3
+        floor, by = floor_ms(flops, nbytes, prec, device)
         row = {"model": name, "side": side, "batch": batch, "precision": prec, "device": str(device),
                "gflops_per_step": round(flops / 1e9, 2), "mb_per_step": round(nbytes / 1e6, 1),
-               "floor_ms": round(floor, 3), "floor_by": "flops" if flops / peak >= nbytes / BANDWIDTH else "bytes"}
+               "floor_ms": round(floor, 3), "floor_by": by}
         try:
             step, _ = step_fn(model, x, y, prec, device)
             timed(step, a.warmup, device)
