@@ -78,7 +78,7 @@ def floor_line(data, cells, floors):
     fl = floors.get(data)
     if not fl:
         return None
-    parts = ["floor a step (%.0f GFLOP at the dense peak, %.0f MB at the bandwidth): tf32 %.2f ms, fp16 %.2f ms"
+    parts = ["floor a step (%.1f GFLOP at the dense peak, %.0f MB at the bandwidth): tf32 %.2f ms, fp16 %.2f ms"
              % (fl["gflops_per_step"], fl["mb_per_step"], fl["tf32"]["floor_ms"], fl["fp16"]["floor_ms"])]
     for engine in ("ours", "torch"):
         best = None

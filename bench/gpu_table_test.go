@@ -54,7 +54,7 @@ func TestGPUTableParses(t *testing.T) {
 		"ours  jpeg-loader                12800 images/s (20.0 ms a step, 4.0× the floor)",
 		"bf16, batch 256: the last epoch's images/s and ms per step (floor 5.00 ms a step)",
 		// The floor beside the table, and each engine's cell nearest it.
-		"floor a step (455 GFLOP at the dense peak, 4967 MB at the bandwidth): tf32 1.00 ms, fp16 0.50 ms; ours nearest: 4.2× (single+graph plain); torch nearest: 10.0× (single plain)",
+		"floor a step (454.6 GFLOP at the dense peak, 4967 MB at the bandwidth): tf32 1.00 ms, fp16 0.50 ms; ours nearest: 4.2× (single+graph plain); torch nearest: 10.0× (single plain)",
 		`ours.synthetic32.ddp.amp: exit 1 after 0 s`,
 		"4 cells ran, 2 failed",
 	} {
