@@ -123,6 +123,15 @@ func TestRunBytesToTheModel(t *testing.T) {
 		t.Errorf("flip TTA over bytes: test loss %v accuracy %v; over floats %v %v", got.TestLoss, got.TestAccuracy, want.TestLoss, want.TestAccuracy)
 	}
 
+	// Flip TTA on the twin's device: the test bytes mirrored by
+	// normalize_u8 score as the floats mirrored on the host.
+	twinFlip, twinFloatsFlip := twin, twinFloats
+	twinFlip.Eval.TTA, twinFloatsFlip.Eval.TTA = "flip", "flip"
+	gotFlip, wantFlip := run("cuda twin, flip", twinFlip, openTwin), run("cuda twin, floats, flip", twinFloatsFlip, openTwin)
+	if gotFlip.TestLoss != wantFlip.TestLoss || gotFlip.TestAccuracy != wantFlip.TestAccuracy || gotFlip.TestLoss == wantTwin.TestLoss {
+		t.Errorf("cuda twin, flip TTA: over bytes %v %v, over floats %v %v (without flip %v)", gotFlip.TestLoss, gotFlip.TestAccuracy, wantFlip.TestLoss, wantFlip.TestAccuracy, wantTwin.TestLoss)
+	}
+
 	// RandomErasing works on the float tensor: left out, floats; asked
 	// for, a problem naming the recipe's field.
 	erase := refDevice

@@ -36,6 +36,14 @@ type BNRecalibration struct {
 // function (SyncBN) is ignored during the pass; Trainer.RecalibrateBN
 // combines the ranks' statistics afterwards.
 func RecalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch, batches int) (BNRecalibration, error) {
+	return recalibrateBN(ctx, b, net, data, epoch, batches, nil)
+}
+
+// recalibrateBN is RecalibrateBN; bind, when not nil, runs once the
+// running statistics are reset on the host and before the first batch
+// (Trainer.RecalibrateBN binds its device state there: the pass then runs
+// on the device, from the reset statistics).
+func recalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch, batches int, bind func() error) (BNRecalibration, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
@@ -61,6 +69,11 @@ func RecalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch
 			bn.Momentum, bn.Sync = keep[i].momentum, keep[i].sync
 		}
 	}()
+	if bind != nil {
+		if err := bind(); err != nil {
+			return rep, err
+		}
+	}
 	c, h, w := data.Shape()
 	var (
 		x    Tensor
@@ -143,13 +156,32 @@ func batchNorms(net Layer) []*BatchNorm2D {
 // local batch counting as one batch — update_bn over the union of the
 // ranks' batches. The returned Batches and Images are the sums over the
 // ranks.
-func (t *Trainer) RecalibrateBN(ctx context.Context, data Stream, epoch, batches int) (BNRecalibration, error) {
+//
+// A backend that keeps the state on its device runs the pass there (the
+// state bound from the host values after the reset, and pulled back
+// after the pass), as evaluation does, when no training call holds the
+// state and no layer synchronises BatchNorm statistics.
+func (t *Trainer) RecalibrateBN(ctx context.Context, data Stream, epoch, batches int) (rep BNRecalibration, err error) {
 	if t.EMA != nil && t.EMA.Values != nil {
 		t.EMA.Swap(t.Net)
 		defer t.EMA.Swap(t.Net)
 	}
-	rep, err := RecalibrateBN(ctx, t.Backend, t.Net, data, epoch, batches)
+	var bind func() error
+	if t.state == nil && t.nativeOK() {
+		bind = t.bindState
+		defer func() {
+			if uerr := t.unbindState(); uerr != nil && err == nil {
+				err = fmt.Errorf("train: BatchNorm recalibration: %w", uerr)
+			}
+		}()
+	}
+	rep, err = recalibrateBN(ctx, t.Backend, t.Net, data, epoch, batches, bind)
 	if err != nil || t.dist == nil {
+		return rep, err
+	}
+	// The ranks' statistics are combined on the host: the device state's
+	// goes back first.
+	if err := t.unbindState(); err != nil {
 		return rep, err
 	}
 	start := time.Now()

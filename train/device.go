@@ -289,6 +289,7 @@ type ByteBatch struct {
 	Mean, Std []float32 // per channel (len C), or one value for all
 	CHW       bool      // Pixels are N×C×H×W
 	Torch     bool      // torchvision's arithmetic (the loader's), not Fill's
+	Flip      bool      // each image mirrored left to right (flip test-time augmentation)
 }
 
 // ByteInputBackend is implemented by backends that normalise 8-bit input
@@ -333,7 +334,7 @@ func newByteInput(b Backend) (ByteInputOp, error) {
 // with CHW, already planar) in b's arithmetic: Images.Fill's,
 // float32(v)·(1/(255·std)) + (−mean/std), or with Torch torchvision's,
 // (float32(v)/255 − mean)/std; either gives the same bits as the host
-// code it names.
+// code it names. With Flip, each image is mirrored left to right.
 func NormalizeHWC(dst []float32, b ByteBatch) error {
 	hw := b.H * b.W
 	if len(b.Pixels) != b.N*hw*b.C || len(dst) != len(b.Pixels) {
@@ -362,14 +363,24 @@ func NormalizeHWC(dst []float32, b ByteBatch) error {
 		out := dst[n*hw*b.C : (n+1)*hw*b.C]
 		for c := range b.C {
 			plane, t := out[c*hw:(c+1)*hw], &lut[c]
-			if b.CHW {
+			switch {
+			case b.Flip:
+				for i := range hw {
+					j := i + b.W - 1 - 2*(i%b.W) // the mirrored column's pixel
+					if b.CHW {
+						plane[i] = t[src[c*hw+j]]
+					} else {
+						plane[i] = t[src[j*b.C+c]]
+					}
+				}
+			case b.CHW:
 				for i, v := range src[c*hw : (c+1)*hw] {
 					plane[i] = t[v]
 				}
-				continue
-			}
-			for i := range hw {
-				plane[i] = t[src[i*b.C+c]]
+			default:
+				for i := range hw {
+					plane[i] = t[src[i*b.C+c]]
+				}
 			}
 		}
 	}

@@ -612,11 +612,11 @@ func (t *Trainer) Evaluate(ctx context.Context, data Dataset, batch int) (Metric
 // training each rank's stream holds its share of the data.
 func (t *Trainer) EvaluateStream(ctx context.Context, data Stream, epoch int) (_ Metrics, err error) {
 	opts := EvalOptions{Flip: t.EvalFlip}
-	// A backend that keeps the state on its device evaluates there: the
-	// state bound for the evaluation when no training call holds it, and
-	// released after without a pull (inference changes none of it), but
-	// for ranks, which take rank 0's buffers into it.
-	device := !opts.Flip && t.nativeOK()
+	// A backend that keeps the state on its device evaluates there (flip
+	// TTA too): the state bound for the evaluation when no training call
+	// holds it, and released after without a pull (inference changes none
+	// of it), but for ranks, which take rank 0's buffers into it.
+	device := t.nativeOK()
 	if device && t.state == nil {
 		if err := t.bindState(); err != nil {
 			return Metrics{}, err
@@ -636,7 +636,7 @@ func (t *Trainer) EvaluateStream(ctx context.Context, data Stream, epoch int) (_
 	}
 	eval := func() (Metrics, error) {
 		if device {
-			return evaluateDevice(ctx, t.Backend, t.Net, data, epoch)
+			return evaluateDevice(ctx, t.Backend, t.Net, data, epoch, opts)
 		}
 		return EvaluateStreamWith(ctx, t.Backend, t.Net, data, epoch, opts)
 	}
@@ -671,7 +671,7 @@ func (t *Trainer) releaseState() {
 // parameters are bound to a device state: the device's ops and loss
 // (LossOp, its sums read once, at the end), each batch's images and
 // labels copied once. It gives the host evaluator's bits.
-func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoch int) (Metrics, error) {
+func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoch int, opts EvalOptions) (Metrics, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
@@ -687,6 +687,10 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 		}
 	}()
 	c, h, w := data.Shape()
+	var fl *flipTTA
+	if opts.Flip {
+		fl = &flipTTA{}
+	}
 	for bt, err := range data.Epoch(ctx, epoch, 0) {
 		if err != nil {
 			return Metrics{}, err
@@ -700,7 +704,7 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 				return Metrics{}, err
 			}
 		}
-		if err := evalBatch(b, net, loss, in, bt, n, c, h, w); err != nil {
+		if err := evalBatch(b, net, loss, in, fl, bt, n, c, h, w); err != nil {
 			return Metrics{}, err
 		}
 	}
@@ -718,8 +722,10 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 }
 
 // evalBatch runs the n images of bt (floats, or bytes normalised by in)
-// through inference into loss's sums.
-func evalBatch(b Backend, net Layer, loss LossOp, in ByteInputOp, bt Batch, n, c, h, w int) error {
+// through inference into loss's sums; with fl, flip test-time
+// augmentation: the logits of the images and of their mirror images,
+// averaged as the host's evaluator averages them.
+func evalBatch(b Backend, net Layer, loss LossOp, in ByteInputOp, fl *flipTTA, bt Batch, n, c, h, w int) error {
 	if bt.Rows != nil {
 		_, err := bt.floats(n, c*h*w, nil) // gives them back, says where they were
 		return err
@@ -729,21 +735,88 @@ func evalBatch(b Backend, net Layer, loss LossOp, in ByteInputOp, bt Batch, n, c
 		return err
 	}
 	defer x.Release()
-	if bb := bt.Bytes; bb.Pixels != nil {
-		bb.Pixels, bb.N = bb.Pixels[:n*c*h*w], n
-		err = in.Normalize(x, bb)
-	} else {
-		err = x.Write(bt.X[:n*c*h*w])
+	write := func(flip bool) error {
+		if bb := bt.Bytes; bb.Pixels != nil {
+			bb.Pixels, bb.N, bb.Flip = bb.Pixels[:n*c*h*w], n, flip
+			return in.Normalize(x, bb)
+		}
+		xs := bt.X[:n*c*h*w]
+		if flip {
+			xs = fl.mirror(xs, w)
+		}
+		return x.Write(xs)
 	}
-	if err != nil {
+	if err := write(false); err != nil {
 		return err
 	}
 	logits, err := net.Forward(x, false)
 	if err != nil {
 		return err
 	}
-	_, err = loss.Forward(logits, bt.Y[:n], 0)
+	if fl == nil {
+		_, err = loss.Forward(logits, bt.Y[:n], 0)
+		return err
+	}
+	// The logits are read before the mirror images' pass overwrites them
+	// (n × classes values: small beside the pass).
+	if err := fl.read(&fl.plain, logits); err != nil {
+		return err
+	}
+	if err := write(true); err != nil {
+		return err
+	}
+	if logits, err = net.Forward(x, false); err != nil {
+		return err
+	}
+	if err := fl.read(&fl.mean, logits); err != nil {
+		return err
+	}
+	for i, v := range fl.plain {
+		fl.mean[i] = (fl.mean[i] + v) / 2
+	}
+	mean, err := b.NewTensor(logits.Shape()...)
+	if err != nil {
+		return err
+	}
+	defer mean.Release()
+	if err := mean.Write(fl.mean); err != nil {
+		return err
+	}
+	_, err = loss.Forward(mean, bt.Y[:n], 0)
 	return err
+}
+
+// flipTTA is the host memory of evaluateDevice's flip test-time
+// augmentation: the two passes' logits and mirrored float inputs.
+type flipTTA struct {
+	plain, mean []float32
+	mirrored    []float32
+}
+
+func (f *flipTTA) read(dst *[]float32, t Tensor) error {
+	k := Numel(t.Shape())
+	*dst = slices.Grow((*dst)[:0], k)[:k]
+	return t.Read(*dst)
+}
+
+// mirror returns xs (rows of w values) with every row reversed.
+func (f *flipTTA) mirror(xs []float32, w int) []float32 {
+	f.mirrored = mirrorRows(f.mirrored, xs, w)
+	return f.mirrored
+}
+
+// mirrorRows returns xs (rows of w values) with every row reversed, in
+// buf's memory when it is large enough: the left-right mirror of NCHW
+// images of width w.
+func mirrorRows(buf, xs []float32, w int) []float32 {
+	buf = slices.Grow(buf[:0], len(xs))[:len(xs)]
+	for r := 0; r < len(xs); r += w {
+		src, dst := xs[r:r+w], buf[r:r+w]
+		for i, v := range src {
+			dst[w-1-i] = v
+		}
+	}
+	return buf
 }
 
 // syncBuffers broadcasts rank 0's buffers (running statistics) to every

@@ -896,13 +896,7 @@ func (e *evaluator) addFlipped(x Tensor, xs []float32, logits Tensor) (Tensor, e
 	if err := logits.Read(e.logits); err != nil {
 		return nil, err
 	}
-	e.flipped = slices.Grow(e.flipped[:0], len(xs))[:len(xs)]
-	for r := 0; r < len(xs); r += e.w {
-		src, dst := xs[r:r+e.w], e.flipped[r:r+e.w]
-		for i, v := range src {
-			dst[e.w-1-i] = v
-		}
-	}
+	e.flipped = mirrorRows(e.flipped, xs, e.w)
 	if err := x.Write(e.flipped); err != nil {
 		return nil, err
 	}

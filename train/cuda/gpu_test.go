@@ -253,20 +253,20 @@ func gpuNormalize(t *testing.T, d *Device, m *Module, r *rand.Rand, step string,
 	out, err := d.Alloc(4 * len(px))
 	must(t, err)
 	defer d.Free(out)
-	ms := launch(t, m, "normalize_u8", l, Ptr(in), Ptr(out), Ptr(sc), Ptr(sh), I32(int32(n)), I32(c), I32(int32(h)), I32(int32(w)), I32(0), I32(0))
+	ms := launch(t, m, "normalize_u8", l, Ptr(in), Ptr(out), Ptr(sc), Ptr(sh), I32(int32(n)), I32(c), I32(int32(h)), I32(int32(w)), I32(0))
 	got := download[float32](t, d, out, len(px))
 	want := make([]float32, len(px))
-	must(t, kernels.NormalizeU8(l, px, want, scale, shift, n, c, h, w, false))
+	must(t, kernels.NormalizeU8(l, px, want, scale, shift, n, c, h, w, 0))
 	u := maxULP(got, want)
 	row(t, "normalize_u8", fmt.Sprintf("%s %dx%dx%dx3", step, n, h, w), ms, fmt.Sprintf("%d ulp", u), u == 0)
 	// torchvision's arithmetic (the loader's table): mean and std, divisions.
 	mean, std := []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
 	mn, sd := upload(t, d, mean), upload(t, d, std)
-	ms = launch(t, m, "normalize_u8", l, Ptr(in), Ptr(out), Ptr(mn), Ptr(sd), I32(int32(n)), I32(c), I32(int32(h)), I32(int32(w)), I32(0), I32(1))
+	ms = launch(t, m, "normalize_u8", l, Ptr(in), Ptr(out), Ptr(mn), Ptr(sd), I32(int32(n)), I32(c), I32(int32(h)), I32(int32(w)), I32(int32(kernels.NormDiv|kernels.NormFlip)))
 	got = download[float32](t, d, out, len(px))
-	must(t, kernels.NormalizeU8(l, px, want, mean, std, n, c, h, w, true))
+	must(t, kernels.NormalizeU8(l, px, want, mean, std, n, c, h, w, kernels.NormDiv|kernels.NormFlip))
 	u = maxULP(got, want)
-	row(t, "normalize_u8 (torch)", fmt.Sprintf("%s %dx%dx%dx3", step, n, h, w), ms, fmt.Sprintf("%d ulp", u), u == 0)
+	row(t, "normalize_u8 (torch, flip)", fmt.Sprintf("%s %dx%dx%dx3", step, n, h, w), ms, fmt.Sprintf("%d ulp", u), u == 0)
 }
 
 func gpuSGD(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n int) {

@@ -679,14 +679,14 @@ func (in *byteInput) Normalize(dst train.Tensor, bb train.ByteBatch) error {
 			return err
 		}
 	}
-	return in.normalize(in.pix, t.p, bb.N, bb.C, bb.H, bb.W, bb.Mean, bb.Std, bb.CHW, bb.Torch)
+	return in.normalize(in.pix, t.p, bb.N, bb.C, bb.H, bb.W, bb.Mean, bb.Std, bb.CHW, bb.Torch, bb.Flip)
 }
 
 // normalize runs normalize_u8 from the N×H×W×C bytes at src (N×C×H×W
 // when chw) into the N×C×H×W floats at dst in train.NormalizeHWC's
 // arithmetic: Fill's factors, scale 1/(255·std) and shift −mean/std, or
 // with torch the mean and std themselves, divided by.
-func (in *byteInput) normalize(src, dst uint64, n, c, h, w int, mean, std []float32, chw, torch bool) error {
+func (in *byteInput) normalize(src, dst uint64, n, c, h, w int, mean, std []float32, chw, torch, flip bool) error {
 	in.host = grow(in.host, 2*c)
 	for k := range c {
 		m, s := channel(mean, k, 0), channel(std, k, 1)
@@ -705,7 +705,17 @@ func (in *byteInput) normalize(src, dst uint64, n, c, h, w int, mean, std []floa
 	if _, err := in.b.hostTensor(&in.shift, in.host[c:]); err != nil {
 		return err
 	}
-	return in.b.run("normalize_u8", kernels.Elementwise, n*h*w*c, 0, src, dst, in.scale.p, in.shift.p, i32(n), i32(c), i32(h), i32(w), flag(chw), flag(torch))
+	var mode kernels.NormMode
+	if chw {
+		mode |= kernels.NormCHW
+	}
+	if torch {
+		mode |= kernels.NormDiv
+	}
+	if flip {
+		mode |= kernels.NormFlip
+	}
+	return in.b.run("normalize_u8", kernels.Elementwise, n*h*w*c, 0, src, dst, in.scale.p, in.shift.p, i32(n), i32(c), i32(h), i32(w), i32(int(mode)))
 }
 
 // NewDeviceInput implements train.DeviceInputBackend: rows already in
@@ -739,7 +749,7 @@ func (in *deviceInput) Load(dst train.Tensor, r train.DeviceRows, lo, hi int) er
 		if r.RowBytes != per {
 			return fmt.Errorf("cuda: U8 rows of %d bytes for %d×%d×%d", r.RowBytes, r.H, r.W, r.C)
 		}
-		err = in.normalize(src, t.p, hi-lo, r.C, r.H, r.W, r.Mean, r.Std, false, r.Torch)
+		err = in.normalize(src, t.p, hi-lo, r.C, r.H, r.W, r.Mean, r.Std, false, r.Torch, false)
 	} else {
 		if r.RowBytes != 4*per {
 			return fmt.Errorf("cuda: F32 rows of %d bytes for %d×%d×%d", r.RowBytes, r.C, r.H, r.W)

@@ -596,3 +596,75 @@ func TestTwinChannelsLast(t *testing.T) {
 		}
 	}
 }
+
+// Flip test-time augmentation and BatchNorm recalibration run on the
+// twin's device state (the trainer's evaluation and RecalibrateBN) and
+// give what the same twin gives through its host-slice ops (the package
+// functions, no state bound): the same statistics to the bit, the same
+// top-1 and top-5, and the loss within what the device's loss sums alone
+// move it (their order is not the host CrossEntropy's: the plain
+// evaluation differs as much); the mirror images' pass changes the loss.
+func TestTwinFlipAndRecalibrateOnDevice(t *testing.T) {
+	d := images(64, 11)
+	type result struct {
+		plain, flip train.Metrics
+		stats       [][]float32
+	}
+	run := func(device bool) result {
+		b := twinBackend(t)
+		net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		ctx := context.Background()
+		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), nil); err != nil {
+			t.Fatal(err)
+		}
+		eval := train.EvalStream(d, 16, 0, 1)
+		evaluate := func(flip bool) train.Metrics {
+			var m train.Metrics
+			var err error
+			if device {
+				tr.EvalFlip = flip
+				m, err = tr.EvaluateStream(ctx, eval, 0)
+			} else {
+				m, err = train.EvaluateStreamWith(ctx, b, net, eval, 0, train.EvalOptions{Flip: flip})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		r := result{plain: evaluate(false), flip: evaluate(true)}
+		if device {
+			_, err = tr.RecalibrateBN(ctx, tr.StreamOf(d), 0, 2)
+		} else {
+			_, err = train.RecalibrateBN(ctx, b, net, tr.StreamOf(d), 0, 2)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range net.Buffers() {
+			r.stats = append(r.stats, slices.Clone(p.Value))
+		}
+		return r
+	}
+	got, want := run(true), run(false)
+	sums := math.Abs(got.plain.Loss - want.plain.Loss) // what the loss sums' order moves
+	for _, c := range []struct {
+		what      string
+		got, want train.Metrics
+	}{{"plain", got.plain, want.plain}, {"flip", got.flip, want.flip}} {
+		if c.got.Top1 != c.want.Top1 || c.got.Top5 != c.want.Top5 || c.got.Samples != 64 || math.Abs(c.got.Loss-c.want.Loss) > 1e-7*c.want.Loss {
+			t.Errorf("%s on the device: loss %v top-1 %v top-5 %v over %d; through the host-slice ops %v %v %v",
+				c.what, c.got.Loss, c.got.Top1, c.got.Top5, c.got.Samples, c.want.Loss, c.want.Top1, c.want.Top5)
+		}
+	}
+	if math.Abs(got.flip.Loss-got.plain.Loss) < 1000*max(sums, 1e-12) {
+		t.Errorf("flip TTA on the device: loss %v, without it %v: the mirror images' pass changed nothing", got.flip.Loss, got.plain.Loss)
+	}
+	near(t, "recalibrated statistics", got.stats, want.stats, 0)
+}

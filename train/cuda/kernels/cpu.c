@@ -26,8 +26,8 @@ void cpu_cast_f32_bf16(int g, int b, const float *in, uint16_t *out, int64_t n) 
 void cpu_cast_bf16_f32(int g, int b, const uint16_t *in, float *out, int64_t n) { LAUNCH(g, b, cast_bf16_f32(in, out, n)); }
 
 void cpu_normalize_u8(int g, int b, const uint8_t *in, float *out, const float *a, const float *bb,
-		      int32_t n, int32_t c, int32_t h, int32_t w, int32_t div) {
-	LAUNCH(g, b, normalize_u8(in, out, a, bb, n, c, h, w, 0, div));
+		      int32_t n, int32_t c, int32_t h, int32_t w, int32_t mode) {
+	LAUNCH(g, b, normalize_u8(in, out, a, bb, n, c, h, w, mode));
 }
 
 void cpu_sgd(int g, int b, float *w, const float *gr, float *v, int64_t n, float lr, float momentum, float wd,
@@ -124,7 +124,7 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(cast_nhwc_nchw_f16, P(0), P(1), I(2), I(3), I(4))                                    \
 	X(cast_nchw_nhwc_bf16, P(0), P(1), I(2), I(3), I(4))                                   \
 	X(cast_nhwc_nchw_bf16, P(0), P(1), I(2), I(3), I(4))                                   \
-	X(normalize_u8, P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9))           \
+	X(normalize_u8, P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8))                  \
 	X(sgd, P(0), P(1), P(2), L(3), F(4), F(5), F(6), I(7), I(8))                           \
 	X(amp_unscale, P(0), L(1), P(2), P(3))                                                 \
 	X(ce_loss, P(0), P(1), P(2), P(3), I(4), I(5), F(6), F(7), P(8), I(9), I(10), I(11))  \

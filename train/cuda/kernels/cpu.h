@@ -6,7 +6,7 @@ void cpu_cast_f16_f32(int g, int b, const uint16_t *in, float *out, int64_t n);
 void cpu_cast_f32_bf16(int g, int b, const float *in, uint16_t *out, int64_t n);
 void cpu_cast_bf16_f32(int g, int b, const uint16_t *in, float *out, int64_t n);
 void cpu_normalize_u8(int g, int b, const uint8_t *in, float *out, const float *a, const float *bb,
-		      int32_t n, int32_t c, int32_t h, int32_t w, int32_t div);
+		      int32_t n, int32_t c, int32_t h, int32_t w, int32_t mode);
 void cpu_sgd(int g, int b, float *w, const float *gr, float *v, int64_t n, float lr, float momentum, float wd,
 	     int32_t nesterov, int32_t first);
 void cpu_amp_unscale(int g, int b, float *gr, int64_t n, float *found_inf, const float *inv_scale);

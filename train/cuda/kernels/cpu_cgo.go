@@ -74,15 +74,16 @@ func CastBF16F32(l Launch, in []uint16, out []float32) error {
 	return nil
 }
 
-// NormalizeU8 writes n uint8 HWC images of c×h×w as float NCHW:
-// out = v·a[ch] + b[ch] (a the scale, b the shift), or with div
-// out = (v/255 − a[ch])/b[ch] (a the mean, b the std).
-func NormalizeU8(l Launch, in []uint8, out, a, b []float32, n, c, h, w int, div bool) error {
+// NormalizeU8 writes n uint8 images of c×h×w (HWC, or CHW with
+// NormCHW) as float NCHW: out = v·a[ch] + b[ch] (a the scale, b the
+// shift), or with NormDiv out = (v/255 − a[ch])/b[ch] (a the mean, b the
+// std); NormFlip mirrors each image left to right.
+func NormalizeU8(l Launch, in []uint8, out, a, b []float32, n, c, h, w int, mode NormMode) error {
 	if err := check(l, len(in), n*c*h*w, len(out), n*c*h*w, len(a), c, len(b), c); err != nil {
 		return err
 	}
 	C.cpu_normalize_u8(C.int(l.Grid), C.int(l.Block), (*C.uint8_t)(fp(in)), (*C.float)(fp(out)),
-		(*C.float)(fp(a)), (*C.float)(fp(b)), C.int32_t(n), C.int32_t(c), C.int32_t(h), C.int32_t(w), b2i(div))
+		(*C.float)(fp(a)), (*C.float)(fp(b)), C.int32_t(n), C.int32_t(c), C.int32_t(h), C.int32_t(w), C.int32_t(mode))
 	return nil
 }
 

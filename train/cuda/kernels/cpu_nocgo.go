@@ -9,7 +9,7 @@ func CastF32F16(Launch, []float32, []uint16) error  { return ErrNoCPU }
 func CastF16F32(Launch, []uint16, []float32) error  { return ErrNoCPU }
 func CastF32BF16(Launch, []float32, []uint16) error { return ErrNoCPU }
 func CastBF16F32(Launch, []uint16, []float32) error { return ErrNoCPU }
-func NormalizeU8(Launch, []uint8, []float32, []float32, []float32, int, int, int, int, bool) error {
+func NormalizeU8(Launch, []uint8, []float32, []float32, []float32, int, int, int, int, NormMode) error {
 	return ErrNoCPU
 }
 func SGD(Launch, []float32, []float32, []float32, SGDArgs) error { return ErrNoCPU }

@@ -136,20 +136,27 @@ KERNEL cast_nhwc_nchw_bf16(const u16 *in, float *out, i32 n, i32 c, i32 hw) {
 
 /* ---- input ---- */
 
-/* normalize_u8: uint8 HWC images (n of h*w*c bytes; CHW ones when chw)
- * to float NCHW in one of two arithmetics. div = 0: out = v*a[ch] + b[ch]
- * (a = 1/(255*std), b = -mean/std, as train.Images.Fill: two roundings).
- * div = 1: out = (v/255 - a[ch]) / b[ch] (a = mean, b = std, as
- * torchvision's ToTensor and Normalize and the loader's table: three). */
+/* normalize_u8: uint8 HWC images (n of h*w*c bytes; CHW ones with
+ * NORM_CHW) to float NCHW in one of two arithmetics. Without NORM_DIV:
+ * out = v*a[ch] + b[ch] (a = 1/(255*std), b = -mean/std, as
+ * train.Images.Fill: two roundings). With NORM_DIV: out = (v/255 - a[ch])
+ * / b[ch] (a = mean, b = std, as torchvision's ToTensor and Normalize and
+ * the loader's table: three). NORM_FLIP mirrors each image left to right
+ * (column x reads column w-1-x: flip test-time augmentation). */
+#define NORM_CHW 1
+#define NORM_DIV 2
+#define NORM_FLIP 4
 KERNEL normalize_u8(const u8 *in, float *out, const float *a, const float *b,
-		    i32 n, i32 c, i32 h, i32 w, i32 chw, i32 div) {
+		    i32 n, i32 c, i32 h, i32 w, i32 mode) {
 	const i64 hw = (i64)h * w;
 	FOR_EACH(i, (i64)n * c * hw) {
 		i64 p = i % hw;
 		i64 ch = (i / hw) % c;
 		i64 img = i / (hw * c);
-		float v = (float)in[chw ? i : (img * hw + p) * c + ch];
-		if (div)
+		if (mode & NORM_FLIP)
+			p += w - 1 - 2 * (p % w);
+		float v = (float)in[(mode & NORM_CHW) ? (img * c + ch) * hw + p : (img * hw + p) * c + ch];
+		if (mode & NORM_DIV)
 			out[i] = (v / 255.0f - a[ch]) / b[ch];
 		else
 			out[i] = v * a[ch] + b[ch];

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/faster-training/faster/augment"
@@ -206,7 +207,7 @@ func TestNormalizeU8(t *testing.T) {
 		scale[i], shift[i] = 1/(255*std), -mean/std
 	}
 	got := make([]float32, len(hwc))
-	if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, scale, shift, n, c, h, w, false); err != nil {
+	if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, scale, shift, n, c, h, w, 0); err != nil {
 		t.Fatal(err)
 	}
 	if dd := compare(got, want); dd.ulps != 0 {
@@ -239,7 +240,7 @@ func TestNormalizeU8Torch(t *testing.T) {
 			}
 		}
 		got := make([]float32, len(hwc))
-		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, mean[:c], std[:c], n, c, h, w, true); err != nil {
+		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, mean[:c], std[:c], n, c, h, w, NormDiv); err != nil {
 			t.Fatal(err)
 		}
 		if dd := compare(got, want); dd.ulps != 0 {
@@ -251,7 +252,7 @@ func TestNormalizeU8Torch(t *testing.T) {
 			scale[i], shift[i] = 1/(255*std[i]), -mean[i]/std[i]
 		}
 		other := make([]float32, len(hwc))
-		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, other, scale, shift, n, c, h, w, false); err != nil {
+		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, other, scale, shift, n, c, h, w, 0); err != nil {
 			t.Fatal(err)
 		}
 		if compare(other, want).ulps == 0 {
@@ -358,5 +359,65 @@ func TestAMPUpdateScaleAsGradScaler(t *testing.T) {
 	}
 	if host.Skipped != 3 || host.Scale == 1000 {
 		t.Fatalf("the sequence did not exercise the scaler: %+v", host)
+	}
+}
+
+// normalize_u8's modes against train.NormalizeHWC, bit for bit: both
+// arithmetics, HWC and CHW bytes, each with and without the mirror; the
+// mirror is the unmirrored output with each row reversed.
+func TestNormalizeU8Modes(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(38, 6))
+	const n, c, h, w = 3, 3, 5, 7
+	px := make([]uint8, n*c*h*w)
+	for i := range px {
+		px[i] = uint8(r.IntN(256))
+	}
+	mean, std := []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
+	scale, shift := make([]float32, c), make([]float32, c)
+	for i := range c {
+		scale[i], shift[i] = 1/(255*std[i]), -mean[i]/std[i]
+	}
+	for mode := NormMode(0); mode < NormCHW|NormDiv|NormFlip+1; mode++ {
+		a, b := scale, shift
+		if mode&NormDiv != 0 {
+			a, b = mean, std
+		}
+		got := make([]float32, len(px))
+		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), px, got, a, b, n, c, h, w, mode); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, len(px))
+		bb := train.ByteBatch{Pixels: px, N: n, H: h, W: w, C: c, Mean: mean, Std: std, CHW: mode&NormCHW != 0, Torch: mode&NormDiv != 0, Flip: mode&NormFlip != 0}
+		if err := train.NormalizeHWC(want, bb); err != nil {
+			t.Fatal(err)
+		}
+		if dd := compare(got, want); dd.ulps != 0 {
+			t.Errorf("mode %d: %d ulp from train.NormalizeHWC at %d", mode, dd.ulps, dd.at)
+		}
+		if mode&NormFlip == 0 {
+			continue
+		}
+		bb.Flip = false
+		plain := make([]float32, len(px))
+		if err := train.NormalizeHWC(plain, bb); err != nil {
+			t.Fatal(err)
+		}
+		for row := 0; row < len(plain); row += w {
+			for x := range w {
+				if math.Float32bits(got[row+x]) != math.Float32bits(plain[row+w-1-x]) {
+					t.Fatalf("mode %d: row %d column %d is not column %d mirrored", mode, row/w, x, w-1-x)
+				}
+			}
+		}
+	}
+}
+
+// NormMode's bits are kernels.cu's #defines.
+func TestNormModeBits(t *testing.T) {
+	for name, v := range map[string]NormMode{"NORM_CHW": NormCHW, "NORM_DIV": NormDiv, "NORM_FLIP": NormFlip} {
+		if want := fmt.Sprintf("#define %s %d\n", name, v); !strings.Contains(Source, want) {
+			t.Errorf("kernels.cu lacks %q", want)
+		}
 	}
 }

@@ -78,6 +78,16 @@ type Kernel struct {
 	Shape Shape
 }
 
+// NormMode is normalize_u8's mode: its bits as kernels.cu defines them
+// (a test reads them from the source).
+type NormMode int32
+
+const (
+	NormCHW  NormMode = 1 // the bytes are planar, C×H×W an image
+	NormDiv  NormMode = 2 // torchvision's arithmetic: (v/255 − mean)/std
+	NormFlip NormMode = 4 // each image mirrored left to right
+)
+
 // Kernels lists every kernel of kernels.cu (a test checks the list against
 // the source's KERNEL definitions).
 var Kernels = []Kernel{
