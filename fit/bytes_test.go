@@ -123,6 +123,16 @@ func TestRunBytesToTheModel(t *testing.T) {
 		t.Errorf("flip TTA over bytes: test loss %v accuracy %v; over floats %v %v", got.TestLoss, got.TestAccuracy, want.TestLoss, want.TestAccuracy)
 	}
 
+	// FixRes's BatchNorm recalibration over the calibration images as
+	// bytes, on the device state: where the floats' recalibration ends.
+	fix, fixFloats := refDevice, base
+	fix.Eval.FixResBN, fixFloats.Eval.FixResBN = 2, 2
+	gotFix, wantFix := run("device reference, fixres", fix, openRef), run("cpu floats, fixres", fixFloats, nil)
+	if gotFix.WeightsSHA256 != wantFix.WeightsSHA256 || gotFix.TestLoss != wantFix.TestLoss || gotFix.FixResBN == nil || wantFix.TestLoss == want.TestLoss {
+		t.Errorf("fixres over bytes on the device: weights %.12s loss %v (%+v); over floats %.12s %v (without fixres %v)",
+			gotFix.WeightsSHA256, gotFix.TestLoss, gotFix.FixResBN, wantFix.WeightsSHA256, wantFix.TestLoss, want.TestLoss)
+	}
+
 	// Flip TTA on the twin's device: the test bytes mirrored by
 	// normalize_u8 score as the floats mirrored on the host.
 	twinFlip, twinFloatsFlip := twin, twinFloats

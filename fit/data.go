@@ -79,8 +79,8 @@ type gpuDecode struct {
 // in the loader's arithmetic: train.ByteBatch.Torch) unless
 // RandomErasing, which works on the float tensor, is in the recipe;
 // f32-chw otherwise (a GPU stage's rows are normalised where they are
-// decoded). The test images follow it (no erasing there, never a stage);
-// the calibration batches of FixRes are f32-chw (the host reads them).
+// decoded). The test images and FixRes's calibration batches follow it
+// (no erasing there, never a stage).
 func (c *Config) trainLayout(erasing, stage bool) loader.Layout {
 	if l := c.Data.Layout; l != "" {
 		return l
@@ -514,7 +514,8 @@ func openStreams(ctx context.Context, data, testData string, res int, base loade
 // rank's share (base as for openStreams): FixRes's recalibration batches.
 func openCalibration(ctx context.Context, data string, res int, base loader.Options) (*loaderStream, error) {
 	co := base
-	co.Transform, co.Resolution, co.Split, co.Shuffle, co.Drop, co.Layout = loader.Eval, res, "train", loader.ShuffleOn, true, loader.F32CHW
+	co.Transform, co.Resolution, co.Split, co.Shuffle, co.Drop = loader.Eval, res, "train", loader.ShuffleOn, true
+	co.Erasing = nil // the train recipe's alone: the calibration images may travel as bytes
 	l, err := loader.OpenContext(ctx, data, co)
 	if err != nil {
 		return nil, fmt.Errorf("fixres_bn: %w", err)

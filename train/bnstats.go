@@ -78,11 +78,14 @@ func recalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch
 	var (
 		x    Tensor
 		xLen int
-		buf  []float32 // a batch of bytes, normalised
+		in   ByteInputOp // for batches of bytes, made at the first
 	)
 	defer func() {
 		if x != nil {
 			x.Release()
+		}
+		if in != nil {
+			in.Close()
 		}
 	}()
 	for bt, err := range data.Epoch(ctx, epoch, 0) {
@@ -105,11 +108,22 @@ func recalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch
 			}
 			xLen = n
 		}
-		xs, err := bt.floats(n, c*h*w, &buf)
-		if err != nil {
+		if bt.Rows != nil {
+			_, err := bt.floats(n, c*h*w, nil) // gives them back, says where they were
 			return rep, err
 		}
-		if err := x.Write(xs); err != nil {
+		if bb := bt.Bytes; bb.Pixels != nil {
+			if in == nil {
+				if in, err = newByteInput(b); err != nil {
+					return rep, err
+				}
+			}
+			bb.Pixels, bb.N = bb.Pixels[:n*c*h*w], n
+			err = in.Normalize(x, bb)
+		} else {
+			err = x.Write(bt.X[:n*c*h*w])
+		}
+		if err != nil {
 			return rep, err
 		}
 		rep.Batches++
