@@ -428,20 +428,12 @@ func TestByteBatchesEvaluate(t *testing.T) {
 	ctx := context.Background()
 	d, nhwc := byteData(96)
 	o := train.BackendOptions{Threads: 1}
-	net3 := toyNet
-	net3.InChannels = 3
 	type result struct {
 		plain, flip train.Metrics
 		stats       [][]float32
 	}
 	run := func(b train.Backend, bytes bool) result {
-		net, err := train.NewThinNet(b, net3, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
+		tr, net := threeTrainer(t, b)
 		stream := func() train.Stream {
 			if bytes {
 				return &byteStream{tr: tr, d: d, nhwc: nhwc}
@@ -449,7 +441,8 @@ func TestByteBatchesEvaluate(t *testing.T) {
 			return tr.StreamOf(d)
 		}
 		var r result
-		if _, err := tr.TrainStream(ctx, stream(), nil); err != nil {
+		_, err := tr.TrainStream(ctx, stream(), nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if r.plain, err = tr.EvaluateStream(ctx, stream(), 0); err != nil {

@@ -548,6 +548,21 @@ func (s *byteStream) Epoch(ctx context.Context, e, skip int) iter.Seq2[train.Bat
 	}
 }
 
+// smallTwinTrainer is a trainer of traintest's small ThinNet on a twin
+// (SGD with momentum 0.9 at rate 0.05, batch 16, seed 3); the trainer,
+// the net and the twin are closed when the test ends.
+func smallTwinTrainer(t *testing.T) (*train.Trainer, *train.Sequential) {
+	t.Helper()
+	b := twinBackend(t)
+	net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
+	t.Cleanup(func() { tr.Close(); net.Close() })
+	return tr, net
+}
+
 // Batches of NHWC bytes normalised on the device (normalize_u8, from the
 // trainer's feeder, beside the step's ops) train the twin to the bits of
 // float batches normalised by Images.Fill on the host.
@@ -555,14 +570,7 @@ func TestTwinByteBatches(t *testing.T) {
 	d := images(64, 9)
 	nhwc := d.Pixels // one channel: NCHW and NHWC are the same bytes
 	run := func(bytes bool) [][]float32 {
-		b := twinBackend(t)
-		net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
+		tr, net := smallTwinTrainer(t)
 		var s train.Stream = tr.StreamOf(d)
 		if bytes {
 			s = &byteStream{tr: tr, d: d, nhwc: nhwc}
@@ -611,14 +619,8 @@ func TestTwinFlipAndRecalibrateOnDevice(t *testing.T) {
 		stats       [][]float32
 	}
 	run := func(device bool) result {
-		b := twinBackend(t)
-		net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
+		tr, net := smallTwinTrainer(t)
+		b := tr.Backend
 		ctx := context.Background()
 		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), nil); err != nil {
 			t.Fatal(err)
@@ -639,6 +641,7 @@ func TestTwinFlipAndRecalibrateOnDevice(t *testing.T) {
 			return m
 		}
 		r := result{plain: evaluate(false), flip: evaluate(true)}
+		var err error
 		if device {
 			_, err = tr.RecalibrateBN(ctx, tr.StreamOf(d), 0, 2)
 		} else {
