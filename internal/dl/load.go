@@ -44,6 +44,10 @@ type Set[A ~struct {
 	N       int
 	Sonames func(l int) []string
 	Table   Table
+	// Names, when set, gives the names a symbol may be exported under,
+	// tried in order, where a toolkit renamed it (CUDA 12.8's
+	// cuEventElapsedTime_v2 beside the first); nil or empty: its own.
+	Names func(symbol string) []string
 
 	once     sync.Once
 	attempts []A
@@ -54,7 +58,7 @@ type Set[A ~struct {
 // every attempt in order and which libraries opened (N of them); every
 // call the same slices, not to be modified. Safe for concurrent use.
 func (s *Set[A, L]) Open() (attempts []A, opened []bool) {
-	s.once.Do(func() { s.attempts, s.opened = load[A](s.N, s.Sonames, s.Table, open) })
+	s.once.Do(func() { s.attempts, s.opened = load[A](s.N, s.Sonames, s.Table, s.Names, open) })
 	return s.attempts, s.opened
 }
 
@@ -68,11 +72,11 @@ func load[A ~struct {
 	Lib    L
 	Soname string
 	Err    string
-}, L ~int](n int, sonames func(l int) []string, t Table, open opener) (attempts []A, opened []bool) {
+}, L ~int](n int, sonames func(l int) []string, t Table, names func(string) []string, open opener) (attempts []A, opened []bool) {
 	opened = make([]bool, n)
 	for l := range n {
 		for _, so := range sonames(l) {
-			why := resolve(l, so, t, open)
+			why := resolve(l, so, t, names, open)
 			attempts = append(attempts, A(Attempt[L]{Lib: L(l), Soname: so, Err: why}))
 			if why == "" {
 				opened[l] = true
@@ -83,10 +87,11 @@ func load[A ~struct {
 	return attempts, opened
 }
 
-// resolve opens soname and fills library l's slots: "" when every symbol
-// resolved, else why not (then every slot of l is nil and the library
-// closed).
-func resolve(l int, soname string, t Table, open opener) string {
+// resolve opens soname and fills library l's slots, each symbol from the
+// first of its names (names; nil: its own) the library exports: "" when
+// every symbol resolved, else why not (then every slot of l is nil and
+// the library closed).
+func resolve(l int, soname string, t Table, names func(string) []string, open opener) string {
 	h, why := open(soname)
 	if h == nil {
 		if why == "" {
@@ -103,9 +108,20 @@ func resolve(l int, soname string, t Table, open opener) string {
 		if lib != l {
 			continue
 		}
-		f := h.sym(name)
+		tries := []string{name}
+		if names != nil {
+			if alt := names(name); len(alt) > 0 {
+				tries = alt
+			}
+		}
+		var f unsafe.Pointer
+		for _, n := range tries {
+			if f = h.sym(n); f != nil {
+				break
+			}
+		}
 		if f == nil {
-			missing = append(missing, name+" missing")
+			missing = append(missing, strings.Join(tries, " or ")+" missing")
 			continue
 		}
 		*slot = f

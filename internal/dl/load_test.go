@@ -66,7 +66,7 @@ func TestLoadFake(t *testing.T) {
 		{"libsilent.so.1", "libtwo.so.2", "libtwo.so.1"},
 		{}, // a library with no soname never opens
 	}
-	attempts, opened := load[Attempt[lib3]](len(sonames), func(l int) []string { return sonames[l] }, ft.table, open)
+	attempts, opened := load[Attempt[lib3]](len(sonames), func(l int) []string { return sonames[l] }, ft.table, nil, open)
 	want := []Attempt[lib3]{
 		{0, "libzero.so.13", "libzero.so.13: cannot open shared object file: No such file or directory"},
 		{0, "libzero.so.12", ""},
@@ -103,7 +103,7 @@ func TestLoadFakeRetryClears(t *testing.T) {
 		return &fakeLib{syms: map[string]unsafe.Pointer{"first": x}}, ""
 	}
 	ft := &fakeTable{names: []string{"first", "second"}, libs: []int{0, 0}, slots: make([]unsafe.Pointer, 2)}
-	attempts, opened := load[Attempt[lib3]](1, func(int) []string { return []string{"liba.so.2", "liba.so.1"} }, ft.table, open)
+	attempts, opened := load[Attempt[lib3]](1, func(int) []string { return []string{"liba.so.2", "liba.so.1"} }, ft.table, nil, open)
 	if calls != 2 || len(attempts) != 2 || opened[0] {
 		t.Fatalf("calls %d, attempts %v, opened %v", calls, attempts, opened)
 	}
@@ -128,7 +128,7 @@ func TestSetOpensOnce(t *testing.T) {
 		calls++
 		return &fakeLib{syms: map[string]unsafe.Pointer{"f": unsafe.Pointer(&fx)}}, ""
 	}
-	set.once.Do(func() { set.attempts, set.opened = load[Attempt[lib3]](set.N, set.Sonames, set.Table, open) })
+	set.once.Do(func() { set.attempts, set.opened = load[Attempt[lib3]](set.N, set.Sonames, set.Table, set.Names, open) })
 	done := make(chan bool)
 	for range 4 {
 		go func() { done <- set.Opened(1) && set.Opened(0) }()
@@ -141,5 +141,36 @@ func TestSetOpensOnce(t *testing.T) {
 	a, _ := set.Open()
 	if calls != 2 || len(a) != 2 || a[1].Soname != "libb.so.1" || ft.slots[0] != unsafe.Pointer(&fx) {
 		t.Errorf("calls %d, attempts %v, slot %p", calls, a, ft.slots[0])
+	}
+}
+
+// A symbol with other names (Set.Names) resolves from the first of them
+// the library exports: the renamed one where it is, the old one where
+// not; a library with neither is missing it, both names said.
+func TestLoadFakeNames(t *testing.T) {
+	var fo, fv int
+	old, v2 := unsafe.Pointer(&fo), unsafe.Pointer(&fv)
+	libs := map[string]*fakeLib{
+		"libnew.so.1":  {syms: map[string]unsafe.Pointer{"elapsed": old, "elapsed_v2": v2, "init": old}},
+		"libold.so.1":  {syms: map[string]unsafe.Pointer{"elapsed": old, "init": old}},
+		"libnone.so.1": {syms: map[string]unsafe.Pointer{"init": old}},
+	}
+	open := func(so string) (handle, string) { return libs[so], "" }
+	names := func(s string) []string {
+		if s == "elapsed" {
+			return []string{"elapsed_v2", "elapsed"}
+		}
+		return nil
+	}
+	for so, want := range map[string]unsafe.Pointer{"libnew.so.1": v2, "libold.so.1": old, "libnone.so.1": nil} {
+		ft := &fakeTable{names: []string{"init", "elapsed"}, libs: []int{0, 0}, slots: make([]unsafe.Pointer, 2)}
+		attempts, _ := load[Attempt[lib3]](1, func(int) []string { return []string{so} }, ft.table, names, open)
+		wantErr := ""
+		if want == nil {
+			wantErr = "elapsed_v2 or elapsed missing"
+		}
+		if ft.slots[1] != want || len(attempts) != 1 || attempts[0].Err != wantErr {
+			t.Errorf("%s: slot %p (want %p), attempts %v (want %q)", so, ft.slots[1], want, attempts, wantErr)
+		}
 	}
 }

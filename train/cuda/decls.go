@@ -42,6 +42,16 @@ type Decl struct {
 	C      string  // its C declaration, as in decls.h
 }
 
+// exportNames are the names a declared symbol is looked up under, in
+// order, where a toolkit renamed it: CUDA 12.8 added
+// cuEventElapsedTime_v2 (the same call) and 13.0's cuda.h declares it
+// alone, while drivers before 12.8 export only the first. The declared
+// name comes last. probe/probe.cpp checks the first where the header
+// declares it.
+var exportNames = map[string][]string{
+	"cuEventElapsedTime": {"cuEventElapsedTime_v2", "cuEventElapsedTime"},
+}
+
 // Decls lists decls.h's declarations in its order (a test checks them
 // against the file and against the loader's table; probe/ checks them
 // against the real headers).

@@ -147,3 +147,25 @@ func TestOptionsValidate(t *testing.T) {
 		t.Error("Open took ordinal -1")
 	}
 }
+
+// Every symbol with other export names is declared, each list ends with
+// the declared name (the fallback where the renamed one is absent), and
+// the probe checks the renamed one.
+func TestExportNames(t *testing.T) {
+	declared := map[string]bool{}
+	for _, d := range Decls {
+		declared[d.Symbol] = true
+	}
+	probe, err := os.ReadFile("probe/probe.cpp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sym, names := range exportNames {
+		if !declared[sym] || len(names) < 2 || names[len(names)-1] != sym {
+			t.Errorf("%s: names %v: want a declared symbol, its other names first and itself last", sym, names)
+		}
+		if !strings.Contains(string(probe), "&::"+names[0]+")") {
+			t.Errorf("probe.cpp does not check %s's first name %s", sym, names[0])
+		}
+	}
+}

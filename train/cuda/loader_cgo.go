@@ -20,6 +20,7 @@ var libSet = dl.Set[Attempt, Library]{
 	N:       len(libraries),
 	Sonames: func(l int) []string { return libraries[l].sonames },
 	Table:   dl.CTable(unsafe.Pointer(C.faster_dl_sym)),
+	Names:   func(s string) []string { return exportNames[s] },
 }
 
 // load opens the libraries (once) and returns every attempt.

@@ -60,7 +60,27 @@ constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
 #include "../decls.h"
 #undef FASTER_CUDA_DECL
 
-#define CHECK(name) static_assert(same_abi(ours_##name(nullptr), &::name), "decls.h declares " #name " unlike the header");
+// The checks run inside namespace faster_probe, where a name the loader
+// resolves unlike the header's plain declaration is shadowed by the
+// function the loader gets: cublas_api.h adds, in C++ only, an inline
+// cublasGemmEx overload taking the compute type as a cudaDataType beside
+// the exported one (taking &::cublasGemmEx would be ambiguous); CUDA 12.8
+// added cuEventElapsedTime_v2, which the loader takes first (13.0's
+// cuda.h declares it alone) and cuEventElapsedTime where it is absent.
+namespace faster_probe {
+// Each a null pointer of the function's type: only its type is read (no
+// symbol referenced, nothing to link).
+#ifdef FASTER_PROBE_CUBLAS
+constexpr decltype(static_cast<cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+						   const void *, cudaDataType, int, const void *, cudaDataType, int, const void *,
+						   void *, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t)>(&::cublasGemmEx))
+	cublasGemmEx = nullptr;
+#endif
+#if defined(FASTER_PROBE_DRIVER) && CUDA_VERSION >= 12080
+constexpr decltype(&::cuEventElapsedTime_v2) cuEventElapsedTime = nullptr;
+#endif
+
+#define CHECK(name) static_assert(same_abi(ours_##name(nullptr), std::decay_t<decltype(name)>(nullptr)), "decls.h declares " #name " unlike the header");
 #define SKIP(name)
 
 #ifdef FASTER_PROBE_DRIVER
@@ -102,6 +122,7 @@ constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
 #define FASTER_CUDA_DECL(lib, ret, name, params) CHECK_##lib(name)
 #include "../decls.h"
 #undef FASTER_CUDA_DECL
+} // namespace faster_probe
 
 // consts.h: every value as the headers define it (driver and NVRTC).
 #if defined(FASTER_PROBE_DRIVER) && defined(FASTER_PROBE_NVRTC)
@@ -187,5 +208,14 @@ int main() {
 #include "../decls.h"
 #undef FASTER_CUDA_DECL
 	std::printf("probe: %d of %d declarations checked against the headers; all agree\n", checked, n);
+#ifdef FASTER_PROBE_DRIVER
+	std::printf("probe: cuda.h CUDA_VERSION %d\n", int(CUDA_VERSION));
+#endif
+#ifdef FASTER_PROBE_CUBLAS
+	std::printf("probe: cuBLAS %d.%d.%d\n", int(CUBLAS_VER_MAJOR), int(CUBLAS_VER_MINOR), int(CUBLAS_VER_PATCH));
+#endif
+#ifdef FASTER_PROBE_CUDNN
+	std::printf("probe: cuDNN %d\n", int(CUDNN_VERSION));
+#endif
 	return 0;
 }

@@ -17,6 +17,10 @@ out=${OUT:-$(mktemp -d)}
 echo "== loader environment"
 env | grep -E '^(LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|PATH)=' || true
 ldconfig -p 2>/dev/null | grep -E 'libcuda\.so|libcudart|libnvrtc|libcublas|libcudnn\.so|libnccl' || echo "(ldconfig lists none)"
+# The names the driver exports for the symbols the loader looks up under
+# more than one (train/cuda/decls.go, exportNames).
+libcuda=$(ldconfig -p 2>/dev/null | awk '$1 == "libcuda.so.1" {print $NF; exit}')
+[ -n "$libcuda" ] && { nm -D "$libcuda" 2>/dev/null | grep -E ' cuEventElapsedTime(_v2)?$' || echo "(nm: no cuEventElapsedTime in $libcuda)"; }
 
 # Where headers may be: the toolkit, the system, the torch venv's wheels.
 dirs=()
