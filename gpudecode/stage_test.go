@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"slices"
 	"sync"
@@ -236,20 +237,7 @@ func TestStageCPUShareBreakCancel(t *testing.T) {
 		sb.Release()
 		break
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var last error
-	n := 0
-	for sb, err := range l.IterStaged(ctx, 1) {
-		if err != nil {
-			last = err
-			break
-		}
-		sb.Release()
-		if n++; n == 2 {
-			cancel()
-		}
-	}
-	cancel()
+	last := testenv.CancelAfter(func(ctx context.Context) iter.Seq2[*loader.StagedBatch, error] { return l.IterStaged(ctx, 1) }, 2, (*loader.StagedBatch).Release)
 	if !errors.Is(last, context.Canceled) {
 		t.Fatalf("cancelled epoch ended with %v", last)
 	}

@@ -275,20 +275,7 @@ func TestEarlyBreakCancelAndErrors(t *testing.T) {
 				n++
 			}
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		var last error
-		n := 0
-		for b, err := range l.Iter(ctx) {
-			if err != nil {
-				last = err
-				break
-			}
-			b.Release()
-			if n++; n == 2 {
-				cancel()
-			}
-		}
+		last := testenv.CancelAfter(l.Iter, 2, (*Batch).Release)
 		if !errors.Is(last, context.Canceled) {
 			t.Fatalf("%s: cancelled epoch ended with %v", path, last)
 		}

@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"iter"
 	"math"
 	"os"
 	"path/filepath"
@@ -186,20 +187,7 @@ func TestStagedEarlyBreakCancel(t *testing.T) {
 		for _, b := range held {
 			b.Release()
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var last error
-		n := 0
-		for b, err := range l.IterStaged(ctx, 6) {
-			if err != nil {
-				last = err
-				break
-			}
-			b.Release()
-			if n++; n == 2 {
-				cancel()
-			}
-		}
-		cancel()
+		last := testenv.CancelAfter(func(ctx context.Context) iter.Seq2[*StagedBatch, error] { return l.IterStaged(ctx, 6) }, 2, (*StagedBatch).Release)
 		if !errors.Is(last, context.Canceled) {
 			t.Fatalf("%s: cancelled epoch ended with %v", path, last)
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 // collectArenas runs d and returns each batch's arena bytes and rows.
@@ -138,20 +140,7 @@ func TestBatchFillParallelBreakAndCancel(t *testing.T) {
 	}
 	checkNoLeak(t, base)
 
-	cctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-	n = 0
-	for b, e := range Prefetch(Batch(FromSlice(ints(3000)), 5).Arena(5, fillAllocRow).FillParallel(4), 2).Iter(cctx) {
-		if e != nil {
-			err = e
-			break
-		}
-		b.Release()
-		if n++; n == 3 {
-			cancel()
-		}
-	}
+	err := testenv.CancelAfter(Prefetch(Batch(FromSlice(ints(3000)), 5).Arena(5, fillAllocRow).FillParallel(4), 2).Iter, 3, (*Minibatch[int]).Release)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
