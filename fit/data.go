@@ -91,15 +91,14 @@ func (c *Config) trainLayout(erasing, stage bool) loader.Layout {
 	return loader.F32CHW
 }
 
-// InputLayout is the layout of the training batches: u8-hwc when their
-// bytes are normalised by the model's backend, f32-chw when they come
-// normalised (IDX data in memory: train.Images, whose bytes reach a
-// backend that normalises bytes as they are, say so themselves).
+// InputLayout is the layout of the loader's training batches: u8-hwc
+// when their bytes are normalised by the model's backend, f32-chw when
+// the loader normalised them; "" for IDX data (in memory, no loader).
 func (d *Data) InputLayout() loader.Layout {
 	if d.train != nil {
 		return d.train.l.Format(0).Layout
 	}
-	return loader.F32CHW
+	return ""
 }
 
 // DecodeShared is the training images the GPU stage gave the CPU as its

@@ -301,9 +301,7 @@ func (r *run) summary(p *plan) *Summary {
 	if d := p.data.DecodeDevice(); d != "cpu" {
 		sum.DecodeDevice = d
 	}
-	if p.data.mem == nil {
-		sum.InputLayout = string(p.data.InputLayout())
-	}
+	sum.InputLayout = string(p.data.InputLayout())
 	if pr, ok := r.b.(train.PrecisionReporter); ok {
 		_, sum.NativeAMP = pr.Precision()
 	}

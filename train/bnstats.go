@@ -78,15 +78,13 @@ func recalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch
 	var (
 		x    Tensor
 		xLen int
-		in   ByteInputOp // for batches of bytes, made at the first
 	)
+	in := &batchInput{b: b}
 	defer func() {
 		if x != nil {
 			x.Release()
 		}
-		if in != nil {
-			in.Close()
-		}
+		in.close()
 	}()
 	for bt, err := range data.Epoch(ctx, epoch, 0) {
 		if err != nil {
@@ -108,22 +106,7 @@ func recalibrateBN(ctx context.Context, b Backend, net Layer, data Stream, epoch
 			}
 			xLen = n
 		}
-		if bt.Rows != nil {
-			_, err := bt.floats(n, c*h*w, nil) // gives them back, says where they were
-			return rep, err
-		}
-		if bb := bt.Bytes; bb.Pixels != nil {
-			if in == nil {
-				if in, err = newByteInput(b); err != nil {
-					return rep, err
-				}
-			}
-			bb.Pixels, bb.N = bb.Pixels[:n*c*h*w], n
-			err = in.Normalize(x, bb)
-		} else {
-			err = x.Write(bt.X[:n*c*h*w])
-		}
-		if err != nil {
+		if err := in.write(x, bt, n, w, false); err != nil {
 			return rep, err
 		}
 		rep.Batches++

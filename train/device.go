@@ -418,6 +418,14 @@ type DeviceRows struct {
 	Done       func()
 }
 
+// refuse gives the rows back (Done) and says why they were not read: a
+// consumer outside a training step (evaluation, BatchNorm
+// recalibration) takes batches in host memory.
+func (r *DeviceRows) refuse() error {
+	r.release()
+	return fmt.Errorf("%w: rows on %s, where evaluation and BatchNorm recalibration take batches in host memory", ErrDeviceRows, r.Device)
+}
+
 // release calls Done once.
 func (r *DeviceRows) release() {
 	if r != nil && r.Done != nil {

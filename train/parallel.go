@@ -680,12 +680,8 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 		return Metrics{}, err
 	}
 	defer loss.Close()
-	var in ByteInputOp // for batches of bytes, made at the first
-	defer func() {
-		if in != nil {
-			in.Close()
-		}
-	}()
+	in := &batchInput{b: b}
+	defer in.close()
 	c, h, w := data.Shape()
 	var fl *flipTTA
 	if opts.Flip {
@@ -698,11 +694,6 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 		n := len(bt.Y)
 		if n == 0 {
 			continue
-		}
-		if bt.Bytes.Pixels != nil && in == nil {
-			if in, err = newByteInput(b); err != nil {
-				return Metrics{}, err
-			}
 		}
 		if err := evalBatch(b, net, loss, in, fl, bt, n, c, h, w); err != nil {
 			return Metrics{}, err
@@ -721,32 +712,17 @@ func evaluateDevice(ctx context.Context, b Backend, net Layer, data Stream, epoc
 	return m, nil
 }
 
-// evalBatch runs the n images of bt (floats, or bytes normalised by in)
-// through inference into loss's sums; with fl, flip test-time
-// augmentation: the logits of the images and of their mirror images,
-// averaged as the host's evaluator averages them.
-func evalBatch(b Backend, net Layer, loss LossOp, in ByteInputOp, fl *flipTTA, bt Batch, n, c, h, w int) error {
-	if bt.Rows != nil {
-		_, err := bt.floats(n, c*h*w, nil) // gives them back, says where they were
-		return err
-	}
+// evalBatch runs the n images of bt (written by in) through inference
+// into loss's sums; with fl, flip test-time augmentation: the logits of
+// the images and of their mirror images, averaged as the host's
+// evaluator averages them.
+func evalBatch(b Backend, net Layer, loss LossOp, in *batchInput, fl *flipTTA, bt Batch, n, c, h, w int) error {
 	x, err := b.NewTensor(n, c, h, w)
 	if err != nil {
 		return err
 	}
 	defer x.Release()
-	write := func(flip bool) error {
-		if bb := bt.Bytes; bb.Pixels != nil {
-			bb.Pixels, bb.N, bb.Flip = bb.Pixels[:n*c*h*w], n, flip
-			return in.Normalize(x, bb)
-		}
-		xs := bt.X[:n*c*h*w]
-		if flip {
-			xs = fl.mirror(xs, w)
-		}
-		return x.Write(xs)
-	}
-	if err := write(false); err != nil {
+	if err := in.write(x, bt, n, w, false); err != nil {
 		return err
 	}
 	logits, err := net.Forward(x, false)
@@ -762,7 +738,7 @@ func evalBatch(b Backend, net Layer, loss LossOp, in ByteInputOp, fl *flipTTA, b
 	if err := fl.read(&fl.plain, logits); err != nil {
 		return err
 	}
-	if err := write(true); err != nil {
+	if err := in.write(x, bt, n, w, true); err != nil {
 		return err
 	}
 	if logits, err = net.Forward(x, false); err != nil {
@@ -787,11 +763,8 @@ func evalBatch(b Backend, net Layer, loss LossOp, in ByteInputOp, fl *flipTTA, b
 }
 
 // flipTTA is the host memory of evaluateDevice's flip test-time
-// augmentation: the two passes' logits and mirrored float inputs.
-type flipTTA struct {
-	plain, mean []float32
-	mirrored    []float32
-}
+// augmentation: the two passes' logits.
+type flipTTA struct{ plain, mean []float32 }
 
 func (f *flipTTA) read(dst *[]float32, t Tensor) error {
 	k := Numel(t.Shape())
@@ -799,10 +772,47 @@ func (f *flipTTA) read(dst *[]float32, t Tensor) error {
 	return t.Read(*dst)
 }
 
-// mirror returns xs (rows of w values) with every row reversed.
-func (f *flipTTA) mirror(xs []float32, w int) []float32 {
-	f.mirrored = mirrorRows(f.mirrored, xs, w)
-	return f.mirrored
+// batchInput writes the images of a stream's batches into input tensors
+// of backend b outside a training step (evaluation on the device,
+// BatchNorm recalibration): floats by Tensor.Write, mirrored on the host
+// for flip TTA; bytes by b's ByteInputOp, made at the first and mirroring
+// them itself. Rows in device memory are refused (given back).
+type batchInput struct {
+	b        Backend
+	in       ByteInputOp
+	mirrored []float32
+}
+
+// write writes bt's first n images (of width w; x holds n of them) into
+// x, mirrored left to right with flip.
+func (bi *batchInput) write(x Tensor, bt Batch, n, w int, flip bool) error {
+	if bt.Rows != nil {
+		return bt.Rows.refuse()
+	}
+	per := Numel(x.Shape()) / n
+	if bb := bt.Bytes; bb.Pixels != nil {
+		if bi.in == nil {
+			in, err := newByteInput(bi.b)
+			if err != nil {
+				return err
+			}
+			bi.in = in
+		}
+		bb.Pixels, bb.N, bb.Flip = bb.Pixels[:n*per], n, flip
+		return bi.in.Normalize(x, bb)
+	}
+	xs := bt.X[:n*per]
+	if flip {
+		bi.mirrored = mirrorRows(bi.mirrored, xs, w)
+		xs = bi.mirrored
+	}
+	return x.Write(xs)
+}
+
+func (bi *batchInput) close() {
+	if bi.in != nil {
+		bi.in.Close()
+	}
 }
 
 // mirrorRows returns xs (rows of w values) with every row reversed, in

@@ -344,3 +344,28 @@ func TestDeviceRowsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Rows in device memory given to evaluation or BatchNorm recalibration
+// (which take batches in host memory) are refused with ErrDeviceRows
+// naming their device, on the host path and on a device state, and given
+// back to their producer.
+func TestDeviceRowsRefusedOutsideSteps(t *testing.T) {
+	d, nhwc := byteData(32)
+	o := train.BackendOptions{Threads: 1}
+	for _, b := range []train.Backend{train.NewReference(o), train.NewDeviceReference(o)} {
+		tr, _ := threeTrainer(t, b)
+		mem := newFakeMem(2, 16*3*12*12)
+		s := &rowsStream{byteStream: byteStream{tr: tr, d: d, nhwc: nhwc}, mem: mem, dev: "elsewhere:3"}
+		ctx := context.Background()
+		_, evalErr := tr.EvaluateStream(ctx, s, 0)
+		_, calErr := tr.RecalibrateBN(ctx, s, 0, 0)
+		for what, err := range map[string]error{"evaluation": evalErr, "recalibration": calErr} {
+			if !errors.Is(err, train.ErrDeviceRows) || !strings.Contains(err.Error(), "elsewhere:3") {
+				t.Errorf("%s: %s over device rows: %v, want ErrDeviceRows naming elsewhere:3", b.Name(), what, err)
+			}
+		}
+		if mem.out != 0 {
+			t.Errorf("%s: %d batches of rows never given back", b.Name(), mem.out)
+		}
+	}
+}

@@ -709,13 +709,10 @@ type Batch struct {
 
 // floats is the batch's first n images (per values each) as normalised
 // floats on the host: X, or Bytes normalised into *buf (NormalizeHWC),
-// for the consumers that take host floats (flip TTA, BatchNorm
-// recalibration). Rows in device memory are not read here: they go back
-// to their producer, and the error says where they were.
+// for the host's evaluator. Rows in device memory are refused.
 func (b Batch) floats(n, per int, buf *[]float32) ([]float32, error) {
 	if b.Rows != nil {
-		b.Rows.release()
-		return nil, fmt.Errorf("%w: rows on %s, read here on the host", ErrDeviceRows, b.Rows.Device)
+		return nil, b.Rows.refuse()
 	}
 	if b.Bytes.Pixels == nil {
 		return b.X[:n*per], nil
