@@ -39,11 +39,28 @@ def normalize(images, mean=IMAGENET_MEAN, std=IMAGENET_STD, channels_last=True):
         raise ValueError("faster.normalize: mean and std of three channels each, got %r and %r" % (mean, std))
     if any(s == 0 for s in std):
         raise ValueError("faster.normalize: std %r has a zero" % (std,))
-    c, dev = images.shape[3], images.device
-    m = torch.tensor(mean[:c], dtype=torch.float32, device=dev).view(1, c, 1, 1)
-    s = torch.tensor(std[:c], dtype=torch.float32, device=dev).view(1, c, 1, 1)
+    c = images.shape[3]
+    d255, m, s = _constants(torch, images.device, mean[:c], std[:c])
     x = images.permute(0, 3, 1, 2).to(torch.float32)  # strides kept: channels-last memory
-    x.div_(torch.tensor(255.0, dtype=torch.float32, device=dev)).sub_(m).div_(s)
+    x.div_(d255).sub_(m).div_(s)
     if not channels_last:
         x = x.contiguous()
     return x
+
+
+# The divisors and means on each device, made once: torch.tensor(...,
+# device="cuda") copies from pageable memory and waits for the stream, which
+# would stall a training loop's overlap at every batch.
+_CONSTANTS = {}
+
+
+def _constants(torch, device, mean, std):
+    key = (str(device), mean, std)
+    got = _CONSTANTS.get(key)
+    if got is None:
+        c = len(mean)
+        got = (torch.tensor(255.0, dtype=torch.float32, device=device),
+               torch.tensor(mean, dtype=torch.float32, device=device).view(1, c, 1, 1),
+               torch.tensor(std, dtype=torch.float32, device=device).view(1, c, 1, 1))
+        _CONSTANTS[key] = got
+    return got
