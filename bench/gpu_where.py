@@ -41,10 +41,14 @@ PEAK = {"fp16": 989e12, "bf16": 989e12, "tf32": 494e12, "fp32": 67e12}
 BANDWIDTH = 4.8e12
 
 
-def thinnet(in_channels, classes):
+def thinnet(in_channels, classes, filters=None):
+    """The peer's ThinNet (bench/peer_thinnet_torch.py), with its filters
+    unless filters is given."""
     spec = importlib.util.spec_from_file_location("peer", os.path.join(HERE, "peer_thinnet_torch.py"))
     peer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(peer)
+    if filters:
+        return peer.thinnet(in_channels=in_channels, classes=classes, filters=filters)
     return peer.thinnet(in_channels=in_channels, classes=classes)
 
 
@@ -86,12 +90,7 @@ def floor_ms(flops, nbytes, prec, device):
 
 def model_of(name, c, classes, device, filters=None):
     if name == "thinnet":
-        if filters:
-            spec = importlib.util.spec_from_file_location("peer", os.path.join(HERE, "peer_thinnet_torch.py"))
-            peer = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(peer)
-            return peer.thinnet(in_channels=c, classes=classes, filters=filters).to(device)
-        return thinnet(c, classes).to(device)
+        return thinnet(c, classes, filters).to(device)
     import torchvision
     return torchvision.models.resnet18(num_classes=classes).to(device).to(memory_format=torch.channels_last)
 
@@ -222,11 +221,7 @@ def main():
     rows = []
     for name, c, side, batch, classes, prec in cases:
         torch.manual_seed(0)
-        if name == "thinnet":
-            model = thinnet(c, classes).to(device)
-        else:
-            import torchvision
-            model = torchvision.models.resnet18(num_classes=classes).to(device).to(memory_format=torch.channels_last)
+        model = model_of(name, c, classes, device)
         x = torch.randn(batch, c, side, side, device=device)
         if name == "resnet18":
             x = x.contiguous(memory_format=torch.channels_last)
