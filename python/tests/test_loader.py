@@ -112,6 +112,16 @@ class LoaderTest(unittest.TestCase):
                                 "normalize(u8-hwc) is not f32-chw's bits")
                 y = faster.normalize(b.images, channels_last=False)
                 self.assertTrue(y.is_contiguous() and torch.equal(y.view(torch.int32), a.images.view(torch.int32)))
+                if n == 0 and importlib.util.find_spec("torchvision") is not None:
+                    # torchvision's own ToTensor and Normalize on each image
+                    # of the batch (as a PIL image: the user's transform).
+                    import torchvision.transforms as T
+                    from PIL import Image
+                    tv = T.Compose([T.ToTensor(), T.Normalize(faster.IMAGENET_MEAN, faster.IMAGENET_STD)])
+                    for i in range(b.images.shape[0]):
+                        want = tv(Image.fromarray(b.images[i].numpy()))
+                        self.assertTrue(torch.equal(x[i].contiguous().view(torch.int32), want.view(torch.int32)),
+                                        "normalize is not torchvision's ToTensor + Normalize")
                 if torch.cuda.is_available():  # the GPU machine's check: true divisions there too
                     g = faster.normalize(b.images.cuda(), channels_last=False).cpu()
                     self.assertTrue(torch.equal(g.view(torch.int32), a.images.view(torch.int32)),
