@@ -46,6 +46,10 @@ declare -A need=(
   [openmpi-bin]=/usr/bin/mpirun
   [slurm-wlm]=/usr/sbin/slurmd
   [munge]=/usr/sbin/munged
+  # train/cuda: a real NVRTC compiles the GPU kernels (kernels.cu,
+  # resize.cu) on every test run; it needs no GPU. Debian's non-free.
+  [libnvrtc11.2]=/usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2
+  [libnvrtc-builtins11.8]=/usr/lib/x86_64-linux-gnu/libnvrtc-builtins.so.11.8
 )
 missing=()
 for pkg in "${!need[@]}"; do
@@ -56,6 +60,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
+  # libnvrtc is in non-free: add the components to Debian's own archive
+  # (the same mirror and suites as its main sources) when apt has none.
+  if [[ " ${missing[*]} " == *" libnvrtc"* ]] && ! apt-cache show libnvrtc11.2 >/dev/null 2>&1 \
+      && { $sudo apt-get update >/dev/null; ! apt-cache show libnvrtc11.2 >/dev/null 2>&1; }; then
+    uri=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+    suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+    printf 'Types: deb\nURIs: %s\nSuites: %s %s-updates\nComponents: contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "${uri:-http://deb.debian.org/debian}" "$suite" "$suite" | $sudo tee /etc/apt/sources.list.d/faster-nonfree.sources >/dev/null
+    $sudo apt-get update >/dev/null
+  fi
   if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
     $sudo apt-get update >/dev/null
     $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null

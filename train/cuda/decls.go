@@ -25,7 +25,7 @@ type library struct {
 var libraries = []library{
 	Driver:   {"driver", []string{"libcuda.so.1"}, true},
 	Runtime:  {"cudart", []string{"libcudart.so.13", "libcudart.so.12"}, false},
-	NVRTC:    {"nvrtc", []string{"libnvrtc.so.13", "libnvrtc.so.12"}, true},
+	NVRTC:    {"nvrtc", []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}, true},
 	CUBLAS:   {"cublas", []string{"libcublas.so.13"}, false},
 	CUBLASLt: {"cublasLt", []string{"libcublasLt.so.13"}, false},
 	CUDNN:    {"cudnn", []string{"libcudnn.so.9"}, false},

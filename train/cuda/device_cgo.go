@@ -109,9 +109,7 @@ func facts(ordinal int) (Facts, error) {
 	var ver C.int
 	C.call_cuDriverGetVersion(&ver)
 	f.Driver = int(ver)
-	var a, b C.int
-	C.call_nvrtcVersion(&a, &b)
-	f.NVRTC = fmt.Sprintf("%d.%d", a, b)
+	f.NVRTC = nvrtcVersion()
 	return f, f.Facts.Validate()
 }
 

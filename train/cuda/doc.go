@@ -143,7 +143,7 @@
 //	library    sonames tried, in order              Open needs it   the backend needs it
 //	driver     libcuda.so.1                          yes             yes
 //	cudart     libcudart.so.13, libcudart.so.12      no              no
-//	nvrtc      libnvrtc.so.13, libnvrtc.so.12        yes             yes
+//	nvrtc      libnvrtc.so.13, .12, .11.2            yes             yes
 //	cublas     libcublas.so.13                       no              yes
 //	cublasLt   libcublasLt.so.13                     no              no
 //	cudnn      libcudnn.so.9                         no              yes
@@ -164,7 +164,13 @@
 //
 // Device.Kernels compiles kernels.cu (package kernels) with NVRTC for the
 // device's architecture (sm_XY from its compute capability), with
-// --fmad=false, and loads it. The kernels: casts, input normalisation,
+// --fmad=false, and loads it. NVRTC needs no GPU: where one opens (CI
+// installs Debian's libnvrtc 11.8), TestNVRTCCompilesKernels compiles
+// kernels.cu and gpudecode's resize.cu through the same compile for sm_80
+// and sm_90 and checks each cubin's architecture and that it exports
+// every kernel by its unmangled name; NVRTC 11.8 is also a last resort
+// for a machine without a 12 or 13 (its cubins run on newer drivers; it
+// cannot target an SM newer than sm_90). The kernels: casts, input normalisation,
 // SGD, the GradScaler's unscale, cross-entropy, the layers the cuDNN and
 // cuBLAS calls leave (ReLU, add, bias and fused ReLU, bias gradient,
 // BatchNorm training, eval and backward with or without the ReLU before

@@ -9,6 +9,7 @@ package cuda
 import "C"
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/faster-training/faster/internal/dl"
@@ -63,4 +64,11 @@ func nvrtcErr(call string, r C.int) error {
 		return nil
 	}
 	return &Error{Call: call, Code: int(r), Name: C.GoString(C.call_nvrtcGetErrorString(r))}
+}
+
+// nvrtcVersion is the opened NVRTC's version, "major.minor".
+func nvrtcVersion() string {
+	var a, b C.int
+	C.call_nvrtcVersion(&a, &b)
+	return fmt.Sprintf("%d.%d", a, b)
 }

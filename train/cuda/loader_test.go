@@ -75,12 +75,14 @@ func TestLoaderWithStubs(t *testing.T) {
 	if err != nil {
 		t.Skip("no gcc")
 	}
-	// A stand-in NVRTC that lacks nvrtcGetCUBIN, as libnvrtc.so.12.
+	// A stand-in NVRTC that lacks nvrtcGetCUBIN, under its last soname
+	// (runStubs names each stand-in so).
 	out := runStubs(t, cc, "nvrtcGetCUBIN")
+	nv := libraries[NVRTC].sonames
 	for _, want := range []string{
 		"open: cuda: no nvrtc: tried ",
 		"libnvrtc.so.13 (libnvrtc.so.13: cannot open shared object file",
-		"libnvrtc.so.12 (nvrtcGetCUBIN missing)",
+		nv[len(nv)-1] + " (nvrtcGetCUBIN missing)",
 		"driver: true nvrtc: false cudnn: true",
 	} {
 		if !strings.Contains(out, want) {
