@@ -238,12 +238,19 @@ func (d *Device) Sync() error {
 // compile runs NVRTC on k for k.Arch and returns the cubin; a failed
 // compile's error carries NVRTC's log.
 func compile(k CacheKey) ([]byte, error) {
+	img, _, err := compileLog(k)
+	return img, err
+}
+
+// compileLog is compile that also returns NVRTC's log of a successful
+// compile (ptxas's report under --ptxas-options=-v).
+func compileLog(k CacheKey) ([]byte, string, error) {
 	src, name := C.CString(k.Source), C.CString("kernels.cu")
 	defer C.free(unsafe.Pointer(src))
 	defer C.free(unsafe.Pointer(name))
 	var prog unsafe.Pointer
 	if err := nvrtcErr("nvrtcCreateProgram", C.call_nvrtcCreateProgram(&prog, src, name)); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer C.call_nvrtcDestroyProgram(&prog)
 	opts := append([]string{"--gpu-architecture=" + k.Arch}, k.Options...)
@@ -254,21 +261,26 @@ func compile(k CacheKey) ([]byte, error) {
 	}
 	// copts holds C pointers only: it may be passed to C.
 	if err := nvrtcErr("nvrtcCompileProgram", C.call_nvrtcCompileProgram(prog, C.int(len(copts)), &copts[0])); err != nil {
-		var n C.size_t
-		C.call_nvrtcGetProgramLogSize(prog, &n)
-		log := make([]byte, max(int(n), 1))
-		C.call_nvrtcGetProgramLog(prog, (*C.char)(unsafe.Pointer(&log[0])))
-		return nil, fmt.Errorf("%w\n%s", err, strings.TrimRight(string(log), "\x00\n"))
+		return nil, "", fmt.Errorf("%w\n%s", err, programLog(prog))
 	}
 	var n C.size_t
 	if err := nvrtcErr("nvrtcGetCUBINSize", C.call_nvrtcGetCUBINSize(prog, &n)); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	img := make([]byte, int(n))
 	if err := nvrtcErr("nvrtcGetCUBIN", C.call_nvrtcGetCUBIN(prog, (*C.char)(unsafe.Pointer(&img[0])))); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return img, nil
+	return img, programLog(prog), nil
+}
+
+// programLog is NVRTC's log of prog.
+func programLog(prog unsafe.Pointer) string {
+	var n C.size_t
+	C.call_nvrtcGetProgramLogSize(prog, &n)
+	log := make([]byte, max(int(n), 1))
+	C.call_nvrtcGetProgramLog(prog, (*C.char)(unsafe.Pointer(&log[0])))
+	return strings.TrimRight(string(log), "\x00\n")
 }
 
 // Compile compiles src for the device with NVRTC (through the cache) and

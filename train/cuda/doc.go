@@ -167,8 +167,9 @@
 // --fmad=false, and loads it. NVRTC needs no GPU: where one opens (CI
 // installs Debian's libnvrtc 11.8), TestNVRTCCompilesKernels compiles
 // kernels.cu and gpudecode's resize.cu through the same compile for sm_80
-// and sm_90 and checks each cubin's architecture and that it exports
-// every kernel by its unmangled name; NVRTC 11.8 is also a last resort
+// and sm_90 and checks each cubin's architecture, that it exports
+// every kernel by its unmangled name, and that no kernel spills
+// registers (ptxas's report); NVRTC 11.8 is also a last resort
 // for a machine without a 12 or 13 (its cubins run on newer drivers; it
 // cannot target an SM newer than sm_90). The kernels: casts, input normalisation,
 // SGD, the GradScaler's unscale, cross-entropy, the layers the cuDNN and

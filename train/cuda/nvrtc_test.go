@@ -7,6 +7,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,10 +50,12 @@ func TestNVRTCCompilesKernels(t *testing.T) {
 	} {
 		for _, arch := range []string{"sm_80", "sm_90"} {
 			t.Run(src.name+"/"+arch, func(t *testing.T) {
-				img, err := compile(CacheKey{Arch: arch, NVRTC: ver, Source: src.source, Options: nvrtcOptions})
+				opts := append(slices.Clone(nvrtcOptions), "--ptxas-options=-v")
+				img, log, err := compileLog(CacheKey{Arch: arch, NVRTC: ver, Source: src.source, Options: opts})
 				if err != nil {
 					t.Fatalf("NVRTC %s: %v", ver, err)
 				}
+				checkSpills(t, log, src.kernels)
 				// A cubin's e_version holds its CUDA ABI version (debug/elf
 				// wants EV_CURRENT there): read a copy that says 1.
 				elfImg := bytes.Clone(img)
@@ -114,4 +118,39 @@ func cubinSM(img []byte) (string, uint32) {
 	}
 	flags := binary.LittleEndian.Uint32(img[48:])
 	return fmt.Sprintf("sm_%d", flags&0xff), flags
+}
+
+// ptxasEntry and ptxasSpills read ptxas's report (--ptxas-options=-v) of
+// each kernel: "Compiling entry function 'name' for 'sm_90'", then its
+// "N bytes stack frame, N bytes spill stores, N bytes spill loads".
+var (
+	ptxasEntry  = regexp.MustCompile(`Compiling entry function '(\w+)'`)
+	ptxasSpills = regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`)
+)
+
+// checkSpills fails t for a kernel whose registers spill to local memory
+// (each spill a round trip through the cache on every thread: a kernel
+// meant to be bound by its tensors' bytes would be bound by its own), and
+// for a listed kernel ptxas did not report.
+func checkSpills(t *testing.T, log string, kernels []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	cur := ""
+	for _, line := range strings.Split(log, "\n") {
+		if m := ptxasEntry.FindStringSubmatch(line); m != nil {
+			cur = m[1]
+			continue
+		}
+		if m := ptxasSpills.FindStringSubmatch(line); m != nil && cur != "" {
+			seen[cur] = true
+			if m[1] != "0" || m[2] != "0" {
+				t.Errorf("%s spills registers: %s", cur, strings.TrimSpace(line))
+			}
+		}
+	}
+	for _, k := range kernels {
+		if !seen[k] {
+			t.Errorf("ptxas reported no spills line for %s:\n%s", k, log)
+		}
+	}
 }
