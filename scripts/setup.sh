@@ -51,29 +51,58 @@ declare -A need=(
   [libnvrtc11.2]=/usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2
   [libnvrtc-builtins11.8]=/usr/lib/x86_64-linux-gnu/libnvrtc-builtins.so.11.8
 )
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
+# nonfree makes Debian's non-free packages known (libnvrtc, libcuda1),
+# adding the components to Debian's own archive (the same mirror and
+# suites as its main sources) when apt does not know them yet.
+nonfree() {
+  apt-cache show libnvrtc11.2 >/dev/null 2>&1 && return 0
+  $sudo apt-get update >/dev/null
+  apt-cache show libnvrtc11.2 >/dev/null 2>&1 && return 0
+  local uri suite
+  uri=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+  suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  printf 'Types: deb\nURIs: %s\nSuites: %s %s-updates\nComponents: contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "${uri:-http://deb.debian.org/debian}" "$suite" "$suite" | $sudo tee /etc/apt/sources.list.d/faster-nonfree.sources >/dev/null
+  $sudo apt-get update >/dev/null
+}
+
 missing=()
 for pkg in "${!need[@]}"; do
   [ -e "${need[$pkg]}" ] || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}" >&2
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  # libnvrtc is in non-free: add the components to Debian's own archive
-  # (the same mirror and suites as its main sources) when apt has none.
-  if [[ " ${missing[*]} " == *" libnvrtc"* ]] && ! apt-cache show libnvrtc11.2 >/dev/null 2>&1 \
-      && { $sudo apt-get update >/dev/null; ! apt-cache show libnvrtc11.2 >/dev/null 2>&1; }; then
-    uri=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-    suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-    printf 'Types: deb\nURIs: %s\nSuites: %s %s-updates\nComponents: contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-      "${uri:-http://deb.debian.org/debian}" "$suite" "$suite" | $sudo tee /etc/apt/sources.list.d/faster-nonfree.sources >/dev/null
-    $sudo apt-get update >/dev/null
-  fi
+  [[ " ${missing[*]} " != *" libnvrtc"* ]] || nonfree
   if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
     $sudo apt-get update >/dev/null
     $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
   fi
+fi
+
+# train/cuda, gpudecode/nvjpeg: real CUDA libraries from Debian's
+# non-free packages, unpacked where no search finds them, not installed
+# (libcuda1 would divert the machine's OpenGL): the driver (libcuda1),
+# nvJPEG and the runtime. The tests read their exports and open the
+# driver in a child process; without a GPU its cuInit fails, as they
+# expect (internal/testenv.CUDALibDir).
+cudalibs=/usr/local/lib/faster-test-cuda
+if [ ! -e "$cudalibs/libcuda.so.1" ] || [ ! -e "$cudalibs/libnvjpeg.so.11" ] || [ ! -e "$cudalibs/libcudart.so.11.0" ]; then
+  echo "setup: unpacking Debian's libcuda1, libnvjpeg11, libcudart11.0 into $cudalibs" >&2
+  nonfree
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"
+  (cd "$tmp" && $sudo apt-get download libcuda1 libnvjpeg11 libcudart11.0 >/dev/null 2>&1)
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
+  lib="$tmp/x/usr/lib/x86_64-linux-gnu"
+  $sudo mkdir -p "$cudalibs"
+  $sudo cp "$(ls "$lib"/nvidia/current/libcuda.so.*.* | head -1)" "$cudalibs/libcuda.so.1"
+  $sudo cp "$(ls "$lib"/libnvjpeg.so.11.* | head -1)" "$cudalibs/libnvjpeg.so.11"
+  $sudo cp "$(ls "$lib"/libcudart.so.11.* | head -1)" "$cudalibs/libcudart.so.11.0"
+  rm -rf "$tmp"
 fi
 
 # The independent TFRecord implementation (pure JavaScript) for the

@@ -2,10 +2,13 @@ package nvjpeg
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/faster-training/faster/internal/testenv"
 )
 
 var (
@@ -60,6 +63,24 @@ func TestConstsMatchHeader(t *testing.T) {
 	for i := range got {
 		if got[i] != Consts[i] {
 			t.Errorf("consts.h %+v, Consts %+v", got[i], Consts[i])
+		}
+	}
+}
+
+// Every function declared is exported, by that name, by a real nvJPEG
+// (11.9, CUDA 11.8's, from Debian's libnvjpeg11) and a real runtime
+// (libcudart 11.8), unpacked by scripts/setup.sh: the stand-ins of the
+// loader's tests are built from the declarations, so only a real library
+// catches a misspelt or renamed function. (The loader wants the 12 or 13
+// sonames; the functions it calls all exist since 11.)
+func TestRealLibraryExports(t *testing.T) {
+	have := map[Library]map[string]bool{
+		NVJPEG:  testenv.Exports(t, filepath.Join(testenv.CUDALibDir, "libnvjpeg.so.11")),
+		Runtime: testenv.Exports(t, filepath.Join(testenv.CUDALibDir, "libcudart.so.11.0")),
+	}
+	for _, d := range Decls {
+		if !have[d.Lib][d.Symbol] {
+			t.Errorf("%s: not exported by the real %s", d.Symbol, d.Lib)
 		}
 	}
 }

@@ -10,6 +10,7 @@
 package testenv
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,12 @@ const (
 	PhotoDir = "/usr/share/backgrounds/mate/nature"
 	// MateDir is mate-backgrounds' whole tree.
 	MateDir = "/usr/share/backgrounds/mate"
+	// CUDALibDir holds real CUDA libraries unpacked from Debian's non-free
+	// packages, not installed (nothing finds them unless told): the driver
+	// (libcuda1 535: CUDA 12.2's API) as libcuda.so.1, libnvjpeg.so.11
+	// and libcudart.so.11.0 (CUDA 11.8). No GPU is behind them: the tests
+	// read their exports and open the driver to see cuInit fail.
+	CUDALibDir = "/usr/local/lib/faster-test-cuda"
 )
 
 // Python is Debian's interpreter, the one with torch, torchvision,
@@ -148,4 +155,28 @@ func PythonWith(t testing.TB, modules ...string) string {
 		Missing(t, "%s cannot import %s: %v: %s", Python, strings.Join(modules, ", "), err, strings.TrimSpace(string(out)))
 	}
 	return Python
+}
+
+// Exports returns the functions and objects the shared library at path
+// defines in its dynamic symbol table (names without their symbol
+// versions), or calls Missing when it is absent.
+func Exports(t testing.TB, path string) map[string]bool {
+	t.Helper()
+	File(t, path)
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := map[string]bool{}
+	for _, s := range syms {
+		if s.Section != elf.SHN_UNDEF {
+			out[s.Name] = true
+		}
+	}
+	return out
 }

@@ -28,11 +28,11 @@ func Probe() string {
 	if err := requiredMissing(); err != nil {
 		return describe(load(), true)
 	}
-	if err := cuErr("cuInit", C.call_cuInit(0)); err != nil {
-		return "driver found, cuInit failed: " + err.Error()
-	}
 	var ver, n C.int
-	C.call_cuDriverGetVersion(&ver)
+	C.call_cuDriverGetVersion(&ver) // needs no cuInit
+	if err := cuErr("cuInit", C.call_cuInit(0)); err != nil {
+		return fmt.Sprintf("driver %d.%d found, cuInit failed: %s", ver/1000, ver%1000/10, err)
+	}
 	if err := cuErr("cuDeviceGetCount", C.call_cuDeviceGetCount(&n)); err != nil {
 		return err.Error()
 	}
@@ -49,9 +49,7 @@ func Probe() string {
 func versions() string {
 	var v []string
 	if loaded(NVRTC) {
-		var a, b C.int
-		C.call_nvrtcVersion(&a, &b)
-		v = append(v, fmt.Sprintf("nvrtc %d.%d", a, b))
+		v = append(v, "nvrtc "+nvrtcVersion())
 	}
 	if loaded(Runtime) {
 		var r C.int
