@@ -60,11 +60,12 @@ total=${total%s}
 if [ -n "${GPUCHECK_RUN:-}" ]; then
 	phase run "$GPUCHECK_RUN" "$total" "${GPUCHECK_BENCH:-}"
 else
-	# The basic checks first (NVRTC, each library once, every kernel
+	# The basic checks first (NVRTC, its cubins and ptxas's spills at
+	# the device's NVRTC, each library once, every kernel
 	# against its CPU build), then the backend (and the copy rates), then
 	# the figures (where a step's time goes, the layouts): a short budget
 	# cuts the figures, never the checks.
-	phase basics '^(TestGPUCompile|TestGPULibraries|TestGPUKernels|TestLoaderTable)$' $((total / 4))
+	phase basics '^(TestGPUCompile|TestGPULibraries|TestGPUKernels|TestLoaderTable|TestNVRTCCompilesKernels)$' $((total / 4))
 	phase backend '^TestGPUBackend' $((total / 2)) "${GPUCHECK_BENCH:-^BenchmarkGPUCopyIn$}"
 	left=$((total - ($(date +%s) - start)))
 	[ "$left" -gt 20 ] && phase figures '^(TestGPUStepProfile|TestGPUConvLayouts|TestGPUConvLayoutsResNet18)$' "$left"
