@@ -159,6 +159,16 @@
 // real headers on the GPU machine (prepared, not yet run there; compiled
 // and run against public copies of CUDA 12.6's, cuDNN 9.6's and NCCL's
 // headers, where all agreed).
+// The names are also checked against real libraries without a GPU:
+// scripts/setup.sh unpacks Debian's libcuda1 (driver 535, CUDA 12.2's
+// API), libnvjpeg 11.9 and libcudart 11.8 into testenv.CUDALibDir, and
+// TestRealDriverWithoutGPU opens that driver through the loader in a child
+// process (every driver function resolves, cuInit fails with
+// CUDA_ERROR_NO_DEVICE and Open says so, not a load error) and checks that
+// no declared name has a newer _vN beside it in the driver's exports (a
+// dlsym caller gets no header #define steering cuMemAlloc to
+// cuMemAlloc_v2); cuBLAS 11.11's exports were checked by hand once (all
+// seven names).
 //
 // # Kernels and their cache
 //
