@@ -395,24 +395,69 @@ func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, 
 	for i := range b.RunningVar {
 		b.RunningVar[i] = 1
 	}
-	l := plan(t, d, kernels.PerChannel, int64(c), int64(n*hw))
-	bx, bg, bb := upload(t, d, b.X), upload(t, d, b.Gamma), upload(t, d, b.Beta)
-	bm, bv := upload(t, d, b.BatchMean), upload(t, d, b.BatchVar)
-	brm, brv := upload(t, d, b.RunningMean), upload(t, d, b.RunningVar)
-	by, err := d.Alloc(4 * n * c * hw)
-	must(t, err)
-	defer d.Free(by)
-	ms := launch(t, m, "relu_bn_train", l, Ptr(bx), Ptr(by), Ptr(bg), Ptr(bb), Ptr(bm), Ptr(bv), Ptr(brm), Ptr(brv),
-		I32(int32(n)), I32(int32(c)), I32(int32(hw)), F32(b.Eps), F32(b.Momentum))
-	must(t, kernels.ReLUBNTrain(l, b))
-	u := maxULP(download[float32](t, d, by, n*c*hw), b.Y)
-	for _, p := range []struct {
-		buf  Buffer
-		want []float32
-	}{{bm, b.BatchMean}, {bv, b.BatchVar}, {brm, b.RunningMean}, {brv, b.RunningVar}} {
-		u = max(u, maxULP(download[float32](t, d, p.buf, c), p.want))
+	ms, u, ok, got := bnTrainTwin(t, d, m, b, 1)
+	// The chain's CPU side is the typed sequence the kernel tests check
+	// against the reference and torch.
+	must(t, kernels.ReLUBNTrain(d.Facts.Facts, b))
+	for _, p := range [][2][]float32{{got.Y, b.Y}, {got.BatchMean, b.BatchMean}, {got.BatchVar, b.BatchVar},
+		{got.RunningMean, b.RunningMean}, {got.RunningVar, b.RunningVar}} {
+		ok = ok && maxULP(p[0], p[1]) == 0
 	}
-	row(t, "relu_bn_train", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ms, fmt.Sprintf("%d ulp", u), u <= 1)
+	row(t, "relu_bn_train (5 kernels)", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+}
+
+// bnTrainTwin runs BatchNorm's training forward over in (ReLU first when
+// relu is 1), kernel by kernel as the backend launches it (bn_plane_sum,
+// bn_mean, bn_plane_sum of the squared deviations, bn_stats, bn_apply),
+// on the GPU and the CPU build (twin), each kernel given the CPU build's
+// outputs of the ones before. It returns the GPU's milliseconds, the
+// largest ulp difference of a float32 output, whether every double agreed
+// bit for bit, and the CPU build's results in in's shape.
+func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN, relu int32) (ms float64, ulp int64, ok bool, out kernels.BN) {
+	n, c, hw := in.N, in.C, in.HW
+	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
+	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
+	N, C, HW, R := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(relu))
+	ok, out = true, in
+	step := func(name string, l kernels.Launch, args ...twinArg) []twinArg {
+		a, u, good, res := twin(t, d, m, name, l, args...)
+		ms, ulp, ok = ms+a, max(ulp, u), ok && good
+		return res
+	}
+	part := step("bn_plane_sum", rows, tf(in.X), td(make([]float64, n*c)), tnull(), N, C, HW, R)[1].d
+	stat := step("bn_mean", chans, td(part), td(make([]float64, 2*c)), N, C, HW)[1].d
+	part = step("bn_plane_sum", rows, tf(in.X), td(part), td(stat), N, C, HW, R)[1].d
+	res := step("bn_stats", chans, td(part), td(stat), tf(make([]float32, c)), tf(make([]float32, c)),
+		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)))
+	stat = res[1].d
+	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar = res[2].f, res[3].f, res[4].f, res[5].f
+	out.Y = step("bn_apply", rows, tf(in.X), tf(make([]float32, n*c*hw)), tf(in.Gamma), tf(in.Beta), td(stat), N, C, HW, R)[1].f
+	return
+}
+
+// bnBwdTwin is bnTrainTwin for the backward (bn_bwd_sum, bn_bwd_stats,
+// bn_bwd_apply); g.DX, DGamma, DBeta in out are the CPU build's.
+func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) (ms float64, ulp int64, ok bool, out kernels.BNGrad) {
+	n, c, hw := g.N, g.C, g.HW
+	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
+	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
+	relu := int32(0)
+	if g.ReLUIn {
+		relu = 1
+	}
+	N, C, HW, R, eps := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(relu)), ts(F32(g.Eps))
+	ok, out = true, g
+	step := func(name string, l kernels.Launch, args ...twinArg) []twinArg {
+		a, u, good, res := twin(t, d, m, name, l, args...)
+		ms, ulp, ok = ms+a, max(ulp, u), ok && good
+		return res
+	}
+	part := step("bn_bwd_sum", rows, tf(g.DY), tf(g.X), tf(g.BatchMean), tf(g.BatchVar), td(make([]float64, 2*n*c)), N, C, HW, eps, R)[4].d
+	res := step("bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
+	out.DGamma, out.DBeta = res[2].f, res[3].f
+	out.DX = step("bn_bwd_apply", rows, tf(g.DY), tf(g.X), tf(g.Gamma), tf(g.BatchMean), tf(g.BatchVar), td(res[1].d),
+		tf(make([]float32, n*c*hw)), N, C, HW, eps, R)[6].f
+	return
 }
 
 // twinArg is one argument of twin: a float32 or int32 buffer (uploaded to
@@ -500,8 +545,9 @@ func gpuSpecials(r *rand.Rand, s []float32) []float32 {
 // (n×c×hw) on the GPU and on the CPU build, launched alike: element-wise
 // kernels and the pools bit-exact (the same float32 and double arithmetic:
 // --fmad=false, IEEE division and sqrt); the per-channel reductions
-// (bias_grad, bn_train, bn_bwd) sum in the same tree order in double and
-// are allowed 1 ulp, as relu_bn_train (expected 0).
+// (bias_grad, and BatchNorm's planes' and channels' sums) add in the same
+// order in double and are allowed 1 ulp (expected 0; their doubles are
+// compared bit for bit).
 func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, hw int) {
 	size := n * c * hw
 	shape := fmt.Sprintf("%s %dx%dx%d", step, n, c, hw)
@@ -534,19 +580,19 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	for i := range rv {
 		rv[i] = 1 + 0.1*float32(r.Float64())
 	}
-	ms, u, ok, out = twin(t, d, m, "bn_train", lc, tf(clean), tf(make([]float32, size)), tf(gamma), tf(beta),
-		tf(make([]float32, c)), tf(make([]float32, c)), tf(make([]float32, c)), tf(slices.Clone(rv)),
-		ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(F32(0.1)))
-	row(t, "bn_train", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
-	bm, bv := out[4].f, out[5].f
-	ms, u, ok, _ = twin(t, d, m, "bn_eval", le, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+	bnIn := kernels.BN{X: clean, Gamma: gamma, Beta: beta, RunningMean: make([]float32, c), RunningVar: rv,
+		N: n, C: c, HW: hw, Eps: 1e-5, Momentum: 0.1}
+	ms, u, ok, bnOut := bnTrainTwin(t, d, m, bnIn, 0)
+	row(t, "bn_train (5 kernels)", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	bm, bv := bnOut.BatchMean, bnOut.BatchVar
+	lr := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
+	ms, u, ok, _ = twin(t, d, m, "bn_eval", lr, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
 		ts(N), ts(C), ts(HW), ts(F32(1e-5)))
 	exact("bn_eval", ms, u, ok)
-	for _, reluIn := range []int32{0, 1} {
-		ms, u, ok, _ = twin(t, d, m, "bn_bwd", lc, tf(dy), tf(clean), tf(gamma), tf(bm), tf(bv),
-			tf(make([]float32, size)), tf(make([]float32, c)), tf(make([]float32, c)),
-			ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(reluIn)))
-		row(t, fmt.Sprintf("bn_bwd relu_in=%d", reluIn), shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	for _, reluIn := range []bool{false, true} {
+		ms, u, ok, _ = bnBwdTwin(t, d, m, kernels.BNGrad{DY: dy, X: clean, Gamma: gamma, BatchMean: bm, BatchVar: bv,
+			N: n, C: c, HW: hw, Eps: 1e-5, ReLUIn: reluIn})
+		row(t, fmt.Sprintf("bn_bwd relu_in=%v (3 kernels)", reluIn), shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
 	}
 
 	// Pools on n·c planes of side √hw: ThinNet's 2×2/2, ResNet's 3×3/2 pad 1.

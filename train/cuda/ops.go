@@ -275,13 +275,14 @@ func (c *convOp) Backward(dy train.Tensor, w, dw, db []float32, needDX bool) (tr
 	return dx, nil
 }
 
-// ---- batch normalisation: bn_train / bn_eval / bn_bwd ----
+// ---- batch normalisation: bn_plane_sum … bn_apply / bn_eval / bn_bwd_sum … bn_bwd_apply ----
 
 type bnOp struct {
 	b                  *Backend
 	s                  train.BatchNormSpec
 	x, y, dx           *tensor
 	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
+	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c)
 	trained            bool
 	hg, hb, hrm, hrv   *tensor // host path: scale, shift, running statistics
 	hdg, hdb           *tensor
@@ -303,7 +304,7 @@ func (o *bnOp) eps() float32 {
 }
 
 func (o *bnOp) Close() {
-	for _, t := range []*tensor{o.y, o.dx, o.bmean, o.bvar, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
+	for _, t := range []*tensor{o.y, o.dx, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
 		t.free()
 	}
 	*o = bnOp{b: o.b, s: o.s}
@@ -338,16 +339,58 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		if err := o.b.ensure(&o.bvar, c); err != nil {
 			return nil, err
 		}
-		err = o.b.run("bn_train", kernels.PerChannel, c, n*hw, x.p, o.y.p, p[0], p[1], o.bmean.p, o.bvar.p, p[2], p[3],
-			i32(n), i32(c), i32(hw), f32(o.eps()), f32(momentum))
+		err = o.train(x, p, n, c, hw, momentum)
 	} else {
-		err = o.b.run("bn_eval", kernels.Elementwise, x.n, 0, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()))
+		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()))
 	}
 	if err != nil {
 		return nil, err
 	}
 	o.x, o.trained = x, training
 	return o.y, nil
+}
+
+// scratch makes the doubles the statistics are reduced in: 2·n·c partial
+// sums (the backward's two per plane; the forward uses half) and 2·c
+// statistics, one allocation each for forward and backward, so a step's
+// record names the same addresses in both.
+func (o *bnOp) scratch(n, c int) error {
+	if err := o.b.ensure(&o.part, 4*n*c); err != nil { // 2·n·c doubles
+		return err
+	}
+	return o.b.ensure(&o.stat, 4*c) // 2·c doubles
+}
+
+// train is BatchNorm's training forward of x into o.y (kernels.cu: a
+// block per plane for the sums and the output, a thread per channel for
+// the statistics): the sums, the mean, the squared deviations, the
+// statistics (batch and running), the output. p: scale, shift, running
+// mean, running variance.
+func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) error {
+	if err := o.scratch(n, c); err != nil {
+		return err
+	}
+	N, C, HW, relu := i32(n), i32(c), i32(hw), i32(0)
+	for _, k := range []struct {
+		name  string
+		shape kernels.Shape
+		args  []uint64
+	}{
+		{"bn_plane_sum", kernels.PerRow, []uint64{x.p, o.part.p, 0, N, C, HW, relu}},
+		{"bn_mean", kernels.Elementwise, []uint64{o.part.p, o.stat.p, N, C, HW}},
+		{"bn_plane_sum", kernels.PerRow, []uint64{x.p, o.part.p, o.stat.p, N, C, HW, relu}},
+		{"bn_stats", kernels.Elementwise, []uint64{o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3], N, C, HW, f32(o.eps()), f32(momentum)}},
+		{"bn_apply", kernels.PerRow, []uint64{x.p, o.y.p, p[0], p[1], o.stat.p, N, C, HW, relu}},
+	} {
+		items, size := n*c, hw
+		if k.shape == kernels.Elementwise {
+			items, size = c, 0
+		}
+		if err := o.b.run(k.name, k.shape, items, size, k.args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
@@ -381,8 +424,18 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 		return nil, err
 	}
 	n, _, hw := planes(o.x.shape)
-	if err := o.b.run("bn_bwd", kernels.PerChannel, c, n*hw, dy.p, o.x.p, gp, o.bmean.p, o.bvar.p, o.dx.p, dgp, dbp,
-		i32(n), i32(c), i32(hw), f32(o.eps()), i32(0)); err != nil {
+	if err := o.scratch(n, c); err != nil {
+		return nil, err
+	}
+	N, C, HW, eps, relu := i32(n), i32(c), i32(hw), f32(o.eps()), i32(0)
+	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, o.bmean.p, o.bvar.p, o.part.p, N, C, HW, eps, relu); err != nil {
+		return nil, err
+	}
+	if err := o.b.run("bn_bwd_stats", kernels.Elementwise, c, 0, o.part.p, o.stat.p, dgp, dbp, N, C, HW); err != nil {
+		return nil, err
+	}
+	if err := o.b.run("bn_bwd_apply", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, o.bmean.p, o.bvar.p, o.stat.p, o.dx.p,
+		N, C, HW, eps, relu); err != nil {
 		return nil, err
 	}
 	return o.dx, nil

@@ -14,14 +14,15 @@ type BN struct {
 	Eps, Momentum                                                   float32
 }
 
-// BNGrad are the tensors of BatchNorm's backward (bn_bwd): DY, X, DX NCHW
+// BNGrad are the tensors of BatchNorm's backward (bn_bwd_sum, bn_bwd_stats,
+// bn_bwd_apply): DY, X, DX NCHW
 // (X the forward's input: before the ReLU when ReLUIn); the rest per
 // channel, BatchMean and BatchVar as the forward wrote them.
 type BNGrad struct {
 	DY, X, Gamma, BatchMean, BatchVar, DX, DGamma, DBeta []float32
 	N, C, HW                                             int
 	Eps                                                  float32
-	ReLUIn                                               bool // x is relu_bn_train's input: backward through the ReLU too
+	ReLUIn                                               bool // the forward read ReLU(x): backward through the ReLU too
 }
 
 // Pool are a pooling's dimensions: input N×C×H×W, output OH×OW, window

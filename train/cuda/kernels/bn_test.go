@@ -44,7 +44,7 @@ func TestReLUBNAgainstReference(t *testing.T) {
 		in := bnData(r, k)
 		got := in
 		got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
-		if err := ReLUBNTrain(plan(t, small, PerChannel, int64(k.c), int64(k.n*k.h*k.w)), got); err != nil {
+		if err := ReLUBNTrain(small, got); err != nil {
 			t.Fatal(err)
 		}
 
@@ -109,7 +109,7 @@ func TestReLUBNAgainstTorch(t *testing.T) {
 		for n, v := range map[string][]float32{"x": b.X, "g": b.Gamma, "b": b.Beta, "rm": b.RunningMean, "rv": b.RunningVar} {
 			in[fmt.Sprint(n, i)] = slices.Clone(v)
 		}
-		if err := ReLUBNTrain(plan(t, H200, PerChannel, int64(k.c), int64(k.n*k.h*k.w)), b); err != nil {
+		if err := ReLUBNTrain(H200, b); err != nil {
 			t.Fatal(err)
 		}
 		runs = append(runs, b)

@@ -53,7 +53,7 @@ func TestBNTrainAgainstReference(t *testing.T) {
 		if _, err := bn.Forward(x, true); err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range launches(t, PerChannel, int64(k.c), int64(k.n*k.h*k.w)) {
+		for _, l := range bnFacts {
 			got := in
 			got.Y, got.BatchMean, got.BatchVar = make([]float32, len(in.X)), make([]float32, k.c), make([]float32, k.c)
 			got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
@@ -81,7 +81,7 @@ func TestBNEvalAgainstReference(t *testing.T) {
 		op, _ := ref.NewBatchNorm(train.BatchNormSpec{C: k.c})
 		y := read(t)(op.Forward(tensor(t, ref, in.X, k.n, k.c, k.h, k.w), in.Gamma, in.Beta,
 			slices.Clone(in.RunningMean), slices.Clone(in.RunningVar), false))
-		for _, l := range launches(t, Elementwise, int64(len(in.X)), 0) {
+		for _, l := range launches(t, PerRow, int64(k.n*k.c), int64(k.h*k.w)) {
 			got := in
 			got.Y = make([]float32, len(in.X))
 			if err := BNEval(l, got); err != nil {
@@ -140,7 +140,7 @@ func TestBNBwdAgainstReference(t *testing.T) {
 				dySum[ch] += math.Abs(float64(dy[i]))
 			}
 			worst := 0.0
-			for _, l := range launches(t, PerChannel, int64(k.c), int64(k.n*hw)) {
+			for _, l := range bnFacts {
 				g := BNGrad{DY: dy, X: in.X, Gamma: in.Gamma, BatchMean: bm, BatchVar: bv,
 					DX: make([]float32, len(dy)), DGamma: make([]float32, k.c), DBeta: make([]float32, k.c),
 					N: k.n, C: k.c, HW: hw, Eps: 1e-5, ReLUIn: reluIn}

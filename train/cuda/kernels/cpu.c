@@ -48,15 +48,23 @@ void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums) {
 	LAUNCH(g, b, ce_sums(rowstat, n, sums));
 }
 
-void cpu_relu_bn_train(int g, int b, const float *x, float *y, const float *gamma, const float *beta,
-		       float *bmean, float *bvar, float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw,
-		       float eps, float momentum) {
-	LAUNCH(g, b, relu_bn_train(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum));
+void cpu_bn_plane_sum(int g, int b, const float *x, double *part, const double *mean, int32_t n, int32_t c,
+		      int32_t hw, int32_t relu) {
+	LAUNCH(g, b, bn_plane_sum(x, part, mean, n, c, hw, relu));
 }
 
-void cpu_bn_train(int g, int b, const float *x, float *y, const float *gamma, const float *beta, float *bmean,
-		  float *bvar, float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum) {
-	LAUNCH(g, b, bn_train(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum));
+void cpu_bn_mean(int g, int b, const double *part, double *stat, int32_t n, int32_t c, int32_t hw) {
+	LAUNCH(g, b, bn_mean(part, stat, n, c, hw));
+}
+
+void cpu_bn_stats(int g, int b, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
+		  float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum) {
+	LAUNCH(g, b, bn_stats(part, stat, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum));
+}
+
+void cpu_bn_apply(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const double *stat,
+		  int32_t n, int32_t c, int32_t hw, int32_t relu) {
+	LAUNCH(g, b, bn_apply(x, y, gamma, beta, stat, n, c, hw, relu));
 }
 
 void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const float *rmean,
@@ -64,10 +72,20 @@ void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, con
 	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps));
 }
 
-void cpu_bn_bwd(int g, int b, const float *dy, const float *x, const float *gamma, const float *bmean,
-		const float *bvar, float *dx, float *dgamma, float *dbeta, int32_t n, int32_t c, int32_t hw, float eps,
-		int32_t relu_in) {
-	LAUNCH(g, b, bn_bwd(dy, x, gamma, bmean, bvar, dx, dgamma, dbeta, n, c, hw, eps, relu_in));
+void cpu_bn_bwd_sum(int g, int b, const float *dy, const float *x, const float *bmean, const float *bvar,
+		    double *part, int32_t n, int32_t c, int32_t hw, float eps, int32_t relu_in) {
+	LAUNCH(g, b, bn_bwd_sum(dy, x, bmean, bvar, part, n, c, hw, eps, relu_in));
+}
+
+void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dgamma, float *dbeta, int32_t n,
+		      int32_t c, int32_t hw) {
+	LAUNCH(g, b, bn_bwd_stats(part, stat, dgamma, dbeta, n, c, hw));
+}
+
+void cpu_bn_bwd_apply(int g, int b, const float *dy, const float *x, const float *gamma, const float *bmean,
+		      const float *bvar, const double *stat, float *dx, int32_t n, int32_t c, int32_t hw, float eps,
+		      int32_t relu_in) {
+	LAUNCH(g, b, bn_bwd_apply(dy, x, gamma, bmean, bvar, stat, dx, n, c, hw, eps, relu_in));
 }
 
 void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n) { LAUNCH(g, b, relu_fwd(x, y, n)); }
@@ -129,10 +147,14 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(amp_unscale, P(0), L(1), P(2), P(3))                                                 \
 	X(ce_loss, P(0), P(1), P(2), P(3), I(4), I(5), F(6), F(7), P(8), I(9), I(10), I(11))  \
 	X(ce_sums, P(0), I(1), P(2))                                                           \
-	X(relu_bn_train, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), F(12)) \
-	X(bn_train, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), F(12))      \
+	X(bn_plane_sum, P(0), P(1), P(2), I(3), I(4), I(5), I(6))                                        \
+	X(bn_mean, P(0), P(1), I(2), I(3), I(4))                                                         \
+	X(bn_stats, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), F(10))                   \
+	X(bn_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                                \
 	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9))                           \
-	X(bn_bwd, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12))        \
+	X(bn_bwd_sum, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), F(8), I(9))                        \
+	X(bn_bwd_stats, P(0), P(1), P(2), P(3), I(4), I(5), I(6))                                        \
+	X(bn_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), F(10), I(11))        \
 	X(relu_fwd, P(0), P(1), L(2))                                                                    \
 	X(relu_bwd, P(0), P(1), P(2), L(3))                                                              \
 	X(add, P(0), P(1), P(2), L(3))                                                                   \

@@ -136,19 +136,6 @@ func CESums(l Launch, rowstat []float32, n int, sums *[3]float64) error {
 	return nil
 }
 
-// ReLUBNTrain runs ReLU then BatchNorm in training mode.
-func ReLUBNTrain(l Launch, b BN) error {
-	nc := b.N * b.C * b.HW
-	if err := check(l, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C, len(b.BatchMean), b.C,
-		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
-		return err
-	}
-	C.cpu_relu_bn_train(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.X)), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
-		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.RunningMean)),
-		(*C.float)(fp(b.RunningVar)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.float(b.Momentum))
-	return nil
-}
-
 // LaunchCPU runs kernel name of kernels.cu's CPU build with launch l and
 // args, one 8-byte slot each, as cuLaunchKernel takes them on the GPU
 // (train/cuda's Arg): a pointer as its address, an i32 or a float32's bits
@@ -184,21 +171,52 @@ func dispatchTable() map[string]string {
 	return t
 }
 
-// BNTrain runs BatchNorm in training (without the ReLU).
-func BNTrain(l Launch, b BN) error {
+// BNTrain runs BatchNorm in training (without the ReLU) as the backend
+// launches it: bn_plane_sum, bn_mean, bn_plane_sum of the squared
+// deviations, bn_stats, bn_apply, each planned for f (the planes' and the
+// statistics' scratch allocated here).
+func BNTrain(f Facts, b BN) error { return bnTrain(f, b, false) }
+
+// ReLUBNTrain runs ReLU then BatchNorm in training: BNTrain over ReLU(x),
+// the ReLU applied as the values are read.
+func ReLUBNTrain(f Facts, b BN) error { return bnTrain(f, b, true) }
+
+// bnPlans are the launches of the BatchNorm kernels over n×c×hw: a block
+// per plane, a thread per channel.
+func bnPlans(f Facts, n, c, hw int) (rows, chans Launch, err error) {
+	if rows, err = f.Plan(PerRow, int64(n*c), int64(hw)); err != nil {
+		return
+	}
+	chans, err = f.Plan(Elementwise, int64(c), 0)
+	return
+}
+
+func bnTrain(f Facts, b BN, relu bool) error {
+	rows, chans, err := bnPlans(f, b.N, b.C, b.HW)
+	if err != nil {
+		return err
+	}
 	nc := b.N * b.C * b.HW
-	if err := check(l, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C, len(b.BatchMean), b.C,
+	if err := check(rows, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C, len(b.BatchMean), b.C,
 		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
-	C.cpu_bn_train(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.X)), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
-		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.RunningMean)),
-		(*C.float)(fp(b.RunningVar)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.float(b.Momentum))
+	part, stat := make([]float64, b.N*b.C), make([]float64, 2*b.C)
+	n, c, hw, r := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), b2i(relu)
+	x, pp, sp := (*C.float)(fp(b.X)), (*C.double)(fp(part)), (*C.double)(fp(stat))
+	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, nil, n, c, hw, r)
+	C.cpu_bn_mean(C.int(chans.Grid), C.int(chans.Block), pp, sp, n, c, hw)
+	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, sp, n, c, hw, r)
+	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
+		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum))
+	C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
+		(*C.float)(fp(b.Beta)), sp, n, c, hw, r)
 	return nil
 }
 
 // BNEval runs BatchNorm with the running statistics (b's BatchMean,
-// BatchVar and Momentum are not used).
+// BatchVar and Momentum are not used), l a PerRow launch over the n·c
+// planes.
 func BNEval(l Launch, b BN) error {
 	nc := b.N * b.C * b.HW
 	if err := check(l, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C,
@@ -211,16 +229,27 @@ func BNEval(l Launch, b BN) error {
 	return nil
 }
 
-// BNBwd runs BatchNorm's backward (and the ReLU's before it when ReLUIn).
-func BNBwd(l Launch, b BNGrad) error {
+// BNBwd runs BatchNorm's backward (and the ReLU's before it when ReLUIn)
+// as the backend launches it: bn_bwd_sum, bn_bwd_stats, bn_bwd_apply,
+// each planned for f.
+func BNBwd(f Facts, b BNGrad) error {
+	rows, chans, err := bnPlans(f, b.N, b.C, b.HW)
+	if err != nil {
+		return err
+	}
 	nc := b.N * b.C * b.HW
-	if err := check(l, len(b.DY), nc, len(b.X), nc, len(b.DX), nc, len(b.Gamma), b.C, len(b.BatchMean), b.C,
+	if err := check(rows, len(b.DY), nc, len(b.X), nc, len(b.DX), nc, len(b.Gamma), b.C, len(b.BatchMean), b.C,
 		len(b.BatchVar), b.C, len(b.DGamma), b.C, len(b.DBeta), b.C); err != nil {
 		return err
 	}
-	C.cpu_bn_bwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.DY)), (*C.float)(fp(b.X)), (*C.float)(fp(b.Gamma)),
-		(*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)), (*C.float)(fp(b.DX)), (*C.float)(fp(b.DGamma)),
-		(*C.float)(fp(b.DBeta)), C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), b2i(b.ReLUIn))
+	part, stat := make([]float64, 2*b.N*b.C), make([]float64, 2*b.C)
+	n, c, hw, r := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), b2i(b.ReLUIn)
+	dy, x, bm, bv := (*C.float)(fp(b.DY)), (*C.float)(fp(b.X)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar))
+	pp, sp := (*C.double)(fp(part)), (*C.double)(fp(stat))
+	C.cpu_bn_bwd_sum(C.int(rows.Grid), C.int(rows.Block), dy, x, bm, bv, pp, n, c, hw, C.float(b.Eps), r)
+	C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
+	C.cpu_bn_bwd_apply(C.int(rows.Grid), C.int(rows.Block), dy, x, (*C.float)(fp(b.Gamma)), bm, bv, sp,
+		(*C.float)(fp(b.DX)), n, c, hw, C.float(b.Eps), r)
 	return nil
 }
 

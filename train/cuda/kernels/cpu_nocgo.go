@@ -18,15 +18,15 @@ func CELoss(Launch, []float32, []int32, []float32, []float32, int, int, float32,
 	return ErrNoCPU
 }
 func CESums(Launch, []float32, int, *[3]float64) error { return ErrNoCPU }
-func ReLUBNTrain(Launch, BN) error                     { return ErrNoCPU }
+func ReLUBNTrain(Facts, BN) error                      { return ErrNoCPU }
 
 func LaunchCPU(string, Launch, []uint64) error { return ErrNoCPU }
 
 func dispatchTable() map[string]string { return nil }
 
-func BNTrain(Launch, BN) error                                     { return ErrNoCPU }
+func BNTrain(Facts, BN) error                                      { return ErrNoCPU }
 func BNEval(Launch, BN) error                                      { return ErrNoCPU }
-func BNBwd(Launch, BNGrad) error                                   { return ErrNoCPU }
+func BNBwd(Facts, BNGrad) error                                    { return ErrNoCPU }
 func ReLUFwd(Launch, []float32, []float32) error                   { return ErrNoCPU }
 func ReLUBwd(Launch, []float32, []float32, []float32) error        { return ErrNoCPU }
 func Add(Launch, []float32, []float32, []float32) error            { return ErrNoCPU }

@@ -24,6 +24,15 @@ func needCPU(t *testing.T) {
 // small are facts that make every plan stride: 2 SMs of 256 threads.
 var small = Facts{SMs: 2, MaxThreadsPerBlock: 256, MaxThreadsPerSM: 256}
 
+// bnFacts plan the BatchNorm sequences (a block per plane, a thread per
+// channel) with blocks of 32 to 256 threads and grids that stride or not.
+var bnFacts = []Facts{
+	{SMs: 1, MaxThreadsPerBlock: 32, MaxThreadsPerSM: 32},
+	{SMs: 3, MaxThreadsPerBlock: 64, MaxThreadsPerSM: 128},
+	small,
+	H200,
+}
+
 func plan(t *testing.T, f Facts, s Shape, items, size int64) Launch {
 	t.Helper()
 	l, err := f.Plan(s, items, size)

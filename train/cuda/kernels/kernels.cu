@@ -360,124 +360,157 @@ KERNEL ce_sums(const float *rowstat, i32 n, double *sums) {
 	END_THREADS
 }
 
-/* ---- ReLU then BatchNorm, training (ThinNet's order: conv, ReLU, BN) ---- */
+/* ---- BatchNorm over planes (ThinNet's order: conv, ReLU, BN) ---- */
 
+/* relu_f: max(v, 0), a NaN kept (Go's max, the reference's ReLU). */
 DEVICE float relu_f(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }
 
 /* act_f: v, or relu_f(v) when relu != 0. */
 DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
 
-/* bn_train_body: y = gamma*(r - mean)/sqrt(var + eps) + beta with r =
- * ReLU(x) when relu != 0, else r = x; x NCHW, the batch's mean and biased
- * variance per channel (in double, as the reference backend), written to
- * bmean and bvar; the running statistics updated as train.BatchNorm2D
- * does: running = (1-m)*running + m*batch, the variance unbiased by
- * cnt/(cnt-1). One block per channel. */
-DEVICE void bn_train_body(const float *x, float *y, const float *gamma, const float *beta,
-			  float *bmean, float *bvar, float *rmean, float *rvar,
-			  i32 n, i32 c, i32 hw, float eps, float momentum, int relu) {
+/* A channel's statistics of an NCHW tensor are reduced in two levels, so
+ * that a launch has work for every multiprocessor whatever the channel
+ * count (one block a channel left most of an H200 idle: 64 blocks for
+ * ResNet-18's first BatchNorm, each looping over 3.2 million values) and
+ * no element pays a 64-bit division to find its channel:
+ *   - a block per plane (the n·c planes of hw contiguous values; PerRow,
+ *     rows = n·c, cols = hw) sums in double, in tree order, into part;
+ *   - a thread per channel (Elementwise over c) adds its n planes'
+ *     partial sums in plane order.
+ * The sums are double (as the reference backend's), so the order moves a
+ * float32 result by at most an ulp. Training is bn_plane_sum, bn_mean,
+ * bn_plane_sum again (squared deviations from that mean), bn_stats,
+ * bn_apply; the backward bn_bwd_sum, bn_bwd_stats, bn_bwd_apply. stat holds
+ * 2·c doubles: the channel's mean (or dy's mean) in [0, c), its inverse
+ * standard deviation (or dy·x-hat's mean) in [c, 2c). */
+
+/* bn_plane_sum: part[p] = the sum over plane p of act(x), or, with mean
+ * not NULL, of (act(x) - mean[p % c])^2. */
+KERNEL bn_plane_sum(const float *x, double *part, const double *mean, i32 n, i32 c, i32 hw, i32 relu) {
 	SHARED double sh[MAXB];
-	SHARED double mean, invsd;
-	const i64 cnt = (i64)n * hw;
-	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
+	const i64 planes = (i64)n * c;
+	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
+		const float *xp = x + p * hw;
 		double s = 0;
-		for (i64 i = t; i < cnt; i += BLOCK_DIM)
-			s += act_f(x[((i / hw) * c + ch) * hw + i % hw], relu);
+		if (mean) {
+			const double m = mean[p % c];
+			for (i32 i = t; i < hw; i += BLOCK_DIM) {
+				double d = act_f(xp[i], relu) - m;
+				s += d * d;
+			}
+		} else {
+			for (i32 i = t; i < hw; i += BLOCK_DIM)
+				s += act_f(xp[i], relu);
+		}
 		sh[t] = s;
 		END_THREADS
 		SYNC
 		reduce_sum_d(sh);
 		THREADS(t)
 		if (t == 0)
-			mean = sh[0] / (double)cnt;
-		END_THREADS
-		SYNC
-		THREADS(t)
-		double s = 0;
-		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
-			double d = act_f(x[((i / hw) * c + ch) * hw + i % hw], relu) - mean;
-			s += d * d;
-		}
-		sh[t] = s;
-		END_THREADS
-		SYNC
-		reduce_sum_d(sh);
-		THREADS(t)
-		if (t == 0) {
-			double var = sh[0] / (double)cnt;
-			invsd = 1.0 / sqrt(var + (double)eps);
-			float bm = (float)mean, bv = (float)var;
-			float cntf = (float)cnt;
-			float unbias = cntf / (cntf - 1.0f > 1.0f ? cntf - 1.0f : 1.0f);
-			bmean[ch] = bm;
-			bvar[ch] = bv;
-			rmean[ch] = (1.0f - momentum) * rmean[ch] + momentum * bm;
-			rvar[ch] = (1.0f - momentum) * rvar[ch] + momentum * bv * unbias;
-		}
-		END_THREADS
-		SYNC
-		THREADS(t)
-		const double g = gamma[ch], b = beta[ch];
-		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
-			i64 at = ((i / hw) * c + ch) * hw + i % hw;
-			y[at] = (float)(g * (act_f(x[at], relu) - mean) * invsd + b);
-		}
+			part[p] = sh[0];
 		END_THREADS
 		SYNC
 	}
 }
 
-/* relu_bn_train: ReLU then BatchNorm in training (bn_train_body). */
-KERNEL relu_bn_train(const float *x, float *y, const float *gamma, const float *beta,
-		     float *bmean, float *bvar, float *rmean, float *rvar,
-		     i32 n, i32 c, i32 hw, float eps, float momentum) {
-	bn_train_body(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, 1);
+/* bn_mean: stat[ch] = the mean of channel ch from its planes' sums. */
+KERNEL bn_mean(const double *part, double *stat, i32 n, i32 c, i32 hw) {
+	FOR_EACH(ch, c) {
+		double s = 0;
+		for (i32 i = 0; i < n; i++)
+			s += part[(i64)i * c + ch];
+		stat[ch] = s / (double)((i64)n * hw);
+	}
 }
 
-/* bn_train: BatchNorm in training without the ReLU (bn_train_body). */
-KERNEL bn_train(const float *x, float *y, const float *gamma, const float *beta,
-		float *bmean, float *bvar, float *rmean, float *rvar,
+/* bn_stats: from the planes' squared deviations, the biased variance and
+ * stat[c + ch] = 1/sqrt(var + eps); the batch's mean and variance as
+ * float32 into bmean, bvar; the running statistics updated as
+ * train.BatchNorm2D does: running = (1-m)*running + m*batch, the variance
+ * unbiased by cnt/(cnt-1). */
+KERNEL bn_stats(const double *part, double *stat, float *bmean, float *bvar, float *rmean, float *rvar,
 		i32 n, i32 c, i32 hw, float eps, float momentum) {
-	bn_train_body(x, y, gamma, beta, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, 0);
+	FOR_EACH(ch, c) {
+		const i64 cnt = (i64)n * hw;
+		double s = 0;
+		for (i32 i = 0; i < n; i++)
+			s += part[(i64)i * c + ch];
+		const double var = s / (double)cnt;
+		stat[c + ch] = 1.0 / sqrt(var + (double)eps);
+		const float bm = (float)stat[ch], bv = (float)var;
+		const float cntf = (float)cnt;
+		const float unbias = cntf / (cntf - 1.0f > 1.0f ? cntf - 1.0f : 1.0f);
+		bmean[ch] = bm;
+		bvar[ch] = bv;
+		rmean[ch] = (1.0f - momentum) * rmean[ch] + momentum * bm;
+		rvar[ch] = (1.0f - momentum) * rvar[ch] + momentum * bv * unbias;
+	}
+}
+
+/* bn_apply: y = gamma*(act(x) - mean)*invsd + beta, plane by plane, mean
+ * and invsd from stat (bn_stats). */
+KERNEL bn_apply(const float *x, float *y, const float *gamma, const float *beta, const double *stat,
+		i32 n, i32 c, i32 hw, i32 relu) {
+	const i64 planes = (i64)n * c;
+	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
+		THREADS(t)
+		const i64 ch = p % c;
+		const double g = gamma[ch], b = beta[ch], m = stat[ch], invsd = stat[c + ch];
+		const float *xp = x + p * hw;
+		float *yp = y + p * hw;
+		for (i32 i = t; i < hw; i += BLOCK_DIM)
+			yp[i] = (float)(g * (act_f(xp[i], relu) - m) * invsd + b);
+		END_THREADS
+	}
 }
 
 /* bn_eval: BatchNorm with the running statistics, as the reference
- * backend's eval Forward: y = gamma*(x - mean)*invsd + beta in double,
- * invsd = 1/sqrt(var + eps), mean and var the float32 running statistics. */
+ * backend's eval Forward, plane by plane: y = gamma*(x - mean)*invsd +
+ * beta in double, invsd = 1/sqrt(var + eps), mean and var the float32
+ * running statistics. */
 KERNEL bn_eval(const float *x, float *y, const float *gamma, const float *beta,
 	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps) {
-	FOR_EACH(i, (i64)n * c * hw) {
-		i64 ch = (i / hw) % c;
+	const i64 planes = (i64)n * c;
+	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
+		THREADS(t)
+		const i64 ch = p % c;
 		const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
 		const double g = gamma[ch], b = beta[ch];
-		y[i] = (float)(g * ((double)x[i] - m) * invsd + b);
+		const float *xp = x + p * hw;
+		float *yp = y + p * hw;
+		for (i32 i = t; i < hw; i += BLOCK_DIM)
+			yp[i] = (float)(g * ((double)xp[i] - m) * invsd + b);
+		END_THREADS
 	}
 }
 
-/* bn_bwd: BatchNorm's backward after bn_train (relu_in = 0) or
- * relu_bn_train (relu_in != 0: x is the input before the ReLU; x-hat is
+/* BatchNorm's backward, after a training forward over x (relu_in = 0) or
+ * over ReLU(x) (relu_in != 0: x is the input before the ReLU; x-hat is
  * computed from relu(x) and dx is 0 where the ReLU masked, x > 0 false),
  * as the reference backend's BatchNorm (and ReLU) backward, from the
  * batch's float32 mean and biased variance the forward wrote:
  *   x-hat = (r - mean)*invsd, invsd = 1/sqrt(var + eps)
- *   dbeta = sum dy, dgamma = sum dy*x-hat  (double, tree order)
- *   dx = gamma*invsd*(dy - dbeta/M - x-hat*dgamma/M), M = n*hw.
- * One block per channel. */
-KERNEL bn_bwd(const float *dy, const float *x, const float *gamma, const float *bmean, const float *bvar,
-	      float *dx, float *dgamma, float *dbeta, i32 n, i32 c, i32 hw, float eps, i32 relu_in) {
+ *   dbeta = sum dy, dgamma = sum dy*x-hat  (double)
+ *   dx = gamma*invsd*(dy - dbeta/M - x-hat*dgamma/M), M = n*hw. */
+
+/* bn_bwd_sum: part[p] = the sum of dy over plane p, part[n·c + p] that of
+ * dy*x-hat. */
+KERNEL bn_bwd_sum(const float *dy, const float *x, const float *bmean, const float *bvar, double *part,
+		  i32 n, i32 c, i32 hw, float eps, i32 relu_in) {
 	SHARED double sh[2 * MAXB];
-	SHARED double g1, g2;
-	const i64 cnt = (i64)n * hw;
-	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
-		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
+	const i64 planes = (i64)n * c;
+	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
+		const i64 ch = p % c;
+		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
+		const float *dyp = dy + p * hw, *xp = x + p * hw;
 		double sdy = 0, sdyx = 0;
-		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
-			i64 at = ((i / hw) * c + ch) * hw + i % hw;
-			double g = dy[at];
+		for (i32 i = t; i < hw; i += BLOCK_DIM) {
+			double g = dyp[i];
 			sdy += g;
-			sdyx += g * ((double)act_f(x[at], relu_in) - m) * inv;
+			sdyx += g * ((double)act_f(xp[i], relu_in) - m) * inv;
 		}
 		sh[t] = sdy;
 		sh[MAXB + t] = sdyx;
@@ -487,27 +520,53 @@ KERNEL bn_bwd(const float *dy, const float *x, const float *gamma, const float *
 		reduce_sum_d(sh + MAXB);
 		THREADS(t)
 		if (t == 0) {
-			dbeta[ch] = (float)sh[0];
-			dgamma[ch] = (float)sh[MAXB];
-			g1 = sh[0] / (double)cnt;
-			g2 = sh[MAXB] / (double)cnt;
+			part[p] = sh[0];
+			part[planes + p] = sh[MAXB];
 		}
 		END_THREADS
 		SYNC
+	}
+}
+
+/* bn_bwd_stats: per channel, dbeta and dgamma (float32) from the planes'
+ * sums in plane order, and stat[ch] = dbeta/M, stat[c + ch] = dgamma/M in
+ * double. */
+KERNEL bn_bwd_stats(const double *part, double *stat, float *dgamma, float *dbeta, i32 n, i32 c, i32 hw) {
+	FOR_EACH(ch, c) {
+		const i64 planes = (i64)n * c, cnt = (i64)n * hw;
+		double sdy = 0, sdyx = 0;
+		for (i32 i = 0; i < n; i++) {
+			sdy += part[(i64)i * c + ch];
+			sdyx += part[planes + (i64)i * c + ch];
+		}
+		dbeta[ch] = (float)sdy;
+		dgamma[ch] = (float)sdyx;
+		stat[ch] = sdy / (double)cnt;
+		stat[c + ch] = sdyx / (double)cnt;
+	}
+}
+
+/* bn_bwd_apply: dx, plane by plane, from stat (bn_bwd_stats). */
+KERNEL bn_bwd_apply(const float *dy, const float *x, const float *gamma, const float *bmean, const float *bvar,
+		    const double *stat, float *dx, i32 n, i32 c, i32 hw, float eps, i32 relu_in) {
+	const i64 planes = (i64)n * c;
+	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
-		const double k = (double)gamma[ch] * inv;
-		for (i64 i = t; i < cnt; i += BLOCK_DIM) {
-			i64 at = ((i / hw) * c + ch) * hw + i % hw;
-			float v = x[at];
+		const i64 ch = p % c;
+		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
+		const double k = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
+		const float *dyp = dy + p * hw, *xp = x + p * hw;
+		float *dxp = dx + p * hw;
+		for (i32 i = t; i < hw; i += BLOCK_DIM) {
+			float v = xp[i];
 			if (relu_in && !(v > 0.0f)) {
-				dx[at] = 0.0f;
+				dxp[i] = 0.0f;
 				continue;
 			}
 			double xh = ((double)act_f(v, relu_in) - m) * inv;
-			dx[at] = (float)(k * ((double)dy[at] - g1 - xh * g2));
+			dxp[i] = (float)(k * ((double)dyp[i] - g1 - xh * g2));
 		}
 		END_THREADS
-		SYNC
 	}
 }
 

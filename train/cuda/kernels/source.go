@@ -10,13 +10,15 @@
 // parameters, the GradScaler's unscale and finite check (torch's
 // _amp_foreach_non_finite_check_and_unscale_), softmax cross-entropy with
 // label smoothing (gradient and per-row loss, top-1, top-5, then their
-// per-batch sums in double), and ReLU then BatchNorm in training
-// (ThinNet's order), updating the running statistics. Around the
+// per-batch sums in double), and BatchNorm in training (after a ReLU in
+// ThinNet's order, or not), updating the running statistics, reduced in
+// two levels (a block per plane, then a thread per channel) so that a
+// launch fills the device whatever the channel count. Around the
 // convolutions and matrix products of cuDNN and cuBLAS, as the reference
 // backend computes them: ReLU forward and backward, add, bias and fused
 // ReLU in place, the bias gradient (per channel, in double), BatchNorm in
-// training without the ReLU, in evaluation, and its backward (with the
-// ReLU before it in the same pass after relu_bn_train), max pooling (the
+// evaluation, and its backward (with the ReLU before it in the same pass
+// when the forward read ReLU(x)), max pooling (the
 // argmax kept) and average pooling (both divisor rules), their backward
 // as gathers over the inputs (deterministic, no atomics), and the EMA
 // update, swap, copy and fill of flat weight buffers.
@@ -104,10 +106,14 @@ var Kernels = []Kernel{
 	{"amp_unscale", Elementwise},
 	{"ce_loss", PerRow},
 	{"ce_sums", Single},
-	{"relu_bn_train", PerChannel},
-	{"bn_train", PerChannel},
-	{"bn_eval", Elementwise},
-	{"bn_bwd", PerChannel},
+	{"bn_plane_sum", PerRow}, // rows: the n·c planes
+	{"bn_mean", Elementwise}, // over the channels
+	{"bn_stats", Elementwise},
+	{"bn_apply", PerRow},
+	{"bn_eval", PerRow},
+	{"bn_bwd_sum", PerRow},
+	{"bn_bwd_stats", Elementwise},
+	{"bn_bwd_apply", PerRow},
 	{"relu_fwd", Elementwise},
 	{"relu_bwd", Elementwise},
 	{"add", Elementwise},
