@@ -191,7 +191,7 @@ func (b *Backend) to16(s *buf16, src uint64, n, c, hw int) (uint64, error) {
 	if b.prec == train.Float16 {
 		name = "cast_nchw_nhwc_f16"
 	}
-	return s.p, b.run(name, kernels.Elementwise, n*c*hw, 0, src, s.p, i32(n), i32(c), i32(hw))
+	return s.p, b.run(name, kernels.PerRow, kernels.CastTiles(n, c, hw), kernels.TileValues, src, s.p, i32(n), i32(c), i32(hw))
 }
 
 // from16 casts a convolution's 16-bit result at src (laid out as to16
@@ -204,7 +204,7 @@ func (b *Backend) from16(dst, src uint64, n, c, hw int) error {
 	if b.prec == train.Float16 {
 		name = "cast_nhwc_nchw_f16"
 	}
-	return b.run(name, kernels.Elementwise, n*c*hw, 0, src, dst, i32(n), i32(c), i32(hw))
+	return b.run(name, kernels.PerRow, kernels.CastTiles(n, c, hw), kernels.TileValues, src, dst, i32(n), i32(c), i32(hw))
 }
 
 // weights16 is a convolution's 16-bit filter (k×c×rr values of wt at wp):

@@ -194,6 +194,7 @@ func TestGPUKernels(t *testing.T) {
 			gpuCE(t, d, m, r, s.name, s.n, s.classes)
 			gpuBN(t, d, m, r, s.name, s.bnN, s.bnC, s.bnHW)
 			gpuLayers(t, d, m, r, s.name, s.bnN, s.bnC, s.bnHW)
+			gpuChannelsLast(t, d, m, r, s.name, s.bnN, s.bnC, s.bnHW)
 		})
 	}
 }
@@ -228,6 +229,42 @@ func gpuCasts(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n i
 		row(t, c.back, size, ms2, fmt.Sprintf("%d ulp", maxULP(gf, wf)), maxULP(gf, wf) == 0)
 		d.Free(h)
 		d.Free(f)
+	}
+}
+
+// gpuChannelsLast runs the channels_last casts (float NCHW to 16-bit NHWC
+// and back, 32×32 tiles through shared memory) on the GPU and on the CPU
+// build by name (kernels.LaunchCPU on pinned copies), bit for bit.
+func gpuChannelsLast(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, hw int) {
+	total := n * c * hw
+	x := randn(r, total, 100)
+	l := plan(t, d, kernels.PerRow, int64(kernels.CastTiles(n, c, hw)), kernels.TileValues)
+	size := fmt.Sprintf("%s %dx%dx%d", step, n, c, hw)
+	in := upload(t, d, x)
+	defer d.Free(in)
+	N, C, HW := I32(int32(n)), I32(int32(c)), I32(int32(hw))
+	for _, p := range []string{"f16", "bf16"} {
+		h, err := d.Alloc(2 * total)
+		must(t, err)
+		f, err := d.Alloc(4 * total)
+		must(t, err)
+		ms := launch(t, m, "cast_nchw_nhwc_"+p, l, Ptr(in), Ptr(h), N, C, HW)
+		ms2 := launch(t, m, "cast_nhwc_nchw_"+p, l, Ptr(h), Ptr(f), N, C, HW)
+		gh, gf := download[uint16](t, d, h, total), download[float32](t, d, f, total)
+		d.Free(h)
+		d.Free(f)
+		wh, wf := make([]uint16, total), make([]float32, total)
+		var pin runtime.Pinner
+		pin.Pin(&x[0])
+		pin.Pin(&wh[0])
+		pin.Pin(&wf[0])
+		slot := func(a Arg) uint64 { return a.v }
+		dims := []uint64{slot(N), slot(C), slot(HW)}
+		must(t, kernels.LaunchCPU("cast_nchw_nhwc_"+p, l, append([]uint64{uint64(uintptr(unsafe.Pointer(&x[0]))), uint64(uintptr(unsafe.Pointer(&wh[0])))}, dims...)))
+		must(t, kernels.LaunchCPU("cast_nhwc_nchw_"+p, l, append([]uint64{uint64(uintptr(unsafe.Pointer(&wh[0]))), uint64(uintptr(unsafe.Pointer(&wf[0])))}, dims...)))
+		pin.Unpin()
+		row(t, "cast_nchw_nhwc_"+p, size, ms, fmt.Sprintf("%d of %d bits differ", countDiff(gh, wh), total), slices.Equal(gh, wh))
+		row(t, "cast_nhwc_nchw_"+p, size, ms2, fmt.Sprintf("%d ulp", maxULP(gf, wf)), maxULP(gf, wf) == 0)
 	}
 }
 

@@ -131,7 +131,7 @@ save("bf", x.bfloat16().float())
 // The channels_last casts (cast_nchw_nhwc_*, cast_nhwc_nchw_*) are the
 // plain casts with the values moved NCHW ↔ NHWC: against the plain casts'
 // results transposed in Go, bit for bit, at shapes where c and hw differ
-// (a swapped index shows), every launch.
+// (a swapped index shows), whole and partial 32×32 tiles, every launch.
 func TestCastChannelsLast(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(41, 3))
@@ -141,7 +141,7 @@ func TestCastChannelsLast(t *testing.T) {
 		widen func(Launch, []uint16, []float32) error
 	}
 	for _, k := range []cast{{"f16", CastF32F16, CastF16F32}, {"bf16", CastF32BF16, CastBF16F32}} {
-		for _, s := range [][3]int{{2, 3, 5}, {3, 64, 49}, {1, 7, 1}, {4, 1, 9}, {2, 16, 9 * 9}} {
+		for _, s := range [][3]int{{2, 3, 5}, {3, 64, 49}, {1, 7, 1}, {4, 1, 9}, {2, 16, 9 * 9}, {2, 40, 70}, {1, 33, 32}, {2, 64, 64}} {
 			n, c, hw := s[0], s[1], s[2]
 			total := n * c * hw
 			in := specials(r, randn(r, total, 100))
@@ -169,7 +169,7 @@ func TestCastChannelsLast(t *testing.T) {
 					}
 				}
 			}
-			for _, l := range launches(t, Elementwise, int64(total), 0) {
+			for _, l := range launches(t, PerRow, int64(CastTiles(n, c, hw)), TileValues) {
 				got := make([]uint16, total)
 				if err := LaunchCPU("cast_nchw_nhwc_"+k.name, l, []uint64{ptrSlot(in), ptrSlot(got), i32Slot(n), i32Slot(c), i32Slot(hw)}); err != nil {
 					t.Fatal(err)

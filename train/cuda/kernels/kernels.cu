@@ -95,44 +95,91 @@ KERNEL cast_bf16_f32(const u16 *in, float *out, i64 n) {
 /* The casts around a channels_last convolution (BackendOptions.ChannelsLast):
  * float NCHW to 16-bit NHWC, and 16-bit NHWC back to float NCHW, each
  * value rounded or widened as the plain casts do; a filter KCRS <-> KRSC
- * is the same with n = K, c = C, hw = R*R. Indexed by the output, whose
- * writes coalesce. */
-DEVICE void nhwc_at(i64 i, i64 c, i64 hw, i64 *src) {
-	const i64 chw = c * hw, b = i / chw, r = i - b * chw, p = r / c, ch = r - p * c;
-	*src = b * chw + ch * hw + p;
+ * is the same with n = K, c = C, hw = R*R. A transpose of each image's
+ * c x hw matrix, a tile of TILE channels x TILE positions at a time
+ * through SHARED memory: read along the input's contiguous dimension and
+ * written along the output's, so both coalesce, with no division per
+ * value (indexing each value by the output cost three 64-bit divisions).
+ * PerRow launches, a row per tile: cast_tiles(n, c, hw) of them
+ * (kernels.CastTiles). */
+#define TILE 32
+
+DEVICE i64 cast_tiles(i64 n, i64 c, i64 hw) { return n * ((c + TILE - 1) / TILE) * ((hw + TILE - 1) / TILE); }
+
+/* tile_at: tile k's image b, first channel c0 and first position p0. */
+DEVICE void tile_at(i64 k, i64 c, i64 hw, i64 *b, i64 *c0, i64 *p0) {
+	const i64 tc = (c + TILE - 1) / TILE, tp = (hw + TILE - 1) / TILE;
+	const i64 bb = k / (tc * tp), r = k - bb * tc * tp;
+	*b = bb;
+	*c0 = (r / tp) * TILE;
+	*p0 = (r - (r / tp) * tp) * TILE;
 }
-DEVICE void nchw_at(i64 i, i64 c, i64 hw, i64 *src) {
-	const i64 chw = c * hw, b = i / chw, r = i - b * chw, ch = r / hw, p = r - ch * hw;
-	*src = b * chw + p * c + ch;
-}
-KERNEL cast_nchw_nhwc_f16(const float *in, u16 *out, i32 n, i32 c, i32 hw) {
-	FOR_EACH(i, (i64)n * c * hw) {
-		i64 s;
-		nhwc_at(i, c, hw, &s);
-		out[i] = f32_to_f16(in[s]);
+
+/* to_nhwc: in (float NCHW) to out (16-bit NHWC: bf16 when bf16 != 0, else
+ * fp16). */
+DEVICE void to_nhwc(const float *in, u16 *out, i32 n, i32 c, i32 hw, int bf16) {
+	SHARED float tile[TILE][TILE + 1];
+	const i64 tiles = cast_tiles(n, c, hw);
+	for (i64 k = BLOCK_IDX; k < tiles; k += GRID_DIM) {
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* channel c0+r, position p0+q */
+			if (c0 + r < c && p0 + q < hw)
+				tile[r][q] = in[(b * c + c0 + r) * hw + p0 + q];
+		}
+		END_THREADS
+		SYNC
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* position p0+r, channel c0+q */
+			if (p0 + r < hw && c0 + q < c) {
+				const float v = tile[q][r];
+				out[(b * hw + p0 + r) * c + c0 + q] = bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+			}
+		}
+		END_THREADS
+		SYNC
 	}
 }
-KERNEL cast_nhwc_nchw_f16(const u16 *in, float *out, i32 n, i32 c, i32 hw) {
-	FOR_EACH(i, (i64)n * c * hw) {
-		i64 s;
-		nchw_at(i, c, hw, &s);
-		out[i] = f16_to_f32(in[s]);
+
+/* to_nchw: in (16-bit NHWC) to out (float NCHW), widened exactly. */
+DEVICE void to_nchw(const u16 *in, float *out, i32 n, i32 c, i32 hw, int bf16) {
+	SHARED float tile[TILE][TILE + 1];
+	const i64 tiles = cast_tiles(n, c, hw);
+	for (i64 k = BLOCK_IDX; k < tiles; k += GRID_DIM) {
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* position p0+r, channel c0+q */
+			if (p0 + r < hw && c0 + q < c) {
+				const u16 h = in[(b * hw + p0 + r) * c + c0 + q];
+				tile[r][q] = bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+			}
+		}
+		END_THREADS
+		SYNC
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* channel c0+r, position p0+q */
+			if (c0 + r < c && p0 + q < hw)
+				out[(b * c + c0 + r) * hw + p0 + q] = tile[q][r];
+		}
+		END_THREADS
+		SYNC
 	}
 }
-KERNEL cast_nchw_nhwc_bf16(const float *in, u16 *out, i32 n, i32 c, i32 hw) {
-	FOR_EACH(i, (i64)n * c * hw) {
-		i64 s;
-		nhwc_at(i, c, hw, &s);
-		out[i] = f32_to_bf16(in[s]);
-	}
-}
-KERNEL cast_nhwc_nchw_bf16(const u16 *in, float *out, i32 n, i32 c, i32 hw) {
-	FOR_EACH(i, (i64)n * c * hw) {
-		i64 s;
-		nchw_at(i, c, hw, &s);
-		out[i] = bf16_to_f32(in[s]);
-	}
-}
+
+KERNEL cast_nchw_nhwc_f16(const float *in, u16 *out, i32 n, i32 c, i32 hw) { to_nhwc(in, out, n, c, hw, 0); }
+KERNEL cast_nhwc_nchw_f16(const u16 *in, float *out, i32 n, i32 c, i32 hw) { to_nchw(in, out, n, c, hw, 0); }
+KERNEL cast_nchw_nhwc_bf16(const float *in, u16 *out, i32 n, i32 c, i32 hw) { to_nhwc(in, out, n, c, hw, 1); }
+KERNEL cast_nhwc_nchw_bf16(const u16 *in, float *out, i32 n, i32 c, i32 hw) { to_nchw(in, out, n, c, hw, 1); }
 
 /* ---- input ---- */
 

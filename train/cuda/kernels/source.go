@@ -57,6 +57,15 @@ var gpuPrelude string
 // numbers in NVRTC's log are kernels.cu's).
 func GPUSource() string { return gpuPrelude + "#line 1 \"kernels.cu\"\n" + Source }
 
+// TileValues is the values of one tile of the channels_last casts
+// (kernels.cu's TILE²): a PerRow launch of them is planned with rows =
+// CastTiles(n, c, hw) and cols = TileValues.
+const TileValues = 32 * 32
+
+// CastTiles is the number of tiles the channels_last casts move n images
+// of c channels × hw positions in (kernels.cu's cast_tiles).
+func CastTiles(n, c, hw int) int { return n * ((c + 31) / 32) * ((hw + 31) / 32) }
+
 // MaxBlock is the largest block the kernels take (their SHARED arrays'
 // size, kernels.cu's MAXB); a block is a power of two.
 const MaxBlock = 256
@@ -97,10 +106,10 @@ var Kernels = []Kernel{
 	{"cast_f16_f32", Elementwise},
 	{"cast_f32_bf16", Elementwise},
 	{"cast_bf16_f32", Elementwise},
-	{"cast_nchw_nhwc_f16", Elementwise},
-	{"cast_nhwc_nchw_f16", Elementwise},
-	{"cast_nchw_nhwc_bf16", Elementwise},
-	{"cast_nhwc_nchw_bf16", Elementwise},
+	{"cast_nchw_nhwc_f16", PerRow}, // rows: CastTiles tiles of TileValues
+	{"cast_nhwc_nchw_f16", PerRow},
+	{"cast_nchw_nhwc_bf16", PerRow},
+	{"cast_nhwc_nchw_bf16", PerRow},
 	{"normalize_u8", Elementwise},
 	{"sgd", Elementwise},
 	{"amp_unscale", Elementwise},
