@@ -285,7 +285,7 @@ func gpuNormalize(t *testing.T, d *Device, m *Module, r *rand.Rand, step string,
 	}
 	scale := []float32{1 / (255 * 0.229), 1 / (255 * 0.224), 1 / (255 * 0.225)}
 	shift := []float32{-0.485 / 0.229, -0.456 / 0.224, -0.406 / 0.225}
-	l := plan(t, d, kernels.Elementwise, int64(len(px)), 0)
+	l := plan(t, d, kernels.PerRow, int64(n*c), int64(h*w))
 	in, sc, sh := upload(t, d, px), upload(t, d, scale), upload(t, d, shift)
 	out, err := d.Alloc(4 * len(px))
 	must(t, err)

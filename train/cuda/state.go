@@ -715,7 +715,7 @@ func (in *byteInput) normalize(src, dst uint64, n, c, h, w int, mean, std []floa
 	if flip {
 		mode |= kernels.NormFlip
 	}
-	return in.b.run("normalize_u8", kernels.Elementwise, n*h*w*c, 0, src, dst, in.scale.p, in.shift.p, i32(n), i32(c), i32(h), i32(w), i32(int(mode)))
+	return in.b.run("normalize_u8", kernels.PerRow, n*c, h*w, src, dst, in.scale.p, in.shift.p, i32(n), i32(c), i32(h), i32(w), i32(int(mode)))
 }
 
 // NewDeviceInput implements train.DeviceInputBackend: rows already in

@@ -195,18 +195,26 @@ KERNEL cast_nhwc_nchw_bf16(const u16 *in, float *out, i32 n, i32 c, i32 hw) { to
 #define NORM_FLIP 4
 KERNEL normalize_u8(const u8 *in, float *out, const float *a, const float *b,
 		    i32 n, i32 c, i32 h, i32 w, i32 mode) {
-	const i64 hw = (i64)h * w;
-	FOR_EACH(i, (i64)n * c * hw) {
-		i64 p = i % hw;
-		i64 ch = (i / hw) % c;
-		i64 img = i / (hw * c);
-		if (mode & NORM_FLIP)
-			p += w - 1 - 2 * (p % w);
-		float v = (float)in[(mode & NORM_CHW) ? (img * c + ch) * hw + p : (img * hw + p) * c + ch];
-		if (mode & NORM_DIV)
-			out[i] = (v / 255.0f - a[ch]) / b[ch];
-		else
-			out[i] = v * a[ch] + b[ch];
+	/* A block per output plane (PerRow over the n·c planes of h·w): the
+	 * image and channel found once a plane, not per value. */
+	const i32 hw = h * w;
+	const i64 planes = (i64)n * c;
+	for (i64 pl = BLOCK_IDX; pl < planes; pl += GRID_DIM) {
+		THREADS(t)
+		const i64 img = pl / c, ch = pl - img * c;
+		const float ac = a[ch], bc = b[ch];
+		float *o = out + pl * hw;
+		for (i32 p = t; p < hw; p += BLOCK_DIM) {
+			i32 q = p;
+			if (mode & NORM_FLIP)
+				q += w - 1 - 2 * (p % w);
+			const float v = (float)in[(mode & NORM_CHW) ? pl * hw + q : (img * hw + q) * c + ch];
+			if (mode & NORM_DIV)
+				o[p] = (v / 255.0f - ac) / bc;
+			else
+				o[p] = v * ac + bc;
+		}
+		END_THREADS
 	}
 }
 

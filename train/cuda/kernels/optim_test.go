@@ -207,7 +207,7 @@ func TestNormalizeU8(t *testing.T) {
 		scale[i], shift[i] = 1/(255*std), -mean/std
 	}
 	got := make([]float32, len(hwc))
-	if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, scale, shift, n, c, h, w, 0); err != nil {
+	if err := NormalizeU8(plan(t, small, PerRow, int64(n*c), int64(h*w)), hwc, got, scale, shift, n, c, h, w, 0); err != nil {
 		t.Fatal(err)
 	}
 	if dd := compare(got, want); dd.ulps != 0 {
@@ -240,7 +240,7 @@ func TestNormalizeU8Torch(t *testing.T) {
 			}
 		}
 		got := make([]float32, len(hwc))
-		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, got, mean[:c], std[:c], n, c, h, w, NormDiv); err != nil {
+		if err := NormalizeU8(plan(t, small, PerRow, int64(n*c), int64(h*w)), hwc, got, mean[:c], std[:c], n, c, h, w, NormDiv); err != nil {
 			t.Fatal(err)
 		}
 		if dd := compare(got, want); dd.ulps != 0 {
@@ -252,7 +252,7 @@ func TestNormalizeU8Torch(t *testing.T) {
 			scale[i], shift[i] = 1/(255*std[i]), -mean[i]/std[i]
 		}
 		other := make([]float32, len(hwc))
-		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), hwc, other, scale, shift, n, c, h, w, 0); err != nil {
+		if err := NormalizeU8(plan(t, small, PerRow, int64(n*c), int64(h*w)), hwc, other, scale, shift, n, c, h, w, 0); err != nil {
 			t.Fatal(err)
 		}
 		if compare(other, want).ulps == 0 {
@@ -378,22 +378,27 @@ func TestNormalizeU8Modes(t *testing.T) {
 	for i := range c {
 		scale[i], shift[i] = 1/(255*std[i]), -mean[i]/std[i]
 	}
-	for mode := NormMode(0); mode < NormCHW|NormDiv|NormFlip+1; mode++ {
+	modes := 0
+	for mode := NormMode(0); mode <= NormCHW|NormDiv|NormFlip; mode++ {
+		modes++
 		a, b := scale, shift
 		if mode&NormDiv != 0 {
 			a, b = mean, std
-		}
-		got := make([]float32, len(px))
-		if err := NormalizeU8(plan(t, small, Elementwise, int64(len(got)), 0), px, got, a, b, n, c, h, w, mode); err != nil {
-			t.Fatal(err)
 		}
 		want := make([]float32, len(px))
 		bb := train.ByteBatch{Pixels: px, N: n, H: h, W: w, C: c, Mean: mean, Std: std, CHW: mode&NormCHW != 0, Torch: mode&NormDiv != 0, Flip: mode&NormFlip != 0}
 		if err := train.NormalizeHWC(want, bb); err != nil {
 			t.Fatal(err)
 		}
-		if dd := compare(got, want); dd.ulps != 0 {
-			t.Errorf("mode %d: %d ulp from train.NormalizeHWC at %d", mode, dd.ulps, dd.at)
+		var got []float32
+		for _, l := range launches(t, PerRow, int64(n*c), int64(h*w)) {
+			got = make([]float32, len(px))
+			if err := NormalizeU8(l, px, got, a, b, n, c, h, w, mode); err != nil {
+				t.Fatal(err)
+			}
+			if dd := compare(got, want); dd.ulps != 0 {
+				t.Errorf("mode %d launch %+v: %d ulp from train.NormalizeHWC at %d", mode, l, dd.ulps, dd.at)
+			}
 		}
 		if mode&NormFlip == 0 {
 			continue
@@ -410,6 +415,9 @@ func TestNormalizeU8Modes(t *testing.T) {
 				}
 			}
 		}
+	}
+	if modes != 8 {
+		t.Errorf("%d modes checked, want all 8", modes)
 	}
 }
 

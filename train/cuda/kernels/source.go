@@ -110,7 +110,7 @@ var Kernels = []Kernel{
 	{"cast_nhwc_nchw_f16", PerRow},
 	{"cast_nchw_nhwc_bf16", PerRow},
 	{"cast_nhwc_nchw_bf16", PerRow},
-	{"normalize_u8", Elementwise},
+	{"normalize_u8", PerRow}, // rows: the n·c output planes
 	{"sgd", Elementwise},
 	{"amp_unscale", Elementwise},
 	{"ce_loss", PerRow},
