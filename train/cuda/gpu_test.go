@@ -652,8 +652,8 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 		return a
 	}
 	pshape := fmt.Sprintf("%s %dx%dx%dx%d %dx%d/%d pad %d", step, n, c, side, side, k, k, st, pad)
-	lo := plan(t, d, kernels.Elementwise, int64(n*c*o*o), 0)
-	li := plan(t, d, kernels.Elementwise, int64(len(px)), 0)
+	lo := plan(t, d, kernels.PerRow, int64(n*c), int64(o*o))
+	li := plan(t, d, kernels.PerRow, int64(n*c), int64(side*side))
 	ms, u, ok, out = twin(t, d, m, "maxpool_fwd", lo, append([]twinArg{tf(px), tf(make([]float32, n*c*o*o)), ti(make([]int32, n*c*o*o))}, dims()...)...)
 	row(t, "maxpool_fwd", pshape, ms, fmt.Sprintf("%d ulp, arg equal %v", u, ok), u == 0 && ok)
 	arg := out[2].i

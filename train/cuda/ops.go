@@ -602,9 +602,9 @@ func (p *poolOp) Forward(xt train.Tensor, training bool) (train.Tensor, error) {
 			}
 			p.nArg = p.y.n
 		}
-		err = p.b.run("maxpool_fwd", kernels.Elementwise, p.y.n, 0, append([]uint64{x.p, p.y.p, p.arg}, d...)...)
+		err = p.b.run("maxpool_fwd", kernels.PerRow, n*c, oh*ow, append([]uint64{x.p, p.y.p, p.arg}, d...)...)
 	} else {
-		err = p.b.run("avgpool_fwd", kernels.Elementwise, p.y.n, 0, append(append([]uint64{x.p, p.y.p}, d...), flag(s.ExcludePad))...)
+		err = p.b.run("avgpool_fwd", kernels.PerRow, n*c, oh*ow, append(append([]uint64{x.p, p.y.p}, d...), flag(s.ExcludePad))...)
 	}
 	if err != nil {
 		return nil, err
@@ -625,10 +625,11 @@ func (p *poolOp) Backward(dyt train.Tensor) (train.Tensor, error) {
 		return nil, err
 	}
 	d := p.dims(p.x)
+	n, c, h, w := p.x.shape[0], p.x.shape[1], p.x.shape[2], p.x.shape[3]
 	if p.s.Kind == train.MaxPool {
-		err = p.b.run("maxpool_bwd", kernels.Elementwise, p.dx.n, 0, append([]uint64{dy.p, p.arg, p.dx.p}, d...)...)
+		err = p.b.run("maxpool_bwd", kernels.PerRow, n*c, h*w, append([]uint64{dy.p, p.arg, p.dx.p}, d...)...)
 	} else {
-		err = p.b.run("avgpool_bwd", kernels.Elementwise, p.dx.n, 0, append(append([]uint64{dy.p, p.dx.p}, d...), flag(p.s.ExcludePad))...)
+		err = p.b.run("avgpool_bwd", kernels.PerRow, n*c, h*w, append(append([]uint64{dy.p, p.dx.p}, d...), flag(p.s.ExcludePad))...)
 	}
 	if err != nil {
 		return nil, err

@@ -680,37 +680,45 @@ KERNEL bias_grad(const float *dy, float *db, i32 n, i32 c, i32 hw) {
 	}
 }
 
-/* ---- pooling (windows of kh x kw, stride sh x sw, padding ph x pw) ---- */
+/* ---- pooling (windows of kh x kw, stride sh x sw, padding ph x pw) ----
+ * PerRow launches, a row per n·c plane (of the outputs forward, of the
+ * inputs backward): a value's place found with 32-bit arithmetic within
+ * its plane. */
 
-/* maxpool_fwd: one thread per output; y = the window's maximum over its
+/* maxpool_fwd: one thread per output (a block per output plane); y = the window's maximum over its
  * valid elements, arg = its index in the h*w plane. As the reference: the
  * first valid element in row-major order, then any strictly greater (so a
  * NaN wins only as the first; a tie keeps the first). A window without a
  * valid element gives -inf and arg -1. */
 KERNEL maxpool_fwd(const float *x, float *y, i32 *arg, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
 		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw) {
-	FOR_EACH(o, (i64)n * c * oh * ow) {
-		const i64 pl = o / ((i64)oh * ow);
-		const i32 yo = (i32)((o / ow) % oh), xo = (i32)(o % ow);
-		const i32 y0 = yo * sh - ph, x0 = xo * sw - pw;
+	const i64 planes = (i64)n * c;
+	const i32 ohw = oh * ow;
+	for (i64 pl = BLOCK_IDX; pl < planes; pl += GRID_DIM) {
+		THREADS(t)
 		const float *src = x + pl * h * w;
-		float best = neg_inf();
-		i32 a = -1;
-		for (i32 ky = y0; ky < y0 + kh; ky++) {
-			if (ky < 0 || ky >= h)
-				continue;
-			for (i32 kx = x0; kx < x0 + kw; kx++) {
-				if (kx < 0 || kx >= w)
+		for (i32 q = t; q < ohw; q += BLOCK_DIM) {
+			const i32 yo = q / ow, xo = q - yo * ow;
+			const i32 y0 = yo * sh - ph, x0 = xo * sw - pw;
+			float best = neg_inf();
+			i32 a = -1;
+			for (i32 ky = y0; ky < y0 + kh; ky++) {
+				if (ky < 0 || ky >= h)
 					continue;
-				float v = src[ky * w + kx];
-				if (a < 0 || v > best) {
-					best = v;
-					a = ky * w + kx;
+				for (i32 kx = x0; kx < x0 + kw; kx++) {
+					if (kx < 0 || kx >= w)
+						continue;
+					float v = src[ky * w + kx];
+					if (a < 0 || v > best) {
+						best = v;
+						a = ky * w + kx;
+					}
 				}
 			}
+			y[pl * ohw + q] = best;
+			arg[pl * ohw + q] = a;
 		}
-		y[o] = best;
-		arg[o] = a;
+		END_THREADS
 	}
 }
 
@@ -725,26 +733,30 @@ DEVICE void pool_range(i32 i, i32 k, i32 s, i32 p, i32 on, i32 *lo, i32 *hi) {
 	*hi = h < on ? h : on;
 }
 
-/* maxpool_bwd: one thread per input, a gather (no atomics): dx = the sum of
+/* maxpool_bwd: one thread per input (a block per input plane), a gather (no atomics): dx = the sum of
  * dy over the outputs whose window covers the input and chose it (arg), in
  * the outputs' order, from 0 in float32: the reference's scatter order. */
 KERNEL maxpool_bwd(const float *dy, const i32 *arg, float *dx, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
 		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw) {
-	FOR_EACH(i, (i64)n * c * h * w) {
-		const i64 pl = i / ((i64)h * w);
-		const i32 p = (i32)(i % ((i64)h * w));
-		const i32 iy = p / w, ix = p % w;
-		i32 ylo, yhi, xlo, xhi;
-		pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
-		pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+	const i64 planes = (i64)n * c;
+	const i32 hw = h * w;
+	for (i64 pl = BLOCK_IDX; pl < planes; pl += GRID_DIM) {
+		THREADS(t)
 		const float *g = dy + pl * oh * ow;
 		const i32 *a = arg + pl * oh * ow;
-		float s = 0.0f;
-		for (i32 yo = ylo; yo < yhi; yo++)
-			for (i32 xo = xlo; xo < xhi; xo++)
-				if (a[yo * ow + xo] == p)
-					s += g[yo * ow + xo];
-		dx[i] = s;
+		for (i32 p = t; p < hw; p += BLOCK_DIM) {
+			const i32 iy = p / w, ix = p - iy * w;
+			i32 ylo, yhi, xlo, xhi;
+			pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
+			pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+			float s = 0.0f;
+			for (i32 yo = ylo; yo < yhi; yo++)
+				for (i32 xo = xlo; xo < xhi; xo++)
+					if (a[yo * ow + xo] == p)
+						s += g[yo * ow + xo];
+			dx[pl * hw + p] = s;
+		}
+		END_THREADS
 	}
 }
 
@@ -763,20 +775,25 @@ DEVICE i32 pool_div(i32 yo, i32 xo, i32 h, i32 w, i32 kh, i32 kw, i32 sh, i32 sw
  * in double (row-major), divided by pool_div in double, as the reference. */
 KERNEL avgpool_fwd(const float *x, float *y, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
 		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw, i32 exclude_pad) {
-	FOR_EACH(o, (i64)n * c * oh * ow) {
-		const i64 pl = o / ((i64)oh * ow);
-		const i32 yo = (i32)((o / ow) % oh), xo = (i32)(o % ow);
-		const i32 y0 = yo * sh - ph, x0 = xo * sw - pw;
+	const i64 planes = (i64)n * c;
+	const i32 ohw = oh * ow;
+	for (i64 pl = BLOCK_IDX; pl < planes; pl += GRID_DIM) {
+		THREADS(t)
 		const float *src = x + pl * h * w;
-		double s = 0;
-		for (i32 ky = y0; ky < y0 + kh; ky++) {
-			if (ky < 0 || ky >= h)
-				continue;
-			for (i32 kx = x0; kx < x0 + kw; kx++)
-				if (kx >= 0 && kx < w)
-					s += src[ky * w + kx];
+		for (i32 q = t; q < ohw; q += BLOCK_DIM) {
+			const i32 yo = q / ow, xo = q - yo * ow;
+			const i32 y0 = yo * sh - ph, x0 = xo * sw - pw;
+			double s = 0;
+			for (i32 ky = y0; ky < y0 + kh; ky++) {
+				if (ky < 0 || ky >= h)
+					continue;
+				for (i32 kx = x0; kx < x0 + kw; kx++)
+					if (kx >= 0 && kx < w)
+						s += src[ky * w + kx];
+			}
+			y[pl * ohw + q] = (float)(s / (double)pool_div(yo, xo, h, w, kh, kw, sh, sw, ph, pw, exclude_pad));
 		}
-		y[o] = (float)(s / (double)pool_div(yo, xo, h, w, kh, kw, sh, sw, ph, pw, exclude_pad));
+		END_THREADS
 	}
 }
 
@@ -785,19 +802,23 @@ KERNEL avgpool_fwd(const float *x, float *y, i32 n, i32 c, i32 h, i32 w, i32 oh,
  * outputs' order from 0, as the reference's scatter. */
 KERNEL avgpool_bwd(const float *dy, float *dx, i32 n, i32 c, i32 h, i32 w, i32 oh, i32 ow,
 		   i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw, i32 exclude_pad) {
-	FOR_EACH(i, (i64)n * c * h * w) {
-		const i64 pl = i / ((i64)h * w);
-		const i32 p = (i32)(i % ((i64)h * w));
-		const i32 iy = p / w, ix = p % w;
-		i32 ylo, yhi, xlo, xhi;
-		pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
-		pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+	const i64 planes = (i64)n * c;
+	const i32 hw = h * w;
+	for (i64 pl = BLOCK_IDX; pl < planes; pl += GRID_DIM) {
+		THREADS(t)
 		const float *g = dy + pl * oh * ow;
-		float s = 0.0f;
-		for (i32 yo = ylo; yo < yhi; yo++)
-			for (i32 xo = xlo; xo < xhi; xo++)
-				s += g[yo * ow + xo] / (float)pool_div(yo, xo, h, w, kh, kw, sh, sw, ph, pw, exclude_pad);
-		dx[i] = s;
+		for (i32 p = t; p < hw; p += BLOCK_DIM) {
+			const i32 iy = p / w, ix = p - iy * w;
+			i32 ylo, yhi, xlo, xhi;
+			pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
+			pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+			float s = 0.0f;
+			for (i32 yo = ylo; yo < yhi; yo++)
+				for (i32 xo = xlo; xo < xhi; xo++)
+					s += g[yo * ow + xo] / (float)pool_div(yo, xo, h, w, kh, kw, sh, sw, ph, pw, exclude_pad);
+			dx[pl * hw + p] = s;
+		}
+		END_THREADS
 	}
 }
 

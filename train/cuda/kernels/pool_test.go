@@ -54,7 +54,7 @@ func TestPoolAgainstReference(t *testing.T) {
 			SH: s.StrideH, SW: s.StrideW, PH: s.PadH, PW: s.PadW, ExcludePad: s.ExcludePad}
 		dy := specials(r, randn(r, len(y), 1))
 		dx := read(t)(op.Backward(tensor(t, ref, dy, k.n, k.c, p.OH, p.OW)))
-		for _, l := range launches(t, Elementwise, int64(p.in()), 0) {
+		for _, l := range launches(t, PerRow, int64(k.n*k.c), int64(k.h*k.w)) {
 			gy, gdx := make([]float32, len(y)), make([]float32, len(dx))
 			if s.Kind == train.MaxPool {
 				arg := make([]int32, len(y))

@@ -128,10 +128,10 @@ var Kernels = []Kernel{
 	{"add", Elementwise},
 	{"bias_act", Elementwise},
 	{"bias_grad", PerChannel},
-	{"maxpool_fwd", Elementwise}, // over the outputs
-	{"maxpool_bwd", Elementwise}, // over the inputs (a gather)
-	{"avgpool_fwd", Elementwise},
-	{"avgpool_bwd", Elementwise},
+	{"maxpool_fwd", PerRow}, // rows: the n·c planes of the outputs
+	{"maxpool_bwd", PerRow}, // of the inputs (a gather)
+	{"avgpool_fwd", PerRow},
+	{"avgpool_bwd", PerRow},
 	{"ema_update", Elementwise},
 	{"swap_f32", Elementwise},
 	{"copy_f32", Elementwise},
