@@ -21,7 +21,7 @@
 // DeviceConvOp (cuDNN, then bias_act with the fused ReLU; backward
 // relu_bwd, bias_grad and cuDNN's backward data and filter),
 // DeviceLinearOp (sgemm, bias_act, bias_grad), DeviceBatchNormOp
-// (training: bn_plane_sum, bn_mean, bn_plane_sum, bn_stats, bn_apply,
+// (training: bn_plane_sum, bn_stats, bn_apply,
 // a block per plane and a thread per channel; bn_eval; the backward
 // bn_bwd_sum, bn_bwd_stats, bn_bwd_apply), and ReLU, pooling and Add as
 // kernels;

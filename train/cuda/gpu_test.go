@@ -440,16 +440,16 @@ func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, 
 		{got.RunningMean, b.RunningMean}, {got.RunningVar, b.RunningVar}} {
 		ok = ok && maxULP(p[0], p[1]) == 0
 	}
-	row(t, "relu_bn_train (5 kernels)", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	row(t, "relu_bn_train (3 kernels)", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
 }
 
 // bnTrainTwin runs BatchNorm's training forward over in (ReLU first when
 // relu is 1), kernel by kernel as the backend launches it (bn_plane_sum,
-// bn_mean, bn_plane_sum of the squared deviations, bn_stats, bn_apply),
-// on the GPU and the CPU build (twin), each kernel given the CPU build's
-// outputs of the ones before. It returns the GPU's milliseconds, the
-// largest ulp difference of a float32 output, whether every double agreed
-// bit for bit, and the CPU build's results in in's shape.
+// bn_stats, bn_apply), on the GPU and the CPU build (twin), each kernel
+// given the CPU build's outputs of the ones before. It returns the GPU's
+// milliseconds, the largest ulp difference of a float32 output, whether
+// every double agreed bit for bit, and the CPU build's results in in's
+// shape.
 func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN, relu int32) (ms float64, ulp int64, ok bool, out kernels.BN) {
 	n, c, hw := in.N, in.C, in.HW
 	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
@@ -461,13 +461,11 @@ func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN, relu int32) 
 		ms, ulp, ok = ms+a, max(ulp, u), ok && good
 		return res
 	}
-	part := step("bn_plane_sum", rows, tf(in.X), td(make([]float64, n*c)), tnull(), N, C, HW, R)[1].d
-	stat := step("bn_mean", chans, td(part), td(make([]float64, 2*c)), N, C, HW)[1].d
-	part = step("bn_plane_sum", rows, tf(in.X), td(part), td(stat), N, C, HW, R)[1].d
-	res := step("bn_stats", chans, td(part), td(stat), tf(make([]float32, c)), tf(make([]float32, c)),
-		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)))
-	stat = res[1].d
-	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar = res[2].f, res[3].f, res[4].f, res[5].f
+	part := step("bn_plane_sum", rows, tf(in.X), td(make([]float64, 2*n*c)), N, C, HW, R)[1].d
+	res := step("bn_stats", chans, tf(in.X), td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)),
+		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)), R)
+	stat := res[2].d
+	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar = res[3].f, res[4].f, res[5].f, res[6].f
 	out.Y = step("bn_apply", rows, tf(in.X), tf(make([]float32, n*c*hw)), tf(in.Gamma), tf(in.Beta), td(stat), N, C, HW, R)[1].f
 	return
 }
@@ -620,7 +618,7 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	bnIn := kernels.BN{X: clean, Gamma: gamma, Beta: beta, RunningMean: make([]float32, c), RunningVar: rv,
 		N: n, C: c, HW: hw, Eps: 1e-5, Momentum: 0.1}
 	ms, u, ok, bnOut := bnTrainTwin(t, d, m, bnIn, 0)
-	row(t, "bn_train (5 kernels)", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	row(t, "bn_train (3 kernels)", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
 	bm, bv := bnOut.BatchMean, bnOut.BatchVar
 	lr := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
 	ms, u, ok, _ = twin(t, d, m, "bn_eval", lr, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),

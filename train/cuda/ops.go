@@ -351,7 +351,7 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 }
 
 // scratch makes the doubles the statistics are reduced in: 2·n·c partial
-// sums (the backward's two per plane; the forward uses half) and 2·c
+// sums (two per plane, forward and backward) and 2·c
 // statistics, one allocation each for forward and backward, so a step's
 // record names the same addresses in both.
 func (o *bnOp) scratch(n, c int) error {
@@ -363,8 +363,8 @@ func (o *bnOp) scratch(n, c int) error {
 
 // train is BatchNorm's training forward of x into o.y (kernels.cu: a
 // block per plane for the sums and the output, a thread per channel for
-// the statistics): the sums, the mean, the squared deviations, the
-// statistics (batch and running), the output. p: scale, shift, running
+// the statistics): the planes' sums and sums of squares, the statistics
+// (batch and running), the output. p: scale, shift, running
 // mean, running variance.
 func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) error {
 	if err := o.scratch(n, c); err != nil {
@@ -376,10 +376,8 @@ func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) err
 		shape kernels.Shape
 		args  []uint64
 	}{
-		{"bn_plane_sum", kernels.PerRow, []uint64{x.p, o.part.p, 0, N, C, HW, relu}},
-		{"bn_mean", kernels.Elementwise, []uint64{o.part.p, o.stat.p, N, C, HW}},
-		{"bn_plane_sum", kernels.PerRow, []uint64{x.p, o.part.p, o.stat.p, N, C, HW, relu}},
-		{"bn_stats", kernels.Elementwise, []uint64{o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3], N, C, HW, f32(o.eps()), f32(momentum)}},
+		{"bn_plane_sum", kernels.PerRow, []uint64{x.p, o.part.p, N, C, HW, relu}},
+		{"bn_stats", kernels.Elementwise, []uint64{x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3], N, C, HW, f32(o.eps()), f32(momentum), relu}},
 		{"bn_apply", kernels.PerRow, []uint64{x.p, o.y.p, p[0], p[1], o.stat.p, N, C, HW, relu}},
 	} {
 		items, size := n*c, hw

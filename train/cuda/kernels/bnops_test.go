@@ -166,3 +166,42 @@ func TestBNBwdAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// BatchNorm's statistics where the channel's mean lies far from 0 (10 to
+// 10⁵ standard deviations): bn_plane_sum sums the values less the
+// channel's first value, so the variance's E[(r-k)²] - E[r-k]² cancels
+// little and the output stays within an ulp of the reference's two
+// passes (a plain E[r²] - E[r]² gave 44 ulp at 10³σ, 2·10⁵ at 10⁵σ). A
+// channel whose first value is Inf sums unshifted: the reference's Inf
+// mean.
+func TestBNTrainFarFromZero(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 63))
+	ref := train.NewReference(train.BackendOptions{})
+	k := bnCase{16, 8, 30, 30}
+	for _, off := range []float32{10, 1e3, 1e5} {
+		in := bnData(r, k)
+		for i := range in.X {
+			in.X[i] += off
+		}
+		in.X[3*k.h*k.w] = float32(math.Inf(1)) // channel 3's first value
+		op, _ := ref.NewBatchNorm(train.BatchNormSpec{C: k.c})
+		bm, bv := make([]float32, k.c), make([]float32, k.c)
+		y := read(t)(op.Forward(tensor(t, ref, in.X, k.n, k.c, k.h, k.w), in.Gamma, in.Beta, bm, bv, true))
+		for _, f := range bnFacts {
+			got := in
+			got.Y, got.BatchMean, got.BatchVar = make([]float32, len(in.X)), make([]float32, k.c), make([]float32, k.c)
+			got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
+			if err := BNTrain(f, got); err != nil {
+				t.Fatal(err)
+			}
+			if !math.IsInf(float64(got.BatchMean[3]), 1) || !math.IsInf(float64(bm[3]), 1) {
+				t.Errorf("offset %g: channel 3's mean %v, the reference's %v; want +Inf", off, got.BatchMean[3], bm[3])
+			}
+			u := max(compare(got.Y, y).ulps, compare(got.BatchMean, bm).ulps, compare(got.BatchVar, bv).ulps)
+			if u > 1 {
+				t.Errorf("offset %g (%+v): %d ulp from the reference", off, f, u)
+			}
+		}
+	}
+}

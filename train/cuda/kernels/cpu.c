@@ -48,18 +48,13 @@ void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums) {
 	LAUNCH(g, b, ce_sums(rowstat, n, sums));
 }
 
-void cpu_bn_plane_sum(int g, int b, const float *x, double *part, const double *mean, int32_t n, int32_t c,
-		      int32_t hw, int32_t relu) {
-	LAUNCH(g, b, bn_plane_sum(x, part, mean, n, c, hw, relu));
+void cpu_bn_plane_sum(int g, int b, const float *x, double *part, int32_t n, int32_t c, int32_t hw, int32_t relu) {
+	LAUNCH(g, b, bn_plane_sum(x, part, n, c, hw, relu));
 }
 
-void cpu_bn_mean(int g, int b, const double *part, double *stat, int32_t n, int32_t c, int32_t hw) {
-	LAUNCH(g, b, bn_mean(part, stat, n, c, hw));
-}
-
-void cpu_bn_stats(int g, int b, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
-		  float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum) {
-	LAUNCH(g, b, bn_stats(part, stat, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum));
+void cpu_bn_stats(int g, int b, const float *x, const double *part, double *stat, float *bmean, float *bvar,
+		  float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum, int32_t relu) {
+	LAUNCH(g, b, bn_stats(x, part, stat, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, relu));
 }
 
 void cpu_bn_apply(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const double *stat,
@@ -147,9 +142,8 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(amp_unscale, P(0), L(1), P(2), P(3))                                                 \
 	X(ce_loss, P(0), P(1), P(2), P(3), I(4), I(5), F(6), F(7), P(8), I(9), I(10), I(11))  \
 	X(ce_sums, P(0), I(1), P(2))                                                           \
-	X(bn_plane_sum, P(0), P(1), P(2), I(3), I(4), I(5), I(6))                                        \
-	X(bn_mean, P(0), P(1), I(2), I(3), I(4))                                                         \
-	X(bn_stats, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), F(10))                   \
+	X(bn_plane_sum, P(0), P(1), I(2), I(3), I(4), I(5))                                              \
+	X(bn_stats, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), F(10), F(11), I(12))     \
 	X(bn_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                                \
 	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9))                           \
 	X(bn_bwd_sum, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), F(8), I(9))                        \

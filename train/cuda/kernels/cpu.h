@@ -13,11 +13,9 @@ void cpu_amp_unscale(int g, int b, float *gr, int64_t n, float *found_inf, const
 void cpu_ce_loss(int g, int b, const float *logits, const int32_t *labels, float *dlogits, float *rowstat,
 		 int32_t n, int32_t k, float eps, float gscale);
 void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums);
-void cpu_bn_plane_sum(int g, int b, const float *x, double *part, const double *mean, int32_t n, int32_t c,
-		      int32_t hw, int32_t relu);
-void cpu_bn_mean(int g, int b, const double *part, double *stat, int32_t n, int32_t c, int32_t hw);
-void cpu_bn_stats(int g, int b, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
-		  float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum);
+void cpu_bn_plane_sum(int g, int b, const float *x, double *part, int32_t n, int32_t c, int32_t hw, int32_t relu);
+void cpu_bn_stats(int g, int b, const float *x, const double *part, double *stat, float *bmean, float *bvar,
+		  float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum, int32_t relu);
 void cpu_bn_apply(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const double *stat,
 		  int32_t n, int32_t c, int32_t hw, int32_t relu);
 void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const float *rmean,

@@ -172,9 +172,8 @@ func dispatchTable() map[string]string {
 }
 
 // BNTrain runs BatchNorm in training (without the ReLU) as the backend
-// launches it: bn_plane_sum, bn_mean, bn_plane_sum of the squared
-// deviations, bn_stats, bn_apply, each planned for f (the planes' and the
-// statistics' scratch allocated here).
+// launches it: bn_plane_sum, bn_stats, bn_apply, each planned for f (the
+// planes' and the statistics' scratch allocated here).
 func BNTrain(f Facts, b BN) error { return bnTrain(f, b, false) }
 
 // ReLUBNTrain runs ReLU then BatchNorm in training: BNTrain over ReLU(x),
@@ -201,14 +200,12 @@ func bnTrain(f Facts, b BN, relu bool) error {
 		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
-	part, stat := make([]float64, b.N*b.C), make([]float64, 2*b.C)
+	part, stat := make([]float64, 2*b.N*b.C), make([]float64, 2*b.C)
 	n, c, hw, r := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), b2i(relu)
 	x, pp, sp := (*C.float)(fp(b.X)), (*C.double)(fp(part)), (*C.double)(fp(stat))
-	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, nil, n, c, hw, r)
-	C.cpu_bn_mean(C.int(chans.Grid), C.int(chans.Block), pp, sp, n, c, hw)
-	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, sp, n, c, hw, r)
-	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
-		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum))
+	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, n, c, hw, r)
+	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
+		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum), r)
 	C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), sp, n, c, hw, r)
 	return nil

@@ -432,69 +432,78 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
  *     rows = n·c, cols = hw) sums in double, in tree order, into part;
  *   - a thread per channel (Elementwise over c) adds its n planes'
  *     partial sums in plane order.
- * The sums are double (as the reference backend's), so the order moves a
- * float32 result by at most an ulp. Training is bn_plane_sum, bn_mean,
- * bn_plane_sum again (squared deviations from that mean), bn_stats,
- * bn_apply; the backward bn_bwd_sum, bn_bwd_stats, bn_bwd_apply. stat holds
- * 2·c doubles: the channel's mean (or dy's mean) in [0, c), its inverse
- * standard deviation (or dy·x-hat's mean) in [c, 2c). */
+ * Training is three launches, two reads of x: bn_plane_sum (the sum and
+ * the sum of squares), bn_stats, bn_apply; the backward bn_bwd_sum,
+ * bn_bwd_stats, bn_bwd_apply. The sums are of r - k, k the channel's
+ * first value (bn_shift), so that var = E[(r-k)²] - E[r-k]² cancels no
+ * more than |mean - k|/σ allows, about one σ, wherever the mean lies (a
+ * one-pass E[r²] - E[r]² loses 2^-53·mean²/σ² relative: y 44 float32 ulp
+ * from the reference's two passes at mean = 1000σ). stat holds 2·c doubles: the
+ * channel's mean (or dy's mean) in [0, c), its inverse standard deviation
+ * (or dy·x-hat's mean) in [c, 2c). */
 
-/* bn_plane_sum: part[p] = the sum over plane p of act(x), or, with mean
- * not NULL, of (act(x) - mean[p % c])^2. */
-KERNEL bn_plane_sum(const float *x, double *part, const double *mean, i32 n, i32 c, i32 hw, i32 relu) {
-	SHARED double sh[MAXB];
+/* bn_shift: channel ch's shift k, act(x) at its first place (image 0,
+ * position 0), or 0 when that is not finite (so a channel with an Inf
+ * sums to the reference's Inf mean, not to Inf - Inf). */
+DEVICE double bn_shift(const float *x, i64 ch, i32 hw, i32 relu) {
+	const float k = act_f(x[ch * hw], relu);
+	return finite_f(k) ? (double)k : 0.0;
+}
+
+/* bn_plane_sum: part[p] = the sum over plane p of act(x) - k,
+ * part[n·c + p] that of (act(x) - k)^2, k = bn_shift of the plane's
+ * channel. */
+KERNEL bn_plane_sum(const float *x, double *part, i32 n, i32 c, i32 hw, i32 relu) {
+	SHARED double sh[2 * MAXB];
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const float *xp = x + p * hw;
-		double s = 0;
-		if (mean) {
-			const double m = mean[p % c];
-			for (i32 i = t; i < hw; i += BLOCK_DIM) {
-				double d = act_f(xp[i], relu) - m;
-				s += d * d;
-			}
-		} else {
-			for (i32 i = t; i < hw; i += BLOCK_DIM)
-				s += act_f(xp[i], relu);
+		const double k = bn_shift(x, p % c, hw, relu);
+		double s = 0, q = 0;
+		for (i32 i = t; i < hw; i += BLOCK_DIM) {
+			const double v = act_f(xp[i], relu) - k;
+			s += v;
+			q += v * v;
 		}
 		sh[t] = s;
+		sh[MAXB + t] = q;
 		END_THREADS
 		SYNC
 		reduce_sum_d(sh);
+		reduce_sum_d(sh + MAXB);
 		THREADS(t)
-		if (t == 0)
+		if (t == 0) {
 			part[p] = sh[0];
+			part[planes + p] = sh[MAXB];
+		}
 		END_THREADS
 		SYNC
 	}
 }
 
-/* bn_mean: stat[ch] = the mean of channel ch from its planes' sums. */
-KERNEL bn_mean(const double *part, double *stat, i32 n, i32 c, i32 hw) {
+/* bn_stats: per channel, from the planes' sums in plane order (x and
+ * relu give the shift k back), the mean k + E[r-k] into stat[ch], the
+ * biased variance E[(r-k)²] - E[r-k]² (at least 0) and stat[c + ch] =
+ * 1/sqrt(var + eps); the batch's mean and variance as float32 into bmean,
+ * bvar; the running statistics updated as train.BatchNorm2D does: running
+ * = (1-m)*running + m*batch, the variance unbiased by cnt/(cnt-1). */
+KERNEL bn_stats(const float *x, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
+		float *rvar, i32 n, i32 c, i32 hw, float eps, float momentum, i32 relu) {
 	FOR_EACH(ch, c) {
-		double s = 0;
-		for (i32 i = 0; i < n; i++)
+		const i64 planes = (i64)n * c, cnt = (i64)n * hw;
+		double s = 0, q = 0;
+		for (i32 i = 0; i < n; i++) {
 			s += part[(i64)i * c + ch];
-		stat[ch] = s / (double)((i64)n * hw);
-	}
-}
-
-/* bn_stats: from the planes' squared deviations, the biased variance and
- * stat[c + ch] = 1/sqrt(var + eps); the batch's mean and variance as
- * float32 into bmean, bvar; the running statistics updated as
- * train.BatchNorm2D does: running = (1-m)*running + m*batch, the variance
- * unbiased by cnt/(cnt-1). */
-KERNEL bn_stats(const double *part, double *stat, float *bmean, float *bvar, float *rmean, float *rvar,
-		i32 n, i32 c, i32 hw, float eps, float momentum) {
-	FOR_EACH(ch, c) {
-		const i64 cnt = (i64)n * hw;
-		double s = 0;
-		for (i32 i = 0; i < n; i++)
-			s += part[(i64)i * c + ch];
-		const double var = s / (double)cnt;
+			q += part[planes + (i64)i * c + ch];
+		}
+		const double d = s / (double)cnt, mean = bn_shift(x, ch, hw, relu) + d;
+		double var = q / (double)cnt - d * d;
+		if (var < 0)
+			var = 0;
+		stat[ch] = mean;
 		stat[c + ch] = 1.0 / sqrt(var + (double)eps);
-		const float bm = (float)stat[ch], bv = (float)var;
+		const float bm = (float)mean, bv = (float)var;
 		const float cntf = (float)cnt;
 		const float unbias = cntf / (cntf - 1.0f > 1.0f ? cntf - 1.0f : 1.0f);
 		bmean[ch] = bm;

@@ -115,9 +115,8 @@ var Kernels = []Kernel{
 	{"amp_unscale", Elementwise},
 	{"ce_loss", PerRow},
 	{"ce_sums", Single},
-	{"bn_plane_sum", PerRow}, // rows: the n·c planes
-	{"bn_mean", Elementwise}, // over the channels
-	{"bn_stats", Elementwise},
+	{"bn_plane_sum", PerRow},  // rows: the n·c planes
+	{"bn_stats", Elementwise}, // over the channels
 	{"bn_apply", PerRow},
 	{"bn_eval", PerRow},
 	{"bn_bwd_sum", PerRow},
