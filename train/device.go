@@ -490,3 +490,23 @@ type DeviceBatchNormOp interface {
 	ForwardDevice(x, gamma, beta, runMean, runVar Tensor, momentum float32, training bool) (Tensor, error)
 	BackwardDevice(dy, gamma, beta, dgamma, dbeta Tensor) (Tensor, error)
 }
+
+// ReLUDeferringConvOp is a ConvOp whose fused ReLU (ConvSpec.ReLU) can be
+// left to the op reading its output: with DeferReLU(true) its Forward
+// returns the values before the ReLU (the bias added) and its Backward
+// takes the gradient already masked by the ReLU. Sequential hands a
+// Conv2D's ReLU so to a BatchNorm2D right after it whose op is a
+// ReLUInputBatchNormOp (ThinNet's conv, ReLU, BatchNorm).
+type ReLUDeferringConvOp interface {
+	DeferReLU(on bool)
+}
+
+// ReLUInputBatchNormOp is a BatchNormOp that can normalise ReLU(x) as it
+// reads x: with ReLUInput(true) every Forward (training and evaluation)
+// reads ReLU(x), and Backward returns the gradient with respect to x,
+// zero where x > 0 is false. The same arithmetic as a ReLU of its own
+// before it (relu_f, the mask x > 0), so the same bits, one pass over the
+// activations fewer each way.
+type ReLUInputBatchNormOp interface {
+	ReLUInput(on bool)
+}

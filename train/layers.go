@@ -448,6 +448,31 @@ type Sequential struct {
 	// parameter gradients are final, with those parameters (data-parallel
 	// training starts their all-reduce while the backward pass goes on).
 	GradsReady func([]*Param)
+	fused      bool // fuseReLUs ran
+}
+
+// fuseReLUs hands the fused ReLU of each Conv2D followed by a BatchNorm2D
+// to the BatchNorm's op, where both ops can (ReLUDeferringConvOp,
+// ReLUInputBatchNormOp: the cuda backend's): the BatchNorm reads ReLU(x)
+// as it reads x, and its backward masks as the ReLU's would, so the
+// ReLU's own pass each way is gone and the bits are the same. Layers
+// whose ops cannot, and a BatchNorm with Sync, are left as they are. It
+// runs once, at the first Forward.
+func (s *Sequential) fuseReLUs() {
+	s.fused = true
+	for i := 0; i+1 < len(s.Layers); i++ {
+		conv, ok := s.Layers[i].(*Conv2D)
+		bn, ok2 := s.Layers[i+1].(*BatchNorm2D)
+		if !ok || !ok2 || !conv.Spec.ReLU || bn.Sync != nil {
+			continue
+		}
+		dc, ok := conv.op.(ReLUDeferringConvOp)
+		rb, ok2 := bn.op.(ReLUInputBatchNormOp)
+		if ok && ok2 {
+			dc.DeferReLU(true)
+			rb.ReLUInput(true)
+		}
+	}
 }
 
 func (s *Sequential) Children() []Layer { return s.Layers }
@@ -456,6 +481,9 @@ var _ Layer = (*Sequential)(nil)
 
 func (s *Sequential) Forward(x Tensor, training bool) (Tensor, error) {
 	var err error
+	if !s.fused {
+		s.fuseReLUs()
+	}
 	for i, l := range s.Layers {
 		if x, err = l.Forward(x, training); err != nil {
 			return nil, fmt.Errorf("layer %d (%T) forward: %w", i, l, err)

@@ -621,9 +621,11 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	row(t, "bn_train (3 kernels)", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
 	bm, bv := bnOut.BatchMean, bnOut.BatchVar
 	lr := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
-	ms, u, ok, _ = twin(t, d, m, "bn_eval", lr, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
-		ts(N), ts(C), ts(HW), ts(F32(1e-5)))
-	exact("bn_eval", ms, u, ok)
+	for _, relu := range []int32{0, 1} {
+		ms, u, ok, _ = twin(t, d, m, "bn_eval", lr, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+			ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(relu)))
+		exact(fmt.Sprintf("bn_eval relu=%d", relu), ms, u, ok)
+	}
 	for _, reluIn := range []bool{false, true} {
 		ms, u, ok, _ = bnBwdTwin(t, d, m, kernels.BNGrad{DY: dy, X: clean, Gamma: gamma, BatchMean: bm, BatchVar: bv,
 			N: n, C: c, HW: hw, Eps: 1e-5, ReLUIn: reluIn})

@@ -28,7 +28,18 @@ type convOp struct {
 	// bias gradient.
 	xh, wh, yh, dyh, dxh, dwh buf16
 	dyr                       *tensor
+	// deferReLU: the fused ReLU is the next op's (train.Sequential's
+	// fuseReLUs): Forward returns the values before it, Backward takes a
+	// gradient it already masked.
+	deferReLU bool
 }
+
+// DeferReLU leaves the convolution's fused ReLU to the BatchNorm after it
+// (train.ReLUDeferringConvOp).
+func (c *convOp) DeferReLU(on bool) { c.deferReLU = on }
+
+// relu reports whether the convolution applies its ReLU itself.
+func (c *convOp) relu() bool { return c.s.ReLU && !c.deferReLU }
 
 func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 	if s.In <= 0 || s.Out <= 0 || s.Kernel <= 0 || s.Pad < 0 || s.Stride < 0 {
@@ -101,8 +112,8 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	} else if err := c.b.m.conv(&c.shape, convFwd, x.p, wp, c.y.p); err != nil {
 		return nil, err
 	}
-	if bp != 0 || s.ReLU {
-		if err := c.b.run("bias_act", kernels.Elementwise, c.y.n, 0, c.y.p, bp, i64(c.y.n), i32(s.Out), i32(oh*ow), flag(s.ReLU)); err != nil {
+	if bp != 0 || c.relu() {
+		if err := c.b.run("bias_act", kernels.Elementwise, c.y.n, 0, c.y.p, bp, i64(c.y.n), i32(s.Out), i32(oh*ow), flag(c.relu())); err != nil {
 			return nil, err
 		}
 	}
@@ -136,7 +147,7 @@ func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (tr
 		return nil, err
 	}
 	g := dy
-	if s.ReLU {
+	if c.relu() {
 		if err := c.b.ensure(&c.dym, dy.shape...); err != nil {
 			return nil, err
 		}
@@ -283,6 +294,7 @@ type bnOp struct {
 	x, y, dx           *tensor
 	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
 	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c)
+	reluIn             bool    // x is read as ReLU(x) (train.ReLUInputBatchNormOp)
 	trained            bool
 	hg, hb, hrm, hrv   *tensor // host path: scale, shift, running statistics
 	hdg, hdb           *tensor
@@ -341,7 +353,7 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 		err = o.train(x, p, n, c, hw, momentum)
 	} else {
-		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()))
+		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), flag(o.reluIn))
 	}
 	if err != nil {
 		return nil, err
@@ -349,6 +361,10 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 	o.x, o.trained = x, training
 	return o.y, nil
 }
+
+// ReLUInput makes the op read ReLU(x), forward and backward
+// (train.ReLUInputBatchNormOp).
+func (o *bnOp) ReLUInput(on bool) { o.reluIn = on }
 
 // scratch makes the doubles the statistics are reduced in: 2·n·c partial
 // sums (two per plane, forward and backward) and 2·c
@@ -370,7 +386,7 @@ func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) err
 	if err := o.scratch(n, c); err != nil {
 		return err
 	}
-	N, C, HW, relu := i32(n), i32(c), i32(hw), i32(0)
+	N, C, HW, relu := i32(n), i32(c), i32(hw), flag(o.reluIn)
 	for _, k := range []struct {
 		name  string
 		shape kernels.Shape
@@ -425,7 +441,7 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 	if err := o.scratch(n, c); err != nil {
 		return nil, err
 	}
-	N, C, HW, eps, relu := i32(n), i32(c), i32(hw), f32(o.eps()), i32(0)
+	N, C, HW, eps, relu := i32(n), i32(c), i32(hw), f32(o.eps()), flag(o.reluIn)
 	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, o.bmean.p, o.bvar.p, o.part.p, N, C, HW, eps, relu); err != nil {
 		return nil, err
 	}

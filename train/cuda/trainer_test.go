@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/faster-training/faster/train"
@@ -670,4 +671,99 @@ func TestTwinFlipAndRecalibrateOnDevice(t *testing.T) {
 		t.Errorf("flip TTA on the device: loss %v, without it %v: the mirror images' pass changed nothing", got.flip.Loss, got.plain.Loss)
 	}
 	near(t, "recalibrated statistics", got.stats, want.stats, 0)
+}
+
+// ThinNet's ReLU goes into the BatchNorm after each convolution on the
+// cuda backend (train.Sequential's fuseReLUs): the convolution returns the
+// values before the ReLU and the BatchNorm reads ReLU(x), forward, in
+// evaluation and backward. The same arithmetic as the ReLU on its own
+// (ThinNetConfig.SeparateReLU: relu_fwd and relu_bwd kernels), so the same
+// bits: losses, weights, momentum and the evaluation, fp32 and bf16, eager
+// and captured. The fused run launches no ReLU of the convolutions'
+// (bias_act for it, relu_bwd).
+func TestTwinReLUIntoBatchNorm(t *testing.T) {
+	d := images(64, 13)
+	ctx := context.Background()
+	type result struct {
+		o       outcome
+		metrics train.Metrics
+		kernels map[string]int
+	}
+	run := func(p train.Precision, capture, separate bool) result {
+		b := twinWith(t, train.BackendOptions{Precision: p})
+		cfg := traintest.SmallThinNet()
+		cfg.SeparateReLU = separate
+		net, err := train.NewThinNet(b, cfg, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		tr.CaptureStep = capture
+		r := result{kernels: map[string]int{}}
+		onStep := func(s train.StepResult) error { r.o.losses = append(r.o.losses, s.Loss); return nil }
+		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
+			t.Fatal(err)
+		}
+		if !capture {
+			if err := b.StartProfile(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
+			t.Fatal(err)
+		}
+		if !capture {
+			prof, err := b.StopProfile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range prof.Rows {
+				if name, ok := strings.CutPrefix(row.Op, "kernel "); ok {
+					r.kernels[name] += row.Calls
+				}
+			}
+		}
+		if r.metrics, err = tr.EvaluateStream(ctx, train.EvalStream(d, 16, 0, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range append(net.Params(), net.Buffers()...) {
+			r.o.weights = append(r.o.weights, slices.Clone(p.Value))
+		}
+		r.o.velocity = tr.Opt.Velocity
+		return r
+	}
+	for _, p := range []train.Precision{train.Float32, train.BFloat16} {
+		for _, capture := range []bool{false, true} {
+			fused, separate := run(p, capture, false), run(p, capture, true)
+			nearLosses(t, fused.o.losses, separate.o.losses, 0)
+			near(t, "weights", fused.o.weights, separate.o.weights, 0)
+			near(t, "momentum", fused.o.velocity, separate.o.velocity, 0)
+			fused.metrics.Seconds, separate.metrics.Seconds = 0, 0
+			if fused.metrics != separate.metrics {
+				t.Errorf("%s capture=%v: evaluation %+v fused, %+v with the ReLU apart", p, capture, fused.metrics, separate.metrics)
+			}
+			if capture {
+				continue
+			}
+			// bias_act: the classifier's bias alone in both (the convolutions
+			// have none; with the ReLU fused in they launched it for the ReLU).
+			if fused.kernels["relu_bwd"]+fused.kernels["relu_fwd"] != 0 || fused.kernels["bias_act"] != separate.kernels["bias_act"] ||
+				fused.kernels["bn_apply"] == 0 {
+				t.Errorf("%s: the fused run launched %v", p, fused.kernels)
+			}
+			if separate.kernels["relu_fwd"] == 0 || separate.kernels["relu_bwd"] == 0 {
+				t.Errorf("%s: the run with the ReLU apart launched %v", p, separate.kernels)
+			}
+			t.Logf("%s: kernels a profiled epoch, fused %d, ReLU apart %d", p, total(fused.kernels), total(separate.kernels))
+		}
+	}
+}
+
+func total(m map[string]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

@@ -12,6 +12,7 @@ type BN struct {
 	X, Y, Gamma, Beta, BatchMean, BatchVar, RunningMean, RunningVar []float32
 	N, C, HW                                                        int
 	Eps, Momentum                                                   float32
+	ReLU                                                            bool // BNEval: read ReLU(x)
 }
 
 // BNGrad are the tensors of BatchNorm's backward (bn_bwd_sum, bn_bwd_stats,

@@ -70,25 +70,36 @@ func TestBNTrainAgainstReference(t *testing.T) {
 }
 
 // bn_eval against the reference's eval Forward: the same double
-// arithmetic element by element, bit-exact.
+// arithmetic element by element, bit-exact; and, reading ReLU(x) (the
+// convolution's ReLU fused in), the reference's ReLU then eval Forward.
 func TestBNEvalAgainstReference(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(37, 61))
 	ref := train.NewReference(train.BackendOptions{})
 	for _, k := range bnShapes {
-		in := bnData(r, k)
-		specials(r, in.X)
-		op, _ := ref.NewBatchNorm(train.BatchNormSpec{C: k.c})
-		y := read(t)(op.Forward(tensor(t, ref, in.X, k.n, k.c, k.h, k.w), in.Gamma, in.Beta,
-			slices.Clone(in.RunningMean), slices.Clone(in.RunningVar), false))
-		for _, l := range launches(t, PerRow, int64(k.n*k.c), int64(k.h*k.w)) {
-			got := in
-			got.Y = make([]float32, len(in.X))
-			if err := BNEval(l, got); err != nil {
-				t.Fatal(err)
+		for _, relu := range []bool{false, true} {
+			in := bnData(r, k)
+			specials(r, in.X)
+			in.ReLU = relu
+			x := tensor(t, ref, in.X, k.n, k.c, k.h, k.w)
+			if relu {
+				rop, _ := ref.NewReLU()
+				var err error
+				if x, err = rop.Forward(x); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if d := bitDiff(got.Y, y); d != 0 {
-				t.Errorf("%+v %+v: bn_eval: %d elements differ from the reference", k, l, d)
+			op, _ := ref.NewBatchNorm(train.BatchNormSpec{C: k.c})
+			y := read(t)(op.Forward(x, in.Gamma, in.Beta, slices.Clone(in.RunningMean), slices.Clone(in.RunningVar), false))
+			for _, l := range launches(t, PerRow, int64(k.n*k.c), int64(k.h*k.w)) {
+				got := in
+				got.Y = make([]float32, len(in.X))
+				if err := BNEval(l, got); err != nil {
+					t.Fatal(err)
+				}
+				if d := bitDiff(got.Y, y); d != 0 {
+					t.Errorf("%+v relu=%v %+v: bn_eval: %d elements differ from the reference", k, relu, l, d)
+				}
 			}
 		}
 	}

@@ -63,8 +63,8 @@ void cpu_bn_apply(int g, int b, const float *x, float *y, const float *gamma, co
 }
 
 void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const float *rmean,
-		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps) {
-	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps));
+		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t relu) {
+	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, relu));
 }
 
 void cpu_bn_bwd_sum(int g, int b, const float *dy, const float *x, const float *bmean, const float *bvar,
@@ -145,7 +145,7 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(bn_plane_sum, P(0), P(1), I(2), I(3), I(4), I(5))                                              \
 	X(bn_stats, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), F(10), F(11), I(12))     \
 	X(bn_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                                \
-	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9))                           \
+	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))                    \
 	X(bn_bwd_sum, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), F(8), I(9))                        \
 	X(bn_bwd_stats, P(0), P(1), P(2), P(3), I(4), I(5), I(6))                                        \
 	X(bn_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), F(10), I(11))        \

@@ -19,7 +19,7 @@ void cpu_bn_stats(int g, int b, const float *x, const double *part, double *stat
 void cpu_bn_apply(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const double *stat,
 		  int32_t n, int32_t c, int32_t hw, int32_t relu);
 void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const float *rmean,
-		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps);
+		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t relu);
 void cpu_bn_bwd_sum(int g, int b, const float *dy, const float *x, const float *bmean, const float *bvar,
 		    double *part, int32_t n, int32_t c, int32_t hw, float eps, int32_t relu_in);
 void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dgamma, float *dbeta, int32_t n,

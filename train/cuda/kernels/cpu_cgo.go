@@ -212,8 +212,8 @@ func bnTrain(f Facts, b BN, relu bool) error {
 }
 
 // BNEval runs BatchNorm with the running statistics (b's BatchMean,
-// BatchVar and Momentum are not used), l a PerRow launch over the n·c
-// planes.
+// BatchVar and Momentum are not used) over x, or over ReLU(x) when
+// b.ReLU, l a PerRow launch over the n·c planes.
 func BNEval(l Launch, b BN) error {
 	nc := b.N * b.C * b.HW
 	if err := check(l, len(b.X), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C,
@@ -222,7 +222,7 @@ func BNEval(l Launch, b BN) error {
 	}
 	C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(b.X)), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)),
-		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps))
+		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), b2i(b.ReLU))
 	return nil
 }
 

@@ -531,11 +531,11 @@ KERNEL bn_apply(const float *x, float *y, const float *gamma, const float *beta,
 }
 
 /* bn_eval: BatchNorm with the running statistics, as the reference
- * backend's eval Forward, plane by plane: y = gamma*(x - mean)*invsd +
- * beta in double, invsd = 1/sqrt(var + eps), mean and var the float32
- * running statistics. */
+ * backend's eval Forward, plane by plane: y = gamma*(r - mean)*invsd +
+ * beta in double, r = act(x), invsd = 1/sqrt(var + eps), mean and var the
+ * float32 running statistics. */
 KERNEL bn_eval(const float *x, float *y, const float *gamma, const float *beta,
-	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps) {
+	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 relu) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
@@ -545,7 +545,7 @@ KERNEL bn_eval(const float *x, float *y, const float *gamma, const float *beta,
 		const float *xp = x + p * hw;
 		float *yp = y + p * hw;
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			yp[i] = (float)(g * ((double)xp[i] - m) * invsd + b);
+			yp[i] = (float)(g * ((double)act_f(xp[i], relu) - m) * invsd + b);
 		END_THREADS
 	}
 }
