@@ -115,19 +115,29 @@ DEVICE void tile_at(i64 k, i64 c, i64 hw, i64 *b, i64 *c0, i64 *p0) {
 	*p0 = (r - (r / tp) * tp) * TILE;
 }
 
-/* to_nhwc: in (float NCHW) to out (16-bit NHWC: bf16 when bf16 != 0, else
- * fp16). */
-DEVICE void to_nhwc(const float *in, u16 *out, i32 n, i32 c, i32 hw, int bf16) {
+/* cast_tiles_move: one of the two casts, by which input is given: inf
+ * (float NCHW) into outh (16-bit NHWC), or inh (16-bit NHWC) into outf
+ * (float NCHW), bf16 or fp16 by bf16. Each tile is read with consecutive
+ * threads along the input's contiguous dimension (positions of NCHW,
+ * channels of NHWC) into tile[r][q], and written from tile[q][r] along
+ * the output's. */
+DEVICE void cast_tiles_move(const float *inf, const u16 *inh, float *outf, u16 *outh, i32 n, i32 c, i32 hw, int bf16) {
 	SHARED float tile[TILE][TILE + 1];
+	const int nchw_in = inf != 0;
 	const i64 tiles = cast_tiles(n, c, hw);
 	for (i64 k = BLOCK_IDX; k < tiles; k += GRID_DIM) {
 		THREADS(t)
 		i64 b, c0, p0;
 		tile_at(k, c, hw, &b, &c0, &p0);
 		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE; /* channel c0+r, position p0+q */
-			if (c0 + r < c && p0 + q < hw)
-				tile[r][q] = in[(b * c + c0 + r) * hw + p0 + q];
+			const int r = e / TILE, q = e % TILE;
+			const i64 ch = nchw_in ? c0 + r : c0 + q, pos = nchw_in ? p0 + q : p0 + r;
+			if (ch < c && pos < hw) {
+				if (nchw_in)
+					tile[r][q] = inf[(b * c + ch) * hw + pos];
+				else
+					tile[r][q] = bf16 ? bf16_to_f32(inh[(b * hw + pos) * c + ch]) : f16_to_f32(inh[(b * hw + pos) * c + ch]);
+			}
 		}
 		END_THREADS
 		SYNC
@@ -135,10 +145,14 @@ DEVICE void to_nhwc(const float *in, u16 *out, i32 n, i32 c, i32 hw, int bf16) {
 		i64 b, c0, p0;
 		tile_at(k, c, hw, &b, &c0, &p0);
 		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE; /* position p0+r, channel c0+q */
-			if (p0 + r < hw && c0 + q < c) {
+			const int r = e / TILE, q = e % TILE;
+			const i64 ch = nchw_in ? c0 + q : c0 + r, pos = nchw_in ? p0 + r : p0 + q;
+			if (ch < c && pos < hw) {
 				const float v = tile[q][r];
-				out[(b * hw + p0 + r) * c + c0 + q] = bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+				if (nchw_in)
+					outh[(b * hw + pos) * c + ch] = bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+				else
+					outf[(b * c + ch) * hw + pos] = v;
 			}
 		}
 		END_THREADS
@@ -146,40 +160,10 @@ DEVICE void to_nhwc(const float *in, u16 *out, i32 n, i32 c, i32 hw, int bf16) {
 	}
 }
 
-/* to_nchw: in (16-bit NHWC) to out (float NCHW), widened exactly. */
-DEVICE void to_nchw(const u16 *in, float *out, i32 n, i32 c, i32 hw, int bf16) {
-	SHARED float tile[TILE][TILE + 1];
-	const i64 tiles = cast_tiles(n, c, hw);
-	for (i64 k = BLOCK_IDX; k < tiles; k += GRID_DIM) {
-		THREADS(t)
-		i64 b, c0, p0;
-		tile_at(k, c, hw, &b, &c0, &p0);
-		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE; /* position p0+r, channel c0+q */
-			if (p0 + r < hw && c0 + q < c) {
-				const u16 h = in[(b * hw + p0 + r) * c + c0 + q];
-				tile[r][q] = bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-			}
-		}
-		END_THREADS
-		SYNC
-		THREADS(t)
-		i64 b, c0, p0;
-		tile_at(k, c, hw, &b, &c0, &p0);
-		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE; /* channel c0+r, position p0+q */
-			if (c0 + r < c && p0 + q < hw)
-				out[(b * c + c0 + r) * hw + p0 + q] = tile[q][r];
-		}
-		END_THREADS
-		SYNC
-	}
-}
-
-KERNEL cast_nchw_nhwc_f16(const float *in, u16 *out, i32 n, i32 c, i32 hw) { to_nhwc(in, out, n, c, hw, 0); }
-KERNEL cast_nhwc_nchw_f16(const u16 *in, float *out, i32 n, i32 c, i32 hw) { to_nchw(in, out, n, c, hw, 0); }
-KERNEL cast_nchw_nhwc_bf16(const float *in, u16 *out, i32 n, i32 c, i32 hw) { to_nhwc(in, out, n, c, hw, 1); }
-KERNEL cast_nhwc_nchw_bf16(const u16 *in, float *out, i32 n, i32 c, i32 hw) { to_nchw(in, out, n, c, hw, 1); }
+KERNEL cast_nchw_nhwc_f16(const float *in, u16 *out, i32 n, i32 c, i32 hw) { cast_tiles_move(in, 0, 0, out, n, c, hw, 0); }
+KERNEL cast_nhwc_nchw_f16(const u16 *in, float *out, i32 n, i32 c, i32 hw) { cast_tiles_move(0, in, out, 0, n, c, hw, 0); }
+KERNEL cast_nchw_nhwc_bf16(const float *in, u16 *out, i32 n, i32 c, i32 hw) { cast_tiles_move(in, 0, 0, out, n, c, hw, 1); }
+KERNEL cast_nhwc_nchw_bf16(const u16 *in, float *out, i32 n, i32 c, i32 hw) { cast_tiles_move(0, in, out, 0, n, c, hw, 1); }
 
 /* ---- input ---- */
 
