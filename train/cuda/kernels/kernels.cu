@@ -726,6 +726,15 @@ DEVICE void pool_range(i32 i, i32 k, i32 s, i32 p, i32 on, i32 *lo, i32 *hi) {
 	*hi = h < on ? h : on;
 }
 
+/* pool_covering: the outputs [ylo, yhi) x [xlo, xhi) whose windows cover
+ * input p (row-major in a plane of width w). */
+DEVICE void pool_covering(i32 p, i32 w, i32 kh, i32 kw, i32 sh, i32 sw, i32 ph, i32 pw, i32 oh, i32 ow,
+			  i32 *ylo, i32 *yhi, i32 *xlo, i32 *xhi) {
+	const i32 iy = p / w, ix = p - iy * w;
+	pool_range(iy, kh, sh, ph, oh, ylo, yhi);
+	pool_range(ix, kw, sw, pw, ow, xlo, xhi);
+}
+
 /* maxpool_bwd: one thread per input (a block per input plane), a gather (no atomics): dx = the sum of
  * dy over the outputs whose window covers the input and chose it (arg), in
  * the outputs' order, from 0 in float32: the reference's scatter order. */
@@ -738,10 +747,8 @@ KERNEL maxpool_bwd(const float *dy, const i32 *arg, float *dx, i32 n, i32 c, i32
 		const float *g = dy + pl * oh * ow;
 		const i32 *a = arg + pl * oh * ow;
 		for (i32 p = t; p < hw; p += BLOCK_DIM) {
-			const i32 iy = p / w, ix = p - iy * w;
 			i32 ylo, yhi, xlo, xhi;
-			pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
-			pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+			pool_covering(p, w, kh, kw, sh, sw, ph, pw, oh, ow, &ylo, &yhi, &xlo, &xhi);
 			float s = 0.0f;
 			for (i32 yo = ylo; yo < yhi; yo++)
 				for (i32 xo = xlo; xo < xhi; xo++)
@@ -801,10 +808,8 @@ KERNEL avgpool_bwd(const float *dy, float *dx, i32 n, i32 c, i32 h, i32 w, i32 o
 		THREADS(t)
 		const float *g = dy + pl * oh * ow;
 		for (i32 p = t; p < hw; p += BLOCK_DIM) {
-			const i32 iy = p / w, ix = p - iy * w;
 			i32 ylo, yhi, xlo, xhi;
-			pool_range(iy, kh, sh, ph, oh, &ylo, &yhi);
-			pool_range(ix, kw, sw, pw, ow, &xlo, &xhi);
+			pool_covering(p, w, kh, kw, sh, sw, ph, pw, oh, ow, &ylo, &yhi, &xlo, &xhi);
 			float s = 0.0f;
 			for (i32 yo = ylo; yo < yhi; yo++)
 				for (i32 xo = xlo; xo < xhi; xo++)
