@@ -234,37 +234,18 @@ func gpuCasts(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n i
 
 // gpuChannelsLast runs the channels_last casts (float NCHW to 16-bit NHWC
 // and back, 32×32 tiles through shared memory) on the GPU and on the CPU
-// build by name (kernels.LaunchCPU on pinned copies), bit for bit.
+// build (twin), bit for bit.
 func gpuChannelsLast(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, hw int) {
 	total := n * c * hw
 	x := randn(r, total, 100)
 	l := plan(t, d, kernels.PerRow, int64(kernels.CastTiles(n, c, hw)), kernels.TileValues)
 	size := fmt.Sprintf("%s %dx%dx%d", step, n, c, hw)
-	in := upload(t, d, x)
-	defer d.Free(in)
-	N, C, HW := I32(int32(n)), I32(int32(c)), I32(int32(hw))
+	N, C, HW := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw)))
 	for _, p := range []string{"f16", "bf16"} {
-		h, err := d.Alloc(2 * total)
-		must(t, err)
-		f, err := d.Alloc(4 * total)
-		must(t, err)
-		ms := launch(t, m, "cast_nchw_nhwc_"+p, l, Ptr(in), Ptr(h), N, C, HW)
-		ms2 := launch(t, m, "cast_nhwc_nchw_"+p, l, Ptr(h), Ptr(f), N, C, HW)
-		gh, gf := download[uint16](t, d, h, total), download[float32](t, d, f, total)
-		d.Free(h)
-		d.Free(f)
-		wh, wf := make([]uint16, total), make([]float32, total)
-		var pin runtime.Pinner
-		pin.Pin(&x[0])
-		pin.Pin(&wh[0])
-		pin.Pin(&wf[0])
-		slot := func(a Arg) uint64 { return a.v }
-		dims := []uint64{slot(N), slot(C), slot(HW)}
-		must(t, kernels.LaunchCPU("cast_nchw_nhwc_"+p, l, append([]uint64{uint64(uintptr(unsafe.Pointer(&x[0]))), uint64(uintptr(unsafe.Pointer(&wh[0])))}, dims...)))
-		must(t, kernels.LaunchCPU("cast_nhwc_nchw_"+p, l, append([]uint64{uint64(uintptr(unsafe.Pointer(&wh[0]))), uint64(uintptr(unsafe.Pointer(&wf[0])))}, dims...)))
-		pin.Unpin()
-		row(t, "cast_nchw_nhwc_"+p, size, ms, fmt.Sprintf("%d of %d bits differ", countDiff(gh, wh), total), slices.Equal(gh, wh))
-		row(t, "cast_nhwc_nchw_"+p, size, ms2, fmt.Sprintf("%d ulp", maxULP(gf, wf)), maxULP(gf, wf) == 0)
+		ms, _, ok, out := twin(t, d, m, "cast_nchw_nhwc_"+p, l, tf(x), th(make([]uint16, total)), N, C, HW)
+		row(t, "cast_nchw_nhwc_"+p, size, ms, fmt.Sprintf("bits equal %v", ok), ok)
+		ms, u, ok, _ := twin(t, d, m, "cast_nhwc_nchw_"+p, l, th(out[1].h), tf(make([]float32, total)), N, C, HW)
+		row(t, "cast_nhwc_nchw_"+p, size, ms, fmt.Sprintf("%d ulp", u), u == 0 && ok)
 	}
 }
 
@@ -426,73 +407,63 @@ func gpuCE(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, k i
 }
 
 func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, hw int) {
-	b := kernels.BN{N: n, C: c, HW: hw, Eps: 1e-5, Momentum: 0.1,
+	b := kernels.BN{N: n, C: c, HW: hw, Eps: 1e-5, Momentum: 0.1, ReLU: true,
 		X: randn(r, n*c*hw, 1), Y: make([]float32, n*c*hw), Gamma: randn(r, c, 1), Beta: randn(r, c, 1),
 		BatchMean: make([]float32, c), BatchVar: make([]float32, c), RunningMean: make([]float32, c), RunningVar: make([]float32, c)}
 	for i := range b.RunningVar {
 		b.RunningVar[i] = 1
 	}
-	ms, u, ok, got := bnTrainTwin(t, d, m, b, 1)
+	ch, got := bnTrainTwin(t, d, m, b)
 	// The chain's CPU side is the typed sequence the kernel tests check
 	// against the reference and torch.
-	must(t, kernels.ReLUBNTrain(d.Facts.Facts, b))
+	must(t, kernels.BNTrain(d.Facts.Facts, b))
+	ok := ch.ok
 	for _, p := range [][2][]float32{{got.Y, b.Y}, {got.BatchMean, b.BatchMean}, {got.BatchVar, b.BatchVar},
 		{got.RunningMean, b.RunningMean}, {got.RunningVar, b.RunningVar}} {
 		ok = ok && maxULP(p[0], p[1]) == 0
 	}
-	row(t, "relu_bn_train (3 kernels)", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	row(t, "relu_bn_train (3 kernels)", fmt.Sprintf("%s %dx%dx%d", step, n, c, hw), ch.ms, fmt.Sprintf("%d ulp", ch.ulp), ch.ulp <= 1 && ok)
 }
 
-// bnTrainTwin runs BatchNorm's training forward over in (ReLU first when
-// relu is 1), kernel by kernel as the backend launches it (bn_plane_sum,
-// bn_stats, bn_apply), on the GPU and the CPU build (twin), each kernel
-// given the CPU build's outputs of the ones before. It returns the GPU's
-// milliseconds, the largest ulp difference of a float32 output, whether
-// every double agreed bit for bit, and the CPU build's results in in's
+// bnTrainTwin runs BatchNorm's training forward over in (over ReLU(x)
+// when in.ReLU), kernel by kernel as the backend launches it
+// (bn_plane_sum, bn_stats, bn_apply), on the GPU and the CPU build
+// (twinChain), and returns the chain and the CPU build's results in in's
 // shape.
-func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN, relu int32) (ms float64, ulp int64, ok bool, out kernels.BN) {
+func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN) (*twinChain, kernels.BN) {
 	n, c, hw := in.N, in.C, in.HW
 	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
 	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
-	N, C, HW, R := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(relu))
-	ok, out = true, in
-	step := func(name string, l kernels.Launch, args ...twinArg) []twinArg {
-		a, u, good, res := twin(t, d, m, name, l, args...)
-		ms, ulp, ok = ms+a, max(ulp, u), ok && good
-		return res
-	}
-	part := step("bn_plane_sum", rows, tf(in.X), td(make([]float64, 2*n*c)), N, C, HW, R)[1].d
-	res := step("bn_stats", chans, tf(in.X), td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)),
+	N, C, HW, R := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(b2i32(in.ReLU)))
+	ch, out := newTwinChain(), in
+	part := ch.run(t, d, m, "bn_plane_sum", rows, tf(in.X), td(make([]float64, 2*n*c)), N, C, HW, R)[1].d
+	res := ch.run(t, d, m, "bn_stats", chans, tf(in.X), td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)),
 		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)), R)
-	stat := res[2].d
 	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar = res[3].f, res[4].f, res[5].f, res[6].f
-	out.Y = step("bn_apply", rows, tf(in.X), tf(make([]float32, n*c*hw)), tf(in.Gamma), tf(in.Beta), td(stat), N, C, HW, R)[1].f
-	return
+	out.Y = ch.run(t, d, m, "bn_apply", rows, tf(in.X), tf(make([]float32, n*c*hw)), tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, R)[1].f
+	return ch, out
 }
 
 // bnBwdTwin is bnTrainTwin for the backward (bn_bwd_sum, bn_bwd_stats,
-// bn_bwd_apply); g.DX, DGamma, DBeta in out are the CPU build's.
-func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) (ms float64, ulp int64, ok bool, out kernels.BNGrad) {
+// bn_bwd_apply).
+func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) *twinChain {
 	n, c, hw := g.N, g.C, g.HW
 	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
 	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
-	relu := int32(0)
-	if g.ReLUIn {
-		relu = 1
+	N, C, HW, R, eps := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(b2i32(g.ReLUIn))), ts(F32(g.Eps))
+	ch := newTwinChain()
+	part := ch.run(t, d, m, "bn_bwd_sum", rows, tf(g.DY), tf(g.X), tf(g.BatchMean), tf(g.BatchVar), td(make([]float64, 2*n*c)), N, C, HW, eps, R)[4].d
+	res := ch.run(t, d, m, "bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
+	ch.run(t, d, m, "bn_bwd_apply", rows, tf(g.DY), tf(g.X), tf(g.Gamma), tf(g.BatchMean), tf(g.BatchVar), td(res[1].d),
+		tf(make([]float32, n*c*hw)), N, C, HW, eps, R)
+	return ch
+}
+
+func b2i32(b bool) int32 {
+	if b {
+		return 1
 	}
-	N, C, HW, R, eps := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(relu)), ts(F32(g.Eps))
-	ok, out = true, g
-	step := func(name string, l kernels.Launch, args ...twinArg) []twinArg {
-		a, u, good, res := twin(t, d, m, name, l, args...)
-		ms, ulp, ok = ms+a, max(ulp, u), ok && good
-		return res
-	}
-	part := step("bn_bwd_sum", rows, tf(g.DY), tf(g.X), tf(g.BatchMean), tf(g.BatchVar), td(make([]float64, 2*n*c)), N, C, HW, eps, R)[4].d
-	res := step("bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
-	out.DGamma, out.DBeta = res[2].f, res[3].f
-	out.DX = step("bn_bwd_apply", rows, tf(g.DY), tf(g.X), tf(g.Gamma), tf(g.BatchMean), tf(g.BatchVar), td(res[1].d),
-		tf(make([]float32, n*c*hw)), N, C, HW, eps, R)[6].f
-	return
+	return 0
 }
 
 // twinArg is one argument of twin: a float32 or int32 buffer (uploaded to
@@ -502,6 +473,7 @@ type twinArg struct {
 	f   []float32
 	i   []int32
 	d   []float64
+	h   []uint16
 	buf bool
 	a   Arg
 }
@@ -509,14 +481,24 @@ type twinArg struct {
 func tf(s []float32) twinArg { return twinArg{f: s, buf: true} }
 func ti(s []int32) twinArg   { return twinArg{i: s, buf: true} }
 func td(s []float64) twinArg { return twinArg{d: s, buf: true} }
+func th(s []uint16) twinArg  { return twinArg{h: s, buf: true} }
 func tnull() twinArg         { return twinArg{a: Arg{0}} }
 func ts(a Arg) twinArg       { return twinArg{a: a} }
+
+// twinBuf is one buffer argument of twin: a pinned copy for the CPU
+// build (its address the slot) and the same values uploaded.
+func twinBuf[T any](t *testing.T, d *Device, pin *runtime.Pinner, s []T) ([]T, uint64, Buffer) {
+	c := slices.Clone(s)
+	pin.Pin(&c[0])
+	return c, uint64(uintptr(unsafe.Pointer(&c[0]))), upload(t, d, s)
+}
 
 // twin runs kernel name with args on the GPU (m) and on the CPU build by
 // name (kernels.LaunchCPU, the slots the backend's CPU twin passes), both
 // with launch l, and compares every buffer afterwards: the largest ulp
-// difference of the float buffers, and whether the int32 buffers agree.
-// It returns the GPU's milliseconds and the CPU build's buffers.
+// difference of the float buffers, and whether the int32, double and
+// 16-bit buffers agree bit for bit. It returns the GPU's milliseconds and
+// the CPU build's buffers.
 func twin(t *testing.T, d *Device, m *Module, name string, l kernels.Launch, args ...twinArg) (ms float64, ulp int64, intsEqual bool, cpu []twinArg) {
 	t.Helper()
 	var pin runtime.Pinner
@@ -527,27 +509,19 @@ func twin(t *testing.T, d *Device, m *Module, name string, l kernels.Launch, arg
 	for k, a := range args {
 		switch {
 		case a.f != nil:
-			c := slices.Clone(a.f)
-			pin.Pin(&c[0])
-			cpu[k] = tf(c)
-			bufs[k] = upload(t, d, a.f)
-			gargs[k], slots[k] = Ptr(bufs[k]), uint64(uintptr(unsafe.Pointer(&c[0])))
+			cpu[k].f, slots[k], bufs[k] = twinBuf(t, d, &pin, a.f)
 		case a.i != nil:
-			c := slices.Clone(a.i)
-			pin.Pin(&c[0])
-			cpu[k] = ti(c)
-			bufs[k] = upload(t, d, a.i)
-			gargs[k], slots[k] = Ptr(bufs[k]), uint64(uintptr(unsafe.Pointer(&c[0])))
+			cpu[k].i, slots[k], bufs[k] = twinBuf(t, d, &pin, a.i)
 		case a.d != nil:
-			c := slices.Clone(a.d)
-			pin.Pin(&c[0])
-			cpu[k] = td(c)
-			bufs[k] = upload(t, d, a.d)
-			gargs[k], slots[k] = Ptr(bufs[k]), uint64(uintptr(unsafe.Pointer(&c[0])))
+			cpu[k].d, slots[k], bufs[k] = twinBuf(t, d, &pin, a.d)
+		case a.h != nil:
+			cpu[k].h, slots[k], bufs[k] = twinBuf(t, d, &pin, a.h)
 		default:
 			cpu[k] = a
 			gargs[k], slots[k] = a.a, a.a.v
+			continue
 		}
+		cpu[k].buf, gargs[k] = true, Ptr(bufs[k])
 	}
 	ms = launch(t, m, name, l, gargs...)
 	must(t, kernels.LaunchCPU(name, l, slots))
@@ -560,9 +534,30 @@ func twin(t *testing.T, d *Device, m *Module, name string, l kernels.Launch, arg
 			intsEqual = intsEqual && slices.Equal(download[int32](t, d, bufs[k], len(a.i)), a.i)
 		case a.d != nil: // doubles compared bit for bit
 			intsEqual = intsEqual && slices.Equal(download[float64](t, d, bufs[k], len(a.d)), a.d)
+		case a.h != nil:
+			intsEqual = intsEqual && slices.Equal(download[uint16](t, d, bufs[k], len(a.h)), a.h)
 		}
 	}
 	return ms, ulp, intsEqual, cpu
+}
+
+// twinChain runs kernels one after another through twin, each given the
+// CPU build's outputs of the ones before, and keeps their GPU time, the
+// largest ulp difference and whether every int, double and 16-bit buffer
+// agreed.
+type twinChain struct {
+	ms  float64
+	ulp int64
+	ok  bool
+}
+
+func newTwinChain() *twinChain { return &twinChain{ok: true} }
+
+func (c *twinChain) run(t *testing.T, d *Device, m *Module, name string, l kernels.Launch, args ...twinArg) []twinArg {
+	t.Helper()
+	ms, u, ok, res := twin(t, d, m, name, l, args...)
+	c.ms, c.ulp, c.ok = c.ms+ms, max(c.ulp, u), c.ok && ok
+	return res
 }
 
 // gpuSpecials puts NaN, ±Inf and ±0 at about one element in every 50.
@@ -617,8 +612,8 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	}
 	bnIn := kernels.BN{X: clean, Gamma: gamma, Beta: beta, RunningMean: make([]float32, c), RunningVar: rv,
 		N: n, C: c, HW: hw, Eps: 1e-5, Momentum: 0.1}
-	ms, u, ok, bnOut := bnTrainTwin(t, d, m, bnIn, 0)
-	row(t, "bn_train (3 kernels)", shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+	bnCh, bnOut := bnTrainTwin(t, d, m, bnIn)
+	row(t, "bn_train (3 kernels)", shape, bnCh.ms, fmt.Sprintf("%d ulp", bnCh.ulp), bnCh.ulp <= 1 && bnCh.ok)
 	bm, bv := bnOut.BatchMean, bnOut.BatchVar
 	lr := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
 	for _, relu := range []int32{0, 1} {
@@ -627,9 +622,9 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 		exact(fmt.Sprintf("bn_eval relu=%d", relu), ms, u, ok)
 	}
 	for _, reluIn := range []bool{false, true} {
-		ms, u, ok, _ = bnBwdTwin(t, d, m, kernels.BNGrad{DY: dy, X: clean, Gamma: gamma, BatchMean: bm, BatchVar: bv,
+		ch := bnBwdTwin(t, d, m, kernels.BNGrad{DY: dy, X: clean, Gamma: gamma, BatchMean: bm, BatchVar: bv,
 			N: n, C: c, HW: hw, Eps: 1e-5, ReLUIn: reluIn})
-		row(t, fmt.Sprintf("bn_bwd relu_in=%v (3 kernels)", reluIn), shape, ms, fmt.Sprintf("%d ulp", u), u <= 1 && ok)
+		row(t, fmt.Sprintf("bn_bwd relu_in=%v (3 kernels)", reluIn), shape, ch.ms, fmt.Sprintf("%d ulp", ch.ulp), ch.ulp <= 1 && ch.ok)
 	}
 
 	// Pools on n·c planes of side √hw: ThinNet's 2×2/2, ResNet's 3×3/2 pad 1.

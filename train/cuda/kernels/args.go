@@ -7,12 +7,13 @@ type SGDArgs struct {
 	First                     bool // the first step: the velocity is the gradient
 }
 
-// BN are the tensors of ReLU→BatchNorm: x and y NCHW; the rest per channel.
+// BN are the tensors of BatchNorm (of ReLU(x) when ReLU): x and y NCHW;
+// the rest per channel.
 type BN struct {
 	X, Y, Gamma, Beta, BatchMean, BatchVar, RunningMean, RunningVar []float32
 	N, C, HW                                                        int
 	Eps, Momentum                                                   float32
-	ReLU                                                            bool // BNEval: read ReLU(x)
+	ReLU                                                            bool // read ReLU(x): the convolution's ReLU before it
 }
 
 // BNGrad are the tensors of BatchNorm's backward (bn_bwd_sum, bn_bwd_stats,

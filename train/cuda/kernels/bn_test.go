@@ -44,7 +44,8 @@ func TestReLUBNAgainstReference(t *testing.T) {
 		in := bnData(r, k)
 		got := in
 		got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
-		if err := ReLUBNTrain(small, got); err != nil {
+		got.ReLU = true
+		if err := BNTrain(small, got); err != nil {
 			t.Fatal(err)
 		}
 
@@ -109,7 +110,8 @@ func TestReLUBNAgainstTorch(t *testing.T) {
 		for n, v := range map[string][]float32{"x": b.X, "g": b.Gamma, "b": b.Beta, "rm": b.RunningMean, "rv": b.RunningVar} {
 			in[fmt.Sprint(n, i)] = slices.Clone(v)
 		}
-		if err := ReLUBNTrain(H200, b); err != nil {
+		b.ReLU = true
+		if err := BNTrain(H200, b); err != nil {
 			t.Fatal(err)
 		}
 		runs = append(runs, b)

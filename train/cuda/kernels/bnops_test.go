@@ -18,6 +18,19 @@ var bnShapes = []bnCase{
 	{3, 5, 1, 1},
 }
 
+// bnTrained is BNTrain planned for f on a copy of in's outputs and
+// running statistics (in keeps its own).
+func bnTrained(t *testing.T, f Facts, in BN) BN {
+	t.Helper()
+	got := in
+	got.Y, got.BatchMean, got.BatchVar = make([]float32, len(in.X)), make([]float32, in.C), make([]float32, in.C)
+	got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
+	if err := BNTrain(f, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // poison puts a NaN in channel 1 and an Inf in channel 2 of x (where c > 2):
 // the reference's sums make those channels NaN; the others must not notice.
 func poison(x []float32, k bnCase) {
@@ -54,12 +67,7 @@ func TestBNTrainAgainstReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range bnFacts {
-			got := in
-			got.Y, got.BatchMean, got.BatchVar = make([]float32, len(in.X)), make([]float32, k.c), make([]float32, k.c)
-			got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
-			if err := BNTrain(l, got); err != nil {
-				t.Fatal(err)
-			}
+			got := bnTrained(t, l, in)
 			u := max(compare(got.Y, y).ulps, compare(got.BatchMean, bm).ulps, compare(got.BatchVar, bv).ulps,
 				compare(got.RunningMean, bn.RunningMean.Value).ulps, compare(got.RunningVar, bn.RunningVar.Value).ulps)
 			if u > 1 {
@@ -200,12 +208,7 @@ func TestBNTrainFarFromZero(t *testing.T) {
 		bm, bv := make([]float32, k.c), make([]float32, k.c)
 		y := read(t)(op.Forward(tensor(t, ref, in.X, k.n, k.c, k.h, k.w), in.Gamma, in.Beta, bm, bv, true))
 		for _, f := range bnFacts {
-			got := in
-			got.Y, got.BatchMean, got.BatchVar = make([]float32, len(in.X)), make([]float32, k.c), make([]float32, k.c)
-			got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
-			if err := BNTrain(f, got); err != nil {
-				t.Fatal(err)
-			}
+			got := bnTrained(t, f, in)
 			if !math.IsInf(float64(got.BatchMean[3]), 1) || !math.IsInf(float64(bm[3]), 1) {
 				t.Errorf("offset %g: channel 3's mean %v, the reference's %v; want +Inf", off, got.BatchMean[3], bm[3])
 			}

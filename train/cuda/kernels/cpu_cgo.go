@@ -171,26 +171,11 @@ func dispatchTable() map[string]string {
 	return t
 }
 
-// BNTrain runs BatchNorm in training (without the ReLU) as the backend
-// launches it: bn_plane_sum, bn_stats, bn_apply, each planned for f (the
-// planes' and the statistics' scratch allocated here).
-func BNTrain(f Facts, b BN) error { return bnTrain(f, b, false) }
-
-// ReLUBNTrain runs ReLU then BatchNorm in training: BNTrain over ReLU(x),
-// the ReLU applied as the values are read.
-func ReLUBNTrain(f Facts, b BN) error { return bnTrain(f, b, true) }
-
-// bnPlans are the launches of the BatchNorm kernels over n×c×hw: a block
-// per plane, a thread per channel.
-func bnPlans(f Facts, n, c, hw int) (rows, chans Launch, err error) {
-	if rows, err = f.Plan(PerRow, int64(n*c), int64(hw)); err != nil {
-		return
-	}
-	chans, err = f.Plan(Elementwise, int64(c), 0)
-	return
-}
-
-func bnTrain(f Facts, b BN, relu bool) error {
+// BNTrain runs BatchNorm in training over x, or over ReLU(x) when b.ReLU
+// (the ReLU applied as the values are read), as the backend launches it:
+// bn_plane_sum, bn_stats, bn_apply, each planned for f (the planes' and
+// the statistics' scratch allocated here).
+func BNTrain(f Facts, b BN) error {
 	rows, chans, err := bnPlans(f, b.N, b.C, b.HW)
 	if err != nil {
 		return err
@@ -201,7 +186,7 @@ func bnTrain(f Facts, b BN, relu bool) error {
 		return err
 	}
 	part, stat := make([]float64, 2*b.N*b.C), make([]float64, 2*b.C)
-	n, c, hw, r := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), b2i(relu)
+	n, c, hw, r := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), b2i(b.ReLU)
 	x, pp, sp := (*C.float)(fp(b.X)), (*C.double)(fp(part)), (*C.double)(fp(stat))
 	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, n, c, hw, r)
 	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
@@ -209,6 +194,16 @@ func bnTrain(f Facts, b BN, relu bool) error {
 	C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), sp, n, c, hw, r)
 	return nil
+}
+
+// bnPlans are the launches of the BatchNorm kernels over n×c×hw: a block
+// per plane, a thread per channel.
+func bnPlans(f Facts, n, c, hw int) (rows, chans Launch, err error) {
+	if rows, err = f.Plan(PerRow, int64(n*c), int64(hw)); err != nil {
+		return
+	}
+	chans, err = f.Plan(Elementwise, int64(c), 0)
+	return
 }
 
 // BNEval runs BatchNorm with the running statistics (b's BatchMean,

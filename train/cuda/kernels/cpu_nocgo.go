@@ -18,7 +18,6 @@ func CELoss(Launch, []float32, []int32, []float32, []float32, int, int, float32,
 	return ErrNoCPU
 }
 func CESums(Launch, []float32, int, *[3]float64) error { return ErrNoCPU }
-func ReLUBNTrain(Facts, BN) error                      { return ErrNoCPU }
 
 func LaunchCPU(string, Launch, []uint64) error { return ErrNoCPU }
 

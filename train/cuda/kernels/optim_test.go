@@ -421,9 +421,9 @@ func TestNormalizeU8Modes(t *testing.T) {
 	}
 }
 
-// NormMode's bits are kernels.cu's #defines.
-func TestNormModeBits(t *testing.T) {
-	for name, v := range map[string]NormMode{"NORM_CHW": NormCHW, "NORM_DIV": NormDiv, "NORM_FLIP": NormFlip} {
+// NormMode's bits and Tile are kernels.cu's #defines.
+func TestDefinesAgree(t *testing.T) {
+	for name, v := range map[string]int{"NORM_CHW": int(NormCHW), "NORM_DIV": int(NormDiv), "NORM_FLIP": int(NormFlip), "TILE": Tile} {
 		if want := fmt.Sprintf("#define %s %d\n", name, v); !strings.Contains(Source, want) {
 			t.Errorf("kernels.cu lacks %q", want)
 		}

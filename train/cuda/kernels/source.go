@@ -57,14 +57,18 @@ var gpuPrelude string
 // numbers in NVRTC's log are kernels.cu's).
 func GPUSource() string { return gpuPrelude + "#line 1 \"kernels.cu\"\n" + Source }
 
-// TileValues is the values of one tile of the channels_last casts
-// (kernels.cu's TILE²): a PerRow launch of them is planned with rows =
-// CastTiles(n, c, hw) and cols = TileValues.
-const TileValues = 32 * 32
+// Tile is the side of the channels_last casts' tiles, kernels.cu's TILE
+// (a test checks the two agree): a tile moves Tile channels × Tile
+// positions of one image.
+const Tile = 32
+
+// TileValues is the values of one tile: a PerRow launch of the casts is
+// planned with rows = CastTiles(n, c, hw) and cols = TileValues.
+const TileValues = Tile * Tile
 
 // CastTiles is the number of tiles the channels_last casts move n images
 // of c channels × hw positions in (kernels.cu's cast_tiles).
-func CastTiles(n, c, hw int) int { return n * ((c + 31) / 32) * ((hw + 31) / 32) }
+func CastTiles(n, c, hw int) int { return n * ((c + Tile - 1) / Tile) * ((hw + Tile - 1) / Tile) }
 
 // MaxBlock is the largest block the kernels take (their SHARED arrays'
 // size, kernels.cu's MAXB); a block is a power of two.
