@@ -106,7 +106,8 @@ func newerVersions(decls []Decl, exported map[string]bool) []string {
 		}
 		base, v := first, 1
 		if m := suffix.FindStringSubmatch(first); m != nil {
-			base, v = m[1], atoi(m[2])
+			v, _ = strconv.Atoi(m[2]) // digits: the pattern's
+			base = m[1]
 		}
 		for n := v + 1; n <= 9; n++ {
 			if name := fmt.Sprintf("%s_v%d", base, n); exported[name] {
@@ -116,8 +117,6 @@ func newerVersions(decls []Decl, exported map[string]bool) []string {
 	}
 	return bad
 }
-
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // driverReport is what the child saw.
 type driverReport struct {

@@ -387,24 +387,14 @@ func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) err
 		return err
 	}
 	N, C, HW, relu := i32(n), i32(c), i32(hw), flag(o.reluIn)
-	for _, k := range []struct {
-		name  string
-		shape kernels.Shape
-		args  []uint64
-	}{
-		{"bn_plane_sum", kernels.PerRow, []uint64{x.p, o.part.p, N, C, HW, relu}},
-		{"bn_stats", kernels.Elementwise, []uint64{x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3], N, C, HW, f32(o.eps()), f32(momentum), relu}},
-		{"bn_apply", kernels.PerRow, []uint64{x.p, o.y.p, p[0], p[1], o.stat.p, N, C, HW, relu}},
-	} {
-		items, size := n*c, hw
-		if k.shape == kernels.Elementwise {
-			items, size = c, 0
-		}
-		if err := o.b.run(k.name, k.shape, items, size, k.args...); err != nil {
-			return err
-		}
+	if err := o.b.run("bn_plane_sum", kernels.PerRow, n*c, hw, x.p, o.part.p, N, C, HW, relu); err != nil {
+		return err
 	}
-	return nil
+	if err := o.b.run("bn_stats", kernels.Elementwise, c, 0, x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3],
+		N, C, HW, f32(o.eps()), f32(momentum), relu); err != nil {
+		return err
+	}
+	return o.b.run("bn_apply", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], o.stat.p, N, C, HW, relu)
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
