@@ -219,3 +219,20 @@ func TestBNTrainFarFromZero(t *testing.T) {
 		}
 	}
 }
+
+// An empty batch reads nothing: the statistics' shift (the channel's
+// first value) is not read from a tensor that has none, and the batch's
+// mean is 0/0, as the sums give it.
+func TestBNTrainEmpty(t *testing.T) {
+	needCPU(t)
+	for _, k := range []bnCase{{0, 3, 2, 2}, {2, 3, 0, 0}} {
+		in := BN{N: k.n, C: k.c, HW: k.h * k.w, Eps: 1e-5, Momentum: 0.1, Gamma: make([]float32, k.c), Beta: make([]float32, k.c),
+			RunningMean: make([]float32, k.c), RunningVar: make([]float32, k.c)}
+		got := bnTrained(t, small, in)
+		for ch, m := range got.BatchMean {
+			if !math.IsNaN(float64(m)) {
+				t.Errorf("%+v: channel %d's mean %v, want NaN (0/0)", k, ch, m)
+			}
+		}
+	}
+}

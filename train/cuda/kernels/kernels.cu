@@ -428,8 +428,11 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
 
 /* bn_shift: channel ch's shift k, act(x) at its first place (image 0,
  * position 0), or 0 when that is not finite (so a channel with an Inf
- * sums to the reference's Inf mean, not to Inf - Inf). */
-DEVICE double bn_shift(const float *x, i64 ch, i32 hw, i32 relu) {
+ * sums to the reference's Inf mean, not to Inf - Inf) or the tensor is
+ * empty (nothing to read). */
+DEVICE double bn_shift(const float *x, i64 ch, i32 n, i32 hw, i32 relu) {
+	if (n <= 0 || hw <= 0)
+		return 0.0;
 	const float k = act_f(x[ch * hw], relu);
 	return finite_f(k) ? (double)k : 0.0;
 }
@@ -443,7 +446,7 @@ KERNEL bn_plane_sum(const float *x, double *part, i32 n, i32 c, i32 hw, i32 relu
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const float *xp = x + p * hw;
-		const double k = bn_shift(x, p % c, hw, relu);
+		const double k = bn_shift(x, p % c, n, hw, relu);
 		double s = 0, q = 0;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
 			const double v = act_f(xp[i], relu) - k;
@@ -481,7 +484,7 @@ KERNEL bn_stats(const float *x, const double *part, double *stat, float *bmean, 
 			s += part[(i64)i * c + ch];
 			q += part[planes + (i64)i * c + ch];
 		}
-		const double d = s / (double)cnt, mean = bn_shift(x, ch, hw, relu) + d;
+		const double d = s / (double)cnt, mean = bn_shift(x, ch, n, hw, relu) + d;
 		double var = q / (double)cnt - d * d;
 		if (var < 0)
 			var = 0;
