@@ -77,12 +77,7 @@ func TestDNNStandIns(t *testing.T) {
 			t.Fatalf("gcc %s: %v\n%s", lib.name, err, out)
 		}
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDNNStandIns$", "-test.v")
-	cmd.Env = append(os.Environ(), "FASTER_CUDA_DNN_CHILD=1", "LD_LIBRARY_PATH="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	out := inChild(t, "TestDNNStandIns", "FASTER_CUDA_DNN_CHILD", dir, "-test.v")
 	if !strings.Contains(string(out), "--- PASS: TestDNNStandIns") {
 		t.Fatalf("the child did not pass:\n%s", out)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -38,12 +37,7 @@ func TestRealDriverWithoutGPU(t *testing.T) {
 	}
 	lib := filepath.Join(testenv.CUDALibDir, "libcuda.so.1")
 	exported := testenv.Exports(t, lib)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRealDriverWithoutGPU$")
-	cmd.Env = append(os.Environ(), "FASTER_CUDA_DRIVER_CHILD=1", "LD_LIBRARY_PATH="+testenv.CUDALibDir)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	out := inChild(t, "TestRealDriverWithoutGPU", "FASTER_CUDA_DRIVER_CHILD", testenv.CUDALibDir)
 	var r driverReport
 	line, _, _ := strings.Cut(string(out), "\n")
 	if err := json.Unmarshal([]byte(line), &r); err != nil {

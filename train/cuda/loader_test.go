@@ -134,13 +134,23 @@ func runStubs(t *testing.T, cc, omit string) string {
 			t.Fatalf("gcc %s: %v\n%s", lib.name, err, out)
 		}
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoaderWithStubs$")
-	cmd.Env = append(os.Environ(), "FASTER_CUDA_STUB_CHILD=1", "LD_LIBRARY_PATH="+dir)
+	return string(inChild(t, "TestLoaderWithStubs", "FASTER_CUDA_STUB_CHILD", dir))
+}
+
+// inChild runs test again in a child process of the test binary, with
+// childEnv=1 (the test's cue to be the child) and LD_LIBRARY_PATH=libs
+// (the loader opens the libraries once a process: another set needs
+// another process), failing t when the child fails, and returns what the
+// child printed.
+func inChild(t *testing.T, test, childEnv, libs string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^" + test + "$"}, args...)...)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "LD_LIBRARY_PATH="+libs)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-	return string(out)
+	return out
 }
 
 // stubChild runs in the child process of TestLoaderWithStubs.
