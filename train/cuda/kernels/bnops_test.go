@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -23,7 +24,7 @@ var bnShapes = []bnCase{
 func bnTrained(t *testing.T, f Facts, in BN) BN {
 	t.Helper()
 	got := in
-	got.Y, got.BatchMean, got.BatchVar = make([]float32, len(in.X)), make([]float32, in.C), make([]float32, in.C)
+	got.Y, got.BatchMean, got.BatchVar = make([]float32, in.N*in.C*in.HW), make([]float32, in.C), make([]float32, in.C)
 	got.RunningMean, got.RunningVar = slices.Clone(in.RunningMean), slices.Clone(in.RunningVar)
 	if err := BNTrain(f, got); err != nil {
 		t.Fatal(err)
@@ -233,6 +234,100 @@ func TestBNTrainEmpty(t *testing.T) {
 			if !math.IsNaN(float64(m)) {
 				t.Errorf("%+v: channel %d's mean %v, want NaN (0/0)", k, ch, m)
 			}
+		}
+	}
+}
+
+// BatchNorm over a convolution's 16-bit output read as it is (X16,
+// Format) against the float32 kernels over the same values widened: the
+// same bits in every output, and the backward's DX16 the float32 DX
+// rounded (what the cast before the convolution's backward made of it),
+// in binary16 and bfloat16, with and without the ReLU, NaN and Inf in.
+func TestBN16BitInput(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 64))
+	type codec struct {
+		f    Format
+		to   func(Launch, []float32, []uint16) error
+		from func(Launch, []uint16, []float32) error
+		name string
+	}
+	for _, cd := range []codec{{Float16, CastF32F16, CastF16F32, "fp16"}, {BFloat16, CastF32BF16, CastBF16F32, "bf16"}} {
+		for _, k := range bnShapes {
+			for _, relu := range []bool{false, true} {
+				in := bnData(r, k)
+				poison(in.X, k)
+				in.ReLU = relu
+				nx := len(in.X)
+				l := plan(t, H200, Elementwise, int64(nx), 0)
+				x16, x32 := make([]uint16, nx), make([]float32, nx)
+				if err := cd.to(l, in.X, x16); err != nil {
+					t.Fatal(err)
+				}
+				if err := cd.from(l, x16, x32); err != nil {
+					t.Fatal(err)
+				}
+				in.X = x32
+				low := in
+				low.X, low.X16, low.Format = nil, x16, cd.f
+				f := bnFacts[len(bnFacts)-1]
+				want, got := bnTrained(t, f, in), bnTrained(t, f, low)
+				for _, o := range [][3]any{{"y", want.Y, got.Y}, {"batch mean", want.BatchMean, got.BatchMean},
+					{"batch variance", want.BatchVar, got.BatchVar}, {"running mean", want.RunningMean, got.RunningMean},
+					{"running variance", want.RunningVar, got.RunningVar}} {
+					sameBits(t, fmt.Sprintf("%s %+v relu=%v train %s", cd.name, k, relu, o[0]), o[1].([]float32), o[2].([]float32))
+				}
+
+				ev, evLow := in, low
+				ev.Y, evLow.Y = make([]float32, nx), make([]float32, nx)
+				rows := plan(t, f, PerRow, int64(k.n*k.c), int64(k.h*k.w))
+				if err := BNEval(rows, ev); err != nil {
+					t.Fatal(err)
+				}
+				if err := BNEval(rows, evLow); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, fmt.Sprintf("%s %+v relu=%v eval y", cd.name, k, relu), ev.Y, evLow.Y)
+
+				dy := randn(r, nx, 1)
+				g := BNGrad{DY: dy, X: x32, Gamma: in.Gamma, BatchMean: want.BatchMean, BatchVar: want.BatchVar,
+					DX: make([]float32, nx), DGamma: make([]float32, k.c), DBeta: make([]float32, k.c),
+					N: k.n, C: k.c, HW: k.h * k.w, Eps: in.Eps, ReLUIn: relu}
+				gl := g
+				gl.X, gl.DX, gl.X16, gl.DX16, gl.Format = nil, nil, x16, make([]uint16, nx), cd.f
+				gl.DGamma, gl.DBeta = make([]float32, k.c), make([]float32, k.c)
+				if err := BNBwd(f, g); err != nil {
+					t.Fatal(err)
+				}
+				if err := BNBwd(f, gl); err != nil {
+					t.Fatal(err)
+				}
+				rounded := make([]uint16, nx)
+				if err := cd.to(l, g.DX, rounded); err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%s %+v relu=%v backward", cd.name, k, relu)
+				for j := range rounded {
+					if rounded[j] != gl.DX16[j] {
+						t.Fatalf("%s: dx[%d] %#04x, the float32 dx %v rounded %#04x", name, j, gl.DX16[j], g.DX[j], rounded[j])
+					}
+				}
+				sameBits(t, name+" dgamma", g.DGamma, gl.DGamma)
+				sameBits(t, name+" dbeta", g.DBeta, gl.DBeta)
+			}
+		}
+	}
+}
+
+// sameBits fails unless a and b hold the same float32 bits.
+func sameBits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d values, want %d", what, len(b), len(a))
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("%s: [%d] = %v, want %v", what, i, b[i], a[i])
 		}
 	}
 }

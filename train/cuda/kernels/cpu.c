@@ -48,28 +48,28 @@ void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums) {
 	LAUNCH(g, b, ce_sums(rowstat, n, sums));
 }
 
-void cpu_bn_plane_sum(int g, int b, const float *x, double *part, int32_t n, int32_t c, int32_t hw, int32_t relu) {
-	LAUNCH(g, b, bn_plane_sum(x, part, n, c, hw, relu));
+void cpu_bn_plane_sum(int g, int b, const void *x, double *part, int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_plane_sum(x, part, n, c, hw, fl));
 }
 
-void cpu_bn_stats(int g, int b, const float *x, const double *part, double *stat, float *bmean, float *bvar,
-		  float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum, int32_t relu) {
-	LAUNCH(g, b, bn_stats(x, part, stat, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, relu));
+void cpu_bn_stats(int g, int b, const void *x, const double *part, double *stat, float *bmean, float *bvar,
+		  float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum, int32_t fl) {
+	LAUNCH(g, b, bn_stats(x, part, stat, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, fl));
 }
 
-void cpu_bn_apply(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const double *stat,
-		  int32_t n, int32_t c, int32_t hw, int32_t relu) {
-	LAUNCH(g, b, bn_apply(x, y, gamma, beta, stat, n, c, hw, relu));
+void cpu_bn_apply(int g, int b, const void *x, float *y, const float *gamma, const float *beta, const double *stat,
+		  int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_apply(x, y, gamma, beta, stat, n, c, hw, fl));
 }
 
-void cpu_bn_eval(int g, int b, const float *x, float *y, const float *gamma, const float *beta, const float *rmean,
-		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t relu) {
-	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, relu));
+void cpu_bn_eval(int g, int b, const void *x, float *y, const float *gamma, const float *beta, const float *rmean,
+		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
 }
 
-void cpu_bn_bwd_sum(int g, int b, const float *dy, const float *x, const float *bmean, const float *bvar,
-		    double *part, int32_t n, int32_t c, int32_t hw, float eps, int32_t relu_in) {
-	LAUNCH(g, b, bn_bwd_sum(dy, x, bmean, bvar, part, n, c, hw, eps, relu_in));
+void cpu_bn_bwd_sum(int g, int b, const float *dy, const void *x, const float *bmean, const float *bvar,
+		    double *part, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_bwd_sum(dy, x, bmean, bvar, part, n, c, hw, eps, fl));
 }
 
 void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dgamma, float *dbeta, int32_t n,
@@ -77,10 +77,10 @@ void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dga
 	LAUNCH(g, b, bn_bwd_stats(part, stat, dgamma, dbeta, n, c, hw));
 }
 
-void cpu_bn_bwd_apply(int g, int b, const float *dy, const float *x, const float *gamma, const float *bmean,
-		      const float *bvar, const double *stat, float *dx, int32_t n, int32_t c, int32_t hw, float eps,
-		      int32_t relu_in) {
-	LAUNCH(g, b, bn_bwd_apply(dy, x, gamma, bmean, bvar, stat, dx, n, c, hw, eps, relu_in));
+void cpu_bn_bwd_apply(int g, int b, const float *dy, const void *x, const float *gamma, const float *bmean,
+		      const float *bvar, const double *stat, void *dx, int32_t n, int32_t c, int32_t hw, float eps,
+		      int32_t fl) {
+	LAUNCH(g, b, bn_bwd_apply(dy, x, gamma, bmean, bvar, stat, dx, n, c, hw, eps, fl));
 }
 
 void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n) { LAUNCH(g, b, relu_fwd(x, y, n)); }

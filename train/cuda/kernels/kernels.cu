@@ -424,32 +424,65 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
  * one-pass E[r²] - E[r]² loses 2^-53·mean²/σ² relative: y 44 float32 ulp
  * from the reference's two passes at mean = 1000σ). stat holds 2·c doubles: the
  * channel's mean (or dy's mean) in [0, c), its inverse standard deviation
- * (or dy·x-hat's mean) in [c, 2c). */
+ * (or dy·x-hat's mean) in [c, 2c).
+ *
+ * fl, the kernels' flags: BN_RELU reads ReLU(x) (the convolution's ReLU
+ * handed on, train.ReLUInputBatchNormOp); BN_F16 or BN_BF16 says x is
+ * 16-bit, the convolution's output as cuDNN wrote it (NCHW), and the
+ * backward's dx is written in that format for the convolution's backward
+ * to read as it is (train.LowInputBatchNormOp). Each value is widened as
+ * it is read and dx rounded (f32_to_f16, f32_to_bf16) as it is written:
+ * the same bits as the casts before and after, without their passes. */
+#define BN_RELU 1
+#define BN_F16 2
+#define BN_BF16 4
+
+/* bn_ld: x's value i as float32, x in fl's format. */
+DEVICE float bn_ld(const void *x, i64 i, i32 fl) {
+	if (fl & BN_BF16)
+		return bf16_to_f32(((const u16 *)x)[i]);
+	if (fl & BN_F16)
+		return f16_to_f32(((const u16 *)x)[i]);
+	return ((const float *)x)[i];
+}
+
+/* bn_in: act(x) at i, the value BatchNorm normalises. */
+DEVICE float bn_in(const void *x, i64 i, i32 fl) { return act_f(bn_ld(x, i, fl), fl & BN_RELU); }
+
+/* bn_st: dx[i] = v in fl's format (rounded to nearest even when 16-bit). */
+DEVICE void bn_st(void *dx, i64 i, float v, i32 fl) {
+	if (fl & BN_BF16)
+		((u16 *)dx)[i] = f32_to_bf16(v);
+	else if (fl & BN_F16)
+		((u16 *)dx)[i] = f32_to_f16(v);
+	else
+		((float *)dx)[i] = v;
+}
 
 /* bn_shift: channel ch's shift k, act(x) at its first place (image 0,
  * position 0), or 0 when that is not finite (so a channel with an Inf
  * sums to the reference's Inf mean, not to Inf - Inf) or the tensor is
  * empty (nothing to read). */
-DEVICE double bn_shift(const float *x, i64 ch, i32 n, i32 hw, i32 relu) {
+DEVICE double bn_shift(const void *x, i64 ch, i32 n, i32 hw, i32 fl) {
 	if (n <= 0 || hw <= 0)
 		return 0.0;
-	const float k = act_f(x[ch * hw], relu);
+	const float k = bn_in(x, ch * hw, fl);
 	return finite_f(k) ? (double)k : 0.0;
 }
 
 /* bn_plane_sum: part[p] = the sum over plane p of act(x) - k,
  * part[n·c + p] that of (act(x) - k)^2, k = bn_shift of the plane's
  * channel. */
-KERNEL bn_plane_sum(const float *x, double *part, i32 n, i32 c, i32 hw, i32 relu) {
+KERNEL bn_plane_sum(const void *x, double *part, i32 n, i32 c, i32 hw, i32 fl) {
 	SHARED double sh[2 * MAXB];
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
-		const float *xp = x + p * hw;
-		const double k = bn_shift(x, p % c, n, hw, relu);
+		const i64 at = p * hw;
+		const double k = bn_shift(x, p % c, n, hw, fl);
 		double s = 0, q = 0;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
-			const double v = act_f(xp[i], relu) - k;
+			const double v = bn_in(x, at + i, fl) - k;
 			s += v;
 			q += v * v;
 		}
@@ -475,8 +508,8 @@ KERNEL bn_plane_sum(const float *x, double *part, i32 n, i32 c, i32 hw, i32 relu
  * 1/sqrt(var + eps); the batch's mean and variance as float32 into bmean,
  * bvar; the running statistics updated as train.BatchNorm2D does: running
  * = (1-m)*running + m*batch, the variance unbiased by cnt/(cnt-1). */
-KERNEL bn_stats(const float *x, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
-		float *rvar, i32 n, i32 c, i32 hw, float eps, float momentum, i32 relu) {
+KERNEL bn_stats(const void *x, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
+		float *rvar, i32 n, i32 c, i32 hw, float eps, float momentum, i32 fl) {
 	FOR_EACH(ch, c) {
 		const i64 planes = (i64)n * c, cnt = (i64)n * hw;
 		double s = 0, q = 0;
@@ -484,7 +517,7 @@ KERNEL bn_stats(const float *x, const double *part, double *stat, float *bmean, 
 			s += part[(i64)i * c + ch];
 			q += part[planes + (i64)i * c + ch];
 		}
-		const double d = s / (double)cnt, mean = bn_shift(x, ch, n, hw, relu) + d;
+		const double d = s / (double)cnt, mean = bn_shift(x, ch, n, hw, fl) + d;
 		double var = q / (double)cnt - d * d;
 		if (var < 0)
 			var = 0;
@@ -502,17 +535,16 @@ KERNEL bn_stats(const float *x, const double *part, double *stat, float *bmean, 
 
 /* bn_apply: y = gamma*(act(x) - mean)*invsd + beta, plane by plane, mean
  * and invsd from stat (bn_stats). */
-KERNEL bn_apply(const float *x, float *y, const float *gamma, const float *beta, const double *stat,
-		i32 n, i32 c, i32 hw, i32 relu) {
+KERNEL bn_apply(const void *x, float *y, const float *gamma, const float *beta, const double *stat,
+		i32 n, i32 c, i32 hw, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
-		const i64 ch = p % c;
+		const i64 ch = p % c, at = p * hw;
 		const double g = gamma[ch], b = beta[ch], m = stat[ch], invsd = stat[c + ch];
-		const float *xp = x + p * hw;
-		float *yp = y + p * hw;
+		float *yp = y + at;
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			yp[i] = (float)(g * (act_f(xp[i], relu) - m) * invsd + b);
+			yp[i] = (float)(g * (bn_in(x, at + i, fl) - m) * invsd + b);
 		END_THREADS
 	}
 }
@@ -521,24 +553,23 @@ KERNEL bn_apply(const float *x, float *y, const float *gamma, const float *beta,
  * backend's eval Forward, plane by plane: y = gamma*(r - mean)*invsd +
  * beta in double, r = act(x), invsd = 1/sqrt(var + eps), mean and var the
  * float32 running statistics. */
-KERNEL bn_eval(const float *x, float *y, const float *gamma, const float *beta,
-	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 relu) {
+KERNEL bn_eval(const void *x, float *y, const float *gamma, const float *beta,
+	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
-		const i64 ch = p % c;
+		const i64 ch = p % c, at = p * hw;
 		const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
 		const double g = gamma[ch], b = beta[ch];
-		const float *xp = x + p * hw;
-		float *yp = y + p * hw;
+		float *yp = y + at;
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			yp[i] = (float)(g * ((double)act_f(xp[i], relu) - m) * invsd + b);
+			yp[i] = (float)(g * ((double)bn_in(x, at + i, fl) - m) * invsd + b);
 		END_THREADS
 	}
 }
 
-/* BatchNorm's backward, after a training forward over x (relu_in = 0) or
- * over ReLU(x) (relu_in != 0: x is the input before the ReLU; x-hat is
+/* BatchNorm's backward, after a training forward over x or over ReLU(x)
+ * (fl has BN_RELU: x is the input before the ReLU; x-hat is
  * computed from relu(x) and dx is 0 where the ReLU masked, x > 0 false),
  * as the reference backend's BatchNorm (and ReLU) backward, from the
  * batch's float32 mean and biased variance the forward wrote:
@@ -548,20 +579,20 @@ KERNEL bn_eval(const float *x, float *y, const float *gamma, const float *beta,
 
 /* bn_bwd_sum: part[p] = the sum of dy over plane p, part[n·c + p] that of
  * dy*x-hat. */
-KERNEL bn_bwd_sum(const float *dy, const float *x, const float *bmean, const float *bvar, double *part,
-		  i32 n, i32 c, i32 hw, float eps, i32 relu_in) {
+KERNEL bn_bwd_sum(const float *dy, const void *x, const float *bmean, const float *bvar, double *part,
+		  i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	SHARED double sh[2 * MAXB];
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
-		const i64 ch = p % c;
+		const i64 ch = p % c, at = p * hw;
 		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
-		const float *dyp = dy + p * hw, *xp = x + p * hw;
+		const float *dyp = dy + at;
 		double sdy = 0, sdyx = 0;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
 			double g = dyp[i];
 			sdy += g;
-			sdyx += g * ((double)act_f(xp[i], relu_in) - m) * inv;
+			sdyx += g * ((double)bn_in(x, at + i, fl) - m) * inv;
 		}
 		sh[t] = sdy;
 		sh[MAXB + t] = sdyx;
@@ -598,24 +629,23 @@ KERNEL bn_bwd_stats(const double *part, double *stat, float *dgamma, float *dbet
 }
 
 /* bn_bwd_apply: dx, plane by plane, from stat (bn_bwd_stats). */
-KERNEL bn_bwd_apply(const float *dy, const float *x, const float *gamma, const float *bmean, const float *bvar,
-		    const double *stat, float *dx, i32 n, i32 c, i32 hw, float eps, i32 relu_in) {
+KERNEL bn_bwd_apply(const float *dy, const void *x, const float *gamma, const float *bmean, const float *bvar,
+		    const double *stat, void *dx, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
-		const i64 ch = p % c;
+		const i64 ch = p % c, at = p * hw;
 		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
 		const double k = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
-		const float *dyp = dy + p * hw, *xp = x + p * hw;
-		float *dxp = dx + p * hw;
+		const float *dyp = dy + at;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
-			float v = xp[i];
-			if (relu_in && !(v > 0.0f)) {
-				dxp[i] = 0.0f;
+			const float v = bn_ld(x, at + i, fl);
+			if ((fl & BN_RELU) && !(v > 0.0f)) {
+				bn_st(dx, at + i, 0.0f, fl);
 				continue;
 			}
-			double xh = ((double)act_f(v, relu_in) - m) * inv;
-			dxp[i] = (float)(k * ((double)dyp[i] - g1 - xh * g2));
+			double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
+			bn_st(dx, at + i, (float)(k * ((double)dyp[i] - g1 - xh * g2)), fl);
 		}
 		END_THREADS
 	}
