@@ -510,3 +510,26 @@ type ReLUDeferringConvOp interface {
 type ReLUInputBatchNormOp interface {
 	ReLUInput(on bool)
 }
+
+// LowOutputConvOp is a ConvOp that can hand its output on in the 16 bits
+// its convolution wrote them (under bf16 and fp16), without the cast to
+// float32, to an op that reads them as they are, and take that op's input
+// gradient back in 16 bits, without the cast from float32: the same values
+// (the cast is exact one way and the rounding the other would make), two
+// passes over the activations fewer. The tensor it returns after
+// KeepLowOutput(true) is for that op alone (Read and Write still convert).
+// The op decides each Forward whether it can (a bias or a ReLU of its own
+// to add in float32, or a layout the reader cannot take, keep the cast).
+// Sequential pairs a Conv2D so with a BatchNorm2D right after it whose op
+// is a LowInputBatchNormOp.
+type LowOutputConvOp interface {
+	KeepLowOutput(on bool)
+}
+
+// LowInputBatchNormOp is a BatchNormOp that can take a LowOutputConvOp's
+// 16-bit output: with LowInput(true) its Forward reads it (widened as
+// read), and its Backward returns the input gradient in the same 16 bits
+// (rounded as written).
+type LowInputBatchNormOp interface {
+	LowInput(on bool)
+}

@@ -448,29 +448,42 @@ type Sequential struct {
 	// parameter gradients are final, with those parameters (data-parallel
 	// training starts their all-reduce while the backward pass goes on).
 	GradsReady func([]*Param)
-	fused      bool // fuseReLUs ran
+	fused      bool // pair ran
 }
 
-// fuseReLUs hands the fused ReLU of each Conv2D followed by a BatchNorm2D
-// to the BatchNorm's op, where both ops can (ReLUDeferringConvOp,
-// ReLUInputBatchNormOp: the cuda backend's): the BatchNorm reads ReLU(x)
-// as it reads x, and its backward masks as the ReLU's would, so the
-// ReLU's own pass each way is gone and the bits are the same. Layers
-// whose ops cannot, and a BatchNorm with Sync, are left as they are. It
-// runs once, at the first Forward.
-func (s *Sequential) fuseReLUs() {
+// pair joins each Conv2D followed by a BatchNorm2D (without Sync) where
+// both ops can, so the activations between them are passed over fewer
+// times and the bits stay the same:
+//   - the convolution's fused ReLU goes to the BatchNorm's op
+//     (ReLUDeferringConvOp, ReLUInputBatchNormOp): the BatchNorm reads
+//     ReLU(x) as it reads x, and its backward masks as the ReLU's would;
+//   - under bf16 and fp16 the convolution's 16-bit output goes to the
+//     BatchNorm as it is (LowOutputConvOp, LowInputBatchNormOp): no cast
+//     to float32 after the convolution, none back before its backward.
+//
+// The cuda backend's ops can; others are left as they are. It runs once,
+// at the first Forward.
+func (s *Sequential) pair() {
 	s.fused = true
 	for i := 0; i+1 < len(s.Layers); i++ {
 		conv, ok := s.Layers[i].(*Conv2D)
 		bn, ok2 := s.Layers[i+1].(*BatchNorm2D)
-		if !ok || !ok2 || !conv.Spec.ReLU || bn.Sync != nil {
+		if !ok || !ok2 || bn.Sync != nil {
 			continue
 		}
-		dc, ok := conv.op.(ReLUDeferringConvOp)
-		rb, ok2 := bn.op.(ReLUInputBatchNormOp)
+		if conv.Spec.ReLU {
+			dc, ok := conv.op.(ReLUDeferringConvOp)
+			rb, ok2 := bn.op.(ReLUInputBatchNormOp)
+			if ok && ok2 {
+				dc.DeferReLU(true)
+				rb.ReLUInput(true)
+			}
+		}
+		lc, ok := conv.op.(LowOutputConvOp)
+		lb, ok2 := bn.op.(LowInputBatchNormOp)
 		if ok && ok2 {
-			dc.DeferReLU(true)
-			rb.ReLUInput(true)
+			lc.KeepLowOutput(true)
+			lb.LowInput(true)
 		}
 	}
 }
@@ -482,7 +495,7 @@ var _ Layer = (*Sequential)(nil)
 func (s *Sequential) Forward(x Tensor, training bool) (Tensor, error) {
 	var err error
 	if !s.fused {
-		s.fuseReLUs()
+		s.pair()
 	}
 	for i, l := range s.Layers {
 		if x, err = l.Forward(x, training); err != nil {

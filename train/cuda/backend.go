@@ -30,7 +30,10 @@ type Backend struct {
 	// nhwc: 16-bit convolutions run channels-last, the casts around them
 	// moving the values (BackendOptions.ChannelsLast).
 	nhwc  bool
-	graph stepGraph
+	// noLowHandOff keeps the casts between a convolution and its
+	// BatchNorm (tests compare the hand-off with them).
+	noLowHandOff bool
+	graph        stepGraph
 	// spare is a released state's memory, for the next state of its
 	// sizes (state.Release, takeMemory).
 	spare  *stateMem
@@ -54,6 +57,11 @@ var (
 	_ train.DeviceConvOp      = (*convOp)(nil)
 	_ train.DeviceLinearOp    = (*linearOp)(nil)
 	_ train.DeviceBatchNormOp = (*bnOp)(nil)
+
+	_ train.ReLUDeferringConvOp  = (*convOp)(nil)
+	_ train.ReLUInputBatchNormOp = (*bnOp)(nil)
+	_ train.LowOutputConvOp      = (*convOp)(nil)
+	_ train.LowInputBatchNormOp  = (*bnOp)(nil)
 )
 
 // memoryReserve is what MemoryBudget keeps back from the free memory: the
@@ -261,6 +269,12 @@ type tensor struct {
 	view  bool   // part of another allocation: never freed on its own
 	st    *state // a State's values: st's view at element off
 	off   int
+	// low: 16-bit values in the backend's precision, NCHW, 2 bytes each:
+	// a convolution's output handed to the BatchNorm after it as cuDNN
+	// wrote it, and that BatchNorm's input gradient handed back rounded
+	// (train.LowOutputConvOp). Only those two ops take one (asT refuses
+	// it); Read and Write convert.
+	low bool
 }
 
 func (t *tensor) Shape() []int { return t.shape }
@@ -268,6 +282,14 @@ func (t *tensor) Shape() []int { return t.shape }
 func (t *tensor) Read(dst []float32) error {
 	if len(dst) != t.n {
 		return fmt.Errorf("cuda: tensor %v: read into %d values", t.shape, len(dst))
+	}
+	if t.low {
+		return t.b.viaFloat(t, func(f *tensor) error {
+			if err := t.b.fromLow(f.p, t.p, t.n); err != nil {
+				return err
+			}
+			return t.b.copyOut(dst, f.p)
+		})
 	}
 	return t.b.copyOut(dst, t.p)
 }
@@ -279,7 +301,27 @@ func (t *tensor) Write(src []float32) error {
 	if t.st != nil {
 		t.st.changed()
 	}
+	if t.low {
+		return t.b.viaFloat(t, func(f *tensor) error {
+			if err := t.b.copyIn(f.p, src); err != nil {
+				return err
+			}
+			to, _ := t.b.casts()
+			return t.b.run(to, kernels.Elementwise, t.n, 0, f.p, t.p, i64(t.n))
+		})
+	}
 	return t.b.copyIn(t.p, src)
+}
+
+// viaFloat runs do with a float32 tensor of t's size, freed after: the
+// host's reads and writes of a 16-bit tensor, cast on the machine.
+func (b *Backend) viaFloat(t *tensor, do func(f *tensor) error) error {
+	f, err := b.alloc(t.shape...)
+	if err != nil {
+		return err
+	}
+	defer f.free()
+	return do(f)
 }
 
 func (t *tensor) Release() {
@@ -320,6 +362,30 @@ func (b *Backend) alloc(shape ...int) (*tensor, error) {
 	return &tensor{b: b, shape: slices.Clone(shape), p: p, n: n}, nil
 }
 
+// ensureLow makes *t a 16-bit tensor (tensor.low) of shape, reusing it
+// when it has that shape.
+func (b *Backend) ensureLow(t **tensor, shape ...int) error {
+	if *t != nil && (*t).low && slices.Equal((*t).shape, shape) {
+		return nil
+	}
+	(*t).free()
+	n := train.Numel(shape)
+	p, err := b.m.alloc(2 * max(n, 1))
+	if err != nil {
+		return fmt.Errorf("cuda: %s tensor %v: %w", b.prec, shape, err)
+	}
+	*t = &tensor{b: b, shape: slices.Clone(shape), p: p, n: n, low: true}
+	return nil
+}
+
+// format is the kernels' name of the backend's 16-bit type.
+func (b *Backend) format() kernels.Format {
+	if b.prec == train.Float16 {
+		return kernels.Float16
+	}
+	return kernels.BFloat16
+}
+
 // NewTensor implements train.Backend: a zeroed tensor.
 func (b *Backend) NewTensor(shape ...int) (train.Tensor, error) {
 	for _, d := range shape {
@@ -337,7 +403,7 @@ func (b *Backend) NewTensor(shape ...int) (train.Tensor, error) {
 
 // ensure makes *t a tensor of shape, reusing it when it has that shape.
 func (b *Backend) ensure(t **tensor, shape ...int) error {
-	if *t != nil && slices.Equal((*t).shape, shape) {
+	if *t != nil && !(*t).low && slices.Equal((*t).shape, shape) {
 		return nil
 	}
 	(*t).free()
@@ -358,8 +424,18 @@ func (b *Backend) hostTensor(t **tensor, v []float32) (*tensor, error) {
 	return *t, (*t).Write(v)
 }
 
-// asT is x as this backend's tensor, of one of the ranks when given.
+// asT is x as this backend's tensor of float32 values, of one of the
+// ranks when given.
 func asT(x train.Tensor, rank ...int) (*tensor, error) {
+	t, err := asAny(x, rank...)
+	if err == nil && t.low {
+		return nil, fmt.Errorf("cuda: a 16-bit tensor %v given to an op that reads float32 (only the BatchNorm after a convolution takes one)", t.shape)
+	}
+	return t, err
+}
+
+// asAny is asT taking a 16-bit tensor too (tensor.low).
+func asAny(x train.Tensor, rank ...int) (*tensor, error) {
 	t, ok := x.(*tensor)
 	if !ok || t == nil {
 		return nil, fmt.Errorf("cuda: tensor of another backend (%T)", x)

@@ -19,7 +19,9 @@ type convOp struct {
 	s          train.ConvSpec
 	shape      convShape
 	x          *tensor // the input of the last Forward
+	out        *tensor // its output: y, or yl
 	y, dx, dym *tensor
+	yl         *tensor // the 16-bit output handed on (lowOut)
 	hw, hb     *tensor // host path: weights and bias
 	hdw, hdb   *tensor // host path: their gradients
 	// bf16/fp16: the 16-bit input (kept for backward filter), weights
@@ -29,9 +31,25 @@ type convOp struct {
 	xh, wh, yh, dyh, dxh, dwh buf16
 	dyr                       *tensor
 	// deferReLU: the fused ReLU is the next op's (train.Sequential's
-	// fuseReLUs): Forward returns the values before it, Backward takes a
+	// pair): Forward returns the values before it, Backward takes a
 	// gradient it already masked.
 	deferReLU bool
+	// lowOut: the BatchNorm after it reads the 16-bit output as it is
+	// (train.LowOutputConvOp); taken under bf16 and fp16, channels-first,
+	// when no bias or ReLU is left to add in float32.
+	lowOut bool
+}
+
+// KeepLowOutput hands the convolution's 16-bit output to the BatchNorm
+// after it without the cast to float32, and takes its gradient back in
+// 16 bits (train.LowOutputConvOp).
+func (c *convOp) KeepLowOutput(on bool) { c.lowOut = on }
+
+// handsLow reports whether a Forward with bias bp hands its output on in
+// 16 bits: the backend's precision is 16-bit, the layout channels-first
+// (the BatchNorm reads planes), and nothing is left to do in float32.
+func (c *convOp) handsLow(bp uint64) bool {
+	return c.lowOut && c.b.reduced() && !c.b.nhwc && bp == 0 && !c.relu() && !c.b.noLowHandOff
 }
 
 // DeferReLU leaves the convolution's fused ReLU to the BatchNorm after it
@@ -50,13 +68,13 @@ func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 
 func (c *convOp) Close() {
 	c.shape.release()
-	for _, t := range []*tensor{c.y, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.dyr} {
+	for _, t := range []*tensor{c.y, c.yl, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.dyr} {
 		t.free()
 	}
 	for _, h := range []*buf16{&c.xh, &c.wh, &c.yh, &c.dyh, &c.dxh, &c.dwh} {
 		c.b.free16(h)
 	}
-	*c = convOp{b: c.b, s: c.s}
+	*c = convOp{b: c.b, s: c.s, deferReLU: c.deferReLU, lowOut: c.lowOut}
 }
 
 func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
@@ -85,6 +103,25 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	if c.shape.N != n || c.shape.H != h || c.shape.W != w {
 		c.shape.release()
 		c.shape = want
+	}
+	if c.handsLow(bp) {
+		// cuDNN's 16-bit output is the result: the BatchNorm reads it.
+		if err := c.b.ensureLow(&c.yl, n, s.Out, oh, ow); err != nil {
+			return nil, err
+		}
+		xh, err := c.b.to16(&c.xh, x.p, n, s.In, h*w)
+		if err != nil {
+			return nil, err
+		}
+		wh, err := c.b.weights16(wt, wp, s.Out, s.In, s.Kernel*s.Kernel, &c.wh)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.b.m.conv(&c.shape, convFwd, xh, wh, c.yl.p); err != nil {
+			return nil, err
+		}
+		c.x, c.out = x, c.yl
+		return c.yl, nil
 	}
 	if err := c.b.ensure(&c.y, n, s.Out, oh, ow); err != nil {
 		return nil, err
@@ -117,7 +154,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 			return nil, err
 		}
 	}
-	c.x = x
+	c.x, c.out = x, c.y
 	return c.y, nil
 }
 
@@ -125,12 +162,15 @@ func (c *convOp) BackwardDevice(dyt, wt, dwt, dbt train.Tensor, needDX bool) (tr
 	if c.x == nil {
 		return nil, fmt.Errorf("cuda: conv: Backward before Forward")
 	}
-	dy, err := asT(dyt, 4)
+	dy, err := asAny(dyt, 4)
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Equal(dy.shape, c.y.shape) {
-		return nil, fmt.Errorf("cuda: conv: gradient %v, want %v", dy.shape, c.y.shape)
+	if !slices.Equal(dy.shape, c.out.shape) {
+		return nil, fmt.Errorf("cuda: conv: gradient %v, want %v", dy.shape, c.out.shape)
+	}
+	if dy.low != c.out.low {
+		return nil, fmt.Errorf("cuda: conv: gradient %v in 16 bits: %v, the output: %v", dy.shape, dy.low, c.out.low)
 	}
 	s := c.s
 	nw := s.Out * s.In * s.Kernel * s.Kernel
@@ -191,9 +231,12 @@ func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, ne
 	s := c.s
 	n, k, ohw := planes(g.shape)
 	rr := s.Kernel * s.Kernel
-	dyh, err := c.b.to16(&c.dyh, g.p, n, k, ohw)
-	if err != nil {
-		return nil, err
+	dyh := g.p // the BatchNorm's 16-bit gradient (handsLow), or:
+	if !g.low {
+		var err error
+		if dyh, err = c.b.to16(&c.dyh, g.p, n, k, ohw); err != nil {
+			return nil, err
+		}
 	}
 	if dbp != 0 {
 		if err := c.b.ensure(&c.dyr, g.shape...); err != nil {
@@ -292,9 +335,11 @@ type bnOp struct {
 	b                  *Backend
 	s                  train.BatchNormSpec
 	x, y, dx           *tensor
+	dxl                *tensor // dx in 16 bits, for a 16-bit x (lowIn)
 	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
 	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c)
 	reluIn             bool    // x is read as ReLU(x) (train.ReLUInputBatchNormOp)
+	lowIn              bool    // x may be the convolution's 16-bit output (train.LowInputBatchNormOp)
 	trained            bool
 	hg, hb, hrm, hrv   *tensor // host path: scale, shift, running statistics
 	hdg, hdb           *tensor
@@ -316,16 +361,28 @@ func (o *bnOp) eps() float32 {
 }
 
 func (o *bnOp) Close() {
-	for _, t := range []*tensor{o.y, o.dx, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
+	for _, t := range []*tensor{o.y, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
 		t.free()
 	}
-	*o = bnOp{b: o.b, s: o.s}
+	*o = bnOp{b: o.b, s: o.s, reluIn: o.reluIn, lowIn: o.lowIn}
+}
+
+// flags are the BatchNorm kernels' flags for input x.
+func (o *bnOp) flags(x *tensor) uint64 {
+	f := kernels.Float32
+	if x.low {
+		f = o.b.format()
+	}
+	return uint64(kernels.BNFlags(f, o.reluIn))
 }
 
 func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, momentum float32, training bool) (train.Tensor, error) {
-	x, err := asT(xt, 2, 4)
+	x, err := asAny(xt, 2, 4)
 	if err != nil {
 		return nil, err
+	}
+	if x.low && !o.lowIn {
+		return nil, fmt.Errorf("cuda: batchnorm: a 16-bit input %v without LowInput", x.shape)
 	}
 	c := o.s.C
 	if x.shape[1] != c {
@@ -353,7 +410,7 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 		err = o.train(x, p, n, c, hw, momentum)
 	} else {
-		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), flag(o.reluIn))
+		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(x))
 	}
 	if err != nil {
 		return nil, err
@@ -365,6 +422,11 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 // ReLUInput makes the op read ReLU(x), forward and backward
 // (train.ReLUInputBatchNormOp).
 func (o *bnOp) ReLUInput(on bool) { o.reluIn = on }
+
+// LowInput lets the op take a convolution's 16-bit output as its input,
+// read as it is, and hand that input's gradient back in 16 bits
+// (train.LowInputBatchNormOp).
+func (o *bnOp) LowInput(on bool) { o.lowIn = on }
 
 // scratch makes the doubles the statistics are reduced in: 2·n·c partial
 // sums (two per plane, forward and backward) and 2·c
@@ -386,15 +448,15 @@ func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) err
 	if err := o.scratch(n, c); err != nil {
 		return err
 	}
-	N, C, HW, relu := i32(n), i32(c), i32(hw), flag(o.reluIn)
-	if err := o.b.run("bn_plane_sum", kernels.PerRow, n*c, hw, x.p, o.part.p, N, C, HW, relu); err != nil {
+	N, C, HW, fl := i32(n), i32(c), i32(hw), o.flags(x)
+	if err := o.b.run("bn_plane_sum", kernels.PerRow, n*c, hw, x.p, o.part.p, N, C, HW, fl); err != nil {
 		return err
 	}
 	if err := o.b.run("bn_stats", kernels.Elementwise, c, 0, x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3],
-		N, C, HW, f32(o.eps()), f32(momentum), relu); err != nil {
+		N, C, HW, f32(o.eps()), f32(momentum), fl); err != nil {
 		return err
 	}
-	return o.b.run("bn_apply", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], o.stat.p, N, C, HW, relu)
+	return o.b.run("bn_apply", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
@@ -424,25 +486,32 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 	if gp == 0 || dgp == 0 || dbp == 0 {
 		return nil, fmt.Errorf("cuda: batchnorm: Backward without the scale or the gradients")
 	}
-	if err := o.b.ensure(&o.dx, o.x.shape...); err != nil {
+	dx := &o.dx
+	if o.x.low { // dx in 16 bits for the convolution's backward
+		dx = &o.dxl
+		err = o.b.ensureLow(dx, o.x.shape...)
+	} else {
+		err = o.b.ensure(dx, o.x.shape...)
+	}
+	if err != nil {
 		return nil, err
 	}
 	n, _, hw := planes(o.x.shape)
 	if err := o.scratch(n, c); err != nil {
 		return nil, err
 	}
-	N, C, HW, eps, relu := i32(n), i32(c), i32(hw), f32(o.eps()), flag(o.reluIn)
-	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, o.bmean.p, o.bvar.p, o.part.p, N, C, HW, eps, relu); err != nil {
+	N, C, HW, eps, fl := i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(o.x)
+	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, o.bmean.p, o.bvar.p, o.part.p, N, C, HW, eps, fl); err != nil {
 		return nil, err
 	}
 	if err := o.b.run("bn_bwd_stats", kernels.Elementwise, c, 0, o.part.p, o.stat.p, dgp, dbp, N, C, HW); err != nil {
 		return nil, err
 	}
-	if err := o.b.run("bn_bwd_apply", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, o.bmean.p, o.bvar.p, o.stat.p, o.dx.p,
-		N, C, HW, eps, relu); err != nil {
+	if err := o.b.run("bn_bwd_apply", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, o.bmean.p, o.bvar.p, o.stat.p, (*dx).p,
+		N, C, HW, eps, fl); err != nil {
 		return nil, err
 	}
-	return o.dx, nil
+	return *dx, nil
 }
 
 func (o *bnOp) Forward(x train.Tensor, gamma, beta, mean, variance []float32, training bool) (train.Tensor, error) {

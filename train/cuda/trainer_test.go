@@ -674,7 +674,7 @@ func TestTwinFlipAndRecalibrateOnDevice(t *testing.T) {
 }
 
 // ThinNet's ReLU goes into the BatchNorm after each convolution on the
-// cuda backend (train.Sequential's fuseReLUs): the convolution returns the
+// cuda backend (train.Sequential's pair): the convolution returns the
 // values before the ReLU and the BatchNorm reads ReLU(x), forward, in
 // evaluation and backward. The same arithmetic as the ReLU on its own
 // (ThinNetConfig.SeparateReLU: relu_fwd and relu_bwd kernels), so the same
@@ -766,4 +766,153 @@ func total(m map[string]int) (n int) {
 		n += v
 	}
 	return n
+}
+
+// A convolution's 16-bit output handed to the BatchNorm after it as cuDNN
+// wrote it, and the BatchNorm's input gradient handed back in 16 bits
+// (train.Sequential's pair: LowOutputConvOp, LowInputBatchNormOp): ThinNet
+// and a small ResNet-18, bf16 and fp16 (with a GradScaler), eager and
+// captured, train and evaluate to the bits of the runs that cast between
+// them (Backend.noLowHandOff), with two casts a convolution a step fewer.
+func TestTwinLowHandOff(t *testing.T) {
+	d := images(64, 17)
+	ctx := context.Background()
+	type result struct {
+		o       outcome
+		metrics train.Metrics
+		kernels map[string]int
+		convs   int
+	}
+	run := func(p train.Precision, model string, capture, handOff bool) result {
+		b := twinWith(t, train.BackendOptions{Precision: p})
+		b.noLowHandOff = !handOff
+		var net *train.Sequential
+		var err error
+		if model == "thinnet" {
+			net, err = train.NewThinNet(b, traintest.SmallThinNet(), 5)
+		} else {
+			net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: 1, Classes: 10, SmallInput: true, Widths: []int{4, 8, 8, 8}}, 5)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
+		defer tr.Close()
+		if p == train.Float16 {
+			tr.Scaler = train.NewGradScaler()
+		}
+		tr.CaptureStep = capture
+		r := result{kernels: map[string]int{}}
+		train.Walk(net, func(l train.Layer) {
+			if _, ok := l.(*train.Conv2D); ok {
+				r.convs++
+			}
+		})
+		onStep := func(s train.StepResult) error { r.o.losses = append(r.o.losses, s.Loss); return nil }
+		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
+			t.Fatal(err)
+		}
+		if !capture {
+			if err := b.StartProfile(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
+			t.Fatal(err)
+		}
+		if !capture {
+			prof, err := b.StopProfile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range prof.Rows {
+				if name, ok := strings.CutPrefix(row.Op, "kernel "); ok {
+					r.kernels[name] += row.Calls
+				}
+			}
+		}
+		if r.metrics, err = tr.EvaluateStream(ctx, train.EvalStream(d, 16, 0, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range append(net.Params(), net.Buffers()...) {
+			r.o.weights = append(r.o.weights, slices.Clone(p.Value))
+		}
+		r.o.velocity = tr.Opt.Velocity
+		return r
+	}
+	const steps = 64 / 16 // a profiled epoch
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		to, from := "cast_f32_bf16", "cast_bf16_f32"
+		if p == train.Float16 {
+			to, from = "cast_f32_f16", "cast_f16_f32"
+		}
+		for _, model := range []string{"thinnet", "resnet18"} {
+			for _, capture := range []bool{false, true} {
+				name := fmt.Sprintf("%s %s capture=%v", p, model, capture)
+				handed, cast := run(p, model, capture, true), run(p, model, capture, false)
+				nearLosses(t, handed.o.losses, cast.o.losses, 0)
+				near(t, name+" weights", handed.o.weights, cast.o.weights, 0)
+				near(t, name+" momentum", handed.o.velocity, cast.o.velocity, 0)
+				handed.metrics.Seconds, cast.metrics.Seconds = 0, 0
+				if handed.metrics != cast.metrics {
+					t.Errorf("%s: evaluation %+v handed on, %+v cast", name, handed.metrics, cast.metrics)
+				}
+				if capture {
+					continue
+				}
+				// Each convolution a step: no cast of its output to float32,
+				// none of its output gradient back to 16 bits.
+				if got := cast.kernels[from] - handed.kernels[from]; got != handed.convs*steps {
+					t.Errorf("%s: %d fewer %s launches, want %d (%d convolutions × %d steps)", name, got, from, handed.convs*steps, handed.convs, steps)
+				}
+				if got := cast.kernels[to] - handed.kernels[to]; got != handed.convs*steps {
+					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, handed.convs*steps)
+				}
+				t.Logf("%s: kernels a profiled epoch, handed on %d, cast %d", name, total(handed.kernels), total(cast.kernels))
+			}
+		}
+	}
+}
+
+// A 16-bit tensor reads and writes as float32 (rounded on the way in),
+// and an op that reads float32 refuses it by name.
+func TestLowTensor(t *testing.T) {
+	b := twinWith(t, train.BackendOptions{Precision: train.Float16})
+	var x *tensor
+	if err := b.ensureLow(&x, 2, 3, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	defer x.free()
+	in := []float32{1, 1.0001, -2.5, 70000, 1e-8, float32(math.NaN()), 3, -0, 65504, 0.1, 1e-5, -1}
+	if err := x.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(in))
+	if err := x.Read(got); err != nil {
+		t.Fatal(err)
+	}
+	want := traintest.RoundAll(train.Float16, in)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+			t.Errorf("[%d]: wrote %v, read %v, want %v", i, in[i], got[i], want[i])
+		}
+	}
+	relu, err := b.NewReLU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relu.Close()
+	if _, err := relu.Forward(x); err == nil || !strings.Contains(err.Error(), "16-bit tensor [2 3 1 2]") {
+		t.Errorf("ReLU of a 16-bit tensor: %v", err)
+	}
+	bn, err := b.NewBatchNorm(train.BatchNormSpec{C: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bn.Close()
+	if _, err := bn.Forward(x, make([]float32, 3), make([]float32, 3), make([]float32, 3), make([]float32, 3), true); err == nil ||
+		!strings.Contains(err.Error(), "without LowInput") {
+		t.Errorf("BatchNorm of a 16-bit tensor without LowInput: %v", err)
+	}
 }
