@@ -29,7 +29,7 @@ type Backend struct {
 	low     dtype // the operands of convolutions and products
 	// nhwc: 16-bit convolutions run channels-last, the casts around them
 	// moving the values (BackendOptions.ChannelsLast).
-	nhwc  bool
+	nhwc bool
 	// noLowHandOff keeps the casts between a convolution and its
 	// BatchNorm (tests compare the hand-off with them).
 	noLowHandOff bool
