@@ -511,25 +511,28 @@ type ReLUInputBatchNormOp interface {
 	ReLUInput(on bool)
 }
 
-// LowOutputConvOp is a ConvOp that can hand its output on in the 16 bits
-// its convolution wrote them (under bf16 and fp16), without the cast to
-// float32, to an op that reads them as they are, and take that op's input
-// gradient back in 16 bits, without the cast from float32: the same values
-// (the cast is exact one way and the rounding the other would make), two
-// passes over the activations fewer. The tensor it returns after
-// KeepLowOutput(true) is for that op alone (Read and Write still convert).
-// The op decides each Forward whether it can (a bias or a ReLU of its own
-// to add in float32, or a layout the reader cannot take, keep the cast).
-// Sequential pairs a Conv2D so with a BatchNorm2D right after it whose op
-// is a LowInputBatchNormOp.
-type LowOutputConvOp interface {
+// LowOutputOp is an op (a ConvOp, a BatchNormOp) that can hand its output
+// on in 16 bits (under bf16 and fp16) to an op that takes them as they
+// are, a LowInputOp, and take that op's input gradient back in 16 bits:
+// a convolution's output as cuDNN wrote it, without the cast to float32
+// after it and the cast of its gradient back; a BatchNorm's output
+// rounded as the convolution after it would have cast it, its gradient
+// as cuDNN wrote it. The same values (the widening is exact and the
+// rounding the one the cast would make), two passes over the activations
+// fewer. The tensor it returns after KeepLowOutput(true) is for that op
+// alone (Read and Write still convert). The op decides each Forward
+// whether it can (a bias or a ReLU of its own to add in float32, or a
+// layout the reader cannot take, keep the cast). Sequential pairs a
+// Conv2D and a BatchNorm2D right after it, either way round, whose ops
+// are a LowOutputOp and a LowInputOp.
+type LowOutputOp interface {
 	KeepLowOutput(on bool)
 }
 
-// LowInputBatchNormOp is a BatchNormOp that can take a LowOutputConvOp's
-// 16-bit output: with LowInput(true) its Forward reads it (widened as
-// read), and its Backward returns the input gradient in the same 16 bits
-// (rounded as written).
-type LowInputBatchNormOp interface {
+// LowInputOp is an op that can take a LowOutputOp's 16-bit output: with
+// LowInput(true) its Forward reads it (widened as read, or as its 16-bit
+// operand), and its Backward returns the input gradient in the same 16
+// bits.
+type LowInputOp interface {
 	LowInput(on bool)
 }

@@ -451,39 +451,53 @@ type Sequential struct {
 	fused      bool // pair ran
 }
 
-// pair joins each Conv2D followed by a BatchNorm2D (without Sync) where
-// both ops can, so the activations between them are passed over fewer
-// times and the bits stay the same:
-//   - the convolution's fused ReLU goes to the BatchNorm's op
+// pair joins a Conv2D and a BatchNorm2D (without Sync) right after each
+// other where both ops can, so the activations between them are passed
+// over fewer times and the bits stay the same:
+//   - a convolution's fused ReLU goes to the BatchNorm after it
 //     (ReLUDeferringConvOp, ReLUInputBatchNormOp): the BatchNorm reads
 //     ReLU(x) as it reads x, and its backward masks as the ReLU's would;
-//   - under bf16 and fp16 the convolution's 16-bit output goes to the
-//     BatchNorm as it is (LowOutputConvOp, LowInputBatchNormOp): no cast
-//     to float32 after the convolution, none back before its backward.
+//   - under bf16 and fp16 the 16-bit values go from one to the other as
+//     they are (LowOutputOp, LowInputOp), a convolution's output to the
+//     BatchNorm after it and a BatchNorm's to the convolution after it:
+//     no cast between them either way.
 //
 // The cuda backend's ops can; others are left as they are. It runs once,
 // at the first Forward.
 func (s *Sequential) pair() {
 	s.fused = true
 	for i := 0; i+1 < len(s.Layers); i++ {
-		conv, ok := s.Layers[i].(*Conv2D)
-		bn, ok2 := s.Layers[i+1].(*BatchNorm2D)
-		if !ok || !ok2 || bn.Sync != nil {
+		a, b := s.Layers[i], s.Layers[i+1]
+		var from, to any
+		switch x := a.(type) {
+		case *Conv2D:
+			bn, ok := b.(*BatchNorm2D)
+			if !ok || bn.Sync != nil {
+				continue
+			}
+			if x.Spec.ReLU {
+				dc, ok := x.op.(ReLUDeferringConvOp)
+				rb, ok2 := bn.op.(ReLUInputBatchNormOp)
+				if ok && ok2 {
+					dc.DeferReLU(true)
+					rb.ReLUInput(true)
+				}
+			}
+			from, to = x.op, bn.op
+		case *BatchNorm2D:
+			conv, ok := b.(*Conv2D)
+			if !ok || x.Sync != nil {
+				continue
+			}
+			from, to = x.op, conv.op
+		default:
 			continue
 		}
-		if conv.Spec.ReLU {
-			dc, ok := conv.op.(ReLUDeferringConvOp)
-			rb, ok2 := bn.op.(ReLUInputBatchNormOp)
-			if ok && ok2 {
-				dc.DeferReLU(true)
-				rb.ReLUInput(true)
-			}
-		}
-		lc, ok := conv.op.(LowOutputConvOp)
-		lb, ok2 := bn.op.(LowInputBatchNormOp)
+		lo, ok := from.(LowOutputOp)
+		li, ok2 := to.(LowInputOp)
 		if ok && ok2 {
-			lc.KeepLowOutput(true)
-			lb.LowInput(true)
+			lo.KeepLowOutput(true)
+			li.LowInput(true)
 		}
 	}
 }

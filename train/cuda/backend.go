@@ -60,8 +60,10 @@ var (
 
 	_ train.ReLUDeferringConvOp  = (*convOp)(nil)
 	_ train.ReLUInputBatchNormOp = (*bnOp)(nil)
-	_ train.LowOutputConvOp      = (*convOp)(nil)
-	_ train.LowInputBatchNormOp  = (*bnOp)(nil)
+	_ train.LowOutputOp          = (*convOp)(nil)
+	_ train.LowInputOp           = (*convOp)(nil)
+	_ train.LowOutputOp          = (*bnOp)(nil)
+	_ train.LowInputOp           = (*bnOp)(nil)
 )
 
 // memoryReserve is what MemoryBudget keeps back from the free memory: the
@@ -269,11 +271,13 @@ type tensor struct {
 	view  bool   // part of another allocation: never freed on its own
 	st    *state // a State's values: st's view at element off
 	off   int
-	// low: 16-bit values in the backend's precision, NCHW, 2 bytes each:
-	// a convolution's output handed to the BatchNorm after it as cuDNN
-	// wrote it, and that BatchNorm's input gradient handed back rounded
-	// (train.LowOutputConvOp). Only those two ops take one (asT refuses
-	// it); Read and Write convert.
+	// low: 16-bit values in the backend's precision, NCHW, 2 bytes each,
+	// passed between a convolution and a BatchNorm right after each other
+	// (train.LowOutputOp, train.LowInputOp): the convolution's output as
+	// cuDNN wrote it and the BatchNorm's input gradient rounded, or the
+	// BatchNorm's output rounded and the convolution's input gradient as
+	// cuDNN wrote it. Only those ops take one (asT refuses it); Read and
+	// Write convert.
 	low bool
 }
 
@@ -429,7 +433,7 @@ func (b *Backend) hostTensor(t **tensor, v []float32) (*tensor, error) {
 func asT(x train.Tensor, rank ...int) (*tensor, error) {
 	t, err := asAny(x, rank...)
 	if err == nil && t.low {
-		return nil, fmt.Errorf("cuda: a 16-bit tensor %v given to an op that reads float32 (only the BatchNorm after a convolution takes one)", t.shape)
+		return nil, fmt.Errorf("cuda: a 16-bit tensor %v given to an op that reads float32 (only a convolution and a BatchNorm next to each other pass them)", t.shape)
 	}
 	return t, err
 }

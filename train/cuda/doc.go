@@ -36,11 +36,14 @@
 // changed the values); cuDNN runs on 16-bit tensors with float compute and
 // tensor-op math (its PSEUDO_HALF and PSEUDO_BFLOAT16 configurations), so
 // y, dx and dw are 16-bit and cast back to float32 for BatchNorm, the loss
-// and the optimiser, which stay float32 — except where a BatchNorm follows
-// the convolution (train.Sequential's pair, channels-first, no bias or
-// ReLU left to add): it reads the 16-bit y as cuDNN wrote it and writes
-// its input gradient rounded to 16 bits for the convolution's backward
-// (tensor.low; the same bits as the casts, two passes fewer); a product's operands are cast to
+// and the optimiser, which stay float32 — except between a convolution
+// and a BatchNorm right after each other (train.Sequential's pair,
+// channels-first, no bias or ReLU left to add): a BatchNorm after a
+// convolution reads the 16-bit y as cuDNN wrote it and writes its input
+// gradient rounded to 16 bits for the convolution's backward; a
+// convolution after a BatchNorm takes the BatchNorm's output rounded to
+// 16 bits as its operand and hands its 16-bit input gradient back as it
+// is (tensor.low; the same bits as the casts, two passes fewer); a product's operands are cast to
 // 16 bits and cublasGemmEx (CUDA_R_16F or CUDA_R_16BF inputs, CUDA_R_32F
 // output, CUBLAS_COMPUTE_32F) writes float32; bias gradients sum the
 // rounded output gradient in float. The twin does the same arithmetic on

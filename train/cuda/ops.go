@@ -22,6 +22,8 @@ type convOp struct {
 	out        *tensor // its output: y, or yl
 	y, dx, dym *tensor
 	yl         *tensor // the 16-bit output handed on (lowOut)
+	dxl        *tensor // the 16-bit input gradient handed back (a 16-bit x)
+	xin        uint64  // the 16-bit input of the last Forward: xh, or a 16-bit x
 	hw, hb     *tensor // host path: weights and bias
 	hdw, hdb   *tensor // host path: their gradients
 	// bf16/fp16: the 16-bit input (kept for backward filter), weights
@@ -35,15 +37,31 @@ type convOp struct {
 	// gradient it already masked.
 	deferReLU bool
 	// lowOut: the BatchNorm after it reads the 16-bit output as it is
-	// (train.LowOutputConvOp); taken under bf16 and fp16, channels-first,
-	// when no bias or ReLU is left to add in float32.
-	lowOut bool
+	// (train.LowOutputOp); taken under bf16 and fp16, channels-first,
+	// when no bias or ReLU is left to add in float32. lowIn: the input
+	// may be the BatchNorm before it's 16-bit output (train.LowInputOp).
+	lowOut, lowIn bool
 }
 
 // KeepLowOutput hands the convolution's 16-bit output to the BatchNorm
 // after it without the cast to float32, and takes its gradient back in
-// 16 bits (train.LowOutputConvOp).
+// 16 bits (train.LowOutputOp).
 func (c *convOp) KeepLowOutput(on bool) { c.lowOut = on }
+
+// LowInput lets the convolution take the BatchNorm before it's 16-bit
+// output as its 16-bit operand, and hand its input gradient back as
+// cuDNN wrote it (train.LowInputOp).
+func (c *convOp) LowInput(on bool) { c.lowIn = on }
+
+// input16 is the convolution's 16-bit operand for input x: x itself
+// when it is 16-bit, else x cast into xh.
+func (c *convOp) input16(x *tensor) (uint64, error) {
+	if x.low {
+		return x.p, nil
+	}
+	n, ci, hw := planes(x.shape)
+	return c.b.to16(&c.xh, x.p, n, ci, hw)
+}
 
 // handsLow reports whether a Forward with bias bp hands its output on in
 // 16 bits: the backend's precision is 16-bit, the layout channels-first
@@ -68,19 +86,22 @@ func (b *Backend) NewConv(s train.ConvSpec) (train.ConvOp, error) {
 
 func (c *convOp) Close() {
 	c.shape.release()
-	for _, t := range []*tensor{c.y, c.yl, c.dx, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.dyr} {
+	for _, t := range []*tensor{c.y, c.yl, c.dx, c.dxl, c.dym, c.hw, c.hb, c.hdw, c.hdb, c.dyr} {
 		t.free()
 	}
 	for _, h := range []*buf16{&c.xh, &c.wh, &c.yh, &c.dyh, &c.dxh, &c.dwh} {
 		c.b.free16(h)
 	}
-	*c = convOp{b: c.b, s: c.s, deferReLU: c.deferReLU, lowOut: c.lowOut}
+	*c = convOp{b: c.b, s: c.s, deferReLU: c.deferReLU, lowOut: c.lowOut, lowIn: c.lowIn}
 }
 
 func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
-	x, err := asT(xt, 4)
+	x, err := asAny(xt, 4)
 	if err != nil {
 		return nil, err
+	}
+	if x.low && (!c.lowIn || !c.b.reduced() || c.b.nhwc) {
+		return nil, fmt.Errorf("cuda: conv: a 16-bit input %v without LowInput (or channels-last)", x.shape)
 	}
 	s := c.s
 	if x.shape[1] != s.In {
@@ -109,7 +130,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 		if err := c.b.ensureLow(&c.yl, n, s.Out, oh, ow); err != nil {
 			return nil, err
 		}
-		xh, err := c.b.to16(&c.xh, x.p, n, s.In, h*w)
+		xh, err := c.input16(x)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +141,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 		if err := c.b.m.conv(&c.shape, convFwd, xh, wh, c.yl.p); err != nil {
 			return nil, err
 		}
-		c.x, c.out = x, c.yl
+		c.x, c.out, c.xin = x, c.yl, xh
 		return c.yl, nil
 	}
 	if err := c.b.ensure(&c.y, n, s.Out, oh, ow); err != nil {
@@ -129,10 +150,11 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	if c.b.reduced() {
 		// 16-bit x and w, a 16-bit y cast back to float32 for the ops
 		// after it (channels-last around cuDNN under ChannelsLast).
-		xh, err := c.b.to16(&c.xh, x.p, n, s.In, h*w)
+		xh, err := c.input16(x)
 		if err != nil {
 			return nil, err
 		}
+		c.xin = xh
 		wh, err := c.b.weights16(wt, wp, s.Out, s.In, s.Kernel*s.Kernel, &c.wh)
 		if err != nil {
 			return nil, err
@@ -253,7 +275,7 @@ func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, ne
 		if err := c.b.grow16(&c.dwh, s.Out*s.In*rr); err != nil {
 			return nil, err
 		}
-		if err := c.b.m.conv(&c.shape, convBwdFilter, c.xh.p, dyh, c.dwh.p); err != nil {
+		if err := c.b.m.conv(&c.shape, convBwdFilter, c.xin, dyh, c.dwh.p); err != nil {
 			return nil, err
 		}
 		if err := c.b.from16(dwp, c.dwh.p, s.Out, s.In, rr); err != nil {
@@ -266,6 +288,16 @@ func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, ne
 	wh, err := c.b.weights16(wt, wp, s.Out, s.In, rr, &c.wh)
 	if err != nil {
 		return nil, err
+	}
+	if c.x.low {
+		// The 16-bit input's gradient goes back as cuDNN writes it.
+		if err := c.b.ensureLow(&c.dxl, c.x.shape...); err != nil {
+			return nil, err
+		}
+		if err := c.b.m.conv(&c.shape, convBwdData, wh, dyh, c.dxl.p); err != nil {
+			return nil, err
+		}
+		return c.dxl, nil
 	}
 	if err := c.b.ensure(&c.dx, c.x.shape...); err != nil {
 		return nil, err
@@ -336,10 +368,13 @@ type bnOp struct {
 	s                  train.BatchNormSpec
 	x, y, dx           *tensor
 	dxl                *tensor // dx in 16 bits, for a 16-bit x (lowIn)
+	yl                 *tensor // y in 16 bits, for the convolution after it (lowOut)
+	out                *tensor // the last Forward's output: y or yl
 	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
 	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c)
 	reluIn             bool    // x is read as ReLU(x) (train.ReLUInputBatchNormOp)
-	lowIn              bool    // x may be the convolution's 16-bit output (train.LowInputBatchNormOp)
+	lowIn              bool    // x may be the convolution's 16-bit output (train.LowInputOp)
+	lowOut             bool    // y goes to the convolution after it in 16 bits (train.LowOutputOp)
 	trained            bool
 	hg, hb, hrm, hrv   *tensor // host path: scale, shift, running statistics
 	hdg, hdb           *tensor
@@ -361,19 +396,27 @@ func (o *bnOp) eps() float32 {
 }
 
 func (o *bnOp) Close() {
-	for _, t := range []*tensor{o.y, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
+	for _, t := range []*tensor{o.y, o.yl, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
 		t.free()
 	}
-	*o = bnOp{b: o.b, s: o.s, reluIn: o.reluIn, lowIn: o.lowIn}
+	*o = bnOp{b: o.b, s: o.s, reluIn: o.reluIn, lowIn: o.lowIn, lowOut: o.lowOut}
 }
 
-// flags are the BatchNorm kernels' flags for input x.
-func (o *bnOp) flags(x *tensor) uint64 {
+// flags are the BatchNorm kernels' flags: x (and dx) 16-bit when x16, y
+// (and dy) when y16.
+func (o *bnOp) flags(x16, y16 bool) uint64 {
 	f := kernels.Float32
-	if x.low {
+	if x16 || y16 {
 		f = o.b.format()
 	}
-	return uint64(kernels.BNFlags(f, o.reluIn))
+	return uint64(kernels.BNFlags(f, o.reluIn, x16, y16))
+}
+
+// handsLow reports whether the output goes to the convolution after it in
+// 16 bits: asked for, under bf16 or fp16, channels-first (the
+// convolution reads it as its operand).
+func (o *bnOp) handsLow(x *tensor) bool {
+	return o.lowOut && o.b.reduced() && !o.b.nhwc && len(x.shape) == 4 && !o.b.noLowHandOff
 }
 
 func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, momentum float32, training bool) (train.Tensor, error) {
@@ -398,9 +441,17 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 	}
 	n, _, hw := planes(x.shape)
-	if err := o.b.ensure(&o.y, x.shape...); err != nil {
+	y := &o.y
+	if o.handsLow(x) {
+		y = &o.yl
+		err = o.b.ensureLow(y, x.shape...)
+	} else {
+		err = o.b.ensure(y, x.shape...)
+	}
+	if err != nil {
 		return nil, err
 	}
+	fl := o.flags(x.low, (*y).low)
 	if training {
 		if err := o.b.ensure(&o.bmean, c); err != nil {
 			return nil, err
@@ -408,15 +459,15 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		if err := o.b.ensure(&o.bvar, c); err != nil {
 			return nil, err
 		}
-		err = o.train(x, p, n, c, hw, momentum)
+		err = o.train(x, *y, p, n, c, hw, momentum, fl)
 	} else {
-		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(x))
+		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
 	}
 	if err != nil {
 		return nil, err
 	}
-	o.x, o.trained = x, training
-	return o.y, nil
+	o.x, o.out, o.trained = x, *y, training
+	return *y, nil
 }
 
 // ReLUInput makes the op read ReLU(x), forward and backward
@@ -425,8 +476,13 @@ func (o *bnOp) ReLUInput(on bool) { o.reluIn = on }
 
 // LowInput lets the op take a convolution's 16-bit output as its input,
 // read as it is, and hand that input's gradient back in 16 bits
-// (train.LowInputBatchNormOp).
+// (train.LowInputOp).
 func (o *bnOp) LowInput(on bool) { o.lowIn = on }
+
+// KeepLowOutput writes the output in 16 bits for the convolution after
+// it to read as its operand, and takes that convolution's 16-bit input
+// gradient back (train.LowOutputOp).
+func (o *bnOp) KeepLowOutput(on bool) { o.lowOut = on }
 
 // scratch makes the doubles the statistics are reduced in: 2·n·c partial
 // sums (two per plane, forward and backward) and 2·c
@@ -439,16 +495,16 @@ func (o *bnOp) scratch(n, c int) error {
 	return o.b.ensure(&o.stat, 4*c) // 2·c doubles
 }
 
-// train is BatchNorm's training forward of x into o.y (kernels.cu: a
+// train is BatchNorm's training forward of x into y (kernels.cu: a
 // block per plane for the sums and the output, a thread per channel for
 // the statistics): the planes' sums and sums of squares, the statistics
 // (batch and running), the output. p: scale, shift, running
 // mean, running variance.
-func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) error {
+func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, fl uint64) error {
 	if err := o.scratch(n, c); err != nil {
 		return err
 	}
-	N, C, HW, fl := i32(n), i32(c), i32(hw), o.flags(x)
+	N, C, HW := i32(n), i32(c), i32(hw)
 	if err := o.b.run("bn_plane_sum", kernels.PerRow, n*c, hw, x.p, o.part.p, N, C, HW, fl); err != nil {
 		return err
 	}
@@ -456,19 +512,22 @@ func (o *bnOp) train(x *tensor, p [4]uint64, n, c, hw int, momentum float32) err
 		N, C, HW, f32(o.eps()), f32(momentum), fl); err != nil {
 		return err
 	}
-	return o.b.run("bn_apply", kernels.PerRow, n*c, hw, x.p, o.y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
+	return o.b.run("bn_apply", kernels.PerRow, n*c, hw, x.p, y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
 	if o.x == nil || !o.trained {
 		return nil, fmt.Errorf("cuda: batchnorm: Backward needs a training Forward first")
 	}
-	dy, err := asT(dyt, 2, 4)
+	dy, err := asAny(dyt, 2, 4)
 	if err != nil {
 		return nil, err
 	}
 	if !slices.Equal(dy.shape, o.x.shape) {
 		return nil, fmt.Errorf("cuda: batchnorm: gradient %v, want %v", dy.shape, o.x.shape)
+	}
+	if dy.low != o.out.low {
+		return nil, fmt.Errorf("cuda: batchnorm: gradient %v in 16 bits: %v, the output: %v", dy.shape, dy.low, o.out.low)
 	}
 	c := o.s.C
 	gp, err := ptrOf("batchnorm scale", gamma, c)
@@ -500,7 +559,7 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 	if err := o.scratch(n, c); err != nil {
 		return nil, err
 	}
-	N, C, HW, eps, fl := i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(o.x)
+	N, C, HW, eps, fl := i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(o.x.low, dy.low)
 	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, o.bmean.p, o.bvar.p, o.part.p, N, C, HW, eps, fl); err != nil {
 		return nil, err
 	}

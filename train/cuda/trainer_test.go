@@ -768,12 +768,15 @@ func total(m map[string]int) (n int) {
 	return n
 }
 
-// A convolution's 16-bit output handed to the BatchNorm after it as cuDNN
-// wrote it, and the BatchNorm's input gradient handed back in 16 bits
-// (train.Sequential's pair: LowOutputConvOp, LowInputBatchNormOp): ThinNet
-// and a small ResNet-18, bf16 and fp16 (with a GradScaler), eager and
-// captured, train and evaluate to the bits of the runs that cast between
-// them (Backend.noLowHandOff), with two casts a convolution a step fewer.
+// 16-bit values passed as they are between a convolution and a BatchNorm
+// right after each other (train.Sequential's pair: LowOutputOp,
+// LowInputOp): a convolution's output to the BatchNorm after it and its
+// gradient back, a BatchNorm's output to the convolution after it and its
+// gradient back. ThinNet (both ways round: conv, BN, conv, …) and a small
+// ResNet-18 (conv to BN only: a ReLU between BN and conv), bf16 and fp16
+// (with a GradScaler), eager and captured, train and evaluate to the bits
+// of the runs that cast between them (Backend.noLowHandOff), with two
+// casts a pair a step fewer.
 func TestTwinLowHandOff(t *testing.T) {
 	d := images(64, 17)
 	ctx := context.Background()
@@ -781,7 +784,7 @@ func TestTwinLowHandOff(t *testing.T) {
 		o       outcome
 		metrics train.Metrics
 		kernels map[string]int
-		convs   int
+		pairs   int
 	}
 	run := func(p train.Precision, model string, capture, handOff bool) result {
 		b := twinWith(t, train.BackendOptions{Precision: p})
@@ -805,8 +808,16 @@ func TestTwinLowHandOff(t *testing.T) {
 		tr.CaptureStep = capture
 		r := result{kernels: map[string]int{}}
 		train.Walk(net, func(l train.Layer) {
-			if _, ok := l.(*train.Conv2D); ok {
-				r.convs++
+			if s, ok := l.(*train.Sequential); ok {
+				for i := 0; i+1 < len(s.Layers); i++ {
+					_, c0 := s.Layers[i].(*train.Conv2D)
+					_, b0 := s.Layers[i].(*train.BatchNorm2D)
+					_, c1 := s.Layers[i+1].(*train.Conv2D)
+					_, b1 := s.Layers[i+1].(*train.BatchNorm2D)
+					if c0 && b1 || b0 && c1 {
+						r.pairs++
+					}
+				}
 			}
 		})
 		onStep := func(s train.StepResult) error { r.o.losses = append(r.o.losses, s.Loss); return nil }
@@ -861,13 +872,13 @@ func TestTwinLowHandOff(t *testing.T) {
 				if capture {
 					continue
 				}
-				// Each convolution a step: no cast of its output to float32,
-				// none of its output gradient back to 16 bits.
-				if got := cast.kernels[from] - handed.kernels[from]; got != handed.convs*steps {
-					t.Errorf("%s: %d fewer %s launches, want %d (%d convolutions × %d steps)", name, got, from, handed.convs*steps, handed.convs, steps)
+				// Each pair a step: no cast of the values to float32 one way,
+				// none back to 16 bits the other.
+				if got := cast.kernels[from] - handed.kernels[from]; got != handed.pairs*steps {
+					t.Errorf("%s: %d fewer %s launches, want %d (%d pairs × %d steps)", name, got, from, handed.pairs*steps, handed.pairs, steps)
 				}
-				if got := cast.kernels[to] - handed.kernels[to]; got != handed.convs*steps {
-					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, handed.convs*steps)
+				if got := cast.kernels[to] - handed.kernels[to]; got != handed.pairs*steps {
+					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, handed.pairs*steps)
 				}
 				t.Logf("%s: kernels a profiled epoch, handed on %d, cast %d", name, total(handed.kernels), total(cast.kernels))
 			}

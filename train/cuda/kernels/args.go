@@ -7,9 +7,9 @@ type SGDArgs struct {
 	First                     bool // the first step: the velocity is the gradient
 }
 
-// Format is the format of BatchNorm's input x and of its backward's dx:
-// float32, or the 16-bit values a convolution wrote, read and written as
-// they are (train.LowInputBatchNormOp).
+// Format is a 16-bit format BatchNorm's tensors may be in: the values a
+// convolution wrote, or will read, as they are (train.LowInputOp,
+// train.LowOutputOp).
 type Format uint8
 
 const (
@@ -18,20 +18,28 @@ const (
 	BFloat16
 )
 
-// The BatchNorm kernels' flags (kernels.cu's BN_*): read ReLU(x); x (and
-// dx) binary16 or bfloat16.
+// The BatchNorm kernels' flags (kernels.cu's BN_*): read ReLU(x); the
+// 16-bit format; x and dx 16-bit; y and dy 16-bit.
 const (
 	BNReLU = 1
 	BNF16  = 2
 	BNBF16 = 4
+	BNX16  = 8
+	BNY16  = 16
 )
 
-// BNFlags are the flags of the BatchNorm kernels over x in format f, of
-// ReLU(x) when relu.
-func BNFlags(f Format, relu bool) int32 {
+// BNFlags are the flags of the BatchNorm kernels over ReLU(x) when relu,
+// x (and dx) in f when x16, y (and dy) in f when y16.
+func BNFlags(f Format, relu, x16, y16 bool) int32 {
 	var fl int32
 	if relu {
 		fl |= BNReLU
+	}
+	if x16 {
+		fl |= BNX16
+	}
+	if y16 {
+		fl |= BNY16
 	}
 	switch f {
 	case Float16:
@@ -43,10 +51,11 @@ func BNFlags(f Format, relu bool) int32 {
 }
 
 // BN are the tensors of BatchNorm (of ReLU(x) when ReLU): x and y NCHW;
-// the rest per channel. x is X, or X16 when Format is 16-bit.
+// the rest per channel. x is X16 when that is not nil, y is written into
+// Y16 when that is not nil, both in Format.
 type BN struct {
 	X, Y, Gamma, Beta, BatchMean, BatchVar, RunningMean, RunningVar []float32
-	X16                                                             []uint16
+	X16, Y16                                                        []uint16
 	Format                                                          Format
 	N, C, HW                                                        int
 	Eps, Momentum                                                   float32
@@ -56,11 +65,12 @@ type BN struct {
 // BNGrad are the tensors of BatchNorm's backward (bn_bwd_sum, bn_bwd_stats,
 // bn_bwd_apply): DY, X, DX NCHW
 // (X the forward's input: before the ReLU when ReLUIn); the rest per
-// channel, BatchMean and BatchVar as the forward wrote them. When Format
-// is 16-bit, x is X16 and dx is written, rounded, into DX16.
+// channel, BatchMean and BatchVar as the forward wrote them. When X16 is
+// not nil, x is X16 and dx is written, rounded, into DX16; when DY16 is
+// not nil, dy is DY16; both in Format.
 type BNGrad struct {
 	DY, X, Gamma, BatchMean, BatchVar, DX, DGamma, DBeta []float32
-	X16, DX16                                            []uint16
+	X16, DX16, DY16                                      []uint16
 	Format                                               Format
 	N, C, HW                                             int
 	Eps                                                  float32

@@ -238,11 +238,13 @@ func TestBNTrainEmpty(t *testing.T) {
 	}
 }
 
-// BatchNorm over a convolution's 16-bit output read as it is (X16,
-// Format) against the float32 kernels over the same values widened: the
-// same bits in every output, and the backward's DX16 the float32 DX
-// rounded (what the cast before the convolution's backward made of it),
-// in binary16 and bfloat16, with and without the ReLU, NaN and Inf in.
+// BatchNorm over 16-bit tensors read and written as they are — x (and
+// dx) a convolution's 16-bit output (and input gradient), y (and dy) the
+// next convolution's 16-bit input (and its gradient) — against the
+// float32 kernels over the same values widened: the same bits in every
+// output, a 16-bit output the float32 one rounded (what the cast after it
+// made of it), in binary16 and bfloat16, with and without the ReLU, NaN
+// and Inf in.
 func TestBN16BitInput(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(37, 64))
@@ -252,68 +254,106 @@ func TestBN16BitInput(t *testing.T) {
 		from func(Launch, []uint16, []float32) error
 		name string
 	}
+	f := bnFacts[len(bnFacts)-1]
 	for _, cd := range []codec{{Float16, CastF32F16, CastF16F32, "fp16"}, {BFloat16, CastF32BF16, CastBF16F32, "bf16"}} {
+		// round is v in 16 bits; narrowed is v rounded and widened back.
+		round := func(v []float32) []uint16 {
+			h := make([]uint16, len(v))
+			if err := cd.to(plan(t, H200, Elementwise, int64(len(v)), 0), v, h); err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		widen := func(h []uint16) []float32 {
+			v := make([]float32, len(h))
+			if err := cd.from(plan(t, H200, Elementwise, int64(len(h)), 0), h, v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		same16 := func(what string, want []float32, got []uint16) {
+			t.Helper()
+			w := round(want)
+			for j := range w {
+				if w[j] != got[j] {
+					t.Fatalf("%s: [%d] = %#04x, the float32 %v rounded %#04x", what, j, got[j], want[j], w[j])
+				}
+			}
+		}
 		for _, k := range bnShapes {
 			for _, relu := range []bool{false, true} {
-				in := bnData(r, k)
-				poison(in.X, k)
-				in.ReLU = relu
-				nx := len(in.X)
-				l := plan(t, H200, Elementwise, int64(nx), 0)
-				x16, x32 := make([]uint16, nx), make([]float32, nx)
-				if err := cd.to(l, in.X, x16); err != nil {
-					t.Fatal(err)
-				}
-				if err := cd.from(l, x16, x32); err != nil {
-					t.Fatal(err)
-				}
-				in.X = x32
-				low := in
-				low.X, low.X16, low.Format = nil, x16, cd.f
-				f := bnFacts[len(bnFacts)-1]
-				want, got := bnTrained(t, f, in), bnTrained(t, f, low)
-				for _, o := range [][3]any{{"y", want.Y, got.Y}, {"batch mean", want.BatchMean, got.BatchMean},
-					{"batch variance", want.BatchVar, got.BatchVar}, {"running mean", want.RunningMean, got.RunningMean},
-					{"running variance", want.RunningVar, got.RunningVar}} {
-					sameBits(t, fmt.Sprintf("%s %+v relu=%v train %s", cd.name, k, relu, o[0]), o[1].([]float32), o[2].([]float32))
-				}
-
-				ev, evLow := in, low
-				ev.Y, evLow.Y = make([]float32, nx), make([]float32, nx)
-				rows := plan(t, f, PerRow, int64(k.n*k.c), int64(k.h*k.w))
-				if err := BNEval(rows, ev); err != nil {
-					t.Fatal(err)
-				}
-				if err := BNEval(rows, evLow); err != nil {
-					t.Fatal(err)
-				}
-				sameBits(t, fmt.Sprintf("%s %+v relu=%v eval y", cd.name, k, relu), ev.Y, evLow.Y)
-
-				dy := randn(r, nx, 1)
-				g := BNGrad{DY: dy, X: x32, Gamma: in.Gamma, BatchMean: want.BatchMean, BatchVar: want.BatchVar,
-					DX: make([]float32, nx), DGamma: make([]float32, k.c), DBeta: make([]float32, k.c),
-					N: k.n, C: k.c, HW: k.h * k.w, Eps: in.Eps, ReLUIn: relu}
-				gl := g
-				gl.X, gl.DX, gl.X16, gl.DX16, gl.Format = nil, nil, x16, make([]uint16, nx), cd.f
-				gl.DGamma, gl.DBeta = make([]float32, k.c), make([]float32, k.c)
-				if err := BNBwd(f, g); err != nil {
-					t.Fatal(err)
-				}
-				if err := BNBwd(f, gl); err != nil {
-					t.Fatal(err)
-				}
-				rounded := make([]uint16, nx)
-				if err := cd.to(l, g.DX, rounded); err != nil {
-					t.Fatal(err)
-				}
-				name := fmt.Sprintf("%s %+v relu=%v backward", cd.name, k, relu)
-				for j := range rounded {
-					if rounded[j] != gl.DX16[j] {
-						t.Fatalf("%s: dx[%d] %#04x, the float32 dx %v rounded %#04x", name, j, gl.DX16[j], g.DX[j], rounded[j])
+				for _, io := range []struct{ x, y bool }{{true, false}, {false, true}, {true, true}} {
+					name := fmt.Sprintf("%s %+v relu=%v x16=%v y16=%v", cd.name, k, relu, io.x, io.y)
+					in := bnData(r, k)
+					poison(in.X, k)
+					in.ReLU = relu
+					nx := len(in.X)
+					x16 := round(in.X)
+					in.X = widen(x16)
+					low := in
+					low.Format = cd.f
+					if io.x {
+						low.X, low.X16 = nil, x16
 					}
+					if io.y {
+						low.Y16 = make([]uint16, nx)
+					}
+					want, got := bnTrained(t, f, in), bnTrained(t, f, low)
+					if io.y {
+						same16(name+" train y", want.Y, got.Y16)
+					} else {
+						sameBits(t, name+" train y", want.Y, got.Y)
+					}
+					for _, o := range [][3]any{{"batch mean", want.BatchMean, got.BatchMean},
+						{"batch variance", want.BatchVar, got.BatchVar}, {"running mean", want.RunningMean, got.RunningMean},
+						{"running variance", want.RunningVar, got.RunningVar}} {
+						sameBits(t, fmt.Sprintf("%s train %s", name, o[0]), o[1].([]float32), o[2].([]float32))
+					}
+
+					ev, evLow := in, low
+					ev.Y, evLow.Y = make([]float32, nx), make([]float32, nx)
+					if io.y {
+						evLow.Y16 = make([]uint16, nx)
+					}
+					rows := plan(t, f, PerRow, int64(k.n*k.c), int64(k.h*k.w))
+					if err := BNEval(rows, ev); err != nil {
+						t.Fatal(err)
+					}
+					if err := BNEval(rows, evLow); err != nil {
+						t.Fatal(err)
+					}
+					if io.y {
+						same16(name+" eval y", ev.Y, evLow.Y16)
+					} else {
+						sameBits(t, name+" eval y", ev.Y, evLow.Y)
+					}
+
+					dy16 := round(randn(r, nx, 1))
+					g := BNGrad{DY: widen(dy16), X: in.X, Gamma: in.Gamma, BatchMean: want.BatchMean, BatchVar: want.BatchVar,
+						DX: make([]float32, nx), DGamma: make([]float32, k.c), DBeta: make([]float32, k.c),
+						N: k.n, C: k.c, HW: k.h * k.w, Eps: in.Eps, ReLUIn: relu}
+					gl := g
+					gl.Format, gl.DX, gl.DGamma, gl.DBeta = cd.f, make([]float32, nx), make([]float32, k.c), make([]float32, k.c)
+					if io.x {
+						gl.X, gl.DX, gl.X16, gl.DX16 = nil, nil, x16, make([]uint16, nx)
+					}
+					if io.y {
+						gl.DY, gl.DY16 = nil, dy16
+					}
+					if err := BNBwd(f, g); err != nil {
+						t.Fatal(err)
+					}
+					if err := BNBwd(f, gl); err != nil {
+						t.Fatal(err)
+					}
+					if io.x {
+						same16(name+" backward dx", g.DX, gl.DX16)
+					} else {
+						sameBits(t, name+" backward dx", g.DX, gl.DX)
+					}
+					sameBits(t, name+" dgamma", g.DGamma, gl.DGamma)
+					sameBits(t, name+" dbeta", g.DBeta, gl.DBeta)
 				}
-				sameBits(t, name+" dgamma", g.DGamma, gl.DGamma)
-				sameBits(t, name+" dbeta", g.DBeta, gl.DBeta)
 			}
 		}
 	}

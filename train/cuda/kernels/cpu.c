@@ -57,17 +57,17 @@ void cpu_bn_stats(int g, int b, const void *x, const double *part, double *stat,
 	LAUNCH(g, b, bn_stats(x, part, stat, bmean, bvar, rmean, rvar, n, c, hw, eps, momentum, fl));
 }
 
-void cpu_bn_apply(int g, int b, const void *x, float *y, const float *gamma, const float *beta, const double *stat,
+void cpu_bn_apply(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const double *stat,
 		  int32_t n, int32_t c, int32_t hw, int32_t fl) {
 	LAUNCH(g, b, bn_apply(x, y, gamma, beta, stat, n, c, hw, fl));
 }
 
-void cpu_bn_eval(int g, int b, const void *x, float *y, const float *gamma, const float *beta, const float *rmean,
+void cpu_bn_eval(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const float *rmean,
 		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
 	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
 }
 
-void cpu_bn_bwd_sum(int g, int b, const float *dy, const void *x, const float *bmean, const float *bvar,
+void cpu_bn_bwd_sum(int g, int b, const void *dy, const void *x, const float *bmean, const float *bvar,
 		    double *part, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
 	LAUNCH(g, b, bn_bwd_sum(dy, x, bmean, bvar, part, n, c, hw, eps, fl));
 }
@@ -77,7 +77,7 @@ void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dga
 	LAUNCH(g, b, bn_bwd_stats(part, stat, dgamma, dbeta, n, c, hw));
 }
 
-void cpu_bn_bwd_apply(int g, int b, const float *dy, const void *x, const float *gamma, const float *bmean,
+void cpu_bn_bwd_apply(int g, int b, const void *dy, const void *x, const float *gamma, const float *bmean,
 		      const float *bvar, const double *stat, void *dx, int32_t n, int32_t c, int32_t hw, float eps,
 		      int32_t fl) {
 	LAUNCH(g, b, bn_bwd_apply(dy, x, gamma, bmean, bvar, stat, dx, n, c, hw, eps, fl));

@@ -16,15 +16,15 @@ void cpu_ce_sums(int g, int b, const float *rowstat, int32_t n, double *sums);
 void cpu_bn_plane_sum(int g, int b, const void *x, double *part, int32_t n, int32_t c, int32_t hw, int32_t fl);
 void cpu_bn_stats(int g, int b, const void *x, const double *part, double *stat, float *bmean, float *bvar,
 		  float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum, int32_t fl);
-void cpu_bn_apply(int g, int b, const void *x, float *y, const float *gamma, const float *beta, const double *stat,
+void cpu_bn_apply(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const double *stat,
 		  int32_t n, int32_t c, int32_t hw, int32_t fl);
-void cpu_bn_eval(int g, int b, const void *x, float *y, const float *gamma, const float *beta, const float *rmean,
+void cpu_bn_eval(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const float *rmean,
 		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
-void cpu_bn_bwd_sum(int g, int b, const float *dy, const void *x, const float *bmean, const float *bvar,
+void cpu_bn_bwd_sum(int g, int b, const void *dy, const void *x, const float *bmean, const float *bvar,
 		    double *part, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
 void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dgamma, float *dbeta, int32_t n,
 		      int32_t c, int32_t hw);
-void cpu_bn_bwd_apply(int g, int b, const float *dy, const void *x, const float *gamma, const float *bmean,
+void cpu_bn_bwd_apply(int g, int b, const void *dy, const void *x, const float *gamma, const float *bmean,
 		      const float *bvar, const double *stat, void *dx, int32_t n, int32_t c, int32_t hw, float eps,
 		      int32_t fl);
 void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n);

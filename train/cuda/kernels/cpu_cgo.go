@@ -181,36 +181,39 @@ func BNTrain(f Facts, b BN) error {
 		return err
 	}
 	nc := b.N * b.C * b.HW
-	if err := check(rows, b.xlen(), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C, len(b.BatchMean), b.C,
+	if err := check(rows, lenOf(b.X, b.X16), nc, lenOf(b.Y, b.Y16), nc, len(b.Gamma), b.C, len(b.Beta), b.C, len(b.BatchMean), b.C,
 		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
 	part, stat := make([]float64, 2*b.N*b.C), make([]float64, 2*b.C)
-	n, c, hw, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.int32_t(BNFlags(b.Format, b.ReLU))
-	x, pp, sp := b.x(), (*C.double)(fp(part)), (*C.double)(fp(stat))
+	n, c, hw, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), b.flags()
+	x, pp, sp := pick(b.X, b.X16), (*C.double)(fp(part)), (*C.double)(fp(stat))
 	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, n, c, hw, fl)
 	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
 		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum), fl)
-	C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
+	C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), sp, n, c, hw, fl)
 	return nil
 }
 
-// x is BatchNorm's input in its format; xlen its length.
-func (b BN) x() unsafe.Pointer { return pick(b.Format, b.X, b.X16) }
-func (b BN) xlen() int {
-	if b.Format != Float32 {
-		return len(b.X16)
-	}
-	return len(b.X)
+func (b BN) flags() C.int32_t {
+	return C.int32_t(BNFlags(b.Format, b.ReLU, b.X16 != nil, b.Y16 != nil))
 }
 
-// pick is f32's address, or f16's when f is a 16-bit format.
-func pick(f Format, f32 []float32, f16 []uint16) unsafe.Pointer {
-	if f != Float32 {
+// pick is f16's address when it is not nil, else f32's.
+func pick(f32 []float32, f16 []uint16) unsafe.Pointer {
+	if f16 != nil {
 		return unsafe.Pointer(fp(f16))
 	}
 	return unsafe.Pointer(fp(f32))
+}
+
+// lenOf is the length of the slice pick picks.
+func lenOf(f32 []float32, f16 []uint16) int {
+	if f16 != nil {
+		return len(f16)
+	}
+	return len(f32)
 }
 
 // bnPlans are the launches of the BatchNorm kernels over n×c×hw: a block
@@ -228,13 +231,13 @@ func bnPlans(f Facts, n, c, hw int) (rows, chans Launch, err error) {
 // b.ReLU, l a PerRow launch over the n·c planes.
 func BNEval(l Launch, b BN) error {
 	nc := b.N * b.C * b.HW
-	if err := check(l, b.xlen(), nc, len(b.Y), nc, len(b.Gamma), b.C, len(b.Beta), b.C,
+	if err := check(l, lenOf(b.X, b.X16), nc, lenOf(b.Y, b.Y16), nc, len(b.Gamma), b.C, len(b.Beta), b.C,
 		len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
-	C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), b.x(), (*C.float)(fp(b.Y)), (*C.float)(fp(b.Gamma)),
+	C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)),
-		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.int32_t(BNFlags(b.Format, b.ReLU)))
+		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), b.flags())
 	return nil
 }
 
@@ -247,18 +250,18 @@ func BNBwd(f Facts, b BNGrad) error {
 		return err
 	}
 	nc := b.N * b.C * b.HW
-	xl, dxl := len(b.X), len(b.DX)
-	if b.Format != Float32 {
-		xl, dxl = len(b.X16), len(b.DX16)
+	if b.X16 != nil && b.DX16 == nil {
+		return fmt.Errorf("kernels: BatchNorm backward of a 16-bit x without a 16-bit dx")
 	}
-	if err := check(rows, len(b.DY), nc, xl, nc, dxl, nc, len(b.Gamma), b.C, len(b.BatchMean), b.C,
+	if err := check(rows, lenOf(b.DY, b.DY16), nc, lenOf(b.X, b.X16), nc, lenOf(b.DX, b.DX16), nc, len(b.Gamma), b.C, len(b.BatchMean), b.C,
 		len(b.BatchVar), b.C, len(b.DGamma), b.C, len(b.DBeta), b.C); err != nil {
 		return err
 	}
 	part, stat := make([]float64, 2*b.N*b.C), make([]float64, 2*b.C)
-	n, c, hw, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.int32_t(BNFlags(b.Format, b.ReLUIn))
-	dy, bm, bv := (*C.float)(fp(b.DY)), (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar))
-	x, dx := pick(b.Format, b.X, b.X16), pick(b.Format, b.DX, b.DX16)
+	n, c, hw := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW)
+	fl := C.int32_t(BNFlags(b.Format, b.ReLUIn, b.X16 != nil, b.DY16 != nil))
+	bm, bv := (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar))
+	dy, x, dx := pick(b.DY, b.DY16), pick(b.X, b.X16), pick(b.DX, b.DX16)
 	pp, sp := (*C.double)(fp(part)), (*C.double)(fp(stat))
 	C.cpu_bn_bwd_sum(C.int(rows.Grid), C.int(rows.Block), dy, x, bm, bv, pp, n, c, hw, C.float(b.Eps), fl)
 	C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)

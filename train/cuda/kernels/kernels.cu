@@ -427,36 +427,43 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
  * (or dy·x-hat's mean) in [c, 2c).
  *
  * fl, the kernels' flags: BN_RELU reads ReLU(x) (the convolution's ReLU
- * handed on, train.ReLUInputBatchNormOp); BN_F16 or BN_BF16 says x is
- * 16-bit, the convolution's output as cuDNN wrote it (NCHW), and the
- * backward's dx is written in that format for the convolution's backward
- * to read as it is (train.LowInputBatchNormOp). Each value is widened as
- * it is read and dx rounded (f32_to_f16, f32_to_bf16) as it is written:
- * the same bits as the casts before and after, without their passes. */
+ * handed on, train.ReLUInputBatchNormOp). BN_X16: x is 16-bit, the
+ * convolution's output as cuDNN wrote it (NCHW), and the backward's dx is
+ * written so for the convolution's backward to read as it is; BN_Y16: y
+ * is written 16-bit for the convolution after it to read as it is, and
+ * the backward's dy is that convolution's 16-bit input gradient
+ * (train.LowInputOp, train.LowOutputOp). BN_F16 or BN_BF16 names the
+ * 16-bit format. Each value is widened as it is read and rounded
+ * (f32_to_f16, f32_to_bf16) as it is written: the same bits as the casts
+ * before and after, without their passes. */
 #define BN_RELU 1
 #define BN_F16 2
 #define BN_BF16 4
+#define BN_X16 8
+#define BN_Y16 16
 
-/* bn_ld: x's value i as float32, x in fl's format. */
-DEVICE float bn_ld(const void *x, i64 i, i32 fl) {
+/* bn_ld: p[i] as float32, 16-bit in fl's format when fl has the flag
+ * which (BN_X16 or BN_Y16). */
+DEVICE float bn_ld(const void *p, i64 i, i32 fl, i32 which) {
+	if (!(fl & which))
+		return ((const float *)p)[i];
 	if (fl & BN_BF16)
-		return bf16_to_f32(((const u16 *)x)[i]);
-	if (fl & BN_F16)
-		return f16_to_f32(((const u16 *)x)[i]);
-	return ((const float *)x)[i];
+		return bf16_to_f32(((const u16 *)p)[i]);
+	return f16_to_f32(((const u16 *)p)[i]);
 }
 
 /* bn_in: act(x) at i, the value BatchNorm normalises. */
-DEVICE float bn_in(const void *x, i64 i, i32 fl) { return act_f(bn_ld(x, i, fl), fl & BN_RELU); }
+DEVICE float bn_in(const void *x, i64 i, i32 fl) { return act_f(bn_ld(x, i, fl, BN_X16), fl & BN_RELU); }
 
-/* bn_st: dx[i] = v in fl's format (rounded to nearest even when 16-bit). */
-DEVICE void bn_st(void *dx, i64 i, float v, i32 fl) {
-	if (fl & BN_BF16)
-		((u16 *)dx)[i] = f32_to_bf16(v);
-	else if (fl & BN_F16)
-		((u16 *)dx)[i] = f32_to_f16(v);
+/* bn_st: p[i] = v, rounded to nearest even into fl's 16-bit format when
+ * fl has the flag which. */
+DEVICE void bn_st(void *p, i64 i, float v, i32 fl, i32 which) {
+	if (!(fl & which))
+		((float *)p)[i] = v;
+	else if (fl & BN_BF16)
+		((u16 *)p)[i] = f32_to_bf16(v);
 	else
-		((float *)dx)[i] = v;
+		((u16 *)p)[i] = f32_to_f16(v);
 }
 
 /* bn_shift: channel ch's shift k, act(x) at its first place (image 0,
@@ -535,16 +542,15 @@ KERNEL bn_stats(const void *x, const double *part, double *stat, float *bmean, f
 
 /* bn_apply: y = gamma*(act(x) - mean)*invsd + beta, plane by plane, mean
  * and invsd from stat (bn_stats). */
-KERNEL bn_apply(const void *x, float *y, const float *gamma, const float *beta, const double *stat,
+KERNEL bn_apply(const void *x, void *y, const float *gamma, const float *beta, const double *stat,
 		i32 n, i32 c, i32 hw, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const i64 ch = p % c, at = p * hw;
 		const double g = gamma[ch], b = beta[ch], m = stat[ch], invsd = stat[c + ch];
-		float *yp = y + at;
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			yp[i] = (float)(g * (bn_in(x, at + i, fl) - m) * invsd + b);
+			bn_st(y, at + i, (float)(g * (bn_in(x, at + i, fl) - m) * invsd + b), fl, BN_Y16);
 		END_THREADS
 	}
 }
@@ -553,7 +559,7 @@ KERNEL bn_apply(const void *x, float *y, const float *gamma, const float *beta, 
  * backend's eval Forward, plane by plane: y = gamma*(r - mean)*invsd +
  * beta in double, r = act(x), invsd = 1/sqrt(var + eps), mean and var the
  * float32 running statistics. */
-KERNEL bn_eval(const void *x, float *y, const float *gamma, const float *beta,
+KERNEL bn_eval(const void *x, void *y, const float *gamma, const float *beta,
 	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
@@ -561,9 +567,8 @@ KERNEL bn_eval(const void *x, float *y, const float *gamma, const float *beta,
 		const i64 ch = p % c, at = p * hw;
 		const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
 		const double g = gamma[ch], b = beta[ch];
-		float *yp = y + at;
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			yp[i] = (float)(g * ((double)bn_in(x, at + i, fl) - m) * invsd + b);
+			bn_st(y, at + i, (float)(g * ((double)bn_in(x, at + i, fl) - m) * invsd + b), fl, BN_Y16);
 		END_THREADS
 	}
 }
@@ -579,7 +584,7 @@ KERNEL bn_eval(const void *x, float *y, const float *gamma, const float *beta,
 
 /* bn_bwd_sum: part[p] = the sum of dy over plane p, part[n·c + p] that of
  * dy*x-hat. */
-KERNEL bn_bwd_sum(const float *dy, const void *x, const float *bmean, const float *bvar, double *part,
+KERNEL bn_bwd_sum(const void *dy, const void *x, const float *bmean, const float *bvar, double *part,
 		  i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	SHARED double sh[2 * MAXB];
 	const i64 planes = (i64)n * c;
@@ -587,10 +592,9 @@ KERNEL bn_bwd_sum(const float *dy, const void *x, const float *bmean, const floa
 		THREADS(t)
 		const i64 ch = p % c, at = p * hw;
 		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
-		const float *dyp = dy + at;
 		double sdy = 0, sdyx = 0;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
-			double g = dyp[i];
+			double g = bn_ld(dy, at + i, fl, BN_Y16);
 			sdy += g;
 			sdyx += g * ((double)bn_in(x, at + i, fl) - m) * inv;
 		}
@@ -629,7 +633,7 @@ KERNEL bn_bwd_stats(const double *part, double *stat, float *dgamma, float *dbet
 }
 
 /* bn_bwd_apply: dx, plane by plane, from stat (bn_bwd_stats). */
-KERNEL bn_bwd_apply(const float *dy, const void *x, const float *gamma, const float *bmean, const float *bvar,
+KERNEL bn_bwd_apply(const void *dy, const void *x, const float *gamma, const float *bmean, const float *bvar,
 		    const double *stat, void *dx, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
@@ -637,15 +641,15 @@ KERNEL bn_bwd_apply(const float *dy, const void *x, const float *gamma, const fl
 		const i64 ch = p % c, at = p * hw;
 		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
 		const double k = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
-		const float *dyp = dy + at;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
-			const float v = bn_ld(x, at + i, fl);
+			const float v = bn_ld(x, at + i, fl, BN_X16);
 			if ((fl & BN_RELU) && !(v > 0.0f)) {
-				bn_st(dx, at + i, 0.0f, fl);
+				bn_st(dx, at + i, 0.0f, fl, BN_X16);
 				continue;
 			}
 			double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
-			bn_st(dx, at + i, (float)(k * ((double)dyp[i] - g1 - xh * g2)), fl);
+			const double g = bn_ld(dy, at + i, fl, BN_Y16);
+			bn_st(dx, at + i, (float)(k * (g - g1 - xh * g2)), fl, BN_X16);
 		}
 		END_THREADS
 	}
