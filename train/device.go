@@ -511,6 +511,17 @@ type ReLUInputBatchNormOp interface {
 	ReLUInput(on bool)
 }
 
+// ReLUOutputBatchNormOp is a BatchNormOp that can apply the ReLU layer
+// after it: with ReLUOutput(true) every Forward (training and evaluation)
+// writes ReLU(y), and Backward takes the gradient of ReLU(y), masking it
+// where y > 0 is false as the ReLU's backward would (y computed again from
+// the forward's statistics, to the same bits). The same arithmetic as the
+// ReLU layer, one pass over the activations fewer each way. Sequential
+// folds a ReLU right after a BatchNorm2D so (ResNet's BatchNorm, ReLU).
+type ReLUOutputBatchNormOp interface {
+	ReLUOutput(on bool)
+}
+
 // LowOutputOp is an op (a ConvOp, a BatchNormOp) that can hand its output
 // on in 16 bits (under bf16 and fp16) to an op that takes them as they
 // are, a LowInputOp, and take that op's input gradient back in 16 bits:

@@ -288,7 +288,12 @@ func (l *BatchNorm2D) Buffers() []*Param { return []*Param{l.RunningMean, l.Runn
 func (l *BatchNorm2D) Close()            { l.op.Close() }
 
 // ReLU is max(x, 0).
-type ReLU struct{ op ReLUOp }
+type ReLU struct {
+	op ReLUOp
+	// folded: the BatchNorm before it applies it (ReLUOutputBatchNormOp,
+	// Sequential.pair): Forward and Backward pass their tensor through.
+	folded bool
+}
 
 // NewReLU makes a ReLU on b.
 func NewReLU(b Backend) (*ReLU, error) {
@@ -299,11 +304,23 @@ func NewReLU(b Backend) (*ReLU, error) {
 	return &ReLU{op: op}, nil
 }
 
-func (r *ReLU) Forward(x Tensor, training bool) (Tensor, error) { return r.op.Forward(x) }
-func (r *ReLU) Backward(dy Tensor, needDX bool) (Tensor, error) { return r.op.Backward(dy) }
-func (r *ReLU) Params() []*Param                                { return nil }
-func (r *ReLU) Buffers() []*Param                               { return nil }
-func (r *ReLU) Close()                                          { r.op.Close() }
+func (r *ReLU) Forward(x Tensor, training bool) (Tensor, error) {
+	if r.folded {
+		return x, nil
+	}
+	return r.op.Forward(x)
+}
+
+func (r *ReLU) Backward(dy Tensor, needDX bool) (Tensor, error) {
+	if r.folded {
+		return dy, nil
+	}
+	return r.op.Backward(dy)
+}
+
+func (r *ReLU) Params() []*Param  { return nil }
+func (r *ReLU) Buffers() []*Param { return nil }
+func (r *ReLU) Close()            { r.op.Close() }
 
 // Pool2D is max or average pooling over fixed windows.
 type Pool2D struct {
@@ -451,16 +468,19 @@ type Sequential struct {
 	fused      bool // pair ran
 }
 
-// pair joins a Conv2D and a BatchNorm2D (without Sync) right after each
-// other where both ops can, so the activations between them are passed
-// over fewer times and the bits stay the same:
+// pair joins a Conv2D, a BatchNorm2D (without Sync) and a ReLU right
+// after each other where the ops can, so the activations between them are
+// passed over fewer times and the bits stay the same:
 //   - a convolution's fused ReLU goes to the BatchNorm after it
 //     (ReLUDeferringConvOp, ReLUInputBatchNormOp): the BatchNorm reads
 //     ReLU(x) as it reads x, and its backward masks as the ReLU's would;
+//   - a ReLU layer after a BatchNorm goes into it (ReLUOutputBatchNormOp):
+//     the BatchNorm writes ReLU(y), its backward masks dy as the ReLU's
+//     would, and the ReLU layer passes its tensor through;
 //   - under bf16 and fp16 the 16-bit values go from one to the other as
 //     they are (LowOutputOp, LowInputOp), a convolution's output to the
-//     BatchNorm after it and a BatchNorm's to the convolution after it:
-//     no cast between them either way.
+//     BatchNorm after it and a BatchNorm's (and its folded ReLU's) to the
+//     convolution after it: no cast between them either way.
 //
 // The cuda backend's ops can; others are left as they are. It runs once,
 // at the first Forward.
@@ -485,8 +505,23 @@ func (s *Sequential) pair() {
 			}
 			from, to = x.op, bn.op
 		case *BatchNorm2D:
+			if x.Sync != nil {
+				continue
+			}
+			if r, ok := b.(*ReLU); ok {
+				ro, ok := x.op.(ReLUOutputBatchNormOp)
+				if !ok {
+					continue
+				}
+				ro.ReLUOutput(true)
+				r.folded = true
+				if i+2 == len(s.Layers) {
+					continue
+				}
+				b = s.Layers[i+2]
+			}
 			conv, ok := b.(*Conv2D)
-			if !ok || x.Sync != nil {
+			if !ok {
 				continue
 			}
 			from, to = x.op, conv.op

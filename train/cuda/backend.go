@@ -58,12 +58,13 @@ var (
 	_ train.DeviceLinearOp    = (*linearOp)(nil)
 	_ train.DeviceBatchNormOp = (*bnOp)(nil)
 
-	_ train.ReLUDeferringConvOp  = (*convOp)(nil)
-	_ train.ReLUInputBatchNormOp = (*bnOp)(nil)
-	_ train.LowOutputOp          = (*convOp)(nil)
-	_ train.LowInputOp           = (*convOp)(nil)
-	_ train.LowOutputOp          = (*bnOp)(nil)
-	_ train.LowInputOp           = (*bnOp)(nil)
+	_ train.ReLUDeferringConvOp   = (*convOp)(nil)
+	_ train.ReLUInputBatchNormOp  = (*bnOp)(nil)
+	_ train.ReLUOutputBatchNormOp = (*bnOp)(nil)
+	_ train.LowOutputOp           = (*convOp)(nil)
+	_ train.LowInputOp            = (*convOp)(nil)
+	_ train.LowOutputOp           = (*bnOp)(nil)
+	_ train.LowInputOp            = (*bnOp)(nil)
 )
 
 // memoryReserve is what MemoryBudget keeps back from the free memory: the

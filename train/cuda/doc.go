@@ -43,7 +43,9 @@
 // gradient rounded to 16 bits for the convolution's backward; a
 // convolution after a BatchNorm takes the BatchNorm's output rounded to
 // 16 bits as its operand and hands its 16-bit input gradient back as it
-// is (tensor.low; the same bits as the casts, two passes fewer); a product's operands are cast to
+// is (tensor.low; the same bits as the casts, two passes fewer), and a
+// ReLU layer right after a BatchNorm is the BatchNorm's (BN_RELU_OUT: it
+// writes ReLU(y) and masks dy from y computed again); a product's operands are cast to
 // 16 bits and cublasGemmEx (CUDA_R_16F or CUDA_R_16BF inputs, CUDA_R_32F
 // output, CUBLAS_COMPUTE_32F) writes float32; bias gradients sum the
 // rounded output gradient in float. The twin does the same arithmetic on

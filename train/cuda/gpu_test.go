@@ -426,44 +426,62 @@ func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, 
 }
 
 // bnTrainTwin runs BatchNorm's training forward over in (over ReLU(x)
-// when in.ReLU), kernel by kernel as the backend launches it
+// when in.ReLU, x and y 16-bit when in.X16 and in.Y16 are set, ReLU(y)
+// when in.ReLUOut), kernel by kernel as the backend launches it
 // (bn_plane_sum, bn_stats, bn_apply), on the GPU and the CPU build
 // (twinChain), and returns the chain and the CPU build's results in in's
-// shape.
+// shape (Stat the forward's statistics).
 func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN) (*twinChain, kernels.BN) {
 	n, c, hw := in.N, in.C, in.HW
 	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
 	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
-	N, C, HW, R := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(b2i32(in.ReLU)))
+	N, C, HW, fl := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(in.Flags()))
 	ch, out := newTwinChain(), in
-	part := ch.run(t, d, m, "bn_plane_sum", rows, tf(in.X), td(make([]float64, 2*n*c)), N, C, HW, R)[1].d
-	res := ch.run(t, d, m, "bn_stats", chans, tf(in.X), td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)),
-		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)), R)
-	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar = res[3].f, res[4].f, res[5].f, res[6].f
-	out.Y = ch.run(t, d, m, "bn_apply", rows, tf(in.X), tf(make([]float32, n*c*hw)), tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, R)[1].f
+	x := either(in.X, in.X16)
+	part := ch.run(t, d, m, "bn_plane_sum", rows, x, td(make([]float64, 2*n*c)), N, C, HW, fl)[1].d
+	res := ch.run(t, d, m, "bn_stats", chans, x, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)),
+		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)), fl)
+	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar, out.Stat = res[3].f, res[4].f, res[5].f, res[6].f, res[2].d
+	y := tf(make([]float32, n*c*hw))
+	if in.Y16 != nil {
+		y = th(make([]uint16, n*c*hw))
+	}
+	ys := ch.run(t, d, m, "bn_apply", rows, x, y, tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, fl)[1]
+	out.Y, out.Y16 = ys.f, ys.h
 	return ch, out
 }
 
+// either is a twin buffer of h when it is not nil, else of f.
+func either(f []float32, h []uint16) twinArg {
+	if h != nil {
+		return th(h)
+	}
+	return tf(f)
+}
+
 // bnBwdTwin is bnTrainTwin for the backward (bn_bwd_sum, bn_bwd_stats,
-// bn_bwd_apply).
+// bn_bwd_apply); g.Beta and g.Stat are read only with g.ReLUOut.
 func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) *twinChain {
 	n, c, hw := g.N, g.C, g.HW
 	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
 	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
-	N, C, HW, R, eps := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(b2i32(g.ReLUIn))), ts(F32(g.Eps))
-	ch := newTwinChain()
-	part := ch.run(t, d, m, "bn_bwd_sum", rows, tf(g.DY), tf(g.X), tf(g.BatchMean), tf(g.BatchVar), td(make([]float64, 2*n*c)), N, C, HW, eps, R)[4].d
-	res := ch.run(t, d, m, "bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
-	ch.run(t, d, m, "bn_bwd_apply", rows, tf(g.DY), tf(g.X), tf(g.Gamma), tf(g.BatchMean), tf(g.BatchVar), td(res[1].d),
-		tf(make([]float32, n*c*hw)), N, C, HW, eps, R)
-	return ch
-}
-
-func b2i32(b bool) int32 {
-	if b {
-		return 1
+	N, C, HW, fl, eps := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(g.Flags())), ts(F32(g.Eps))
+	beta, fstat := tnull(), tnull()
+	if g.ReLUOut {
+		beta, fstat = tf(g.Beta), td(g.Stat)
 	}
-	return 0
+	dy, x := either(g.DY, g.DY16), either(g.X, g.X16)
+	dx := tf(make([]float32, n*c*hw))
+	if g.X16 != nil {
+		dx = th(make([]uint16, n*c*hw))
+	}
+	ch := newTwinChain()
+	part := ch.run(t, d, m, "bn_bwd_sum", rows, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), tf(g.BatchVar),
+		td(make([]float64, 2*n*c)), N, C, HW, eps, fl)[7].d
+	res := ch.run(t, d, m, "bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
+	ch.run(t, d, m, "bn_bwd_apply", rows, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), tf(g.BatchVar), td(res[1].d),
+		dx, N, C, HW, eps, fl)
+	return ch
 }
 
 // twinArg is one argument of twin: a float32 or int32 buffer (uploaded to
@@ -626,6 +644,21 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 			N: n, C: c, HW: hw, Eps: 1e-5, ReLUIn: reluIn})
 		row(t, fmt.Sprintf("bn_bwd relu_in=%v (3 kernels)", reluIn), shape, ch.ms, fmt.Sprintf("%d ulp", ch.ulp), ch.ulp <= 1 && ch.ok)
 	}
+	// The pairs' BatchNorm (train.Sequential's pair): x, y and their
+	// gradients in bf16 as the convolutions around it leave and take
+	// them, ReLU(y) for the ReLU layer after it.
+	x16, y16 := make([]uint16, size), make([]uint16, size)
+	must(t, kernels.CastF32BF16(plan(t, d, kernels.Elementwise, int64(size), 0), clean, x16))
+	pairIn := bnIn
+	pairIn.X, pairIn.X16, pairIn.Y16, pairIn.Format, pairIn.ReLUOut = nil, x16, y16, kernels.BFloat16, true
+	pairCh, pairOut := bnTrainTwin(t, d, m, pairIn)
+	row(t, "bn_train bf16 x, y, relu out (3 kernels)", shape, pairCh.ms, fmt.Sprintf("%d ulp", pairCh.ulp), pairCh.ulp <= 1 && pairCh.ok)
+	dy16 := make([]uint16, size)
+	must(t, kernels.CastF32BF16(plan(t, d, kernels.Elementwise, int64(size), 0), dy, dy16))
+	pairG := kernels.BNGrad{DY16: dy16, X16: x16, DX16: make([]uint16, size), Gamma: gamma, Beta: beta, Stat: pairOut.Stat,
+		BatchMean: pairOut.BatchMean, BatchVar: pairOut.BatchVar, Format: kernels.BFloat16, N: n, C: c, HW: hw, Eps: 1e-5, ReLUOut: true}
+	pairB := bnBwdTwin(t, d, m, pairG)
+	row(t, "bn_bwd bf16 x, dy, relu out (3 kernels)", shape, pairB.ms, fmt.Sprintf("%d ulp", pairB.ulp), pairB.ulp <= 1 && pairB.ok)
 
 	// Pools on n·c planes of side √hw: ThinNet's 2×2/2, ResNet's 3×3/2 pad 1.
 	side := int(math.Sqrt(float64(hw)))

@@ -371,10 +371,11 @@ type bnOp struct {
 	yl                 *tensor // y in 16 bits, for the convolution after it (lowOut)
 	out                *tensor // the last Forward's output: y or yl
 	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
-	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c)
+	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c forward, 2·c backward)
 	reluIn             bool    // x is read as ReLU(x) (train.ReLUInputBatchNormOp)
 	lowIn              bool    // x may be the convolution's 16-bit output (train.LowInputOp)
 	lowOut             bool    // y goes to the convolution after it in 16 bits (train.LowOutputOp)
+	reluOut            bool    // y is ReLU(y): the ReLU layer after it folded in (train.ReLUOutputBatchNormOp)
 	trained            bool
 	hg, hb, hrm, hrv   *tensor // host path: scale, shift, running statistics
 	hdg, hdb           *tensor
@@ -399,17 +400,25 @@ func (o *bnOp) Close() {
 	for _, t := range []*tensor{o.y, o.yl, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
 		t.free()
 	}
-	*o = bnOp{b: o.b, s: o.s, reluIn: o.reluIn, lowIn: o.lowIn, lowOut: o.lowOut}
+	*o = bnOp{b: o.b, s: o.s, reluIn: o.reluIn, lowIn: o.lowIn, lowOut: o.lowOut, reluOut: o.reluOut}
 }
 
 // flags are the BatchNorm kernels' flags: x (and dx) 16-bit when x16, y
 // (and dy) when y16.
 func (o *bnOp) flags(x16, y16 bool) uint64 {
-	f := kernels.Float32
-	if x16 || y16 {
-		f = o.b.format()
+	var fl int32
+	for _, f := range []struct {
+		on   bool
+		flag int32
+	}{{o.reluIn, kernels.BNReLU}, {o.reluOut, kernels.BNReLUOut}, {x16, kernels.BNX16}, {y16, kernels.BNY16}} {
+		if f.on {
+			fl |= f.flag
+		}
 	}
-	return uint64(kernels.BNFlags(f, o.reluIn, x16, y16))
+	if x16 || y16 {
+		fl |= o.b.format().BNFlag()
+	}
+	return uint64(fl)
 }
 
 // handsLow reports whether the output goes to the convolution after it in
@@ -479,21 +488,29 @@ func (o *bnOp) ReLUInput(on bool) { o.reluIn = on }
 // (train.LowInputOp).
 func (o *bnOp) LowInput(on bool) { o.lowIn = on }
 
+// ReLUOutput makes the op write ReLU(y) and take the gradient of ReLU(y)
+// (train.ReLUOutputBatchNormOp).
+func (o *bnOp) ReLUOutput(on bool) { o.reluOut = on }
+
 // KeepLowOutput writes the output in 16 bits for the convolution after
 // it to read as its operand, and takes that convolution's 16-bit input
 // gradient back (train.LowOutputOp).
 func (o *bnOp) KeepLowOutput(on bool) { o.lowOut = on }
 
 // scratch makes the doubles the statistics are reduced in: 2·n·c partial
-// sums (two per plane, forward and backward) and 2·c
-// statistics, one allocation each for forward and backward, so a step's
-// record names the same addresses in both.
+// sums (two per plane, forward and backward, one allocation so a step's
+// record names the same addresses in both) and 4·c statistics, the
+// forward's 2·c (mean, 1/σ; kept for the backward's ReLUOutput mask) and
+// the backward's 2·c after them (bwdStat).
 func (o *bnOp) scratch(n, c int) error {
 	if err := o.b.ensure(&o.part, 4*n*c); err != nil { // 2·n·c doubles
 		return err
 	}
-	return o.b.ensure(&o.stat, 4*c) // 2·c doubles
+	return o.b.ensure(&o.stat, 8*c) // 4·c doubles
 }
+
+// bwdStat is the address of the backward's 2·c statistics in o.stat.
+func (o *bnOp) bwdStat() uint64 { return o.stat.p + 16*uint64(o.s.C) }
 
 // train is BatchNorm's training forward of x into y (kernels.cu: a
 // block per plane for the sums and the output, a thread per channel for
@@ -542,8 +559,15 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 	if err != nil {
 		return nil, err
 	}
+	bp, err := ptrOf("batchnorm shift", beta, c)
+	if err != nil {
+		return nil, err
+	}
 	if gp == 0 || dgp == 0 || dbp == 0 {
 		return nil, fmt.Errorf("cuda: batchnorm: Backward without the scale or the gradients")
+	}
+	if o.reluOut && bp == 0 {
+		return nil, fmt.Errorf("cuda: batchnorm: Backward through the ReLU after it without the shift")
 	}
 	dx := &o.dx
 	if o.x.low { // dx in 16 bits for the convolution's backward
@@ -560,13 +584,14 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 		return nil, err
 	}
 	N, C, HW, eps, fl := i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(o.x.low, dy.low)
-	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, o.bmean.p, o.bvar.p, o.part.p, N, C, HW, eps, fl); err != nil {
+	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.part.p,
+		N, C, HW, eps, fl); err != nil {
 		return nil, err
 	}
-	if err := o.b.run("bn_bwd_stats", kernels.Elementwise, c, 0, o.part.p, o.stat.p, dgp, dbp, N, C, HW); err != nil {
+	if err := o.b.run("bn_bwd_stats", kernels.Elementwise, c, 0, o.part.p, o.bwdStat(), dgp, dbp, N, C, HW); err != nil {
 		return nil, err
 	}
-	if err := o.b.run("bn_bwd_apply", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, o.bmean.p, o.bvar.p, o.stat.p, (*dx).p,
+	if err := o.b.run("bn_bwd_apply", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.bwdStat(), (*dx).p,
 		N, C, HW, eps, fl); err != nil {
 		return nil, err
 	}
@@ -620,7 +645,13 @@ func (o *bnOp) Backward(dy train.Tensor, gamma, beta, dgamma, dbeta []float32) (
 	if err := o.b.ensure(&o.hdb, len(dbeta)); err != nil {
 		return nil, err
 	}
-	dx, err := o.BackwardDevice(dy, g, nil, o.hdg, o.hdb)
+	var be train.Tensor
+	if o.reluOut { // the ReLU's mask computes y again
+		if be, err = o.b.hostTensor(&o.hb, beta); err != nil {
+			return nil, err
+		}
+	}
+	dx, err := o.BackwardDevice(dy, g, be, o.hdg, o.hdb)
 	if err != nil {
 		return nil, err
 	}

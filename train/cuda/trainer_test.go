@@ -768,15 +768,17 @@ func total(m map[string]int) (n int) {
 	return n
 }
 
-// 16-bit values passed as they are between a convolution and a BatchNorm
-// right after each other (train.Sequential's pair: LowOutputOp,
-// LowInputOp): a convolution's output to the BatchNorm after it and its
-// gradient back, a BatchNorm's output to the convolution after it and its
-// gradient back. ThinNet (both ways round: conv, BN, conv, …) and a small
-// ResNet-18 (conv to BN only: a ReLU between BN and conv), bf16 and fp16
-// (with a GradScaler), eager and captured, train and evaluate to the bits
-// of the runs that cast between them (Backend.noLowHandOff), with two
-// casts a pair a step fewer.
+// train.Sequential's pair on the cuda backend: 16-bit values passed as
+// they are between a convolution and a BatchNorm right after each other
+// (LowOutputOp, LowInputOp: a convolution's output to the BatchNorm after
+// it and its gradient back, a BatchNorm's output to the convolution after
+// it and its gradient back), and a ReLU layer after a BatchNorm folded
+// into it (ReLUOutputBatchNormOp). ThinNet (conv, BN, conv, …) and a
+// small ResNet-18 (conv, BN, ReLU, conv, …), bf16 and fp16 (with a
+// GradScaler), eager and captured, train and evaluate to the bits of the
+// runs that cast between them (Backend.noLowHandOff) with each ReLU a
+// layer of its own (apart: wrapped in a Sequential, so nothing folds it),
+// with two casts a pair and a ReLU pass each way a step fewer.
 func TestTwinLowHandOff(t *testing.T) {
 	d := images(64, 17)
 	ctx := context.Background()
@@ -785,6 +787,7 @@ func TestTwinLowHandOff(t *testing.T) {
 		metrics train.Metrics
 		kernels map[string]int
 		pairs   int
+		folds   int
 	}
 	run := func(p train.Precision, model string, capture, handOff bool) result {
 		b := twinWith(t, train.BackendOptions{Precision: p})
@@ -800,26 +803,44 @@ func TestTwinLowHandOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer net.Close()
+		r := result{kernels: map[string]int{}}
+		var seqs []*train.Sequential
+		train.Walk(net, func(l train.Layer) {
+			s, ok := l.(*train.Sequential)
+			if !ok {
+				return
+			}
+			for i := 0; i+1 < len(s.Layers); i++ {
+				_, c0 := s.Layers[i].(*train.Conv2D)
+				_, b0 := s.Layers[i].(*train.BatchNorm2D)
+				_, c1 := s.Layers[i+1].(*train.Conv2D)
+				_, b1 := s.Layers[i+1].(*train.BatchNorm2D)
+				_, r1 := s.Layers[i+1].(*train.ReLU)
+				if r1 && b0 {
+					r.folds++
+					if i+2 < len(s.Layers) {
+						_, c1 = s.Layers[i+2].(*train.Conv2D)
+					}
+				}
+				if c0 && b1 || b0 && c1 {
+					r.pairs++
+				}
+			}
+			seqs = append(seqs, s)
+		})
+		for _, s := range seqs {
+			for i, l := range s.Layers {
+				if _, ok := l.(*train.ReLU); ok && !handOff { // each ReLU a layer of its own
+					s.Layers[i] = &train.Sequential{Layers: []train.Layer{l}}
+				}
+			}
+		}
 		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
 		defer tr.Close()
 		if p == train.Float16 {
 			tr.Scaler = train.NewGradScaler()
 		}
 		tr.CaptureStep = capture
-		r := result{kernels: map[string]int{}}
-		train.Walk(net, func(l train.Layer) {
-			if s, ok := l.(*train.Sequential); ok {
-				for i := 0; i+1 < len(s.Layers); i++ {
-					_, c0 := s.Layers[i].(*train.Conv2D)
-					_, b0 := s.Layers[i].(*train.BatchNorm2D)
-					_, c1 := s.Layers[i+1].(*train.Conv2D)
-					_, b1 := s.Layers[i+1].(*train.BatchNorm2D)
-					if c0 && b1 || b0 && c1 {
-						r.pairs++
-					}
-				}
-			}
-		})
 		onStep := func(s train.StepResult) error { r.o.losses = append(r.o.losses, s.Loss); return nil }
 		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
 			t.Fatal(err)
@@ -879,6 +900,12 @@ func TestTwinLowHandOff(t *testing.T) {
 				}
 				if got := cast.kernels[to] - handed.kernels[to]; got != handed.pairs*steps {
 					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, handed.pairs*steps)
+				}
+				// Each folded ReLU a step: no relu_fwd, no relu_bwd.
+				for _, k := range []string{"relu_fwd", "relu_bwd"} {
+					if got := cast.kernels[k] - handed.kernels[k]; got != handed.folds*steps {
+						t.Errorf("%s: %d fewer %s launches, want %d (%d folded × %d steps)", name, got, k, handed.folds*steps, handed.folds, steps)
+					}
 				}
 				t.Logf("%s: kernels a profiled epoch, handed on %d, cast %d", name, total(handed.kernels), total(cast.kernels))
 			}

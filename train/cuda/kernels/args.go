@@ -19,47 +19,56 @@ const (
 )
 
 // The BatchNorm kernels' flags (kernels.cu's BN_*): read ReLU(x); the
-// 16-bit format; x and dx 16-bit; y and dy 16-bit.
+// 16-bit format (Format.BNFlag); x and dx 16-bit; y and dy 16-bit; write
+// ReLU(y) and mask dy so.
 const (
-	BNReLU = 1
-	BNF16  = 2
-	BNBF16 = 4
-	BNX16  = 8
-	BNY16  = 16
+	BNReLU    = 1
+	BNF16     = 2
+	BNBF16    = 4
+	BNX16     = 8
+	BNY16     = 16
+	BNReLUOut = 32
 )
 
-// BNFlags are the flags of the BatchNorm kernels over ReLU(x) when relu,
-// x (and dx) in f when x16, y (and dy) in f when y16.
-func BNFlags(f Format, relu, x16, y16 bool) int32 {
-	var fl int32
-	if relu {
-		fl |= BNReLU
-	}
-	if x16 {
-		fl |= BNX16
-	}
-	if y16 {
-		fl |= BNY16
-	}
+// BNFlag is f's flag for the BatchNorm kernels: BNF16, BNBF16, or 0.
+func (f Format) BNFlag() int32 {
 	switch f {
 	case Float16:
-		fl |= BNF16
+		return BNF16
 	case BFloat16:
-		fl |= BNBF16
+		return BNBF16
 	}
-	return fl
+	return 0
+}
+
+// when is flag if on, else 0.
+func when(on bool, flag int32) int32 {
+	if on {
+		return flag
+	}
+	return 0
 }
 
 // BN are the tensors of BatchNorm (of ReLU(x) when ReLU): x and y NCHW;
 // the rest per channel. x is X16 when that is not nil, y is written into
-// Y16 when that is not nil, both in Format.
+// Y16 when that is not nil, both in Format. Stat, when not nil, receives
+// the training forward's 2·c statistics (the means, then the inverse
+// standard deviations, in double) for BNGrad.Stat.
 type BN struct {
 	X, Y, Gamma, Beta, BatchMean, BatchVar, RunningMean, RunningVar []float32
 	X16, Y16                                                        []uint16
+	Stat                                                            []float64
 	Format                                                          Format
 	N, C, HW                                                        int
 	Eps, Momentum                                                   float32
 	ReLU                                                            bool // read ReLU(x): the convolution's ReLU before it
+	ReLUOut                                                         bool // write ReLU(y): the ReLU layer after it
+}
+
+// Flags are the BatchNorm kernels' flags for b.
+func (b BN) Flags() int32 {
+	return when(b.ReLU, BNReLU) | when(b.ReLUOut, BNReLUOut) | when(b.X16 != nil, BNX16) | when(b.Y16 != nil, BNY16) |
+		b.Format.BNFlag()
 }
 
 // BNGrad are the tensors of BatchNorm's backward (bn_bwd_sum, bn_bwd_stats,
@@ -67,14 +76,24 @@ type BN struct {
 // (X the forward's input: before the ReLU when ReLUIn); the rest per
 // channel, BatchMean and BatchVar as the forward wrote them. When X16 is
 // not nil, x is X16 and dx is written, rounded, into DX16; when DY16 is
-// not nil, dy is DY16; both in Format.
+// not nil, dy is DY16; both in Format. With ReLUOut dy is the gradient
+// of ReLU(y), masked where the forward's y (computed again from Gamma,
+// Beta and the forward's Stat) is not > 0.
 type BNGrad struct {
-	DY, X, Gamma, BatchMean, BatchVar, DX, DGamma, DBeta []float32
-	X16, DX16, DY16                                      []uint16
-	Format                                               Format
-	N, C, HW                                             int
-	Eps                                                  float32
-	ReLUIn                                               bool // the forward read ReLU(x): backward through the ReLU too
+	DY, X, Gamma, Beta, BatchMean, BatchVar, DX, DGamma, DBeta []float32
+	X16, DX16, DY16                                            []uint16
+	Stat                                                       []float64
+	Format                                                     Format
+	N, C, HW                                                   int
+	Eps                                                        float32
+	ReLUIn                                                     bool // the forward read ReLU(x): backward through the ReLU too
+	ReLUOut                                                    bool // the forward wrote ReLU(y)
+}
+
+// Flags are the BatchNorm kernels' flags for b.
+func (b BNGrad) Flags() int32 {
+	return when(b.ReLUIn, BNReLU) | when(b.ReLUOut, BNReLUOut) | when(b.X16 != nil, BNX16) | when(b.DY16 != nil, BNY16) |
+		b.Format.BNFlag()
 }
 
 // Pool are a pooling's dimensions: input N×C×H×W, output OH×OW, window

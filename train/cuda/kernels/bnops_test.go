@@ -371,3 +371,111 @@ func sameBits(t *testing.T, what string, a, b []float32) {
 		}
 	}
 }
+
+// BatchNorm with the ReLU after it folded in (ReLUOut) against BatchNorm
+// then relu_fwd, and backward relu_bwd then BatchNorm's backward: the same
+// bits, the backward's mask computed again from the forward's statistics;
+// in float32 and with y (and dy) in bfloat16 and binary16, with and without
+// the ReLU before it, NaN and Inf in.
+func TestBNReLUOut(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 65))
+	f := bnFacts[len(bnFacts)-1]
+	type codec struct {
+		f    Format
+		to   func(Launch, []float32, []uint16) error
+		from func(Launch, []uint16, []float32) error
+		name string
+	}
+	for _, cd := range []codec{{Float32, nil, nil, "fp32"}, {Float16, CastF32F16, CastF16F32, "fp16"}, {BFloat16, CastF32BF16, CastBF16F32, "bf16"}} {
+		for _, k := range bnShapes {
+			for _, relu := range []bool{false, true} {
+				name := fmt.Sprintf("%s %+v relu_in=%v", cd.name, k, relu)
+				in := bnData(r, k)
+				poison(in.X, k)
+				in.ReLU = relu
+				nx := len(in.X)
+				el := plan(t, f, Elementwise, int64(nx), 0)
+				conv := func(to func(Launch, []float32, []uint16) error, v []float32) []uint16 {
+					h := make([]uint16, len(v))
+					if err := to(el, v, h); err != nil {
+						t.Fatal(err)
+					}
+					return h
+				}
+				// The layers apart: BatchNorm, relu_fwd.
+				want := bnTrained(t, f, in)
+				yr := make([]float32, nx)
+				if err := ReLUFwd(el, want.Y, yr); err != nil {
+					t.Fatal(err)
+				}
+				folded := in
+				folded.ReLUOut, folded.Stat = true, make([]float64, 2*k.c)
+				if cd.f != Float32 {
+					folded.Format, folded.Y16 = cd.f, make([]uint16, nx)
+				}
+				got := bnTrained(t, f, folded)
+				if cd.f != Float32 {
+					if w := conv(cd.to, yr); !slices.Equal(w, got.Y16) {
+						t.Fatalf("%s: the folded 16-bit y is not relu(y) rounded", name)
+					}
+				} else {
+					sameBits(t, name+" y", yr, got.Y)
+				}
+				sameBits(t, name+" running mean", want.RunningMean, got.RunningMean)
+
+				ev, evf := in, folded
+				evr := make([]float32, nx)
+				ev.Y, evf.Y = make([]float32, nx), make([]float32, nx)
+				if cd.f != Float32 {
+					evf.Y16 = make([]uint16, nx)
+				}
+				rows := plan(t, f, PerRow, int64(k.n*k.c), int64(k.h*k.w))
+				if err := BNEval(rows, ev); err != nil {
+					t.Fatal(err)
+				}
+				if err := ReLUFwd(el, ev.Y, evr); err != nil {
+					t.Fatal(err)
+				}
+				if err := BNEval(rows, evf); err != nil {
+					t.Fatal(err)
+				}
+				if cd.f != Float32 {
+					if w := conv(cd.to, evr); !slices.Equal(w, evf.Y16) {
+						t.Fatalf("%s: the folded 16-bit evaluation y is not relu(y) rounded", name)
+					}
+				} else {
+					sameBits(t, name+" eval y", evr, evf.Y)
+				}
+
+				dy := randn(r, nx, 1)
+				var dy16 []uint16
+				if cd.f != Float32 {
+					dy16 = conv(cd.to, dy)
+					if err := cd.from(el, dy16, dy); err != nil {
+						t.Fatal(err)
+					}
+				}
+				dym := make([]float32, nx)
+				if err := ReLUBwd(el, dy, yr, dym); err != nil {
+					t.Fatal(err)
+				}
+				g := BNGrad{DY: dym, X: in.X, Gamma: in.Gamma, BatchMean: want.BatchMean, BatchVar: want.BatchVar,
+					DX: make([]float32, nx), DGamma: make([]float32, k.c), DBeta: make([]float32, k.c),
+					N: k.n, C: k.c, HW: k.h * k.w, Eps: in.Eps, ReLUIn: relu}
+				gf := g
+				gf.DY, gf.DY16, gf.Format, gf.Beta, gf.Stat, gf.ReLUOut = dy, dy16, cd.f, in.Beta, got.Stat, true
+				gf.DX, gf.DGamma, gf.DBeta = make([]float32, nx), make([]float32, k.c), make([]float32, k.c)
+				if err := BNBwd(f, g); err != nil {
+					t.Fatal(err)
+				}
+				if err := BNBwd(f, gf); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, name+" dx", g.DX, gf.DX)
+				sameBits(t, name+" dgamma", g.DGamma, gf.DGamma)
+				sameBits(t, name+" dbeta", g.DBeta, gf.DBeta)
+			}
+		}
+	}
+}

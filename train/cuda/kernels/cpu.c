@@ -67,9 +67,10 @@ void cpu_bn_eval(int g, int b, const void *x, void *y, const float *gamma, const
 	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
 }
 
-void cpu_bn_bwd_sum(int g, int b, const void *dy, const void *x, const float *bmean, const float *bvar,
-		    double *part, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
-	LAUNCH(g, b, bn_bwd_sum(dy, x, bmean, bvar, part, n, c, hw, eps, fl));
+void cpu_bn_bwd_sum(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
+		    const double *fstat, const float *bmean, const float *bvar, double *part, int32_t n, int32_t c,
+		    int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_bwd_sum(dy, x, gamma, beta, fstat, bmean, bvar, part, n, c, hw, eps, fl));
 }
 
 void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dgamma, float *dbeta, int32_t n,
@@ -77,10 +78,10 @@ void cpu_bn_bwd_stats(int g, int b, const double *part, double *stat, float *dga
 	LAUNCH(g, b, bn_bwd_stats(part, stat, dgamma, dbeta, n, c, hw));
 }
 
-void cpu_bn_bwd_apply(int g, int b, const void *dy, const void *x, const float *gamma, const float *bmean,
-		      const float *bvar, const double *stat, void *dx, int32_t n, int32_t c, int32_t hw, float eps,
-		      int32_t fl) {
-	LAUNCH(g, b, bn_bwd_apply(dy, x, gamma, bmean, bvar, stat, dx, n, c, hw, eps, fl));
+void cpu_bn_bwd_apply(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
+		      const double *fstat, const float *bmean, const float *bvar, const double *stat, void *dx,
+		      int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_bwd_apply(dy, x, gamma, beta, fstat, bmean, bvar, stat, dx, n, c, hw, eps, fl));
 }
 
 void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n) { LAUNCH(g, b, relu_fwd(x, y, n)); }
@@ -146,9 +147,9 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(bn_stats, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), F(10), F(11), I(12))     \
 	X(bn_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                                \
 	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))                    \
-	X(bn_bwd_sum, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), F(8), I(9))                        \
+	X(bn_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12))     \
 	X(bn_bwd_stats, P(0), P(1), P(2), P(3), I(4), I(5), I(6))                                        \
-	X(bn_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), F(10), I(11))        \
+	X(bn_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), I(9), I(10), I(11), F(12), I(13)) \
 	X(relu_fwd, P(0), P(1), L(2))                                                                    \
 	X(relu_bwd, P(0), P(1), P(2), L(3))                                                              \
 	X(add, P(0), P(1), P(2), L(3))                                                                   \

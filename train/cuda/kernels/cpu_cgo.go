@@ -185,8 +185,11 @@ func BNTrain(f Facts, b BN) error {
 		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
-	part, stat := make([]float64, 2*b.N*b.C), make([]float64, 2*b.C)
-	n, c, hw, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), b.flags()
+	part, stat := make([]float64, 2*b.N*b.C), b.Stat
+	if len(stat) < 2*b.C {
+		stat = make([]float64, 2*b.C)
+	}
+	n, c, hw, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.int32_t(b.Flags())
 	x, pp, sp := pick(b.X, b.X16), (*C.double)(fp(part)), (*C.double)(fp(stat))
 	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, n, c, hw, fl)
 	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
@@ -194,10 +197,6 @@ func BNTrain(f Facts, b BN) error {
 	C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), sp, n, c, hw, fl)
 	return nil
-}
-
-func (b BN) flags() C.int32_t {
-	return C.int32_t(BNFlags(b.Format, b.ReLU, b.X16 != nil, b.Y16 != nil))
 }
 
 // pick is f16's address when it is not nil, else f32's.
@@ -237,7 +236,7 @@ func BNEval(l Launch, b BN) error {
 	}
 	C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)),
 		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)),
-		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), b.flags())
+		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.int32_t(b.Flags()))
 	return nil
 }
 
@@ -253,19 +252,23 @@ func BNBwd(f Facts, b BNGrad) error {
 	if b.X16 != nil && b.DX16 == nil {
 		return fmt.Errorf("kernels: BatchNorm backward of a 16-bit x without a 16-bit dx")
 	}
+	if b.ReLUOut && (len(b.Stat) < 2*b.C || len(b.Beta) < b.C) {
+		return fmt.Errorf("kernels: BatchNorm backward through its ReLU without the forward's statistics and shift")
+	}
 	if err := check(rows, lenOf(b.DY, b.DY16), nc, lenOf(b.X, b.X16), nc, lenOf(b.DX, b.DX16), nc, len(b.Gamma), b.C, len(b.BatchMean), b.C,
 		len(b.BatchVar), b.C, len(b.DGamma), b.C, len(b.DBeta), b.C); err != nil {
 		return err
 	}
 	part, stat := make([]float64, 2*b.N*b.C), make([]float64, 2*b.C)
 	n, c, hw := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW)
-	fl := C.int32_t(BNFlags(b.Format, b.ReLUIn, b.X16 != nil, b.DY16 != nil))
+	fl := C.int32_t(b.Flags())
 	bm, bv := (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar))
+	gm, bt, fs := (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta)), (*C.double)(fp(b.Stat))
 	dy, x, dx := pick(b.DY, b.DY16), pick(b.X, b.X16), pick(b.DX, b.DX16)
 	pp, sp := (*C.double)(fp(part)), (*C.double)(fp(stat))
-	C.cpu_bn_bwd_sum(C.int(rows.Grid), C.int(rows.Block), dy, x, bm, bv, pp, n, c, hw, C.float(b.Eps), fl)
+	C.cpu_bn_bwd_sum(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, bv, pp, n, c, hw, C.float(b.Eps), fl)
 	C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
-	C.cpu_bn_bwd_apply(C.int(rows.Grid), C.int(rows.Block), dy, x, (*C.float)(fp(b.Gamma)), bm, bv, sp,
+	C.cpu_bn_bwd_apply(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, bv, sp,
 		dx, n, c, hw, C.float(b.Eps), fl)
 	return nil
 }

@@ -435,12 +435,17 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
  * (train.LowInputOp, train.LowOutputOp). BN_F16 or BN_BF16 names the
  * 16-bit format. Each value is widened as it is read and rounded
  * (f32_to_f16, f32_to_bf16) as it is written: the same bits as the casts
- * before and after, without their passes. */
+ * before and after, without their passes. BN_RELU_OUT: y = ReLU(BatchNorm
+ * (x)), the ReLU layer after it folded in (train.ReLUOutputBatchNormOp);
+ * the backward's dy is the gradient of ReLU's output, masked where the
+ * output, computed again from the forward's statistics (fstat) to the
+ * same bits, is not > 0. */
 #define BN_RELU 1
 #define BN_F16 2
 #define BN_BF16 4
 #define BN_X16 8
 #define BN_Y16 16
+#define BN_RELU_OUT 32
 
 /* bn_ld: p[i] as float32, 16-bit in fl's format when fl has the flag
  * which (BN_X16 or BN_Y16). */
@@ -540,8 +545,15 @@ KERNEL bn_stats(const void *x, const double *part, double *stat, float *bmean, f
 	}
 }
 
-/* bn_apply: y = gamma*(act(x) - mean)*invsd + beta, plane by plane, mean
- * and invsd from stat (bn_stats). */
+/* bn_pre: BatchNorm's output at i before any ReLU after it, gamma*(act(x)
+ * - mean)*invsd + beta in double, rounded once: the forward's value, and
+ * the backward's again from the same operands (BN_RELU_OUT's mask). */
+DEVICE float bn_pre(const void *x, i64 i, i32 fl, double g, double m, double invsd, double b) {
+	return (float)(g * (bn_in(x, i, fl) - m) * invsd + b);
+}
+
+/* bn_apply: y = gamma*(act(x) - mean)*invsd + beta (ReLU of it with
+ * BN_RELU_OUT), plane by plane, mean and invsd from stat (bn_stats). */
 KERNEL bn_apply(const void *x, void *y, const float *gamma, const float *beta, const double *stat,
 		i32 n, i32 c, i32 hw, i32 fl) {
 	const i64 planes = (i64)n * c;
@@ -550,7 +562,7 @@ KERNEL bn_apply(const void *x, void *y, const float *gamma, const float *beta, c
 		const i64 ch = p % c, at = p * hw;
 		const double g = gamma[ch], b = beta[ch], m = stat[ch], invsd = stat[c + ch];
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			bn_st(y, at + i, (float)(g * (bn_in(x, at + i, fl) - m) * invsd + b), fl, BN_Y16);
+			bn_st(y, at + i, act_f(bn_pre(x, at + i, fl, g, m, invsd, b), fl & BN_RELU_OUT), fl, BN_Y16);
 		END_THREADS
 	}
 }
@@ -568,7 +580,8 @@ KERNEL bn_eval(const void *x, void *y, const float *gamma, const float *beta,
 		const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
 		const double g = gamma[ch], b = beta[ch];
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			bn_st(y, at + i, (float)(g * ((double)bn_in(x, at + i, fl) - m) * invsd + b), fl, BN_Y16);
+			bn_st(y, at + i, act_f((float)(g * ((double)bn_in(x, at + i, fl) - m) * invsd + b), fl & BN_RELU_OUT),
+			      fl, BN_Y16);
 		END_THREADS
 	}
 }
@@ -580,21 +593,33 @@ KERNEL bn_eval(const void *x, void *y, const float *gamma, const float *beta,
  * batch's float32 mean and biased variance the forward wrote:
  *   x-hat = (r - mean)*invsd, invsd = 1/sqrt(var + eps)
  *   dbeta = sum dy, dgamma = sum dy*x-hat  (double)
- *   dx = gamma*invsd*(dy - dbeta/M - x-hat*dgamma/M), M = n*hw. */
+ *   dx = gamma*invsd*(dy - dbeta/M - x-hat*dgamma/M), M = n*hw.
+ * With BN_RELU_OUT dy is first masked as the ReLU after it would (bn_dy). */
+
+/* bn_dy: the gradient of BatchNorm's output at i: dy, or with BN_RELU_OUT
+ * dy where the output before the ReLU (bn_pre, from gamma, beta and the
+ * forward's statistics fstat) is > 0, else 0. */
+DEVICE double bn_dy(const void *dy, const void *x, i64 i, i32 fl, double g, double m, double invsd, double b) {
+	if ((fl & BN_RELU_OUT) && !(bn_pre(x, i, fl, g, m, invsd, b) > 0.0f))
+		return 0.0;
+	return bn_ld(dy, i, fl, BN_Y16);
+}
 
 /* bn_bwd_sum: part[p] = the sum of dy over plane p, part[n·c + p] that of
  * dy*x-hat. */
-KERNEL bn_bwd_sum(const void *dy, const void *x, const float *bmean, const float *bvar, double *part,
-		  i32 n, i32 c, i32 hw, float eps, i32 fl) {
+KERNEL bn_bwd_sum(const void *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
+		  const float *bmean, const float *bvar, double *part, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	SHARED double sh[2 * MAXB];
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const i64 ch = p % c, at = p * hw;
 		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
+		const int ro = (fl & BN_RELU_OUT) != 0; /* beta and fstat are read only then */
+		const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = ro ? fstat[ch] : 0, finv = ro ? fstat[c + ch] : 0;
 		double sdy = 0, sdyx = 0;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
-			double g = bn_ld(dy, at + i, fl, BN_Y16);
+			double g = bn_dy(dy, x, at + i, fl, fg, fm, finv, fb);
 			sdy += g;
 			sdyx += g * ((double)bn_in(x, at + i, fl) - m) * inv;
 		}
@@ -633,14 +658,17 @@ KERNEL bn_bwd_stats(const double *part, double *stat, float *dgamma, float *dbet
 }
 
 /* bn_bwd_apply: dx, plane by plane, from stat (bn_bwd_stats). */
-KERNEL bn_bwd_apply(const void *dy, const void *x, const float *gamma, const float *bmean, const float *bvar,
-		    const double *stat, void *dx, i32 n, i32 c, i32 hw, float eps, i32 fl) {
+KERNEL bn_bwd_apply(const void *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
+		    const float *bmean, const float *bvar, const double *stat, void *dx, i32 n, i32 c, i32 hw,
+		    float eps, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const i64 ch = p % c, at = p * hw;
 		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
 		const double k = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
+		const int ro = (fl & BN_RELU_OUT) != 0; /* beta and fstat are read only then */
+		const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = ro ? fstat[ch] : 0, finv = ro ? fstat[c + ch] : 0;
 		for (i32 i = t; i < hw; i += BLOCK_DIM) {
 			const float v = bn_ld(x, at + i, fl, BN_X16);
 			if ((fl & BN_RELU) && !(v > 0.0f)) {
@@ -648,7 +676,7 @@ KERNEL bn_bwd_apply(const void *dy, const void *x, const float *gamma, const flo
 				continue;
 			}
 			double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
-			const double g = bn_ld(dy, at + i, fl, BN_Y16);
+			const double g = bn_dy(dy, x, at + i, fl, fg, fm, finv, fb);
 			bn_st(dx, at + i, (float)(k * (g - g1 - xh * g2)), fl, BN_X16);
 		}
 		END_THREADS
