@@ -184,6 +184,25 @@ func TestGPUBackendTrainsLikeTwin(t *testing.T) {
 	}
 }
 
+// train.Sequential's pairs on the GPU (16-bit values passed between a
+// convolution and a BatchNorm, a ReLU folded into the BatchNorm before
+// it): bf16 and fp16, ThinNet and a small ResNet-18, eager, against the
+// same run with the ops apart on the GPU and the paired run on the twin,
+// within ampTol (cuDNN's float accumulation and algorithms).
+func TestGPUBackendPairs(t *testing.T) {
+	gpuBackend(t) // skips without a GPU
+	report(t, "paired conv/BN/ReLU (16-bit hand-off, folded ReLU) against apart and the twin, bf16 and fp16")
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		for _, model := range []string{"thinnet", "resnet18"} {
+			name := fmt.Sprintf("%s %s", p, model)
+			o := train.BackendOptions{Precision: p}
+			paired := pairRun(t, openGPUFor(t, o, true), model, false, false)
+			pairsAgree(t, name+" apart", paired, pairRun(t, openGPUFor(t, o, true), model, false, true), ampTol)
+			pairsAgree(t, name+" twin", paired, pairRun(t, twinWith(t, o), model, false, false), ampTol)
+		}
+	}
+}
+
 // With TF32 allowed (the registered backend's default, PyTorch's
 // cudnn.allow_tf32), the run stays near the twin's: TF32 keeps 10 bits of
 // mantissa, so the bound is 2e-2; the largest relative deviation is

@@ -780,99 +780,6 @@ func total(m map[string]int) (n int) {
 // layer of its own (apart: wrapped in a Sequential, so nothing folds it),
 // with two casts a pair and a ReLU pass each way a step fewer.
 func TestTwinLowHandOff(t *testing.T) {
-	d := images(64, 17)
-	ctx := context.Background()
-	type result struct {
-		o       outcome
-		metrics train.Metrics
-		kernels map[string]int
-		pairs   int
-		folds   int
-	}
-	run := func(p train.Precision, model string, capture, handOff bool) result {
-		b := twinWith(t, train.BackendOptions{Precision: p})
-		b.noLowHandOff = !handOff
-		var net *train.Sequential
-		var err error
-		if model == "thinnet" {
-			net, err = train.NewThinNet(b, traintest.SmallThinNet(), 5)
-		} else {
-			net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: 1, Classes: 10, SmallInput: true, Widths: []int{4, 8, 8, 8}}, 5)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		r := result{kernels: map[string]int{}}
-		var seqs []*train.Sequential
-		train.Walk(net, func(l train.Layer) {
-			s, ok := l.(*train.Sequential)
-			if !ok {
-				return
-			}
-			for i := 0; i+1 < len(s.Layers); i++ {
-				_, c0 := s.Layers[i].(*train.Conv2D)
-				_, b0 := s.Layers[i].(*train.BatchNorm2D)
-				_, c1 := s.Layers[i+1].(*train.Conv2D)
-				_, b1 := s.Layers[i+1].(*train.BatchNorm2D)
-				_, r1 := s.Layers[i+1].(*train.ReLU)
-				if r1 && b0 {
-					r.folds++
-					if i+2 < len(s.Layers) {
-						_, c1 = s.Layers[i+2].(*train.Conv2D)
-					}
-				}
-				if c0 && b1 || b0 && c1 {
-					r.pairs++
-				}
-			}
-			seqs = append(seqs, s)
-		})
-		for _, s := range seqs {
-			for i, l := range s.Layers {
-				if _, ok := l.(*train.ReLU); ok && !handOff { // each ReLU a layer of its own
-					s.Layers[i] = &train.Sequential{Layers: []train.Layer{l}}
-				}
-			}
-		}
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
-		if p == train.Float16 {
-			tr.Scaler = train.NewGradScaler()
-		}
-		tr.CaptureStep = capture
-		onStep := func(s train.StepResult) error { r.o.losses = append(r.o.losses, s.Loss); return nil }
-		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
-			t.Fatal(err)
-		}
-		if !capture {
-			if err := b.StartProfile(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
-			t.Fatal(err)
-		}
-		if !capture {
-			prof, err := b.StopProfile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, row := range prof.Rows {
-				if name, ok := strings.CutPrefix(row.Op, "kernel "); ok {
-					r.kernels[name] += row.Calls
-				}
-			}
-		}
-		if r.metrics, err = tr.EvaluateStream(ctx, train.EvalStream(d, 16, 0, 1), 0); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range append(net.Params(), net.Buffers()...) {
-			r.o.weights = append(r.o.weights, slices.Clone(p.Value))
-		}
-		r.o.velocity = tr.Opt.Velocity
-		return r
-	}
 	const steps = 64 / 16 // a profiled epoch
 	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
 		to, from := "cast_f32_bf16", "cast_bf16_f32"
@@ -882,34 +789,144 @@ func TestTwinLowHandOff(t *testing.T) {
 		for _, model := range []string{"thinnet", "resnet18"} {
 			for _, capture := range []bool{false, true} {
 				name := fmt.Sprintf("%s %s capture=%v", p, model, capture)
-				handed, cast := run(p, model, capture, true), run(p, model, capture, false)
-				nearLosses(t, handed.o.losses, cast.o.losses, 0)
-				near(t, name+" weights", handed.o.weights, cast.o.weights, 0)
-				near(t, name+" momentum", handed.o.velocity, cast.o.velocity, 0)
-				handed.metrics.Seconds, cast.metrics.Seconds = 0, 0
-				if handed.metrics != cast.metrics {
-					t.Errorf("%s: evaluation %+v handed on, %+v cast", name, handed.metrics, cast.metrics)
-				}
+				open := func() *Backend { return twinWith(t, train.BackendOptions{Precision: p}) }
+				handed, apart := pairRun(t, open(), model, capture, false), pairRun(t, open(), model, capture, true)
+				pairsAgree(t, name, handed, apart, 0)
 				if capture {
 					continue
 				}
 				// Each pair a step: no cast of the values to float32 one way,
 				// none back to 16 bits the other.
-				if got := cast.kernels[from] - handed.kernels[from]; got != handed.pairs*steps {
+				if got := apart.kernels[from] - handed.kernels[from]; got != handed.pairs*steps {
 					t.Errorf("%s: %d fewer %s launches, want %d (%d pairs × %d steps)", name, got, from, handed.pairs*steps, handed.pairs, steps)
 				}
-				if got := cast.kernels[to] - handed.kernels[to]; got != handed.pairs*steps {
+				if got := apart.kernels[to] - handed.kernels[to]; got != handed.pairs*steps {
 					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, handed.pairs*steps)
 				}
 				// Each folded ReLU a step: no relu_fwd, no relu_bwd.
 				for _, k := range []string{"relu_fwd", "relu_bwd"} {
-					if got := cast.kernels[k] - handed.kernels[k]; got != handed.folds*steps {
+					if got := apart.kernels[k] - handed.kernels[k]; got != handed.folds*steps {
 						t.Errorf("%s: %d fewer %s launches, want %d (%d folded × %d steps)", name, got, k, handed.folds*steps, handed.folds, steps)
 					}
 				}
-				t.Logf("%s: kernels a profiled epoch, handed on %d, cast %d", name, total(handed.kernels), total(cast.kernels))
+				t.Logf("%s: kernels a profiled epoch, paired %d, apart %d", name, total(handed.kernels), total(apart.kernels))
 			}
 		}
+	}
+}
+
+// pairResult is what pairRun saw.
+type pairResult struct {
+	o       outcome
+	metrics train.Metrics
+	kernels map[string]int // launches by name in the second epoch (not captured)
+	pairs   int            // conv→BN, BN→conv and BN→ReLU→conv in the net's Sequentials
+	folds   int            // BN→ReLU
+}
+
+// pairRun trains model ("thinnet", or a small "resnet18") on b two epochs
+// of 64 images, profiling the second unless capture, and evaluates it.
+// apart keeps the ops from pairing: the casts between them
+// (Backend.noLowHandOff) and each ReLU a layer of its own (wrapped in a
+// Sequential, so no BatchNorm folds it).
+func pairRun(t *testing.T, b *Backend, model string, capture, apart bool) pairResult {
+	t.Helper()
+	d := images(64, 17)
+	ctx := context.Background()
+	b.noLowHandOff = apart
+	p, _ := b.Precision()
+	var net *train.Sequential
+	var err error
+	if model == "thinnet" {
+		net, err = train.NewThinNet(b, traintest.SmallThinNet(), 5)
+	} else {
+		net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: 1, Classes: 10, SmallInput: true, Widths: []int{4, 8, 8, 8}}, 5)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	r := pairResult{kernels: map[string]int{}}
+	var seqs []*train.Sequential
+	train.Walk(net, func(l train.Layer) {
+		s, ok := l.(*train.Sequential)
+		if !ok {
+			return
+		}
+		for i := 0; i+1 < len(s.Layers); i++ {
+			_, c0 := s.Layers[i].(*train.Conv2D)
+			_, b0 := s.Layers[i].(*train.BatchNorm2D)
+			_, c1 := s.Layers[i+1].(*train.Conv2D)
+			_, b1 := s.Layers[i+1].(*train.BatchNorm2D)
+			_, r1 := s.Layers[i+1].(*train.ReLU)
+			if r1 && b0 {
+				r.folds++
+				if i+2 < len(s.Layers) {
+					_, c1 = s.Layers[i+2].(*train.Conv2D)
+				}
+			}
+			if c0 && b1 || b0 && c1 {
+				r.pairs++
+			}
+		}
+		seqs = append(seqs, s)
+	})
+	for _, s := range seqs {
+		for i, l := range s.Layers {
+			if _, ok := l.(*train.ReLU); ok && apart {
+				s.Layers[i] = &train.Sequential{Layers: []train.Layer{l}}
+			}
+		}
+	}
+	tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
+	defer tr.Close()
+	if p == train.Float16 {
+		tr.Scaler = train.NewGradScaler()
+	}
+	tr.CaptureStep = capture
+	onStep := func(s train.StepResult) error { r.o.losses = append(r.o.losses, s.Loss); return nil }
+	if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
+		t.Fatal(err)
+	}
+	if !capture {
+		if err := b.StartProfile(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
+		t.Fatal(err)
+	}
+	if !capture {
+		prof, err := b.StopProfile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range prof.Rows {
+			if name, ok := strings.CutPrefix(row.Op, "kernel "); ok {
+				r.kernels[name] += row.Calls
+			}
+		}
+	}
+	if r.metrics, err = tr.EvaluateStream(ctx, train.EvalStream(d, 16, 0, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(net.Params(), net.Buffers()...) {
+		r.o.weights = append(r.o.weights, slices.Clone(p.Value))
+	}
+	r.o.velocity = tr.Opt.Velocity
+	return r
+}
+
+// pairsAgree fails unless two pairRuns trained alike within tol (0: the
+// same bits, and the same evaluation).
+func pairsAgree(t *testing.T, name string, got, want pairResult, tol float64) {
+	t.Helper()
+	nearLosses(t, got.o.losses, want.o.losses, tol)
+	near(t, name+" weights", got.o.weights, want.o.weights, tol)
+	near(t, name+" momentum", got.o.velocity, want.o.velocity, tol)
+	got.metrics.Seconds, want.metrics.Seconds = 0, 0
+	if tol == 0 && got.metrics != want.metrics {
+		t.Errorf("%s: evaluation %+v, want %+v", name, got.metrics, want.metrics)
 	}
 }
 
