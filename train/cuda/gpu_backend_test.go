@@ -193,12 +193,12 @@ func TestGPUBackendPairs(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
 	report(t, "paired conv/BN/ReLU (16-bit hand-off, folded ReLU) against apart and the twin, bf16 and fp16")
 	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
-		for _, model := range []string{"thinnet", "resnet18"} {
-			name := fmt.Sprintf("%s %s", p, model)
+		for _, net := range pairNets {
+			name := fmt.Sprintf("%s %s", p, net.name)
 			o := train.BackendOptions{Precision: p}
-			paired := pairRun(t, openGPUFor(t, o, true), model, false, false)
-			pairsAgree(t, name+" apart", paired, pairRun(t, openGPUFor(t, o, true), model, false, true), ampTol)
-			pairsAgree(t, name+" twin", paired, pairRun(t, twinWith(t, o), model, false, false), ampTol)
+			paired := pairRun(t, openGPUFor(t, o, true), net.build, false, false)
+			pairsAgree(t, name+" apart", paired, pairRun(t, openGPUFor(t, o, true), net.build, false, true), ampTol)
+			pairsAgree(t, name+" twin", paired, pairRun(t, twinWith(t, o), net.build, false, false), ampTol)
 		}
 	}
 }

@@ -682,68 +682,11 @@ func TestTwinFlipAndRecalibrateOnDevice(t *testing.T) {
 // and captured. The fused run launches no ReLU of the convolutions'
 // (bias_act for it, relu_bwd).
 func TestTwinReLUIntoBatchNorm(t *testing.T) {
-	d := images(64, 13)
-	ctx := context.Background()
-	type result struct {
-		o       outcome
-		metrics train.Metrics
-		kernels map[string]int
-	}
-	run := func(p train.Precision, capture, separate bool) result {
-		b := twinWith(t, train.BackendOptions{Precision: p})
-		cfg := traintest.SmallThinNet()
-		cfg.SeparateReLU = separate
-		net, err := train.NewThinNet(b, cfg, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		tr := train.NewTrainer(b, net, &train.SGD{Momentum: 0.9, WeightDecay: 1e-4}, train.Constant(0.05), 16, 3)
-		defer tr.Close()
-		tr.CaptureStep = capture
-		r := result{kernels: map[string]int{}}
-		onStep := func(s train.StepResult) error { r.o.losses = append(r.o.losses, s.Loss); return nil }
-		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
-			t.Fatal(err)
-		}
-		if !capture {
-			if err := b.StartProfile(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := tr.TrainStream(ctx, tr.StreamOf(d), onStep); err != nil {
-			t.Fatal(err)
-		}
-		if !capture {
-			prof, err := b.StopProfile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, row := range prof.Rows {
-				if name, ok := strings.CutPrefix(row.Op, "kernel "); ok {
-					r.kernels[name] += row.Calls
-				}
-			}
-		}
-		if r.metrics, err = tr.EvaluateStream(ctx, train.EvalStream(d, 16, 0, 1), 0); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range append(net.Params(), net.Buffers()...) {
-			r.o.weights = append(r.o.weights, slices.Clone(p.Value))
-		}
-		r.o.velocity = tr.Opt.Velocity
-		return r
-	}
 	for _, p := range []train.Precision{train.Float32, train.BFloat16} {
 		for _, capture := range []bool{false, true} {
-			fused, separate := run(p, capture, false), run(p, capture, true)
-			nearLosses(t, fused.o.losses, separate.o.losses, 0)
-			near(t, "weights", fused.o.weights, separate.o.weights, 0)
-			near(t, "momentum", fused.o.velocity, separate.o.velocity, 0)
-			fused.metrics.Seconds, separate.metrics.Seconds = 0, 0
-			if fused.metrics != separate.metrics {
-				t.Errorf("%s capture=%v: evaluation %+v fused, %+v with the ReLU apart", p, capture, fused.metrics, separate.metrics)
-			}
+			open := func() *Backend { return twinWith(t, train.BackendOptions{Precision: p}) }
+			fused, separate := pairRun(t, open(), smallThin(false), capture, false), pairRun(t, open(), smallThin(true), capture, false)
+			pairsAgree(t, fmt.Sprintf("%s capture=%v fused against the ReLU apart", p, capture), fused, separate, 0)
 			if capture {
 				continue
 			}
@@ -786,11 +729,11 @@ func TestTwinLowHandOff(t *testing.T) {
 		if p == train.Float16 {
 			to, from = "cast_f32_f16", "cast_f16_f32"
 		}
-		for _, model := range []string{"thinnet", "resnet18"} {
+		for _, net := range pairNets {
 			for _, capture := range []bool{false, true} {
-				name := fmt.Sprintf("%s %s capture=%v", p, model, capture)
+				name := fmt.Sprintf("%s %s capture=%v", p, net.name, capture)
 				open := func() *Backend { return twinWith(t, train.BackendOptions{Precision: p}) }
-				handed, apart := pairRun(t, open(), model, capture, false), pairRun(t, open(), model, capture, true)
+				handed, apart := pairRun(t, open(), net.build, capture, false), pairRun(t, open(), net.build, capture, true)
 				pairsAgree(t, name, handed, apart, 0)
 				if capture {
 					continue
@@ -824,24 +767,42 @@ type pairResult struct {
 	folds   int            // BN→ReLU
 }
 
-// pairRun trains model ("thinnet", or a small "resnet18") on b two epochs
+// netBuilder builds a network on a backend.
+type netBuilder func(train.Backend) (*train.Sequential, error)
+
+// smallThin is traintest.SmallThinNet, its ReLU a layer of its own when
+// separate.
+func smallThin(separate bool) netBuilder {
+	return func(b train.Backend) (*train.Sequential, error) {
+		cfg := traintest.SmallThinNet()
+		cfg.SeparateReLU = separate
+		return train.NewThinNet(b, cfg, 5)
+	}
+}
+
+// smallResNet is ResNet-18 for images' 1×10×10 inputs, 4 to 8 channels.
+func smallResNet(b train.Backend) (*train.Sequential, error) {
+	return train.NewResNet18(b, train.ResNetConfig{InChannels: 1, Classes: 10, SmallInput: true, Widths: []int{4, 8, 8, 8}}, 5)
+}
+
+// pairNets are pairRun's networks by name.
+var pairNets = []struct {
+	name  string
+	build netBuilder
+}{{"thinnet", smallThin(false)}, {"resnet18", smallResNet}}
+
+// pairRun trains build's network on b two epochs
 // of 64 images, profiling the second unless capture, and evaluates it.
 // apart keeps the ops from pairing: the casts between them
 // (Backend.noLowHandOff) and each ReLU a layer of its own (wrapped in a
 // Sequential, so no BatchNorm folds it).
-func pairRun(t *testing.T, b *Backend, model string, capture, apart bool) pairResult {
+func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pairResult {
 	t.Helper()
 	d := images(64, 17)
 	ctx := context.Background()
 	b.noLowHandOff = apart
 	p, _ := b.Precision()
-	var net *train.Sequential
-	var err error
-	if model == "thinnet" {
-		net, err = train.NewThinNet(b, traintest.SmallThinNet(), 5)
-	} else {
-		net, err = train.NewResNet18(b, train.ResNetConfig{InChannels: 1, Classes: 10, SmallInput: true, Widths: []int{4, 8, 8, 8}}, 5)
-	}
+	net, err := build(b)
 	if err != nil {
 		t.Fatal(err)
 	}
