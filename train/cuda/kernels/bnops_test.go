@@ -248,14 +248,8 @@ func TestBNTrainEmpty(t *testing.T) {
 func TestBN16BitInput(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(37, 64))
-	type codec struct {
-		f    Format
-		to   func(Launch, []float32, []uint16) error
-		from func(Launch, []uint16, []float32) error
-		name string
-	}
 	f := bnFacts[len(bnFacts)-1]
-	for _, cd := range []codec{{Float16, CastF32F16, CastF16F32, "fp16"}, {BFloat16, CastF32BF16, CastBF16F32, "bf16"}} {
+	for _, cd := range codecs[1:] {
 		// round is v in 16 bits; narrowed is v rounded and widened back.
 		round := func(v []float32) []uint16 {
 			h := make([]uint16, len(v))
@@ -359,6 +353,16 @@ func TestBN16BitInput(t *testing.T) {
 	}
 }
 
+// codec is a 16-bit format with its casts (Float32: none).
+type codec struct {
+	f    Format
+	to   func(Launch, []float32, []uint16) error
+	from func(Launch, []uint16, []float32) error
+	name string
+}
+
+var codecs = []codec{{Float32, nil, nil, "fp32"}, {Float16, CastF32F16, CastF16F32, "fp16"}, {BFloat16, CastF32BF16, CastBF16F32, "bf16"}}
+
 // sameBits fails unless a and b hold the same float32 bits.
 func sameBits(t *testing.T, what string, a, b []float32) {
 	t.Helper()
@@ -381,13 +385,7 @@ func TestBNReLUOut(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(37, 65))
 	f := bnFacts[len(bnFacts)-1]
-	type codec struct {
-		f    Format
-		to   func(Launch, []float32, []uint16) error
-		from func(Launch, []uint16, []float32) error
-		name string
-	}
-	for _, cd := range []codec{{Float32, nil, nil, "fp32"}, {Float16, CastF32F16, CastF16F32, "fp16"}, {BFloat16, CastF32BF16, CastBF16F32, "bf16"}} {
+	for _, cd := range codecs {
 		for _, k := range bnShapes {
 			for _, relu := range []bool{false, true} {
 				name := fmt.Sprintf("%s %+v relu_in=%v", cd.name, k, relu)
