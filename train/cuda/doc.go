@@ -22,7 +22,7 @@
 // relu_bwd, bias_grad and cuDNN's backward data and filter),
 // DeviceLinearOp (sgemm, bias_act, bias_grad), DeviceBatchNormOp
 // (training: bn_plane_sum, bn_stats, bn_apply,
-// a block per plane and a thread per channel; bn_eval; the backward
+// a block per plane, then a block per channel; bn_eval; the backward
 // bn_bwd_sum, bn_bwd_stats, bn_bwd_apply), and ReLU, pooling and Add as
 // kernels;
 // Syncer, DeviceNamer ("cuda:N"; the twin "cuda-twin"), DeviceMemory

@@ -434,7 +434,7 @@ func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, 
 func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN) (*twinChain, kernels.BN) {
 	n, c, hw := in.N, in.C, in.HW
 	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
-	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
+	chans := plan(t, d, kernels.PerRow, int64(c), int64(n))
 	N, C, HW, fl := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(in.Flags()))
 	ch, out := newTwinChain(), in
 	x := either(in.X, in.X16)
@@ -464,7 +464,7 @@ func either(f []float32, h []uint16) twinArg {
 func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) *twinChain {
 	n, c, hw := g.N, g.C, g.HW
 	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
-	chans := plan(t, d, kernels.Elementwise, int64(c), 0)
+	chans := plan(t, d, kernels.PerRow, int64(c), int64(n))
 	N, C, HW, fl, eps := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(g.Flags())), ts(F32(g.Eps))
 	beta, fstat := tnull(), tnull()
 	if g.ReLUOut {

@@ -513,7 +513,7 @@ func (o *bnOp) scratch(n, c int) error {
 func (o *bnOp) bwdStat() uint64 { return o.stat.p + 16*uint64(o.s.C) }
 
 // train is BatchNorm's training forward of x into y (kernels.cu: a
-// block per plane for the sums and the output, a thread per channel for
+// block per plane for the sums and the output, a block per channel for
 // the statistics): the planes' sums and sums of squares, the statistics
 // (batch and running), the output. p: scale, shift, running
 // mean, running variance.
@@ -525,7 +525,7 @@ func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, 
 	if err := o.b.run("bn_plane_sum", kernels.PerRow, n*c, hw, x.p, o.part.p, N, C, HW, fl); err != nil {
 		return err
 	}
-	if err := o.b.run("bn_stats", kernels.Elementwise, c, 0, x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3],
+	if err := o.b.run("bn_stats", kernels.PerRow, c, n, x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3],
 		N, C, HW, f32(o.eps()), f32(momentum), fl); err != nil {
 		return err
 	}
@@ -588,7 +588,7 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 		N, C, HW, eps, fl); err != nil {
 		return nil, err
 	}
-	if err := o.b.run("bn_bwd_stats", kernels.Elementwise, c, 0, o.part.p, o.bwdStat(), dgp, dbp, N, C, HW); err != nil {
+	if err := o.b.run("bn_bwd_stats", kernels.PerRow, c, n, o.part.p, o.bwdStat(), dgp, dbp, N, C, HW); err != nil {
 		return nil, err
 	}
 	if err := o.b.run("bn_bwd_apply", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.bwdStat(), (*dx).p,

@@ -216,12 +216,12 @@ func lenOf(f32 []float32, f16 []uint16) int {
 }
 
 // bnPlans are the launches of the BatchNorm kernels over n×c×hw: a block
-// per plane, a thread per channel.
+// per plane, a block per channel.
 func bnPlans(f Facts, n, c, hw int) (rows, chans Launch, err error) {
 	if rows, err = f.Plan(PerRow, int64(n*c), int64(hw)); err != nil {
 		return
 	}
-	chans, err = f.Plan(Elementwise, int64(c), 0)
+	chans, err = f.Plan(PerRow, int64(c), int64(n))
 	return
 }
 

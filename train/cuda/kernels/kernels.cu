@@ -413,9 +413,13 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
  * ResNet-18's first BatchNorm, each looping over 3.2 million values) and
  * no element pays a 64-bit division to find its channel:
  *   - a block per plane (the n·c planes of hw contiguous values; PerRow,
- *     rows = n·c, cols = hw) sums in double, in tree order, into part;
- *   - a thread per channel (Elementwise over c) adds its n planes'
- *     partial sums in plane order.
+ *     rows = n·c, cols = hw) sums in double, in tree order, into part,
+ *     laid out channel by channel (part[ch·n + image]);
+ *   - a block per channel (PerRow, rows = c, cols = n) adds its n planes'
+ *     partial sums, in tree order too, and a thread of it computes the
+ *     channel's statistics (a thread per channel adding its n sums one
+ *     after another was 512 dependent loads deep at ThinNet's batch, in a
+ *     launch of one block).
  * Training is three launches, two reads of x: bn_plane_sum (the sum and
  * the sum of squares), bn_stats, bn_apply; the backward bn_bwd_sum,
  * bn_bwd_stats, bn_bwd_apply. The sums are of r - k, k the channel's
@@ -482,9 +486,9 @@ DEVICE double bn_shift(const void *x, i64 ch, i32 n, i32 hw, i32 fl) {
 	return finite_f(k) ? (double)k : 0.0;
 }
 
-/* bn_plane_sum: part[p] = the sum over plane p of act(x) - k,
- * part[n·c + p] that of (act(x) - k)^2, k = bn_shift of the plane's
- * channel. */
+/* bn_plane_sum: part[q] = the sum over plane p (image p / c, channel
+ * p % c) of act(x) - k, part[n·c + q] that of (act(x) - k)^2, k =
+ * bn_shift of the plane's channel, q = channel·n + image. */
 KERNEL bn_plane_sum(const void *x, double *part, i32 n, i32 c, i32 hw, i32 fl) {
 	SHARED double sh[2 * MAXB];
 	const i64 planes = (i64)n * c;
@@ -506,42 +510,66 @@ KERNEL bn_plane_sum(const void *x, double *part, i32 n, i32 c, i32 hw, i32 fl) {
 		reduce_sum_d(sh + MAXB);
 		THREADS(t)
 		if (t == 0) {
-			part[p] = sh[0];
-			part[planes + p] = sh[MAXB];
+			const i64 q = (p % c) * n + p / c;
+			part[q] = sh[0];
+			part[planes + q] = sh[MAXB];
 		}
 		END_THREADS
 		SYNC
 	}
 }
 
-/* bn_stats: per channel, from the planes' sums in plane order (x and
- * relu give the shift k back), the mean k + E[r-k] into stat[ch], the
- * biased variance E[(r-k)²] - E[r-k]² (at least 0) and stat[c + ch] =
- * 1/sqrt(var + eps); the batch's mean and variance as float32 into bmean,
- * bvar; the running statistics updated as train.BatchNorm2D does: running
- * = (1-m)*running + m*batch, the variance unbiased by cnt/(cnt-1). */
+/* bn_chan_sum: a block's tree sum of channel ch's n partial sums at
+ * part[ch·n ...] into sh[0], and of those at part[n·c + ch·n ...] into
+ * sh[MAXB] (bn_plane_sum's and bn_bwd_sum's layout). */
+DEVICE void bn_chan_sum(const double *part, double *sh, i64 ch, i32 n, i32 c) {
+	const i64 planes = (i64)n * c;
+	THREADS(t)
+	double s = 0, q = 0;
+	for (i32 i = t; i < n; i += BLOCK_DIM) {
+		s += part[ch * n + i];
+		q += part[planes + ch * n + i];
+	}
+	sh[t] = s;
+	sh[MAXB + t] = q;
+	END_THREADS
+	SYNC
+	reduce_sum_d(sh);
+	reduce_sum_d(sh + MAXB);
+}
+
+/* bn_stats: per channel, a block each (PerRow over c, cols n), from the
+ * planes' sums (x and fl give the shift k back), the mean k + E[r-k] into
+ * stat[ch], the biased variance E[(r-k)²] - E[r-k]² (at least 0) and
+ * stat[c + ch] = 1/sqrt(var + eps); the batch's mean and variance as
+ * float32 into bmean, bvar; the running statistics updated as
+ * train.BatchNorm2D does: running = (1-m)*running + m*batch, the variance
+ * unbiased by cnt/(cnt-1). */
 KERNEL bn_stats(const void *x, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
 		float *rvar, i32 n, i32 c, i32 hw, float eps, float momentum, i32 fl) {
-	FOR_EACH(ch, c) {
-		const i64 planes = (i64)n * c, cnt = (i64)n * hw;
-		double s = 0, q = 0;
-		for (i32 i = 0; i < n; i++) {
-			s += part[(i64)i * c + ch];
-			q += part[planes + (i64)i * c + ch];
+	SHARED double sh[2 * MAXB];
+	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
+		bn_chan_sum(part, sh, ch, n, c);
+		THREADS(t)
+		if (t == 0) {
+			const i64 cnt = (i64)n * hw;
+			const double s = sh[0], q = sh[MAXB];
+			const double d = s / (double)cnt, mean = bn_shift(x, ch, n, hw, fl) + d;
+			double var = q / (double)cnt - d * d;
+			if (var < 0)
+				var = 0;
+			stat[ch] = mean;
+			stat[c + ch] = 1.0 / sqrt(var + (double)eps);
+			const float bm = (float)mean, bv = (float)var;
+			const float cntf = (float)cnt;
+			const float unbias = cntf / (cntf - 1.0f > 1.0f ? cntf - 1.0f : 1.0f);
+			bmean[ch] = bm;
+			bvar[ch] = bv;
+			rmean[ch] = (1.0f - momentum) * rmean[ch] + momentum * bm;
+			rvar[ch] = (1.0f - momentum) * rvar[ch] + momentum * bv * unbias;
 		}
-		const double d = s / (double)cnt, mean = bn_shift(x, ch, n, hw, fl) + d;
-		double var = q / (double)cnt - d * d;
-		if (var < 0)
-			var = 0;
-		stat[ch] = mean;
-		stat[c + ch] = 1.0 / sqrt(var + (double)eps);
-		const float bm = (float)mean, bv = (float)var;
-		const float cntf = (float)cnt;
-		const float unbias = cntf / (cntf - 1.0f > 1.0f ? cntf - 1.0f : 1.0f);
-		bmean[ch] = bm;
-		bvar[ch] = bv;
-		rmean[ch] = (1.0f - momentum) * rmean[ch] + momentum * bm;
-		rvar[ch] = (1.0f - momentum) * rvar[ch] + momentum * bv * unbias;
+		END_THREADS
+		SYNC
 	}
 }
 
@@ -631,29 +659,33 @@ KERNEL bn_bwd_sum(const void *dy, const void *x, const float *gamma, const float
 		reduce_sum_d(sh + MAXB);
 		THREADS(t)
 		if (t == 0) {
-			part[p] = sh[0];
-			part[planes + p] = sh[MAXB];
+			const i64 q = (p % c) * n + p / c;
+			part[q] = sh[0];
+			part[planes + q] = sh[MAXB];
 		}
 		END_THREADS
 		SYNC
 	}
 }
 
-/* bn_bwd_stats: per channel, dbeta and dgamma (float32) from the planes'
- * sums in plane order, and stat[ch] = dbeta/M, stat[c + ch] = dgamma/M in
- * double. */
+/* bn_bwd_stats: per channel, a block each (PerRow over c, cols n), dbeta
+ * and dgamma (float32) from the planes' sums, and stat[ch] = dbeta/M,
+ * stat[c + ch] = dgamma/M in double. */
 KERNEL bn_bwd_stats(const double *part, double *stat, float *dgamma, float *dbeta, i32 n, i32 c, i32 hw) {
-	FOR_EACH(ch, c) {
-		const i64 planes = (i64)n * c, cnt = (i64)n * hw;
-		double sdy = 0, sdyx = 0;
-		for (i32 i = 0; i < n; i++) {
-			sdy += part[(i64)i * c + ch];
-			sdyx += part[planes + (i64)i * c + ch];
+	SHARED double sh[2 * MAXB];
+	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
+		bn_chan_sum(part, sh, ch, n, c);
+		THREADS(t)
+		if (t == 0) {
+			const i64 cnt = (i64)n * hw;
+			const double sdy = sh[0], sdyx = sh[MAXB];
+			dbeta[ch] = (float)sdy;
+			dgamma[ch] = (float)sdyx;
+			stat[ch] = sdy / (double)cnt;
+			stat[c + ch] = sdyx / (double)cnt;
 		}
-		dbeta[ch] = (float)sdy;
-		dgamma[ch] = (float)sdyx;
-		stat[ch] = sdy / (double)cnt;
-		stat[c + ch] = sdyx / (double)cnt;
+		END_THREADS
+		SYNC
 	}
 }
 

@@ -12,7 +12,7 @@
 // label smoothing (gradient and per-row loss, top-1, top-5, then their
 // per-batch sums in double), and BatchNorm in training (after a ReLU in
 // ThinNet's order, or not), updating the running statistics, reduced in
-// two levels (a block per plane, then a thread per channel) so that a
+// two levels (a block per plane, then a block per channel) so that a
 // launch fills the device whatever the channel count. Around the
 // convolutions and matrix products of cuDNN and cuBLAS, as the reference
 // backend computes them: ReLU forward and backward, add, bias and fused
@@ -120,11 +120,11 @@ var Kernels = []Kernel{
 	{"ce_loss", PerRow},
 	{"ce_sums", Single},
 	{"bn_plane_sum", PerRow},  // rows: the n·c planes
-	{"bn_stats", Elementwise}, // over the channels
+	{"bn_stats", PerRow},      // rows: the c channels, cols: their n planes
 	{"bn_apply", PerRow},
 	{"bn_eval", PerRow},
 	{"bn_bwd_sum", PerRow},
-	{"bn_bwd_stats", Elementwise},
+	{"bn_bwd_stats", PerRow},
 	{"bn_bwd_apply", PerRow},
 	{"relu_fwd", Elementwise},
 	{"relu_bwd", Elementwise},
