@@ -119,8 +119,8 @@ var Kernels = []Kernel{
 	{"amp_unscale", Elementwise},
 	{"ce_loss", PerRow},
 	{"ce_sums", Single},
-	{"bn_plane_sum", PerRow},  // rows: the n·c planes
-	{"bn_stats", PerRow},      // rows: the c channels, cols: their n planes
+	{"bn_plane_sum", PerRow}, // rows: the n·c planes
+	{"bn_stats", PerRow},     // rows: the c channels, cols: their n planes
 	{"bn_apply", PerRow},
 	{"bn_eval", PerRow},
 	{"bn_bwd_sum", PerRow},
