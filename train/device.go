@@ -522,6 +522,15 @@ type ReLUOutputBatchNormOp interface {
 	ReLUOutput(on bool)
 }
 
+// AddReLUOp is a ReLUOp that can take the sum it rectifies:
+// ForwardSum(a, b) is Forward(a + b) — the float32 sum, then the ReLU —
+// in one pass, Backward as after that Forward. Residual ends so
+// (ReLU(Main(x) + Shortcut(x))), one pass over the block's output fewer
+// and the same bits.
+type AddReLUOp interface {
+	ForwardSum(a, b Tensor) (Tensor, error)
+}
+
 // LowOutputOp is an op (a ConvOp, a BatchNormOp) that can hand its output
 // on in 16 bits (under bf16 and fp16) to an op that takes them as they
 // are, a LowInputOp, and take that op's input gradient back in 16 bits:

@@ -50,6 +50,9 @@ func (r *Residual) Forward(x Tensor, training bool) (Tensor, error) {
 			return nil, fmt.Errorf("shortcut: %w", err)
 		}
 	}
+	if ar, ok := r.relu.(AddReLUOp); ok {
+		return ar.ForwardSum(m, s)
+	}
 	sum, err := r.add.Forward(m, s)
 	if err != nil {
 		return nil, err

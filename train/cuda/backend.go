@@ -33,7 +33,10 @@ type Backend struct {
 	// noLowHandOff keeps the casts between a convolution and its
 	// BatchNorm (tests compare the hand-off with them).
 	noLowHandOff bool
-	graph        stepGraph
+	// noAddReLU runs a residual block's end as add, then relu_fwd (tests
+	// compare add_relu with them).
+	noAddReLU bool
+	graph     stepGraph
 	// spare is a released state's memory, for the next state of its
 	// sizes (state.Release, takeMemory).
 	spare  *stateMem
@@ -61,6 +64,7 @@ var (
 	_ train.ReLUDeferringConvOp   = (*convOp)(nil)
 	_ train.ReLUInputBatchNormOp  = (*bnOp)(nil)
 	_ train.ReLUOutputBatchNormOp = (*bnOp)(nil)
+	_ train.AddReLUOp             = (*reluOp)(nil)
 	_ train.LowOutputOp           = (*convOp)(nil)
 	_ train.LowInputOp            = (*convOp)(nil)
 	_ train.LowOutputOp           = (*bnOp)(nil)

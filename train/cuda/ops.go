@@ -688,6 +688,38 @@ func (u *reluOp) Forward(xt train.Tensor) (train.Tensor, error) {
 	return u.y, nil
 }
 
+// ForwardSum is Forward(a + b) in one pass, add_relu
+// (train.AddReLUOp); with Backend.noAddReLU add, then relu_fwd.
+func (u *reluOp) ForwardSum(at, bt train.Tensor) (train.Tensor, error) {
+	a, err := asT(at)
+	if err != nil {
+		return nil, err
+	}
+	b, err := asT(bt)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(a.shape, b.shape) {
+		return nil, fmt.Errorf("cuda: relu of a sum: shapes %v and %v", a.shape, b.shape)
+	}
+	if err := u.b.ensure(&u.y, a.shape...); err != nil {
+		return nil, err
+	}
+	if u.b.noAddReLU {
+		if err := u.b.run("add", kernels.Elementwise, a.n, 0, a.p, b.p, u.y.p, i64(a.n)); err != nil {
+			return nil, err
+		}
+		err = u.b.run("relu_fwd", kernels.Elementwise, a.n, 0, u.y.p, u.y.p, i64(a.n))
+	} else {
+		err = u.b.run("add_relu", kernels.Elementwise, a.n, 0, a.p, b.p, u.y.p, i64(a.n))
+	}
+	if err != nil {
+		return nil, err
+	}
+	u.forwared = true
+	return u.y, nil
+}
+
 func (u *reluOp) Backward(dyt train.Tensor) (train.Tensor, error) {
 	dy, err := asT(dyt)
 	if err != nil {

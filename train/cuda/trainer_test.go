@@ -716,15 +716,16 @@ func total(m map[string]int) (n int) {
 // (LowOutputOp, LowInputOp: a convolution's output to the BatchNorm after
 // it and its gradient back, a BatchNorm's output to the convolution after
 // it and its gradient back), and a ReLU layer after a BatchNorm folded
-// into it (ReLUOutputBatchNormOp). ThinNet (conv, BN, conv, …) and a
-// small ResNet-18 (conv, BN, ReLU, conv, …), bf16 and fp16 (with a
+// into it (ReLUOutputBatchNormOp), and a residual block's add and ReLU
+// in one pass (AddReLUOp). ThinNet (conv, BN, conv, …) and a
+// small ResNet-18 (conv, BN, ReLU, conv, …), fp32, bf16 and fp16 (with a
 // GradScaler), eager and captured, train and evaluate to the bits of the
 // runs that cast between them (Backend.noLowHandOff) with each ReLU a
 // layer of its own (apart: wrapped in a Sequential, so nothing folds it),
 // with two casts a pair and a ReLU pass each way a step fewer.
 func TestTwinLowHandOff(t *testing.T) {
 	const steps = 64 / 16 // a profiled epoch
-	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+	for _, p := range []train.Precision{train.Float32, train.BFloat16, train.Float16} {
 		to, from := "cast_f32_bf16", "cast_bf16_f32"
 		if p == train.Float16 {
 			to, from = "cast_f32_f16", "cast_f16_f32"
@@ -738,18 +739,24 @@ func TestTwinLowHandOff(t *testing.T) {
 				if capture {
 					continue
 				}
-				// Each pair a step: no cast of the values to float32 one way,
-				// none back to 16 bits the other.
-				if got := apart.kernels[from] - handed.kernels[from]; got != handed.pairs*steps {
-					t.Errorf("%s: %d fewer %s launches, want %d (%d pairs × %d steps)", name, got, from, handed.pairs*steps, handed.pairs, steps)
+				// Each pair a step under bf16 and fp16: no cast of the values
+				// to float32 one way, none back to 16 bits the other.
+				pairs := handed.pairs
+				if p == train.Float32 {
+					pairs = 0
 				}
-				if got := apart.kernels[to] - handed.kernels[to]; got != handed.pairs*steps {
-					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, handed.pairs*steps)
+				if got := apart.kernels[from] - handed.kernels[from]; got != pairs*steps {
+					t.Errorf("%s: %d fewer %s launches, want %d (%d pairs × %d steps)", name, got, from, pairs*steps, pairs, steps)
 				}
-				// Each folded ReLU a step: no relu_fwd, no relu_bwd.
-				for _, k := range []string{"relu_fwd", "relu_bwd"} {
-					if got := apart.kernels[k] - handed.kernels[k]; got != handed.folds*steps {
-						t.Errorf("%s: %d fewer %s launches, want %d (%d folded × %d steps)", name, got, k, handed.folds*steps, handed.folds, steps)
+				if got := apart.kernels[to] - handed.kernels[to]; got != pairs*steps {
+					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, pairs*steps)
+				}
+				// Each folded ReLU a step: no relu_fwd, no relu_bwd; each
+				// residual block's end: add_relu for add and relu_fwd.
+				for k, want := range map[string]int{"relu_fwd": handed.folds + handed.sums, "relu_bwd": handed.folds,
+					"add": handed.sums, "add_relu": -handed.sums} {
+					if got := apart.kernels[k] - handed.kernels[k]; got != want*steps {
+						t.Errorf("%s: %d fewer %s launches, want %d (%d folded ReLUs, %d block ends, × %d steps)", name, got, k, want*steps, handed.folds, handed.sums, steps)
 					}
 				}
 				t.Logf("%s: kernels a profiled epoch, paired %d, apart %d", name, total(handed.kernels), total(apart.kernels))
@@ -765,6 +772,7 @@ type pairResult struct {
 	kernels map[string]int // launches by name in the second epoch (not captured)
 	pairs   int            // conv→BN, BN→conv and BN→ReLU→conv in the net's Sequentials
 	folds   int            // BN→ReLU
+	sums    int            // Residual blocks: ReLU(Main(x) + Shortcut(x))
 }
 
 // netBuilder builds a network on a backend.
@@ -794,13 +802,14 @@ var pairNets = []struct {
 // pairRun trains build's network on b two epochs
 // of 64 images, profiling the second unless capture, and evaluates it.
 // apart keeps the ops from pairing: the casts between them
-// (Backend.noLowHandOff) and each ReLU a layer of its own (wrapped in a
-// Sequential, so no BatchNorm folds it).
+// (Backend.noLowHandOff), each ReLU a layer of its own (wrapped in a
+// Sequential, so no BatchNorm folds it) and each residual block's end an
+// add and a ReLU (Backend.noAddReLU).
 func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pairResult {
 	t.Helper()
 	d := images(64, 17)
 	ctx := context.Background()
-	b.noLowHandOff = apart
+	b.noLowHandOff, b.noAddReLU = apart, apart
 	p, _ := b.Precision()
 	net, err := build(b)
 	if err != nil {
@@ -810,6 +819,9 @@ func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pa
 	r := pairResult{kernels: map[string]int{}}
 	var seqs []*train.Sequential
 	train.Walk(net, func(l train.Layer) {
+		if _, ok := l.(*train.Residual); ok {
+			r.sums++
+		}
 		s, ok := l.(*train.Sequential)
 		if !ok {
 			return

@@ -300,6 +300,15 @@ func Add(l Launch, a, b, y []float32) error {
 	return nil
 }
 
+// AddReLU writes y = ReLU(a + b) (y may be a or b).
+func AddReLU(l Launch, a, b, y []float32) error {
+	if err := check(l, len(b), len(a), len(y), len(a)); err != nil {
+		return err
+	}
+	C.cpu_add_relu(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(a)), (*C.float)(fp(b)), (*C.float)(fp(y)), C.int64_t(len(a)))
+	return nil
+}
+
 // BiasAct adds bias[(i/hw)%c] to y (unless bias is nil), then applies the
 // ReLU when relu, in place.
 func BiasAct(l Launch, y, bias []float32, c, hw int, relu bool) error {

@@ -29,6 +29,7 @@ func BNBwd(Facts, BNGrad) error                                    { return ErrN
 func ReLUFwd(Launch, []float32, []float32) error                   { return ErrNoCPU }
 func ReLUBwd(Launch, []float32, []float32, []float32) error        { return ErrNoCPU }
 func Add(Launch, []float32, []float32, []float32) error            { return ErrNoCPU }
+func AddReLU(Launch, []float32, []float32, []float32) error        { return ErrNoCPU }
 func BiasAct(Launch, []float32, []float32, int, int, bool) error   { return ErrNoCPU }
 func BiasGrad(Launch, []float32, []float32, int, int, int) error   { return ErrNoCPU }
 func MaxPoolFwd(Launch, []float32, []float32, []int32, Pool) error { return ErrNoCPU }

@@ -734,6 +734,12 @@ KERNEL add(const float *a, const float *b, float *y, i64 n) {
 	FOR_EACH(i, n) y[i] = a[i] + b[i];
 }
 
+/* add_relu: y = relu_f(a + b), add then relu_fwd in one pass (a residual
+ * block's end; y may be a or b). */
+KERNEL add_relu(const float *a, const float *b, float *y, i64 n) {
+	FOR_EACH(i, n) y[i] = relu_f(a[i] + b[i]);
+}
+
 /* bias_act: in place, y += bias[(i/hw) % c] (when bias is not NULL), then
  * relu_f when relu != 0: the bias and fused ReLU after a convolution
  * (hw = H*W) or a matrix product (hw = 1, c = the outputs). One float32

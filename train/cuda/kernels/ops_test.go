@@ -163,6 +163,38 @@ func TestAddAgainstReference(t *testing.T) {
 	}
 }
 
+// add_relu against the reference's Add then ReLU, bit for bit (NaN, ±Inf
+// and ±0 in), into a new tensor and in place.
+func TestAddReLUAgainstReference(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 52))
+	ref := train.NewReference(train.BackendOptions{})
+	for _, s := range nchw {
+		size := s.n * s.c * s.h * s.w
+		a, b := specials(r, randn(r, size, 1)), specials(r, randn(r, size, 1))
+		add, _ := ref.NewAdd()
+		relu, _ := ref.NewReLU()
+		sum, err := add.Forward(tensor(t, ref, a, s.n, s.c, s.h, s.w), tensor(t, ref, b, s.n, s.c, s.h, s.w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := read(t)(relu.Forward(sum))
+		for _, l := range launches(t, Elementwise, int64(size), 0) {
+			y := make([]float32, size)
+			if err := AddReLU(l, a, b, y); err != nil {
+				t.Fatal(err)
+			}
+			inplace := slices.Clone(b)
+			if err := AddReLU(l, a, inplace, inplace); err != nil {
+				t.Fatal(err)
+			}
+			if d1, d2 := bitDiff(y, want), bitDiff(inplace, want); d1+d2 != 0 {
+				t.Errorf("%s %+v: %d elements differ from the reference (%d in place)", s.name, l, d1, d2)
+			}
+		}
+	}
+}
+
 // convCases: ThinNet's first convolution (3→32, 3×3, on 32×32 at an
 // eighth of its batch) and a ResNet-18 1×1 projection (64→128, stride 2).
 var convCases = []struct {

@@ -129,6 +129,7 @@ var Kernels = []Kernel{
 	{"relu_fwd", Elementwise},
 	{"relu_bwd", Elementwise},
 	{"add", Elementwise},
+	{"add_relu", Elementwise},
 	{"bias_act", Elementwise},
 	{"bias_grad", PerChannel},
 	{"maxpool_fwd", PerRow}, // rows: the n·c planes of the outputs
