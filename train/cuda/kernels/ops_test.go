@@ -138,58 +138,42 @@ func TestReLUAgainstReference(t *testing.T) {
 	}
 }
 
+// add and add_relu against the reference's Add (then ReLU), bit for bit
+// (NaN, ±Inf and ±0 in), into a new tensor and in place.
 func TestAddAgainstReference(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(37, 51))
 	ref := train.NewReference(train.BackendOptions{})
-	for _, s := range nchw {
-		size := s.n * s.c * s.h * s.w
-		a, b := specials(r, randn(r, size, 1)), specials(r, randn(r, size, 1))
-		op, _ := ref.NewAdd()
-		want := read(t)(op.Forward(tensor(t, ref, a, s.n, s.c, s.h, s.w), tensor(t, ref, b, s.n, s.c, s.h, s.w)))
-		for _, l := range launches(t, Elementwise, int64(size), 0) {
-			y := make([]float32, size)
-			if err := Add(l, a, b, y); err != nil {
+	for _, k := range []struct {
+		name string
+		run  func(Launch, []float32, []float32, []float32) error
+		relu bool
+	}{{"add", Add, false}, {"add_relu", AddReLU, true}} {
+		for _, s := range nchw {
+			size := s.n * s.c * s.h * s.w
+			a, b := specials(r, randn(r, size, 1)), specials(r, randn(r, size, 1))
+			add, _ := ref.NewAdd()
+			want, err := add.Forward(tensor(t, ref, a, s.n, s.c, s.h, s.w), tensor(t, ref, b, s.n, s.c, s.h, s.w))
+			if err != nil {
 				t.Fatal(err)
 			}
-			inplace := slices.Clone(a)
-			if err := Add(l, inplace, b, inplace); err != nil {
-				t.Fatal(err)
+			if k.relu {
+				relu, _ := ref.NewReLU()
+				want, err = relu.Forward(want)
 			}
-			if d1, d2 := bitDiff(y, want), bitDiff(inplace, want); d1+d2 != 0 {
-				t.Errorf("%s %+v: %d elements differ from the reference (%d in place)", s.name, l, d1, d2)
-			}
-		}
-	}
-}
-
-// add_relu against the reference's Add then ReLU, bit for bit (NaN, ±Inf
-// and ±0 in), into a new tensor and in place.
-func TestAddReLUAgainstReference(t *testing.T) {
-	needCPU(t)
-	r := rand.New(rand.NewPCG(37, 52))
-	ref := train.NewReference(train.BackendOptions{})
-	for _, s := range nchw {
-		size := s.n * s.c * s.h * s.w
-		a, b := specials(r, randn(r, size, 1)), specials(r, randn(r, size, 1))
-		add, _ := ref.NewAdd()
-		relu, _ := ref.NewReLU()
-		sum, err := add.Forward(tensor(t, ref, a, s.n, s.c, s.h, s.w), tensor(t, ref, b, s.n, s.c, s.h, s.w))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := read(t)(relu.Forward(sum))
-		for _, l := range launches(t, Elementwise, int64(size), 0) {
-			y := make([]float32, size)
-			if err := AddReLU(l, a, b, y); err != nil {
-				t.Fatal(err)
-			}
-			inplace := slices.Clone(b)
-			if err := AddReLU(l, a, inplace, inplace); err != nil {
-				t.Fatal(err)
-			}
-			if d1, d2 := bitDiff(y, want), bitDiff(inplace, want); d1+d2 != 0 {
-				t.Errorf("%s %+v: %d elements differ from the reference (%d in place)", s.name, l, d1, d2)
+			w := read(t)(want, err)
+			for _, l := range launches(t, Elementwise, int64(size), 0) {
+				y := make([]float32, size)
+				if err := k.run(l, a, b, y); err != nil {
+					t.Fatal(err)
+				}
+				inplace := slices.Clone(a)
+				if err := k.run(l, inplace, b, inplace); err != nil {
+					t.Fatal(err)
+				}
+				if d1, d2 := bitDiff(y, w), bitDiff(inplace, w); d1+d2 != 0 {
+					t.Errorf("%s %s %+v: %d elements differ from the reference (%d in place)", k.name, s.name, l, d1, d2)
+				}
 			}
 		}
 	}
