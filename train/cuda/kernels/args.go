@@ -20,7 +20,7 @@ const (
 
 // The BatchNorm kernels' flags (kernels.cu's BN_*): read ReLU(x); the
 // 16-bit format (Format.BNFlag); x and dx 16-bit; y and dy 16-bit; write
-// ReLU(y) and mask dy so.
+// ReLU(y) and mask dy so; every tensor of activations channels-last.
 const (
 	BNReLU    = 1
 	BNF16     = 2
@@ -28,6 +28,7 @@ const (
 	BNX16     = 8
 	BNY16     = 16
 	BNReLUOut = 32
+	BNNHWC    = 64
 )
 
 // BNFlag is f's flag for the BatchNorm kernels: BNF16, BNBF16, or 0.
@@ -63,12 +64,24 @@ type BN struct {
 	Eps, Momentum                                                   float32
 	ReLU                                                            bool // read ReLU(x): the convolution's ReLU before it
 	ReLUOut                                                         bool // write ReLU(y): the ReLU layer after it
+	// NHWC: x and y are N×H×W×C (the channels-last convolutions' 16-bit
+	// operands); Stat then receives 5·c doubles, the backward's 1/σ at 4·c.
+	NHWC bool
 }
 
 // Flags are the BatchNorm kernels' flags for b.
 func (b BN) Flags() int32 {
 	return when(b.ReLU, BNReLU) | when(b.ReLUOut, BNReLUOut) | when(b.X16 != nil, BNX16) | when(b.Y16 != nil, BNY16) |
-		b.Format.BNFlag()
+		when(b.NHWC, BNNHWC) | b.Format.BNFlag()
+}
+
+// StatLen is the doubles of BN.Stat (and BNGrad.Stat): 2·c, 5·c when
+// nhwc.
+func StatLen(c int, nhwc bool) int {
+	if nhwc {
+		return 5 * c
+	}
+	return 2 * c
 }
 
 // BNGrad are the tensors of BatchNorm's backward (bn_bwd_sum, bn_bwd_stats,
@@ -88,12 +101,13 @@ type BNGrad struct {
 	Eps                                                        float32
 	ReLUIn                                                     bool // the forward read ReLU(x): backward through the ReLU too
 	ReLUOut                                                    bool // the forward wrote ReLU(y)
+	NHWC                                                       bool // DY, X, DX N×H×W×C; Stat the forward's 5·c (BN.NHWC)
 }
 
 // Flags are the BatchNorm kernels' flags for b.
 func (b BNGrad) Flags() int32 {
 	return when(b.ReLUIn, BNReLU) | when(b.ReLUOut, BNReLUOut) | when(b.X16 != nil, BNX16) | when(b.DY16 != nil, BNY16) |
-		b.Format.BNFlag()
+		when(b.NHWC, BNNHWC) | b.Format.BNFlag()
 }
 
 // Pool are a pooling's dimensions: input N×C×H×W, output OH×OW, window

@@ -84,6 +84,35 @@ void cpu_bn_bwd_apply(int g, int b, const void *dy, const void *x, const float *
 	LAUNCH(g, b, bn_bwd_apply(dy, x, gamma, beta, fstat, bmean, bvar, stat, dx, n, c, hw, eps, fl));
 }
 
+void cpu_bn_nhwc_sum(int g, int b, const void *x, double *part, int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_nhwc_sum(x, part, n, c, hw, fl));
+}
+
+void cpu_bn_nhwc_apply(int g, int b, const void *x, void *y, const float *gamma, const float *beta,
+		       const double *stat, int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_nhwc_apply(x, y, gamma, beta, stat, n, c, hw, fl));
+}
+
+void cpu_bn_nhwc_eval(int g, int b, const void *x, void *y, const float *gamma, const float *beta,
+		      const float *rmean, const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_nhwc_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
+}
+
+void cpu_bn_nhwc_bwd_sum(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
+			 const double *fstat, const float *bmean, double *part, int32_t n, int32_t c, int32_t hw,
+			 int32_t fl) {
+	LAUNCH(g, b, bn_nhwc_bwd_sum(dy, x, gamma, beta, fstat, bmean, part, n, c, hw, fl));
+}
+
+void cpu_bn_nhwc_bwd_apply(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
+			   const double *fstat, const float *bmean, const double *stat, void *dx, int32_t n,
+			   int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_nhwc_bwd_apply(dy, x, gamma, beta, fstat, bmean, stat, dx, n, c, hw, fl));
+}
+
+/* cpu_bn_nhwc_runs: kernels.cu's bn_nhwc_runs, for the Go side's check. */
+int64_t cpu_bn_nhwc_runs(int32_t n, int32_t c, int32_t hw) { return bn_nhwc_runs(n, c, hw); }
+
 void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n) { LAUNCH(g, b, relu_fwd(x, y, n)); }
 void cpu_relu_bwd(int g, int b, const float *dy, const float *y, float *dx, int64_t n) {
 	LAUNCH(g, b, relu_bwd(dy, y, dx, n));
@@ -153,6 +182,11 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(bn_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12))     \
 	X(bn_bwd_stats, P(0), P(1), P(2), P(3), I(4), I(5), I(6))                                        \
 	X(bn_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), I(9), I(10), I(11), F(12), I(13)) \
+	X(bn_nhwc_sum, P(0), P(1), I(2), I(3), I(4), I(5))                                               \
+	X(bn_nhwc_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                           \
+	X(bn_nhwc_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))               \
+	X(bn_nhwc_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))            \
+	X(bn_nhwc_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), I(11))   \
 	X(relu_fwd, P(0), P(1), L(2))                                                                    \
 	X(relu_bwd, P(0), P(1), P(2), L(3))                                                              \
 	X(add, P(0), P(1), P(2), L(3))                                                                   \

@@ -186,18 +186,44 @@ func BNTrain(f Facts, b BN) error {
 		return err
 	}
 	part, stat := make([]float64, 2*b.N*b.C), b.Stat
-	if len(stat) < 2*b.C {
-		stat = make([]float64, 2*b.C)
+	if len(stat) < StatLen(b.C, b.NHWC) {
+		stat = make([]float64, StatLen(b.C, b.NHWC))
 	}
 	n, c, hw, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.int32_t(b.Flags())
-	x, pp, sp := pick(b.X, b.X16), (*C.double)(fp(part)), (*C.double)(fp(stat))
-	C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, n, c, hw, fl)
+	x, y, pp, sp := pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.double)(fp(part)), (*C.double)(fp(stat))
+	gm, bt := (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta))
+	if b.NHWC {
+		sums, runs, err := bnNHWCPlans(f, b.N, b.C, b.HW)
+		if err != nil {
+			return err
+		}
+		C.cpu_bn_nhwc_sum(C.int(sums.Grid), C.int(sums.Block), x, pp, n, c, hw, fl)
+		rows = runs
+	} else {
+		C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, n, c, hw, fl)
+	}
 	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
 		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum), fl)
-	C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)),
-		(*C.float)(fp(b.Beta)), sp, n, c, hw, fl)
+	if b.NHWC {
+		C.cpu_bn_nhwc_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
+	} else {
+		C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
+	}
 	return nil
 }
+
+// bnNHWCPlans are the launches of the channels-last BatchNorm kernels
+// over n×hw×c: its sums (BNGroups) and its element-wise passes (BNRuns).
+func bnNHWCPlans(f Facts, n, c, hw int) (sums, runs Launch, err error) {
+	if sums, err = f.Plan(PerRow, int64(BNGroups(n, c)), int64(BNLanes*hw)); err != nil {
+		return
+	}
+	runs, err = f.Plan(PerRow, int64(BNRuns(n, c, hw)), TileValues)
+	return
+}
+
+// bnNHWCRuns is kernels.cu's bn_nhwc_runs (BNRuns's check).
+func bnNHWCRuns(n, c, hw int) int { return int(C.cpu_bn_nhwc_runs(C.int32_t(n), C.int32_t(c), C.int32_t(hw))) }
 
 // pick is f16's address when it is not nil, else f32's.
 func pick(f32 []float32, f16 []uint16) unsafe.Pointer {
@@ -227,16 +253,22 @@ func bnPlans(f Facts, n, c, hw int) (rows, chans Launch, err error) {
 
 // BNEval runs BatchNorm with the running statistics (b's BatchMean,
 // BatchVar and Momentum are not used) over x, or over ReLU(x) when
-// b.ReLU, l a PerRow launch over the n·c planes.
+// b.ReLU, l a PerRow launch over the n·c planes (over BNRuns(n, c, hw)
+// when b.NHWC).
 func BNEval(l Launch, b BN) error {
 	nc := b.N * b.C * b.HW
 	if err := check(l, lenOf(b.X, b.X16), nc, lenOf(b.Y, b.Y16), nc, len(b.Gamma), b.C, len(b.Beta), b.C,
 		len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
-	C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)),
-		(*C.float)(fp(b.Beta)), (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)),
-		C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.int32_t(b.Flags()))
+	x, y, gm, bt := pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta))
+	rm, rv := (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar))
+	n, c, hw, eps, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.int32_t(b.Flags())
+	if b.NHWC {
+		C.cpu_bn_nhwc_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, n, c, hw, eps, fl)
+	} else {
+		C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, n, c, hw, eps, fl)
+	}
 	return nil
 }
 
@@ -255,6 +287,9 @@ func BNBwd(f Facts, b BNGrad) error {
 	if b.ReLUOut && (len(b.Stat) < 2*b.C || len(b.Beta) < b.C) {
 		return fmt.Errorf("kernels: BatchNorm backward through its ReLU without the forward's statistics and shift")
 	}
+	if b.NHWC && len(b.Stat) < StatLen(b.C, true) {
+		return fmt.Errorf("kernels: channels-last BatchNorm backward without the forward's %d statistics", StatLen(b.C, true))
+	}
 	if err := check(rows, lenOf(b.DY, b.DY16), nc, lenOf(b.X, b.X16), nc, lenOf(b.DX, b.DX16), nc, len(b.Gamma), b.C, len(b.BatchMean), b.C,
 		len(b.BatchVar), b.C, len(b.DGamma), b.C, len(b.DBeta), b.C); err != nil {
 		return err
@@ -266,6 +301,16 @@ func BNBwd(f Facts, b BNGrad) error {
 	gm, bt, fs := (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta)), (*C.double)(fp(b.Stat))
 	dy, x, dx := pick(b.DY, b.DY16), pick(b.X, b.X16), pick(b.DX, b.DX16)
 	pp, sp := (*C.double)(fp(part)), (*C.double)(fp(stat))
+	if b.NHWC {
+		sums, runs, err := bnNHWCPlans(f, b.N, b.C, b.HW)
+		if err != nil {
+			return err
+		}
+		C.cpu_bn_nhwc_bwd_sum(C.int(sums.Grid), C.int(sums.Block), dy, x, gm, bt, fs, bm, pp, n, c, hw, fl)
+		C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
+		C.cpu_bn_nhwc_bwd_apply(C.int(runs.Grid), C.int(runs.Block), dy, x, gm, bt, fs, bm, sp, dx, n, c, hw, fl)
+		return nil
+	}
 	C.cpu_bn_bwd_sum(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, bv, pp, n, c, hw, C.float(b.Eps), fl)
 	C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
 	C.cpu_bn_bwd_apply(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, bv, sp,

@@ -450,6 +450,7 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
 #define BN_X16 8
 #define BN_Y16 16
 #define BN_RELU_OUT 32
+#define BN_NHWC 64
 
 /* bn_ld: p[i] as float32, 16-bit in fl's format when fl has the flag
  * which (BN_X16 or BN_Y16). */
@@ -476,13 +477,13 @@ DEVICE void bn_st(void *p, i64 i, float v, i32 fl, i32 which) {
 }
 
 /* bn_shift: channel ch's shift k, act(x) at its first place (image 0,
- * position 0), or 0 when that is not finite (so a channel with an Inf
+ * position 0; x NHWC with BN_NHWC), or 0 when that is not finite (so a channel with an Inf
  * sums to the reference's Inf mean, not to Inf - Inf) or the tensor is
  * empty (nothing to read). */
 DEVICE double bn_shift(const void *x, i64 ch, i32 n, i32 hw, i32 fl) {
 	if (n <= 0 || hw <= 0)
 		return 0.0;
-	const float k = bn_in(x, ch * hw, fl);
+	const float k = bn_in(x, (fl & BN_NHWC) ? ch : ch * hw, fl);
 	return finite_f(k) ? (double)k : 0.0;
 }
 
@@ -541,7 +542,8 @@ DEVICE void bn_chan_sum(const double *part, double *sh, i64 ch, i32 n, i32 c) {
 /* bn_stats: per channel, a block each (PerRow over c, cols n), from the
  * planes' sums (x and fl give the shift k back), the mean k + E[r-k] into
  * stat[ch], the biased variance E[(r-k)²] - E[r-k]² (at least 0) and
- * stat[c + ch] = 1/sqrt(var + eps); the batch's mean and variance as
+ * stat[c + ch] = 1/sqrt(var + eps) (with BN_NHWC also stat[4c + ch] =
+ * 1/sqrt(float32 var + eps), the backward's, once a channel); the batch's mean and variance as
  * float32 into bmean, bvar; the running statistics updated as
  * train.BatchNorm2D does: running = (1-m)*running + m*batch, the variance
  * unbiased by cnt/(cnt-1). */
@@ -561,6 +563,8 @@ KERNEL bn_stats(const void *x, const double *part, double *stat, float *bmean, f
 			stat[ch] = mean;
 			stat[c + ch] = 1.0 / sqrt(var + (double)eps);
 			const float bm = (float)mean, bv = (float)var;
+			if (fl & BN_NHWC) /* the backward's 1/σ, from the float32 variance as it computes it */
+				stat[4 * c + ch] = 1.0 / sqrt((double)bv + (double)eps);
 			const float cntf = (float)cnt;
 			const float unbias = cntf / (cntf - 1.0f > 1.0f ? cntf - 1.0f : 1.0f);
 			bmean[ch] = bm;
@@ -710,6 +714,176 @@ KERNEL bn_bwd_apply(const void *dy, const void *x, const float *gamma, const flo
 			double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
 			const double g = bn_dy(dy, x, at + i, fl, fg, fm, finv, fb);
 			bn_st(dx, at + i, (float)(k * (g - g1 - xh * g2)), fl, BN_X16);
+		}
+		END_THREADS
+	}
+}
+
+/* ---- BatchNorm over channels-last values ----
+ *
+ * With BN_NHWC, x, y, dy and dx are N×H×W×C: the channels-last 16-bit
+ * operands of the convolutions before and after (backend ChannelsLast),
+ * passed as they are. The values and their arithmetic are those of the
+ * kernels above, place by place; only the order of the sums differs (the
+ * statistics within the double sums' rounding of the planes'), so
+ * bn_stats and bn_bwd_stats serve both. The sums: a block per image and
+ * group of BN_LANES channels (PerRow, rows n·ceil(c/BN_LANES), size
+ * BN_LANES·hw), consecutive threads on consecutive channels, BLOCK_DIM /
+ * BN_LANES of them down the image's positions, their tree into part in
+ * bn_plane_sum's layout. The element-wise passes: a block per run of
+ * positions (PerRow, rows bn_nhwc_runs, size TILE·TILE), its threads along
+ * their run·c contiguous values. The backward's 1/σ is bn_stats's
+ * stat[4c + ch] (one square root a channel, not one a value). */
+#define BN_LANES 32
+
+/* bn_lanes_sum: the tree of sh's BLOCK_DIM values down to the BN_LANES
+ * first, sh[j] the sum of the lanes of channel j. */
+DEVICE void bn_lanes_sum(double *sh) {
+	for (int s = BLOCK_DIM / 2; s >= BN_LANES; s >>= 1) {
+		THREADS(t)
+		if (t < s)
+			sh[t] += sh[t + s];
+		END_THREADS
+		SYNC
+	}
+}
+
+/* bn_nhwc_part: writes the block's BN_LANES channels' sums (sh, sh +
+ * MAXB) into part for image im from channel ch0. */
+DEVICE void bn_nhwc_part(double *sh, double *part, i64 im, i32 ch0, i32 n, i32 c) {
+	const i64 planes = (i64)n * c;
+	bn_lanes_sum(sh);
+	bn_lanes_sum(sh + MAXB);
+	THREADS(t)
+	if (t < BN_LANES && ch0 + t < c) {
+		const i64 q = (i64)(ch0 + t) * n + im;
+		part[q] = sh[t];
+		part[planes + q] = sh[MAXB + t];
+	}
+	END_THREADS
+	SYNC
+}
+
+/* bn_nhwc_sum: bn_plane_sum over NHWC x. */
+KERNEL bn_nhwc_sum(const void *x, double *part, i32 n, i32 c, i32 hw, i32 fl) {
+	SHARED double sh[2 * MAXB];
+	const i32 groups = (c + BN_LANES - 1) / BN_LANES;
+	for (i64 p = BLOCK_IDX; p < (i64)n * groups; p += GRID_DIM) {
+		const i64 im = p / groups;
+		const i32 ch0 = (i32)(p - im * groups) * BN_LANES;
+		THREADS(t)
+		const i32 ch = ch0 + t % BN_LANES, lanes = BLOCK_DIM / BN_LANES;
+		double s = 0, q = 0;
+		if (ch < c) {
+			const double k = bn_shift(x, ch, n, hw, fl);
+			for (i32 i = t / BN_LANES; i < hw; i += lanes) {
+				const double v = bn_in(x, (im * hw + i) * c + ch, fl) - k;
+				s += v;
+				q += v * v;
+			}
+		}
+		sh[t] = s;
+		sh[MAXB + t] = q;
+		END_THREADS
+		SYNC
+		bn_nhwc_part(sh, part, im, ch0, n, c);
+	}
+}
+
+/* bn_nhwc_runs: the element-wise passes' rows: runs of positions of about
+ * TILE·TILE values. */
+DEVICE i64 bn_nhwc_run(i32 c) { return (TILE * TILE + c - 1) / c; }
+DEVICE i64 bn_nhwc_runs(i32 n, i32 c, i32 hw) { return ((i64)n * hw + bn_nhwc_run(c) - 1) / bn_nhwc_run(c); }
+
+/* bn_nhwc_apply: bn_apply over NHWC x and y. */
+KERNEL bn_nhwc_apply(const void *x, void *y, const float *gamma, const float *beta, const double *stat,
+		     i32 n, i32 c, i32 hw, i32 fl) {
+	const i64 total = (i64)n * hw * c;
+	const i32 run = (i32)bn_nhwc_run(c) * c;
+	for (i64 p = BLOCK_IDX; p < bn_nhwc_runs(n, c, hw); p += GRID_DIM) {
+		THREADS(t)
+		const i64 at = p * run;
+		for (i32 e = t; e < run && at + e < total; e += BLOCK_DIM) {
+			const i32 ch = e % c; /* a run is whole positions */
+			const double g = gamma[ch], b = beta[ch], m = stat[ch], invsd = stat[c + ch];
+			bn_st(y, at + e, act_f(bn_pre(x, at + e, fl, g, m, invsd, b), fl & BN_RELU_OUT), fl, BN_Y16);
+		}
+		END_THREADS
+	}
+}
+
+/* bn_nhwc_eval: bn_eval over NHWC x and y. */
+KERNEL bn_nhwc_eval(const void *x, void *y, const float *gamma, const float *beta,
+		    const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 fl) {
+	const i64 total = (i64)n * hw * c;
+	const i32 run = (i32)bn_nhwc_run(c) * c;
+	for (i64 p = BLOCK_IDX; p < bn_nhwc_runs(n, c, hw); p += GRID_DIM) {
+		THREADS(t)
+		const i64 at = p * run;
+		for (i32 e = t; e < run && at + e < total; e += BLOCK_DIM) {
+			const i32 ch = e % c; /* a run is whole positions */
+			const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
+			const double g = gamma[ch], b = beta[ch];
+			bn_st(y, at + e, act_f((float)(g * ((double)bn_in(x, at + e, fl) - m) * invsd + b), fl & BN_RELU_OUT),
+			      fl, BN_Y16);
+		}
+		END_THREADS
+	}
+}
+
+/* bn_nhwc_bwd_sum: bn_bwd_sum over NHWC dy and x; 1/σ from fstat[4c + ch]. */
+KERNEL bn_nhwc_bwd_sum(const void *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
+		       const float *bmean, double *part, i32 n, i32 c, i32 hw, i32 fl) {
+	SHARED double sh[2 * MAXB];
+	const i32 groups = (c + BN_LANES - 1) / BN_LANES;
+	for (i64 p = BLOCK_IDX; p < (i64)n * groups; p += GRID_DIM) {
+		const i64 im = p / groups;
+		const i32 ch0 = (i32)(p - im * groups) * BN_LANES;
+		THREADS(t)
+		const i32 ch = ch0 + t % BN_LANES, lanes = BLOCK_DIM / BN_LANES;
+		double sdy = 0, sdyx = 0;
+		if (ch < c) {
+			const double m = bmean[ch], inv = fstat[4 * c + ch];
+			const int ro = (fl & BN_RELU_OUT) != 0;
+			const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = fstat[ch], finv = fstat[c + ch];
+			for (i32 i = t / BN_LANES; i < hw; i += lanes) {
+				const i64 at = (im * hw + i) * c + ch;
+				const double g = bn_dy(dy, x, at, fl, fg, fm, finv, fb);
+				sdy += g;
+				sdyx += g * ((double)bn_in(x, at, fl) - m) * inv;
+			}
+		}
+		sh[t] = sdy;
+		sh[MAXB + t] = sdyx;
+		END_THREADS
+		SYNC
+		bn_nhwc_part(sh, part, im, ch0, n, c);
+	}
+}
+
+/* bn_nhwc_bwd_apply: bn_bwd_apply over NHWC dy, x and dx. */
+KERNEL bn_nhwc_bwd_apply(const void *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
+			 const float *bmean, const double *stat, void *dx, i32 n, i32 c, i32 hw, i32 fl) {
+	const i64 total = (i64)n * hw * c;
+	const i32 run = (i32)bn_nhwc_run(c) * c;
+	for (i64 p = BLOCK_IDX; p < bn_nhwc_runs(n, c, hw); p += GRID_DIM) {
+		THREADS(t)
+		const i64 at = p * run;
+		for (i32 e = t; e < run && at + e < total; e += BLOCK_DIM) {
+			const i64 i = at + e;
+			const i32 ch = e % c; /* a run is whole positions */
+			const float v = bn_ld(x, i, fl, BN_X16);
+			if ((fl & BN_RELU) && !(v > 0.0f)) {
+				bn_st(dx, i, 0.0f, fl, BN_X16);
+				continue;
+			}
+			const double m = bmean[ch], inv = fstat[4 * c + ch];
+			const double k = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
+			const int ro = (fl & BN_RELU_OUT) != 0;
+			const double fb = ro ? beta[ch] : 0;
+			const double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
+			const double g = bn_dy(dy, x, i, fl, gamma[ch], fstat[ch], fstat[c + ch], fb);
+			bn_st(dx, i, (float)(k * (g - g1 - xh * g2)), fl, BN_X16);
 		}
 		END_THREADS
 	}

@@ -70,6 +70,22 @@ const TileValues = Tile * Tile
 // of c channels × hw positions in (kernels.cu's cast_tiles).
 func CastTiles(n, c, hw int) int { return n * ((c + Tile - 1) / Tile) * ((hw + Tile - 1) / Tile) }
 
+// BNLanes is how many channels a block of the channels-last BatchNorm
+// sums takes (kernels.cu's BN_LANES), one a thread of each BNLanes.
+const BNLanes = 32
+
+// BNGroups is the rows of a channels-last BatchNorm sum (bn_nhwc_sum,
+// bn_nhwc_bwd_sum): an image's channels BNLanes at a time.
+func BNGroups(n, c int) int { return n * ((c + BNLanes - 1) / BNLanes) }
+
+// BNRuns is the rows of a channels-last BatchNorm element-wise pass
+// (bn_nhwc_apply, bn_nhwc_eval, bn_nhwc_bwd_apply): runs of whole
+// positions of about TileValues values (kernels.cu's bn_nhwc_runs).
+func BNRuns(n, c, hw int) int {
+	run := (TileValues + c - 1) / c
+	return (n*hw + run - 1) / run
+}
+
 // MaxBlock is the largest block the kernels take (their SHARED arrays'
 // size, kernels.cu's MAXB); a block is a power of two.
 const MaxBlock = 256
@@ -126,6 +142,11 @@ var Kernels = []Kernel{
 	{"bn_bwd_sum", PerRow},
 	{"bn_bwd_stats", PerRow},
 	{"bn_bwd_apply", PerRow},
+	{"bn_nhwc_sum", PerRow},   // rows: BNGroups(n, c), cols: BNLanes·hw
+	{"bn_nhwc_apply", PerRow}, // rows: BNRuns(n, c, hw), cols: TileValues
+	{"bn_nhwc_eval", PerRow},
+	{"bn_nhwc_bwd_sum", PerRow},
+	{"bn_nhwc_bwd_apply", PerRow},
 	{"relu_fwd", Elementwise},
 	{"relu_bwd", Elementwise},
 	{"add", Elementwise},
