@@ -223,7 +223,9 @@ func bnNHWCPlans(f Facts, n, c, hw int) (sums, runs Launch, err error) {
 }
 
 // bnNHWCRuns is kernels.cu's bn_nhwc_runs (BNRuns's check).
-func bnNHWCRuns(n, c, hw int) int { return int(C.cpu_bn_nhwc_runs(C.int32_t(n), C.int32_t(c), C.int32_t(hw))) }
+func bnNHWCRuns(n, c, hw int) int {
+	return int(C.cpu_bn_nhwc_runs(C.int32_t(n), C.int32_t(c), C.int32_t(hw)))
+}
 
 // pick is f16's address when it is not nil, else f32's.
 func pick(f32 []float32, f16 []uint16) unsafe.Pointer {
