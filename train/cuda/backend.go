@@ -196,17 +196,23 @@ func (b *Backend) fromLow(dst, src uint64, n int) error {
 // and returns s's address: in the same order, or under ChannelsLast
 // channels-last (NHWC, KRSC), the cast moving the values.
 func (b *Backend) to16(s *buf16, src uint64, n, c, hw int) (uint64, error) {
-	if !b.nhwc {
-		return b.toLow(s, src, n*c*hw)
-	}
 	if err := b.grow16(s, n*c*hw); err != nil {
 		return 0, err
+	}
+	return s.p, b.cast16(s.p, src, n, c, hw)
+}
+
+// cast16 is to16 into dst, which holds n·c·hw 16-bit values.
+func (b *Backend) cast16(dst, src uint64, n, c, hw int) error {
+	if !b.nhwc {
+		to, _ := b.casts()
+		return b.run(to, kernels.Elementwise, n*c*hw, 0, src, dst, i64(n*c*hw))
 	}
 	name := "cast_nchw_nhwc_bf16"
 	if b.prec == train.Float16 {
 		name = "cast_nchw_nhwc_f16"
 	}
-	return s.p, b.run(name, kernels.PerRow, kernels.CastTiles(n, c, hw), kernels.TileValues, src, s.p, i32(n), i32(c), i32(hw))
+	return b.run(name, kernels.PerRow, kernels.CastTiles(n, c, hw), kernels.TileValues, src, dst, i32(n), i32(c), i32(hw))
 }
 
 // from16 casts a convolution's 16-bit result at src (laid out as to16
@@ -276,13 +282,15 @@ type tensor struct {
 	view  bool   // part of another allocation: never freed on its own
 	st    *state // a State's values: st's view at element off
 	off   int
-	// low: 16-bit values in the backend's precision, NCHW, 2 bytes each,
-	// passed between a convolution and a BatchNorm right after each other
+	// low: 16-bit values in the backend's precision, 2 bytes each, laid
+	// out as the convolutions' operands (NCHW, or NHWC under
+	// ChannelsLast; the shape stays N, C, H, W), passed between a
+	// convolution and a BatchNorm right after each other
 	// (train.LowOutputOp, train.LowInputOp): the convolution's output as
 	// cuDNN wrote it and the BatchNorm's input gradient rounded, or the
 	// BatchNorm's output rounded and the convolution's input gradient as
 	// cuDNN wrote it. Only those ops take one (asT refuses it); Read and
-	// Write convert.
+	// Write convert (to16, from16).
 	low bool
 }
 
@@ -294,7 +302,8 @@ func (t *tensor) Read(dst []float32) error {
 	}
 	if t.low {
 		return t.b.viaFloat(t, func(f *tensor) error {
-			if err := t.b.fromLow(f.p, t.p, t.n); err != nil {
+			n, c, hw := t.planes()
+			if err := t.b.from16(f.p, t.p, n, c, hw); err != nil {
 				return err
 			}
 			return t.b.copyOut(dst, f.p)
@@ -315,11 +324,21 @@ func (t *tensor) Write(src []float32) error {
 			if err := t.b.copyIn(f.p, src); err != nil {
 				return err
 			}
-			to, _ := t.b.casts()
-			return t.b.run(to, kernels.Elementwise, t.n, 0, f.p, t.p, i64(t.n))
+			n, c, hw := t.planes()
+			return t.b.cast16(t.p, f.p, n, c, hw)
 		})
 	}
 	return t.b.copyIn(t.p, src)
+}
+
+// planes are a 16-bit tensor's dimensions as to16 and from16 take them:
+// a rank-4 tensor's images, channels and positions, any other's values
+// as one plane (the channels-last casts move rank-4 tensors only).
+func (t *tensor) planes() (n, c, hw int) {
+	if len(t.shape) == 4 {
+		return planes(t.shape)
+	}
+	return 1, 1, t.n
 }
 
 // viaFloat runs do with a float32 tensor of t's size, freed after: the

@@ -191,14 +191,16 @@ func TestGPUBackendTrainsLikeTwin(t *testing.T) {
 // within ampTol (cuDNN's float accumulation and algorithms).
 func TestGPUBackendPairs(t *testing.T) {
 	gpuBackend(t) // skips without a GPU
-	report(t, "paired conv/BN/ReLU (16-bit hand-off, folded ReLU) against apart and the twin, bf16 and fp16")
+	report(t, "paired conv/BN/ReLU (16-bit hand-off, folded ReLU) against apart and the twin, bf16 and fp16, channels-first and -last")
 	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
 		for _, net := range pairNets {
-			name := fmt.Sprintf("%s %s", p, net.name)
-			o := train.BackendOptions{Precision: p}
-			paired := pairRun(t, openGPUFor(t, o, true), net.build, false, false)
-			pairsAgree(t, name+" apart", paired, pairRun(t, openGPUFor(t, o, true), net.build, false, true), ampTol)
-			pairsAgree(t, name+" twin", paired, pairRun(t, twinWith(t, o), net.build, false, false), ampTol)
+			for _, last := range []bool{false, true} {
+				name := fmt.Sprintf("%s %s channels-last=%v", p, net.name, last)
+				o := train.BackendOptions{Precision: p, ChannelsLast: last}
+				paired := pairRun(t, openGPUFor(t, o, true), net.build, false, false)
+				pairsAgree(t, name+" apart", paired, pairRun(t, openGPUFor(t, o, true), net.build, false, true), ampTol)
+				pairsAgree(t, name+" twin", paired, pairRun(t, twinWith(t, o), net.build, false, false), ampTol)
+			}
 		}
 	}
 }

@@ -430,25 +430,51 @@ func gpuBN(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n, c, 
 // when in.ReLUOut), kernel by kernel as the backend launches it
 // (bn_plane_sum, bn_stats, bn_apply), on the GPU and the CPU build
 // (twinChain), and returns the chain and the CPU build's results in in's
-// shape (Stat the forward's statistics).
+// shape (Stat the forward's statistics). Channels-last (in.NHWC) the
+// sums and the output are bn_nhwc_sum's and bn_nhwc_apply's.
 func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN) (*twinChain, kernels.BN) {
 	n, c, hw := in.N, in.C, in.HW
-	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
+	sums, rows, sum, apply := bnRows(t, d, n, c, hw, in.NHWC)
 	chans := plan(t, d, kernels.PerRow, int64(c), int64(n))
 	N, C, HW, fl := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(in.Flags()))
 	ch, out := newTwinChain(), in
 	x := either(in.X, in.X16)
-	part := ch.run(t, d, m, "bn_plane_sum", rows, x, td(make([]float64, 2*n*c)), N, C, HW, fl)[1].d
-	res := ch.run(t, d, m, "bn_stats", chans, x, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)),
+	part := ch.run(t, d, m, sum, sums, x, td(make([]float64, 2*n*c)), N, C, HW, fl)[1].d
+	res := ch.run(t, d, m, "bn_stats", chans, x, td(part), td(make([]float64, kernels.StatLen(c, in.NHWC))), tf(make([]float32, c)), tf(make([]float32, c)),
 		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)), fl)
 	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar, out.Stat = res[3].f, res[4].f, res[5].f, res[6].f, res[2].d
 	y := tf(make([]float32, n*c*hw))
 	if in.Y16 != nil {
 		y = th(make([]uint16, n*c*hw))
 	}
-	ys := ch.run(t, d, m, "bn_apply", rows, x, y, tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, fl)[1]
+	ys := ch.run(t, d, m, apply, rows, x, y, tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, fl)[1]
 	out.Y, out.Y16 = ys.f, ys.h
 	return ch, out
+}
+
+// bnRows are the launches and names of BatchNorm's sums and element-wise
+// passes, channels-first or -last, as the backend plans them
+// (bnLaunches).
+func bnRows(t *testing.T, d *Device, n, c, hw int, nhwc bool) (sums, rows kernels.Launch, sum, apply string) {
+	var fl uint64
+	if nhwc {
+		fl = kernels.BNNHWC
+	}
+	k := bnLaunches(fl, n, c, hw)
+	return plan(t, d, kernels.PerRow, int64(k.sums), int64(k.sumSize)), plan(t, d, kernels.PerRow, int64(k.rows), int64(k.rowSize)), k.sum, k.apply
+}
+
+// nhwcOf is v (n×c×hw) laid out channels-last.
+func nhwcOf(v []uint16, n, c, hw int) []uint16 {
+	out := make([]uint16, len(v))
+	for b := range n {
+		for ch := range c {
+			for p := range hw {
+				out[(b*hw+p)*c+ch] = v[(b*c+ch)*hw+p]
+			}
+		}
+	}
+	return out
 }
 
 // either is a twin buffer of h when it is not nil, else of f.
@@ -460,15 +486,19 @@ func either(f []float32, h []uint16) twinArg {
 }
 
 // bnBwdTwin is bnTrainTwin for the backward (bn_bwd_sum, bn_bwd_stats,
-// bn_bwd_apply); g.Beta and g.Stat are read only with g.ReLUOut.
+// bn_bwd_apply; channels-last bn_nhwc_bwd_sum and bn_nhwc_bwd_apply);
+// g.Beta is read only with g.ReLUOut, g.Stat then and channels-last.
 func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) *twinChain {
 	n, c, hw := g.N, g.C, g.HW
-	rows := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
+	sums, rows, _, _ := bnRows(t, d, n, c, hw, g.NHWC)
 	chans := plan(t, d, kernels.PerRow, int64(c), int64(n))
 	N, C, HW, fl, eps := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(g.Flags())), ts(F32(g.Eps))
 	beta, fstat := tnull(), tnull()
 	if g.ReLUOut {
-		beta, fstat = tf(g.Beta), td(g.Stat)
+		beta = tf(g.Beta)
+	}
+	if g.ReLUOut || g.NHWC {
+		fstat = td(g.Stat)
 	}
 	dy, x := either(g.DY, g.DY16), either(g.X, g.X16)
 	dx := tf(make([]float32, n*c*hw))
@@ -476,7 +506,14 @@ func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) *twinChain 
 		dx = th(make([]uint16, n*c*hw))
 	}
 	ch := newTwinChain()
-	part := ch.run(t, d, m, "bn_bwd_sum", rows, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), tf(g.BatchVar),
+	if g.NHWC {
+		part := ch.run(t, d, m, "bn_nhwc_bwd_sum", sums, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean),
+			td(make([]float64, 2*n*c)), N, C, HW, fl)[6].d
+		res := ch.run(t, d, m, "bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
+		ch.run(t, d, m, "bn_nhwc_bwd_apply", rows, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), td(res[1].d), dx, N, C, HW, fl)
+		return ch
+	}
+	part := ch.run(t, d, m, "bn_bwd_sum", sums, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), tf(g.BatchVar),
 		td(make([]float64, 2*n*c)), N, C, HW, eps, fl)[7].d
 	res := ch.run(t, d, m, "bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
 	ch.run(t, d, m, "bn_bwd_apply", rows, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), tf(g.BatchVar), td(res[1].d),
@@ -661,6 +698,21 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 		BatchMean: pairOut.BatchMean, BatchVar: pairOut.BatchVar, Format: kernels.BFloat16, N: n, C: c, HW: hw, Eps: 1e-5, ReLUOut: true}
 	pairB := bnBwdTwin(t, d, m, pairG)
 	row(t, "bn_bwd bf16 x, dy, relu out (3 kernels)", shape, pairB.ms, fmt.Sprintf("%d ulp", pairB.ulp), pairB.ulp <= 1 && pairB.ok)
+	// The same channels-last (BN_NHWC: between two channels-last
+	// convolutions), the values laid out so; and its evaluation.
+	lastIn := pairIn
+	lastIn.X16, lastIn.Y16, lastIn.NHWC = nhwcOf(x16, n, c, hw), make([]uint16, size), true
+	lastCh, lastOut := bnTrainTwin(t, d, m, lastIn)
+	row(t, "bn_train bf16 channels-last relu out (3 kernels)", shape, lastCh.ms, fmt.Sprintf("%d ulp", lastCh.ulp), lastCh.ulp <= 1 && lastCh.ok)
+	lastG := pairG
+	lastG.DY16, lastG.X16, lastG.DX16, lastG.NHWC = nhwcOf(dy16, n, c, hw), lastIn.X16, make([]uint16, size), true
+	lastG.Stat, lastG.BatchMean, lastG.BatchVar = lastOut.Stat, lastOut.BatchMean, lastOut.BatchVar
+	lastB := bnBwdTwin(t, d, m, lastG)
+	row(t, "bn_bwd bf16 channels-last relu out (3 kernels)", shape, lastB.ms, fmt.Sprintf("%d ulp", lastB.ulp), lastB.ulp <= 1 && lastB.ok)
+	_, lrl, _, _ := bnRows(t, d, n, c, hw, true)
+	ms, u, ok, _ = twin(t, d, m, "bn_nhwc_eval", lrl, th(lastIn.X16), th(make([]uint16, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+		ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(lastIn.Flags())))
+	exact("bn_nhwc_eval bf16 relu out", ms, u, ok)
 
 	// Pools on n·c planes of side √hw: ThinNet's 2×2/2, ResNet's 3×3/2 pad 1.
 	side := int(math.Sqrt(float64(hw)))

@@ -37,8 +37,9 @@ type convOp struct {
 	// gradient it already masked.
 	deferReLU bool
 	// lowOut: the BatchNorm after it reads the 16-bit output as it is
-	// (train.LowOutputOp); taken under bf16 and fp16, channels-first,
-	// when no bias or ReLU is left to add in float32. lowIn: the input
+	// (train.LowOutputOp); taken under bf16 and fp16 (channels-last too,
+	// as cuDNN wrote it), when no bias or ReLU is left to add in float32.
+	// lowIn: the input
 	// may be the BatchNorm before it's 16-bit output (train.LowInputOp).
 	lowOut, lowIn bool
 }
@@ -64,10 +65,12 @@ func (c *convOp) input16(x *tensor) (uint64, error) {
 }
 
 // handsLow reports whether a Forward with bias bp hands its output on in
-// 16 bits: the backend's precision is 16-bit, the layout channels-first
-// (the BatchNorm reads planes), and nothing is left to do in float32.
+// 16 bits: the backend's precision is 16-bit and nothing is left to do
+// in float32. Under ChannelsLast the values stay channels-last: the
+// BatchNorm reads them so where it hands its output to a convolution
+// too, and makes the cast itself where it does not (bnOp.ForwardDevice).
 func (c *convOp) handsLow(bp uint64) bool {
-	return c.lowOut && c.b.reduced() && !c.b.nhwc && bp == 0 && !c.relu() && !c.b.noLowHandOff
+	return c.lowOut && c.b.reduced() && bp == 0 && !c.relu() && !c.b.noLowHandOff
 }
 
 // DeferReLU leaves the convolution's fused ReLU to the BatchNorm after it
@@ -100,8 +103,8 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if x.low && (!c.lowIn || !c.b.reduced() || c.b.nhwc) {
-		return nil, fmt.Errorf("cuda: conv: a 16-bit input %v without LowInput (or channels-last)", x.shape)
+	if x.low && (!c.lowIn || !c.b.reduced()) {
+		return nil, fmt.Errorf("cuda: conv: a 16-bit input %v without LowInput", x.shape)
 	}
 	s := c.s
 	if x.shape[1] != s.In {
@@ -370,8 +373,10 @@ type bnOp struct {
 	dxl                *tensor // dx in 16 bits, for a 16-bit x (lowIn)
 	yl                 *tensor // y in 16 bits, for the convolution after it (lowOut)
 	out                *tensor // the last Forward's output: y or yl
+	xf                 *tensor // a channels-last 16-bit x as float32 NCHW (castIn)
+	castIn             bool    // the last Forward cast its channels-last 16-bit x into xf: its dx goes back so
 	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
-	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c forward, 2·c backward)
+	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c forward, 2·c backward, c: the backward's 1/σ channels-last)
 	reluIn             bool    // x is read as ReLU(x) (train.ReLUInputBatchNormOp)
 	lowIn              bool    // x may be the convolution's 16-bit output (train.LowInputOp)
 	lowOut             bool    // y goes to the convolution after it in 16 bits (train.LowOutputOp)
@@ -397,20 +402,20 @@ func (o *bnOp) eps() float32 {
 }
 
 func (o *bnOp) Close() {
-	for _, t := range []*tensor{o.y, o.yl, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
+	for _, t := range []*tensor{o.y, o.yl, o.xf, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
 		t.free()
 	}
 	*o = bnOp{b: o.b, s: o.s, reluIn: o.reluIn, lowIn: o.lowIn, lowOut: o.lowOut, reluOut: o.reluOut}
 }
 
 // flags are the BatchNorm kernels' flags: x (and dx) 16-bit when x16, y
-// (and dy) when y16.
-func (o *bnOp) flags(x16, y16 bool) uint64 {
+// (and dy) when y16, all channels-last when nhwc.
+func (o *bnOp) flags(x16, y16, nhwc bool) uint64 {
 	var fl int32
 	for _, f := range []struct {
 		on   bool
 		flag int32
-	}{{o.reluIn, kernels.BNReLU}, {o.reluOut, kernels.BNReLUOut}, {x16, kernels.BNX16}, {y16, kernels.BNY16}} {
+	}{{o.reluIn, kernels.BNReLU}, {o.reluOut, kernels.BNReLUOut}, {x16, kernels.BNX16}, {y16, kernels.BNY16}, {nhwc, kernels.BNNHWC}} {
 		if f.on {
 			fl |= f.flag
 		}
@@ -422,10 +427,11 @@ func (o *bnOp) flags(x16, y16 bool) uint64 {
 }
 
 // handsLow reports whether the output goes to the convolution after it in
-// 16 bits: asked for, under bf16 or fp16, channels-first (the
-// convolution reads it as its operand).
+// 16 bits, as its operand: asked for, under bf16 or fp16; under
+// ChannelsLast only from a channels-last 16-bit x (the kernels read and
+// write one layout).
 func (o *bnOp) handsLow(x *tensor) bool {
-	return o.lowOut && o.b.reduced() && !o.b.nhwc && len(x.shape) == 4 && !o.b.noLowHandOff
+	return o.lowOut && o.b.reduced() && len(x.shape) == 4 && !o.b.noLowHandOff && (!o.b.nhwc || x.low)
 }
 
 func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, momentum float32, training bool) (train.Tensor, error) {
@@ -450,6 +456,19 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 	}
 	n, _, hw := planes(x.shape)
+	o.castIn = false
+	if x.low && o.b.nhwc && !o.handsLow(x) {
+		// Channels-last values in, float32 out: the convolution's cast
+		// back, made here (the same bits); dx goes back cast so too.
+		if err := o.b.ensure(&o.xf, x.shape...); err != nil {
+			return nil, err
+		}
+		if err := o.b.from16(o.xf.p, x.p, n, c, hw); err != nil {
+			return nil, err
+		}
+		x, o.castIn = o.xf, true
+	}
+	nhwc := x.low && o.b.nhwc
 	y := &o.y
 	if o.handsLow(x) {
 		y = &o.yl
@@ -460,7 +479,7 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 	if err != nil {
 		return nil, err
 	}
-	fl := o.flags(x.low, (*y).low)
+	fl := o.flags(x.low, (*y).low, nhwc)
 	if training {
 		if err := o.b.ensure(&o.bmean, c); err != nil {
 			return nil, err
@@ -470,7 +489,11 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 		err = o.train(x, *y, p, n, c, hw, momentum, fl)
 	} else {
-		err = o.b.run("bn_eval", kernels.PerRow, n*c, hw, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
+		name, rows, cols := "bn_eval", n*c, hw
+		if nhwc {
+			name, rows, cols = "bn_nhwc_eval", kernels.BNRuns(n, c, hw), kernels.TileValues
+		}
+		err = o.b.run(name, kernels.PerRow, rows, cols, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
 	}
 	if err != nil {
 		return nil, err
@@ -499,14 +522,15 @@ func (o *bnOp) KeepLowOutput(on bool) { o.lowOut = on }
 
 // scratch makes the doubles the statistics are reduced in: 2·n·c partial
 // sums (two per plane, forward and backward, one allocation so a step's
-// record names the same addresses in both) and 4·c statistics, the
-// forward's 2·c (mean, 1/σ; kept for the backward's ReLUOutput mask) and
-// the backward's 2·c after them (bwdStat).
+// record names the same addresses in both) and 5·c statistics, the
+// forward's 2·c (mean, 1/σ; kept for the backward's ReLUOutput mask),
+// the backward's 2·c after them (bwdStat), and channels-last the
+// backward's 1/σ from the float32 variance (bn_stats writes it).
 func (o *bnOp) scratch(n, c int) error {
 	if err := o.b.ensure(&o.part, 4*n*c); err != nil { // 2·n·c doubles
 		return err
 	}
-	return o.b.ensure(&o.stat, 8*c) // 4·c doubles
+	return o.b.ensure(&o.stat, 10*c) // 5·c doubles
 }
 
 // bwdStat is the address of the backward's 2·c statistics in o.stat.
@@ -522,14 +546,31 @@ func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, 
 		return err
 	}
 	N, C, HW := i32(n), i32(c), i32(hw)
-	if err := o.b.run("bn_plane_sum", kernels.PerRow, n*c, hw, x.p, o.part.p, N, C, HW, fl); err != nil {
+	k := bnLaunches(fl, n, c, hw)
+	if err := o.b.run(k.sum, kernels.PerRow, k.sums, k.sumSize, x.p, o.part.p, N, C, HW, fl); err != nil {
 		return err
 	}
 	if err := o.b.run("bn_stats", kernels.PerRow, c, n, x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3],
 		N, C, HW, f32(o.eps()), f32(momentum), fl); err != nil {
 		return err
 	}
-	return o.b.run("bn_apply", kernels.PerRow, n*c, hw, x.p, y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
+	return o.b.run(k.apply, kernels.PerRow, k.rows, k.rowSize, x.p, y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
+}
+
+// bnKernels are the BatchNorm kernels for flags fl and their launches
+// (PerRow): the sums' and the element-wise passes', over the n·c planes
+// channels-first, or kernels.BNGroups and kernels.BNRuns channels-last.
+type bnKernels struct {
+	sum, apply, bwdSum, bwdApply string
+	sums, sumSize, rows, rowSize int
+}
+
+func bnLaunches(fl uint64, n, c, hw int) bnKernels {
+	if fl&kernels.BNNHWC != 0 {
+		return bnKernels{"bn_nhwc_sum", "bn_nhwc_apply", "bn_nhwc_bwd_sum", "bn_nhwc_bwd_apply",
+			kernels.BNGroups(n, c), kernels.BNLanes * hw, kernels.BNRuns(n, c, hw), kernels.TileValues}
+	}
+	return bnKernels{"bn_plane_sum", "bn_apply", "bn_bwd_sum", "bn_bwd_apply", n * c, hw, n * c, hw}
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
@@ -583,17 +624,42 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 	if err := o.scratch(n, c); err != nil {
 		return nil, err
 	}
-	N, C, HW, eps, fl := i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(o.x.low, dy.low)
-	if err := o.b.run("bn_bwd_sum", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.part.p,
-		N, C, HW, eps, fl); err != nil {
+	nhwc := o.x.low && o.b.nhwc
+	N, C, HW, eps, fl := i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(o.x.low, dy.low, nhwc)
+	k := bnLaunches(fl, n, c, hw)
+	if nhwc {
+		err = o.b.run(k.bwdSum, kernels.PerRow, k.sums, k.sumSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.part.p,
+			N, C, HW, fl)
+	} else {
+		err = o.b.run(k.bwdSum, kernels.PerRow, k.sums, k.sumSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.part.p,
+			N, C, HW, eps, fl)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := o.b.run("bn_bwd_stats", kernels.PerRow, c, n, o.part.p, o.bwdStat(), dgp, dbp, N, C, HW); err != nil {
 		return nil, err
 	}
-	if err := o.b.run("bn_bwd_apply", kernels.PerRow, n*c, hw, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.bwdStat(), (*dx).p,
-		N, C, HW, eps, fl); err != nil {
+	if nhwc {
+		err = o.b.run(k.bwdApply, kernels.PerRow, k.rows, k.rowSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bwdStat(), (*dx).p,
+			N, C, HW, fl)
+	} else {
+		err = o.b.run(k.bwdApply, kernels.PerRow, k.rows, k.rowSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.bwdStat(), (*dx).p,
+			N, C, HW, eps, fl)
+	}
+	if err != nil {
 		return nil, err
+	}
+	if o.castIn {
+		// dx back channels-last in 16 bits, as the convolution's backward
+		// would have cast it.
+		if err := o.b.ensureLow(&o.dxl, o.x.shape...); err != nil {
+			return nil, err
+		}
+		if err := o.b.cast16(o.dxl.p, (*dx).p, n, c, hw); err != nil {
+			return nil, err
+		}
+		return o.dxl, nil
 	}
 	return *dx, nil
 }

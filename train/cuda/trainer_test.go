@@ -765,12 +765,59 @@ func TestTwinLowHandOff(t *testing.T) {
 	}
 }
 
+// The pairing under ChannelsLast: a BatchNorm between two convolutions
+// reads and writes their channels-last 16-bit operands as they are
+// (kernels.cu's BN_NHWC), one with no convolution after it makes the cast
+// back itself, so a step casts nothing between a convolution, its
+// BatchNorm and the next convolution: four channels-last casts fewer a
+// BatchNorm between convolutions, the same where it makes the cast. The
+// values are the runs' that cast between them within the sums' order
+// (the channels-last kernels sum a channel in another order: the
+// statistics within the double sums' rounding), bf16 and fp16, ThinNet
+// and the small ResNet-18, eager and captured.
+func TestTwinLowHandOffChannelsLast(t *testing.T) {
+	const steps = 64 / 16
+	for _, p := range []train.Precision{train.BFloat16, train.Float16} {
+		in, out := "cast_nchw_nhwc_bf16", "cast_nhwc_nchw_bf16"
+		if p == train.Float16 {
+			in, out = "cast_nchw_nhwc_f16", "cast_nhwc_nchw_f16"
+		}
+		for _, net := range pairNets {
+			for _, capture := range []bool{false, true} {
+				name := fmt.Sprintf("%s %s capture=%v channels-last", p, net.name, capture)
+				open := func() *Backend { return twinWith(t, train.BackendOptions{Precision: p, ChannelsLast: true}) }
+				handed, apart := pairRun(t, open(), net.build, capture, false), pairRun(t, open(), net.build, capture, true)
+				pairsAgree(t, name, handed, apart, 1e-5)
+				if capture {
+					continue
+				}
+				if handed.through == 0 {
+					t.Fatalf("%s: no BatchNorm between two convolutions", name)
+				}
+				for _, k := range []string{in, out} {
+					if got := apart.kernels[k] - handed.kernels[k]; got != 2*handed.through*steps {
+						t.Errorf("%s: %d fewer %s launches, want %d (2 × %d BatchNorms between convolutions × %d steps)",
+							name, got, k, 2*handed.through*steps, handed.through, steps)
+					}
+				}
+				if handed.kernels["bn_nhwc_sum"] != handed.through*steps || handed.kernels["bn_nhwc_bwd_apply"] != handed.through*steps ||
+					apart.kernels["bn_nhwc_sum"] != 0 {
+					t.Errorf("%s: channels-last BatchNorm launches %d and %d (apart %d), want %d", name, handed.kernels["bn_nhwc_sum"],
+						handed.kernels["bn_nhwc_bwd_apply"], apart.kernels["bn_nhwc_sum"], handed.through*steps)
+				}
+				t.Logf("%s: kernels a profiled epoch, paired %d, apart %d", name, total(handed.kernels), total(apart.kernels))
+			}
+		}
+	}
+}
+
 // pairResult is what pairRun saw.
 type pairResult struct {
 	o       outcome
 	metrics train.Metrics
 	kernels map[string]int // launches by name in the second epoch (not captured)
 	pairs   int            // conv→BN, BN→conv and BN→ReLU→conv in the net's Sequentials
+	through int            // BatchNorms with a convolution before and after (a ReLU between them or not)
 	folds   int            // BN→ReLU
 	sums    int            // Residual blocks: ReLU(Main(x) + Shortcut(x))
 }
@@ -840,6 +887,11 @@ func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pa
 			}
 			if c0 && b1 || b0 && c1 {
 				r.pairs++
+			}
+			if b0 && c1 && i > 0 {
+				if _, ok := s.Layers[i-1].(*train.Conv2D); ok {
+					r.through++
+				}
 			}
 		}
 		seqs = append(seqs, s)
