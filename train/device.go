@@ -531,6 +531,17 @@ type AddReLUOp interface {
 	ForwardSum(a, b Tensor) (Tensor, error)
 }
 
+// ReLUSumBackwardOp is a ReLUOp that can take the gradient of its output
+// as a sum: BackwardSum(a, b) is Backward(a + b) — the float32 sum, then
+// the mask — in one pass. A residual block whose input is the block
+// before's output ends its backward so (its main path's and shortcut's
+// input gradients, through the block before's ReLU: Sequential's pair),
+// and the block before takes that gradient as its ReLU's; one pass over
+// the block's input fewer and the same bits.
+type ReLUSumBackwardOp interface {
+	BackwardSum(a, b Tensor) (Tensor, error)
+}
+
 // LowOutputOp is an op (a ConvOp, a BatchNormOp) that can hand its output
 // on in 16 bits (under bf16 and fp16) to an op that takes them as they
 // are, a LowInputOp, and take that op's input gradient back in 16 bits:

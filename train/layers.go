@@ -469,7 +469,7 @@ type Sequential struct {
 }
 
 // pair joins a Conv2D, a BatchNorm2D (without Sync) and a ReLU right
-// after each other where the ops can, so the activations between them are
+// after each other, and two Residuals, where the ops can, so the activations between them are
 // passed over fewer times and the bits stay the same:
 //   - a convolution's fused ReLU goes to the BatchNorm after it
 //     (ReLUDeferringConvOp, ReLUInputBatchNormOp): the BatchNorm reads
@@ -480,7 +480,10 @@ type Sequential struct {
 //   - under bf16 and fp16 the 16-bit values go from one to the other as
 //     they are (LowOutputOp, LowInputOp), a convolution's output to the
 //     BatchNorm after it and a BatchNorm's (and its folded ReLU's) to the
-//     convolution after it: no cast between them either way.
+//     convolution after it: no cast between them either way;
+//   - two residual blocks: the second's gradient add (its main path's and
+//     shortcut's input gradients) and the first's ReLU backward in one
+//     pass (ReLUSumBackwardOp).
 //
 // The cuda backend's ops can; others are left as they are. It runs once,
 // at the first Forward.
@@ -490,6 +493,15 @@ func (s *Sequential) pair() {
 		a, b := s.Layers[i], s.Layers[i+1]
 		var from, to any
 		switch x := a.(type) {
+		case *Residual:
+			// Its output is the next block's input: the next block's
+			// gradient add and its ReLU backward in one pass.
+			if next, ok := b.(*Residual); ok {
+				if rs, ok := x.relu.(ReLUSumBackwardOp); ok && next.gradSum == nil {
+					next.gradSum, x.masked = rs, true
+				}
+			}
+			continue
 		case *Conv2D:
 			bn, ok := b.(*BatchNorm2D)
 			if !ok || bn.Sync != nil {

@@ -12,6 +12,11 @@ type Residual struct {
 	Main, Shortcut Layer
 	add, gradAdd   AddOp
 	relu           ReLUOp
+	// gradSum: the block before's ReLU, which adds this block's input
+	// gradients and masks the sum in one pass; masked: the block after
+	// did this block's ReLU backward so (Sequential's pair).
+	gradSum ReLUSumBackwardOp
+	masked  bool
 }
 
 var _ Layer = (*Residual)(nil)
@@ -61,9 +66,11 @@ func (r *Residual) Forward(x Tensor, training bool) (Tensor, error) {
 }
 
 func (r *Residual) Backward(dy Tensor, needDX bool) (Tensor, error) {
-	d, err := r.relu.Backward(dy)
-	if err != nil {
-		return nil, err
+	d, err := dy, error(nil)
+	if !r.masked {
+		if d, err = r.relu.Backward(dy); err != nil {
+			return nil, err
+		}
 	}
 	dm, err := r.Main.Backward(d, true)
 	if err != nil {
@@ -77,6 +84,9 @@ func (r *Residual) Backward(dy Tensor, needDX bool) (Tensor, error) {
 	}
 	if !needDX {
 		return nil, nil
+	}
+	if r.gradSum != nil {
+		return r.gradSum.BackwardSum(dm, ds)
 	}
 	return r.gradAdd.Forward(dm, ds)
 }

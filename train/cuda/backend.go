@@ -33,8 +33,9 @@ type Backend struct {
 	// noLowHandOff keeps the casts between a convolution and its
 	// BatchNorm (tests compare the hand-off with them).
 	noLowHandOff bool
-	// noAddReLU runs a residual block's end as add, then relu_fwd (tests
-	// compare add_relu with them).
+	// noAddReLU runs a residual block's end as add, then relu_fwd, and
+	// its gradients' sum through the block before's ReLU as add, then
+	// relu_bwd (tests compare add_relu and add_relu_bwd with them).
 	noAddReLU bool
 	graph     stepGraph
 	// spare is a released state's memory, for the next state of its
@@ -65,6 +66,7 @@ var (
 	_ train.ReLUInputBatchNormOp  = (*bnOp)(nil)
 	_ train.ReLUOutputBatchNormOp = (*bnOp)(nil)
 	_ train.AddReLUOp             = (*reluOp)(nil)
+	_ train.ReLUSumBackwardOp     = (*reluOp)(nil)
 	_ train.LowOutputOp           = (*convOp)(nil)
 	_ train.LowInputOp            = (*convOp)(nil)
 	_ train.LowOutputOp           = (*bnOp)(nil)

@@ -653,6 +653,8 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	exact("add", ms, u, ok)
 	ms, u, ok, _ = twin(t, d, m, "add_relu", le, tf(x), tf(dy), tf(make([]float32, size)), ts(S))
 	exact("add_relu", ms, u, ok)
+	ms, u, ok, _ = twin(t, d, m, "add_relu_bwd", le, tf(x), tf(dy), tf(y), tf(make([]float32, size)), ts(S))
+	exact("add_relu_bwd", ms, u, ok)
 	bias := randn(r, c, 1)
 	ms, u, ok, _ = twin(t, d, m, "bias_act", le, tf(x), tf(bias), ts(S), ts(C), ts(HW), ts(I32(1)))
 	exact("bias_act relu", ms, u, ok)

@@ -786,6 +786,32 @@ func (u *reluOp) ForwardSum(at, bt train.Tensor) (train.Tensor, error) {
 	return u.y, nil
 }
 
+// BackwardSum is Backward(a + b) in one pass, add_relu_bwd
+// (train.ReLUSumBackwardOp); with Backend.noAddReLU add, then relu_bwd.
+func (u *reluOp) BackwardSum(at, bt train.Tensor) (train.Tensor, error) {
+	a, err := asT(at)
+	if err != nil {
+		return nil, err
+	}
+	b, err := asT(bt)
+	if err != nil {
+		return nil, err
+	}
+	if !u.forwared || !slices.Equal(a.shape, u.y.shape) || !slices.Equal(b.shape, u.y.shape) {
+		return nil, fmt.Errorf("cuda: relu: gradients %v and %v do not match the last Forward", a.shape, b.shape)
+	}
+	if err := u.b.ensure(&u.dx, a.shape...); err != nil {
+		return nil, err
+	}
+	if u.b.noAddReLU {
+		if err := u.b.run("add", kernels.Elementwise, a.n, 0, a.p, b.p, u.dx.p, i64(a.n)); err != nil {
+			return nil, err
+		}
+		return u.dx, u.b.run("relu_bwd", kernels.Elementwise, a.n, 0, u.dx.p, u.y.p, u.dx.p, i64(a.n))
+	}
+	return u.dx, u.b.run("add_relu_bwd", kernels.Elementwise, a.n, 0, a.p, b.p, u.y.p, u.dx.p, i64(a.n))
+}
+
 func (u *reluOp) Backward(dyt train.Tensor) (train.Tensor, error) {
 	dy, err := asT(dyt)
 	if err != nil {

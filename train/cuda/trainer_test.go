@@ -722,7 +722,10 @@ func total(m map[string]int) (n int) {
 // GradScaler), eager and captured, train and evaluate to the bits of the
 // runs that cast between them (Backend.noLowHandOff) with each ReLU a
 // layer of its own (apart: wrapped in a Sequential, so nothing folds it),
-// with two casts a pair and a ReLU pass each way a step fewer.
+// with two casts a pair and a ReLU pass each way a step fewer, and a
+// residual block after another adding its gradients and masking them
+// for the block before in one pass (ReLUSumBackwardOp: add_relu_bwd for
+// add and relu_bwd).
 func TestTwinLowHandOff(t *testing.T) {
 	const steps = 64 / 16 // a profiled epoch
 	for _, p := range []train.Precision{train.Float32, train.BFloat16, train.Float16} {
@@ -752,11 +755,14 @@ func TestTwinLowHandOff(t *testing.T) {
 					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, pairs*steps)
 				}
 				// Each folded ReLU a step: no relu_fwd, no relu_bwd; each
-				// residual block's end: add_relu for add and relu_fwd.
-				for k, want := range map[string]int{"relu_fwd": handed.folds + handed.sums, "relu_bwd": handed.folds,
-					"add": handed.sums, "add_relu": -handed.sums} {
+				// residual block's end: add_relu for add and relu_fwd; each
+				// block after a block: add_relu_bwd for its gradient add
+				// and the block before's relu_bwd.
+				for k, want := range map[string]int{"relu_fwd": handed.folds + handed.sums, "relu_bwd": handed.folds + handed.chains,
+					"add": handed.sums + handed.chains, "add_relu": -handed.sums, "add_relu_bwd": -handed.chains} {
 					if got := apart.kernels[k] - handed.kernels[k]; got != want*steps {
-						t.Errorf("%s: %d fewer %s launches, want %d (%d folded ReLUs, %d block ends, × %d steps)", name, got, k, want*steps, handed.folds, handed.sums, steps)
+						t.Errorf("%s: %d fewer %s launches, want %d (%d folded ReLUs, %d block ends, %d blocks after a block, × %d steps)",
+							name, got, k, want*steps, handed.folds, handed.sums, handed.chains, steps)
 					}
 				}
 				t.Logf("%s: kernels a profiled epoch, paired %d, apart %d", name, total(handed.kernels), total(apart.kernels))
@@ -820,6 +826,7 @@ type pairResult struct {
 	through int            // BatchNorms with a convolution before and after (a ReLU between them or not)
 	folds   int            // BN→ReLU
 	sums    int            // Residual blocks: ReLU(Main(x) + Shortcut(x))
+	chains  int            // Residual blocks right after another: its gradient add and the other's ReLU backward
 }
 
 // netBuilder builds a network on a backend.
@@ -851,7 +858,7 @@ var pairNets = []struct {
 // apart keeps the ops from pairing: the casts between them
 // (Backend.noLowHandOff), each ReLU a layer of its own (wrapped in a
 // Sequential, so no BatchNorm folds it) and each residual block's end an
-// add and a ReLU (Backend.noAddReLU).
+// add and a ReLU, forward and backward (Backend.noAddReLU).
 func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pairResult {
 	t.Helper()
 	d := images(64, 17)
@@ -887,6 +894,11 @@ func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pa
 			}
 			if c0 && b1 || b0 && c1 {
 				r.pairs++
+			}
+			_, res0 := s.Layers[i].(*train.Residual)
+			_, res1 := s.Layers[i+1].(*train.Residual)
+			if res0 && res1 {
+				r.chains++
 			}
 			if b0 && c1 && i > 0 {
 				if _, ok := s.Layers[i-1].(*train.Conv2D); ok {

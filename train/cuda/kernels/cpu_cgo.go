@@ -347,6 +347,16 @@ func Add(l Launch, a, b, y []float32) error {
 	return nil
 }
 
+// AddReLUBwd writes dx = a + b where y > 0, else 0 (dx may be a or b).
+func AddReLUBwd(l Launch, a, b, y, dx []float32) error {
+	if err := check(l, len(b), len(a), len(y), len(a), len(dx), len(a)); err != nil {
+		return err
+	}
+	C.cpu_add_relu_bwd(C.int(l.Grid), C.int(l.Block), (*C.float)(fp(a)), (*C.float)(fp(b)), (*C.float)(fp(y)), (*C.float)(fp(dx)),
+		C.int64_t(len(a)))
+	return nil
+}
+
 // AddReLU writes y = ReLU(a + b) (y may be a or b).
 func AddReLU(l Launch, a, b, y []float32) error {
 	if err := check(l, len(b), len(a), len(y), len(a)); err != nil {

@@ -23,20 +23,21 @@ func LaunchCPU(string, Launch, []uint64) error { return ErrNoCPU }
 
 func dispatchTable() map[string]string { return nil }
 
-func BNTrain(Facts, BN) error                                      { return ErrNoCPU }
-func BNEval(Launch, BN) error                                      { return ErrNoCPU }
-func BNBwd(Facts, BNGrad) error                                    { return ErrNoCPU }
-func ReLUFwd(Launch, []float32, []float32) error                   { return ErrNoCPU }
-func ReLUBwd(Launch, []float32, []float32, []float32) error        { return ErrNoCPU }
-func Add(Launch, []float32, []float32, []float32) error            { return ErrNoCPU }
-func AddReLU(Launch, []float32, []float32, []float32) error        { return ErrNoCPU }
-func BiasAct(Launch, []float32, []float32, int, int, bool) error   { return ErrNoCPU }
-func BiasGrad(Launch, []float32, []float32, int, int, int) error   { return ErrNoCPU }
-func MaxPoolFwd(Launch, []float32, []float32, []int32, Pool) error { return ErrNoCPU }
-func MaxPoolBwd(Launch, []float32, []int32, []float32, Pool) error { return ErrNoCPU }
-func AvgPoolFwd(Launch, []float32, []float32, Pool) error          { return ErrNoCPU }
-func AvgPoolBwd(Launch, []float32, []float32, Pool) error          { return ErrNoCPU }
-func EMAUpdate(Launch, []float32, []float32, float32, bool) error  { return ErrNoCPU }
-func SwapF32(Launch, []float32, []float32) error                   { return ErrNoCPU }
-func CopyF32(Launch, []float32, []float32) error                   { return ErrNoCPU }
-func FillF32(Launch, []float32, float32) error                     { return ErrNoCPU }
+func BNTrain(Facts, BN) error                                             { return ErrNoCPU }
+func BNEval(Launch, BN) error                                             { return ErrNoCPU }
+func BNBwd(Facts, BNGrad) error                                           { return ErrNoCPU }
+func ReLUFwd(Launch, []float32, []float32) error                          { return ErrNoCPU }
+func ReLUBwd(Launch, []float32, []float32, []float32) error               { return ErrNoCPU }
+func Add(Launch, []float32, []float32, []float32) error                   { return ErrNoCPU }
+func AddReLU(Launch, []float32, []float32, []float32) error               { return ErrNoCPU }
+func AddReLUBwd(Launch, []float32, []float32, []float32, []float32) error { return ErrNoCPU }
+func BiasAct(Launch, []float32, []float32, int, int, bool) error          { return ErrNoCPU }
+func BiasGrad(Launch, []float32, []float32, int, int, int) error          { return ErrNoCPU }
+func MaxPoolFwd(Launch, []float32, []float32, []int32, Pool) error        { return ErrNoCPU }
+func MaxPoolBwd(Launch, []float32, []int32, []float32, Pool) error        { return ErrNoCPU }
+func AvgPoolFwd(Launch, []float32, []float32, Pool) error                 { return ErrNoCPU }
+func AvgPoolBwd(Launch, []float32, []float32, Pool) error                 { return ErrNoCPU }
+func EMAUpdate(Launch, []float32, []float32, float32, bool) error         { return ErrNoCPU }
+func SwapF32(Launch, []float32, []float32) error                          { return ErrNoCPU }
+func CopyF32(Launch, []float32, []float32) error                          { return ErrNoCPU }
+func FillF32(Launch, []float32, float32) error                            { return ErrNoCPU }

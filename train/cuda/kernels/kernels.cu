@@ -914,6 +914,14 @@ KERNEL add_relu(const float *a, const float *b, float *y, i64 n) {
 	FOR_EACH(i, n) y[i] = relu_f(a[i] + b[i]);
 }
 
+/* add_relu_bwd: dx = a + b where y > 0, else 0: a residual block's
+ * gradient add (its main path's and its shortcut's input gradients) and
+ * relu_bwd of the block before it (y its output, this block's input) in
+ * one pass, the same bits (dx may be a or b). */
+KERNEL add_relu_bwd(const float *a, const float *b, const float *y, float *dx, i64 n) {
+	FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? a[i] + b[i] : 0.0f;
+}
+
 /* bias_act: in place, y += bias[(i/hw) % c] (when bias is not NULL), then
  * relu_f when relu != 0: the bias and fused ReLU after a convolution
  * (hw = H*W) or a matrix product (hw = 1, c = the outputs). One float32

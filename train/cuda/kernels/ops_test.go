@@ -138,8 +138,9 @@ func TestReLUAgainstReference(t *testing.T) {
 	}
 }
 
-// add and add_relu against the reference's Add (then ReLU), bit for bit
-// (NaN, ±Inf and ±0 in), into a new tensor and in place.
+// add and add_relu against the reference's Add (then ReLU), and
+// add_relu_bwd against its Add then ReLU backward, bit for bit (NaN, ±Inf
+// and ±0 in), into a new tensor and in place.
 func TestAddAgainstReference(t *testing.T) {
 	needCPU(t)
 	r := rand.New(rand.NewPCG(37, 51))
@@ -162,6 +163,7 @@ func TestAddAgainstReference(t *testing.T) {
 				want, err = relu.Forward(want)
 			}
 			w := read(t)(want, err)
+			sum := read(t)(add.Forward(tensor(t, ref, a, s.n, s.c, s.h, s.w), tensor(t, ref, b, s.n, s.c, s.h, s.w)))
 			for _, l := range launches(t, Elementwise, int64(size), 0) {
 				y := make([]float32, size)
 				if err := k.run(l, a, b, y); err != nil {
@@ -173,6 +175,27 @@ func TestAddAgainstReference(t *testing.T) {
 				}
 				if d1, d2 := bitDiff(y, w), bitDiff(inplace, w); d1+d2 != 0 {
 					t.Errorf("%s %s %+v: %d elements differ from the reference (%d in place)", k.name, s.name, l, d1, d2)
+				}
+			}
+			if k.relu {
+				continue
+			}
+			// add_relu_bwd: the reference's ReLU backward of the sum, the
+			// ReLU's output y of another tensor (the block before's).
+			relu, _ := ref.NewReLU()
+			y := read(t)(relu.Forward(tensor(t, ref, specials(r, randn(r, size, 1)), s.n, s.c, s.h, s.w)))
+			wdx := read(t)(relu.Backward(tensor(t, ref, sum, s.n, s.c, s.h, s.w)))
+			for _, l := range launches(t, Elementwise, int64(size), 0) {
+				dx := make([]float32, size)
+				if err := AddReLUBwd(l, a, b, y, dx); err != nil {
+					t.Fatal(err)
+				}
+				inplace := slices.Clone(b)
+				if err := AddReLUBwd(l, a, inplace, y, inplace); err != nil {
+					t.Fatal(err)
+				}
+				if d1, d2 := bitDiff(dx, wdx), bitDiff(inplace, wdx); d1+d2 != 0 {
+					t.Errorf("add_relu_bwd %s %+v: %d elements differ from the reference's add then ReLU backward (%d in place)", s.name, l, d1, d2)
 				}
 			}
 		}

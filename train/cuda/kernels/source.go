@@ -151,6 +151,7 @@ var Kernels = []Kernel{
 	{"relu_bwd", Elementwise},
 	{"add", Elementwise},
 	{"add_relu", Elementwise},
+	{"add_relu_bwd", Elementwise},
 	{"bias_act", Elementwise},
 	{"bias_grad", PerChannel},
 	{"maxpool_fwd", PerRow}, // rows: the n·c planes of the outputs
