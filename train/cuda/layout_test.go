@@ -126,3 +126,94 @@ func TestGPUConvLayoutsResNet18(t *testing.T) {
 			return train.NewResNet18(b, train.ResNetConfig{}, 1)
 		}}})
 }
+
+// A convolution's backward takes the 16-bit filter its forward used while
+// the weights are a State's values unchanged since (under ChannelsLast a
+// channels-last cast each way fewer: only the forward casts them), and
+// casts again once they changed; the input gradient has the same bits
+// either way.
+func TestConvReusesForwardWeights(t *testing.T) {
+	b := twinWith(t, train.BackendOptions{Precision: train.BFloat16, ChannelsLast: true})
+	w := &train.Param{Name: "w", Value: make([]float32, 4*3*9), Grad: make([]float32, 4*3*9)}
+	for i := range w.Value {
+		w.Value[i] = float32(i%7) - 3
+	}
+	st, err := b.NewState([]*train.Param{w}, nil, &train.SGD{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Release()
+	wt, dwt := st.Tensors(0)
+	filled := func(shape ...int) train.Tensor {
+		x, err := b.NewTensor(shape...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := make([]float32, train.Numel(shape))
+		for i := range v {
+			v[i] = float32(i%11)/4 - 1
+		}
+		if err := x.Write(v); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	x, dy := filled(2, 3, 5, 5), filled(2, 4, 5, 5)
+	op, err := b.NewConv(train.ConvSpec{In: 3, Out: 4, Kernel: 3, Pad: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	c := op.(train.DeviceConvOp)
+	// backward runs the forward, then (after change when not nil) the
+	// backward profiled: its channels-last casts and dx.
+	backward := func(change func()) (int, []float32) {
+		if _, err := c.ForwardDevice(x, wt, nil); err != nil {
+			t.Fatal(err)
+		}
+		if change != nil {
+			change()
+		}
+		if err := b.StartProfile(); err != nil {
+			t.Fatal(err)
+		}
+		dx, err := c.BackwardDevice(dy, wt, dwt, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.StopProfile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		casts := 0
+		for _, r := range p.Rows {
+			if r.Op == "kernel cast_nchw_nhwc_bf16" {
+				casts += r.Calls
+			}
+		}
+		v := make([]float32, 2*3*5*5)
+		if err := dx.Read(v); err != nil {
+			t.Fatal(err)
+		}
+		return casts, v
+	}
+	casts, reused := backward(nil)
+	if casts != 1 {
+		t.Errorf("a backward after its forward cast %d tensors channels-last, want 1 (dy; the filter is the forward's)", casts)
+	}
+	// The weights written (the same values) between them: changed, so
+	// cast again.
+	casts, recast := backward(func() {
+		if err := wt.Write(w.Value); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if casts != 2 {
+		t.Errorf("a backward after the weights changed cast %d tensors channels-last, want 2 (dy and the filter)", casts)
+	}
+	for i := range reused {
+		if reused[i] != recast[i] {
+			t.Fatalf("dx[%d] = %v with the forward's filter, %v cast again", i, reused[i], recast[i])
+		}
+	}
+}

@@ -36,6 +36,11 @@ type convOp struct {
 	// pair): Forward returns the values before it, Backward takes a
 	// gradient it already masked.
 	deferReLU bool
+	// win: the 16-bit weights the last Forward used, of a State's values
+	// at generation wgen (the backward's too while they are unchanged:
+	// under ChannelsLast a cast each way fewer).
+	win, wgen uint64
+	wst       *state
 	// lowOut: the BatchNorm after it reads the 16-bit output as it is
 	// (train.LowOutputOp); taken under bf16 and fp16 (channels-last too,
 	// as cuDNN wrote it), when no bias or ReLU is left to add in float32.
@@ -137,7 +142,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		wh, err := c.b.weights16(wt, wp, s.Out, s.In, s.Kernel*s.Kernel, &c.wh)
+		wh, err := c.weights(wt, wp, true)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +163,7 @@ func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
 			return nil, err
 		}
 		c.xin = xh
-		wh, err := c.b.weights16(wt, wp, s.Out, s.In, s.Kernel*s.Kernel, &c.wh)
+		wh, err := c.weights(wt, wp, true)
 		if err != nil {
 			return nil, err
 		}
@@ -288,7 +293,7 @@ func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, ne
 	if !needDX {
 		return nil, nil
 	}
-	wh, err := c.b.weights16(wt, wp, s.Out, s.In, rr, &c.wh)
+	wh, err := c.weights(wt, wp, false)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +321,26 @@ func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, ne
 		return nil, err
 	}
 	return c.dx, nil
+}
+
+// weights are the 16-bit filter (weights16) at wp of wt: in a backward
+// the last Forward's, while they are a State's values it has not changed
+// since (the optimizer changes them after the backward), else cast again.
+func (c *convOp) weights(wt train.Tensor, wp uint64, forward bool) (uint64, error) {
+	t, _ := wt.(*tensor)
+	if !forward && c.win != 0 && t != nil && t.st != nil && t.st == c.wst && t.st.gen == c.wgen && t.p == wp {
+		return c.win, nil
+	}
+	s := c.s
+	wh, err := c.b.weights16(wt, wp, s.Out, s.In, s.Kernel*s.Kernel, &c.wh)
+	if err != nil {
+		return 0, err
+	}
+	c.win, c.wst = 0, nil
+	if forward && t != nil && t.st != nil && t.p == wp {
+		c.win, c.wst, c.wgen = wh, t.st, t.st.gen
+	}
+	return wh, nil
 }
 
 func (c *convOp) Forward(x train.Tensor, w, bias []float32) (train.Tensor, error) {
