@@ -67,6 +67,9 @@ type BN struct {
 	// NHWC: x and y are N×H×W×C (the channels-last convolutions' 16-bit
 	// operands); Stat then receives 5·c doubles, the backward's 1/σ at 4·c.
 	NHWC bool
+	// OutNCHW (with NHWC): y is float32 N×C×H×W, the layout changed in
+	// the BatchNorm's passes (bn_tiles_apply, bn_tiles_eval).
+	OutNCHW bool
 }
 
 // Flags are the BatchNorm kernels' flags for b.
@@ -102,6 +105,7 @@ type BNGrad struct {
 	ReLUIn                                                     bool // the forward read ReLU(x): backward through the ReLU too
 	ReLUOut                                                    bool // the forward wrote ReLU(y)
 	NHWC                                                       bool // DY, X, DX N×H×W×C; Stat the forward's 5·c (BN.NHWC)
+	OutNCHW                                                    bool // with NHWC: DY float32 N×C×H×W (BN.OutNCHW)
 }
 
 // Flags are the BatchNorm kernels' flags for b.

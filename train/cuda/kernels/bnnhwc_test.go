@@ -226,3 +226,94 @@ func TestBNNHWCRuns(t *testing.T) {
 		t.Error("a channels-last backward with 2·c statistics ran")
 	}
 }
+
+// BatchNorm from channels-last values into float32 channels-first y
+// (OutNCHW: the BatchNorm after a channels-last convolution whose output
+// goes to an add or a pool, the cast back in its own passes) against the
+// channels-first kernels on the same values: within an ulp, evaluation
+// bit for bit, and the backward from float32 channels-first dy into
+// channels-last dx within an ulp; float32, binary16 and bfloat16 x, the
+// ReLU before or after it, tiles cut by the channels and the positions.
+func TestBNNHWCToNCHW(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 67))
+	shapes := append(slices.Clone(bnShapes), bnCase{5, 40, 3, 5}, bnCase{2, 3, 7, 9}, bnCase{2, 33, 6, 6})
+	for _, f := range []Facts{bnFacts[1], H200} {
+		for _, cd := range codecs {
+			for _, k := range shapes {
+				for _, act := range []struct{ in, out bool }{{false, false}, {true, false}, {false, true}} {
+					name := fmt.Sprintf("%+v %s %+v relu_in=%v relu_out=%v", f, cd.name, k, act.in, act.out)
+					n, c, hw := k.n, k.c, k.h*k.w
+					nx := n * c * hw
+					in := bnData(r, k)
+					poison(in.X, k)
+					in.ReLU, in.ReLUOut, in.Format = act.in, act.out, cd.f
+					el := plan(t, H200, Elementwise, int64(nx), 0)
+					if cd.f != Float32 {
+						in.X16 = make([]uint16, nx)
+						if err := cd.to(el, in.X, in.X16); err != nil {
+							t.Fatal(err)
+						}
+						in.X = nil
+					}
+					in.Stat = make([]float64, StatLen(c, false))
+					want := bnTrained(t, f, in)
+					last := in
+					last.NHWC, last.OutNCHW, last.Stat = true, true, make([]float64, StatLen(c, true))
+					last.X, last.X16 = toNHWC(in.X, n, c, hw), toNHWC(in.X16, n, c, hw)
+					got := bnTrained(t, f, last)
+					within1(t, name+" y", Float32, want.Y, got.Y, nil, nil)
+					for _, o := range [][3]any{{"batch mean", want.BatchMean, got.BatchMean},
+						{"batch variance", want.BatchVar, got.BatchVar}, {"running variance", want.RunningVar, got.RunningVar}} {
+						within1(t, name+" "+o[0].(string), Float32, o[1].([]float32), o[2].([]float32), nil, nil)
+					}
+
+					ev, evl := want, got
+					ev.Y, evl.Y = make([]float32, nx), make([]float32, nx)
+					if err := BNEval(plan(t, f, PerRow, int64(n*c), int64(hw)), ev); err != nil {
+						t.Fatal(err)
+					}
+					if err := BNEval(plan(t, f, PerRow, int64(CastTiles(n, c, hw)), TileValues), evl); err != nil {
+						t.Fatal(err)
+					}
+					sameBits(t, name+" eval y", ev.Y, evl.Y)
+
+					g := BNGrad{DY: randn(r, nx, 1), X: in.X, X16: in.X16, Gamma: in.Gamma, Beta: in.Beta, BatchMean: want.BatchMean,
+						BatchVar: want.BatchVar, DGamma: make([]float32, c), DBeta: make([]float32, c), Stat: want.Stat,
+						N: n, C: c, HW: hw, Eps: in.Eps, ReLUIn: act.in, ReLUOut: act.out, Format: cd.f}
+					if cd.f != Float32 {
+						g.DX16 = make([]uint16, nx)
+					} else {
+						g.DX = make([]float32, nx)
+					}
+					gl := g
+					gl.NHWC, gl.OutNCHW, gl.Stat = true, true, make([]float64, StatLen(c, true))
+					copy(gl.Stat, want.Stat)
+					for ch := range c {
+						gl.Stat[4*c+ch] = 1.0 / math.Sqrt(float64(want.BatchVar[ch])+float64(in.Eps))
+					}
+					gl.DGamma, gl.DBeta = make([]float32, c), make([]float32, c)
+					gl.X, gl.X16 = toNHWC(g.X, n, c, hw), toNHWC(g.X16, n, c, hw)
+					if g.DX != nil {
+						gl.DX = make([]float32, nx)
+					} else {
+						gl.DX16 = make([]uint16, nx)
+					}
+					if err := BNBwd(f, g); err != nil {
+						t.Fatal(err)
+					}
+					if err := BNBwd(f, gl); err != nil {
+						t.Fatal(err)
+					}
+					within1(t, name+" dx", cd.f, g.DX, toNCHW(gl.DX, n, c, hw), g.DX16, toNCHW(gl.DX16, n, c, hw))
+					within1(t, name+" dgamma", Float32, g.DGamma, gl.DGamma, nil, nil)
+					within1(t, name+" dbeta", Float32, g.DBeta, gl.DBeta, nil, nil)
+				}
+			}
+		}
+	}
+	if err := BNTrain(H200, BN{N: 1, C: 1, HW: 1, OutNCHW: true, X: []float32{1}, Y: []float32{0}, Gamma: []float32{1}, Beta: []float32{0},
+		BatchMean: []float32{0}, BatchVar: []float32{0}, RunningMean: []float32{0}, RunningVar: []float32{1}}); err == nil {
+		t.Error("OutNCHW without NHWC ran")
+	}
+}

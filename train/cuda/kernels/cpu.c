@@ -110,6 +110,28 @@ void cpu_bn_nhwc_bwd_apply(int g, int b, const void *dy, const void *x, const fl
 	LAUNCH(g, b, bn_nhwc_bwd_apply(dy, x, gamma, beta, fstat, bmean, stat, dx, n, c, hw, fl));
 }
 
+void cpu_bn_tiles_apply(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
+			const double *stat, int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_tiles_apply(x, y, gamma, beta, stat, n, c, hw, fl));
+}
+
+void cpu_bn_tiles_eval(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
+		       const float *rmean, const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_tiles_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
+}
+
+void cpu_bn_tiles_bwd_sum(int g, int b, const float *dy, const void *x, const float *gamma, const float *beta,
+			  const double *fstat, const float *bmean, double *part, int32_t n, int32_t c, int32_t hw,
+			  int32_t fl) {
+	LAUNCH(g, b, bn_tiles_bwd_sum(dy, x, gamma, beta, fstat, bmean, part, n, c, hw, fl));
+}
+
+void cpu_bn_tiles_bwd_apply(int g, int b, const float *dy, const void *x, const float *gamma, const float *beta,
+			    const double *fstat, const float *bmean, const double *stat, void *dx, int32_t n,
+			    int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_tiles_bwd_apply(dy, x, gamma, beta, fstat, bmean, stat, dx, n, c, hw, fl));
+}
+
 /* cpu_bn_nhwc_runs: kernels.cu's bn_nhwc_runs, for the Go side's check. */
 int64_t cpu_bn_nhwc_runs(int32_t n, int32_t c, int32_t hw) { return bn_nhwc_runs(n, c, hw); }
 
@@ -190,6 +212,10 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(bn_nhwc_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))               \
 	X(bn_nhwc_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))            \
 	X(bn_nhwc_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), I(11))   \
+	X(bn_tiles_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                          \
+	X(bn_tiles_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))              \
+	X(bn_tiles_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))           \
+	X(bn_tiles_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), I(11))  \
 	X(relu_fwd, P(0), P(1), L(2))                                                                    \
 	X(relu_bwd, P(0), P(1), P(2), L(3))                                                              \
 	X(add, P(0), P(1), P(2), L(3))                                                                   \

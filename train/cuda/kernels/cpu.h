@@ -40,6 +40,16 @@ void cpu_bn_nhwc_bwd_apply(int g, int b, const void *dy, const void *x, const fl
 			   const double *fstat, const float *bmean, const double *stat, void *dx, int32_t n,
 			   int32_t c, int32_t hw, int32_t fl);
 int64_t cpu_bn_nhwc_runs(int32_t n, int32_t c, int32_t hw);
+void cpu_bn_tiles_apply(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
+			const double *stat, int32_t n, int32_t c, int32_t hw, int32_t fl);
+void cpu_bn_tiles_eval(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
+		       const float *rmean, const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
+void cpu_bn_tiles_bwd_sum(int g, int b, const float *dy, const void *x, const float *gamma, const float *beta,
+			  const double *fstat, const float *bmean, double *part, int32_t n, int32_t c, int32_t hw,
+			  int32_t fl);
+void cpu_bn_tiles_bwd_apply(int g, int b, const float *dy, const void *x, const float *gamma, const float *beta,
+			    const double *fstat, const float *bmean, const double *stat, void *dx, int32_t n,
+			    int32_t c, int32_t hw, int32_t fl);
 void cpu_relu_fwd(int g, int b, const float *x, float *y, int64_t n);
 void cpu_relu_bwd(int g, int b, const float *dy, const float *y, float *dx, int64_t n);
 void cpu_add(int g, int b, const float *x, const float *y, float *out, int64_t n);

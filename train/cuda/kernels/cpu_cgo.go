@@ -185,6 +185,9 @@ func BNTrain(f Facts, b BN) error {
 		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
+	if b.OutNCHW && (!b.NHWC || b.Y16 != nil) {
+		return fmt.Errorf("kernels: BatchNorm into float32 channels-first y (OutNCHW) from other than channels-last x")
+	}
 	part, stat := make([]float64, 2*b.N*b.C), b.Stat
 	if len(stat) < StatLen(b.C, b.NHWC) {
 		stat = make([]float64, StatLen(b.C, b.NHWC))
@@ -204,7 +207,13 @@ func BNTrain(f Facts, b BN) error {
 	}
 	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
 		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum), fl)
-	if b.NHWC {
+	if b.OutNCHW {
+		tiles, err := f.Plan(PerRow, int64(CastTiles(b.N, b.C, b.HW)), TileValues)
+		if err != nil {
+			return err
+		}
+		C.cpu_bn_tiles_apply(C.int(tiles.Grid), C.int(tiles.Block), x, (*C.float)(y), gm, bt, sp, n, c, hw, fl)
+	} else if b.NHWC {
 		C.cpu_bn_nhwc_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
 	} else {
 		C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
@@ -266,7 +275,9 @@ func BNEval(l Launch, b BN) error {
 	x, y, gm, bt := pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta))
 	rm, rv := (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar))
 	n, c, hw, eps, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.int32_t(b.Flags())
-	if b.NHWC {
+	if b.OutNCHW {
+		C.cpu_bn_tiles_eval(C.int(l.Grid), C.int(l.Block), x, (*C.float)(y), gm, bt, rm, rv, n, c, hw, eps, fl)
+	} else if b.NHWC {
 		C.cpu_bn_nhwc_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, n, c, hw, eps, fl)
 	} else {
 		C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, n, c, hw, eps, fl)
@@ -289,6 +300,9 @@ func BNBwd(f Facts, b BNGrad) error {
 	if b.ReLUOut && (len(b.Stat) < 2*b.C || len(b.Beta) < b.C) {
 		return fmt.Errorf("kernels: BatchNorm backward through its ReLU without the forward's statistics and shift")
 	}
+	if b.OutNCHW && (!b.NHWC || b.DY16 != nil) {
+		return fmt.Errorf("kernels: BatchNorm backward from float32 channels-first dy (OutNCHW) to other than channels-last dx")
+	}
 	if b.NHWC && len(b.Stat) < StatLen(b.C, true) {
 		return fmt.Errorf("kernels: channels-last BatchNorm backward without the forward's %d statistics", StatLen(b.C, true))
 	}
@@ -303,6 +317,20 @@ func BNBwd(f Facts, b BNGrad) error {
 	gm, bt, fs := (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta)), (*C.double)(fp(b.Stat))
 	dy, x, dx := pick(b.DY, b.DY16), pick(b.X, b.X16), pick(b.DX, b.DX16)
 	pp, sp := (*C.double)(fp(part)), (*C.double)(fp(stat))
+	if b.OutNCHW {
+		sums, err := f.Plan(PerRow, int64(BNGroups(b.N, b.C)), TileValues)
+		if err != nil {
+			return err
+		}
+		tiles, err := f.Plan(PerRow, int64(CastTiles(b.N, b.C, b.HW)), TileValues)
+		if err != nil {
+			return err
+		}
+		C.cpu_bn_tiles_bwd_sum(C.int(sums.Grid), C.int(sums.Block), (*C.float)(dy), x, gm, bt, fs, bm, pp, n, c, hw, fl)
+		C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
+		C.cpu_bn_tiles_bwd_apply(C.int(tiles.Grid), C.int(tiles.Block), (*C.float)(dy), x, gm, bt, fs, bm, sp, dx, n, c, hw, fl)
+		return nil
+	}
 	if b.NHWC {
 		sums, runs, err := bnNHWCPlans(f, b.N, b.C, b.HW)
 		if err != nil {

@@ -580,8 +580,9 @@ KERNEL bn_stats(const void *x, const double *part, double *stat, float *bmean, f
 /* bn_pre: BatchNorm's output at i before any ReLU after it, gamma*(act(x)
  * - mean)*invsd + beta in double, rounded once: the forward's value, and
  * the backward's again from the same operands (BN_RELU_OUT's mask). */
+DEVICE float bn_pre_v(float v, double g, double m, double invsd, double b) { return (float)(g * (v - m) * invsd + b); }
 DEVICE float bn_pre(const void *x, i64 i, i32 fl, double g, double m, double invsd, double b) {
-	return (float)(g * (bn_in(x, i, fl) - m) * invsd + b);
+	return bn_pre_v(bn_in(x, i, fl), g, m, invsd, b);
 }
 
 /* bn_apply: y = gamma*(act(x) - mean)*invsd + beta (ReLU of it with
@@ -886,6 +887,172 @@ KERNEL bn_nhwc_bwd_apply(const void *dy, const void *x, const float *gamma, cons
 			bn_st(dx, i, (float)(k * (g - g1 - xh * g2)), fl, BN_X16);
 		}
 		END_THREADS
+	}
+}
+
+/* ---- BatchNorm from channels-last values to float32 channels-first ----
+ *
+ * A BatchNorm after a channels-last convolution whose output goes to a
+ * float32 op (an add, a pool): x (and dx) N×H×W×C as the convolution
+ * wrote it (and reads it back), y (and dy) float32 N×C×H×W. The cast
+ * between them is the layout's change inside the BatchNorm's own passes,
+ * through SHARED tiles as cast_tiles_move moves them (x read along
+ * channels, y written along positions, and dy read along positions for
+ * the backward's passes along channels). The sums are bn_nhwc_sum's
+ * (forward) or bn_tiles_bwd_sum's, a block per image and BN_LANES (=
+ * TILE) channels over the image's tiles; the statistics bn_stats's and
+ * bn_bwd_stats's (with BN_NHWC); each value's arithmetic the kernels'
+ * above. Element-wise passes: PerRow over cast_tiles(n, c, hw) tiles. */
+
+/* bn_tiles_load_dy: dy's tile of image b, channels c0.., positions p0..
+ * (float32 NCHW) into tdy[channel][position], read along positions. */
+DEVICE void bn_tiles_load_dy(const float *dy, float tdy[TILE][TILE + 1], i64 b, i64 c0, i64 p0, i32 c, i32 hw) {
+	THREADS(t)
+	for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+		const int r = e / TILE, q = e % TILE;
+		if (c0 + r < c && p0 + q < hw)
+			tdy[r][q] = dy[(b * c + c0 + r) * hw + p0 + q];
+	}
+	END_THREADS
+	SYNC
+}
+
+/* bn_tiles_apply: bn_apply from NHWC x into float32 NCHW y. */
+KERNEL bn_tiles_apply(const void *x, float *y, const float *gamma, const float *beta, const double *stat,
+		      i32 n, i32 c, i32 hw, i32 fl) {
+	SHARED float tile[TILE][TILE + 1];
+	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* position, channel */
+			if (c0 + q < c && p0 + r < hw)
+				tile[r][q] = bn_in(x, (b * hw + p0 + r) * c + c0 + q, fl);
+		}
+		END_THREADS
+		SYNC
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* channel, position */
+			const i64 ch = c0 + r;
+			if (ch < c && p0 + q < hw)
+				y[(b * c + ch) * hw + p0 + q] =
+				    act_f(bn_pre_v(tile[q][r], gamma[ch], stat[ch], stat[c + ch], beta[ch]), fl & BN_RELU_OUT);
+		}
+		END_THREADS
+		SYNC
+	}
+}
+
+/* bn_tiles_eval: bn_eval from NHWC x into float32 NCHW y, the tile's
+ * channels' 1/σ once a tile. */
+KERNEL bn_tiles_eval(const void *x, float *y, const float *gamma, const float *beta, const float *rmean,
+		     const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 fl) {
+	SHARED float tile[TILE][TILE + 1];
+	SHARED double inv[TILE];
+	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* position, channel */
+			if (c0 + q < c && p0 + r < hw)
+				tile[r][q] = bn_in(x, (b * hw + p0 + r) * c + c0 + q, fl);
+		}
+		if (t < TILE && c0 + t < c)
+			inv[t] = 1.0 / sqrt((double)rvar[c0 + t] + (double)eps);
+		END_THREADS
+		SYNC
+		THREADS(t)
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* channel, position */
+			const i64 ch = c0 + r;
+			if (ch < c && p0 + q < hw)
+				y[(b * c + ch) * hw + p0 + q] = act_f(bn_pre_v(tile[q][r], gamma[ch], rmean[ch], inv[r], beta[ch]), fl & BN_RELU_OUT);
+		}
+		END_THREADS
+		SYNC
+	}
+}
+
+/* bn_tiles_bwd_sum: bn_bwd_sum from float32 NCHW dy and NHWC x, a block
+ * per image and TILE channels (PerRow, rows BNGroups), over the image's
+ * position tiles; 1/σ from fstat[4c + ch]. */
+KERNEL bn_tiles_bwd_sum(const float *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
+			const float *bmean, double *part, i32 n, i32 c, i32 hw, i32 fl) {
+	SHARED float tdy[TILE][TILE + 1];
+	SHARED double sh[2 * MAXB];
+	const i32 groups = (c + TILE - 1) / TILE;
+	for (i64 p = BLOCK_IDX; p < (i64)n * groups; p += GRID_DIM) {
+		const i64 im = p / groups;
+		const i32 ch0 = (i32)(p - im * groups) * TILE;
+		THREADS(t)
+		sh[t] = 0;
+		sh[MAXB + t] = 0;
+		END_THREADS
+		SYNC
+		for (i32 p0 = 0; p0 < hw; p0 += TILE) {
+			bn_tiles_load_dy(dy, tdy, im, ch0, p0, c, hw);
+			THREADS(t)
+			const i32 j = t % TILE, ch = ch0 + j, lanes = BLOCK_DIM / TILE;
+			if (ch < c) {
+				const double m = bmean[ch], inv = fstat[4 * c + ch];
+				const int ro = (fl & BN_RELU_OUT) != 0;
+				const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = fstat[ch], finv = fstat[c + ch];
+				double sdy = sh[t], sdyx = sh[MAXB + t];
+				for (i32 r = t / TILE; r < TILE && p0 + r < hw; r += lanes) {
+					const i64 at = (im * hw + p0 + r) * c + ch;
+					double g = tdy[j][r];
+					if (ro && !(bn_pre(x, at, fl, fg, fm, finv, fb) > 0.0f))
+						g = 0.0;
+					sdy += g;
+					sdyx += g * ((double)bn_in(x, at, fl) - m) * inv;
+				}
+				sh[t] = sdy;
+				sh[MAXB + t] = sdyx;
+			}
+			END_THREADS
+			SYNC
+		}
+		bn_nhwc_part(sh, part, im, ch0, n, c);
+	}
+}
+
+/* bn_tiles_bwd_apply: bn_bwd_apply from float32 NCHW dy and NHWC x into
+ * NHWC dx. */
+KERNEL bn_tiles_bwd_apply(const float *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
+			  const float *bmean, const double *stat, void *dx, i32 n, i32 c, i32 hw, i32 fl) {
+	SHARED float tdy[TILE][TILE + 1];
+	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
+		i64 b, c0, p0;
+		tile_at(k, c, hw, &b, &c0, &p0);
+		bn_tiles_load_dy(dy, tdy, b, c0, p0, c, hw);
+		THREADS(t)
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* position, channel */
+			const i64 ch = c0 + q, i = (b * hw + p0 + r) * c + ch;
+			if (ch >= c || p0 + r >= hw)
+				continue;
+			const float v = bn_ld(x, i, fl, BN_X16);
+			if ((fl & BN_RELU) && !(v > 0.0f)) {
+				bn_st(dx, i, 0.0f, fl, BN_X16);
+				continue;
+			}
+			const double m = bmean[ch], inv = fstat[4 * c + ch];
+			const double kk = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
+			const double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
+			double g = tdy[q][r];
+			if ((fl & BN_RELU_OUT) && !(bn_pre(x, i, fl, gamma[ch], fstat[ch], fstat[c + ch], beta[ch]) > 0.0f))
+				g = 0.0;
+			bn_st(dx, i, (float)(kk * (g - g1 - xh * g2)), fl, BN_X16);
+		}
+		END_THREADS
+		SYNC
 	}
 }
 
