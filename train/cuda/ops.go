@@ -398,8 +398,6 @@ type bnOp struct {
 	dxl                *tensor // dx in 16 bits, for a 16-bit x (lowIn)
 	yl                 *tensor // y in 16 bits, for the convolution after it (lowOut)
 	out                *tensor // the last Forward's output: y or yl
-	xf                 *tensor // a channels-last 16-bit x as float32 NCHW (castIn)
-	castIn             bool    // the last Forward cast its channels-last 16-bit x into xf: its dx goes back so
 	bmean, bvar        *tensor // the last training Forward's statistics (biased variance)
 	part, stat         *tensor // doubles: the planes' partial sums (2·n·c), the channels' statistics (2·c forward, 2·c backward, c: the backward's 1/σ channels-last)
 	reluIn             bool    // x is read as ReLU(x) (train.ReLUInputBatchNormOp)
@@ -427,7 +425,7 @@ func (o *bnOp) eps() float32 {
 }
 
 func (o *bnOp) Close() {
-	for _, t := range []*tensor{o.y, o.yl, o.xf, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
+	for _, t := range []*tensor{o.y, o.yl, o.dx, o.dxl, o.bmean, o.bvar, o.part, o.stat, o.hg, o.hb, o.hrm, o.hrv, o.hdg, o.hdb, o.scratchM, o.scratchV} {
 		t.free()
 	}
 	*o = bnOp{b: o.b, s: o.s, reluIn: o.reluIn, lowIn: o.lowIn, lowOut: o.lowOut, reluOut: o.reluOut}
@@ -481,18 +479,10 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 	}
 	n, _, hw := planes(x.shape)
-	o.castIn = false
-	if x.low && o.b.nhwc && !o.handsLow(x) {
-		// Channels-last values in, float32 out: the convolution's cast
-		// back, made here (the same bits); dx goes back cast so too.
-		if err := o.b.ensure(&o.xf, x.shape...); err != nil {
-			return nil, err
-		}
-		if err := o.b.from16(o.xf.p, x.p, n, c, hw); err != nil {
-			return nil, err
-		}
-		x, o.castIn = o.xf, true
-	}
+	// Channels-last values in (a channels-last convolution's 16-bit
+	// output): out so to a convolution after it, or as float32
+	// channels-first to any other op, the layout changed in the passes
+	// (bnLaunches).
 	nhwc := x.low && o.b.nhwc
 	y := &o.y
 	if o.handsLow(x) {
@@ -514,11 +504,8 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 		err = o.train(x, *y, p, n, c, hw, momentum, fl)
 	} else {
-		name, rows, cols := "bn_eval", n*c, hw
-		if nhwc {
-			name, rows, cols = "bn_nhwc_eval", kernels.BNRuns(n, c, hw), kernels.TileValues
-		}
-		err = o.b.run(name, kernels.PerRow, rows, cols, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
+		k := bnLaunches(fl, n, c, hw)
+		err = o.b.run(k.eval, kernels.PerRow, k.rows, k.rowSize, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
 	}
 	if err != nil {
 		return nil, err
@@ -583,19 +570,27 @@ func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, 
 }
 
 // bnKernels are the BatchNorm kernels for flags fl and their launches
-// (PerRow): the sums' and the element-wise passes', over the n·c planes
-// channels-first, or kernels.BNGroups and kernels.BNRuns channels-last.
+// (PerRow): the sums' and the element-wise passes'; the backward's sums
+// are launched as the forward's.
 type bnKernels struct {
-	sum, apply, bwdSum, bwdApply string
-	sums, sumSize, rows, rowSize int
+	sum, apply, eval, bwdSum, bwdApply string
+	sums, sumSize, rows, rowSize       int
 }
 
+// bnLaunches: channels-first, over the n·c planes; channels-last in and
+// out (BNNHWC, BNY16), kernels.BNGroups and kernels.BNRuns; channels-last
+// in and float32 channels-first out (BNNHWC alone: the bn_tiles kernels),
+// kernels.BNGroups and kernels.CastTiles.
 func bnLaunches(fl uint64, n, c, hw int) bnKernels {
-	if fl&kernels.BNNHWC != 0 {
-		return bnKernels{"bn_nhwc_sum", "bn_nhwc_apply", "bn_nhwc_bwd_sum", "bn_nhwc_bwd_apply",
+	switch {
+	case fl&kernels.BNNHWC != 0 && fl&kernels.BNY16 != 0:
+		return bnKernels{"bn_nhwc_sum", "bn_nhwc_apply", "bn_nhwc_eval", "bn_nhwc_bwd_sum", "bn_nhwc_bwd_apply",
 			kernels.BNGroups(n, c), kernels.BNLanes * hw, kernels.BNRuns(n, c, hw), kernels.TileValues}
+	case fl&kernels.BNNHWC != 0:
+		return bnKernels{"bn_nhwc_sum", "bn_tiles_apply", "bn_tiles_eval", "bn_tiles_bwd_sum", "bn_tiles_bwd_apply",
+			kernels.BNGroups(n, c), kernels.BNLanes * hw, kernels.CastTiles(n, c, hw), kernels.TileValues}
 	}
-	return bnKernels{"bn_plane_sum", "bn_apply", "bn_bwd_sum", "bn_bwd_apply", n * c, hw, n * c, hw}
+	return bnKernels{"bn_plane_sum", "bn_apply", "bn_eval", "bn_bwd_sum", "bn_bwd_apply", n * c, hw, n * c, hw}
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
@@ -674,17 +669,6 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 	}
 	if err != nil {
 		return nil, err
-	}
-	if o.castIn {
-		// dx back channels-last in 16 bits, as the convolution's backward
-		// would have cast it.
-		if err := o.b.ensureLow(&o.dxl, o.x.shape...); err != nil {
-			return nil, err
-		}
-		if err := o.b.cast16(o.dxl.p, (*dx).p, n, c, hw); err != nil {
-			return nil, err
-		}
-		return o.dxl, nil
 	}
 	return *dx, nil
 }

@@ -773,10 +773,12 @@ func TestTwinLowHandOff(t *testing.T) {
 
 // The pairing under ChannelsLast: a BatchNorm between two convolutions
 // reads and writes their channels-last 16-bit operands as they are
-// (kernels.cu's BN_NHWC), one with no convolution after it makes the cast
-// back itself, so a step casts nothing between a convolution, its
-// BatchNorm and the next convolution: four channels-last casts fewer a
-// BatchNorm between convolutions, the same where it makes the cast. The
+// (kernels.cu's BN_NHWC), one with no convolution after it reads them so
+// and writes float32 channels-first for the op after it (the bn_tiles
+// kernels: the layout changed in its own passes), so a step casts nothing
+// between a convolution and its BatchNorm, nor between that and the next
+// convolution: four channels-last casts fewer a BatchNorm between
+// convolutions, two a BatchNorm after a convolution only. The
 // values are the runs' that cast between them within the sums' order
 // (the channels-last kernels sum a channel in another order: the
 // statistics within the double sums' rounding), bf16 and fp16, ThinNet
@@ -800,16 +802,21 @@ func TestTwinLowHandOffChannelsLast(t *testing.T) {
 				if handed.through == 0 {
 					t.Fatalf("%s: no BatchNorm between two convolutions", name)
 				}
+				outs := handed.convBN - handed.through // a convolution's BatchNorm with no convolution after it
 				for _, k := range []string{in, out} {
-					if got := apart.kernels[k] - handed.kernels[k]; got != 2*handed.through*steps {
-						t.Errorf("%s: %d fewer %s launches, want %d (2 × %d BatchNorms between convolutions × %d steps)",
-							name, got, k, 2*handed.through*steps, handed.through, steps)
+					if got, want := apart.kernels[k]-handed.kernels[k], (2*handed.through+outs)*steps; got != want {
+						t.Errorf("%s: %d fewer %s launches, want %d ((2 × %d BatchNorms between convolutions + %d after one) × %d steps)",
+							name, got, k, want, handed.through, outs, steps)
 					}
 				}
-				if handed.kernels["bn_nhwc_sum"] != handed.through*steps || handed.kernels["bn_nhwc_bwd_apply"] != handed.through*steps ||
-					apart.kernels["bn_nhwc_sum"] != 0 {
-					t.Errorf("%s: channels-last BatchNorm launches %d and %d (apart %d), want %d", name, handed.kernels["bn_nhwc_sum"],
-						handed.kernels["bn_nhwc_bwd_apply"], apart.kernels["bn_nhwc_sum"], handed.through*steps)
+				for k, want := range map[string]int{"bn_nhwc_sum": handed.convBN, "bn_nhwc_bwd_apply": handed.through,
+					"bn_tiles_apply": outs, "bn_tiles_bwd_sum": outs, "bn_plane_sum": 0} {
+					if got := handed.kernels[k]; got != want*steps {
+						t.Errorf("%s: %d %s launches, want %d", name, got, k, want*steps)
+					}
+				}
+				if apart.kernels["bn_nhwc_sum"]+apart.kernels["bn_tiles_apply"] != 0 {
+					t.Errorf("%s: the run apart launched %v", name, apart.kernels)
 				}
 				t.Logf("%s: kernels a profiled epoch, paired %d, apart %d", name, total(handed.kernels), total(apart.kernels))
 			}
@@ -824,6 +831,7 @@ type pairResult struct {
 	kernels map[string]int // launches by name in the second epoch (not captured)
 	pairs   int            // conv→BN, BN→conv and BN→ReLU→conv in the net's Sequentials
 	through int            // BatchNorms with a convolution before and after (a ReLU between them or not)
+	convBN  int            // conv→BN
 	folds   int            // BN→ReLU
 	sums    int            // Residual blocks: ReLU(Main(x) + Shortcut(x))
 	chains  int            // Residual blocks right after another: its gradient add and the other's ReLU backward
@@ -894,6 +902,9 @@ func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pa
 			}
 			if c0 && b1 || b0 && c1 {
 				r.pairs++
+			}
+			if c0 && b1 {
+				r.convBN++
 			}
 			_, res0 := s.Layers[i].(*train.Residual)
 			_, res1 := s.Layers[i+1].(*train.Residual)

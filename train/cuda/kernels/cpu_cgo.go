@@ -318,7 +318,7 @@ func BNBwd(f Facts, b BNGrad) error {
 	dy, x, dx := pick(b.DY, b.DY16), pick(b.X, b.X16), pick(b.DX, b.DX16)
 	pp, sp := (*C.double)(fp(part)), (*C.double)(fp(stat))
 	if b.OutNCHW {
-		sums, err := f.Plan(PerRow, int64(BNGroups(b.N, b.C)), TileValues)
+		sums, err := f.Plan(PerRow, int64(BNGroups(b.N, b.C)), int64(BNLanes*b.HW))
 		if err != nil {
 			return err
 		}

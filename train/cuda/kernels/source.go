@@ -149,7 +149,7 @@ var Kernels = []Kernel{
 	{"bn_nhwc_bwd_apply", PerRow},
 	{"bn_tiles_apply", PerRow}, // rows: CastTiles tiles of TileValues
 	{"bn_tiles_eval", PerRow},
-	{"bn_tiles_bwd_sum", PerRow}, // rows: BNGroups(n, c), cols: TileValues
+	{"bn_tiles_bwd_sum", PerRow}, // rows: BNGroups(n, c), cols: BNLanes·hw
 	{"bn_tiles_bwd_apply", PerRow},
 	{"relu_fwd", Elementwise},
 	{"relu_bwd", Elementwise},
