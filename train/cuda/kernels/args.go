@@ -31,6 +31,37 @@ const (
 	BNNHWC    = 64
 )
 
+// The residual gradient sum's flags (kernels.cu's SUM_*: add_relu_bwd_low,
+// add_relu_bwd_tiles): a 16-bit, b 16-bit, bf16 (else fp16), the 16-bit
+// operands channels-last.
+const (
+	SumA16  = 1
+	SumB16  = 2
+	SumBF16 = 4
+	SumNHWC = 8
+)
+
+// SumGrad are the operands of a residual block's gradient sum through
+// the ReLU before it with 16-bit ones (add_relu_bwd_low, _tiles): a is A16
+// when that is not nil, else A; b so; both 16-bit ones in Format,
+// channels-last (N×HW×C) when NHWC; Y (the ReLU's output) and DX float32
+// N×C×HW, as an operand given in float32.
+type SumGrad struct {
+	A, B, Y, DX []float32
+	A16, B16    []uint16
+	Format      Format
+	NHWC        bool
+	N, C, HW    int
+}
+
+// Flags are the sum's kernel flags for s.
+func (s SumGrad) Flags() int32 {
+	return when(s.A16 != nil, SumA16) | when(s.B16 != nil, SumB16) | when(s.NHWC, SumNHWC) | s.Format.SumFlag()
+}
+
+// SumFlag is f's format flag for the residual gradient sum: SumBF16 or 0.
+func (f Format) SumFlag() int32 { return when(f == BFloat16, SumBF16) }
+
 // BNFlag is f's flag for the BatchNorm kernels: BNF16, BNBF16, or 0.
 func (f Format) BNFlag() int32 {
 	switch f {

@@ -385,6 +385,33 @@ func AddReLUBwd(l Launch, a, b, y, dx []float32) error {
 	return nil
 }
 
+// AddReLUBwdLow writes s.DX = s.A + s.B where s.Y > 0, else 0, the 16-bit
+// operands widened as they are read, planned for f as the backend
+// launches it: element-wise, or channels-last over CastTiles tiles.
+func AddReLUBwdLow(f Facts, s SumGrad) error {
+	n := s.N * s.C * s.HW
+	if s.A16 == nil && s.B16 == nil {
+		return fmt.Errorf("kernels: a residual gradient sum with no 16-bit operand")
+	}
+	l, err := f.Plan(Elementwise, int64(n), 0)
+	if s.NHWC {
+		l, err = f.Plan(PerRow, int64(CastTiles(s.N, s.C, s.HW)), TileValues)
+	}
+	if err != nil {
+		return err
+	}
+	if err := check(l, lenOf(s.A, s.A16), n, lenOf(s.B, s.B16), n, len(s.Y), n, len(s.DX), n); err != nil {
+		return err
+	}
+	a, b, y, dx := pick(s.A, s.A16), pick(s.B, s.B16), (*C.float)(fp(s.Y)), (*C.float)(fp(s.DX))
+	if s.NHWC {
+		C.cpu_add_relu_bwd_tiles(C.int(l.Grid), C.int(l.Block), a, b, y, dx, C.int32_t(s.N), C.int32_t(s.C), C.int32_t(s.HW), C.int32_t(s.Flags()))
+	} else {
+		C.cpu_add_relu_bwd_low(C.int(l.Grid), C.int(l.Block), a, b, y, dx, C.int64_t(n), C.int32_t(s.Flags()))
+	}
+	return nil
+}
+
 // AddReLU writes y = ReLU(a + b) (y may be a or b).
 func AddReLU(l Launch, a, b, y []float32) error {
 	if err := check(l, len(b), len(a), len(y), len(a)); err != nil {

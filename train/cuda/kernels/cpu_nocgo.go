@@ -30,6 +30,7 @@ func ReLUFwd(Launch, []float32, []float32) error                          { retu
 func ReLUBwd(Launch, []float32, []float32, []float32) error               { return ErrNoCPU }
 func Add(Launch, []float32, []float32, []float32) error                   { return ErrNoCPU }
 func AddReLU(Launch, []float32, []float32, []float32) error               { return ErrNoCPU }
+func AddReLUBwdLow(Facts, SumGrad) error                                  { return ErrNoCPU }
 func AddReLUBwd(Launch, []float32, []float32, []float32, []float32) error { return ErrNoCPU }
 func BiasAct(Launch, []float32, []float32, int, int, bool) error          { return ErrNoCPU }
 func BiasGrad(Launch, []float32, []float32, int, int, int) error          { return ErrNoCPU }
@@ -41,3 +42,6 @@ func EMAUpdate(Launch, []float32, []float32, float32, bool) error         { retu
 func SwapF32(Launch, []float32, []float32) error                          { return ErrNoCPU }
 func CopyF32(Launch, []float32, []float32) error                          { return ErrNoCPU }
 func FillF32(Launch, []float32, float32) error                            { return ErrNoCPU }
+
+// bnNHWCRuns is kernels.cu's bn_nhwc_runs in the CPU build; none here.
+func bnNHWCRuns(int, int, int) int { return -1 }

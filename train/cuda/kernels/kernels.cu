@@ -1089,6 +1089,69 @@ KERNEL add_relu_bwd(const float *a, const float *b, const float *y, float *dx, i
 	FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? a[i] + b[i] : 0.0f;
 }
 
+/* The residual block's gradient sum with 16-bit operands: a (SUM_A16) or
+ * b (SUM_B16) a convolution's input gradient as cuDNN wrote it (in bf16
+ * with SUM_BF16, else fp16; channels-last with SUM_NHWC), widened as it is
+ * read: add_relu_bwd's bits without the casts before it. y and dx, and an
+ * operand without its flag, are float32 NCHW. */
+#define SUM_A16 1
+#define SUM_B16 2
+#define SUM_BF16 4
+#define SUM_NHWC 8
+
+/* sum_ld: p[i] as float32, 16-bit when fl has the flag which. */
+DEVICE float sum_ld(const void *p, i64 i, i32 fl, i32 which) {
+	if (!(fl & which))
+		return ((const float *)p)[i];
+	if (fl & SUM_BF16)
+		return bf16_to_f32(((const u16 *)p)[i]);
+	return f16_to_f32(((const u16 *)p)[i]);
+}
+
+/* add_relu_bwd_low: add_relu_bwd with 16-bit NCHW operands (Elementwise). */
+KERNEL add_relu_bwd_low(const void *a, const void *b, const float *y, float *dx, i64 n, i32 fl) {
+	FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? sum_ld(a, i, fl, SUM_A16) + sum_ld(b, i, fl, SUM_B16) : 0.0f;
+}
+
+/* add_relu_bwd_tiles: add_relu_bwd with 16-bit channels-last operands
+ * (SUM_NHWC), their tiles read along channels into SHARED memory and the
+ * sum written along positions (PerRow over cast_tiles tiles). */
+KERNEL add_relu_bwd_tiles(const void *a, const void *b, const float *y, float *dx, i32 n, i32 c, i32 hw, i32 fl) {
+	SHARED float ta[TILE][TILE + 1];
+	SHARED float tb[TILE][TILE + 1];
+	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
+		THREADS(t)
+		i64 bb, c0, p0;
+		tile_at(k, c, hw, &bb, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* position, channel */
+			if (c0 + q < c && p0 + r < hw) {
+				const i64 i = (bb * hw + p0 + r) * c + c0 + q;
+				if (fl & SUM_A16)
+					ta[r][q] = sum_ld(a, i, fl, SUM_A16);
+				if (fl & SUM_B16)
+					tb[r][q] = sum_ld(b, i, fl, SUM_B16);
+			}
+		}
+		END_THREADS
+		SYNC
+		THREADS(t)
+		i64 bb, c0, p0;
+		tile_at(k, c, hw, &bb, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* channel, position */
+			if (c0 + r < c && p0 + q < hw) {
+				const i64 i = (bb * c + c0 + r) * hw + p0 + q;
+				const float av = (fl & SUM_A16) ? ta[q][r] : ((const float *)a)[i];
+				const float bv = (fl & SUM_B16) ? tb[q][r] : ((const float *)b)[i];
+				dx[i] = y[i] > 0.0f ? av + bv : 0.0f;
+			}
+		}
+		END_THREADS
+		SYNC
+	}
+}
+
 /* bias_act: in place, y += bias[(i/hw) % c] (when bias is not NULL), then
  * relu_f when relu != 0: the bias and fused ReLU after a convolution
  * (hw = H*W) or a matrix product (hw = 1, c = the outputs). One float32

@@ -343,3 +343,65 @@ func TestBiasGradAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// The residual gradient sum with 16-bit operands (a convolution's input
+// gradient as cuDNN wrote it, channels-first or -last) against
+// add_relu_bwd on the widened values laid out channels-first: the same
+// bits, bf16 and fp16, either operand or both 16-bit, NaN, ±Inf and ±0 in.
+func TestAddReLUBwdLow(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 53))
+	for _, cd := range codecs[1:] {
+		for _, s := range []struct{ n, c, hw int }{{2, 64, 49}, {3, 40, 15}, {1, 3, 1}, {4, 33, 70}} {
+			size := s.n * s.c * s.hw
+			el := plan(t, H200, Elementwise, int64(size), 0)
+			low := func() ([]uint16, []float32) {
+				h := make([]uint16, size)
+				if err := cd.to(el, specials(r, randn(r, size, 1)), h); err != nil {
+					t.Fatal(err)
+				}
+				v := make([]float32, size)
+				if err := cd.from(el, h, v); err != nil {
+					t.Fatal(err)
+				}
+				return h, v
+			}
+			a16, a := low()
+			b16, b := low()
+			y := specials(r, randn(r, size, 1))
+			for i := range y {
+				y[i] = max(y[i], 0)
+			}
+			want := make([]float32, size)
+			if err := AddReLUBwd(el, a, b, y, want); err != nil {
+				t.Fatal(err)
+			}
+			for _, nhwc := range []bool{false, true} {
+				for _, which := range []struct{ a, b bool }{{true, false}, {false, true}, {true, true}} {
+					sg := SumGrad{A: a, B: b, Y: y, DX: make([]float32, size), Format: cd.f, NHWC: nhwc, N: s.n, C: s.c, HW: s.hw}
+					lay := func(h []uint16) []uint16 {
+						if nhwc {
+							return toNHWC(h, s.n, s.c, s.hw)
+						}
+						return h
+					}
+					if which.a {
+						sg.A, sg.A16 = nil, lay(a16)
+					}
+					if which.b {
+						sg.B, sg.B16 = nil, lay(b16)
+					}
+					for _, f := range []Facts{bnFacts[1], H200} {
+						if err := AddReLUBwdLow(f, sg); err != nil {
+							t.Fatal(err)
+						}
+						if d := bitDiff(sg.DX, want); d != 0 {
+							t.Errorf("%s %+v nhwc=%v a16=%v b16=%v %+v: %d elements differ from add_relu_bwd on the widened values",
+								cd.name, s, nhwc, which.a, which.b, f, d)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -424,7 +424,8 @@ func TestNormalizeU8Modes(t *testing.T) {
 // NormMode's bits and Tile are kernels.cu's #defines.
 func TestDefinesAgree(t *testing.T) {
 	for name, v := range map[string]int{"NORM_CHW": int(NormCHW), "NORM_DIV": int(NormDiv), "NORM_FLIP": int(NormFlip), "TILE": Tile,
-		"BN_RELU": BNReLU, "BN_F16": BNF16, "BN_BF16": BNBF16, "BN_X16": BNX16, "BN_Y16": BNY16, "BN_RELU_OUT": BNReLUOut, "BN_NHWC": BNNHWC, "BN_LANES": BNLanes} {
+		"BN_RELU": BNReLU, "BN_F16": BNF16, "BN_BF16": BNBF16, "BN_X16": BNX16, "BN_Y16": BNY16, "BN_RELU_OUT": BNReLUOut, "BN_NHWC": BNNHWC, "BN_LANES": BNLanes,
+		"SUM_A16": SumA16, "SUM_B16": SumB16, "SUM_BF16": SumBF16, "SUM_NHWC": SumNHWC} {
 		if want := fmt.Sprintf("#define %s %d\n", name, v); !strings.Contains(Source, want) {
 			t.Errorf("kernels.cu lacks %q", want)
 		}
