@@ -542,6 +542,22 @@ type ReLUSumBackwardOp interface {
 	BackwardSum(a, b Tensor) (Tensor, error)
 }
 
+// LowGradSumOp is a ReLUSumBackwardOp whose BackwardSum takes a
+// convolution's 16-bit input gradient as it is (LowGradOp), when
+// SumsLowGrads says so (under bf16 and fp16).
+type LowGradSumOp interface {
+	SumsLowGrads() bool
+}
+
+// LowGradOp is a ConvOp that can hand its input gradient back in 16 bits
+// as the 16-bit convolution wrote it, without the cast to float32 after
+// it, even where its input was float32: the first convolution of a
+// residual block's main path and of its shortcut, whose gradients the
+// block before's LowGradSumOp adds (Sequential's pair).
+type LowGradOp interface {
+	KeepLowGrad(on bool)
+}
+
 // LowOutputOp is an op (a ConvOp, a BatchNormOp) that can hand its output
 // on in 16 bits (under bf16 and fp16) to an op that takes them as they
 // are, a LowInputOp, and take that op's input gradient back in 16 bits:

@@ -483,7 +483,9 @@ type Sequential struct {
 //     convolution after it: no cast between them either way;
 //   - two residual blocks: the second's gradient add (its main path's and
 //     shortcut's input gradients) and the first's ReLU backward in one
-//     pass (ReLUSumBackwardOp).
+//     pass (ReLUSumBackwardOp), the gradients of the second's first
+//     convolutions added as those wrote them in 16 bits (LowGradSumOp,
+//     LowGradOp).
 //
 // The cuda backend's ops can; others are left as they are. It runs once,
 // at the first Forward.
@@ -499,6 +501,15 @@ func (s *Sequential) pair() {
 			if next, ok := b.(*Residual); ok {
 				if rs, ok := x.relu.(ReLUSumBackwardOp); ok && next.gradSum == nil {
 					next.gradSum, x.masked = rs, true
+					if ls, ok := rs.(LowGradSumOp); ok && ls.SumsLowGrads() {
+						for _, l := range []Layer{next.Main, next.Shortcut} {
+							if c := firstConv(l); c != nil {
+								if lg, ok := c.op.(LowGradOp); ok {
+									lg.KeepLowGrad(true)
+								}
+							}
+						}
+					}
 				}
 			}
 			continue
@@ -545,6 +556,25 @@ func (s *Sequential) pair() {
 		if ok && ok2 {
 			lo.KeepLowOutput(true)
 			li.LowInput(true)
+		}
+	}
+}
+
+// firstConv is l when it is a Conv2D, or the first layer of l's
+// Sequentials when that is one; else nil: the layer whose input gradient
+// l's backward returns.
+func firstConv(l Layer) *Conv2D {
+	for {
+		switch x := l.(type) {
+		case *Conv2D:
+			return x
+		case *Sequential:
+			if len(x.Layers) == 0 {
+				return nil
+			}
+			l = x.Layers[0]
+		default:
+			return nil
 		}
 	}
 }

@@ -67,6 +67,8 @@ var (
 	_ train.ReLUOutputBatchNormOp = (*bnOp)(nil)
 	_ train.AddReLUOp             = (*reluOp)(nil)
 	_ train.ReLUSumBackwardOp     = (*reluOp)(nil)
+	_ train.LowGradSumOp          = (*reluOp)(nil)
+	_ train.LowGradOp             = (*convOp)(nil)
 	_ train.LowOutputOp           = (*convOp)(nil)
 	_ train.LowInputOp            = (*convOp)(nil)
 	_ train.LowOutputOp           = (*bnOp)(nil)

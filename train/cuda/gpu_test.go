@@ -651,6 +651,21 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	exact("add_relu", ms, u, ok)
 	ms, u, ok, _ = twin(t, d, m, "add_relu_bwd", le, tf(x), tf(dy), tf(y), tf(make([]float32, size)), ts(S))
 	exact("add_relu_bwd", ms, u, ok)
+	// The same with a block's first convolution's 16-bit input gradient
+	// as cuDNN wrote it: channels-first beside a float32 one, and two
+	// channels-last.
+	sx16 := make([]uint16, size)
+	must(t, kernels.CastF32BF16(le, x, sx16))
+	lf := ts(I32(kernels.SumGrad{A16: sx16, Format: kernels.BFloat16}.Flags()))
+	ms, u, ok, _ = twin(t, d, m, "add_relu_bwd_low", le, th(sx16), tf(dy), tf(y), tf(make([]float32, size)), ts(S), lf)
+	exact("add_relu_bwd_low bf16+f32", ms, u, ok)
+	sdy16 := make([]uint16, size)
+	must(t, kernels.CastF32BF16(le, dy, sdy16))
+	lt := plan(t, d, kernels.PerRow, int64(kernels.CastTiles(n, c, hw)), kernels.TileValues)
+	tfl := ts(I32(kernels.SumGrad{A16: sx16, B16: sdy16, Format: kernels.BFloat16, NHWC: true}.Flags()))
+	ms, u, ok, _ = twin(t, d, m, "add_relu_bwd_tiles", lt, th(nhwcOf(sx16, n, c, hw)), th(nhwcOf(sdy16, n, c, hw)), tf(y),
+		tf(make([]float32, size)), ts(N), ts(C), ts(HW), tfl)
+	exact("add_relu_bwd_tiles bf16 channels-last", ms, u, ok)
 	bias := randn(r, c, 1)
 	ms, u, ok, _ = twin(t, d, m, "bias_act", le, tf(x), tf(bias), ts(S), ts(C), ts(HW), ts(I32(1)))
 	exact("bias_act relu", ms, u, ok)

@@ -47,7 +47,16 @@ type convOp struct {
 	// lowIn: the input
 	// may be the BatchNorm before it's 16-bit output (train.LowInputOp).
 	lowOut, lowIn bool
+	// lowGrad: the input gradient goes back in 16 bits as cuDNN wrote
+	// it, a float32 input's too (train.LowGradOp: a residual block's
+	// first convolutions, their gradients summed by the block before's
+	// ReLU as they are).
+	lowGrad bool
 }
+
+// KeepLowGrad hands the input gradient back in 16 bits as cuDNN wrote it
+// (train.LowGradOp).
+func (c *convOp) KeepLowGrad(on bool) { c.lowGrad = on }
 
 // KeepLowOutput hands the convolution's 16-bit output to the BatchNorm
 // after it without the cast to float32, and takes its gradient back in
@@ -100,7 +109,7 @@ func (c *convOp) Close() {
 	for _, h := range []*buf16{&c.xh, &c.wh, &c.yh, &c.dyh, &c.dxh, &c.dwh} {
 		c.b.free16(h)
 	}
-	*c = convOp{b: c.b, s: c.s, deferReLU: c.deferReLU, lowOut: c.lowOut, lowIn: c.lowIn}
+	*c = convOp{b: c.b, s: c.s, deferReLU: c.deferReLU, lowOut: c.lowOut, lowIn: c.lowIn, lowGrad: c.lowGrad}
 }
 
 func (c *convOp) ForwardDevice(xt, wt, bt train.Tensor) (train.Tensor, error) {
@@ -297,8 +306,9 @@ func (c *convOp) backwardLow(g *tensor, wt train.Tensor, wp, dwp, dbp uint64, ne
 	if err != nil {
 		return nil, err
 	}
-	if c.x.low {
-		// The 16-bit input's gradient goes back as cuDNN writes it.
+	if c.x.low || c.lowGrad && !c.b.noLowHandOff {
+		// The 16-bit input's gradient goes back as cuDNN writes it (a
+		// float32 input's too, to a sum that takes it so).
 		if err := c.b.ensureLow(&c.dxl, c.x.shape...); err != nil {
 			return nil, err
 		}
@@ -741,12 +751,22 @@ func (o *bnOp) Backward(dy train.Tensor, gamma, beta, dgamma, dbeta []float32) (
 type reluOp struct {
 	b        *Backend
 	y, dx    *tensor
+	wa, wb   *tensor // BackwardSum's 16-bit operands widened, apart (Backend.noAddReLU)
 	forwared bool
 }
 
 func (b *Backend) NewReLU() (train.ReLUOp, error) { return &reluOp{b: b}, nil }
 
-func (u *reluOp) Close() { u.y.free(); u.dx.free(); *u = reluOp{b: u.b} }
+func (u *reluOp) Close() {
+	for _, t := range []*tensor{u.y, u.dx, u.wa, u.wb} {
+		t.free()
+	}
+	*u = reluOp{b: u.b}
+}
+
+// SumsLowGrads reports whether BackwardSum takes 16-bit convolution input
+// gradients as they are (train.LowGradSumOp): under bf16 and fp16.
+func (u *reluOp) SumsLowGrads() bool { return u.b.reduced() }
 
 func (u *reluOp) Forward(xt train.Tensor) (train.Tensor, error) {
 	x, err := asT(xt)
@@ -798,11 +818,11 @@ func (u *reluOp) ForwardSum(at, bt train.Tensor) (train.Tensor, error) {
 // BackwardSum is Backward(a + b) in one pass, add_relu_bwd
 // (train.ReLUSumBackwardOp); with Backend.noAddReLU add, then relu_bwd.
 func (u *reluOp) BackwardSum(at, bt train.Tensor) (train.Tensor, error) {
-	a, err := asT(at)
+	a, err := asAny(at)
 	if err != nil {
 		return nil, err
 	}
-	b, err := asT(bt)
+	b, err := asAny(bt)
 	if err != nil {
 		return nil, err
 	}
@@ -811,6 +831,43 @@ func (u *reluOp) BackwardSum(at, bt train.Tensor) (train.Tensor, error) {
 	}
 	if err := u.b.ensure(&u.dx, a.shape...); err != nil {
 		return nil, err
+	}
+	if (a.low || b.low) && !u.b.noAddReLU {
+		// 16-bit convolution input gradients (train.LowGradOp) read as
+		// they are: add_relu_bwd's bits without the casts.
+		if len(a.shape) != 4 {
+			return nil, fmt.Errorf("cuda: relu: a 16-bit gradient of shape %v", a.shape)
+		}
+		fl := kernels.SumGrad{Format: u.b.format(), NHWC: u.b.nhwc}.Flags()
+		if a.low {
+			fl |= kernels.SumA16
+		}
+		if b.low {
+			fl |= kernels.SumB16
+		}
+		n, c, hw := planes(a.shape)
+		if u.b.nhwc {
+			return u.dx, u.b.run("add_relu_bwd_tiles", kernels.PerRow, kernels.CastTiles(n, c, hw), kernels.TileValues,
+				a.p, b.p, u.y.p, u.dx.p, i32(n), i32(c), i32(hw), uint64(fl))
+		}
+		return u.dx, u.b.run("add_relu_bwd_low", kernels.Elementwise, a.n, 0, a.p, b.p, u.y.p, u.dx.p, i64(a.n), uint64(fl))
+	}
+	for _, w := range []struct {
+		t  **tensor
+		to **tensor
+	}{{&a, &u.wa}, {&b, &u.wb}} {
+		if !(*w.t).low {
+			continue
+		}
+		// Apart: the cast the convolution would have made.
+		n, c, hw := planes((*w.t).shape)
+		if err := u.b.ensure(w.to, (*w.t).shape...); err != nil {
+			return nil, err
+		}
+		if err := u.b.from16((*w.to).p, (*w.t).p, n, c, hw); err != nil {
+			return nil, err
+		}
+		*w.t = *w.to
 	}
 	if u.b.noAddReLU {
 		if err := u.b.run("add", kernels.Elementwise, a.n, 0, a.p, b.p, u.dx.p, i64(a.n)); err != nil {

@@ -744,12 +744,15 @@ func TestTwinLowHandOff(t *testing.T) {
 				}
 				// Each pair a step under bf16 and fp16: no cast of the values
 				// to float32 one way, none back to 16 bits the other.
-				pairs := handed.pairs
+				// And each first convolution of a block after a block: its
+				// input gradient summed in 16 bits, not cast to float32.
+				pairs, lowSums := handed.pairs, handed.chains
 				if p == train.Float32 {
-					pairs = 0
+					pairs, lowSums = 0, 0
 				}
-				if got := apart.kernels[from] - handed.kernels[from]; got != pairs*steps {
-					t.Errorf("%s: %d fewer %s launches, want %d (%d pairs × %d steps)", name, got, from, pairs*steps, pairs, steps)
+				if got, want := apart.kernels[from]-handed.kernels[from], (pairs+handed.lowGrads*min(lowSums, 1))*steps; got != want {
+					t.Errorf("%s: %d fewer %s launches, want %d ((%d pairs + %d first convolutions) × %d steps)", name, got, from, want, pairs,
+						handed.lowGrads*min(lowSums, 1), steps)
 				}
 				if got := apart.kernels[to] - handed.kernels[to]; got != pairs*steps {
 					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, pairs*steps)
@@ -759,7 +762,8 @@ func TestTwinLowHandOff(t *testing.T) {
 				// block after a block: add_relu_bwd for its gradient add
 				// and the block before's relu_bwd.
 				for k, want := range map[string]int{"relu_fwd": handed.folds + handed.sums, "relu_bwd": handed.folds + handed.chains,
-					"add": handed.sums + handed.chains, "add_relu": -handed.sums, "add_relu_bwd": -handed.chains} {
+					"add": handed.sums + handed.chains, "add_relu": -handed.sums, "add_relu_bwd": -handed.chains + lowSums,
+					"add_relu_bwd_low": -lowSums} {
 					if got := apart.kernels[k] - handed.kernels[k]; got != want*steps {
 						t.Errorf("%s: %d fewer %s launches, want %d (%d folded ReLUs, %d block ends, %d blocks after a block, × %d steps)",
 							name, got, k, want*steps, handed.folds, handed.sums, handed.chains, steps)
@@ -803,14 +807,17 @@ func TestTwinLowHandOffChannelsLast(t *testing.T) {
 					t.Fatalf("%s: no BatchNorm between two convolutions", name)
 				}
 				outs := handed.convBN - handed.through // a convolution's BatchNorm with no convolution after it
-				for _, k := range []string{in, out} {
-					if got, want := apart.kernels[k]-handed.kernels[k], (2*handed.through+outs)*steps; got != want {
-						t.Errorf("%s: %d fewer %s launches, want %d ((2 × %d BatchNorms between convolutions + %d after one) × %d steps)",
-							name, got, k, want, handed.through, outs, steps)
+				// The first convolutions of a block after a block: their
+				// channels-last input gradients summed as they are.
+				for k, extra := range map[string]int{in: 0, out: handed.lowGrads} {
+					if got, want := apart.kernels[k]-handed.kernels[k], (2*handed.through+outs+extra)*steps; got != want {
+						t.Errorf("%s: %d fewer %s launches, want %d ((2 × %d BatchNorms between convolutions + %d after one + %d) × %d steps)",
+							name, got, k, want, handed.through, outs, extra, steps)
 					}
 				}
 				for k, want := range map[string]int{"bn_nhwc_sum": handed.convBN, "bn_nhwc_bwd_apply": handed.through,
-					"bn_tiles_apply": outs, "bn_tiles_bwd_sum": outs, "bn_plane_sum": 0} {
+					"bn_tiles_apply": outs, "bn_tiles_bwd_sum": outs, "bn_plane_sum": 0, "add_relu_bwd_tiles": handed.chains,
+					"add_relu_bwd": 0} {
 					if got := handed.kernels[k]; got != want*steps {
 						t.Errorf("%s: %d %s launches, want %d", name, got, k, want*steps)
 					}
@@ -826,15 +833,16 @@ func TestTwinLowHandOffChannelsLast(t *testing.T) {
 
 // pairResult is what pairRun saw.
 type pairResult struct {
-	o       outcome
-	metrics train.Metrics
-	kernels map[string]int // launches by name in the second epoch (not captured)
-	pairs   int            // conv→BN, BN→conv and BN→ReLU→conv in the net's Sequentials
-	through int            // BatchNorms with a convolution before and after (a ReLU between them or not)
-	convBN  int            // conv→BN
-	folds   int            // BN→ReLU
-	sums    int            // Residual blocks: ReLU(Main(x) + Shortcut(x))
-	chains  int            // Residual blocks right after another: its gradient add and the other's ReLU backward
+	o        outcome
+	metrics  train.Metrics
+	kernels  map[string]int // launches by name in the second epoch (not captured)
+	pairs    int            // conv→BN, BN→conv and BN→ReLU→conv in the net's Sequentials
+	through  int            // BatchNorms with a convolution before and after (a ReLU between them or not)
+	convBN   int            // conv→BN
+	folds    int            // BN→ReLU
+	sums     int            // Residual blocks: ReLU(Main(x) + Shortcut(x))
+	chains   int            // Residual blocks right after another: its gradient add and the other's ReLU backward
+	lowGrads int            // their first convolutions (main path and shortcut): input gradients summed in 16 bits
 }
 
 // netBuilder builds a network on a backend.
@@ -910,6 +918,19 @@ func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pa
 			_, res1 := s.Layers[i+1].(*train.Residual)
 			if res0 && res1 {
 				r.chains++
+				next := s.Layers[i+1].(*train.Residual)
+				for _, l := range []train.Layer{next.Main, next.Shortcut} {
+					for l != nil {
+						if q, ok := l.(*train.Sequential); ok && len(q.Layers) > 0 {
+							l = q.Layers[0]
+							continue
+						}
+						if _, ok := l.(*train.Conv2D); ok {
+							r.lowGrads++
+						}
+						break
+					}
+				}
 			}
 			if b0 && c1 && i > 0 {
 				if _, ok := s.Layers[i-1].(*train.Conv2D); ok {
