@@ -146,6 +146,13 @@ void cpu_add_relu(int g, int b, const float *x, const float *y, float *out, int6
 void cpu_add_relu_bwd(int g, int b, const float *x, const float *y, const float *r, float *out, int64_t n) {
 	LAUNCH(g, b, add_relu_bwd(x, y, r, out, n));
 }
+void cpu_add_relu_low(int g, int b, const float *x, const float *y, float *out, uint16_t *out16, int64_t n, int32_t fl) {
+	LAUNCH(g, b, add_relu_low(x, y, out, out16, n, fl));
+}
+void cpu_add_relu_tiles(int g, int b, const float *x, const float *y, float *out, uint16_t *out16, int32_t n, int32_t c,
+			int32_t hw, int32_t fl) {
+	LAUNCH(g, b, add_relu_tiles(x, y, out, out16, n, c, hw, fl));
+}
 void cpu_add_relu_bwd_low(int g, int b, const void *x, const void *y, const float *r, float *out, int64_t n, int32_t fl) {
 	LAUNCH(g, b, add_relu_bwd_low(x, y, r, out, n, fl));
 }
@@ -228,6 +235,8 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(add, P(0), P(1), P(2), L(3))                                                                   \
 	X(add_relu, P(0), P(1), P(2), L(3))                                                              \
 	X(add_relu_bwd, P(0), P(1), P(2), P(3), L(4))                                                    \
+	X(add_relu_low, P(0), P(1), P(2), P(3), L(4), I(5))                                              \
+	X(add_relu_tiles, P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7))                                \
 	X(add_relu_bwd_low, P(0), P(1), P(2), P(3), L(4), I(5))                                          \
 	X(add_relu_bwd_tiles, P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7))                            \
 	X(bias_act, P(0), P(1), L(2), I(3), I(4), I(5))                                                  \

@@ -55,6 +55,9 @@ void cpu_relu_bwd(int g, int b, const float *dy, const float *y, float *dx, int6
 void cpu_add(int g, int b, const float *x, const float *y, float *out, int64_t n);
 void cpu_add_relu(int g, int b, const float *x, const float *y, float *out, int64_t n);
 void cpu_add_relu_bwd(int g, int b, const float *x, const float *y, const float *r, float *out, int64_t n);
+void cpu_add_relu_low(int g, int b, const float *x, const float *y, float *out, uint16_t *out16, int64_t n, int32_t fl);
+void cpu_add_relu_tiles(int g, int b, const float *x, const float *y, float *out, uint16_t *out16, int32_t n, int32_t c,
+			int32_t hw, int32_t fl);
 void cpu_add_relu_bwd_low(int g, int b, const void *x, const void *y, const float *r, float *out, int64_t n, int32_t fl);
 void cpu_add_relu_bwd_tiles(int g, int b, const void *x, const void *y, const float *r, float *out, int32_t n,
 			    int32_t c, int32_t hw, int32_t fl);

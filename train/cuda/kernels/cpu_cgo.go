@@ -412,6 +412,31 @@ func AddReLUBwdLow(f Facts, s SumGrad) error {
 	return nil
 }
 
+// AddReLULow writes y = ReLU(a + b) and y16 = y rounded into f's 16-bit
+// format, channels-last when nhwc (n×c×hw values), planned for facts as
+// the backend launches it.
+func AddReLULow(facts Facts, a, b, y []float32, y16 []uint16, f Format, nhwc bool, n, c, hw int) error {
+	size := n * c * hw
+	l, err := facts.Plan(Elementwise, int64(size), 0)
+	if nhwc {
+		l, err = facts.Plan(PerRow, int64(CastTiles(n, c, hw)), TileValues)
+	}
+	if err != nil {
+		return err
+	}
+	if err := check(l, len(a), size, len(b), size, len(y), size, len(y16), size); err != nil {
+		return err
+	}
+	fl := C.int32_t(f.SumFlag())
+	pa, pb, py, p16 := (*C.float)(fp(a)), (*C.float)(fp(b)), (*C.float)(fp(y)), (*C.uint16_t)(fp(y16))
+	if nhwc {
+		C.cpu_add_relu_tiles(C.int(l.Grid), C.int(l.Block), pa, pb, py, p16, C.int32_t(n), C.int32_t(c), C.int32_t(hw), fl)
+	} else {
+		C.cpu_add_relu_low(C.int(l.Grid), C.int(l.Block), pa, pb, py, p16, C.int64_t(size), fl)
+	}
+	return nil
+}
+
 // AddReLU writes y = ReLU(a + b) (y may be a or b).
 func AddReLU(l Launch, a, b, y []float32) error {
 	if err := check(l, len(b), len(a), len(y), len(a)); err != nil {

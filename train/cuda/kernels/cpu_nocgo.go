@@ -23,14 +23,17 @@ func LaunchCPU(string, Launch, []uint64) error { return ErrNoCPU }
 
 func dispatchTable() map[string]string { return nil }
 
-func BNTrain(Facts, BN) error                                             { return ErrNoCPU }
-func BNEval(Launch, BN) error                                             { return ErrNoCPU }
-func BNBwd(Facts, BNGrad) error                                           { return ErrNoCPU }
-func ReLUFwd(Launch, []float32, []float32) error                          { return ErrNoCPU }
-func ReLUBwd(Launch, []float32, []float32, []float32) error               { return ErrNoCPU }
-func Add(Launch, []float32, []float32, []float32) error                   { return ErrNoCPU }
-func AddReLU(Launch, []float32, []float32, []float32) error               { return ErrNoCPU }
-func AddReLUBwdLow(Facts, SumGrad) error                                  { return ErrNoCPU }
+func BNTrain(Facts, BN) error                               { return ErrNoCPU }
+func BNEval(Launch, BN) error                               { return ErrNoCPU }
+func BNBwd(Facts, BNGrad) error                             { return ErrNoCPU }
+func ReLUFwd(Launch, []float32, []float32) error            { return ErrNoCPU }
+func ReLUBwd(Launch, []float32, []float32, []float32) error { return ErrNoCPU }
+func Add(Launch, []float32, []float32, []float32) error     { return ErrNoCPU }
+func AddReLU(Launch, []float32, []float32, []float32) error { return ErrNoCPU }
+func AddReLUBwdLow(Facts, SumGrad) error                    { return ErrNoCPU }
+func AddReLULow(Facts, []float32, []float32, []float32, []uint16, Format, bool, int, int, int) error {
+	return ErrNoCPU
+}
 func AddReLUBwd(Launch, []float32, []float32, []float32, []float32) error { return ErrNoCPU }
 func BiasAct(Launch, []float32, []float32, int, int, bool) error          { return ErrNoCPU }
 func BiasGrad(Launch, []float32, []float32, int, int, int) error          { return ErrNoCPU }

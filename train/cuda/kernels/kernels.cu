@@ -1089,11 +1089,14 @@ KERNEL add_relu_bwd(const float *a, const float *b, const float *y, float *dx, i
 	FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? a[i] + b[i] : 0.0f;
 }
 
-/* The residual block's gradient sum with 16-bit operands: a (SUM_A16) or
- * b (SUM_B16) a convolution's input gradient as cuDNN wrote it (in bf16
- * with SUM_BF16, else fp16; channels-last with SUM_NHWC), widened as it is
- * read: add_relu_bwd's bits without the casts before it. y and dx, and an
- * operand without its flag, are float32 NCHW. */
+/* A residual block's end with 16-bit values for the convolutions beside
+ * it: forward, its output also rounded into the next block's
+ * convolutions' 16-bit operand (add_relu_low, add_relu_tiles); backward,
+ * its gradient sum with a (SUM_A16) or b (SUM_B16) a convolution's input
+ * gradient as cuDNN wrote it, widened as it is read (add_relu_bwd_low,
+ * _tiles): add_relu_bwd's bits without the casts before it. 16-bit values
+ * are bf16 with SUM_BF16, else fp16, channels-last with SUM_NHWC; y and
+ * dx, and an operand without its flag, are float32 NCHW. */
 #define SUM_A16 1
 #define SUM_B16 2
 #define SUM_BF16 4
@@ -1106,6 +1109,52 @@ DEVICE float sum_ld(const void *p, i64 i, i32 fl, i32 which) {
 	if (fl & SUM_BF16)
 		return bf16_to_f32(((const u16 *)p)[i]);
 	return f16_to_f32(((const u16 *)p)[i]);
+}
+
+/* add_relu_low: add_relu, its output also rounded into y16 (bf16 with
+ * SUM_BF16, else fp16): the next block's convolutions' 16-bit operand,
+ * the bits their cast would make (Elementwise). */
+KERNEL add_relu_low(const float *a, const float *b, float *y, u16 *y16, i64 n, i32 fl) {
+	FOR_EACH(i, n) {
+		const float v = relu_f(a[i] + b[i]);
+		y[i] = v;
+		y16[i] = (fl & SUM_BF16) ? f32_to_bf16(v) : f32_to_f16(v);
+	}
+}
+
+/* add_relu_tiles: add_relu_low with y16 channels-last: each tile's sums
+ * written along positions into y and kept in SHARED memory, then rounded
+ * into y16 along channels (PerRow over cast_tiles tiles). */
+KERNEL add_relu_tiles(const float *a, const float *b, float *y, u16 *y16, i32 n, i32 c, i32 hw, i32 fl) {
+	SHARED float tile[TILE][TILE + 1];
+	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
+		THREADS(t)
+		i64 bb, c0, p0;
+		tile_at(k, c, hw, &bb, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* channel, position */
+			if (c0 + r < c && p0 + q < hw) {
+				const i64 i = (bb * c + c0 + r) * hw + p0 + q;
+				const float v = relu_f(a[i] + b[i]);
+				y[i] = v;
+				tile[r][q] = v;
+			}
+		}
+		END_THREADS
+		SYNC
+		THREADS(t)
+		i64 bb, c0, p0;
+		tile_at(k, c, hw, &bb, &c0, &p0);
+		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+			const int r = e / TILE, q = e % TILE; /* position, channel */
+			if (c0 + q < c && p0 + r < hw) {
+				const float v = tile[q][r];
+				y16[(bb * hw + p0 + r) * c + c0 + q] = (fl & SUM_BF16) ? f32_to_bf16(v) : f32_to_f16(v);
+			}
+		}
+		END_THREADS
+		SYNC
+	}
 }
 
 /* add_relu_bwd_low: add_relu_bwd with 16-bit NCHW operands (Elementwise). */

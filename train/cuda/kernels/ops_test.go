@@ -405,3 +405,41 @@ func TestAddReLUBwdLow(t *testing.T) {
 		}
 	}
 }
+
+// add_relu with the 16-bit copy for the next block's convolutions: y
+// add_relu's bits, y16 y cast (and laid out channels-last) as the
+// convolutions' own casts would: bf16 and fp16, NaN, ±Inf and ±0 in.
+func TestAddReLULow(t *testing.T) {
+	needCPU(t)
+	r := rand.New(rand.NewPCG(37, 54))
+	for _, cd := range codecs[1:] {
+		for _, s := range []struct{ n, c, hw int }{{2, 64, 49}, {3, 40, 15}, {1, 3, 1}, {4, 33, 70}} {
+			size := s.n * s.c * s.hw
+			el := plan(t, H200, Elementwise, int64(size), 0)
+			a, b := specials(r, randn(r, size, 1)), specials(r, randn(r, size, 1))
+			want, want16 := make([]float32, size), make([]uint16, size)
+			if err := AddReLU(el, a, b, want); err != nil {
+				t.Fatal(err)
+			}
+			if err := cd.to(el, want, want16); err != nil {
+				t.Fatal(err)
+			}
+			for _, nhwc := range []bool{false, true} {
+				for _, f := range []Facts{bnFacts[1], H200} {
+					y, y16 := make([]float32, size), make([]uint16, size)
+					if err := AddReLULow(f, a, b, y, y16, cd.f, nhwc, s.n, s.c, s.hw); err != nil {
+						t.Fatal(err)
+					}
+					w16 := want16
+					if nhwc {
+						w16 = toNHWC(want16, s.n, s.c, s.hw)
+					}
+					if d := bitDiff(y, want); d != 0 || !slices.Equal(y16, w16) {
+						t.Errorf("%s %+v nhwc=%v %+v: %d values differ from add_relu; the 16-bit copy equal to its cast: %v",
+							cd.name, s, nhwc, f, d, slices.Equal(y16, w16))
+					}
+				}
+			}
+		}
+	}
+}

@@ -156,6 +156,8 @@ var Kernels = []Kernel{
 	{"add", Elementwise},
 	{"add_relu", Elementwise},
 	{"add_relu_bwd", Elementwise},
+	{"add_relu_low", Elementwise},
+	{"add_relu_tiles", PerRow}, // rows: CastTiles tiles of TileValues
 	{"add_relu_bwd_low", Elementwise},
 	{"add_relu_bwd_tiles", PerRow}, // rows: CastTiles tiles of TileValues
 	{"bias_act", Elementwise},
