@@ -549,6 +549,15 @@ type LowGradSumOp interface {
 	SumsLowGrads() bool
 }
 
+// LowCopyOp is an AddReLUOp that can write its output rounded to 16 bits
+// too (under bf16 and fp16), as the convolutions after it take their
+// input: a residual block's output for the next block's first
+// convolutions, which read that copy instead of casting (Sequential's
+// pair); the same bits as their casts.
+type LowCopyOp interface {
+	KeepLowCopy(on bool)
+}
+
 // LowGradOp is a ConvOp that can hand its input gradient back in 16 bits
 // as the 16-bit convolution wrote it, without the cast to float32 after
 // it, even where its input was float32: the first convolution of a

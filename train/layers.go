@@ -485,7 +485,8 @@ type Sequential struct {
 //     shortcut's input gradients) and the first's ReLU backward in one
 //     pass (ReLUSumBackwardOp), the gradients of the second's first
 //     convolutions added as those wrote them in 16 bits (LowGradSumOp,
-//     LowGradOp).
+//     LowGradOp), and the first's output rounded for those convolutions
+//     as it is written (LowCopyOp).
 //
 // The cuda backend's ops can; others are left as they are. It runs once,
 // at the first Forward.
@@ -499,6 +500,9 @@ func (s *Sequential) pair() {
 			// Its output is the next block's input: the next block's
 			// gradient add and its ReLU backward in one pass.
 			if next, ok := b.(*Residual); ok {
+				if lc, ok := x.relu.(LowCopyOp); ok && firstConv(next.Main) != nil {
+					lc.KeepLowCopy(true)
+				}
 				if rs, ok := x.relu.(ReLUSumBackwardOp); ok && next.gradSum == nil {
 					next.gradSum, x.masked = rs, true
 					if ls, ok := rs.(LowGradSumOp); ok && ls.SumsLowGrads() {

@@ -69,6 +69,7 @@ var (
 	_ train.ReLUSumBackwardOp     = (*reluOp)(nil)
 	_ train.LowGradSumOp          = (*reluOp)(nil)
 	_ train.LowGradOp             = (*convOp)(nil)
+	_ train.LowCopyOp             = (*reluOp)(nil)
 	_ train.LowOutputOp           = (*convOp)(nil)
 	_ train.LowInputOp            = (*convOp)(nil)
 	_ train.LowOutputOp           = (*bnOp)(nil)
@@ -296,6 +297,11 @@ type tensor struct {
 	// cuDNN wrote it. Only those ops take one (asT refuses it); Read and
 	// Write convert (to16, from16).
 	low bool
+	// lowCopy: these float32 values rounded to 16 bits in the
+	// convolutions' operand layout, written with them (a residual block's
+	// output for the next block's convolutions, train.LowCopyOp): a
+	// convolution reads it instead of casting. Write drops it.
+	lowCopy *tensor
 }
 
 func (t *tensor) Shape() []int { return t.shape }
@@ -323,6 +329,7 @@ func (t *tensor) Write(src []float32) error {
 	if t.st != nil {
 		t.st.changed()
 	}
+	t.lowCopy = nil
 	if t.low {
 		return t.b.viaFloat(t, func(f *tensor) error {
 			if err := t.b.copyIn(f.p, src); err != nil {

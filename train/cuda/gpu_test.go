@@ -666,6 +666,12 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	ms, u, ok, _ = twin(t, d, m, "add_relu_bwd_tiles", lt, th(nhwcOf(sx16, n, c, hw)), th(nhwcOf(sdy16, n, c, hw)), tf(y),
 		tf(make([]float32, size)), ts(N), ts(C), ts(HW), tfl)
 	exact("add_relu_bwd_tiles bf16 channels-last", ms, u, ok)
+	bfl := ts(I32(kernels.BFloat16.SumFlag()))
+	ms, u, ok, _ = twin(t, d, m, "add_relu_low", le, tf(x), tf(dy), tf(make([]float32, size)), th(make([]uint16, size)), ts(S), bfl)
+	exact("add_relu_low bf16", ms, u, ok)
+	ms, u, ok, _ = twin(t, d, m, "add_relu_tiles", lt, tf(x), tf(dy), tf(make([]float32, size)), th(make([]uint16, size)),
+		ts(N), ts(C), ts(HW), bfl)
+	exact("add_relu_tiles bf16 channels-last", ms, u, ok)
 	bias := randn(r, c, 1)
 	ms, u, ok, _ = twin(t, d, m, "bias_act", le, tf(x), tf(bias), ts(S), ts(C), ts(HW), ts(I32(1)))
 	exact("bias_act relu", ms, u, ok)

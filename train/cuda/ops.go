@@ -69,10 +69,14 @@ func (c *convOp) KeepLowOutput(on bool) { c.lowOut = on }
 func (c *convOp) LowInput(on bool) { c.lowIn = on }
 
 // input16 is the convolution's 16-bit operand for input x: x itself
-// when it is 16-bit, else x cast into xh.
+// when it is 16-bit, the 16-bit copy written with it (tensor.lowCopy),
+// else x cast into xh.
 func (c *convOp) input16(x *tensor) (uint64, error) {
 	if x.low {
 		return x.p, nil
+	}
+	if x.lowCopy != nil {
+		return x.lowCopy.p, nil
 	}
 	n, ci, hw := planes(x.shape)
 	return c.b.to16(&c.xh, x.p, n, ci, hw)
@@ -751,6 +755,8 @@ func (o *bnOp) Backward(dy train.Tensor, gamma, beta, dgamma, dbeta []float32) (
 type reluOp struct {
 	b        *Backend
 	y, dx    *tensor
+	y16      *tensor // ForwardSum's output rounded for the convolutions after it (keepLow; y.lowCopy)
+	keepLow  bool    // train.LowCopyOp
 	wa, wb   *tensor // BackwardSum's 16-bit operands widened, apart (Backend.noAddReLU)
 	forwared bool
 }
@@ -758,11 +764,16 @@ type reluOp struct {
 func (b *Backend) NewReLU() (train.ReLUOp, error) { return &reluOp{b: b}, nil }
 
 func (u *reluOp) Close() {
-	for _, t := range []*tensor{u.y, u.dx, u.wa, u.wb} {
+	for _, t := range []*tensor{u.y, u.y16, u.dx, u.wa, u.wb} {
 		t.free()
 	}
-	*u = reluOp{b: u.b}
+	*u = reluOp{b: u.b, keepLow: u.keepLow}
 }
+
+// KeepLowCopy makes ForwardSum write its output rounded to 16 bits too,
+// in the convolutions' operand layout, for the convolutions after it to
+// read instead of casting it (train.LowCopyOp).
+func (u *reluOp) KeepLowCopy(on bool) { u.keepLow = on }
 
 // SumsLowGrads reports whether BackwardSum takes 16-bit convolution input
 // gradients as they are (train.LowGradSumOp): under bf16 and fp16.
@@ -799,6 +810,26 @@ func (u *reluOp) ForwardSum(at, bt train.Tensor) (train.Tensor, error) {
 	}
 	if err := u.b.ensure(&u.y, a.shape...); err != nil {
 		return nil, err
+	}
+	u.y.lowCopy = nil
+	if u.keepLow && u.b.reduced() && !u.b.noLowHandOff && !u.b.noAddReLU && len(a.shape) == 4 {
+		// The next block's convolutions' operand beside the output.
+		if err := u.b.ensureLow(&u.y16, a.shape...); err != nil {
+			return nil, err
+		}
+		fl := uint64(u.b.format().SumFlag())
+		n, c, hw := planes(a.shape)
+		if u.b.nhwc {
+			err = u.b.run("add_relu_tiles", kernels.PerRow, kernels.CastTiles(n, c, hw), kernels.TileValues, a.p, b.p, u.y.p, u.y16.p,
+				i32(n), i32(c), i32(hw), fl)
+		} else {
+			err = u.b.run("add_relu_low", kernels.Elementwise, a.n, 0, a.p, b.p, u.y.p, u.y16.p, i64(a.n), fl)
+		}
+		if err != nil {
+			return nil, err
+		}
+		u.y.lowCopy, u.forwared = u.y16, true
+		return u.y, nil
 	}
 	if u.b.noAddReLU {
 		if err := u.b.run("add", kernels.Elementwise, a.n, 0, a.p, b.p, u.y.p, i64(a.n)); err != nil {

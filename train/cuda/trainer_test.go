@@ -725,7 +725,9 @@ func total(m map[string]int) (n int) {
 // with two casts a pair and a ReLU pass each way a step fewer, and a
 // residual block after another adding its gradients and masking them
 // for the block before in one pass (ReLUSumBackwardOp: add_relu_bwd for
-// add and relu_bwd).
+// add and relu_bwd), its first convolutions' input gradients summed in 16
+// bits as they wrote them (LowGradOp), and their input the block before's
+// output rounded as it is written (LowCopyOp: add_relu_low).
 func TestTwinLowHandOff(t *testing.T) {
 	const steps = 64 / 16 // a profiled epoch
 	for _, p := range []train.Precision{train.Float32, train.BFloat16, train.Float16} {
@@ -754,16 +756,18 @@ func TestTwinLowHandOff(t *testing.T) {
 					t.Errorf("%s: %d fewer %s launches, want %d ((%d pairs + %d first convolutions) × %d steps)", name, got, from, want, pairs,
 						handed.lowGrads*min(lowSums, 1), steps)
 				}
-				if got := apart.kernels[to] - handed.kernels[to]; got != pairs*steps {
-					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, pairs*steps)
+				// And their input: the block before's output rounded as it is
+				// written (add_relu_low), not cast.
+				if got, want := apart.kernels[to]-handed.kernels[to], (pairs+handed.lowGrads*min(lowSums, 1))*steps; got != want {
+					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, want)
 				}
 				// Each folded ReLU a step: no relu_fwd, no relu_bwd; each
 				// residual block's end: add_relu for add and relu_fwd; each
 				// block after a block: add_relu_bwd for its gradient add
 				// and the block before's relu_bwd.
 				for k, want := range map[string]int{"relu_fwd": handed.folds + handed.sums, "relu_bwd": handed.folds + handed.chains,
-					"add": handed.sums + handed.chains, "add_relu": -handed.sums, "add_relu_bwd": -handed.chains + lowSums,
-					"add_relu_bwd_low": -lowSums} {
+					"add": handed.sums + handed.chains, "add_relu": -handed.sums + lowSums, "add_relu_low": -lowSums,
+					"add_relu_bwd": -handed.chains + lowSums, "add_relu_bwd_low": -lowSums} {
 					if got := apart.kernels[k] - handed.kernels[k]; got != want*steps {
 						t.Errorf("%s: %d fewer %s launches, want %d (%d folded ReLUs, %d block ends, %d blocks after a block, × %d steps)",
 							name, got, k, want*steps, handed.folds, handed.sums, handed.chains, steps)
@@ -809,7 +813,7 @@ func TestTwinLowHandOffChannelsLast(t *testing.T) {
 				outs := handed.convBN - handed.through // a convolution's BatchNorm with no convolution after it
 				// The first convolutions of a block after a block: their
 				// channels-last input gradients summed as they are.
-				for k, extra := range map[string]int{in: 0, out: handed.lowGrads} {
+				for k, extra := range map[string]int{in: handed.lowGrads, out: handed.lowGrads} {
 					if got, want := apart.kernels[k]-handed.kernels[k], (2*handed.through+outs+extra)*steps; got != want {
 						t.Errorf("%s: %d fewer %s launches, want %d ((2 × %d BatchNorms between convolutions + %d after one + %d) × %d steps)",
 							name, got, k, want, handed.through, outs, extra, steps)
@@ -817,7 +821,7 @@ func TestTwinLowHandOffChannelsLast(t *testing.T) {
 				}
 				for k, want := range map[string]int{"bn_nhwc_sum": handed.convBN, "bn_nhwc_bwd_apply": handed.through,
 					"bn_tiles_apply": outs, "bn_tiles_bwd_sum": outs, "bn_plane_sum": 0, "add_relu_bwd_tiles": handed.chains,
-					"add_relu_bwd": 0} {
+					"add_relu_bwd": 0, "add_relu_tiles": handed.chains, "add_relu": handed.sums - handed.chains} {
 					if got := handed.kernels[k]; got != want*steps {
 						t.Errorf("%s: %d %s launches, want %d", name, got, k, want*steps)
 					}
