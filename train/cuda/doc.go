@@ -37,15 +37,26 @@
 // tensor-op math (its PSEUDO_HALF and PSEUDO_BFLOAT16 configurations), so
 // y, dx and dw are 16-bit and cast back to float32 for BatchNorm, the loss
 // and the optimiser, which stay float32 — except between a convolution
-// and a BatchNorm right after each other (train.Sequential's pair,
-// channels-first, no bias or ReLU left to add): a BatchNorm after a
+// and a BatchNorm right after each other (train.Sequential's pair, no
+// bias or ReLU left to add): a BatchNorm after a
 // convolution reads the 16-bit y as cuDNN wrote it and writes its input
 // gradient rounded to 16 bits for the convolution's backward; a
 // convolution after a BatchNorm takes the BatchNorm's output rounded to
 // 16 bits as its operand and hands its 16-bit input gradient back as it
 // is (tensor.low; the same bits as the casts, two passes fewer), and a
 // ReLU layer right after a BatchNorm is the BatchNorm's (BN_RELU_OUT: it
-// writes ReLU(y) and masks dy from y computed again); a product's operands are cast to
+// writes ReLU(y) and masks dy from y computed again). Under ChannelsLast
+// the pairs keep the values channels-last: a BatchNorm between two
+// convolutions reads and writes their NHWC operands (BN_NHWC: bn_nhwc_*),
+// one before a float32 op reads them so and writes float32 NCHW, the
+// layout changed in its passes through shared tiles (bn_tiles_*). A
+// residual block after another sums its gradients through the block
+// before's ReLU in one pass (add_relu_bwd; with its first convolutions'
+// 16-bit input gradients as cuDNN wrote them, add_relu_bwd_low, _tiles),
+// and the block before writes its output rounded to 16 bits beside it for
+// those convolutions (add_relu_low, _tiles; tensor.lowCopy). A
+// convolution's backward reuses the 16-bit filter of its forward while
+// the State's weights are unchanged. A product's operands are cast to
 // 16 bits and cublasGemmEx (CUDA_R_16F or CUDA_R_16BF inputs, CUDA_R_32F
 // output, CUBLAS_COMPUTE_32F) writes float32; bias gradients sum the
 // rounded output gradient in float. The twin does the same arithmetic on
