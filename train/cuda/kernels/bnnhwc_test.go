@@ -10,23 +10,12 @@ import (
 
 // toNHWC is v (n×c×hw, channels first) laid out channels last (nil
 // for nil).
-func toNHWC[T any](v []T, n, c, hw int) []T {
-	if v == nil {
-		return nil
-	}
-	out := make([]T, len(v))
-	for b := range n {
-		for ch := range c {
-			for p := range hw {
-				out[(b*hw+p)*c+ch] = v[(b*c+ch)*hw+p]
-			}
-		}
-	}
-	return out
-}
+func toNHWC[T any](v []T, n, c, hw int) []T { return relayout(v, n, c, hw, true) }
 
 // toNCHW is toNHWC's inverse.
-func toNCHW[T any](v []T, n, c, hw int) []T {
+func toNCHW[T any](v []T, n, c, hw int) []T { return relayout(v, n, c, hw, false) }
+
+func relayout[T any](v []T, n, c, hw int, last bool) []T {
 	if v == nil {
 		return nil
 	}
@@ -34,7 +23,12 @@ func toNCHW[T any](v []T, n, c, hw int) []T {
 	for b := range n {
 		for ch := range c {
 			for p := range hw {
-				out[(b*c+ch)*hw+p] = v[(b*hw+p)*c+ch]
+				first, l := (b*c+ch)*hw+p, (b*hw+p)*c+ch
+				if last {
+					out[l] = v[first]
+				} else {
+					out[first] = v[l]
+				}
 			}
 		}
 	}

@@ -452,15 +452,19 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
 #define BN_RELU_OUT 32
 #define BN_NHWC 64
 
-/* bn_ld: p[i] as float32, 16-bit in fl's format when fl has the flag
- * which (BN_X16 or BN_Y16). */
-DEVICE float bn_ld(const void *p, i64 i, i32 fl, i32 which) {
-	if (!(fl & which))
+/* ld_f32: p[i] as float32: float32 values, or 16-bit ones when low
+ * (bfloat16 when bf16, else binary16), widened. */
+DEVICE float ld_f32(const void *p, i64 i, int low, int bf16) {
+	if (!low)
 		return ((const float *)p)[i];
-	if (fl & BN_BF16)
+	if (bf16)
 		return bf16_to_f32(((const u16 *)p)[i]);
 	return f16_to_f32(((const u16 *)p)[i]);
 }
+
+/* bn_ld: p[i] as float32, 16-bit in fl's format when fl has the flag
+ * which (BN_X16 or BN_Y16). */
+DEVICE float bn_ld(const void *p, i64 i, i32 fl, i32 which) { return ld_f32(p, i, fl & which, fl & BN_BF16); }
 
 /* bn_in: act(x) at i, the value BatchNorm normalises. */
 DEVICE float bn_in(const void *x, i64 i, i32 fl) { return act_f(bn_ld(x, i, fl, BN_X16), fl & BN_RELU); }
@@ -627,15 +631,60 @@ KERNEL bn_eval(const void *x, void *y, const float *gamma, const float *beta,
  *   x-hat = (r - mean)*invsd, invsd = 1/sqrt(var + eps)
  *   dbeta = sum dy, dgamma = sum dy*x-hat  (double)
  *   dx = gamma*invsd*(dy - dbeta/M - x-hat*dgamma/M), M = n*hw.
- * With BN_RELU_OUT dy is first masked as the ReLU after it would (bn_dy). */
+ * With BN_RELU_OUT dy is first masked as the ReLU after it would (bn_mask). */
 
-/* bn_dy: the gradient of BatchNorm's output at i: dy, or with BN_RELU_OUT
- * dy where the output before the ReLU (bn_pre, from gamma, beta and the
- * forward's statistics fstat) is > 0, else 0. */
-DEVICE double bn_dy(const void *dy, const void *x, i64 i, i32 fl, double g, double m, double invsd, double b) {
-	if ((fl & BN_RELU_OUT) && !(bn_pre(x, i, fl, g, m, invsd, b) > 0.0f))
+/* bn_grad: a channel's constants of the backward: the forward's float32
+ * mean m, 1/σ inv (from its float32 variance) and gamma·inv k; for
+ * BN_RELU_OUT's mask gamma fg, beta fb and the forward's statistics fm,
+ * finv; the backward's g1 = dbeta/M and g2 = dgamma/M (bn_bwd_stats). */
+typedef struct {
+	double m, inv, k, fg, fb, fm, finv, g1, g2;
+} bn_grad;
+
+/* bn_grad_of: channel ch's bn_grad; beta and fstat are read only with
+ * BN_RELU_OUT, stat when not NULL. */
+DEVICE bn_grad bn_grad_of(i64 ch, i32 c, const float *gamma, const float *beta, const double *fstat, const float *bmean,
+			  double inv, const double *stat, i32 fl) {
+	bn_grad q;
+	const int ro = (fl & BN_RELU_OUT) != 0;
+	q.m = bmean[ch];
+	q.inv = inv;
+	q.k = (double)gamma[ch] * inv;
+	q.fg = gamma[ch];
+	q.fb = ro ? beta[ch] : 0;
+	q.fm = ro ? fstat[ch] : 0;
+	q.finv = ro ? fstat[c + ch] : 0;
+	q.g1 = stat ? stat[ch] : 0;
+	q.g2 = stat ? stat[c + ch] : 0;
+	return q;
+}
+
+/* bn_mask: dy's value g at i, or with BN_RELU_OUT 0 where the output
+ * before the ReLU (bn_pre from the forward's statistics) is not > 0. */
+DEVICE double bn_mask(double g, const void *x, i64 i, i32 fl, const bn_grad *q) {
+	if ((fl & BN_RELU_OUT) && !(bn_pre(x, i, fl, q->fg, q->fm, q->finv, q->fb) > 0.0f))
 		return 0.0;
-	return bn_ld(dy, i, fl, BN_Y16);
+	return g;
+}
+
+/* bn_grad_sum: adds the value at i (dy's value dyv) to the sums of dy and
+ * of dy·x-hat. */
+DEVICE void bn_grad_sum(double dyv, const void *x, i64 i, i32 fl, const bn_grad *q, double *sdy, double *sdyx) {
+	const double g = bn_mask(dyv, x, i, fl, q);
+	*sdy += g;
+	*sdyx += g * ((double)bn_in(x, i, fl) - q->m) * q->inv;
+}
+
+/* bn_grad_dx: dx at i from dy's value dyv. */
+DEVICE void bn_grad_dx(double dyv, const void *x, void *dx, i64 i, i32 fl, const bn_grad *q) {
+	const float v = bn_ld(x, i, fl, BN_X16);
+	if ((fl & BN_RELU) && !(v > 0.0f)) {
+		bn_st(dx, i, 0.0f, fl, BN_X16);
+		return;
+	}
+	const double xh = ((double)act_f(v, fl & BN_RELU) - q->m) * q->inv;
+	const double g = bn_mask(dyv, x, i, fl, q);
+	bn_st(dx, i, (float)(q->k * (g - q->g1 - xh * q->g2)), fl, BN_X16);
 }
 
 /* bn_bwd_sum: part[p] = the sum of dy over plane p, part[n·c + p] that of
@@ -647,15 +696,10 @@ KERNEL bn_bwd_sum(const void *dy, const void *x, const float *gamma, const float
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const i64 ch = p % c, at = p * hw;
-		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
-		const int ro = (fl & BN_RELU_OUT) != 0; /* beta and fstat are read only then */
-		const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = ro ? fstat[ch] : 0, finv = ro ? fstat[c + ch] : 0;
+		const bn_grad q = bn_grad_of(ch, c, gamma, beta, fstat, bmean, 1.0 / sqrt((double)bvar[ch] + (double)eps), 0, fl);
 		double sdy = 0, sdyx = 0;
-		for (i32 i = t; i < hw; i += BLOCK_DIM) {
-			double g = bn_dy(dy, x, at + i, fl, fg, fm, finv, fb);
-			sdy += g;
-			sdyx += g * ((double)bn_in(x, at + i, fl) - m) * inv;
-		}
+		for (i32 i = t; i < hw; i += BLOCK_DIM)
+			bn_grad_sum(bn_ld(dy, at + i, fl, BN_Y16), x, at + i, fl, &q, &sdy, &sdyx);
 		sh[t] = sdy;
 		sh[MAXB + t] = sdyx;
 		END_THREADS
@@ -702,20 +746,9 @@ KERNEL bn_bwd_apply(const void *dy, const void *x, const float *gamma, const flo
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const i64 ch = p % c, at = p * hw;
-		const double m = bmean[ch], inv = 1.0 / sqrt((double)bvar[ch] + (double)eps);
-		const double k = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
-		const int ro = (fl & BN_RELU_OUT) != 0; /* beta and fstat are read only then */
-		const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = ro ? fstat[ch] : 0, finv = ro ? fstat[c + ch] : 0;
-		for (i32 i = t; i < hw; i += BLOCK_DIM) {
-			const float v = bn_ld(x, at + i, fl, BN_X16);
-			if ((fl & BN_RELU) && !(v > 0.0f)) {
-				bn_st(dx, at + i, 0.0f, fl, BN_X16);
-				continue;
-			}
-			double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
-			const double g = bn_dy(dy, x, at + i, fl, fg, fm, finv, fb);
-			bn_st(dx, at + i, (float)(k * (g - g1 - xh * g2)), fl, BN_X16);
-		}
+		const bn_grad q = bn_grad_of(ch, c, gamma, beta, fstat, bmean, 1.0 / sqrt((double)bvar[ch] + (double)eps), stat, fl);
+		for (i32 i = t; i < hw; i += BLOCK_DIM)
+			bn_grad_dx(bn_ld(dy, at + i, fl, BN_Y16), x, dx, at + i, fl, &q);
 		END_THREADS
 	}
 }
@@ -844,14 +877,10 @@ KERNEL bn_nhwc_bwd_sum(const void *dy, const void *x, const float *gamma, const 
 		const i32 ch = ch0 + t % BN_LANES, lanes = BLOCK_DIM / BN_LANES;
 		double sdy = 0, sdyx = 0;
 		if (ch < c) {
-			const double m = bmean[ch], inv = fstat[4 * c + ch];
-			const int ro = (fl & BN_RELU_OUT) != 0;
-			const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = fstat[ch], finv = fstat[c + ch];
+			const bn_grad q = bn_grad_of(ch, c, gamma, beta, fstat, bmean, fstat[4 * c + ch], 0, fl);
 			for (i32 i = t / BN_LANES; i < hw; i += lanes) {
 				const i64 at = (im * hw + i) * c + ch;
-				const double g = bn_dy(dy, x, at, fl, fg, fm, finv, fb);
-				sdy += g;
-				sdyx += g * ((double)bn_in(x, at, fl) - m) * inv;
+				bn_grad_sum(bn_ld(dy, at, fl, BN_Y16), x, at, fl, &q, &sdy, &sdyx);
 			}
 		}
 		sh[t] = sdy;
@@ -871,20 +900,9 @@ KERNEL bn_nhwc_bwd_apply(const void *dy, const void *x, const float *gamma, cons
 		THREADS(t)
 		const i64 at = p * run;
 		for (i32 e = t; e < run && at + e < total; e += BLOCK_DIM) {
-			const i64 i = at + e;
 			const i32 ch = e % c; /* a run is whole positions */
-			const float v = bn_ld(x, i, fl, BN_X16);
-			if ((fl & BN_RELU) && !(v > 0.0f)) {
-				bn_st(dx, i, 0.0f, fl, BN_X16);
-				continue;
-			}
-			const double m = bmean[ch], inv = fstat[4 * c + ch];
-			const double k = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
-			const int ro = (fl & BN_RELU_OUT) != 0;
-			const double fb = ro ? beta[ch] : 0;
-			const double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
-			const double g = bn_dy(dy, x, i, fl, gamma[ch], fstat[ch], fstat[c + ch], fb);
-			bn_st(dx, i, (float)(k * (g - g1 - xh * g2)), fl, BN_X16);
+			const bn_grad q = bn_grad_of(ch, c, gamma, beta, fstat, bmean, fstat[4 * c + ch], stat, fl);
+			bn_grad_dx(bn_ld(dy, at + e, fl, BN_Y16), x, dx, at + e, fl, &q);
 		}
 		END_THREADS
 	}
@@ -917,21 +935,27 @@ DEVICE void bn_tiles_load_dy(const float *dy, float tdy[TILE][TILE + 1], i64 b, 
 	SYNC
 }
 
+/* bn_tiles_load_x: act(x)'s tile k (NHWC) into tile[position][channel],
+ * read along channels. */
+DEVICE void bn_tiles_load_x(const void *x, float tile[TILE][TILE + 1], i64 k, i32 c, i32 hw, i32 fl) {
+	THREADS(t)
+	i64 b, c0, p0;
+	tile_at(k, c, hw, &b, &c0, &p0);
+	for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+		const int r = e / TILE, q = e % TILE; /* position, channel */
+		if (c0 + q < c && p0 + r < hw)
+			tile[r][q] = bn_in(x, (b * hw + p0 + r) * c + c0 + q, fl);
+	}
+	END_THREADS
+	SYNC
+}
+
 /* bn_tiles_apply: bn_apply from NHWC x into float32 NCHW y. */
 KERNEL bn_tiles_apply(const void *x, float *y, const float *gamma, const float *beta, const double *stat,
 		      i32 n, i32 c, i32 hw, i32 fl) {
 	SHARED float tile[TILE][TILE + 1];
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
-		THREADS(t)
-		i64 b, c0, p0;
-		tile_at(k, c, hw, &b, &c0, &p0);
-		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE; /* position, channel */
-			if (c0 + q < c && p0 + r < hw)
-				tile[r][q] = bn_in(x, (b * hw + p0 + r) * c + c0 + q, fl);
-		}
-		END_THREADS
-		SYNC
+		bn_tiles_load_x(x, tile, k, c, hw, fl);
 		THREADS(t)
 		i64 b, c0, p0;
 		tile_at(k, c, hw, &b, &c0, &p0);
@@ -954,14 +978,10 @@ KERNEL bn_tiles_eval(const void *x, float *y, const float *gamma, const float *b
 	SHARED float tile[TILE][TILE + 1];
 	SHARED double inv[TILE];
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
+		bn_tiles_load_x(x, tile, k, c, hw, fl);
 		THREADS(t)
 		i64 b, c0, p0;
 		tile_at(k, c, hw, &b, &c0, &p0);
-		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE; /* position, channel */
-			if (c0 + q < c && p0 + r < hw)
-				tile[r][q] = bn_in(x, (b * hw + p0 + r) * c + c0 + q, fl);
-		}
 		if (t < TILE && c0 + t < c)
 			inv[t] = 1.0 / sqrt((double)rvar[c0 + t] + (double)eps);
 		END_THREADS
@@ -1001,18 +1021,10 @@ KERNEL bn_tiles_bwd_sum(const float *dy, const void *x, const float *gamma, cons
 			THREADS(t)
 			const i32 j = t % TILE, ch = ch0 + j, lanes = BLOCK_DIM / TILE;
 			if (ch < c) {
-				const double m = bmean[ch], inv = fstat[4 * c + ch];
-				const int ro = (fl & BN_RELU_OUT) != 0;
-				const double fg = gamma[ch], fb = ro ? beta[ch] : 0, fm = fstat[ch], finv = fstat[c + ch];
+				const bn_grad q = bn_grad_of(ch, c, gamma, beta, fstat, bmean, fstat[4 * c + ch], 0, fl);
 				double sdy = sh[t], sdyx = sh[MAXB + t];
-				for (i32 r = t / TILE; r < TILE && p0 + r < hw; r += lanes) {
-					const i64 at = (im * hw + p0 + r) * c + ch;
-					double g = tdy[j][r];
-					if (ro && !(bn_pre(x, at, fl, fg, fm, finv, fb) > 0.0f))
-						g = 0.0;
-					sdy += g;
-					sdyx += g * ((double)bn_in(x, at, fl) - m) * inv;
-				}
+				for (i32 r = t / TILE; r < TILE && p0 + r < hw; r += lanes)
+					bn_grad_sum(tdy[j][r], x, (im * hw + p0 + r) * c + ch, fl, &q, &sdy, &sdyx);
 				sh[t] = sdy;
 				sh[MAXB + t] = sdyx;
 			}
@@ -1035,21 +1047,11 @@ KERNEL bn_tiles_bwd_apply(const float *dy, const void *x, const float *gamma, co
 		THREADS(t)
 		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
 			const int r = e / TILE, q = e % TILE; /* position, channel */
-			const i64 ch = c0 + q, i = (b * hw + p0 + r) * c + ch;
-			if (ch >= c || p0 + r >= hw)
-				continue;
-			const float v = bn_ld(x, i, fl, BN_X16);
-			if ((fl & BN_RELU) && !(v > 0.0f)) {
-				bn_st(dx, i, 0.0f, fl, BN_X16);
-				continue;
+			const i64 ch = c0 + q;
+			if (ch < c && p0 + r < hw) {
+				const bn_grad g = bn_grad_of(ch, c, gamma, beta, fstat, bmean, fstat[4 * c + ch], stat, fl);
+				bn_grad_dx(tdy[q][r], x, dx, (b * hw + p0 + r) * c + ch, fl, &g);
 			}
-			const double m = bmean[ch], inv = fstat[4 * c + ch];
-			const double kk = (double)gamma[ch] * inv, g1 = stat[ch], g2 = stat[c + ch];
-			const double xh = ((double)act_f(v, fl & BN_RELU) - m) * inv;
-			double g = tdy[q][r];
-			if ((fl & BN_RELU_OUT) && !(bn_pre(x, i, fl, gamma[ch], fstat[ch], fstat[c + ch], beta[ch]) > 0.0f))
-				g = 0.0;
-			bn_st(dx, i, (float)(kk * (g - g1 - xh * g2)), fl, BN_X16);
 		}
 		END_THREADS
 		SYNC
@@ -1103,13 +1105,7 @@ KERNEL add_relu_bwd(const float *a, const float *b, const float *y, float *dx, i
 #define SUM_NHWC 8
 
 /* sum_ld: p[i] as float32, 16-bit when fl has the flag which. */
-DEVICE float sum_ld(const void *p, i64 i, i32 fl, i32 which) {
-	if (!(fl & which))
-		return ((const float *)p)[i];
-	if (fl & SUM_BF16)
-		return bf16_to_f32(((const u16 *)p)[i]);
-	return f16_to_f32(((const u16 *)p)[i]);
-}
+DEVICE float sum_ld(const void *p, i64 i, i32 fl, i32 which) { return ld_f32(p, i, fl & which, fl & SUM_BF16); }
 
 /* add_relu_low: add_relu, its output also rounded into y16 (bf16 with
  * SUM_BF16, else fp16): the next block's convolutions' 16-bit operand,
