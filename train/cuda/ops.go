@@ -85,8 +85,9 @@ func (c *convOp) input16(x *tensor) (uint64, error) {
 // handsLow reports whether a Forward with bias bp hands its output on in
 // 16 bits: the backend's precision is 16-bit and nothing is left to do
 // in float32. Under ChannelsLast the values stay channels-last: the
-// BatchNorm reads them so where it hands its output to a convolution
-// too, and makes the cast itself where it does not (bnOp.ForwardDevice).
+// BatchNorm reads them so, and writes channels-last where it hands its
+// output to a convolution too, float32 channels-first where it does not
+// (bnLaunches).
 func (c *convOp) handsLow(bp uint64) bool {
 	return c.lowOut && c.b.reduced() && bp == 0 && !c.relu() && !c.b.noLowHandOff
 }
