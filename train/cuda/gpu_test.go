@@ -439,7 +439,7 @@ func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN) (*twinChain,
 	N, C, HW, fl := ts(I32(int32(n))), ts(I32(int32(c))), ts(I32(int32(hw))), ts(I32(in.Flags()))
 	ch, out := newTwinChain(), in
 	x := either(in.X, in.X16)
-	part := ch.run(t, d, m, k.sum, sums, x, td(make([]float64, 2*n*c)), N, C, HW, fl)[1].d
+	part := ch.run(t, d, m, k.Sum, sums, x, td(make([]float64, 2*n*c)), N, C, HW, fl)[1].d
 	res := ch.run(t, d, m, "bn_stats", chans, x, td(part), td(make([]float64, kernels.StatLen(c, in.NHWC))), tf(make([]float32, c)), tf(make([]float32, c)),
 		tf(slices.Clone(in.RunningMean)), tf(slices.Clone(in.RunningVar)), N, C, HW, ts(F32(in.Eps)), ts(F32(in.Momentum)), fl)
 	out.BatchMean, out.BatchVar, out.RunningMean, out.RunningVar, out.Stat = res[3].f, res[4].f, res[5].f, res[6].f, res[2].d
@@ -447,17 +447,17 @@ func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN) (*twinChain,
 	if in.Y16 != nil {
 		y = th(make([]uint16, n*c*hw))
 	}
-	ys := ch.run(t, d, m, k.apply, rows, x, y, tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, fl)[1]
+	ys := ch.run(t, d, m, k.Apply, rows, x, y, tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, fl)[1]
 	out.Y, out.Y16 = ys.f, ys.h
 	return ch, out
 }
 
 // bnRows are the launches and kernels of BatchNorm's sums and
 // element-wise passes for flags fl, as the backend plans them
-// (bnLaunches).
-func bnRows(t *testing.T, d *Device, n, c, hw int, fl int32) (sums, rows kernels.Launch, k bnKernels) {
-	k = bnLaunches(uint64(fl), n, c, hw)
-	return plan(t, d, kernels.PerRow, int64(k.sums), int64(k.sumSize)), plan(t, d, kernels.PerRow, int64(k.rows), int64(k.rowSize)), k
+// (kernels.BNLaunches).
+func bnRows(t *testing.T, d *Device, n, c, hw int, fl int32) (sums, rows kernels.Launch, k kernels.BNKernels) {
+	k = kernels.BNLaunches(fl, n, c, hw)
+	return plan(t, d, kernels.PerRow, int64(k.Sums), int64(k.SumSize)), plan(t, d, kernels.PerRow, int64(k.Rows), int64(k.RowSize)), k
 }
 
 // nhwcOf is v (n×c×hw) laid out channels-last.
@@ -503,10 +503,10 @@ func bnBwdTwin(t *testing.T, d *Device, m *Module, g kernels.BNGrad) *twinChain 
 	}
 	ch := newTwinChain()
 	if g.NHWC {
-		part := ch.run(t, d, m, k.bwdSum, sums, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean),
+		part := ch.run(t, d, m, k.BwdSum, sums, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean),
 			td(make([]float64, 2*n*c)), N, C, HW, fl)[6].d
 		res := ch.run(t, d, m, "bn_bwd_stats", chans, td(part), td(make([]float64, 2*c)), tf(make([]float32, c)), tf(make([]float32, c)), N, C, HW)
-		ch.run(t, d, m, k.bwdApply, rows, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), td(res[1].d), dx, N, C, HW, fl)
+		ch.run(t, d, m, k.BwdApply, rows, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), td(res[1].d), dx, N, C, HW, fl)
 		return ch
 	}
 	part := ch.run(t, d, m, "bn_bwd_sum", sums, dy, x, tf(g.Gamma), beta, fstat, tf(g.BatchMean), tf(g.BatchVar),
@@ -729,7 +729,7 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	lastB := bnBwdTwin(t, d, m, lastG)
 	row(t, "bn_bwd bf16 channels-last relu out (3 kernels)", shape, lastB.ms, fmt.Sprintf("%d ulp", lastB.ulp), lastB.ulp <= 1 && lastB.ok)
 	_, lrl, lk := bnRows(t, d, n, c, hw, lastIn.Flags())
-	ms, u, ok, _ = twin(t, d, m, lk.eval, lrl, th(lastIn.X16), th(make([]uint16, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+	ms, u, ok, _ = twin(t, d, m, lk.Eval, lrl, th(lastIn.X16), th(make([]uint16, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
 		ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(lastIn.Flags())))
 	exact("bn_nhwc_eval bf16 relu out", ms, u, ok)
 	// Channels-last in, float32 channels-first out (the bn_tiles kernels:
@@ -744,7 +744,7 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	toB := bnBwdTwin(t, d, m, toG)
 	row(t, "bn_bwd bf16 float32 to channels-last (3 kernels)", shape, toB.ms, fmt.Sprintf("%d ulp", toB.ulp), toB.ulp <= 1 && toB.ok)
 	_, ltl, tk := bnRows(t, d, n, c, hw, toIn.Flags())
-	ms, u, ok, _ = twin(t, d, m, tk.eval, ltl, th(toIn.X16), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+	ms, u, ok, _ = twin(t, d, m, tk.Eval, ltl, th(toIn.X16), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
 		ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(toIn.Flags())))
 	exact("bn_tiles_eval bf16 relu out", ms, u, ok)
 

@@ -87,7 +87,7 @@ func (c *convOp) input16(x *tensor) (uint64, error) {
 // in float32. Under ChannelsLast the values stay channels-last: the
 // BatchNorm reads them so, and writes channels-last where it hands its
 // output to a convolution too, float32 channels-first where it does not
-// (bnLaunches).
+// (kernels.BNLaunches).
 func (c *convOp) handsLow(bp uint64) bool {
 	return c.lowOut && c.b.reduced() && bp == 0 && !c.relu() && !c.b.noLowHandOff
 }
@@ -497,7 +497,7 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 	// Channels-last values in (a channels-last convolution's 16-bit
 	// output): out so to a convolution after it, or as float32
 	// channels-first to any other op, the layout changed in the passes
-	// (bnLaunches).
+	// (kernels.BNLaunches).
 	nhwc := x.low && o.b.nhwc
 	y := &o.y
 	if o.handsLow(x) {
@@ -519,8 +519,8 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		}
 		err = o.train(x, *y, p, n, c, hw, momentum, fl)
 	} else {
-		k := bnLaunches(fl, n, c, hw)
-		err = o.b.run(k.eval, kernels.PerRow, k.rows, k.rowSize, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
+		k := kernels.BNLaunches(int32(fl), n, c, hw)
+		err = o.b.run(k.Eval, kernels.PerRow, k.Rows, k.RowSize, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
 	}
 	if err != nil {
 		return nil, err
@@ -573,39 +573,15 @@ func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, 
 		return err
 	}
 	N, C, HW := i32(n), i32(c), i32(hw)
-	k := bnLaunches(fl, n, c, hw)
-	if err := o.b.run(k.sum, kernels.PerRow, k.sums, k.sumSize, x.p, o.part.p, N, C, HW, fl); err != nil {
+	k := kernels.BNLaunches(int32(fl), n, c, hw)
+	if err := o.b.run(k.Sum, kernels.PerRow, k.Sums, k.SumSize, x.p, o.part.p, N, C, HW, fl); err != nil {
 		return err
 	}
 	if err := o.b.run("bn_stats", kernels.PerRow, c, n, x.p, o.part.p, o.stat.p, o.bmean.p, o.bvar.p, p[2], p[3],
 		N, C, HW, f32(o.eps()), f32(momentum), fl); err != nil {
 		return err
 	}
-	return o.b.run(k.apply, kernels.PerRow, k.rows, k.rowSize, x.p, y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
-}
-
-// bnKernels are the BatchNorm kernels for flags fl and their launches
-// (PerRow): the sums' and the element-wise passes'; the backward's sums
-// are launched as the forward's.
-type bnKernels struct {
-	sum, apply, eval, bwdSum, bwdApply string
-	sums, sumSize, rows, rowSize       int
-}
-
-// bnLaunches: channels-first, over the n·c planes; channels-last in and
-// out (BNNHWC, BNY16), kernels.BNGroups and kernels.BNRuns; channels-last
-// in and float32 channels-first out (BNNHWC alone: the bn_tiles kernels),
-// kernels.BNGroups and kernels.CastTiles.
-func bnLaunches(fl uint64, n, c, hw int) bnKernels {
-	switch {
-	case fl&kernels.BNNHWC != 0 && fl&kernels.BNY16 != 0:
-		return bnKernels{"bn_nhwc_sum", "bn_nhwc_apply", "bn_nhwc_eval", "bn_nhwc_bwd_sum", "bn_nhwc_bwd_apply",
-			kernels.BNGroups(n, c), kernels.BNLanes * hw, kernels.BNRuns(n, c, hw), kernels.TileValues}
-	case fl&kernels.BNNHWC != 0:
-		return bnKernels{"bn_nhwc_sum", "bn_tiles_apply", "bn_tiles_eval", "bn_tiles_bwd_sum", "bn_tiles_bwd_apply",
-			kernels.BNGroups(n, c), kernels.BNLanes * hw, kernels.CastTiles(n, c, hw), kernels.TileValues}
-	}
-	return bnKernels{"bn_plane_sum", "bn_apply", "bn_eval", "bn_bwd_sum", "bn_bwd_apply", n * c, hw, n * c, hw}
+	return o.b.run(k.Apply, kernels.PerRow, k.Rows, k.RowSize, x.p, y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
@@ -661,12 +637,12 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 	}
 	nhwc := o.x.low && o.b.nhwc
 	N, C, HW, eps, fl := i32(n), i32(c), i32(hw), f32(o.eps()), o.flags(o.x.low, dy.low, nhwc)
-	k := bnLaunches(fl, n, c, hw)
+	k := kernels.BNLaunches(int32(fl), n, c, hw)
 	if nhwc {
-		err = o.b.run(k.bwdSum, kernels.PerRow, k.sums, k.sumSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.part.p,
+		err = o.b.run(k.BwdSum, kernels.PerRow, k.Sums, k.SumSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.part.p,
 			N, C, HW, fl)
 	} else {
-		err = o.b.run(k.bwdSum, kernels.PerRow, k.sums, k.sumSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.part.p,
+		err = o.b.run(k.BwdSum, kernels.PerRow, k.Sums, k.SumSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.part.p,
 			N, C, HW, eps, fl)
 	}
 	if err != nil {
@@ -676,10 +652,10 @@ func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (tra
 		return nil, err
 	}
 	if nhwc {
-		err = o.b.run(k.bwdApply, kernels.PerRow, k.rows, k.rowSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bwdStat(), (*dx).p,
+		err = o.b.run(k.BwdApply, kernels.PerRow, k.Rows, k.RowSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bwdStat(), (*dx).p,
 			N, C, HW, fl)
 	} else {
-		err = o.b.run(k.bwdApply, kernels.PerRow, k.rows, k.rowSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.bwdStat(), (*dx).p,
+		err = o.b.run(k.BwdApply, kernels.PerRow, k.Rows, k.RowSize, dy.p, o.x.p, gp, bp, o.stat.p, o.bmean.p, o.bvar.p, o.bwdStat(), (*dx).p,
 			N, C, HW, eps, fl)
 	}
 	if err != nil {

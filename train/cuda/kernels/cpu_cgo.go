@@ -176,7 +176,7 @@ func dispatchTable() map[string]string {
 // bn_plane_sum, bn_stats, bn_apply, each planned for f (the planes' and
 // the statistics' scratch allocated here).
 func BNTrain(f Facts, b BN) error {
-	rows, chans, err := bnPlans(f, b.N, b.C, b.HW)
+	sums, rows, chans, err := bnPlans(f, b.Flags(), b.N, b.C, b.HW)
 	if err != nil {
 		return err
 	}
@@ -196,39 +196,20 @@ func BNTrain(f Facts, b BN) error {
 	x, y, pp, sp := pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.double)(fp(part)), (*C.double)(fp(stat))
 	gm, bt := (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta))
 	if b.NHWC {
-		sums, runs, err := bnNHWCPlans(f, b.N, b.C, b.HW)
-		if err != nil {
-			return err
-		}
 		C.cpu_bn_nhwc_sum(C.int(sums.Grid), C.int(sums.Block), x, pp, n, c, hw, fl)
-		rows = runs
 	} else {
-		C.cpu_bn_plane_sum(C.int(rows.Grid), C.int(rows.Block), x, pp, n, c, hw, fl)
+		C.cpu_bn_plane_sum(C.int(sums.Grid), C.int(sums.Block), x, pp, n, c, hw, fl)
 	}
 	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
 		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum), fl)
 	if b.OutNCHW {
-		tiles, err := f.Plan(PerRow, int64(CastTiles(b.N, b.C, b.HW)), TileValues)
-		if err != nil {
-			return err
-		}
-		C.cpu_bn_tiles_apply(C.int(tiles.Grid), C.int(tiles.Block), x, (*C.float)(y), gm, bt, sp, n, c, hw, fl)
+		C.cpu_bn_tiles_apply(C.int(rows.Grid), C.int(rows.Block), x, (*C.float)(y), gm, bt, sp, n, c, hw, fl)
 	} else if b.NHWC {
 		C.cpu_bn_nhwc_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
 	} else {
 		C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
 	}
 	return nil
-}
-
-// bnNHWCPlans are the launches of the channels-last BatchNorm kernels
-// over n×hw×c: its sums (BNGroups) and its element-wise passes (BNRuns).
-func bnNHWCPlans(f Facts, n, c, hw int) (sums, runs Launch, err error) {
-	if sums, err = f.Plan(PerRow, int64(BNGroups(n, c)), int64(BNLanes*hw)); err != nil {
-		return
-	}
-	runs, err = f.Plan(PerRow, int64(BNRuns(n, c, hw)), TileValues)
-	return
 }
 
 // bnNHWCRuns is kernels.cu's bn_nhwc_runs (BNRuns's check).
@@ -252,10 +233,15 @@ func lenOf(f32 []float32, f16 []uint16) int {
 	return len(f32)
 }
 
-// bnPlans are the launches of the BatchNorm kernels over n×c×hw: a block
-// per plane, a block per channel.
-func bnPlans(f Facts, n, c, hw int) (rows, chans Launch, err error) {
-	if rows, err = f.Plan(PerRow, int64(n*c), int64(hw)); err != nil {
+// bnPlans are the launches of the BatchNorm kernels for flags fl over
+// n×c×hw, as the backend plans them (BNLaunches): the sums, the
+// element-wise passes, and a block per channel for the statistics.
+func bnPlans(f Facts, fl int32, n, c, hw int) (sums, rows, chans Launch, err error) {
+	k := BNLaunches(fl, n, c, hw)
+	if sums, err = f.Plan(PerRow, int64(k.Sums), int64(k.SumSize)); err != nil {
+		return
+	}
+	if rows, err = f.Plan(PerRow, int64(k.Rows), int64(k.RowSize)); err != nil {
 		return
 	}
 	chans, err = f.Plan(PerRow, int64(c), int64(n))
@@ -289,7 +275,7 @@ func BNEval(l Launch, b BN) error {
 // as the backend launches it: bn_bwd_sum, bn_bwd_stats, bn_bwd_apply,
 // each planned for f.
 func BNBwd(f Facts, b BNGrad) error {
-	rows, chans, err := bnPlans(f, b.N, b.C, b.HW)
+	sums, rows, chans, err := bnPlans(f, b.Flags(), b.N, b.C, b.HW)
 	if err != nil {
 		return err
 	}
@@ -317,34 +303,23 @@ func BNBwd(f Facts, b BNGrad) error {
 	gm, bt, fs := (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta)), (*C.double)(fp(b.Stat))
 	dy, x, dx := pick(b.DY, b.DY16), pick(b.X, b.X16), pick(b.DX, b.DX16)
 	pp, sp := (*C.double)(fp(part)), (*C.double)(fp(stat))
-	if b.OutNCHW {
-		sums, err := f.Plan(PerRow, int64(BNGroups(b.N, b.C)), int64(BNLanes*b.HW))
-		if err != nil {
-			return err
-		}
-		tiles, err := f.Plan(PerRow, int64(CastTiles(b.N, b.C, b.HW)), TileValues)
-		if err != nil {
-			return err
-		}
+	switch {
+	case b.OutNCHW:
 		C.cpu_bn_tiles_bwd_sum(C.int(sums.Grid), C.int(sums.Block), (*C.float)(dy), x, gm, bt, fs, bm, pp, n, c, hw, fl)
-		C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
-		C.cpu_bn_tiles_bwd_apply(C.int(tiles.Grid), C.int(tiles.Block), (*C.float)(dy), x, gm, bt, fs, bm, sp, dx, n, c, hw, fl)
-		return nil
-	}
-	if b.NHWC {
-		sums, runs, err := bnNHWCPlans(f, b.N, b.C, b.HW)
-		if err != nil {
-			return err
-		}
+	case b.NHWC:
 		C.cpu_bn_nhwc_bwd_sum(C.int(sums.Grid), C.int(sums.Block), dy, x, gm, bt, fs, bm, pp, n, c, hw, fl)
-		C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
-		C.cpu_bn_nhwc_bwd_apply(C.int(runs.Grid), C.int(runs.Block), dy, x, gm, bt, fs, bm, sp, dx, n, c, hw, fl)
-		return nil
+	default:
+		C.cpu_bn_bwd_sum(C.int(sums.Grid), C.int(sums.Block), dy, x, gm, bt, fs, bm, bv, pp, n, c, hw, C.float(b.Eps), fl)
 	}
-	C.cpu_bn_bwd_sum(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, bv, pp, n, c, hw, C.float(b.Eps), fl)
 	C.cpu_bn_bwd_stats(C.int(chans.Grid), C.int(chans.Block), pp, sp, (*C.float)(fp(b.DGamma)), (*C.float)(fp(b.DBeta)), n, c, hw)
-	C.cpu_bn_bwd_apply(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, bv, sp,
-		dx, n, c, hw, C.float(b.Eps), fl)
+	switch {
+	case b.OutNCHW:
+		C.cpu_bn_tiles_bwd_apply(C.int(rows.Grid), C.int(rows.Block), (*C.float)(dy), x, gm, bt, fs, bm, sp, dx, n, c, hw, fl)
+	case b.NHWC:
+		C.cpu_bn_nhwc_bwd_apply(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, sp, dx, n, c, hw, fl)
+	default:
+		C.cpu_bn_bwd_apply(C.int(rows.Grid), C.int(rows.Block), dy, x, gm, bt, fs, bm, bv, sp, dx, n, c, hw, C.float(b.Eps), fl)
+	}
 	return nil
 }
 

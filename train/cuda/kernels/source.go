@@ -86,6 +86,30 @@ func BNRuns(n, c, hw int) int {
 	return (n*hw + run - 1) / run
 }
 
+// BNKernels are the BatchNorm kernels for a set of flags and their
+// PerRow launches: the sums' (forward and backward) and the element-wise
+// passes' rows and row sizes.
+type BNKernels struct {
+	Sum, Apply, Eval, BwdSum, BwdApply string
+	Sums, SumSize, Rows, RowSize       int
+}
+
+// BNLaunches are the kernels for flags fl over n×c×hw: channels-first,
+// over the n·c planes; channels-last in and out (BNNHWC with BNY16),
+// BNGroups and BNRuns; channels-last in and float32 channels-first out
+// (BNNHWC alone: the bn_tiles kernels), BNGroups and CastTiles.
+func BNLaunches(fl int32, n, c, hw int) BNKernels {
+	switch {
+	case fl&BNNHWC != 0 && fl&BNY16 != 0:
+		return BNKernels{"bn_nhwc_sum", "bn_nhwc_apply", "bn_nhwc_eval", "bn_nhwc_bwd_sum", "bn_nhwc_bwd_apply",
+			BNGroups(n, c), BNLanes * hw, BNRuns(n, c, hw), TileValues}
+	case fl&BNNHWC != 0:
+		return BNKernels{"bn_nhwc_sum", "bn_tiles_apply", "bn_tiles_eval", "bn_tiles_bwd_sum", "bn_tiles_bwd_apply",
+			BNGroups(n, c), BNLanes * hw, CastTiles(n, c, hw), TileValues}
+	}
+	return BNKernels{"bn_plane_sum", "bn_apply", "bn_eval", "bn_bwd_sum", "bn_bwd_apply", n * c, hw, n * c, hw}
+}
+
 // MaxBlock is the largest block the kernels take (their SHARED arrays'
 // size, kernels.cu's MAXB); a block is a power of two.
 const MaxBlock = 256
