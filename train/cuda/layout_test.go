@@ -217,3 +217,42 @@ func TestConvReusesForwardWeights(t *testing.T) {
 		}
 	}
 }
+
+// A residual block's 16-bit copy of its output (LowCopyOp) lives as long
+// as the values it was written with: the same op's plain Forward, or a
+// Write, drops it, so no convolution reads a stale copy.
+func TestLowCopyDropped(t *testing.T) {
+	b := twinWith(t, train.BackendOptions{Precision: train.BFloat16})
+	relu, err := b.NewReLU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relu.Close()
+	relu.(train.LowCopyOp).KeepLowCopy(true)
+	x, err := b.NewTensor(1, 2, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := relu.(train.AddReLUOp).ForwardSum(x, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.(*tensor).lowCopy == nil {
+		t.Fatal("ForwardSum with KeepLowCopy wrote no 16-bit copy")
+	}
+	if y, err = relu.Forward(x); err != nil {
+		t.Fatal(err)
+	}
+	if y.(*tensor).lowCopy != nil {
+		t.Error("a plain Forward kept ForwardSum's 16-bit copy")
+	}
+	if y, err = relu.(train.AddReLUOp).ForwardSum(x, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Write(make([]float32, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if y.(*tensor).lowCopy != nil {
+		t.Error("a Write kept the 16-bit copy")
+	}
+}

@@ -734,14 +734,13 @@ type reluOp struct {
 	y, dx    *tensor
 	y16      *tensor // ForwardSum's output rounded for the convolutions after it (keepLow; y.lowCopy)
 	keepLow  bool    // train.LowCopyOp
-	wa, wb   *tensor // BackwardSum's 16-bit operands widened, apart (Backend.noAddReLU)
 	forwared bool
 }
 
 func (b *Backend) NewReLU() (train.ReLUOp, error) { return &reluOp{b: b}, nil }
 
 func (u *reluOp) Close() {
-	for _, t := range []*tensor{u.y, u.y16, u.dx, u.wa, u.wb} {
+	for _, t := range []*tensor{u.y, u.y16, u.dx} {
 		t.free()
 	}
 	*u = reluOp{b: u.b, keepLow: u.keepLow}
@@ -764,6 +763,7 @@ func (u *reluOp) Forward(xt train.Tensor) (train.Tensor, error) {
 	if err := u.b.ensure(&u.y, x.shape...); err != nil {
 		return nil, err
 	}
+	u.y.lowCopy = nil // ForwardSum's copy, now stale
 	if err := u.b.run("relu_fwd", kernels.Elementwise, x.n, 0, x.p, u.y.p, i64(x.n)); err != nil {
 		return nil, err
 	}
@@ -840,9 +840,10 @@ func (u *reluOp) BackwardSum(at, bt train.Tensor) (train.Tensor, error) {
 	if err := u.b.ensure(&u.dx, a.shape...); err != nil {
 		return nil, err
 	}
-	if (a.low || b.low) && !u.b.noAddReLU {
-		// 16-bit convolution input gradients (train.LowGradOp) read as
-		// they are: add_relu_bwd's bits without the casts.
+	if a.low || b.low {
+		// 16-bit convolution input gradients (train.LowGradOp; apart,
+		// Backend.noLowHandOff, they come cast) read as they are:
+		// add_relu_bwd's bits without the casts.
 		if len(a.shape) != 4 {
 			return nil, fmt.Errorf("cuda: relu: a 16-bit gradient of shape %v", a.shape)
 		}
@@ -859,23 +860,6 @@ func (u *reluOp) BackwardSum(at, bt train.Tensor) (train.Tensor, error) {
 				a.p, b.p, u.y.p, u.dx.p, i32(n), i32(c), i32(hw), uint64(fl))
 		}
 		return u.dx, u.b.run("add_relu_bwd_low", kernels.Elementwise, a.n, 0, a.p, b.p, u.y.p, u.dx.p, i64(a.n), uint64(fl))
-	}
-	for _, w := range []struct {
-		t  **tensor
-		to **tensor
-	}{{&a, &u.wa}, {&b, &u.wb}} {
-		if !(*w.t).low {
-			continue
-		}
-		// Apart: the cast the convolution would have made.
-		n, c, hw := planes((*w.t).shape)
-		if err := u.b.ensure(w.to, (*w.t).shape...); err != nil {
-			return nil, err
-		}
-		if err := u.b.from16((*w.to).p, (*w.t).p, n, c, hw); err != nil {
-			return nil, err
-		}
-		*w.t = *w.to
 	}
 	if u.b.noAddReLU {
 		if err := u.b.run("add", kernels.Elementwise, a.n, 0, a.p, b.p, u.dx.p, i64(a.n)); err != nil {
