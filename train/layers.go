@@ -497,24 +497,8 @@ func (s *Sequential) pair() {
 		var from, to any
 		switch x := a.(type) {
 		case *Residual:
-			// Its output is the next block's input: the next block's
-			// gradient add and its ReLU backward in one pass.
 			if next, ok := b.(*Residual); ok {
-				if lc, ok := x.relu.(LowCopyOp); ok && firstConv(next.Main) != nil {
-					lc.KeepLowCopy(true)
-				}
-				if rs, ok := x.relu.(ReLUSumBackwardOp); ok && next.gradSum == nil {
-					next.gradSum, x.masked = rs, true
-					if ls, ok := rs.(LowGradSumOp); ok && ls.SumsLowGrads() {
-						for _, l := range []Layer{next.Main, next.Shortcut} {
-							if c := firstConv(l); c != nil {
-								if lg, ok := c.op.(LowGradOp); ok {
-									lg.KeepLowGrad(true)
-								}
-							}
-						}
-					}
-				}
+				x.pairWith(next)
 			}
 			continue
 		case *Conv2D:

@@ -66,8 +66,9 @@ func (r *Residual) Forward(x Tensor, training bool) (Tensor, error) {
 }
 
 func (r *Residual) Backward(dy Tensor, needDX bool) (Tensor, error) {
-	d, err := dy, error(nil)
+	d := dy
 	if !r.masked {
+		var err error
 		if d, err = r.relu.Backward(dy); err != nil {
 			return nil, err
 		}
@@ -89,6 +90,33 @@ func (r *Residual) Backward(dy Tensor, needDX bool) (Tensor, error) {
 		return r.gradSum.BackwardSum(dm, ds)
 	}
 	return r.gradAdd.Forward(dm, ds)
+}
+
+// pairWith joins r to next, the block right after it (Sequential's pair):
+// r's output, next's input, is also rounded for next's first
+// convolutions as it is written (LowCopyOp); next's gradient add and r's
+// ReLU backward are one pass (ReLUSumBackwardOp), taking next's first
+// convolutions' 16-bit input gradients as they are (LowGradSumOp,
+// LowGradOp).
+func (r *Residual) pairWith(next *Residual) {
+	if lc, ok := r.relu.(LowCopyOp); ok && firstConv(next.Main) != nil {
+		lc.KeepLowCopy(true)
+	}
+	rs, ok := r.relu.(ReLUSumBackwardOp)
+	if !ok || next.gradSum != nil {
+		return
+	}
+	next.gradSum, r.masked = rs, true
+	if ls, ok := rs.(LowGradSumOp); !ok || !ls.SumsLowGrads() {
+		return
+	}
+	for _, l := range []Layer{next.Main, next.Shortcut} {
+		if c := firstConv(l); c != nil {
+			if lg, ok := c.op.(LowGradOp); ok {
+				lg.KeepLowGrad(true)
+			}
+		}
+	}
 }
 
 func (r *Residual) Params() []*Param {
