@@ -10,8 +10,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/faster-training/faster/collective"
 	"github.com/faster-training/faster/train"
 	"github.com/faster-training/faster/train/traintest"
 )
@@ -64,7 +66,13 @@ func trainRunWith(t *testing.T, b train.Backend, epochs int, from, save string, 
 // data (nil: the trainer's own, TrainEpoch).
 func trainRunStream(t *testing.T, b train.Backend, epochs int, from, save string, setup func(*train.Trainer), stream func(*train.Trainer, *train.Images) train.Stream) outcome {
 	t.Helper()
-	net, err := train.NewThinNet(b, traintest.SmallThinNet(), 5)
+	return trainNetRun(t, b, smallThin(false), epochs, from, save, setup, stream)
+}
+
+// trainNetRun is trainRunStream on build's network.
+func trainNetRun(t *testing.T, b train.Backend, build netBuilder, epochs int, from, save string, setup func(*train.Trainer), stream func(*train.Trainer, *train.Images) train.Stream) outcome {
+	t.Helper()
+	net, err := build(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1042,5 +1050,60 @@ func TestLowTensor(t *testing.T) {
 	if _, err := bn.Forward(x, make([]float32, 3), make([]float32, 3), make([]float32, 3), make([]float32, 3), true); err == nil ||
 		!strings.Contains(err.Error(), "without LowInput") {
 		t.Errorf("BatchNorm of a 16-bit tensor without LowInput: %v", err)
+	}
+}
+
+// The paired ResNet's journeys on the twin, bf16 channels-first and
+// -last (16-bit hand-offs, folded ReLUs, the residual blocks' fused ends):
+// one epoch, a checkpoint, a fresh backend and trainer and one more epoch
+// end where two epochs end, to the bit; DDP over two ranks keeps the
+// ranks' parameters the same bits, and ends where two ranks with the casts
+// and the blocks' ends apart end (the same bits channels-first; within
+// the channels-last sums' order).
+func TestTwinPairedResNetJourneys(t *testing.T) {
+	for _, last := range []bool{false, true} {
+		o := train.BackendOptions{Precision: train.BFloat16, ChannelsLast: last}
+		open := func(apart bool) *Backend {
+			b := twinWith(t, o)
+			b.noLowHandOff, b.noAddReLU = apart, apart
+			return b
+		}
+		name := fmt.Sprintf("channels-last=%v", last)
+		want := trainNetRun(t, open(false), smallResNet, 2, "", "", nil, nil)
+		ck := t.TempDir() + "/one.ckpt"
+		trainNetRun(t, open(false), smallResNet, 1, "", ck, nil, nil)
+		resumed := trainNetRun(t, open(false), smallResNet, 1, ck, "", nil, nil)
+		near(t, name+" resumed weights", resumed.weights, want.weights, 0)
+		near(t, name+" resumed momentum", resumed.velocity, want.velocity, 0)
+
+		ddp := func(apart bool) []outcome {
+			comms := collective.NewLocal(2)
+			got := make([]outcome, 2)
+			var wg sync.WaitGroup
+			for r := range 2 {
+				b := open(apart)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					got[r] = trainNetRun(t, b, smallResNet, 2, "", "", func(tr *train.Trainer) {
+						if err := tr.Distribute(comms[r], 1<<12); err != nil {
+							t.Error(err)
+						}
+					}, nil)
+				}()
+			}
+			wg.Wait()
+			return got
+		}
+		paired, apart := ddp(false), ddp(true)
+		// The parameters (the BatchNorms' running statistics are each
+		// rank's own, as torch's DDP keeps them).
+		np := len(paired[0].velocity)
+		near(t, name+" DDP rank 1 against rank 0", paired[1].weights[:np], paired[0].weights[:np], 0)
+		tol := 0.0
+		if last {
+			tol = 1e-5
+		}
+		near(t, name+" DDP paired against apart", paired[0].weights, apart[0].weights, tol)
 	}
 }
