@@ -531,6 +531,22 @@ type AddReLUOp interface {
 	ForwardSum(a, b Tensor) (Tensor, error)
 }
 
+// SumReLUBatchNormOp is an AddReLUOp that can take its sum from a
+// BatchNorm as the BatchNorm writes its output: ForwardBatchNormSum is
+// ForwardSum(bn's Forward(x), s) — ReLU(BatchNorm(x) + s) — in the
+// BatchNorm's own pass over its output (cuDNN's BN_ADD_ACTIVATION). A
+// residual block whose main path ends in a BatchNorm ends so: two passes
+// over the block's output fewer and the same bits. The output is the
+// ReLUOp's, as ForwardSum's, and its Backward and BackwardSum are as
+// after ForwardSum; bn keeps its input and statistics for its own
+// Backward, which takes the gradient of its output, the sum's. ok false:
+// this op cannot with bn (another backend's op, an output bn hands on in
+// 16 bits or rectifies itself) and nothing ran.
+type SumReLUBatchNormOp interface {
+	AddReLUOp
+	ForwardBatchNormSum(bn BatchNormOp, x, s, gamma, beta, runMean, runVar Tensor, momentum float32, training bool) (y Tensor, ok bool, err error)
+}
+
 // ReLUSumBackwardOp is a ReLUOp that can take the gradient of its output
 // as a sum: BackwardSum(a, b) is Backward(a + b) — the float32 sum, then
 // the mask — in one pass. A residual block whose input is the block

@@ -236,6 +236,16 @@ func (l *BatchNorm2D) Forward(x Tensor, training bool) (Tensor, error) {
 	return y, nil
 }
 
+// forwardSum is Forward with a residual block's sum and ReLU folded in,
+// ReLU(Forward(x) + s), by op (SumReLUBatchNormOp), where the parameters
+// live on the device; ok false where it cannot (nothing ran).
+func (l *BatchNorm2D) forwardSum(op SumReLUBatchNormOp, x, s Tensor, training bool) (y Tensor, ok bool, err error) {
+	if !bound(l.Gamma) || l.Sync != nil {
+		return nil, false, nil
+	}
+	return op.ForwardBatchNormSum(l.op, x, s, l.Gamma.dv, l.Beta.dv, l.RunningMean.dv, l.RunningVar.dv, l.Momentum, training)
+}
+
 func (l *BatchNorm2D) Backward(dy Tensor, needDX bool) (Tensor, error) {
 	if bound(l.Gamma) {
 		d, ok := l.op.(DeviceBatchNormOp)
@@ -572,11 +582,16 @@ func (s *Sequential) Children() []Layer { return s.Layers }
 var _ Layer = (*Sequential)(nil)
 
 func (s *Sequential) Forward(x Tensor, training bool) (Tensor, error) {
+	return s.forwardTo(x, training, len(s.Layers))
+}
+
+// forwardTo is Forward through the first end layers.
+func (s *Sequential) forwardTo(x Tensor, training bool, end int) (Tensor, error) {
 	var err error
 	if !s.fused {
 		s.pair()
 	}
-	for i, l := range s.Layers {
+	for i, l := range s.Layers[:end] {
 		if x, err = l.Forward(x, training); err != nil {
 			return nil, fmt.Errorf("layer %d (%T) forward: %w", i, l, err)
 		}

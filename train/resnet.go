@@ -45,6 +45,11 @@ func NewResidual(b Backend, main, shortcut Layer) (*Residual, error) {
 }
 
 func (r *Residual) Forward(x Tensor, training bool) (Tensor, error) {
+	if sr, ok := r.relu.(SumReLUBatchNormOp); ok {
+		if main, bn := endsInBatchNorm(r.Main); bn != nil {
+			return r.forwardIntoBatchNorm(sr, main, bn, x, training)
+		}
+	}
 	m, err := r.Main.Forward(x, training)
 	if err != nil {
 		return nil, err
@@ -63,6 +68,51 @@ func (r *Residual) Forward(x Tensor, training bool) (Tensor, error) {
 		return nil, err
 	}
 	return r.relu.Forward(sum)
+}
+
+// endsInBatchNorm is main as a Sequential and its last layer when that
+// is a BatchNorm2D without Sync; else nil, nil.
+func endsInBatchNorm(main Layer) (*Sequential, *BatchNorm2D) {
+	s, ok := main.(*Sequential)
+	if !ok || len(s.Layers) == 0 {
+		return nil, nil
+	}
+	bn, ok := s.Layers[len(s.Layers)-1].(*BatchNorm2D)
+	if !ok || bn.Sync != nil {
+		return nil, nil
+	}
+	return s, bn
+}
+
+// forwardIntoBatchNorm is Forward with the block's sum and ReLU folded
+// into main's last BatchNorm, bn (SumReLUBatchNormOp): the shortcut
+// first, then main up to bn, then bn writing ReLU(BatchNorm + shortcut);
+// where the op cannot, bn, then ForwardSum. The same values as Forward's
+// order: each op's output depends on its inputs alone.
+func (r *Residual) forwardIntoBatchNorm(sr SumReLUBatchNormOp, main *Sequential, bn *BatchNorm2D, x Tensor, training bool) (Tensor, error) {
+	s := x
+	if r.Shortcut != nil {
+		var err error
+		if s, err = r.Shortcut.Forward(x, training); err != nil {
+			return nil, fmt.Errorf("shortcut: %w", err)
+		}
+	}
+	last := len(main.Layers) - 1
+	m, err := main.forwardTo(x, training, last)
+	if err != nil {
+		return nil, err
+	}
+	y, ok, err := bn.forwardSum(sr, m, s, training)
+	if err != nil || ok {
+		if err != nil {
+			err = fmt.Errorf("layer %d (%T) forward with the block's sum: %w", last, bn, err)
+		}
+		return y, err
+	}
+	if m, err = bn.Forward(m, training); err != nil {
+		return nil, fmt.Errorf("layer %d (%T) forward: %w", last, bn, err)
+	}
+	return sr.ForwardSum(m, s)
 }
 
 func (r *Residual) Backward(dy Tensor, needDX bool) (Tensor, error) {

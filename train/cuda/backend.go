@@ -37,7 +37,11 @@ type Backend struct {
 	// its gradients' sum through the block before's ReLU as add, then
 	// relu_bwd (tests compare add_relu and add_relu_bwd with them).
 	noAddReLU bool
-	graph     stepGraph
+	// noBNSum runs a residual block's end after its main path's last
+	// BatchNorm, not in that BatchNorm's pass (tests compare BN_ADD with
+	// it).
+	noBNSum bool
+	graph   stepGraph
 	// spare is a released state's memory, for the next state of its
 	// sizes (state.Release, takeMemory).
 	spare  *stateMem

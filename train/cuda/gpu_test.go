@@ -447,8 +447,15 @@ func bnTrainTwin(t *testing.T, d *Device, m *Module, in kernels.BN) (*twinChain,
 	if in.Y16 != nil {
 		y = th(make([]uint16, n*c*hw))
 	}
-	ys := ch.run(t, d, m, k.Apply, rows, x, y, tf(in.Gamma), tf(in.Beta), td(res[2].d), N, C, HW, fl)[1]
-	out.Y, out.Y16 = ys.f, ys.h
+	s, y16 := null, null // the block's sum (BN_ADD) and its 16-bit copy (BN_COPY16)
+	if in.S != nil {
+		s = tf(in.S)
+	}
+	if in.Copy16 != nil {
+		y16 = th(make([]uint16, len(in.Copy16)))
+	}
+	outs := ch.run(t, d, m, k.Apply, rows, x, y, tf(in.Gamma), tf(in.Beta), td(res[2].d), s, y16, N, C, HW, fl)
+	out.Y, out.Y16, out.Copy16 = outs[1].f, outs[1].h, outs[6].h
 	return ch, out
 }
 
@@ -535,6 +542,9 @@ func td(s []float64) twinArg { return twinArg{d: s, buf: true} }
 func th(s []uint16) twinArg  { return twinArg{h: s, buf: true} }
 func tnull() twinArg         { return twinArg{a: Arg{0}} }
 func ts(a Arg) twinArg       { return twinArg{a: a} }
+
+// null is a NULL pointer argument.
+var null = ts(Arg{})
 
 // twinBuf is one buffer argument of twin: a pinned copy for the CPU
 // build (its address the slot) and the same values uploaded.
@@ -693,7 +703,7 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	bm, bv := bnOut.BatchMean, bnOut.BatchVar
 	lr := plan(t, d, kernels.PerRow, int64(n*c), int64(hw))
 	for _, relu := range []int32{0, 1} {
-		ms, u, ok, _ = twin(t, d, m, "bn_eval", lr, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+		ms, u, ok, _ = twin(t, d, m, "bn_eval", lr, tf(x), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv), null, null,
 			ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(relu)))
 		exact(fmt.Sprintf("bn_eval relu=%d", relu), ms, u, ok)
 	}
@@ -729,7 +739,7 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	lastB := bnBwdTwin(t, d, m, lastG)
 	row(t, "bn_bwd bf16 channels-last relu out (3 kernels)", shape, lastB.ms, fmt.Sprintf("%d ulp", lastB.ulp), lastB.ulp <= 1 && lastB.ok)
 	_, lrl, lk := bnRows(t, d, n, c, hw, lastIn.Flags())
-	ms, u, ok, _ = twin(t, d, m, lk.Eval, lrl, th(lastIn.X16), th(make([]uint16, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+	ms, u, ok, _ = twin(t, d, m, lk.Eval, lrl, th(lastIn.X16), th(make([]uint16, size)), tf(gamma), tf(beta), tf(bm), tf(rv), null, null,
 		ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(lastIn.Flags())))
 	exact("bn_nhwc_eval bf16 relu out", ms, u, ok)
 	// Channels-last in, float32 channels-first out (the bn_tiles kernels:
@@ -744,9 +754,24 @@ func gpuLayers(t *testing.T, d *Device, m *Module, r *rand.Rand, step string, n,
 	toB := bnBwdTwin(t, d, m, toG)
 	row(t, "bn_bwd bf16 float32 to channels-last (3 kernels)", shape, toB.ms, fmt.Sprintf("%d ulp", toB.ulp), toB.ulp <= 1 && toB.ok)
 	_, ltl, tk := bnRows(t, d, n, c, hw, toIn.Flags())
-	ms, u, ok, _ = twin(t, d, m, tk.Eval, ltl, th(toIn.X16), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv),
+	ms, u, ok, _ = twin(t, d, m, tk.Eval, ltl, th(toIn.X16), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv), null, null,
 		ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(toIn.Flags())))
 	exact("bn_tiles_eval bf16 relu out", ms, u, ok)
+	// A residual block's sum and ReLU folded into its main path's last
+	// BatchNorm (BN_ADD), with the next block's 16-bit operand beside
+	// (BN_COPY16): channels-first from bf16 x, and channels-last x into
+	// float32 channels-first y with the copy channels-last.
+	sum := randn(r, size, 1)
+	for _, in := range []kernels.BN{pairIn, toIn} {
+		in.Y16, in.ReLUOut, in.S, in.Copy16 = nil, false, sum, make([]uint16, size)
+		sCh, _ := bnTrainTwin(t, d, m, in)
+		row(t, fmt.Sprintf("bn_train bf16 + sum, relu, copy channels-last=%v (3 kernels)", in.NHWC), shape, sCh.ms,
+			fmt.Sprintf("%d ulp", sCh.ulp), sCh.ulp <= 1 && sCh.ok)
+		_, sl, sk := bnRows(t, d, n, c, hw, in.Flags())
+		ms, u, ok, _ = twin(t, d, m, sk.Eval, sl, th(in.X16), tf(make([]float32, size)), tf(gamma), tf(beta), tf(bm), tf(rv), tf(sum),
+			th(make([]uint16, size)), ts(N), ts(C), ts(HW), ts(F32(1e-5)), ts(I32(in.Flags())))
+		exact(fmt.Sprintf("%s bf16 + sum, relu, copy", sk.Eval), ms, u, ok)
+	}
 
 	// Pools on n·c planes of side √hw: ThinNet's 2×2/2, ResNet's 3×3/2 pad 1.
 	side := int(math.Sqrt(float64(hw)))

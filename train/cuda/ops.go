@@ -473,6 +473,18 @@ func (o *bnOp) handsLow(x *tensor) bool {
 }
 
 func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, momentum float32, training bool) (train.Tensor, error) {
+	return o.forward(xt, gamma, beta, runMean, runVar, momentum, training, nil)
+}
+
+// bnSum is a residual block's sum and ReLU folded into its main path's
+// last BatchNorm (reluOp.ForwardBatchNormSum): y = ReLU(BatchNorm(x) + s),
+// float32, into the ReLU op's y, and when y16 is not nil rounded into it
+// too, in the convolutions' operand layout (kernels.cu's BN_ADD,
+// BN_COPY16).
+type bnSum struct{ s, y, y16 *tensor }
+
+// forward is ForwardDevice, into sum's tensors when sum is not nil.
+func (o *bnOp) forward(xt, gamma, beta, runMean, runVar train.Tensor, momentum float32, training bool, sum *bnSum) (train.Tensor, error) {
 	x, err := asAny(xt, 2, 4)
 	if err != nil {
 		return nil, err
@@ -500,16 +512,27 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 	// (kernels.BNLaunches).
 	nhwc := x.low && o.b.nhwc
 	y := &o.y
-	if o.handsLow(x) {
+	var sp, y16p uint64 // the sum's s and 16-bit copy (BN_ADD, BN_COPY16)
+	switch {
+	case sum != nil:
+		y, sp = &sum.y, sum.s.p
+	case o.handsLow(x):
 		y = &o.yl
 		err = o.b.ensureLow(y, x.shape...)
-	} else {
+	default:
 		err = o.b.ensure(y, x.shape...)
 	}
 	if err != nil {
 		return nil, err
 	}
 	fl := o.flags(x.low, (*y).low, nhwc)
+	if sum != nil {
+		fl |= kernels.BNAdd
+		if sum.y16 != nil {
+			fl |= kernels.BNCopy16 | uint64(o.b.format().BNFlag())
+			y16p = sum.y16.p
+		}
+	}
 	if training {
 		if err := o.b.ensure(&o.bmean, c); err != nil {
 			return nil, err
@@ -517,10 +540,11 @@ func (o *bnOp) ForwardDevice(xt, gamma, beta, runMean, runVar train.Tensor, mome
 		if err := o.b.ensure(&o.bvar, c); err != nil {
 			return nil, err
 		}
-		err = o.train(x, *y, p, n, c, hw, momentum, fl)
+		err = o.train(x, *y, p, n, c, hw, momentum, fl, sp, y16p)
 	} else {
 		k := kernels.BNLaunches(int32(fl), n, c, hw)
-		err = o.b.run(k.Eval, kernels.PerRow, k.Rows, k.RowSize, x.p, (*y).p, p[0], p[1], p[2], p[3], i32(n), i32(c), i32(hw), f32(o.eps()), fl)
+		err = o.b.run(k.Eval, kernels.PerRow, k.Rows, k.RowSize, x.p, (*y).p, p[0], p[1], p[2], p[3], sp, y16p,
+			i32(n), i32(c), i32(hw), f32(o.eps()), fl)
 	}
 	if err != nil {
 		return nil, err
@@ -567,8 +591,9 @@ func (o *bnOp) bwdStat() uint64 { return o.stat.p + 16*uint64(o.s.C) }
 // block per plane for the sums and the output, a block per channel for
 // the statistics): the planes' sums and sums of squares, the statistics
 // (batch and running), the output. p: scale, shift, running
-// mean, running variance.
-func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, fl uint64) error {
+// mean, running variance; sp, y16p: the sum's s and 16-bit copy (0 for
+// none).
+func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, fl, sp, y16p uint64) error {
 	if err := o.scratch(n, c); err != nil {
 		return err
 	}
@@ -581,7 +606,7 @@ func (o *bnOp) train(x, y *tensor, p [4]uint64, n, c, hw int, momentum float32, 
 		N, C, HW, f32(o.eps()), f32(momentum), fl); err != nil {
 		return err
 	}
-	return o.b.run(k.Apply, kernels.PerRow, k.Rows, k.RowSize, x.p, y.p, p[0], p[1], o.stat.p, N, C, HW, fl)
+	return o.b.run(k.Apply, kernels.PerRow, k.Rows, k.RowSize, x.p, y.p, p[0], p[1], o.stat.p, sp, y16p, N, C, HW, fl)
 }
 
 func (o *bnOp) BackwardDevice(dyt, gamma, beta, dgamma, dbeta train.Tensor) (train.Tensor, error) {
@@ -821,6 +846,50 @@ func (u *reluOp) ForwardSum(at, bt train.Tensor) (train.Tensor, error) {
 	}
 	u.forwared = true
 	return u.y, nil
+}
+
+// ForwardBatchNormSum is ForwardSum(bn's output, s) in bn's own pass
+// over its output (train.SumReLUBatchNormOp; kernels.cu's BN_ADD): ReLU(
+// BatchNorm(x) + s) into the op's y, and with KeepLowCopy rounded into
+// its 16-bit copy too (BN_COPY16, in the convolutions' operand layout:
+// channels-last from the bn_tiles kernels). Not with another backend's
+// BatchNorm, one that hands its output on in 16 bits or rectifies it
+// itself, a tensor other than N×C×H×W, or Backend.noBNSum.
+func (u *reluOp) ForwardBatchNormSum(bn train.BatchNormOp, xt, st, gamma, beta, runMean, runVar train.Tensor, momentum float32,
+	training bool) (train.Tensor, bool, error) {
+	o, ok := bn.(*bnOp)
+	if !ok || o.b != u.b || u.b.noBNSum || u.b.noAddReLU || o.lowOut || o.reluOut {
+		return nil, false, nil
+	}
+	x, err := asAny(xt)
+	if err != nil || len(x.shape) != 4 {
+		return nil, false, err
+	}
+	s, err := asT(st, 4)
+	if err != nil {
+		return nil, false, err
+	}
+	if !slices.Equal(s.shape, x.shape) {
+		return nil, false, fmt.Errorf("cuda: relu of a BatchNorm's sum: shapes %v and %v", x.shape, s.shape)
+	}
+	if err := u.b.ensure(&u.y, x.shape...); err != nil {
+		return nil, false, err
+	}
+	u.y.lowCopy, u.forwared = nil, false
+	sum := &bnSum{s: s, y: u.y}
+	// The copy in the next convolutions' layout: channels-last only from
+	// the bn_tiles kernels (a channels-last 16-bit x).
+	if u.keepLow && u.b.reduced() && !u.b.noLowHandOff && (!u.b.nhwc || x.low) {
+		if err := u.b.ensureLow(&u.y16, x.shape...); err != nil {
+			return nil, false, err
+		}
+		sum.y16 = u.y16
+	}
+	if _, err := o.forward(x, gamma, beta, runMean, runVar, momentum, training, sum); err != nil {
+		return nil, false, err
+	}
+	u.y.lowCopy, u.forwared = sum.y16, true
+	return u.y, true, nil
 }
 
 // BackwardSum is Backward(a + b) in one pass, add_relu_bwd

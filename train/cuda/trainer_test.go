@@ -770,11 +770,13 @@ func TestTwinLowHandOff(t *testing.T) {
 					t.Errorf("%s: %d fewer %s launches, want %d", name, got, to, want)
 				}
 				// Each folded ReLU a step: no relu_fwd, no relu_bwd; each
-				// residual block's end: add_relu for add and relu_fwd; each
-				// block after a block: add_relu_bwd for its gradient add
-				// and the block before's relu_bwd.
+				// residual block's end: in its main path's last BatchNorm's
+				// pass (BN_ADD), no add, no relu_fwd, no add_relu or
+				// add_relu_low of its own; each block after a block:
+				// add_relu_bwd for its gradient add and the block before's
+				// relu_bwd.
 				for k, want := range map[string]int{"relu_fwd": handed.folds + handed.sums, "relu_bwd": handed.folds + handed.chains,
-					"add": handed.sums + handed.chains, "add_relu": -handed.sums + lowSums, "add_relu_low": -lowSums,
+					"add": handed.sums + handed.chains, "add_relu": 0, "add_relu_low": 0,
 					"add_relu_bwd": -handed.chains + lowSums, "add_relu_bwd_low": -lowSums} {
 					if got := apart.kernels[k] - handed.kernels[k]; got != want*steps {
 						t.Errorf("%s: %d fewer %s launches, want %d (%d folded ReLUs, %d block ends, %d blocks after a block, × %d steps)",
@@ -829,7 +831,7 @@ func TestTwinLowHandOffChannelsLast(t *testing.T) {
 				}
 				for k, want := range map[string]int{"bn_nhwc_sum": handed.convBN, "bn_nhwc_bwd_apply": handed.through,
 					"bn_tiles_apply": outs, "bn_tiles_bwd_sum": outs, "bn_plane_sum": 0, "add_relu_bwd_tiles": handed.chains,
-					"add_relu_bwd": 0, "add_relu_tiles": handed.chains, "add_relu": handed.sums - handed.chains} {
+					"add_relu_bwd": 0, "add_relu_tiles": 0, "add_relu": 0} {
 					if got := handed.kernels[k]; got != want*steps {
 						t.Errorf("%s: %d %s launches, want %d", name, got, k, want*steps)
 					}
@@ -886,12 +888,13 @@ var pairNets = []struct {
 // apart keeps the ops from pairing: the casts between them
 // (Backend.noLowHandOff), each ReLU a layer of its own (wrapped in a
 // Sequential, so no BatchNorm folds it) and each residual block's end an
-// add and a ReLU, forward and backward (Backend.noAddReLU).
+// add and a ReLU, forward and backward (Backend.noAddReLU), not in the
+// main path's last BatchNorm (Backend.noBNSum).
 func pairRun(t *testing.T, b *Backend, build netBuilder, capture, apart bool) pairResult {
 	t.Helper()
 	d := images(64, 17)
 	ctx := context.Background()
-	b.noLowHandOff, b.noAddReLU = apart, apart
+	b.noLowHandOff, b.noAddReLU, b.noBNSum = apart, apart, apart
 	p, _ := b.Precision()
 	net, err := build(b)
 	if err != nil {
@@ -1065,7 +1068,7 @@ func TestTwinPairedResNetJourneys(t *testing.T) {
 		o := train.BackendOptions{Precision: train.BFloat16, ChannelsLast: last}
 		open := func(apart bool) *Backend {
 			b := twinWith(t, o)
-			b.noLowHandOff, b.noAddReLU = apart, apart
+			b.noLowHandOff, b.noAddReLU, b.noBNSum = apart, apart, apart
 			return b
 		}
 		name := fmt.Sprintf("channels-last=%v", last)

@@ -20,7 +20,9 @@ const (
 
 // The BatchNorm kernels' flags (kernels.cu's BN_*): read ReLU(x); the
 // 16-bit format (Format.BNFlag); x and dx 16-bit; y and dy 16-bit; write
-// ReLU(y) and mask dy so; every tensor of activations channels-last.
+// ReLU(y) and mask dy so; every tensor of activations channels-last;
+// write ReLU(y + s), a residual block's sum (BN.S); and that output
+// rounded into a 16-bit copy (BN.Copy16).
 const (
 	BNReLU    = 1
 	BNF16     = 2
@@ -29,6 +31,8 @@ const (
 	BNY16     = 16
 	BNReLUOut = 32
 	BNNHWC    = 64
+	BNAdd     = 128
+	BNCopy16  = 256
 )
 
 // The residual gradient sum's flags (kernels.cu's SUM_*: add_relu_bwd_low,
@@ -98,6 +102,14 @@ type BN struct {
 	// NHWC: x and y are N×H×W×C (the channels-last convolutions' 16-bit
 	// operands); Stat then receives 5·c doubles, the backward's 1/σ at 4·c.
 	NHWC bool
+	// S, when not nil: y = ReLU(BatchNorm(x) + S), float32, S float32 in
+	// y's layout (a residual block's sum and ReLU folded into its main
+	// path's last BatchNorm: add_relu's bits). Copy16, when not nil (with
+	// S): y rounded into it in Format, channels-first, or channels-last
+	// with OutNCHW (the next block's convolutions' operand: add_relu_low's
+	// and add_relu_tiles's bits).
+	S      []float32
+	Copy16 []uint16
 	// OutNCHW (with NHWC): y is float32 N×C×H×W, the layout changed in
 	// the BatchNorm's passes (bn_tiles_apply, bn_tiles_eval).
 	OutNCHW bool
@@ -106,7 +118,7 @@ type BN struct {
 // Flags are the BatchNorm kernels' flags for b.
 func (b BN) Flags() int32 {
 	return when(b.ReLU, BNReLU) | when(b.ReLUOut, BNReLUOut) | when(b.X16 != nil, BNX16) | when(b.Y16 != nil, BNY16) |
-		when(b.NHWC, BNNHWC) | b.Format.BNFlag()
+		when(b.NHWC, BNNHWC) | when(b.S != nil, BNAdd) | when(b.Copy16 != nil, BNCopy16) | b.Format.BNFlag()
 }
 
 // StatLen is the doubles of BN.Stat (and BNGrad.Stat): 2·c, 5·c when

@@ -58,13 +58,13 @@ void cpu_bn_stats(int g, int b, const void *x, const double *part, double *stat,
 }
 
 void cpu_bn_apply(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const double *stat,
-		  int32_t n, int32_t c, int32_t hw, int32_t fl) {
-	LAUNCH(g, b, bn_apply(x, y, gamma, beta, stat, n, c, hw, fl));
+		  const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_apply(x, y, gamma, beta, stat, s, y16, n, c, hw, fl));
 }
 
 void cpu_bn_eval(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const float *rmean,
-		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
-	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
+		 const float *rvar, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_eval(x, y, gamma, beta, rmean, rvar, s, y16, n, c, hw, eps, fl));
 }
 
 void cpu_bn_bwd_sum(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
@@ -89,13 +89,13 @@ void cpu_bn_nhwc_sum(int g, int b, const void *x, double *part, int32_t n, int32
 }
 
 void cpu_bn_nhwc_apply(int g, int b, const void *x, void *y, const float *gamma, const float *beta,
-		       const double *stat, int32_t n, int32_t c, int32_t hw, int32_t fl) {
-	LAUNCH(g, b, bn_nhwc_apply(x, y, gamma, beta, stat, n, c, hw, fl));
+		       const double *stat, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_nhwc_apply(x, y, gamma, beta, stat, s, y16, n, c, hw, fl));
 }
 
 void cpu_bn_nhwc_eval(int g, int b, const void *x, void *y, const float *gamma, const float *beta,
-		      const float *rmean, const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
-	LAUNCH(g, b, bn_nhwc_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
+		      const float *rmean, const float *rvar, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_nhwc_eval(x, y, gamma, beta, rmean, rvar, s, y16, n, c, hw, eps, fl));
 }
 
 void cpu_bn_nhwc_bwd_sum(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
@@ -111,13 +111,13 @@ void cpu_bn_nhwc_bwd_apply(int g, int b, const void *dy, const void *x, const fl
 }
 
 void cpu_bn_tiles_apply(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
-			const double *stat, int32_t n, int32_t c, int32_t hw, int32_t fl) {
-	LAUNCH(g, b, bn_tiles_apply(x, y, gamma, beta, stat, n, c, hw, fl));
+			const double *stat, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, int32_t fl) {
+	LAUNCH(g, b, bn_tiles_apply(x, y, gamma, beta, stat, s, y16, n, c, hw, fl));
 }
 
 void cpu_bn_tiles_eval(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
-		       const float *rmean, const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
-	LAUNCH(g, b, bn_tiles_eval(x, y, gamma, beta, rmean, rvar, n, c, hw, eps, fl));
+		       const float *rmean, const float *rvar, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl) {
+	LAUNCH(g, b, bn_tiles_eval(x, y, gamma, beta, rmean, rvar, s, y16, n, c, hw, eps, fl));
 }
 
 void cpu_bn_tiles_bwd_sum(int g, int b, const float *dy, const void *x, const float *gamma, const float *beta,
@@ -216,18 +216,18 @@ void cpu_fill_f32(int g, int b, float *v, int64_t n, float value) { LAUNCH(g, b,
 	X(ce_sums, P(0), I(1), P(2))                                                           \
 	X(bn_plane_sum, P(0), P(1), I(2), I(3), I(4), I(5))                                              \
 	X(bn_stats, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), F(10), F(11), I(12))     \
-	X(bn_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                                \
-	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))                    \
+	X(bn_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))                    \
+	X(bn_eval, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12))      \
 	X(bn_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12))     \
 	X(bn_bwd_stats, P(0), P(1), P(2), P(3), I(4), I(5), I(6))                                        \
 	X(bn_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), I(9), I(10), I(11), F(12), I(13)) \
 	X(bn_nhwc_sum, P(0), P(1), I(2), I(3), I(4), I(5))                                               \
-	X(bn_nhwc_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                           \
-	X(bn_nhwc_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))               \
+	X(bn_nhwc_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))               \
+	X(bn_nhwc_eval, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12)) \
 	X(bn_nhwc_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))            \
 	X(bn_nhwc_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), I(11))   \
-	X(bn_tiles_apply, P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8))                          \
-	X(bn_tiles_eval, P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), F(9), I(10))              \
+	X(bn_tiles_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))              \
+	X(bn_tiles_eval, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), F(11), I(12))\
 	X(bn_tiles_bwd_sum, P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(7), I(8), I(9), I(10))           \
 	X(bn_tiles_bwd_apply, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(8), I(9), I(10), I(11))  \
 	X(relu_fwd, P(0), P(1), L(2))                                                                    \

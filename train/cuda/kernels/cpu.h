@@ -17,9 +17,9 @@ void cpu_bn_plane_sum(int g, int b, const void *x, double *part, int32_t n, int3
 void cpu_bn_stats(int g, int b, const void *x, const double *part, double *stat, float *bmean, float *bvar,
 		  float *rmean, float *rvar, int32_t n, int32_t c, int32_t hw, float eps, float momentum, int32_t fl);
 void cpu_bn_apply(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const double *stat,
-		  int32_t n, int32_t c, int32_t hw, int32_t fl);
+		  const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, int32_t fl);
 void cpu_bn_eval(int g, int b, const void *x, void *y, const float *gamma, const float *beta, const float *rmean,
-		 const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
+		 const float *rvar, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
 void cpu_bn_bwd_sum(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
 		    const double *fstat, const float *bmean, const float *bvar, double *part, int32_t n, int32_t c,
 		    int32_t hw, float eps, int32_t fl);
@@ -30,9 +30,9 @@ void cpu_bn_bwd_apply(int g, int b, const void *dy, const void *x, const float *
 		      int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
 void cpu_bn_nhwc_sum(int g, int b, const void *x, double *part, int32_t n, int32_t c, int32_t hw, int32_t fl);
 void cpu_bn_nhwc_apply(int g, int b, const void *x, void *y, const float *gamma, const float *beta,
-		       const double *stat, int32_t n, int32_t c, int32_t hw, int32_t fl);
+		       const double *stat, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, int32_t fl);
 void cpu_bn_nhwc_eval(int g, int b, const void *x, void *y, const float *gamma, const float *beta,
-		      const float *rmean, const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
+		      const float *rmean, const float *rvar, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
 void cpu_bn_nhwc_bwd_sum(int g, int b, const void *dy, const void *x, const float *gamma, const float *beta,
 			 const double *fstat, const float *bmean, double *part, int32_t n, int32_t c, int32_t hw,
 			 int32_t fl);
@@ -41,9 +41,9 @@ void cpu_bn_nhwc_bwd_apply(int g, int b, const void *dy, const void *x, const fl
 			   int32_t c, int32_t hw, int32_t fl);
 int64_t cpu_bn_nhwc_runs(int32_t n, int32_t c, int32_t hw);
 void cpu_bn_tiles_apply(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
-			const double *stat, int32_t n, int32_t c, int32_t hw, int32_t fl);
+			const double *stat, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, int32_t fl);
 void cpu_bn_tiles_eval(int g, int b, const void *x, float *y, const float *gamma, const float *beta,
-		       const float *rmean, const float *rvar, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
+		       const float *rmean, const float *rvar, const float *s, uint16_t *y16, int32_t n, int32_t c, int32_t hw, float eps, int32_t fl);
 void cpu_bn_tiles_bwd_sum(int g, int b, const float *dy, const void *x, const float *gamma, const float *beta,
 			  const double *fstat, const float *bmean, double *part, int32_t n, int32_t c, int32_t hw,
 			  int32_t fl);

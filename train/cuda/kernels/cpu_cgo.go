@@ -185,8 +185,8 @@ func BNTrain(f Facts, b BN) error {
 		len(b.BatchVar), b.C, len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
-	if b.OutNCHW && (!b.NHWC || b.Y16 != nil) {
-		return fmt.Errorf("kernels: BatchNorm into float32 channels-first y (OutNCHW) from other than channels-last x")
+	if err := b.checkOut(); err != nil {
+		return err
 	}
 	part, stat := make([]float64, 2*b.N*b.C), b.Stat
 	if len(stat) < StatLen(b.C, b.NHWC) {
@@ -202,12 +202,30 @@ func BNTrain(f Facts, b BN) error {
 	}
 	C.cpu_bn_stats(C.int(chans.Grid), C.int(chans.Block), x, pp, sp, (*C.float)(fp(b.BatchMean)), (*C.float)(fp(b.BatchVar)),
 		(*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar)), n, c, hw, C.float(b.Eps), C.float(b.Momentum), fl)
+	s, y16 := (*C.float)(fp(b.S)), (*C.uint16_t)(fp(b.Copy16))
 	if b.OutNCHW {
-		C.cpu_bn_tiles_apply(C.int(rows.Grid), C.int(rows.Block), x, (*C.float)(y), gm, bt, sp, n, c, hw, fl)
+		C.cpu_bn_tiles_apply(C.int(rows.Grid), C.int(rows.Block), x, (*C.float)(y), gm, bt, sp, s, y16, n, c, hw, fl)
 	} else if b.NHWC {
-		C.cpu_bn_nhwc_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
+		C.cpu_bn_nhwc_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, s, y16, n, c, hw, fl)
 	} else {
-		C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, n, c, hw, fl)
+		C.cpu_bn_apply(C.int(rows.Grid), C.int(rows.Block), x, y, gm, bt, sp, s, y16, n, c, hw, fl)
+	}
+	return nil
+}
+
+// checkOut refuses outputs the kernels do not write: float32 channels-first
+// y (OutNCHW) from other than channels-last x; a sum (S) into other than
+// float32 y of x's size, or with the ReLU layer folded in; a 16-bit copy
+// without a sum.
+func (b BN) checkOut() error {
+	nc := b.N * b.C * b.HW
+	switch {
+	case b.OutNCHW && (!b.NHWC || b.Y16 != nil):
+		return fmt.Errorf("kernels: BatchNorm into float32 channels-first y (OutNCHW) from other than channels-last x")
+	case b.S != nil && (b.Y16 != nil || b.ReLUOut || len(b.S) != nc):
+		return fmt.Errorf("kernels: BatchNorm's sum (S, %d values) into other than float32 y of %d values, or with ReLUOut", len(b.S), nc)
+	case b.Copy16 != nil && (b.S == nil || len(b.Copy16) != nc):
+		return fmt.Errorf("kernels: BatchNorm's 16-bit copy (%d values) without a sum, or not of %d values", len(b.Copy16), nc)
 	}
 	return nil
 }
@@ -258,15 +276,19 @@ func BNEval(l Launch, b BN) error {
 		len(b.RunningMean), b.C, len(b.RunningVar), b.C); err != nil {
 		return err
 	}
+	if err := b.checkOut(); err != nil {
+		return err
+	}
 	x, y, gm, bt := pick(b.X, b.X16), pick(b.Y, b.Y16), (*C.float)(fp(b.Gamma)), (*C.float)(fp(b.Beta))
 	rm, rv := (*C.float)(fp(b.RunningMean)), (*C.float)(fp(b.RunningVar))
+	s, y16 := (*C.float)(fp(b.S)), (*C.uint16_t)(fp(b.Copy16))
 	n, c, hw, eps, fl := C.int32_t(b.N), C.int32_t(b.C), C.int32_t(b.HW), C.float(b.Eps), C.int32_t(b.Flags())
 	if b.OutNCHW {
-		C.cpu_bn_tiles_eval(C.int(l.Grid), C.int(l.Block), x, (*C.float)(y), gm, bt, rm, rv, n, c, hw, eps, fl)
+		C.cpu_bn_tiles_eval(C.int(l.Grid), C.int(l.Block), x, (*C.float)(y), gm, bt, rm, rv, s, y16, n, c, hw, eps, fl)
 	} else if b.NHWC {
-		C.cpu_bn_nhwc_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, n, c, hw, eps, fl)
+		C.cpu_bn_nhwc_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, s, y16, n, c, hw, eps, fl)
 	} else {
-		C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, n, c, hw, eps, fl)
+		C.cpu_bn_eval(C.int(l.Grid), C.int(l.Block), x, y, gm, bt, rm, rv, s, y16, n, c, hw, eps, fl)
 	}
 	return nil
 }

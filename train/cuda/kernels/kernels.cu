@@ -443,7 +443,14 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
  * (x)), the ReLU layer after it folded in (train.ReLUOutputBatchNormOp);
  * the backward's dy is the gradient of ReLU's output, masked where the
  * output, computed again from the forward's statistics (fstat) to the
- * same bits, is not > 0. */
+ * same bits, is not > 0. BN_ADD (the apply and eval kernels): y =
+ * ReLU(BatchNorm(x) + s), float32, s float32 in y's layout: a residual
+ * block's main path's last BatchNorm with the block's add and ReLU folded
+ * in (cuDNN's BN_ADD_ACTIVATION; train.SumReLUBatchNormOp), add_relu's
+ * bits without its pass; with BN_COPY16 y also rounded (fl's format) into
+ * y16, the next block's convolutions' operand (add_relu_low's and
+ * add_relu_tiles's bits). The backward is BatchNorm's own: the block's
+ * ReLU backward stays with the block's ReLU op, which owns y. */
 #define BN_RELU 1
 #define BN_F16 2
 #define BN_BF16 4
@@ -451,6 +458,8 @@ DEVICE float act_f(float v, int relu) { return relu ? relu_f(v) : v; }
 #define BN_Y16 16
 #define BN_RELU_OUT 32
 #define BN_NHWC 64
+#define BN_ADD 128
+#define BN_COPY16 256
 
 /* ld_f32: p[i] as float32: float32 values, or 16-bit ones when low
  * (bfloat16 when bf16, else binary16), widened. */
@@ -478,6 +487,23 @@ DEVICE void bn_st(void *p, i64 i, float v, i32 fl, i32 which) {
 		((u16 *)p)[i] = f32_to_bf16(v);
 	else
 		((u16 *)p)[i] = f32_to_f16(v);
+}
+
+/* round16: v rounded to nearest even into fl's 16-bit format. */
+DEVICE u16 round16(float v, i32 fl) { return (fl & BN_BF16) ? f32_to_bf16(v) : f32_to_f16(v); }
+
+/* bn_out: BatchNorm's value v at i written out: into y (ReLU(v) with
+ * BN_RELU_OUT; 16-bit with BN_Y16), or with BN_ADD ReLU(v + s[i]) into
+ * float32 y and, with BN_COPY16, rounded into y16[i] too. */
+DEVICE void bn_out(void *y, u16 *y16, const float *s, i64 i, float v, i32 fl) {
+	if (fl & BN_ADD) {
+		const float r = relu_f(v + s[i]);
+		((float *)y)[i] = r;
+		if (fl & BN_COPY16)
+			y16[i] = round16(r, fl);
+		return;
+	}
+	bn_st(y, i, act_f(v, fl & BN_RELU_OUT), fl, BN_Y16);
 }
 
 /* bn_shift: channel ch's shift k, act(x) at its first place (image 0,
@@ -592,14 +618,14 @@ DEVICE float bn_pre(const void *x, i64 i, i32 fl, double g, double m, double inv
 /* bn_apply: y = gamma*(act(x) - mean)*invsd + beta (ReLU of it with
  * BN_RELU_OUT), plane by plane, mean and invsd from stat (bn_stats). */
 KERNEL bn_apply(const void *x, void *y, const float *gamma, const float *beta, const double *stat,
-		i32 n, i32 c, i32 hw, i32 fl) {
+		const float *s, u16 *y16, i32 n, i32 c, i32 hw, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
 		const i64 ch = p % c, at = p * hw;
 		const double g = gamma[ch], b = beta[ch], m = stat[ch], invsd = stat[c + ch];
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			bn_st(y, at + i, act_f(bn_pre(x, at + i, fl, g, m, invsd, b), fl & BN_RELU_OUT), fl, BN_Y16);
+			bn_out(y, y16, s, at + i, bn_pre(x, at + i, fl, g, m, invsd, b), fl);
 		END_THREADS
 	}
 }
@@ -608,8 +634,8 @@ KERNEL bn_apply(const void *x, void *y, const float *gamma, const float *beta, c
  * backend's eval Forward, plane by plane: y = gamma*(r - mean)*invsd +
  * beta in double, r = act(x), invsd = 1/sqrt(var + eps), mean and var the
  * float32 running statistics. */
-KERNEL bn_eval(const void *x, void *y, const float *gamma, const float *beta,
-	       const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 fl) {
+KERNEL bn_eval(const void *x, void *y, const float *gamma, const float *beta, const float *rmean,
+	       const float *rvar, const float *s, u16 *y16, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
@@ -617,8 +643,7 @@ KERNEL bn_eval(const void *x, void *y, const float *gamma, const float *beta,
 		const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
 		const double g = gamma[ch], b = beta[ch];
 		for (i32 i = t; i < hw; i += BLOCK_DIM)
-			bn_st(y, at + i, act_f((float)(g * ((double)bn_in(x, at + i, fl) - m) * invsd + b), fl & BN_RELU_OUT),
-			      fl, BN_Y16);
+			bn_out(y, y16, s, at + i, (float)(g * ((double)bn_in(x, at + i, fl) - m) * invsd + b), fl);
 		END_THREADS
 	}
 }
@@ -831,7 +856,7 @@ DEVICE i64 bn_nhwc_runs(i32 n, i32 c, i32 hw) { return ((i64)n * hw + bn_nhwc_ru
 
 /* bn_nhwc_apply: bn_apply over NHWC x and y. */
 KERNEL bn_nhwc_apply(const void *x, void *y, const float *gamma, const float *beta, const double *stat,
-		     i32 n, i32 c, i32 hw, i32 fl) {
+		     const float *s, u16 *y16, i32 n, i32 c, i32 hw, i32 fl) {
 	const i64 total = (i64)n * hw * c;
 	const i32 run = (i32)bn_nhwc_run(c) * c;
 	for (i64 p = BLOCK_IDX; p < bn_nhwc_runs(n, c, hw); p += GRID_DIM) {
@@ -840,15 +865,15 @@ KERNEL bn_nhwc_apply(const void *x, void *y, const float *gamma, const float *be
 		for (i32 e = t; e < run && at + e < total; e += BLOCK_DIM) {
 			const i32 ch = e % c; /* a run is whole positions */
 			const double g = gamma[ch], b = beta[ch], m = stat[ch], invsd = stat[c + ch];
-			bn_st(y, at + e, act_f(bn_pre(x, at + e, fl, g, m, invsd, b), fl & BN_RELU_OUT), fl, BN_Y16);
+			bn_out(y, y16, s, at + e, bn_pre(x, at + e, fl, g, m, invsd, b), fl);
 		}
 		END_THREADS
 	}
 }
 
 /* bn_nhwc_eval: bn_eval over NHWC x and y. */
-KERNEL bn_nhwc_eval(const void *x, void *y, const float *gamma, const float *beta,
-		    const float *rmean, const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 fl) {
+KERNEL bn_nhwc_eval(const void *x, void *y, const float *gamma, const float *beta, const float *rmean,
+		    const float *rvar, const float *s, u16 *y16, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	const i64 total = (i64)n * hw * c;
 	const i32 run = (i32)bn_nhwc_run(c) * c;
 	for (i64 p = BLOCK_IDX; p < bn_nhwc_runs(n, c, hw); p += GRID_DIM) {
@@ -858,8 +883,7 @@ KERNEL bn_nhwc_eval(const void *x, void *y, const float *gamma, const float *bet
 			const i32 ch = e % c; /* a run is whole positions */
 			const double m = rmean[ch], invsd = 1.0 / sqrt((double)rvar[ch] + (double)eps);
 			const double g = gamma[ch], b = beta[ch];
-			bn_st(y, at + e, act_f((float)(g * ((double)bn_in(x, at + e, fl) - m) * invsd + b), fl & BN_RELU_OUT),
-			      fl, BN_Y16);
+			bn_out(y, y16, s, at + e, (float)(g * ((double)bn_in(x, at + e, fl) - m) * invsd + b), fl);
 		}
 		END_THREADS
 	}
@@ -950,9 +974,42 @@ DEVICE void bn_tiles_load_x(const void *x, float tile[TILE][TILE + 1], i64 k, i3
 	SYNC
 }
 
-/* bn_tiles_apply: bn_apply from NHWC x into float32 NCHW y. */
+/* bn_tiles_out: BatchNorm's value v at i of float32 NCHW y, written as
+ * bn_out writes it; with BN_ADD and BN_COPY16 the output also into *keep
+ * (its place in the tile, for bn_tiles_copy16). */
+DEVICE void bn_tiles_out(float *y, const float *s, i64 i, float v, float *keep, i32 fl) {
+	if (!(fl & BN_ADD)) {
+		y[i] = act_f(v, fl & BN_RELU_OUT);
+		return;
+	}
+	const float r = relu_f(v + s[i]);
+	y[i] = r;
+	if (fl & BN_COPY16)
+		*keep = r;
+}
+
+/* bn_tiles_copy16: with BN_ADD and BN_COPY16, tile k's outputs (kept in
+ * tile[position][channel] by bn_tiles_out) rounded into channels-last y16
+ * along channels: add_relu_tiles's second pass. */
+DEVICE void bn_tiles_copy16(float tile[TILE][TILE + 1], u16 *y16, i64 k, i32 c, i32 hw, i32 fl) {
+	if ((fl & (BN_ADD | BN_COPY16)) != (BN_ADD | BN_COPY16))
+		return;
+	SYNC
+	THREADS(t)
+	i64 b, c0, p0;
+	tile_at(k, c, hw, &b, &c0, &p0);
+	for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+		const int r = e / TILE, q = e % TILE; /* position, channel */
+		if (c0 + q < c && p0 + r < hw)
+			y16[(b * hw + p0 + r) * c + c0 + q] = round16(tile[r][q], fl);
+	}
+	END_THREADS
+}
+
+/* bn_tiles_apply: bn_apply from NHWC x into float32 NCHW y (s NCHW, y16
+ * NHWC). */
 KERNEL bn_tiles_apply(const void *x, float *y, const float *gamma, const float *beta, const double *stat,
-		      i32 n, i32 c, i32 hw, i32 fl) {
+		      const float *s, u16 *y16, i32 n, i32 c, i32 hw, i32 fl) {
 	SHARED float tile[TILE][TILE + 1];
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
 		bn_tiles_load_x(x, tile, k, c, hw, fl);
@@ -963,18 +1020,19 @@ KERNEL bn_tiles_apply(const void *x, float *y, const float *gamma, const float *
 			const int r = e / TILE, q = e % TILE; /* channel, position */
 			const i64 ch = c0 + r;
 			if (ch < c && p0 + q < hw)
-				y[(b * c + ch) * hw + p0 + q] =
-				    act_f(bn_pre_v(tile[q][r], gamma[ch], stat[ch], stat[c + ch], beta[ch]), fl & BN_RELU_OUT);
+				bn_tiles_out(y, s, (b * c + ch) * hw + p0 + q,
+					     bn_pre_v(tile[q][r], gamma[ch], stat[ch], stat[c + ch], beta[ch]), &tile[q][r], fl);
 		}
 		END_THREADS
+		bn_tiles_copy16(tile, y16, k, c, hw, fl);
 		SYNC
 	}
 }
 
-/* bn_tiles_eval: bn_eval from NHWC x into float32 NCHW y, the tile's
- * channels' 1/σ once a tile. */
+/* bn_tiles_eval: bn_eval from NHWC x into float32 NCHW y (s NCHW, y16
+ * NHWC), the tile's channels' 1/σ once a tile. */
 KERNEL bn_tiles_eval(const void *x, float *y, const float *gamma, const float *beta, const float *rmean,
-		     const float *rvar, i32 n, i32 c, i32 hw, float eps, i32 fl) {
+		     const float *rvar, const float *s, u16 *y16, i32 n, i32 c, i32 hw, float eps, i32 fl) {
 	SHARED float tile[TILE][TILE + 1];
 	SHARED double inv[TILE];
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
@@ -993,9 +1051,11 @@ KERNEL bn_tiles_eval(const void *x, float *y, const float *gamma, const float *b
 			const int r = e / TILE, q = e % TILE; /* channel, position */
 			const i64 ch = c0 + r;
 			if (ch < c && p0 + q < hw)
-				y[(b * c + ch) * hw + p0 + q] = act_f(bn_pre_v(tile[q][r], gamma[ch], rmean[ch], inv[r], beta[ch]), fl & BN_RELU_OUT);
+				bn_tiles_out(y, s, (b * c + ch) * hw + p0 + q,
+					     bn_pre_v(tile[q][r], gamma[ch], rmean[ch], inv[r], beta[ch]), &tile[q][r], fl);
 		}
 		END_THREADS
+		bn_tiles_copy16(tile, y16, k, c, hw, fl);
 		SYNC
 	}
 }

@@ -425,6 +425,7 @@ func TestNormalizeU8Modes(t *testing.T) {
 func TestDefinesAgree(t *testing.T) {
 	for name, v := range map[string]int{"NORM_CHW": int(NormCHW), "NORM_DIV": int(NormDiv), "NORM_FLIP": int(NormFlip), "TILE": Tile,
 		"BN_RELU": BNReLU, "BN_F16": BNF16, "BN_BF16": BNBF16, "BN_X16": BNX16, "BN_Y16": BNY16, "BN_RELU_OUT": BNReLUOut, "BN_NHWC": BNNHWC, "BN_LANES": BNLanes,
+		"BN_ADD": BNAdd, "BN_COPY16": BNCopy16,
 		"SUM_A16": SumA16, "SUM_B16": SumB16, "SUM_BF16": SumBF16, "SUM_NHWC": SumNHWC} {
 		if want := fmt.Sprintf("#define %s %d\n", name, v); !strings.Contains(Source, want) {
 			t.Errorf("kernels.cu lacks %q", want)
