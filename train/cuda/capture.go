@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"unsafe"
 
@@ -347,6 +348,10 @@ func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) 
 }
 
 func (b *Backend) capture(step func() error) (train.StepRun, error) {
+	// One OS thread from the capture's begin to its end: the machine's
+	// calls lock their thread each (Device.do), and these locks nest.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	m := b.m
 	if err := m.beginCapture(); err != nil {
 		return train.StepEager, fmt.Errorf("cuda: beginning the capture: %w", err)

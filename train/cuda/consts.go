@@ -48,7 +48,7 @@ const (
 	cudaR32F              = 0  // CUDA_R_32F (library_types.h)
 	cudaR16F              = 2  // CUDA_R_16F (library_types.h)
 	cudaR16BF             = 14 // CUDA_R_16BF (library_types.h)
-	cuCaptureModeGlobal   = 0  // CU_STREAM_CAPTURE_MODE_GLOBAL (cuda.h)
+	cuCaptureModeThread   = 1  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL (cuda.h)
 	cuEventDisableTiming  = 2  // CU_EVENT_DISABLE_TIMING (cuda.h): the cheapest event, for ordering only
 )
 
@@ -85,6 +85,6 @@ var dnnConsts = map[string]int{
 	"CUDA_R_32F":                    cudaR32F,
 	"CUDA_R_16F":                    cudaR16F,
 	"CUDA_R_16BF":                   cudaR16BF,
-	"CU_STREAM_CAPTURE_MODE_GLOBAL": cuCaptureModeGlobal,
+	"CU_STREAM_CAPTURE_MODE_THREAD_LOCAL": cuCaptureModeThread,
 	"CU_EVENT_DISABLE_TIMING":       cuEventDisableTiming,
 }

@@ -62,8 +62,9 @@ type dnnHost interface {
 
 // algo is one chosen convolution algorithm and its workspace.
 type algo struct {
-	id int
-	ws int
+	id   int
+	ws   int
+	math int // the math type it was ranked with (faster_conv_choose)
 }
 
 // findWorkspace is the workspace cudnnFind…AlgorithmEx may measure
@@ -131,17 +132,18 @@ func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
 		}
 		key := fmt.Sprintf("%s %s math %d", c, dir, m.mathFor(c.Dtype))
 		if a, ok := m.algos[key]; ok {
-			cs.algo[dir], cs.ws[dir] = C.int(a.id), C.size_t(a.ws)
+			cs.algo[dir], cs.ws[dir], cs.math[dir] = C.int(a.id), C.size_t(a.ws), C.int(a.math)
 			return nil
 		}
+		// Found within findWorkspace; ranked, the first whose workspace
+		// fits it preferred.
 		var ws uint64
-		var wsBytes int
+		wsBytes := findWorkspace
 		if m.autotune {
 			var err error
 			if ws, err = m.workspace(findWorkspace); err != nil {
 				return err
 			}
-			wsBytes = findWorkspace
 		}
 		var perf [C.FASTER_NPERF]C.struct_faster_conv_perf
 		var nperf C.int
@@ -150,7 +152,7 @@ func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
 			C.ulonglong(ws), C.size_t(wsBytes), &perf[0], &nperf, &call); r != 0 {
 			return fmt.Errorf("%s %s: %w", c, dir, dnnError(C.GoString(call), r))
 		}
-		m.algos[key] = algo{id: int(cs.algo[dir]), ws: int(cs.ws[dir])}
+		m.algos[key] = algo{id: int(cs.algo[dir]), ws: int(cs.ws[dir]), math: int(cs.math[dir])}
 		if m.autotune {
 			ch := train.TuneChoice{Op: c.String() + " " + dir.String(), Chosen: fmt.Sprintf("algo %d", cs.algo[dir]),
 				Seconds: time.Since(start).Seconds()}
@@ -158,6 +160,8 @@ func (m *dnn) conv(c *convShape, dir convDir, a, b, out uint64) error {
 				k := train.TuneCandidate{Name: fmt.Sprintf("algo %d", p.algo), Seconds: float64(p.time) / 1000}
 				if p.status != cudnnStatusSuccess {
 					k.Err, k.Seconds = dnnError("cudnnFind…AlgorithmEx", p.status).Error(), 0
+				} else if p.memory > findWorkspace {
+					k.Err = fmt.Sprintf("its workspace, %d bytes, over the %d it was found in", p.memory, findWorkspace)
 				}
 				ch.Candidates = append(ch.Candidates, k)
 			}

@@ -90,10 +90,13 @@
 // key's first step eagerly, captures the second and replays later ones.
 // The machine records between beginCapture and endCapture (the GPU:
 // cuStreamBeginCapture_v2 on the backend's stream with
-// CU_STREAM_CAPTURE_MODE_GLOBAL, chosen because Go moves a goroutine
-// between OS threads, so THREAD_LOCAL would guard only whichever thread
-// began the capture, while GLOBAL makes an unsafe call from any thread
-// fail instead of silently synchronising; cuStreamEndCapture and
+// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, the capture's goroutine locked to
+// its OS thread from begin to end (cuStreamEndCapture must come from the
+// thread that began it, and the mode guards that thread): an unsafe call
+// of the step fails instead of silently synchronising, while other
+// threads' calls, the loader's nvJPEG stage allocating or another
+// replica's eager step, go on, where GLOBAL would make them fail and end
+// the capture; cuStreamEndCapture and
 // cuGraphInstantiateWithFlags; replay is cuGraphLaunch on the stream,
 // cuGraphExecDestroy and cuGraphDestroy release it; the twin: its calls,
 // kernel name, launch and slots, convolutions and products with their

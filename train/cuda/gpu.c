@@ -24,6 +24,7 @@ int faster_conv_create(struct faster_conv *c, int n, int ci, int h, int w, int c
 		       int oh, int ow, int dtype, int math, int format, const char **call) {
 	memset(c, 0, sizeof *c);
 	c->algo[0] = c->algo[1] = c->algo[2] = -1;
+	c->asked = c->math[0] = c->math[1] = c->math[2] = math;
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->x), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateTensorDescriptor(&c->y), "cudnnCreateTensorDescriptor");
 	TRY(faster_p_cudnnCreateFilterDescriptor(&c->w), "cudnnCreateFilterDescriptor");
@@ -69,6 +70,8 @@ int faster_conv_choose(void *h, struct faster_conv *c, int dir, int find, unsign
 	int got = 0;
 	*nperf = 0;
 	memset(perf, 0, sizeof perf[0] * NPERF);
+	/* Ranked with the type asked for (another direction may have set its own). */
+	TRY(faster_p_cudnnSetConvolutionMathType(c->conv, c->asked), "cudnnSetConvolutionMathType");
 	switch (dir) {
 	case FASTER_FWD:
 		if (find)
@@ -101,11 +104,18 @@ int faster_conv_choose(void *h, struct faster_conv *c, int dir, int find, unsign
 			    "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
 	}
 	*nperf = got < NPERF ? got : NPERF;
-	/* The results come fastest first; take the first that succeeded (and,
-	 * found, fits the workspace it was measured in). */
+	/* The results come fastest first; take the first that succeeded and
+	 * needs at most wsBytes of workspace (found: the workspace it was
+	 * measured in; ranked: a cap, as PyTorch passes over an algorithm whose
+	 * workspace does not fit, an FFT's can be gigabytes), else the first
+	 * that succeeded. */
+	int over = -1, overMath = 0;
+	size_t overNeed = 0;
 	for (int i = 0; i < got && i < NPERF; i++) {
 		if (perf[i].status != CUDNN_STATUS_SUCCESS || (find && perf[i].memory > wsBytes))
 			continue;
+		const int math = c->asked == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : perf[i].math_type;
+		TRY(faster_p_cudnnSetConvolutionMathType(c->conv, math), "cudnnSetConvolutionMathType");
 		size_t need = 0;
 		switch (dir) {
 		case FASTER_FWD:
@@ -122,8 +132,20 @@ int faster_conv_choose(void *h, struct faster_conv *c, int dir, int find, unsign
 										    &need),
 			    "cudnnGetConvolutionBackwardFilterWorkspaceSize");
 		}
+		if (need > wsBytes) {
+			if (over < 0)
+				over = i, overNeed = need, overMath = math;
+			continue;
+		}
 		c->algo[dir] = perf[i].algo;
 		c->ws[dir] = need;
+		c->math[dir] = math;
+		return 0;
+	}
+	if (over >= 0) {
+		c->algo[dir] = perf[over].algo;
+		c->ws[dir] = overNeed;
+		c->math[dir] = overMath;
 		return 0;
 	}
 	*call = find ? "cudnnFind…AlgorithmEx: no algorithm succeeded" : "cudnnGet…Algorithm_v7: no algorithm succeeded";
@@ -133,6 +155,8 @@ int faster_conv_choose(void *h, struct faster_conv *c, int dir, int find, unsign
 int faster_conv_run(void *h, struct faster_conv *c, int dir, unsigned long long a, unsigned long long b,
 		    unsigned long long out, unsigned long long ws, size_t wsBytes, const char **call) {
 	const float one = 1.0f, zero = 0.0f;
+	/* A host-side setting: no work queued, so a captured step may hold it. */
+	TRY(faster_p_cudnnSetConvolutionMathType(c->conv, c->math[dir]), "cudnnSetConvolutionMathType");
 	switch (dir) {
 	case FASTER_FWD:
 		TRY(faster_p_cudnnConvolutionForward(h, &one, c->x, P(a), c->w, P(b), c->conv, c->algo[dir], P(ws), wsBytes,
@@ -262,7 +286,7 @@ int faster_stream_wait(void *stream, void *ev) { return faster_p_cuStreamWaitEve
 
 int faster_mem_info(size_t *free, size_t *total) { return faster_p_cuMemGetInfo_v2(free, total); }
 
-int faster_capture_begin(void *stream) { return faster_p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL); }
+int faster_capture_begin(void *stream) { return faster_p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL); }
 
 int faster_capture_end(void *stream, void **graph, void **exec, const char **call) {
 	*graph = *exec = NULL;

@@ -25,6 +25,8 @@ struct faster_conv {
 	void *x, *y, *w, *conv;
 	int algo[3];	  /* forward, backward data, backward filter */
 	size_t ws[3];	  /* their workspaces in bytes */
+	int math[3];	  /* their math types, set on conv before each runs */
+	int asked;	  /* the math type asked for at creation */
 };
 
 enum { FASTER_FWD, FASTER_BWD_DATA, FASTER_BWD_FILTER };
@@ -44,15 +46,20 @@ void faster_conv_destroy(struct faster_conv *c);
  * rank that succeeds (cudnnGet…Algorithm_v7), or, with find, the fastest
  * measured on the buffers a, b, out (cudnnFind…AlgorithmEx, in the
  * direction's argument order: forward x, w, y; backward data w, dy, dx;
- * backward filter x, dy, dw) within ws of wsBytes. It sets c->algo[dir]
- * and c->ws[dir], and copies what cuDNN returned into perf (room for
- * FASTER_NPERF) and its count into *nperf. */
+ * backward filter x, dy, dw) within ws of wsBytes (ranked: ws unused,
+ * the first within wsBytes preferred). It sets c->algo[dir],
+ * c->ws[dir] and c->math[dir], the math type cuDNN ranked the algorithm
+ * with (its perf's mathType: cuDNN runs the kernel it measured or ranked
+ * only with that type set on the descriptor, as PyTorch sets it; the
+ * asked type where that is CUDNN_FMA_MATH, strict float32), and copies
+ * what cuDNN returned into perf (room for FASTER_NPERF) and its count
+ * into *nperf. */
 int faster_conv_choose(void *handle, struct faster_conv *c, int dir, int find, unsigned long long a,
 		       unsigned long long b, unsigned long long out, unsigned long long ws, size_t wsBytes,
 		       struct faster_conv_perf *perf, int *nperf, const char **call);
 
-/* faster_conv_run runs dir with its chosen algorithm, out = op(a, b)
- * (alpha 1, beta 0), a and b in the order of faster_conv_choose. */
+/* faster_conv_run runs dir with its chosen algorithm and math type, out =
+ * op(a, b) (alpha 1, beta 0), a and b in the order of faster_conv_choose. */
 int faster_conv_run(void *handle, struct faster_conv *c, int dir, unsigned long long a, unsigned long long b,
 		    unsigned long long out, unsigned long long ws, size_t wsBytes, const char **call);
 
@@ -123,10 +130,11 @@ int faster_timed_event_new(void **ev);
 int faster_event_elapsed(float *ms, void *start, void *end);
 
 /* The step as a CUDA graph: faster_capture_begin starts stream capture on
- * the stream (CU_STREAM_CAPTURE_MODE_GLOBAL: while it runs, a potentially
- * unsafe call from any thread of the process fails instead of silently
- * synchronising; Go moves a goroutine between OS threads, so
- * THREAD_LOCAL would guard only whichever thread began the capture);
+ * the stream (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a potentially unsafe
+ * call from the capturing thread fails instead of silently synchronising,
+ * while the other threads' calls, the loader's nvJPEG stage's allocations,
+ * another replica's steps, go on; the caller keeps begin, the step and
+ * end on one OS thread, as the mode and cuStreamEndCapture require);
  * faster_capture_end ends it (cuStreamEndCapture) and instantiates the
  * graph (cuGraphInstantiateWithFlags, flags 0), returning both (on failure
  * the graph, if any, is destroyed and *graph, *exec are NULL);

@@ -104,23 +104,28 @@ struct perf {
 	size_t memory;
 	int determinism, math, reserved[3];
 };
-static int rank(int requested, int *returned, struct perf *p, int timed) {
-	if (requested < 2)
+/* Ranked with the descriptor's math type, algorithm 1 reports tensor-op
+ * math (1) unless FMA (3) was asked: the type its run must find set
+ * (ready). Algorithm 2, ranked before it, succeeds with a workspace of 1
+ * TiB: the caller must pass over it (it cannot run). */
+static int rank(int requested, int *returned, struct perf *p, int timed, struct desc *cv) {
+	if (requested < 3)
 		return BAD;
-	memset(p, 0, 2 * sizeof *p);
+	memset(p, 0, 3 * sizeof *p);
 	p[0].algo = 0, p[0].status = UNSUPPORTED, p[0].time = -1;
-	p[1].algo = 1, p[1].status = 0, p[1].memory = 64, p[1].time = timed ? 0.5f : -1;
-	*returned = 2;
+	p[1].algo = 2, p[1].status = 0, p[1].memory = (size_t)1 << 40, p[1].time = timed ? 0.25f : -1, p[1].math = 1;
+	p[2].algo = 1, p[2].status = 0, p[2].memory = 64, p[2].time = timed ? 0.5f : -1, p[2].math = cv->math == 3 ? 3 : 1;
+	*returned = 3;
 	return 0;
 }
 static int wsize(int algo, size_t *bytes) {
-	if (algo != 1)
+	if (algo != 1 && algo != 2)
 		return UNSUPPORTED;
-	*bytes = 64;
+	*bytes = algo == 2 ? (size_t)1 << 40 : 64;
 	return 0;
 }
-static int ready(int algo, void *ws, size_t bytes, const float *alpha, const float *beta) {
-	return algo == 1 && ws && bytes >= 64 && *alpha == 1.0f && *beta == 0.0f ? 0 : BAD;
+static int ready(int algo, void *ws, size_t bytes, const float *alpha, const float *beta, struct desc *cv) {
+	return algo == 1 && ws && bytes >= 64 && *alpha == 1.0f && *beta == 0.0f && cv->math != 0 ? 0 : BAD;
 }
 
 static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, struct desc *cv, struct desc *y, void *yp) {
@@ -168,15 +173,15 @@ static int bwd_filter(struct desc *x, const void *xp, struct desc *dy, const voi
 
 int cudnnGetConvolutionForwardAlgorithm_v7(void *h, void *x, void *w, void *cv, void *y, int req, int *ret, void *perf) {
 	int r = check(x, w, cv, y);
-	return r ? r : rank(req, ret, perf, 0);
+	return r ? r : rank(req, ret, perf, 0, cv);
 }
 int cudnnGetConvolutionBackwardDataAlgorithm_v7(void *h, void *w, void *dy, void *cv, void *dx, int req, int *ret, void *perf) {
 	int r = check(dx, w, cv, dy);
-	return r ? r : rank(req, ret, perf, 0);
+	return r ? r : rank(req, ret, perf, 0, cv);
 }
 int cudnnGetConvolutionBackwardFilterAlgorithm_v7(void *h, void *x, void *dy, void *cv, void *dw, int req, int *ret, void *perf) {
 	int r = check(x, dw, cv, dy);
-	return r ? r : rank(req, ret, perf, 0);
+	return r ? r : rank(req, ret, perf, 0, cv);
 }
 int cudnnGetConvolutionForwardWorkspaceSize(void *h, void *x, void *w, void *cv, void *y, int algo, size_t *bytes) {
 	int r = check(x, w, cv, y);
@@ -201,33 +206,33 @@ int cudnnFindConvolutionForwardAlgorithmEx(void *h, void *x, const void *xp, voi
 					   void *yp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
 	int l = nhwc(x, w, y);
 	int r = l < 0 ? BAD : l ? check(x, w, cv, y) : fwd(x, xp, w, wp, cv, y, yp);
-	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
+	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1, cv);
 }
 int cudnnFindConvolutionBackwardDataAlgorithmEx(void *h, void *w, const void *wp, void *dy, const void *dyp, void *cv,
 						void *dx, void *dxp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
 	int l = nhwc(w, dy, dx);
 	int r = l < 0 ? BAD : l ? check(dx, w, cv, dy) : bwd_data(w, wp, dy, dyp, cv, dx, dxp);
-	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
+	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1, cv);
 }
 int cudnnFindConvolutionBackwardFilterAlgorithmEx(void *h, void *x, const void *xp, void *dy, const void *dyp, void *cv,
 						  void *dw, void *dwp, int req, int *ret, void *perf, void *ws, size_t wsBytes) {
 	int l = nhwc(x, dy, dw);
 	int r = l < 0 ? BAD : l ? check(x, dw, cv, dy) : bwd_filter(x, xp, dy, dyp, cv, dw, dwp);
-	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1);
+	return r ? r : !ws || wsBytes < 64 ? BAD : rank(req, ret, perf, 1, cv);
 }
 int cudnnConvolutionForward(void *h, const void *alpha, void *x, const void *xp, void *w, const void *wp, void *cv, int algo,
 			    void *ws, size_t wsBytes, const void *beta, void *y, void *yp) {
-	int r = ready(algo, ws, wsBytes, alpha, beta);
+	int r = ready(algo, ws, wsBytes, alpha, beta, cv);
 	return r ? r : fwd(x, xp, w, wp, cv, y, yp);
 }
 int cudnnConvolutionBackwardData(void *h, const void *alpha, void *w, const void *wp, void *dy, const void *dyp, void *cv,
 				 int algo, void *ws, size_t wsBytes, const void *beta, void *dx, void *dxp) {
-	int r = ready(algo, ws, wsBytes, alpha, beta);
+	int r = ready(algo, ws, wsBytes, alpha, beta, cv);
 	return r ? r : bwd_data(w, wp, dy, dyp, cv, dx, dxp);
 }
 int cudnnConvolutionBackwardFilter(void *h, const void *alpha, void *x, const void *xp, void *dy, const void *dyp, void *cv,
 				   int algo, void *ws, size_t wsBytes, const void *beta, void *dw, void *dwp) {
-	int r = ready(algo, ws, wsBytes, alpha, beta);
+	int r = ready(algo, ws, wsBytes, alpha, beta, cv);
 	return r ? r : bwd_filter(x, xp, dy, dyp, cv, dw, dwp);
 }
 #endif
