@@ -54,7 +54,10 @@
 // before's ReLU in one pass (add_relu_bwd; with its first convolutions'
 // 16-bit input gradients as cuDNN wrote them, add_relu_bwd_low, _tiles),
 // and the block before writes its output rounded to 16 bits beside it for
-// those convolutions (add_relu_low, _tiles; tensor.lowCopy). A
+// those convolutions (add_relu_low, _tiles; tensor.lowCopy), or rather
+// the block's last BatchNorm writes both in its own pass, ReLU(y +
+// shortcut) where it wrote y (BN_ADD, BN_COPY16: bn_apply, bn_tiles_apply
+// and their eval kernels; reluOp.ForwardBatchNormSum). A
 // convolution's backward reuses the 16-bit filter of its forward while
 // the State's weights are unchanged. A product's operands are cast to
 // 16 bits and cublasGemmEx (CUDA_R_16F or CUDA_R_16BF inputs, CUDA_R_32F
