@@ -24,7 +24,7 @@ import (
 // photoFolder is an ImageFolder of the photographs in $FASTER_PHOTOS
 // (gpucheck.sh carries them) or Debian's mate-backgrounds, plus the
 // repository's progressive, 4:1:1, CMYK and PNG files (the fallback and
-// the GPU-hybrid backend); it returns the folder and how many files nvJPEG
+// the hybrid backend); it returns the folder and how many files nvJPEG
 // cannot take.
 func photoFolder(t *testing.T) (string, int) {
 	t.Helper()

@@ -13,9 +13,10 @@ import (
 
 func init() { loader.RegisterBatchDecoder("cuda", Open) }
 
-// Open opens the stage on cfg's GPU (loader.DecoderConfig.Ordinal).
+// Open opens the stage on cfg's GPU (loader.DecoderConfig.Ordinal), its
+// nvJPEG decoder's buffers allocated for cfg.Batch images.
 func Open(cfg loader.DecoderConfig) (loader.BatchDecoder, error) {
-	d, err := nvjpeg.Open(nvjpeg.Options{Ordinal: cfg.Ordinal})
+	d, err := nvjpeg.Open(nvjpeg.Options{Ordinal: cfg.Ordinal, MaxBatch: cfg.Batch})
 	if err != nil {
 		return nil, err
 	}

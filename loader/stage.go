@@ -92,6 +92,9 @@ type DecoderConfig struct {
 	Kind    string // "cuda"
 	Ordinal int    // N of cuda:N (0 for "cuda")
 	Workers int    // CPU workers it may use (fallback decodes); 0: GOMAXPROCS
+	// Batch is the most jobs a DecodeBatch is given (Options.Batch): a
+	// GPU decoder allocates its decoder's buffers for that many at open.
+	Batch int
 	// CPUShare is the share of each batch to decode on the CPU beside
 	// the device's decode (Options.CPUShare; ShareRows says which rows).
 	CPUShare float64
@@ -191,7 +194,7 @@ func (l *Loader) openStage() error {
 	if err != nil {
 		return err
 	}
-	cfg := DecoderConfig{Device: o.Device, Kind: kind, Ordinal: ord, Workers: o.Workers, CPUShare: o.CPUShare}
+	cfg := DecoderConfig{Device: o.Device, Kind: kind, Ordinal: ord, Workers: o.Workers, Batch: o.Batch, CPUShare: o.CPUShare}
 	if cfg.Device == "" {
 		cfg.Device = "cpu"
 	}

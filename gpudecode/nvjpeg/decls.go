@@ -40,14 +40,18 @@ var Decls = []Decl{
 	{"nvjpegGetProperty", NVJPEG, "int nvjpegGetProperty(int type, int *value)"},
 	{"nvjpegCreateEx", NVJPEG, "int nvjpegCreateEx(int backend, void *dev_allocator, void *pinned_allocator, unsigned int flags, void **handle)"},
 	{"nvjpegDestroy", NVJPEG, "int nvjpegDestroy(void *handle)"},
+	{"nvjpegSetDeviceMemoryPadding", NVJPEG, "int nvjpegSetDeviceMemoryPadding(size_t padding, void *handle)"},
+	{"nvjpegSetPinnedMemoryPadding", NVJPEG, "int nvjpegSetPinnedMemoryPadding(size_t padding, void *handle)"},
 	{"nvjpegJpegStateCreate", NVJPEG, "int nvjpegJpegStateCreate(void *handle, void **state)"},
 	{"nvjpegJpegStateDestroy", NVJPEG, "int nvjpegJpegStateDestroy(void *state)"},
 	{"nvjpegDecodeBatchedInitialize", NVJPEG, "int nvjpegDecodeBatchedInitialize(void *handle, void *state, int batch_size, int max_cpu_threads, int output_format)"},
+	{"nvjpegDecodeBatchedPreAllocate", NVJPEG, "int nvjpegDecodeBatchedPreAllocate(void *handle, void *state, int batch_size, int width, int height, int chroma_subsampling, int output_format)"},
 	{"nvjpegDecodeBatchedEx", NVJPEG, "int nvjpegDecodeBatchedEx(void *handle, void *state, const unsigned char *const *data, const size_t *lengths, struct faster_nvjpeg_image *destinations, void **decode_params, void *stream)"},
 	{"nvjpegDecodeBatchedSupportedEx", NVJPEG, "int nvjpegDecodeBatchedSupportedEx(void *handle, void *jpeg_stream, void *decode_params, int *is_supported)"},
 	{"nvjpegJpegStreamCreate", NVJPEG, "int nvjpegJpegStreamCreate(void *handle, void **jpeg_stream)"},
 	{"nvjpegJpegStreamDestroy", NVJPEG, "int nvjpegJpegStreamDestroy(void *jpeg_stream)"},
 	{"nvjpegJpegStreamParse", NVJPEG, "int nvjpegJpegStreamParse(void *handle, const unsigned char *data, size_t length, int save_metadata, int save_stream, void *jpeg_stream)"},
+	{"nvjpegJpegStreamParseHeader", NVJPEG, "int nvjpegJpegStreamParseHeader(void *handle, const unsigned char *data, size_t length, void *jpeg_stream)"},
 	{"nvjpegDecodeParamsCreate", NVJPEG, "int nvjpegDecodeParamsCreate(void *handle, void **decode_params)"},
 	{"nvjpegDecodeParamsDestroy", NVJPEG, "int nvjpegDecodeParamsDestroy(void *decode_params)"},
 	{"nvjpegDecodeParamsSetOutputFormat", NVJPEG, "int nvjpegDecodeParamsSetOutputFormat(void *decode_params, int output_format)"},
@@ -86,13 +90,15 @@ type Const struct {
 }
 
 // Consts lists consts.h, in its order: nvjpeg.h's nvjpegStatus_t,
-// nvjpegBackend_t and nvjpegOutputFormat_t, driver_types.h's
+// nvjpegBackend_t, nvjpegChromaSubsampling_t and nvjpegOutputFormat_t,
+// driver_types.h's
 // cudaMemcpyKind, cudaHostAllocDefault and cudaStreamNonBlocking.
 var Consts = []Const{
 	{"NVJPEG_STATUS_SUCCESS", 0},
 	{"NVJPEG_STATUS_JPEG_NOT_SUPPORTED", 4},
-	{"NVJPEG_BACKEND_GPU_HYBRID", 2},
+	{"NVJPEG_BACKEND_HYBRID", 1},
 	{"NVJPEG_BACKEND_HARDWARE", 3},
+	{"NVJPEG_CSS_444", 0},
 	{"NVJPEG_OUTPUT_RGBI", 5},
 	{"cudaSuccess", 0},
 	{"cudaMemcpyHostToDevice", 1},

@@ -5,8 +5,8 @@
  * with handles (nvjpegHandle_t, nvjpegJpegState_t, nvjpegJpegStream_t,
  * nvjpegDecodeParams_t, nvjpegJpegDecoder_t, nvjpegBuffer*_t,
  * cudaStream_t) as void *, enums (nvjpegStatus_t, nvjpegBackend_t,
- * nvjpegOutputFormat_t, cudaError_t, cudaMemcpyKind, libraryPropertyType)
- * as int, and nvjpegImage_t as struct faster_nvjpeg_image (nvjpeg.h:
+ * nvjpegChromaSubsampling_t, nvjpegOutputFormat_t, cudaError_t,
+ * cudaMemcpyKind, libraryPropertyType) as int, and nvjpegImage_t as struct faster_nvjpeg_image (nvjpeg.h:
  * "unsigned char *channel[NVJPEG_MAX_COMPONENT]; size_t
  * pitch[NVJPEG_MAX_COMPONENT];", NVJPEG_MAX_COMPONENT 4).
  *
@@ -20,14 +20,28 @@
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegGetProperty, (int type, int *value))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegCreateEx, (int backend, void *dev_allocator, void *pinned_allocator, unsigned int flags, void **handle))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegDestroy, (void *handle))
+/* Every device (pinned) allocation of a handle is rounded up to a multiple
+ * of the padding, so that a slightly larger image reuses the buffer
+ * instead of freeing and allocating again (cudaFree waits for the whole
+ * device). */
+FASTER_NVJ_DECL(NVJPEG, int, nvjpegSetDeviceMemoryPadding, (size_t padding, void *handle))
+FASTER_NVJ_DECL(NVJPEG, int, nvjpegSetPinnedMemoryPadding, (size_t padding, void *handle))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegJpegStateCreate, (void *handle, void **state))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegJpegStateDestroy, (void *state))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegDecodeBatchedInitialize, (void *handle, void *state, int batch_size, int max_cpu_threads, int output_format))
+/* The hardware batched decoder's buffers, allocated once for batch_size
+ * images of width×height (chroma_subsampling: nvjpegChromaSubsampling_t),
+ * so that a later nvjpegDecodeBatchedInitialize for another batch size
+ * within them allocates nothing. */
+FASTER_NVJ_DECL(NVJPEG, int, nvjpegDecodeBatchedPreAllocate, (void *handle, void *state, int batch_size, int width, int height, int chroma_subsampling, int output_format))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegDecodeBatchedEx, (void *handle, void *state, const unsigned char *const *data, const size_t *lengths, struct faster_nvjpeg_image *destinations, void **decode_params, void *stream))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegDecodeBatchedSupportedEx, (void *handle, void *jpeg_stream, void *decode_params, int *is_supported))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegJpegStreamCreate, (void *handle, void **jpeg_stream))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegJpegStreamDestroy, (void *jpeg_stream))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegJpegStreamParse, (void *handle, const unsigned char *data, size_t length, int save_metadata, int save_stream, void *jpeg_stream))
+/* The markers up to the first scan only: what
+ * nvjpegDecodeBatchedSupportedEx reads. */
+FASTER_NVJ_DECL(NVJPEG, int, nvjpegJpegStreamParseHeader, (void *handle, const unsigned char *data, size_t length, void *jpeg_stream))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegDecodeParamsCreate, (void *handle, void **decode_params))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegDecodeParamsDestroy, (void *decode_params))
 FASTER_NVJ_DECL(NVJPEG, int, nvjpegDecodeParamsSetOutputFormat, (void *decode_params, int output_format))

@@ -67,11 +67,22 @@ func (e *Error) Error() string { return fmt.Sprintf("nvjpeg: %s (status %d)", e.
 // Options configure Open.
 type Options struct {
 	Ordinal int // the GPU
+	// MaxBatch is the most images a DecodeBatch is given (the loader's
+	// batch): nvJPEG's hardware decoder allocates its buffers for that
+	// many at Open (nvjpegDecodeBatchedPreAllocate, images up to 512×512),
+	// so that batches of any size up to it allocate nothing. 0 is
+	// DefaultMaxBatch. A larger batch still decodes; nvJPEG grows its
+	// buffers for it.
+	MaxBatch int
 	// CacheDir and NoCache are the kernels' NVRTC cache (train/cuda's
 	// Options: "" is the user's cache directory).
 	CacheDir string
 	NoCache  bool
 }
+
+// DefaultMaxBatch is Options.MaxBatch when it is 0: the loader's default
+// batch.
+const DefaultMaxBatch = 256
 
 // Job is one image of a batch: its JPEG, the region of it to decode
 // (Crop, full-size pixels: nvJPEG's region of interest), resampled to

@@ -158,7 +158,7 @@ func Probe() string {
 
 // Open opens GPU o.Ordinal for decoding: the CUDA driver and NVRTC (train/cuda,
 // for the kernels), nvJPEG and the CUDA runtime (dlopen by soname), the
-// decoder's stream, the hardware and GPU-hybrid backends, and the kernels
+// decoder's stream, the hardware and hybrid backends, and the kernels
 // compiled by NVRTC. Its error names every library tried and why each
 // failed.
 func Open(o Options) (*Decoder, error) {
@@ -174,7 +174,11 @@ func Open(o Options) (*Decoder, error) {
 		return nil, &OpenError{Ordinal: o.Ordinal, Errs: []error{lerr, derr}}
 	}
 	d := &Decoder{ordinal: o.Ordinal, dev: dev, live: map[*Buffer]bool{}}
-	n, err := openNVJ(o.Ordinal)
+	maxBatch := o.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
+	}
+	n, err := openNVJ(o.Ordinal, maxBatch)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -343,7 +347,7 @@ const align = 256
 func roundUp(n int) int { return (n + align - 1) / align * align }
 
 // DecodeBatch decodes jobs into dst: each JPEG's Crop by nvJPEG (the
-// hardware backend where CanDecode and nvJPEG allow, else the GPU-hybrid
+// hardware backend where CanDecode and nvJPEG allow, else the hybrid
 // one) into scratch, then resampled, flipped and written as rows by the
 // kernels, all queued on the decoder's stream. The images routed CPU
 // (Result) are left for the caller, who decodes them and writes their
@@ -431,7 +435,7 @@ func (d *Decoder) resample(jobs []Job, idx []int, route, status []int32, dsts []
 		case 0:
 			res.Routes[i] = Hardware
 		case 1:
-			res.Routes[i] = GPU
+			res.Routes[i] = Hybrid
 		default:
 			res.Routes[i], res.Why[i] = CPU, fmt.Sprintf("nvJPEG refused it (status %d)", int(status[k]))
 			continue
@@ -498,22 +502,28 @@ func (d *Decoder) Close() error {
 	var errs []error
 	if d.n != nil {
 		errs = append(errs, d.n.sync())
-		errs = append(errs, d.do(func() error {
+		// The frees' errors in a slice of their own: appended to errs
+		// inside f, they would be lost when the outer append, whose
+		// first operand was read before f ran, writes its result.
+		var freeErrs []error
+		err := d.do(func() error {
 			for b := range d.live {
-				errs = append(errs, cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr))))
+				freeErrs = append(freeErrs, cudaErr("cudaFree", C.nvj_free(C.ulonglong(b.ptr))))
 			}
 			for _, m := range []*devMem{&d.scratch, &d.params} {
 				if m.ptr != 0 {
-					errs = append(errs, cudaErr("cudaFree of scratch", C.nvj_free(C.ulonglong(m.ptr))))
+					freeErrs = append(freeErrs, cudaErr("cudaFree of scratch", C.nvj_free(C.ulonglong(m.ptr))))
 				}
 			}
 			for _, m := range []*hostMem{&d.jpegs, &d.tables} {
 				if m.p != nil {
-					errs = append(errs, cudaErr("cudaFreeHost", C.nvj_free_host(m.p)))
+					freeErrs = append(freeErrs, cudaErr("cudaFreeHost", C.nvj_free_host(m.p)))
 				}
 			}
 			return nil
-		}))
+		})
+		errs = append(errs, err)
+		errs = append(errs, freeErrs...)
 		d.live = nil
 		d.n.close()
 		d.n, d.stream = nil, nil

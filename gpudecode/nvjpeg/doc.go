@@ -9,12 +9,17 @@
 // What it owns:
 //   - CanDecode/Inspect: the admission check, from a JPEG's header alone
 //     (pure Go): Hardware (the hardware backend, NVJPEG_BACKEND_HARDWARE,
-//     the H100/H200 JPEG engines), GPU (the GPU-hybrid backend:
-//     progressive, 4:1:1, 4:1:0), or CPU (the caller's fallback: not a
-//     JPEG, CMYK/YCCK, arithmetic, lossless, 12-bit, RGB-coded, odd
-//     sampling).
-//   - Open/Decoder: one GPU's nvJPEG handles (hardware and GPU-hybrid),
-//     its scratch device memory and its batch buffers (Alloc/Free, device
+//     the H100/H200 JPEG engines), Hybrid (the hybrid backend,
+//     NVJPEG_BACKEND_HYBRID, Huffman on the host: progressive, 4:1:1,
+//     4:1:0; not NVJPEG_BACKEND_GPU_HYBRID, which takes baseline JPEGs
+//     only), or CPU (the caller's fallback: not a JPEG, CMYK/YCCK,
+//     arithmetic, lossless, 12-bit, RGB-coded, odd sampling).
+//   - Open/Decoder: one GPU's nvJPEG handles (hardware and hybrid, their
+//     allocations padded, the hardware decoder's buffers allocated at Open
+//     for Options.MaxBatch images of up to 512×512, so that a batch of
+//     another size does not make nvJPEG free and allocate again: cudaFree
+//     waits for the whole device), its scratch device memory and its
+//     batch buffers (Alloc/Free, device
 //     memory the caller owns until it frees it), and DecodeBatch: each
 //     image decoded to RGB at full scale over the region of interest of
 //     its crop (nvjpegDecodeParamsSetROI), then resampled with Pillow's

@@ -103,6 +103,6 @@ func TestGPUStreamBesideLegacyStream(t *testing.T) {
 		verdict = "FAIL"
 		t.Errorf("the batch took %.1f ms beside a %.1f ms spin on the legacy stream: it waited for it", batchMs, spinMs)
 	}
-	t.Logf("GPUCHECK|stream|%d images (%d hardware, %d gpu)|%.3f|batch %.1f ms beside a %.1f ms spin on the legacy stream|%s",
-		len(jobs), res.Count(Hardware), res.Count(GPU), batchMs, batchMs, spinMs, verdict)
+	t.Logf("GPUCHECK|stream|%d images (%d hardware, %d hybrid)|%.3f|batch %.1f ms beside a %.1f ms spin on the legacy stream|%s",
+		len(jobs), res.Count(Hardware), res.Count(Hybrid), batchMs, batchMs, spinMs, verdict)
 }

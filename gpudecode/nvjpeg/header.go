@@ -13,13 +13,15 @@ const (
 	// A100/H100/H200 JPEG engines): baseline or extended sequential
 	// Huffman, 8 bits, gray or YCbCr at 4:4:4, 4:2:2, 4:2:0 or 4:4:0.
 	Hardware Route = iota
-	// GPU is nvJPEG's GPU-hybrid backend (NVJPEG_BACKEND_GPU_HYBRID),
-	// for what the hardware refuses but nvJPEG decodes: progressive
-	// Huffman, 4:1:1 and 4:1:0. (The decoder may also send here a
-	// sequential JPEG the hardware refuses for reasons only the whole
+	// Hybrid is nvJPEG's hybrid backend (NVJPEG_BACKEND_HYBRID: Huffman
+	// decode on the host, the IDCT and colour conversion on the GPU), for
+	// what the hardware refuses but nvJPEG decodes: progressive Huffman,
+	// 4:1:1 and 4:1:0. (Not NVJPEG_BACKEND_GPU_HYBRID: its Huffman decode
+	// on the GPU takes baseline JPEGs only. The decoder may also send here
+	// a sequential JPEG the hardware refuses for reasons only the whole
 	// stream shows, such as non-interleaved scans:
 	// nvjpegDecodeBatchedSupportedEx decides.)
-	GPU
+	Hybrid
 	// CPU is the CPU decoder (the loader's fallback, counted): not a
 	// JPEG, arithmetic coding, lossless or hierarchical, 12 or 16 bits,
 	// CMYK and YCCK, RGB-coded JPEGs, two components, odd sampling
@@ -31,8 +33,8 @@ func (r Route) String() string {
 	switch r {
 	case Hardware:
 		return "hardware"
-	case GPU:
-		return "gpu"
+	case Hybrid:
+		return "hybrid"
 	case CPU:
 		return "cpu"
 	}
@@ -194,10 +196,10 @@ func (h Header) Route() (Route, string) {
 	case "":
 		return CPU, fmt.Sprintf("sampling factors %dx%d,%dx%d,%dx%d", h.H[0], h.V[0], h.H[1], h.V[1], h.H[2], h.V[2])
 	case "411", "410":
-		return GPU, "subsampling " + h.Subsampling + " (not on the hardware decoder)"
+		return Hybrid, "subsampling " + h.Subsampling + " (not on the hardware decoder)"
 	}
 	if h.SOF == 0xc2 {
-		return GPU, "progressive JPEG (not on the hardware decoder)"
+		return Hybrid, "progressive JPEG (not on the hardware decoder)"
 	}
 	return Hardware, ""
 }

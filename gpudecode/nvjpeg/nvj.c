@@ -37,34 +37,76 @@ static int set_device(struct faster_nvj *c, char *report, size_t cap) {
 	return r;
 }
 
-int faster_nvj_open(struct faster_nvj *c, int ordinal, char *report, size_t cap) {
+/* Every allocation of a handle is padded to a multiple of these
+ * (nvjpegSetDeviceMemoryPadding, nvjpegSetPinnedMemoryPadding), so that
+ * an image a little larger than any before reuses nvJPEG's buffers
+ * instead of freeing them (cudaFree waits for the whole device, a
+ * trainer's work included) and allocating again: DALI's defaults for
+ * ImageNet, 16 MiB of device memory and 8 MiB of pinned memory. */
+#define DEVICE_PADDING ((size_t)16 << 20)
+#define PINNED_PADDING ((size_t)8 << 20)
+
+/* The image size the hardware batched decoder's buffers are allocated for
+ * at open (nvjpegDecodeBatchedPreAllocate, with the decoder's largest
+ * batch, 4:4:4, the most a pixel needs): 512×512 holds ImageNet's
+ * typical image (most are at most 500 pixels a side; at a batch of 256
+ * their pixels alone are 200 MB of the GPU's memory); a larger image
+ * grows nvJPEG's buffers once, padded as above. */
+#define PREALLOC_WIDTH 512
+#define PREALLOC_HEIGHT 512
+
+/* pad sets handle h's padding. Like the pre-allocation below, a hint for
+ * speed: refused, nvJPEG allocates as it needs, and the stage still runs
+ * (its status is ignored). */
+static void pad(void *h) {
+	(void)faster_nvj_p_nvjpegSetDeviceMemoryPadding(DEVICE_PADDING, h);
+	(void)faster_nvj_p_nvjpegSetPinnedMemoryPadding(PINNED_PADDING, h);
+}
+
+int faster_nvj_open(struct faster_nvj *c, int ordinal, int max_batch, char *report, size_t cap) {
 	memset(c, 0, sizeof *c);
 	c->ordinal = ordinal;
 	report[0] = 0;
 	int r = set_device(c, report, cap);
 	if (r != 0)
 		return r;
+	if (max_batch < 1)
+		max_batch = 1;
 	CUDA_TRY(faster_nvj_p_cudaStreamCreateWithFlags(&c->stream, FASTER_cudaStreamNonBlocking));
 	/* The hardware backend is optional: a GPU without JPEG engines
 	 * refuses it (NVJPEG_STATUS_ARCH_MISMATCH) and every image goes to
-	 * the GPU-hybrid backend. */
+	 * the hybrid backend. Its buffers are allocated here, for the largest
+	 * batch, so that nvjpegDecodeBatchedInitialize, called again whenever
+	 * a batch has another number of hardware images, finds them large
+	 * enough and frees nothing. */
 	if (faster_nvj_p_nvjpegCreateEx(FASTER_NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &c->hw) != FASTER_NVJPEG_STATUS_SUCCESS)
 		c->hw = NULL;
 	else {
+		pad(c->hw);
 		TRY(faster_nvj_p_nvjpegJpegStateCreate(c->hw, &c->hw_state));
 		TRY(faster_nvj_p_nvjpegJpegStreamCreate(c->hw, &c->hw_jstream));
+		(void)faster_nvj_p_nvjpegDecodeBatchedPreAllocate(c->hw, c->hw_state, max_batch, PREALLOC_WIDTH, PREALLOC_HEIGHT,
+								  FASTER_NVJPEG_CSS_444, FASTER_NVJPEG_OUTPUT_RGBI);
 	}
-	TRY(faster_nvj_p_nvjpegCreateEx(FASTER_NVJPEG_BACKEND_GPU_HYBRID, NULL, NULL, 0, &c->gpu));
-	TRY(faster_nvj_p_nvjpegDecoderCreate(c->gpu, FASTER_NVJPEG_BACKEND_GPU_HYBRID, &c->dec));
-	TRY(faster_nvj_p_nvjpegDecoderStateCreate(c->gpu, c->dec, &c->dstate));
+	/* The hybrid backend (NVJPEG_BACKEND_HYBRID: Huffman decode on the
+	 * host, the rest on the GPU), for what the hardware refuses:
+	 * progressive JPEGs above all. Not NVJPEG_BACKEND_GPU_HYBRID, whose
+	 * Huffman decode on the GPU takes baseline JPEGs only (NVIDIA's
+	 * nvImageCodec and DALI send progressive ones to the hybrid backend,
+	 * and the GPU-hybrid one only baseline images larger than about
+	 * 1000×1000, which the hardware takes here). */
+	TRY(faster_nvj_p_nvjpegCreateEx(FASTER_NVJPEG_BACKEND_HYBRID, NULL, NULL, 0, &c->hyb));
+	pad(c->hyb);
+	TRY(faster_nvj_p_nvjpegDecoderCreate(c->hyb, FASTER_NVJPEG_BACKEND_HYBRID, &c->dec));
+	TRY(faster_nvj_p_nvjpegDecoderStateCreate(c->hyb, c->dec, &c->dstate));
 	for (int b = 0; b < 2; b++) {
-		TRY(faster_nvj_p_nvjpegBufferPinnedCreate(c->gpu, NULL, &c->pinned[b]));
-		TRY(faster_nvj_p_nvjpegJpegStreamCreate(c->gpu, &c->jstream[b]));
+		TRY(faster_nvj_p_nvjpegBufferPinnedCreate(c->hyb, NULL, &c->pinned[b]));
+		TRY(faster_nvj_p_nvjpegJpegStreamCreate(c->hyb, &c->jstream[b]));
 	}
-	TRY(faster_nvj_p_nvjpegBufferDeviceCreate(c->gpu, NULL, &c->devbuf));
+	TRY(faster_nvj_p_nvjpegBufferDeviceCreate(c->hyb, NULL, &c->devbuf));
 	TRY(faster_nvj_p_nvjpegStateAttachDeviceBuffer(c->dstate, c->devbuf));
-	TRY(faster_nvj_p_nvjpegDecodeParamsCreate(c->gpu, &c->gparams));
-	TRY(faster_nvj_p_nvjpegDecodeParamsSetOutputFormat(c->gparams, FASTER_NVJPEG_OUTPUT_RGBI));
+	TRY(faster_nvj_p_nvjpegDecodeParamsCreate(c->hyb, &c->hparams));
+	TRY(faster_nvj_p_nvjpegDecodeParamsSetOutputFormat(c->hparams, FASTER_NVJPEG_OUTPUT_RGBI));
 	return 0;
 }
 
@@ -76,8 +118,8 @@ void faster_nvj_close(struct faster_nvj *c) {
 	for (int i = 0; i < c->nparams; i++)
 		faster_nvj_p_nvjpegDecodeParamsDestroy(c->params[i]);
 	free(c->params);
-	if (c->gparams)
-		faster_nvj_p_nvjpegDecodeParamsDestroy(c->gparams);
+	if (c->hparams)
+		faster_nvj_p_nvjpegDecodeParamsDestroy(c->hparams);
 	if (c->dstate)
 		faster_nvj_p_nvjpegJpegStateDestroy(c->dstate);
 	for (int b = 0; b < 2; b++) {
@@ -90,8 +132,8 @@ void faster_nvj_close(struct faster_nvj *c) {
 		faster_nvj_p_nvjpegBufferDeviceDestroy(c->devbuf);
 	if (c->dec)
 		faster_nvj_p_nvjpegDecoderDestroy(c->dec);
-	if (c->gpu)
-		faster_nvj_p_nvjpegDestroy(c->gpu);
+	if (c->hyb)
+		faster_nvj_p_nvjpegDestroy(c->hyb);
 	if (c->hw_jstream)
 		faster_nvj_p_nvjpegJpegStreamDestroy(c->hw_jstream);
 	if (c->hw_state)
@@ -159,8 +201,11 @@ static int hardware(struct faster_nvj *c, int n, const unsigned char *data, cons
 			continue;
 		void *p = c->params[m];
 		int sup = 1;
+		/* nvjpegDecodeBatchedSupportedEx reads the frame header alone,
+		 * and nvjpegDecodeBatchedEx the bytes themselves: the markers
+		 * up to the first scan are parsed, not the whole stream. */
 		if (faster_nvj_p_nvjpegDecodeParamsSetROI(p, roi[4 * i], roi[4 * i + 1], roi[4 * i + 2], roi[4 * i + 3]) != 0 ||
-		    faster_nvj_p_nvjpegJpegStreamParse(c->hw, data + off[i], len[i], 0, 0, c->hw_jstream) != 0 ||
+		    faster_nvj_p_nvjpegJpegStreamParseHeader(c->hw, data + off[i], len[i], c->hw_jstream) != 0 ||
 		    faster_nvj_p_nvjpegDecodeBatchedSupportedEx(c->hw, c->hw_jstream, p, &sup) != 0 || sup != 0) {
 			route[i] = 1; /* 0 is "supported" */
 			continue;
@@ -173,13 +218,16 @@ static int hardware(struct faster_nvj *c, int n, const unsigned char *data, cons
 	}
 	if (m == 0)
 		goto out;
+	/* A batch of another size initialises the decoder again: within the
+	 * buffers nvjpegDecodeBatchedPreAllocate made at open (the largest
+	 * batch), so nvJPEG does not free and allocate them again. */
 	if (m != c->hw_batch) {
 		r = faster_nvj_p_nvjpegDecodeBatchedInitialize(c->hw, c->hw_state, m, 1, FASTER_NVJPEG_OUTPUT_RGBI);
 		c->hw_batch = r == 0 ? m : 0;
 	}
 	if (r == 0)
 		r = faster_nvj_p_nvjpegDecodeBatchedEx(c->hw, c->hw_state, ptrs, lens, dests, ps, c->stream);
-	if (r != 0) { /* the batch failed: each image to the GPU-hybrid backend */
+	if (r != 0) { /* the batch failed: each image to the hybrid backend */
 		c->hw_batch = 0; /* initialise again next time */
 		for (int k = 0; k < m; k++)
 			route[idx[k]] = 1;
@@ -205,7 +253,8 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 		status[i] = 0;
 	if ((r = hardware(c, n, data, off, len, roi, dst, pitch, route, report, cap)) != 0)
 		return r;
-	/* The GPU-hybrid images, one at a time: the parse and the host phase
+	/* The hybrid backend's images, one at a time: the parse (the whole
+	 * stream: the host phase decodes it) and the host phase
 	 * write JPEG stream b and pinned buffer b; the transfer, which reads
 	 * them, and the device phase are queued on the stream. Before a
 	 * transfer the stream is waited for when an earlier transfer is
@@ -219,21 +268,21 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 		if (route[i] != 1)
 			continue;
 		struct faster_nvjpeg_image d = dest(dst[i], pitch[i]);
-		int s = faster_nvj_p_nvjpegJpegStreamParse(c->gpu, data + off[i], len[i], 0, 0, c->jstream[b]);
+		int s = faster_nvj_p_nvjpegJpegStreamParse(c->hyb, data + off[i], len[i], 0, 0, c->jstream[b]);
 		if (s == 0)
-			s = faster_nvj_p_nvjpegDecodeParamsSetROI(c->gparams, roi[4 * i], roi[4 * i + 1], roi[4 * i + 2], roi[4 * i + 3]);
+			s = faster_nvj_p_nvjpegDecodeParamsSetROI(c->hparams, roi[4 * i], roi[4 * i + 1], roi[4 * i + 2], roi[4 * i + 3]);
 		if (s == 0)
 			s = faster_nvj_p_nvjpegStateAttachPinnedBuffer(c->dstate, c->pinned[b]);
 		if (s == 0)
-			s = faster_nvj_p_nvjpegDecodeJpegHost(c->gpu, c->dec, c->dstate, c->gparams, c->jstream[b]);
+			s = faster_nvj_p_nvjpegDecodeJpegHost(c->hyb, c->dec, c->dstate, c->hparams, c->jstream[b]);
 		if (s == 0 && queued)
 			CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
 		if (s == 0)
-			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->gpu, c->dec, c->dstate, c->jstream[b], c->stream);
+			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->hyb, c->dec, c->dstate, c->jstream[b], c->stream);
 		if (s == 0) {
 			queued = 1;
 			b ^= 1;
-			s = faster_nvj_p_nvjpegDecodeJpegDevice(c->gpu, c->dec, c->dstate, &d, c->stream);
+			s = faster_nvj_p_nvjpegDecodeJpegDevice(c->hyb, c->dec, c->dstate, &d, c->stream);
 		}
 		if (s != 0) {
 			route[i] = 2;

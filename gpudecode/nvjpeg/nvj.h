@@ -16,17 +16,20 @@ struct faster_nvj {
 	int hw_batch; /* the batch size nvjpegDecodeBatchedInitialize was given */
 	void **params; /* one decode-params object per image of a hardware batch */
 	int nparams;
-	/* The GPU-hybrid backend, decoupled API, one image at a time; two
-	 * pinned buffers and JPEG streams used in turn, so that the host
-	 * phase of an image never writes the buffer an earlier image's
-	 * queued transfer reads (nvJPEG's decoupled-decode sample). */
-	void *gpu, *dec, *dstate, *devbuf, *gparams;
+	/* The hybrid backend (NVJPEG_BACKEND_HYBRID: Huffman on the host,
+	 * the rest on the GPU; it takes progressive JPEGs), decoupled API,
+	 * one image at a time; two pinned buffers and JPEG streams used in
+	 * turn, so that the host phase of an image never writes the buffer
+	 * an earlier image's queued transfer reads (nvJPEG's decoupled-decode
+	 * sample). */
+	void *hyb, *dec, *dstate, *devbuf, *hparams;
 	void *pinned[2], *jstream[2];
 };
 
-/* faster_nvj_open makes c's stream and handles on GPU ordinal: 0, or the
- * failing call's status with its name in report. */
-int faster_nvj_open(struct faster_nvj *c, int ordinal, char *report, size_t cap);
+/* faster_nvj_open makes c's stream and handles on GPU ordinal, the
+ * hardware decoder's buffers allocated for batches of up to max_batch
+ * images: 0, or the failing call's status with its name in report. */
+int faster_nvj_open(struct faster_nvj *c, int ordinal, int max_batch, char *report, size_t cap);
 /* faster_nvj_close waits for c's stream, destroys the handles, then the
  * stream. */
 void faster_nvj_close(struct faster_nvj *c);
@@ -36,7 +39,7 @@ void faster_nvj_close(struct faster_nvj *c);
  * until the stream is synchronised), the region roi[4i..4i+3] (x, y,
  * width, height) as interleaved RGB into device memory dst[i] with
  * pitch[i] bytes a row. route[i] is 0 for the hardware backend, 1 for the
- * GPU-hybrid one; on return, what ran: 0, 1 (the hardware refused it:
+ * hybrid one; on return, what ran: 0, 1 (the hardware refused it:
  * nvjpegDecodeBatchedSupportedEx, or its batch failed), or 2 when neither
  * could (status[i] says why: the caller's CPU fallback). It returns 0 once
  * the work is queued (the caller ends the batch with faster_nvj_sync), or

@@ -14,12 +14,14 @@ import "unsafe"
 // nvj is nvj.c's state for one GPU (its stream and handles), in C memory.
 type nvj struct{ c *C.struct_faster_nvj }
 
-// openNVJ makes the stream and handles of GPU ordinal (after load).
-func openNVJ(ordinal int) (*nvj, error) {
+// openNVJ makes the stream and handles of GPU ordinal (after load), the
+// hardware decoder's buffers allocated for batches of up to maxBatch
+// images.
+func openNVJ(ordinal, maxBatch int) (*nvj, error) {
 	n := &nvj{(*C.struct_faster_nvj)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_faster_nvj{}))))}
 	report := (*C.char)(C.malloc(512))
 	defer C.free(unsafe.Pointer(report))
-	if r := C.faster_nvj_open(n.c, C.int(ordinal), report, 512); r != 0 {
+	if r := C.faster_nvj_open(n.c, C.int(ordinal), C.int(maxBatch), report, 512); r != 0 {
 		err := &Error{Call: C.GoString(report), Code: int(r)}
 		n.close()
 		return nil, err
@@ -56,7 +58,7 @@ func (n *nvj) sync() error {
 // k's bytes at data[off[k]:][:lens[k]] (data: pinned memory that must stay
 // as it is until the stream is synchronised), its region roi[4k:4k+4]
 // into device address dst[k] with pitch[k]; route[k] is 0 (hardware) or 1
-// (GPU-hybrid) on entry and what ran on return (2: neither: status[k]
+// (hybrid) on entry and what ran on return (2: neither: status[k]
 // says why). The pixels are there once sync returns.
 func (n *nvj) decode(data unsafe.Pointer, off, lens []uint64, roi []int32, dst []uint64, pitch []uint64, route, status []int32) error {
 	k := len(off)

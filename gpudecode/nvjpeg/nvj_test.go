@@ -95,17 +95,25 @@ func runChild(t *testing.T, dir, name, env string) string {
 }
 
 // nvj.c's routing against the stand-ins, in a child process: hardware
-// first, a refused image to the GPU-hybrid backend, an image both refuse
-// to the CPU with nvJPEG's status, a failed hardware batch wholly to the
-// GPU-hybrid backend; each image's region of interest reaches the backend
+// first, a refused image to the hybrid backend, an image both refuse to
+// the CPU with nvJPEG's status, a failed hardware batch wholly to the
+// hybrid backend; each image's region of interest reaches the backend
 // that decodes it; GPU 1 of a one-GPU machine is refused by name; and a
 // buffer's IPC handle (package serve's device ring) is cudaIpcGetMemHandle's
 // 64 bytes for its address.
 //
 // Every call that takes a stream gets the one faster_nvj_open made
 // (non-blocking), the decodes run when it is synchronised, three images
-// on the GPU-hybrid backend in a row leave no pinned buffer rewritten
-// under a queued transfer, and nothing synchronises the device.
+// on the hybrid backend in a row leave no pinned buffer rewritten under a
+// queued transfer, and nothing synchronises the device.
+//
+// The handles: the decoupled decoder is NVJPEG_BACKEND_HYBRID's (1; the
+// stand-in refuses any other), both handles' allocations are padded, the
+// hardware decoder is pre-allocated for the largest batch once at open
+// and no batch within it initialises past that; the hardware's admission
+// parses the header alone (nvjpegJpegStreamParseHeader, 7 images), and
+// only the hybrid backend's images are parsed whole (5: P and X of batch
+// 1, the failed batch 2's three).
 func TestNVJRoutesWithStubs(t *testing.T) {
 	if os.Getenv("FASTER_NVJPEG_ROUTE_CHILD") == "1" {
 		routeChild()
@@ -126,9 +134,31 @@ func TestNVJRoutesWithStubs(t *testing.T) {
 		// the stand-in's handle is the pointer, little-endian: the call
 		// reaches cudaIpcGetMemHandle with the buffer's address
 		"ipc handle: 64 bytes, cdab341200000000",
+		"standin: nvjpegCreateEx(backend 3)",
+		"standin: nvjpegSetDeviceMemoryPadding(16777216) on backend 3",
+		"standin: nvjpegSetPinnedMemoryPadding(8388608) on backend 3",
+		"standin: nvjpegDecodeBatchedPreAllocate(backend 3, batch 4, 512x512, css 0, output 5)",
+		"standin: nvjpegCreateEx(backend 1)",
+		"standin: nvjpegSetDeviceMemoryPadding(16777216) on backend 1",
+		"standin: nvjpegSetPinnedMemoryPadding(8388608) on backend 1",
+		"standin: nvjpegDecoderCreate(backend 1) on backend 1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, c := range []struct {
+		line string
+		n    int
+	}{
+		{"standin: nvjpegJpegStreamParseHeader on backend 3\n", 7},
+		{"standin: nvjpegJpegStreamParse on backend 3\n", 0},
+		{"standin: nvjpegJpegStreamParse on backend 1\n", 5},
+		{"standin: nvjpegDecodeBatchedPreAllocate(", 1},
+		{"past the pre-allocation", 0},
+	} {
+		if n := strings.Count(out, c.line); n != c.n {
+			t.Errorf("child output has %q %d times, want %d", c.line, n, c.n)
 		}
 	}
 }
@@ -138,7 +168,7 @@ func routeChild() {
 		fmt.Println("load:", err)
 		return
 	}
-	n, err := openNVJ(0)
+	n, err := openNVJ(0, 4)
 	if err != nil {
 		fmt.Println("open:", err)
 		return
@@ -191,7 +221,7 @@ func routeChild() {
 		fmt.Printf("ipc handle: %d bytes, %x\n", len(h), h[:8])
 	}
 	n.close()
-	if _, err := openNVJ(1); err != nil {
+	if _, err := openNVJ(1, 4); err != nil {
 		fmt.Println("gpu 1:", err)
 	}
 }

@@ -47,6 +47,10 @@ func TestDecoderStreamWithStandIns(t *testing.T) {
 		"standin: s1 ran cuLaunchKernel(resize_v_f32)",
 		"standin: s1 ran cudaMemcpyAsync(to the host)",
 		"standin: cudaStreamDestroy(s1)",
+		// Options.MaxBatch 0: the hardware decoder pre-allocated for
+		// DefaultMaxBatch images
+		"standin: nvjpegDecodeBatchedPreAllocate(backend 3, batch 256, 512x512, css 0, output 5)",
+		"standin: nvjpegDecoderCreate(backend 1) on backend 1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("child output lacks %q", want)
@@ -82,10 +86,10 @@ func streamChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Hardware (baseline), GPU-hybrid (three in a row: the pinned
+	// Hardware (baseline), hybrid (three in a row: the pinned
 	// buffers alternate), CPU (CMYK).
 	files := []string{"ycc420.jpg", "ycc444.jpg", "progressive.jpg", "ycc411.jpg", "gray_progressive.jpg", "cmyk.jpg"}
-	wantRoutes := []Route{Hardware, Hardware, GPU, GPU, GPU, CPU}
+	wantRoutes := []Route{Hardware, Hardware, Hybrid, Hybrid, Hybrid, CPU}
 	const W, H = 8, 6
 	var jobs []Job
 	for k, f := range files {

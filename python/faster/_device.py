@@ -7,6 +7,7 @@ batch buffers, opened once per session from the DEVICE frame's handles
 the host stand-in the tests serve, shared-memory files), each slot owned
 behind a fence until the user's stream is done with it. What runs without a
 GPU: all but the CUDA opener and the CUDA events (prepared, for a GPU run)."""
+import contextlib
 import ctypes
 import glob
 import mmap
@@ -105,12 +106,39 @@ class _IpcHandle(ctypes.Structure):
     _fields_ = [("reserved", ctypes.c_char * P.IPC_HANDLE_BYTES)]
 
 
+def _loaded_cudart():
+    """The CUDA runtimes already in this process (the copy torch loaded,
+    wherever it came from), as paths or sonames for ctypes.CDLL: each
+    soname dlopen finds loaded (RTLD_NOLOAD opens nothing new), then each
+    libcudart mapped in /proc/self/maps (a wheel's copy may carry a
+    renamed soname)."""
+    found = []
+    for so in CUDART_SONAMES:
+        try:
+            ctypes.CDLL(so, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        except OSError:
+            continue
+        found.append(so)
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                fields = line.split(None, 5)  # address perms offset dev inode path
+                path = fields[5].strip() if len(fields) == 6 else ""
+                if os.path.basename(path).startswith("libcudart") and ".so" in path and path not in found:
+                    found.append(path)
+    except OSError:
+        pass
+    return found
+
+
 def cudart(torch=None):
-    """The CUDA runtime torch loaded, by ctypes: torch's own copy (its
+    """The CUDA runtime torch loaded, by ctypes. First the copy already in
+    this process (_loaded_cudart): a second copy would have its own
+    current device and state, unlike torch's. Else torch's own copy (its
     lib/ or the nvidia wheels beside it) when found, else by soname
     (libcudart.so.13, then .12). RuntimeError names what was tried."""
     tried = []
-    cands = []
+    cands = _loaded_cudart()
     if torch is not None:
         base = os.path.dirname(os.path.abspath(torch.__file__))
         site = os.path.dirname(base)
@@ -125,10 +153,11 @@ def cudart(torch=None):
         except OSError as e:
             tried.append("%s (%s)" % (c, e))
             continue
+        lib.cudaGetDevice.argtypes = [ctypes.POINTER(ctypes.c_int)]
         lib.cudaSetDevice.argtypes = [ctypes.c_int]
         lib.cudaIpcOpenMemHandle.argtypes = [ctypes.POINTER(ctypes.c_void_p), _IpcHandle, ctypes.c_uint]
         lib.cudaIpcCloseMemHandle.argtypes = [ctypes.c_void_p]
-        for f in (lib.cudaSetDevice, lib.cudaIpcOpenMemHandle, lib.cudaIpcCloseMemHandle):
+        for f in (lib.cudaGetDevice, lib.cudaSetDevice, lib.cudaIpcOpenMemHandle, lib.cudaIpcCloseMemHandle):
             f.restype = ctypes.c_int
         return lib
     raise RuntimeError("faster: no CUDA runtime to open the server's batch buffers: tried " + ", ".join(tried))
@@ -137,28 +166,51 @@ def cudart(torch=None):
 class _CudaSlots:
     """The server's device buffers opened by CUDA IPC (prepared: runs on a
     GPU only). Each handle is opened once (cudaIpcOpenMemHandle with
-    cudaIpcMemLazyEnablePeerAccess) and closed at close()."""
+    cudaIpcMemLazyEnablePeerAccess) and closed at close(), each time with
+    the server's GPU current on the calling thread (the user's) and the
+    device that was current before made current again after (_on_device):
+    torch's current device is the runtime's, and the user's code must not
+    find it changed."""
 
     def __init__(self, ordinal, handles, torch):
         self._lib = cudart(torch)
         self._torch = torch
+        self._ordinal = ordinal
         self.device = torch.device("cuda", ordinal)
         self.ptrs = []
-        r = self._lib.cudaSetDevice(ordinal)
+        with self._on_device():
+            try:
+                for i, h in enumerate(handles):
+                    p = ctypes.c_void_p()
+                    r = self._lib.cudaIpcOpenMemHandle(ctypes.byref(p), _IpcHandle.from_buffer_copy(h),
+                                                       IPC_LAZY_ENABLE_PEER_ACCESS)
+                    if r != 0 or not p.value:
+                        raise RuntimeError("faster: cudaIpcOpenMemHandle of the server's slot %d on cuda:%d: CUDA "
+                                           "error %d (the server and this process must use the same GPU)"
+                                           % (i, ordinal, r))
+                    self.ptrs.append(p.value)
+            except BaseException:
+                self._close()
+                raise
+
+    @contextlib.contextmanager
+    def _on_device(self):
+        """The server's GPU current inside, the one current before after
+        (cudaGetDevice, cudaSetDevice)."""
+        prev = ctypes.c_int(-1)
+        r = self._lib.cudaGetDevice(ctypes.byref(prev))
         if r != 0:
-            raise RuntimeError("faster: cudaSetDevice(%d): CUDA error %d" % (ordinal, r))
+            raise RuntimeError("faster: cudaGetDevice: CUDA error %d" % r)
+        r = self._lib.cudaSetDevice(self._ordinal)
+        if r != 0:
+            raise RuntimeError("faster: cudaSetDevice(%d): CUDA error %d" % (self._ordinal, r))
         try:
-            for i, h in enumerate(handles):
-                p = ctypes.c_void_p()
-                r = self._lib.cudaIpcOpenMemHandle(ctypes.byref(p), _IpcHandle.from_buffer_copy(h),
-                                                   IPC_LAZY_ENABLE_PEER_ACCESS)
-                if r != 0 or not p.value:
-                    raise RuntimeError("faster: cudaIpcOpenMemHandle of the server's slot %d on cuda:%d: CUDA error "
-                                       "%d (the server and this process must use the same GPU)" % (i, ordinal, r))
-                self.ptrs.append(p.value)
-        except BaseException:
-            self.close()
-            raise
+            yield
+        finally:
+            r = self._lib.cudaSetDevice(prev.value)
+        if r != 0:
+            raise RuntimeError("faster: cudaSetDevice(%d), back to the device current before: CUDA error %d"
+                               % (prev.value, r))
 
     def view(self, i, shape, dtype):
         return self._torch.as_tensor(CudaArray(self.ptrs[i], shape, dtype), device=self.device)
@@ -177,6 +229,15 @@ class _CudaSlots:
         fence.synchronize()
 
     def close(self):
+        if not self.ptrs:
+            return
+        try:
+            with self._on_device():
+                self._close()
+        finally:
+            self._close()  # where the device could not be made current: closed as it is
+
+    def _close(self):
         ptrs, self.ptrs = self.ptrs, []
         for p in ptrs:
             self._lib.cudaIpcCloseMemHandle(ctypes.c_void_p(p))

@@ -4,8 +4,8 @@
  * is synchronised, and its stream is checked). Two kinds of "JPEG":
  *   - made-up ones, FF D8 and a tag (the routing test): 'A' the hardware
  *     takes it; 'P' the hardware refuses it
- *     (nvjpegDecodeBatchedSupportedEx) and the GPU-hybrid backend takes
- *     it; 'X' both refuse it (the hybrid's nvjpegDecodeJpegHost returns
+ *     (nvjpegDecodeBatchedSupportedEx) and the hybrid backend takes it;
+ *     'X' both refuse it (the hybrid's nvjpegDecodeJpegHost returns
  *     NVJPEG_STATUS_JPEG_NOT_SUPPORTED); 'F' fails the hardware's whole
  *     batch. A decode writes its backend's tag ("HW" or "GP") and the
  *     region's x and width into the destination's first four bytes;
@@ -13,12 +13,23 @@
  *     decode fills the region of interest with pattern(), a function of
  *     the full image's coordinates and the file's length that the
  *     decoder test computes too.
- * The GPU-hybrid backend's phases hand on what they know as nvJPEG's do:
+ * The hybrid backend's phases hand on what they know as nvJPEG's do:
  * the host phase writes the attached pinned buffer, the transfer (queued)
  * copies it into the attached device buffer, the device phase (queued)
  * writes the picture from the device buffer. "Device memory" is host
- * memory. */
+ * memory.
+ *
+ * It names on stderr, one line "standin: ..." each, the backend of every
+ * handle and decoder made, each handle's padding, the hardware decoder's
+ * pre-allocation, a batch initialised past it (where nvJPEG would free
+ * and allocate again), and every parse (whole stream or header only, and
+ * the handle's backend). A decoder of any backend but
+ * NVJPEG_BACKEND_HYBRID (1) is refused: the decoupled decoder takes
+ * progressive JPEGs, which NVJPEG_BACKEND_GPU_HYBRID (2) cannot. The host
+ * phase of a stream parsed by its header alone is a VIOLATION: nvJPEG
+ * decodes the whole stream. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,9 +44,13 @@ void standin_violation(const char *format, ...);
 struct params {
 	int x, y, w, h;
 };
+struct handle {
+	int backend;
+};
 struct jstream {
 	const unsigned char *data;
 	size_t len;
+	int header_only; /* parsed by nvjpegJpegStreamParseHeader */
 };
 /* what a decode knows of its image: its kind (a tag, 'j' a JPEG file, 'p'
  * a progressive one), its region, pattern()'s tag */
@@ -46,7 +61,7 @@ struct buffer {
 	struct summary s;
 };
 struct state {
-	int batch;
+	int batch, prealloc;
 	struct buffer *pinned, *device;
 };
 
@@ -96,8 +111,21 @@ int nvjpegGetProperty(int type, int *value) {
 	*value = 13;
 	return 0;
 }
+static int backend_of(void *h) { return ((struct handle *)h)->backend; }
+
 int nvjpegCreateEx(int backend, void *a, void *b, unsigned int flags, void **handle) {
-	*handle = malloc(8);
+	struct handle *h = malloc(sizeof *h);
+	h->backend = backend;
+	*handle = h;
+	fprintf(stderr, "standin: nvjpegCreateEx(backend %d)\n", backend);
+	return 0;
+}
+int nvjpegSetDeviceMemoryPadding(size_t padding, void *h) {
+	fprintf(stderr, "standin: nvjpegSetDeviceMemoryPadding(%zu) on backend %d\n", padding, backend_of(h));
+	return 0;
+}
+int nvjpegSetPinnedMemoryPadding(size_t padding, void *h) {
+	fprintf(stderr, "standin: nvjpegSetPinnedMemoryPadding(%zu) on backend %d\n", padding, backend_of(h));
 	return 0;
 }
 int nvjpegDestroy(void *h) {
@@ -114,8 +142,19 @@ int nvjpegJpegStateDestroy(void *s) {
 }
 int nvjpegDecoderStateCreate(void *h, void *d, void **s) { return nvjpegJpegStateCreate(h, s); }
 
+int nvjpegDecodeBatchedPreAllocate(void *h, void *s, int n, int w, int ht, int css, int fmt) {
+	fprintf(stderr, "standin: nvjpegDecodeBatchedPreAllocate(backend %d, batch %d, %dx%d, css %d, output %d)\n",
+		backend_of(h), n, w, ht, css, fmt);
+	((struct state *)s)->prealloc = n;
+	return n >= 1 && w >= 1 && ht >= 1 && fmt == 5 ? 0 : 2;
+}
+
 int nvjpegDecodeBatchedInitialize(void *h, void *s, int n, int threads, int fmt) {
-	((struct state *)s)->batch = n;
+	struct state *st = s;
+	st->batch = n;
+	if (n > st->prealloc)
+		fprintf(stderr, "standin: nvjpegDecodeBatchedInitialize(batch %d) past the pre-allocation (%d): nvJPEG allocates again\n",
+			n, st->prealloc);
 	return fmt == 5 ? 0 : 2;
 }
 
@@ -166,8 +205,18 @@ int nvjpegJpegStreamDestroy(void *s) {
 }
 int nvjpegJpegStreamParse(void *h, const unsigned char *data, size_t len, int a, int b, void *js) {
 	struct jstream *j = js;
+	fprintf(stderr, "standin: nvjpegJpegStreamParse on backend %d\n", backend_of(h));
 	j->data = data;
 	j->len = len;
+	j->header_only = 0;
+	return len >= 3 ? 0 : 3;
+}
+int nvjpegJpegStreamParseHeader(void *h, const unsigned char *data, size_t len, void *js) {
+	struct jstream *j = js;
+	fprintf(stderr, "standin: nvjpegJpegStreamParseHeader on backend %d\n", backend_of(h));
+	j->data = data;
+	j->len = len;
+	j->header_only = 1;
 	return len >= 3 ? 0 : 3;
 }
 int nvjpegDecodeParamsCreate(void *h, void **p) {
@@ -188,8 +237,9 @@ int nvjpegDecodeParamsSetROI(void *p, int x, int y, int w, int h) {
 	return 0;
 }
 int nvjpegDecoderCreate(void *h, int impl, void **d) {
+	fprintf(stderr, "standin: nvjpegDecoderCreate(backend %d) on backend %d\n", impl, backend_of(h));
 	*d = malloc(8);
-	return impl == 2 ? 0 : 2;
+	return impl == 1 ? 0 : 2; /* NVJPEG_BACKEND_HYBRID, else NVJPEG_STATUS_INVALID_PARAMETER */
 }
 int nvjpegDecoderDestroy(void *d) {
 	free(d);
@@ -221,6 +271,10 @@ int nvjpegDecodeJpegHost(void *h, void *d, void *state, void *params, void *js) 
 	if (!s->pinned || !s->device) {
 		standin_violation("nvjpegDecodeJpegHost without a pinned and a device buffer attached");
 		return 2; /* NVJPEG_STATUS_INVALID_PARAMETER */
+	}
+	if (j->header_only) {
+		standin_violation("nvjpegDecodeJpegHost of a stream parsed by nvjpegJpegStreamParseHeader (it decodes the whole stream)");
+		return 2;
 	}
 	if (kind(j->data, j->len) == 'X')
 		return 4; /* NVJPEG_STATUS_JPEG_NOT_SUPPORTED */
