@@ -182,15 +182,26 @@ func (d *Device) Close() error {
 	})
 }
 
-// Alloc allocates n bytes of device memory, zeroed.
+// Alloc allocates n bytes of device memory, zeroed (cuMemsetD8: on the
+// legacy stream, so it waits for every blocking stream of the context).
 func (d *Device) Alloc(n int) (Buffer, error) {
+	b, err := d.allocRaw(n)
+	if err != nil {
+		return b, err
+	}
+	err = d.do(func() error { return cuErr("cuMemsetD8", C.call_cuMemsetD8(C.ulonglong(b.ptr), 0, C.size_t(max(n, 1)))) })
+	return b, err
+}
+
+// allocRaw allocates n bytes of device memory, not zeroed.
+func (d *Device) allocRaw(n int) (Buffer, error) {
 	var b Buffer
 	err := d.do(func() error {
 		if err := cuErr("cuMemAlloc", C.call_cuMemAlloc((*C.ulonglong)(unsafe.Pointer(&b.ptr)), C.size_t(max(n, 1)))); err != nil {
 			return err
 		}
 		b.size = n
-		return cuErr("cuMemsetD8", C.call_cuMemsetD8(C.ulonglong(b.ptr), 0, C.size_t(max(n, 1))))
+		return nil
 	})
 	return b, err
 }

@@ -151,8 +151,19 @@ func (m *gpuMachine) alloc(bytes int) (uint64, error) {
 	if err := m.refuseCapturing("an allocation"); err != nil {
 		return 0, err
 	}
-	b, err := m.d.Alloc(bytes)
-	return b.ptr, err
+	// Zeroed on the machine's stream, before whatever is queued there
+	// after it, not by cuMemsetD8: a legacy-stream call waits for every
+	// blocking stream of the context, and one that another replica is
+	// capturing would end that capture with an error.
+	b, err := m.d.allocRaw(bytes)
+	if err != nil {
+		return 0, err
+	}
+	if err := m.zero(b.ptr, max(bytes, 1)); err != nil {
+		m.d.Free(b)
+		return 0, err
+	}
+	return b.ptr, nil
 }
 
 // free waits for the stream's work (which may use p) and frees p;
