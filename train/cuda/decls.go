@@ -26,8 +26,8 @@ var libraries = []library{
 	Driver:   {"driver", []string{"libcuda.so.1"}, true},
 	Runtime:  {"cudart", []string{"libcudart.so.13", "libcudart.so.12"}, false},
 	NVRTC:    {"nvrtc", []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}, true},
-	CUBLAS:   {"cublas", []string{"libcublas.so.13"}, false},
-	CUBLASLt: {"cublasLt", []string{"libcublasLt.so.13"}, false},
+	CUBLAS:   {"cublas", []string{"libcublas.so.13", "libcublas.so.12"}, false},
+	CUBLASLt: {"cublasLt", []string{"libcublasLt.so.13", "libcublasLt.so.12"}, false},
 	CUDNN:    {"cudnn", []string{"libcudnn.so.9"}, false},
 	NCCL:     {"nccl", []string{"libnccl.so.2"}, false},
 }

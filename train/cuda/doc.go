@@ -173,8 +173,8 @@
 //	driver     libcuda.so.1                          yes             yes
 //	cudart     libcudart.so.13, libcudart.so.12      no              no
 //	nvrtc      libnvrtc.so.13, .12, .11.2            yes             yes
-//	cublas     libcublas.so.13                       no              yes
-//	cublasLt   libcublasLt.so.13                     no              no
+//	cublas     libcublas.so.13, libcublas.so.12      no              yes
+//	cublasLt   libcublasLt.so.13, libcublasLt.so.12  no              no
 //	cudnn      libcudnn.so.9                         no              yes
 //	nccl       libnccl.so.2                          no              no (Backend.NCCL does)
 //
