@@ -189,7 +189,9 @@ func (d *Device) Alloc(n int) (Buffer, error) {
 	if err != nil {
 		return b, err
 	}
-	err = d.do(func() error { return cuErr("cuMemsetD8", C.call_cuMemsetD8(C.ulonglong(b.ptr), 0, C.size_t(max(n, 1)))) })
+	err = d.do(func() error {
+		return cuErr("cuMemsetD8", C.call_cuMemsetD8(C.ulonglong(b.ptr), 0, C.size_t(max(n, 1))))
+	})
 	return b, err
 }
 
