@@ -42,7 +42,7 @@ const (
 	cublasOpN             = 0  // CUBLAS_OP_N (cublas_api.h)
 	cublasOpT             = 1  // CUBLAS_OP_T (cublas_api.h)
 	cublasDefaultMath     = 0  // CUBLAS_DEFAULT_MATH (cublas_api.h): fp32, PyTorch's matmul.allow_tf32 default (off)
-	cuStreamDefault       = 0  // CU_STREAM_DEFAULT (cuda.h)
+	cuStreamNonBlocking   = 1  // CU_STREAM_NON_BLOCKING (cuda.h)
 	cublasCompute32F      = 68 // CUBLAS_COMPUTE_32F (cublas_api.h): float accumulation
 	cublasGemmDefault     = -1 // CUBLAS_GEMM_DEFAULT (cublas_api.h)
 	cudaR32F              = 0  // CUDA_R_32F (library_types.h)
@@ -76,7 +76,7 @@ var dnnConsts = map[string]int{
 	"CUBLAS_OP_N":                         cublasOpN,
 	"CUBLAS_OP_T":                         cublasOpT,
 	"CUBLAS_DEFAULT_MATH":                 cublasDefaultMath,
-	"CU_STREAM_DEFAULT":                   cuStreamDefault,
+	"CU_STREAM_NON_BLOCKING":              cuStreamNonBlocking,
 	"CUDNN_DATA_HALF":                     cudnnDataHalf,
 	"CUDNN_DATA_BFLOAT16":                 cudnnDataBFloat16,
 	"CUDNN_TENSOR_OP_MATH":                cudnnTensorOpMath,

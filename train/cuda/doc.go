@@ -153,8 +153,9 @@
 // copies, a kernel launched by name with 8-byte argument slots,
 // convolution forward and backward (cuDNN's semantics), column-major
 // sgemm (cuBLAS's), sync, free memory and launch facts. gpuMachine queues
-// kernels, cuDNN and cuBLAS on one stream of its own (cuStreamCreate,
-// cudnnSetStream, cublasSetStream_v2) and waits only in copies out and
+// kernels, cuDNN and cuBLAS on one non-blocking stream of its own
+// (cuStreamCreate with CU_STREAM_NON_BLOCKING, cudnnSetStream,
+// cublasSetStream_v2; its allocations zeroed on it) and waits only in copies out and
 // Sync (cuStreamSynchronize); its C side is gpu.c. twinMachine allocates
 // C memory, so an address is a pointer the kernels' CPU build
 // (kernels.LaunchCPU) takes, plans the launches the H200 would run, and

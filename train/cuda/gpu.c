@@ -189,7 +189,12 @@ int faster_gemm_ex(void *h, int ta, int tb, int m, int n, int k, float alpha, un
 
 int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath, const char **call) {
 	*stream = *cudnn = *cublas = NULL;
-	TRY(faster_p_cuStreamCreate(stream, CU_STREAM_DEFAULT), "cuStreamCreate");
+	/* Non-blocking: a legacy-stream call elsewhere in the process (a
+	 * library's synchronous copy or memset) neither waits for the
+	 * backend's work nor, while a step is being captured, ends the
+	 * capture by an implicit synchronisation with it. The backend orders
+	 * its own work on this stream alone. */
+	TRY(faster_p_cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	TRY(faster_p_cudnnCreate(cudnn), "cudnnCreate");
 	TRY(faster_p_cudnnSetStream(*cudnn, *stream), "cudnnSetStream");
 	TRY(faster_p_cublasCreate_v2(cublas), "cublasCreate_v2");
