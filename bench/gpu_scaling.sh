@@ -59,16 +59,26 @@ cell() { # loader w json-or-empty
 	fi
 	echo "$j" | $py -c "import json,sys; d=json.loads(sys.stdin.read()); d['loader']='$loader'; d['workers']=$w; print(json.dumps(d))" >>"$jsonl"
 }
+# Each cell under CELL_TIMEOUT (90 s: a hung loader costs that, not the
+# call), its stderr kept in $out/scaling.err, named.
+ct=${CELL_TIMEOUT:-90}
+err=$out/scaling.err
+: >"$err"
+run() { # name cmd...: the command's stdout; its stderr, headed by name, into $err
+	echo "== $1" >>"$err"
+	shift
+	timeout "$ct" "$@" 2>>"$err"
+}
 for w in ${workers//,/ }; do
 	c=$(cores "$w")
-	j=$(taskset -c "$c" "$bin" bench load "$tree" --transform train --workers "$w" --epochs 2 --batch 128 --json 2>/dev/null |
-		$py -c "import json,sys; d=json.load(sys.stdin); r=d['rows'][0] if 'rows' in d else d; print(json.dumps({'images_per_sec': r.get('images_per_sec'), 'cpu_seconds_per_1000_images': r.get('cpu_seconds_per_1000_images')}))" 2>/dev/null)
+	j=$(run "bench-load w=$w" taskset -c "$c" "$bin" bench load "$tree" --transform train --workers "$w" --epochs 2 --batch 128 --json |
+		$py -c "import json,sys; d=json.load(sys.stdin); r=d['rows'][0] if 'rows' in d else d; print(json.dumps({'images_per_sec': r.get('images_per_sec'), 'cpu_seconds_per_1000_images': r.get('cpu_seconds_per_1000_images')}))" 2>>"$err")
 	cell bench-load "$w" "$j"
 	for layout in f32-chw u8-hwc; do
-		j=$(taskset -c "$c" $py bench/serve_loop.py --loader faster "$tree" --workers "$w" --batch 128 --epochs 2 --layout "$layout" 2>/dev/null | tail -1)
+		j=$(run "$layout w=$w" taskset -c "$c" $py bench/serve_loop.py --loader faster "$tree" --workers "$w" --batch 128 --epochs 2 --layout "$layout" | tail -1)
 		cell "$layout" "$w" "$j"
 	done
-	j=$(taskset -c "$c" $py bench/serve_loop.py --loader torchvision "$tree" --workers "$w" --batch 128 --epochs 2 2>/dev/null | tail -1)
+	j=$(run "torchvision w=$w" taskset -c "$c" $py bench/serve_loop.py --loader torchvision "$tree" --workers "$w" --batch 128 --epochs 2 | tail -1)
 	cell torchvision "$w" "$j"
 done
 $py - "$jsonl" "${physical:-0}" <<'EOF'

@@ -41,6 +41,13 @@ PEAK = {"fp16": 989e12, "bf16": 989e12, "tf32": 494e12, "fp32": 67e12}
 BANDWIDTH = 4.8e12
 
 
+def grad_scaler():
+    """torch.amp.GradScaler("cuda") where torch has it (2.3 on: no
+    FutureWarning on 2.11), else torch.cuda.amp.GradScaler() (torch 1.13)."""
+    gs = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    return gs("cuda") if gs is not None else torch.cuda.amp.GradScaler()
+
+
 def thinnet(in_channels, classes, filters=None):
     """The peer's ThinNet (bench/peer_thinnet_torch.py), with its filters
     unless filters is given."""
@@ -125,7 +132,7 @@ def floors(cases, device):
 def step_fn(model, x, y, prec, device):
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    scaler = torch.cuda.amp.GradScaler() if prec == "fp16" and device.type == "cuda" else None
+    scaler = grad_scaler() if prec == "fp16" and device.type == "cuda" else None
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec)
 
     def step():

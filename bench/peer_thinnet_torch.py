@@ -80,6 +80,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def grad_scaler():
+    """torch.amp.GradScaler("cuda") where torch has it (2.3 on: no
+    FutureWarning on 2.11), else torch.cuda.amp.GradScaler() (torch 1.13)."""
+    gs = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    return gs("cuda") if gs is not None else torch.cuda.amp.GradScaler()
+
+
 def read_idx(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
@@ -328,7 +335,7 @@ def run(rank, a):
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay,
                           nesterov=a.nesterov)
     amp_dtype = torch.float16 if a.amp_dtype == "fp16" else torch.bfloat16
-    scaler = torch.cuda.amp.GradScaler() if a.amp and a.cuda and amp_dtype == torch.float16 else None
+    scaler = grad_scaler() if a.amp and a.cuda and amp_dtype == torch.float16 else None
     autocast = lambda: torch.autocast("cuda" if a.cuda else "cpu", dtype=amp_dtype, enabled=a.amp)
     replicas = [model] + [copy.deepcopy(model) for _ in range(max(a.dp, 1) - 1)]
     streams = [torch.cuda.Stream() for _ in replicas] if len(replicas) > 1 else None

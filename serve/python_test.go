@@ -3,8 +3,10 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,7 +110,21 @@ func TestPython(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python"), "FASTER_BIN="+bin,
 		"FASTER_TEST_EXPECT="+expect, "FASTER_JPEG_BACKEND="+imgcodec.Backend, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
 	cmd.Dir = tmp
-	out, err := cmd.CombinedOutput()
+	// The output, and with FASTER_PY_LOG also that file as it comes (a run
+	// killed by a timeout still leaves what it did: scripts/h200.sh).
+	var buf bytes.Buffer
+	var w io.Writer = &buf
+	if p := os.Getenv("FASTER_PY_LOG"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		w = io.MultiWriter(&buf, f)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	out := buf.Bytes()
 	if err != nil {
 		t.Fatalf("python tests failed: %v\n%s", err, out)
 	}

@@ -4,7 +4,9 @@
 #
 # On the build machine (Go and gcc here, no GPU), from the repository root:
 #   bash train/cuda/gpucheck.sh build
-# writes out/gpu/cuda.test (git-ignored; `go test -c`, stripped, ~10 MB).
+# writes out/gpu/cuda.test (git-ignored; `go test -c`, stripped, ~10 MB;
+# libjpeg-turbo linked in, -tags faster_static: the GPU machine, Ubuntu,
+# has libjpeg.so.8, not Debian's libjpeg.so.62).
 #
 # On the GPU machine, in one device call, carrying out/gpu (it builds
 # nothing there: no Go there):
@@ -25,7 +27,9 @@
 # and the convolutions' layouts. Three runs of the binary, in that order,
 # sharing GPUCHECK_TIMEOUT (a quarter, a half, the rest).
 # It prints short tables last; the whole log
-# goes to $OUT/gpucheck.log (or /tmp). Exit status: the test binary's.
+# goes to $OUT/gpucheck-tests.log (or /tmp; not gpucheck.log, which
+# h200.sh's part writes this script's output to). Exit status: the test
+# binary's.
 # It reads the card's state (nvidia-smi's query) and changes nothing.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,13 +37,15 @@ bin=$root/out/gpu/cuda.test
 
 if [ "${1:-}" = build ]; then
 	mkdir -p "$root/out/gpu"
-	cd "$root" && go test -c -ldflags='-s -w' -o "$bin" ./train/cuda || exit 1
+	cd "$root" && go test -c -tags faster_static -ldflags='-s -w' -o "$bin" ./train/cuda || exit 1
 	ls -l "$bin"
 	exit 0
 fi
 
 [ -x "$bin" ] || { echo "gpucheck: $bin missing: run 'bash train/cuda/gpucheck.sh build' where Go is, and carry out/gpu"; exit 2; }
-log=${OUT:-/tmp}/gpucheck.log
+log=${OUT:-/tmp}/gpucheck-tests.log
+# table: '|'-separated rows aligned (column, where the machine has it).
+table() { if command -v column >/dev/null; then column -t -s'|'; else tr '|' '\t'; fi; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
 cd "$root/train/cuda" || exit 2
 start=$(date +%s)
@@ -79,24 +85,24 @@ echo "== kernels: GPU against the CPU build"
 {
 	echo "kernel|size|ms|agreement|verdict"
 	grep -o 'GPUCHECK|.*' "$log" | cut -d'|' -f2-
-} | column -t -s'|'
+} | table
 echo "== the cuda backend on the GPU (traintest suites, Trainer steps against the twin)"
 {
 	echo "check|verdict"
 	grep -o 'GPUBACKEND|.*' "$log" | cut -d'|' -f2-
-} | column -t -s'|'
+} | table
 echo "== copies from host memory: pinned staging against pageable (the study's pin_memory)"
 grep -E '^BenchmarkGPUCopyIn' "$log"
 echo "== where a step's device time goes (events around each call; eager steps)"
 {
 	echo "network|op|calls|device ms a step|share"
 	grep -o 'GPUPROF|.*' "$log" | cut -d'|' -f2-
-} | column -t -s'|'
+} | table
 echo "== convolutions by layout (ms: forward, backward data, backward filter; fastest algorithm)"
 {
 	echo "network|shape|NCHW|NHWC"
 	grep -o 'GPULAYOUT|.*' "$log" | cut -d'|' -f2-
-} | column -t -s'|'
+} | table
 grep -E '^(--- FAIL|FAIL|PASS|ok)' "$log" | head -20
 [ "$rc" -ne 0 ] && grep -E '_test\.go:[0-9]+: ' "$log" | grep -v -E 'GPUCHECK|GPULIB|GPUPROF|GPULAYOUT' | sed 's/^ *//' | cut -c1-300 | head -20
 exit $rc

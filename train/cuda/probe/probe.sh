@@ -61,9 +61,16 @@ done
 # cuda_runtime_api.h and cublas need the toolkit's include dir first.
 uniq_incs=$(printf '%s\n' "${incs[@]}" | awk '!seen[$0]++')
 # shellcheck disable=SC2086
-if ! g++ -std=c++17 -w "${flags[@]}" $uniq_incs -o "$out/probe" "$here/probe.cpp" 2>"$out/probe.log"; then
-	grep -E 'static assertion failed|error:' "$out/probe.log" | head -40
-	echo "probe: declarations disagree with the headers (log: $out/probe.log)"
+# The compiler's log is probe-gxx.log: h200.sh's part writes this
+# script's output to $OUT/probe.log.
+cxx=$(command -v g++ || command -v c++) || { echo "probe: no C++ compiler (g++, c++): declarations unchecked"; exit 2; }
+if ! "$cxx" -std=c++17 -w "${flags[@]}" $uniq_incs -o "$out/probe" "$here/probe.cpp" 2>"$out/probe-gxx.log"; then
+	grep -E 'static assertion failed|error:' "$out/probe-gxx.log" | head -40
+	if grep -qE 'fatal error: .*: No such file' "$out/probe-gxx.log"; then
+		echo "probe: header not found (log: $out/probe-gxx.log): declarations unchecked"
+		exit 2
+	fi
+	echo "probe: declarations disagree with the headers (log: $out/probe-gxx.log)"
 	exit 1
 fi
 "$out/probe"
