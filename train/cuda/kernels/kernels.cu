@@ -115,6 +115,27 @@ DEVICE void tile_at(i64 k, i64 c, i64 hw, i64 *b, i64 *c0, i64 *p0) {
 	*p0 = (r - (r / tp) * tp) * TILE;
 }
 
+/* round_to16: v rounded to nearest even into bfloat16 (bf16) or
+ * binary16. */
+DEVICE u16 round_to16(float v, int bf16) { return bf16 ? f32_to_bf16(v) : f32_to_f16(v); }
+
+/* tile_put16: tile k's values rounded (round_to16) into 16-bit NHWC y16,
+ * written along channels, the tile holding them [channel][position]
+ * (by_channel) or [position][channel]: the second pass of the casts to
+ * NHWC, of add_relu_tiles and of bn_tiles_copy16. No SYNC: the caller's
+ * before (the tile written) and after (before it is written again). */
+DEVICE void tile_put16(float tile[TILE][TILE + 1], int by_channel, u16 *y16, i64 k, i32 c, i32 hw, int bf16) {
+	THREADS(t)
+	i64 b, c0, p0;
+	tile_at(k, c, hw, &b, &c0, &p0);
+	for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+		const int r = e / TILE, q = e % TILE; /* position, channel */
+		if (c0 + q < c && p0 + r < hw)
+			y16[(b * hw + p0 + r) * c + c0 + q] = round_to16(by_channel ? tile[q][r] : tile[r][q], bf16);
+	}
+	END_THREADS
+}
+
 /* cast_tiles_move: one of the two casts, by which input is given: inf
  * (float NCHW) into outh (16-bit NHWC), or inh (16-bit NHWC) into outf
  * (float NCHW), bf16 or fp16 by bf16. Each tile is read with consecutive
@@ -141,21 +162,19 @@ DEVICE void cast_tiles_move(const float *inf, const u16 *inh, float *outf, u16 *
 		}
 		END_THREADS
 		SYNC
-		THREADS(t)
-		i64 b, c0, p0;
-		tile_at(k, c, hw, &b, &c0, &p0);
-		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE;
-			const i64 ch = nchw_in ? c0 + q : c0 + r, pos = nchw_in ? p0 + r : p0 + q;
-			if (ch < c && pos < hw) {
-				const float v = tile[q][r];
-				if (nchw_in)
-					outh[(b * hw + pos) * c + ch] = bf16 ? f32_to_bf16(v) : f32_to_f16(v);
-				else
-					outf[(b * c + ch) * hw + pos] = v;
+		if (nchw_in) {
+			tile_put16(tile, 1, outh, k, c, hw, bf16);
+		} else {
+			THREADS(t)
+			i64 b, c0, p0;
+			tile_at(k, c, hw, &b, &c0, &p0);
+			for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
+				const int r = e / TILE, q = e % TILE; /* channel, position */
+				if (c0 + r < c && p0 + q < hw)
+					outf[(b * c + c0 + r) * hw + p0 + q] = tile[q][r];
 			}
+			END_THREADS
 		}
-		END_THREADS
 		SYNC
 	}
 }
@@ -483,14 +502,9 @@ DEVICE float bn_in(const void *x, i64 i, i32 fl) { return act_f(bn_ld(x, i, fl, 
 DEVICE void bn_st(void *p, i64 i, float v, i32 fl, i32 which) {
 	if (!(fl & which))
 		((float *)p)[i] = v;
-	else if (fl & BN_BF16)
-		((u16 *)p)[i] = f32_to_bf16(v);
 	else
-		((u16 *)p)[i] = f32_to_f16(v);
+		((u16 *)p)[i] = round_to16(v, fl & BN_BF16);
 }
-
-/* round16: v rounded to nearest even into fl's 16-bit format. */
-DEVICE u16 round16(float v, i32 fl) { return (fl & BN_BF16) ? f32_to_bf16(v) : f32_to_f16(v); }
 
 /* bn_out: BatchNorm's value v at i written out: into y (ReLU(v) with
  * BN_RELU_OUT; 16-bit with BN_Y16), or with BN_ADD ReLU(v + s[i]) into
@@ -500,7 +514,7 @@ DEVICE void bn_out(void *y, u16 *y16, const float *s, i64 i, float v, i32 fl) {
 		const float r = relu_f(v + s[i]);
 		((float *)y)[i] = r;
 		if (fl & BN_COPY16)
-			y16[i] = round16(r, fl);
+			y16[i] = round_to16(r, fl & BN_BF16);
 		return;
 	}
 	bn_st(y, i, act_f(v, fl & BN_RELU_OUT), fl, BN_Y16);
@@ -990,20 +1004,12 @@ DEVICE void bn_tiles_out(float *y, const float *s, i64 i, float v, float *keep, 
 
 /* bn_tiles_copy16: with BN_ADD and BN_COPY16, tile k's outputs (kept in
  * tile[position][channel] by bn_tiles_out) rounded into channels-last y16
- * along channels: add_relu_tiles's second pass. */
+ * along channels (tile_put16). */
 DEVICE void bn_tiles_copy16(float tile[TILE][TILE + 1], u16 *y16, i64 k, i32 c, i32 hw, i32 fl) {
 	if ((fl & (BN_ADD | BN_COPY16)) != (BN_ADD | BN_COPY16))
 		return;
 	SYNC
-	THREADS(t)
-	i64 b, c0, p0;
-	tile_at(k, c, hw, &b, &c0, &p0);
-	for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-		const int r = e / TILE, q = e % TILE; /* position, channel */
-		if (c0 + q < c && p0 + r < hw)
-			y16[(b * hw + p0 + r) * c + c0 + q] = round16(tile[r][q], fl);
-	}
-	END_THREADS
+	tile_put16(tile, 0, y16, k, c, hw, fl & BN_BF16);
 }
 
 /* bn_tiles_apply: bn_apply from NHWC x into float32 NCHW y (s NCHW, y16
@@ -1174,7 +1180,7 @@ KERNEL add_relu_low(const float *a, const float *b, float *y, u16 *y16, i64 n, i
 	FOR_EACH(i, n) {
 		const float v = relu_f(a[i] + b[i]);
 		y[i] = v;
-		y16[i] = (fl & SUM_BF16) ? f32_to_bf16(v) : f32_to_f16(v);
+		y16[i] = round_to16(v, fl & SUM_BF16);
 	}
 }
 
@@ -1198,17 +1204,7 @@ KERNEL add_relu_tiles(const float *a, const float *b, float *y, u16 *y16, i32 n,
 		}
 		END_THREADS
 		SYNC
-		THREADS(t)
-		i64 bb, c0, p0;
-		tile_at(k, c, hw, &bb, &c0, &p0);
-		for (int e = t; e < TILE * TILE; e += BLOCK_DIM) {
-			const int r = e / TILE, q = e % TILE; /* position, channel */
-			if (c0 + q < c && p0 + r < hw) {
-				const float v = tile[q][r];
-				y16[(bb * hw + p0 + r) * c + c0 + q] = (fl & SUM_BF16) ? f32_to_bf16(v) : f32_to_f16(v);
-			}
-		}
-		END_THREADS
+		tile_put16(tile, 1, y16, k, c, hw, fl & SUM_BF16);
 		SYNC
 	}
 }
