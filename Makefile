@@ -9,7 +9,7 @@ OUT ?= out
 FUZZTIME ?= 10s
 
 
-.PHONY: all setup build demo test testservers testrace testnocgo accuracy fuzz fuzzshort bench lint vet clean
+.PHONY: all setup build demo test testservers testrace testnocgo accuracy schedules fuzz fuzzshort bench lint vet clean
 
 all: build
 
@@ -33,7 +33,7 @@ demo: setup build
 
 # What CI runs: vet, the race-enabled tests, the CGO_ENABLED=0 tests, and a
 # short fuzz pass over every decoder and reader.
-test: setup vet testrace testnocgo accuracy
+test: setup vet testrace testnocgo accuracy schedules
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 # The test servers, versitygw (S3) and fake-gcs-server (GCS), are built
@@ -60,6 +60,17 @@ accuracy:
 	@out=$$(mktemp); FASTER_REQUIRE_DATA=1 FASTER_REQUIRE_INTEROP=1 $(GO) test -count=1 -timeout 45m -run '^($(ACCURACY_TESTS))$$' -v ./cmd/faster ./imgcodec >$$out 2>&1; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then cat $$out; else grep -E -- '^(---|ok|FAIL|PASS)|accuracy' $$out; fi; \
 	  if grep -q -- '--- SKIP' $$out; then echo "accuracy: a test was skipped, and no other step runs it"; rc=1; fi; \
+	  rm -f $$out; exit $$rc
+
+# The kernels' CPU build in other schedules of blocks and threads (races a
+# GPU could show; kernels.Schedule): the kernels package's tests again,
+# reversed and with one thread behind the others between SYNCs, and the
+# cuda twin's behind. Not under -race (several times as long there, and the
+# kernels are C). A skip here is a failure: nothing else runs them.
+schedules:
+	@out=$$(mktemp); $(GO) test -count=1 -timeout 30m -run '^(TestEverySchedule|TestTwinInBehindSchedule)$$' -v ./train/cuda ./train/cuda/kernels >$$out 2>&1; rc=$$?; \
+	  if [ $$rc -ne 0 ]; then cat $$out; else grep -E -- '^(---|ok|FAIL|PASS)|schedule' $$out; fi; \
+	  if grep -q -- '--- SKIP' $$out; then echo "schedules: a test was skipped, and no other step runs it"; rc=1; fi; \
 	  rm -f $$out; exit $$rc
 
 # -fuzzminimizetime 100x: Go minimises every new interesting input before

@@ -1,24 +1,32 @@
 //go:build cgo
 
 /* cpu.c: kernels.cu built by gcc for the CPU (see prelude_cpu.h), with one
- * launcher per kernel that runs the grid's blocks in order. */
+ * launcher per kernel that runs the grid's blocks in the schedule's order. */
 /* a*b+c stays two roundings, as NVRTC --fmad=false (cgo refuses the flag). */
 #pragma GCC optimize("fp-contract=off")
 #include "prelude_cpu.h"
 
 __thread i64 cpu_block, cpu_grid;
 __thread int cpu_bdim;
+int cpu_sched;
+__thread int cpu_seg, cpu_want_seg, cpu_want_t;
+__thread i64 cpu_gen;
+__thread int cpu_solo;
+__thread jmp_buf cpu_out;
 
 #include "kernels.cu"
 #include "cpu.h"
 
-#define LAUNCH(grid, block, call)                                              \
-	do {                                                                   \
-		cpu_grid = (grid);                                             \
-		cpu_bdim = (block);                                            \
-		for (cpu_block = 0; cpu_block < cpu_grid; cpu_block++)         \
-			call;                                                  \
-	} while (0)
+#define LAUNCH CPU_LAUNCH
+
+/* cpu_set_schedule: the order of the launches after it (prelude_cpu.h);
+ * the one before. Not while a launch runs. */
+int cpu_set_schedule(int s) {
+	const int old = cpu_sched;
+	if (s >= 0 && s < CPU_SCHEDULES)
+		cpu_sched = s;
+	return old;
+}
 
 void cpu_cast_f32_f16(int g, int b, const float *in, uint16_t *out, int64_t n) { LAUNCH(g, b, cast_f32_f16(in, out, n)); }
 void cpu_cast_f16_f32(int g, int b, const uint16_t *in, float *out, int64_t n) { LAUNCH(g, b, cast_f16_f32(in, out, n)); }

@@ -74,6 +74,10 @@ void cpu_swap_f32(int g, int b, float *x, float *y, int64_t n);
 void cpu_copy_f32(int g, int b, const float *src, float *dst, int64_t n);
 void cpu_fill_f32(int g, int b, float *v, int64_t n, float value);
 
+int cpu_set_schedule(int s);
+/* races.c: kernel kind (0 phase, 1 nosync, 2 loop, 3 blocks), racy or fixed. */
+int cpu_race(int kind, int g, int b, const float *in, float *out, int tiles, int fixed);
+
 /* By name (cpu.c's dispatch table): cpu_launch returns 0, -1 for an unknown
  * kernel, -2 for a count of slots other than the kernel's parameters. */
 int cpu_launch(const char *name, int grid, int block, const unsigned long long *args, int nargs);

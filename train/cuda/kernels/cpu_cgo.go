@@ -19,6 +19,34 @@ import (
 // gcc, over Go slices with launch l (as planned for the GPU, or any other
 // power-of-two block of at most MaxBlock, to test the striding).
 
+// SetSchedule makes the CPU build run every later launch in schedule s,
+// and returns the one before. Call it only while no launch runs (a test's
+// TestMain): the schedule is the process's.
+func SetSchedule(s Schedule) Schedule {
+	if s < 0 || int(s) >= len(scheduleNames) {
+		panic(fmt.Sprintf("kernels: SetSchedule(%d)", int(s)))
+	}
+	return Schedule(C.cpu_set_schedule(C.int(s)))
+}
+
+// raceKernel runs races.c's kernel kind (0 a race within a phase, 1 a
+// SYNC missing between phases, 2 one missing at a loop's end, 3 blocks
+// depending on each other), or its fixed form, over in into out:
+// l.Block threads, tiles of them per block for kind 2.
+func raceKernel(kind int, l Launch, in, out []float32, tiles int, fixed bool) error {
+	if err := check(l, len(in), l.Grid*l.Block*max(tiles, 1), len(out), len(in)); err != nil {
+		return err
+	}
+	f := 0
+	if fixed {
+		f = 1
+	}
+	if rc := C.cpu_race(C.int(kind), C.int(l.Grid), C.int(l.Block), (*C.float)(fp(in)), (*C.float)(fp(out)), C.int(tiles), C.int(f)); rc != 0 {
+		return fmt.Errorf("kernels: race kernel %d: code %d", kind, rc)
+	}
+	return nil
+}
+
 func check(l Launch, lens ...int) error {
 	if l.Grid < 1 || l.Block < 1 || l.Block > MaxBlock || l.Block&(l.Block-1) != 0 {
 		return fmt.Errorf("kernels: launch %+v: want a grid ≥ 1 and a power-of-two block ≤ %d", l, MaxBlock)

@@ -21,6 +21,9 @@ func CESums(Launch, []float32, int, *[3]float64) error { return ErrNoCPU }
 
 func LaunchCPU(string, Launch, []uint64) error { return ErrNoCPU }
 
+// SetSchedule changes nothing without the CPU build.
+func SetSchedule(Schedule) Schedule { return Forward }
+
 func dispatchTable() map[string]string { return nil }
 
 func BNTrain(Facts, BN) error                               { return ErrNoCPU }
@@ -48,3 +51,5 @@ func FillF32(Launch, []float32, float32) error                            { retu
 
 // bnNHWCRuns is kernels.cu's bn_nhwc_runs in the CPU build; none here.
 func bnNHWCRuns(int, int, int) int { return -1 }
+
+func raceKernel(int, Launch, []float32, []float32, int, bool) error { return ErrNoCPU }

@@ -10,7 +10,8 @@
  * Rules of the subset (see prelude_cpu.h for why):
  *   - a block's threads work in phases: THREADS(t) { ... } END_THREADS,
  *     then SYNC; what a thread keeps for a later phase goes to SHARED
- *     arrays indexed by t, never a local;
+ *     arrays indexed by t, never a local; SHARED(type, name, dims)
+ *     declares one;
  *   - the block size is a power of two, at most MAXB (geometry.go plans it);
  *   - reductions are trees over SHARED arrays, in the same order on both.
  *
@@ -143,7 +144,7 @@ DEVICE void tile_put16(float tile[TILE][TILE + 1], int by_channel, u16 *y16, i64
  * channels of NHWC) into tile[r][q], and written from tile[q][r] along
  * the output's. */
 DEVICE void cast_tiles_move(const float *inf, const u16 *inh, float *outf, u16 *outh, i32 n, i32 c, i32 hw, int bf16) {
-	SHARED float tile[TILE][TILE + 1];
+	SHARED(float, tile, [TILE][TILE + 1]);
 	const int nchw_in = inf != 0;
 	const i64 tiles = cast_tiles(n, c, hw);
 	for (i64 k = BLOCK_IDX; k < tiles; k += GRID_DIM) {
@@ -317,9 +318,10 @@ DEVICE void reduce_sum_i(int *sh) {
  * of ranks processes. */
 KERNEL ce_loss(const float *logits, const i32 *labels, float *dlogits, float *rowstat,
 	       i32 n, i32 k, float eps, float gscale, const double *dscale, i32 ranks, i32 rows, i32 local) {
-	SHARED float sh[MAXB];
-	SHARED int shi[MAXB];
-	SHARED float mx, lse;
+	SHARED(float, sh, [MAXB]);
+	SHARED(int, shi, [MAXB]);
+	SHARED(float, mx, );
+	SHARED(float, lse, );
 	if (dscale)
 		gscale = (float)((((*dscale / (double)ranks) * (double)rows) / (double)local) / (double)n);
 	for (i64 row = BLOCK_IDX; row < n; row += GRID_DIM) {
@@ -391,7 +393,7 @@ KERNEL ce_loss(const float *logits, const i32 *labels, float *dlogits, float *ro
  * ce_loss) to sums[0..2], in double: the per-batch sums, read once per
  * logging interval. */
 KERNEL ce_sums(const float *rowstat, i32 n, double *sums) {
-	SHARED double sh[3 * MAXB];
+	SHARED(double, sh, [3 * MAXB]);
 	if (BLOCK_IDX != 0)
 		return;
 	THREADS(t)
@@ -535,7 +537,7 @@ DEVICE double bn_shift(const void *x, i64 ch, i32 n, i32 hw, i32 fl) {
  * p % c) of act(x) - k, part[n·c + q] that of (act(x) - k)^2, k =
  * bn_shift of the plane's channel, q = channel·n + image. */
 KERNEL bn_plane_sum(const void *x, double *part, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED double sh[2 * MAXB];
+	SHARED(double, sh, [2 * MAXB]);
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
@@ -593,7 +595,7 @@ DEVICE void bn_chan_sum(const double *part, double *sh, i64 ch, i32 n, i32 c) {
  * unbiased by cnt/(cnt-1). */
 KERNEL bn_stats(const void *x, const double *part, double *stat, float *bmean, float *bvar, float *rmean,
 		float *rvar, i32 n, i32 c, i32 hw, float eps, float momentum, i32 fl) {
-	SHARED double sh[2 * MAXB];
+	SHARED(double, sh, [2 * MAXB]);
 	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
 		bn_chan_sum(part, sh, ch, n, c);
 		THREADS(t)
@@ -730,7 +732,7 @@ DEVICE void bn_grad_dx(double dyv, const void *x, void *dx, i64 i, i32 fl, const
  * dy*x-hat. */
 KERNEL bn_bwd_sum(const void *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
 		  const float *bmean, const float *bvar, double *part, i32 n, i32 c, i32 hw, float eps, i32 fl) {
-	SHARED double sh[2 * MAXB];
+	SHARED(double, sh, [2 * MAXB]);
 	const i64 planes = (i64)n * c;
 	for (i64 p = BLOCK_IDX; p < planes; p += GRID_DIM) {
 		THREADS(t)
@@ -760,7 +762,7 @@ KERNEL bn_bwd_sum(const void *dy, const void *x, const float *gamma, const float
  * and dgamma (float32) from the planes' sums, and stat[ch] = dbeta/M,
  * stat[c + ch] = dgamma/M in double. */
 KERNEL bn_bwd_stats(const double *part, double *stat, float *dgamma, float *dbeta, i32 n, i32 c, i32 hw) {
-	SHARED double sh[2 * MAXB];
+	SHARED(double, sh, [2 * MAXB]);
 	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
 		bn_chan_sum(part, sh, ch, n, c);
 		THREADS(t)
@@ -839,7 +841,7 @@ DEVICE void bn_nhwc_part(double *sh, double *part, i64 im, i32 ch0, i32 n, i32 c
 
 /* bn_nhwc_sum: bn_plane_sum over NHWC x. */
 KERNEL bn_nhwc_sum(const void *x, double *part, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED double sh[2 * MAXB];
+	SHARED(double, sh, [2 * MAXB]);
 	const i32 groups = (c + BN_LANES - 1) / BN_LANES;
 	for (i64 p = BLOCK_IDX; p < (i64)n * groups; p += GRID_DIM) {
 		const i64 im = p / groups;
@@ -906,7 +908,7 @@ KERNEL bn_nhwc_eval(const void *x, void *y, const float *gamma, const float *bet
 /* bn_nhwc_bwd_sum: bn_bwd_sum over NHWC dy and x; 1/σ from fstat[4c + ch]. */
 KERNEL bn_nhwc_bwd_sum(const void *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
 		       const float *bmean, double *part, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED double sh[2 * MAXB];
+	SHARED(double, sh, [2 * MAXB]);
 	const i32 groups = (c + BN_LANES - 1) / BN_LANES;
 	for (i64 p = BLOCK_IDX; p < (i64)n * groups; p += GRID_DIM) {
 		const i64 im = p / groups;
@@ -1016,7 +1018,7 @@ DEVICE void bn_tiles_copy16(float tile[TILE][TILE + 1], u16 *y16, i64 k, i32 c, 
  * NHWC). */
 KERNEL bn_tiles_apply(const void *x, float *y, const float *gamma, const float *beta, const double *stat,
 		      const float *s, u16 *y16, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED float tile[TILE][TILE + 1];
+	SHARED(float, tile, [TILE][TILE + 1]);
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
 		bn_tiles_load_x(x, tile, k, c, hw, fl);
 		THREADS(t)
@@ -1039,8 +1041,8 @@ KERNEL bn_tiles_apply(const void *x, float *y, const float *gamma, const float *
  * NHWC), the tile's channels' 1/σ once a tile. */
 KERNEL bn_tiles_eval(const void *x, float *y, const float *gamma, const float *beta, const float *rmean,
 		     const float *rvar, const float *s, u16 *y16, i32 n, i32 c, i32 hw, float eps, i32 fl) {
-	SHARED float tile[TILE][TILE + 1];
-	SHARED double inv[TILE];
+	SHARED(float, tile, [TILE][TILE + 1]);
+	SHARED(double, inv, [TILE]);
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
 		bn_tiles_load_x(x, tile, k, c, hw, fl);
 		THREADS(t)
@@ -1071,8 +1073,8 @@ KERNEL bn_tiles_eval(const void *x, float *y, const float *gamma, const float *b
  * position tiles; 1/σ from fstat[4c + ch]. */
 KERNEL bn_tiles_bwd_sum(const float *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
 			const float *bmean, double *part, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED float tdy[TILE][TILE + 1];
-	SHARED double sh[2 * MAXB];
+	SHARED(float, tdy, [TILE][TILE + 1]);
+	SHARED(double, sh, [2 * MAXB]);
 	const i32 groups = (c + TILE - 1) / TILE;
 	for (i64 p = BLOCK_IDX; p < (i64)n * groups; p += GRID_DIM) {
 		const i64 im = p / groups;
@@ -1105,7 +1107,7 @@ KERNEL bn_tiles_bwd_sum(const float *dy, const void *x, const float *gamma, cons
  * NHWC dx. */
 KERNEL bn_tiles_bwd_apply(const float *dy, const void *x, const float *gamma, const float *beta, const double *fstat,
 			  const float *bmean, const double *stat, void *dx, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED float tdy[TILE][TILE + 1];
+	SHARED(float, tdy, [TILE][TILE + 1]);
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
 		i64 b, c0, p0;
 		tile_at(k, c, hw, &b, &c0, &p0);
@@ -1188,7 +1190,7 @@ KERNEL add_relu_low(const float *a, const float *b, float *y, u16 *y16, i64 n, i
  * written along positions into y and kept in SHARED memory, then rounded
  * into y16 along channels (PerRow over cast_tiles tiles). */
 KERNEL add_relu_tiles(const float *a, const float *b, float *y, u16 *y16, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED float tile[TILE][TILE + 1];
+	SHARED(float, tile, [TILE][TILE + 1]);
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
 		THREADS(t)
 		i64 bb, c0, p0;
@@ -1218,8 +1220,8 @@ KERNEL add_relu_bwd_low(const void *a, const void *b, const float *y, float *dx,
  * (SUM_NHWC), their tiles read along channels into SHARED memory and the
  * sum written along positions (PerRow over cast_tiles tiles). */
 KERNEL add_relu_bwd_tiles(const void *a, const void *b, const float *y, float *dx, i32 n, i32 c, i32 hw, i32 fl) {
-	SHARED float ta[TILE][TILE + 1];
-	SHARED float tb[TILE][TILE + 1];
+	SHARED(float, ta, [TILE][TILE + 1]);
+	SHARED(float, tb, [TILE][TILE + 1]);
 	for (i64 k = BLOCK_IDX; k < cast_tiles(n, c, hw); k += GRID_DIM) {
 		THREADS(t)
 		i64 bb, c0, p0;
@@ -1270,7 +1272,7 @@ KERNEL bias_act(float *y, const float *bias, i64 n, i32 c, i32 hw, i32 relu) {
 /* bias_grad: db[ch] = the sum of dy over n and hw, in double (tree order),
  * as the reference's conv and linear backward. One block per channel. */
 KERNEL bias_grad(const float *dy, float *db, i32 n, i32 c, i32 hw) {
-	SHARED double sh[MAXB];
+	SHARED(double, sh, [MAXB]);
 	const i64 cnt = (i64)n * hw;
 	for (i64 ch = BLOCK_IDX; ch < c; ch += GRID_DIM) {
 		THREADS(t)

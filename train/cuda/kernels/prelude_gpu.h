@@ -10,7 +10,8 @@ typedef unsigned long long u64;
 
 #define KERNEL extern "C" __global__ void
 #define DEVICE static __device__ __forceinline__
-#define SHARED __shared__
+/* SHARED(float, tile, [16][17]) declares __shared__ float tile[16][17]. */
+#define SHARED(type, name, dims) __shared__ type name dims
 #define BLOCK_IDX ((i64)blockIdx.x)
 #define BLOCK_DIM ((int)blockDim.x)
 #define GRID_DIM ((i64)gridDim.x)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package kerneltest
+
+const raceEnabled = false
