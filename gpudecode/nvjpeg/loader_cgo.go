@@ -11,13 +11,15 @@ import (
 	"unsafe"
 
 	"github.com/faster-training/faster/internal/dl"
+	"github.com/faster-training/faster/train/cuda"
 )
 
 // libSet is nvJPEG and the runtime, opened once, each by the first soname
-// that opens with all its symbols (internal/dl, over dl.c's table).
+// that opens with all its symbols (internal/dl, over dl.c's table), those of
+// a CUDA major the driver runs first (cuda.ForDriver).
 var libSet = dl.Set[Attempt, Library]{
 	N:       len(libraries),
-	Sonames: func(l int) []string { return libraries[l].sonames },
+	Sonames: func(l int) []string { return cuda.ForDriver(libraries[l].sonames, true, cuda.DriverVersion()) },
 	Table:   dl.CTable(unsafe.Pointer(C.faster_nvj_dl_sym)),
 }
 

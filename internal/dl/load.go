@@ -41,7 +41,10 @@ type Set[A ~struct {
 	Soname string
 	Err    string
 }, L ~int] struct {
-	N       int
+	N int
+	// Sonames lists library l's sonames, tried in order. It is called
+	// for l once the libraries before it were opened (or not), so it may
+	// order them by what those report (train/cuda: the driver's version).
 	Sonames func(l int) []string
 	Table   Table
 	// Names, when set, gives the names a symbol may be exported under,

@@ -1,5 +1,10 @@
 package cuda
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Library is one of the CUDA libraries the backend opens.
 type Library int
 
@@ -20,16 +25,57 @@ type library struct {
 	name     string
 	sonames  []string
 	required bool // Open fails without it; the others are reported
+	toolkit  bool // its sonames' major is the CUDA toolkit's (ForDriver orders them)
 }
 
 var libraries = []library{
-	Driver:   {"driver", []string{"libcuda.so.1"}, true},
-	Runtime:  {"cudart", []string{"libcudart.so.13", "libcudart.so.12"}, false},
-	NVRTC:    {"nvrtc", []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}, true},
-	CUBLAS:   {"cublas", []string{"libcublas.so.13", "libcublas.so.12"}, false},
-	CUBLASLt: {"cublasLt", []string{"libcublasLt.so.13", "libcublasLt.so.12"}, false},
-	CUDNN:    {"cudnn", []string{"libcudnn.so.9"}, false},
-	NCCL:     {"nccl", []string{"libnccl.so.2"}, false},
+	Driver:   {"driver", []string{"libcuda.so.1"}, true, false},
+	Runtime:  {"cudart", []string{"libcudart.so.13", "libcudart.so.12"}, false, true},
+	NVRTC:    {"nvrtc", []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}, true, true},
+	CUBLAS:   {"cublas", []string{"libcublas.so.13", "libcublas.so.12"}, false, true},
+	CUBLASLt: {"cublasLt", []string{"libcublasLt.so.13", "libcublasLt.so.12"}, false, true},
+	CUDNN:    {"cudnn", []string{"libcudnn.so.9"}, false, false},
+	NCCL:     {"nccl", []string{"libnccl.so.2"}, false, false},
+}
+
+// sonamesFor is the order library l's sonames are tried in under a
+// driver of version driver (cuDriverGetVersion's: 12020 is 12.2; 0 when
+// none opened): a toolkit library's sonames of a CUDA major the driver
+// runs first, newest first, then the newer ones (a CUDA 13 library opens
+// under a 12.x driver, then fails every call with
+// cudaErrorInsufficientDriver, so it comes after the 12 beside it).
+func sonamesFor(l Library, driver int) []string {
+	return ForDriver(libraries[l].sonames, libraries[l].toolkit, driver)
+}
+
+// ForDriver orders sonames (newest first) for a driver of version driver:
+// where toolkit, those whose major is above the driver's CUDA major go
+// last, the others keeping their order; otherwise, or with no driver
+// (0), as given. The nvjpeg package orders its own by it.
+func ForDriver(sonames []string, toolkit bool, driver int) []string {
+	if !toolkit || driver <= 0 {
+		return sonames
+	}
+	var runs, newer []string
+	for _, so := range sonames {
+		if m, ok := sonameMajor(so); ok && m > driver/1000 {
+			newer = append(newer, so)
+		} else {
+			runs = append(runs, so)
+		}
+	}
+	return append(runs, newer...)
+}
+
+// sonameMajor is the first number after ".so." in so.
+func sonameMajor(so string) (int, bool) {
+	_, v, ok := strings.Cut(so, ".so.")
+	if !ok {
+		return 0, false
+	}
+	v, _, _ = strings.Cut(v, ".")
+	m, err := strconv.Atoi(v)
+	return m, err == nil
 }
 
 func (l Library) String() string { return libraries[l].name }

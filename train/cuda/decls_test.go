@@ -3,6 +3,7 @@ package cuda
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,5 +168,35 @@ func TestExportNames(t *testing.T) {
 		if !strings.Contains(string(probe), "&::"+names[0]+")") {
 			t.Errorf("probe.cpp does not check %s's first name %s", sym, names[0])
 		}
+	}
+}
+
+// TestForDriver: a toolkit library's sonames of a CUDA major above the
+// driver's go last, the rest in their order; a library not named by the
+// toolkit's major (cuDNN 9, NCCL 2), or no driver, keeps the order given.
+func TestForDriver(t *testing.T) {
+	for _, c := range []struct {
+		lib    Library
+		driver int
+		want   []string
+	}{
+		{Runtime, 13000, []string{"libcudart.so.13", "libcudart.so.12"}},
+		{Runtime, 13010, []string{"libcudart.so.13", "libcudart.so.12"}},
+		{Runtime, 12080, []string{"libcudart.so.12", "libcudart.so.13"}},
+		{Runtime, 0, []string{"libcudart.so.13", "libcudart.so.12"}},
+		{NVRTC, 12020, []string{"libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.13"}},
+		{NVRTC, 11080, []string{"libnvrtc.so.11.2", "libnvrtc.so.13", "libnvrtc.so.12"}},
+		{CUBLAS, 12020, []string{"libcublas.so.12", "libcublas.so.13"}},
+		{CUBLASLt, 12020, []string{"libcublasLt.so.12", "libcublasLt.so.13"}},
+		{CUDNN, 8000, []string{"libcudnn.so.9"}},
+		{NCCL, 1000, []string{"libnccl.so.2"}},
+		{Driver, 12020, []string{"libcuda.so.1"}},
+	} {
+		if got := sonamesFor(c.lib, c.driver); !slices.Equal(got, c.want) {
+			t.Errorf("sonamesFor(%v, %d) = %v, want %v", c.lib, c.driver, got, c.want)
+		}
+	}
+	if got := ForDriver([]string{"libx.so", "libnvjpeg.so.13", "libnvjpeg.so.12"}, true, 12000); !slices.Equal(got, []string{"libx.so", "libnvjpeg.so.12", "libnvjpeg.so.13"}) {
+		t.Errorf("ForDriver with a soname of no major: %v", got)
 	}
 }

@@ -182,7 +182,11 @@
 // A library counts as opened only when every symbol declared for it
 // resolves (dlsym; a symbol a toolkit renamed is looked up under each of
 // its names, exportNames: cuEventElapsedTime_v2, then the first);
-// otherwise the next soname is tried. Decls lists
+// otherwise the next soname is tried. The driver opens first, and the
+// toolkit's libraries (cudart, nvrtc, cublas, cublasLt; nvjpeg's too) try
+// the sonames of a CUDA major the driver runs before newer ones
+// (ForDriver): under a 12.x driver libcudart.so.12 comes before .so.13,
+// which would open and then fail every call. Decls lists
 // decls.h in Go, consts.go the enum values passed (consts.h, consts_dnn.h, consts_nccl.h,
 // each value with the header it comes from); tests check them against the
 // files and the loader's table (dl.c, resolved by internal/dl), and probe/ checks them against the

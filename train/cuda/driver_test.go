@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,6 +58,22 @@ func TestRealDriverWithoutGPU(t *testing.T) {
 		t.Errorf("Probe = %q, want the driver's version and cuInit's error", r.Probe)
 	} else if major, _ := strconv.Atoi(m[1]); major < 12 {
 		t.Errorf("Probe = %q: a driver before CUDA 12 (the backend's graphs need 12)", r.Probe)
+	}
+
+	// The toolkit's libraries in the order the driver runs: Debian's 535
+	// is CUDA 12.2, so libcudart.so.12 is tried before .so.13 (here
+	// neither is installed: both attempts fail, in that order).
+	if r.Driver/1000 != 12 {
+		t.Errorf("DriverVersion = %d, want Debian's 535 driver's CUDA 12.x", r.Driver)
+	}
+	var tried []string
+	for _, a := range r.Attempts {
+		if a.Lib == Runtime {
+			tried = append(tried, a.Soname)
+		}
+	}
+	if want := []string{"libcudart.so.12", "libcudart.so.13"}; !slices.Equal(tried, want) {
+		t.Errorf("the runtime's sonames tried under driver %d: %v, want %v", r.Driver, tried, want)
 	}
 
 	for _, name := range newerVersions(Decls, exported) {
@@ -120,6 +137,7 @@ type driverReport struct {
 	Open       string   // Open's error
 	LoadError  bool     // it is a *LoadError
 	Probe      string
+	Driver     int // DriverVersion
 }
 
 // driverChild runs in TestRealDriverWithoutGPU's child process.
@@ -138,6 +156,7 @@ func driverChild() {
 		r.LoadError = errors.As(err, &le)
 	}
 	r.Probe = Probe()
+	r.Driver = DriverVersion()
 	b, _ := json.Marshal(r)
 	fmt.Printf("%s\n", b)
 }

@@ -5,6 +5,14 @@ package cuda
 /*
 #include "dl.h"
 #include "calls.h"
+
+// driver_version: cuDriverGetVersion's, once the driver opened; else 0.
+static int driver_version(void) {
+	int v = 0;
+	if (faster_p_cuDriverGetVersion == 0 || faster_p_cuDriverGetVersion(&v) != 0)
+		return 0;
+	return v;
+}
 */
 import "C"
 
@@ -16,12 +24,22 @@ import (
 )
 
 // libSet is every library, opened once, each by the first soname that opens
-// with all its symbols (internal/dl, over dl.c's table).
+// with all its symbols (internal/dl, over dl.c's table), the driver first,
+// so the toolkit's libraries are tried in the order its version runs
+// (sonamesFor).
 var libSet = dl.Set[Attempt, Library]{
 	N:       len(libraries),
-	Sonames: func(l int) []string { return libraries[l].sonames },
+	Sonames: func(l int) []string { return sonamesFor(Library(l), int(C.driver_version())) },
 	Table:   dl.CTable(unsafe.Pointer(C.faster_dl_sym)),
 	Names:   func(s string) []string { return exportNames[s] },
+}
+
+// DriverVersion is the CUDA driver's version as cuDriverGetVersion gives
+// it (12020 is 12.2; no cuInit needed), 0 without a driver. It opens the
+// libraries (once).
+func DriverVersion() int {
+	load()
+	return int(C.driver_version())
 }
 
 // load opens the libraries (once) and returns every attempt.

@@ -14,6 +14,9 @@ import (
 // Probe says why this build has no CUDA.
 func Probe() string { return "no (built without cgo)" }
 
+// DriverVersion is 0: this build cannot load the driver.
+func DriverVersion() int { return 0 }
+
 // Open fails: this build cannot load the CUDA libraries.
 func Open(o Options) (*Device, error) {
 	if err := o.Validate(); err != nil {
