@@ -64,11 +64,11 @@ accuracy:
 
 # The kernels' CPU build in other schedules of blocks and threads (races a
 # GPU could show; kernels.Schedule): the kernels package's tests again,
-# reversed and with one thread behind the others between SYNCs, and the
-# cuda twin's behind. Not under -race (several times as long there, and the
+# reversed and with one thread behind the others between SYNCs, the cuda
+# twin's behind, and nvJPEG's resize kernels reversed. Not under -race (several times as long there, and the
 # kernels are C). A skip here is a failure: nothing else runs them.
 schedules:
-	@out=$$(mktemp); $(GO) test -count=1 -timeout 30m -run '^(TestEverySchedule|TestTwinInBehindSchedule)$$' -v ./train/cuda ./train/cuda/kernels >$$out 2>&1; rc=$$?; \
+	@out=$$(mktemp); $(GO) test -count=1 -timeout 30m -run '^(TestEverySchedule|TestTwinInBehindSchedule|TestInReverse)$$' -v ./train/cuda ./train/cuda/kernels ./gpudecode/nvjpeg/kernels >$$out 2>&1; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then cat $$out; else grep -E -- '^(---|ok|FAIL|PASS)|schedule' $$out; fi; \
 	  if grep -q -- '--- SKIP' $$out; then echo "schedules: a test was skipped, and no other step runs it"; rc=1; fi; \
 	  rm -f $$out; exit $$rc

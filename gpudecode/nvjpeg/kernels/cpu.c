@@ -1,11 +1,19 @@
 //go:build cgo
 
 /* cpu.c: resize.cu built by gcc for the CPU (see prelude_cpu.h), one
- * launcher per kernel running the grid's gx*gy blocks in order. */
+ * launcher per kernel running the grid's gx*gy blocks in order, or in
+ * reverse (nvj_cpu_reverse). */
 #include "prelude_cpu.h"
 
 __thread i64 nvj_cpu_block;
 __thread int nvj_cpu_bdim;
+int nvj_cpu_reverse;
+
+int nvj_cpu_set_reverse(int r) {
+	const int old = nvj_cpu_reverse;
+	nvj_cpu_reverse = r != 0;
+	return old;
+}
 
 #include "resize.cu"
 #include "cpu.h"
@@ -13,8 +21,10 @@ __thread int nvj_cpu_bdim;
 #define LAUNCH(gx, gy, block, call)                                            \
 	do {                                                                   \
 		nvj_cpu_bdim = (block);                                            \
-		for (nvj_cpu_block = 0; nvj_cpu_block < (i64)(gx) * (gy); nvj_cpu_block++) \
+		for (i64 b_ = 0, nb_ = (i64)(gx) * (gy); b_ < nb_; b_++) {        \
+			nvj_cpu_block = nvj_cpu_reverse ? nb_ - 1 - b_ : b_;           \
 			call;                                                  \
+		}                                                              \
 	} while (0)
 
 void nvj_cpu_resize_h(int gx, int gy, int b, const uint8_t *src, uint8_t *tmp, const int32_t *tab, const int64_t *desc, int32_t outw, int32_t ch) {

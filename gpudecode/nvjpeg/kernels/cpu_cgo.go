@@ -13,6 +13,17 @@ import (
 	"unsafe"
 )
 
+// SetReverse makes the CPU build run the blocks and threads of every
+// later launch in reverse order (or in order again), and returns the
+// setting before. Call it only while no launch runs (a test's TestMain).
+func SetReverse(on bool) bool {
+	r := 0
+	if on {
+		r = 1
+	}
+	return C.nvj_cpu_set_reverse(C.int(r)) != 0
+}
+
 // RunCPU runs b's passes with resize.cu's CPU build over Go memory: src
 // holds the pictures at their descriptors' offsets; the rows go to u8
 // (uint8 HWC) when f32 is nil, else to f32 (float32 CHW through lut).
