@@ -522,6 +522,9 @@ func (b *Backend) run(name string, s kernels.Shape, items, size int, args ...uin
 	if err != nil {
 		return fmt.Errorf("cuda: %s: %w", name, err)
 	}
+	if err := kernels.CheckAlign(name, args); err != nil { // a GPU would fault and lose the context
+		return fmt.Errorf("cuda: %w", err)
+	}
 	if err := b.m.launch(name, l, args...); err != nil {
 		return fmt.Errorf("cuda: kernel %s: %w", name, err)
 	}

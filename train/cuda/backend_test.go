@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faster-training/faster/train"
+	"github.com/faster-training/faster/train/cuda/kernels"
 	"github.com/faster-training/faster/train/traintest"
 )
 
@@ -87,5 +88,29 @@ func TestOpenBackendWithoutDriver(t *testing.T) {
 	var le *LoadError
 	if !errors.As(err, &le) || !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "libcuda.so.1") {
 		t.Fatalf("Open(cuda) without a driver: %v, want a *LoadError naming libcuda.so.1", err)
+	}
+}
+
+// TestRunRefusesMisaligned: the backend refuses to launch a kernel with a
+// pointer off its element's size (a GPU faults and loses the context),
+// on the twin as it would on the GPU.
+func TestRunRefusesMisaligned(t *testing.T) {
+	b := twinBackend(t)
+	rows, err := b.m.alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := b.m.alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.m.free(rows)
+	defer b.m.free(sums)
+	err = b.run("ce_sums", kernels.Single, 1, 1, rows, i32(1), sums+4)
+	if err == nil || !strings.Contains(err.Error(), "not 8-byte aligned") || !strings.Contains(err.Error(), "ce_sums") {
+		t.Fatalf("ce_sums with its double *sums at +4: %v, want it refused", err)
+	}
+	if err := b.run("ce_sums", kernels.Single, 1, 1, rows, i32(1), sums+8); err != nil {
+		t.Fatalf("ce_sums with its sums aligned: %v", err)
 	}
 }
