@@ -114,3 +114,53 @@ func TestRunRefusesMisaligned(t *testing.T) {
 		t.Fatalf("ce_sums with its sums aligned: %v", err)
 	}
 }
+
+// TestTwinFences: the twin's allocations are fenced, so a kernel, a
+// convolution or a product that writes past a buffer (on the GPU another
+// buffer's bytes, or an illegal address) fails the call, naming it and
+// the byte; a write that stays inside passes.
+func TestTwinFences(t *testing.T) {
+	b := twinBackend(t)
+	buf := func(bytes int) uint64 {
+		p, err := b.m.alloc(bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p%256 != 0 {
+			t.Errorf("allocation at %#x: not 256-byte aligned, as cuMemAlloc's", p)
+		}
+		t.Cleanup(func() { b.m.free(p) })
+		return p
+	}
+	v := buf(64)
+	one := kernels.Launch{Grid: 1, Block: 32}
+	if err := b.m.launch("fill_f32", one, v, 16, f32(1)); err != nil {
+		t.Fatalf("fill_f32 of 16 floats into 64 bytes: %v", err)
+	}
+	for _, c := range []struct {
+		off   int64
+		n     int
+		wants string
+	}{
+		{0, 17, "byte 64 of it"}, // one float past the end
+		{-4, 1, "byte -4 of it"}, // one before the start
+	} {
+		err := b.m.launch("fill_f32", one, uint64(int64(v)+c.off), uint64(c.n), f32(2))
+		if err == nil || !strings.Contains(err.Error(), "kernel fill_f32 wrote outside a buffer of 64 bytes") || !strings.Contains(err.Error(), c.wants) {
+			t.Errorf("fill_f32 of %d floats at %+d: %v, want the fence's %q", c.n, c.off, err, c.wants)
+		}
+		b.m.free(v) // the fence stays broken: a new buffer for the next
+		v = buf(64)
+	}
+	// A convolution's output one element short: 1×1×4×4 input, 1 filter of 3×3, 2×2 output.
+	x, w, y := buf(4*16), buf(4*9), buf(4*3)
+	cs := &convShape{N: 1, C: 1, H: 4, W: 4, K: 1, R: 3, OH: 2, OW: 2, Stride: 1, Dtype: dtFloat}
+	if err := b.m.conv(cs, convFwd, x, w, y); err == nil || !strings.Contains(err.Error(), "convolution") || !strings.Contains(err.Error(), "byte 12 of it") {
+		t.Errorf("a convolution into 3 of its 4 outputs: %v, want the fence's", err)
+	}
+	b.m.free(y)
+	g := gemmArgs{In: dtFloat, M: 2, N: 2, K: 2, Alpha: 1, A: buf(16), LDA: 2, B: buf(16), LDB: 2, C: buf(12), LDC: 2}
+	if err := b.m.gemm(g); err == nil || !strings.Contains(err.Error(), "product 2×2×2 wrote outside a buffer of 12 bytes") {
+		t.Errorf("a product into 3 of its 4 outputs: %v, want the fence's", err)
+	}
+}

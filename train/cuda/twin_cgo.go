@@ -8,8 +8,34 @@ package cuda
 #include "twin.h"
 
 static void *twin_p(unsigned long long a) { return (void *)(size_t)a; }
-static unsigned long long twin_alloc(size_t n) { return (unsigned long long)(size_t)calloc(1, n ? n : 1); }
-static void twin_free(unsigned long long a) { free((void *)(size_t)a); }
+// An allocation is fenced: TWIN_FENCE bytes of TWIN_POISON before and after
+// it, so a write past either end shows (twin_fence_bad). The buffer itself
+// starts 256-byte aligned, as cuMemAlloc's.
+#define TWIN_FENCE 256
+#define TWIN_POISON 0xa5
+static unsigned long long twin_alloc(size_t n) {
+	unsigned char *b = aligned_alloc(TWIN_FENCE, (n + 3 * TWIN_FENCE - 1) / TWIN_FENCE * TWIN_FENCE);
+	if (!b)
+		return 0;
+	memset(b, TWIN_POISON, TWIN_FENCE);
+	memset(b + TWIN_FENCE, 0, n);
+	memset(b + TWIN_FENCE + n, TWIN_POISON, TWIN_FENCE);
+	return (unsigned long long)(size_t)(b + TWIN_FENCE);
+}
+static void twin_free(unsigned long long a) { free((unsigned char *)(size_t)a - TWIN_FENCE); }
+// twin_fence_bad: 0 when both fences of the n-byte allocation at a hold;
+// else the offset from a of the first byte changed, biased by one so that
+// it is never 0 (negative: before a; n or more: past its end).
+static long long twin_fence_bad(unsigned long long a, size_t n) {
+	const unsigned char *p = (const unsigned char *)(size_t)a;
+	for (long long i = -TWIN_FENCE; i < 0; i++)
+		if (p[i] != TWIN_POISON)
+			return i;
+	for (size_t i = n; i < n + TWIN_FENCE; i++)
+		if (p[i] != TWIN_POISON)
+			return (long long)i + 1;
+	return 0;
+}
 static void twin_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
 */
 import "C"
@@ -173,7 +199,29 @@ func (m *twinMachine) launch(name string, l kernels.Launch, args ...uint64) erro
 	if m.recorded(call{kind: callLaunch, name: name, l: l, args: slices.Clone(args)}) {
 		return nil
 	}
-	return kernels.LaunchCPU(name, l, args)
+	if err := kernels.LaunchCPU(name, l, args); err != nil {
+		return err
+	}
+	return m.fences("kernel " + name)
+}
+
+// fences checks every live allocation's fences after what (a kernel, a
+// convolution, a product): a write past a buffer's end, which on the GPU
+// is an illegal address (the context lost) or another buffer's bytes
+// changed, fails the call that made it.
+func (m *twinMachine) fences(what string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for p, n := range m.live {
+		if bad := int64(C.twin_fence_bad(C.ulonglong(p), C.size_t(n))); bad != 0 {
+			off := bad
+			if bad > 0 {
+				off = bad - 1
+			}
+			return fmt.Errorf("cuda twin: %s wrote outside a buffer of %d bytes at %#x: byte %d of it changed (on the GPU: another buffer's bytes or an illegal address)", what, n, p, off)
+		}
+	}
+	return nil
 }
 
 func fptr(a uint64) *C.float { return (*C.float)(C.twin_p(C.ulonglong(a))) }
@@ -184,6 +232,14 @@ func (m *twinMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
 	if m.recorded(call{kind: callConv, cs: c, dir: dir, a: a, b: b, out: out}) {
 		return nil
 	}
+	if err := m.convLoops(c, dir, a, b, out); err != nil {
+		return err
+	}
+	return m.fences(fmt.Sprintf("convolution %v (direction %d)", *c, dir))
+}
+
+// convLoops runs the convolution c in direction dir on twin.c's loops.
+func (m *twinMachine) convLoops(c *convShape, dir convDir, a, b, out uint64) error {
 	n, ci, h, w, k, r := C.int(c.N), C.int(c.C), C.int(c.H), C.int(c.W), C.int(c.K), C.int(c.R)
 	p, s, oh, ow := C.int(c.Pad), C.int(c.Stride), C.int(c.OH), C.int(c.OW)
 	if c.Dtype != dtFloat {
@@ -227,11 +283,11 @@ func (m *twinMachine) gemm(g gemmArgs) error {
 	if g.In != dtFloat {
 		C.twin_gemm_16(b2c(g.In == dtBF16), b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), u16ptr(g.A),
 			C.int(g.LDA), u16ptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
-		return nil
+	} else {
+		C.twin_sgemm(b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), fptr(g.A), C.int(g.LDA),
+			fptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
 	}
-	C.twin_sgemm(b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), fptr(g.A), C.int(g.LDA),
-		fptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
-	return nil
+	return m.fences(fmt.Sprintf("product %d×%d×%d", g.M, g.N, g.K))
 }
 
 // Events: the twin runs each call at once, so a mark is always passed.
