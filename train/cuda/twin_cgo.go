@@ -9,10 +9,11 @@ package cuda
 
 static void *twin_p(unsigned long long a) { return (void *)(size_t)a; }
 // An allocation is fenced: TWIN_FENCE bytes of TWIN_POISON before and after
-// it, so a write past either end shows (twin_fence_bad). The buffer itself
-// starts 256-byte aligned, as cuMemAlloc's.
+// it, so a write past either end shows (twin_fence_bad), and a read there
+// gives NaN (float32, float64, fp16 and bf16 alike) or -1. The buffer
+// itself starts 256-byte aligned, as cuMemAlloc's.
 #define TWIN_FENCE 256
-#define TWIN_POISON 0xa5
+#define TWIN_POISON 0xff
 static unsigned long long twin_alloc(size_t n) {
 	unsigned char *b = aligned_alloc(TWIN_FENCE, (n + 3 * TWIN_FENCE - 1) / TWIN_FENCE * TWIN_FENCE);
 	if (!b)
