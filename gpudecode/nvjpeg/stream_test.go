@@ -8,6 +8,7 @@ import (
 	"image"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -185,5 +186,59 @@ func streamChild(t *testing.T) {
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The stand-in's device memory is fenced (standin_cudart.c): a write one
+// byte past a buffer's end, or one before its start, is a VIOLATION line
+// when the buffer is freed, naming the byte; so every test over the
+// stand-ins would see a kernel, a decode or a copy write outside its
+// buffer. A buffer starts 256-byte aligned, as cudaMalloc's.
+func TestStandInFences(t *testing.T) {
+	if os.Getenv("FASTER_NVJPEG_FENCE_CHILD") == "1" {
+		fenceChild(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestStandInFences$", "-test.v")
+	cmd.Env = append(os.Environ(), "FASTER_NVJPEG_FENCE_CHILD=1", "LD_LIBRARY_PATH="+buildStandIns(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"byte 16 of the buffer of 16 bytes (past its end) was written",
+		"byte -1 before the buffer of 32 bytes was written",
+	} {
+		if !strings.Contains(string(out), "standin: VIOLATION cudaFree(") || !strings.Contains(string(out), want) {
+			t.Errorf("child output lacks the violation %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(string(out), "VIOLATION"); n != 2 {
+		t.Errorf("%d violations, want 2 (the buffer written inside is none):\n%s", n, out)
+	}
+}
+
+func fenceChild(t *testing.T) {
+	d, err := Open(Options{NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct{ n, at int }{{16, 16}, {32, -1}, {8, 7}} {
+		b, err := d.Alloc(c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Ptr()%256 != 0 {
+			t.Errorf("buffer at %#x: not 256-byte aligned", b.Ptr())
+		}
+		if c.at < 0 {
+			deviceBytes(b.Ptr()-1, 1)[0] = 1
+		} else {
+			deviceBytes(b.Ptr(), c.at+1)[c.at] = 1
+		}
+		if err := d.Free(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

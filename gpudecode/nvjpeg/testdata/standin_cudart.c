@@ -202,12 +202,39 @@ int cudaGetDeviceCount(int *n) {
 }
 int cudaSetDevice(int d) { return d == 0 ? 0 : 101; /* cudaErrorInvalidDevice */ }
 const char *cudaGetErrorString(int e) { return "stub error"; }
+/* Device memory is fenced: FENCE bytes of 0xff before and after each
+ * buffer (its size kept in front of the first), checked when it is freed,
+ * so a write past a buffer (on the GPU another buffer's bytes, or an
+ * illegal address) is a violation; a read there gives NaN or 0xff. The
+ * buffer starts 256-byte aligned, as cudaMalloc's. */
+#define FENCE 256
 int cudaMalloc(void **p, size_t n) {
-	*p = malloc(n);
+	unsigned char *b = aligned_alloc(FENCE, (n + 3 * FENCE - 1) / FENCE * FENCE);
+	if (!b)
+		return 2; /* cudaErrorMemoryAllocation */
+	memset(b, 0xff, FENCE);
+	memcpy(b, &n, sizeof n);
+	memset(b + FENCE + n, 0xff, FENCE);
+	*p = b + FENCE;
 	return 0;
 }
 int cudaFree(void *p) {
-	free(p);
+	if (!p)
+		return 0;
+	unsigned char *b = (unsigned char *)p - FENCE;
+	size_t n;
+	memcpy(&n, b, sizeof n);
+	for (size_t i = sizeof n; i < FENCE; i++)
+		if (b[i] != 0xff) {
+			standin_violation("cudaFree(%p): byte %ld before the buffer of %zu bytes was written", p, (long)i - FENCE, n);
+			break;
+		}
+	for (size_t i = 0; i < FENCE; i++)
+		if (b[FENCE + n + i] != 0xff) {
+			standin_violation("cudaFree(%p): byte %zu of the buffer of %zu bytes (past its end) was written", p, n + i, n);
+			break;
+		}
+	free(b);
 	return 0;
 }
 int cudaHostAlloc(void **p, size_t n, unsigned int f) {
