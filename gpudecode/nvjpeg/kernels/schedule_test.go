@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,14 +12,7 @@ import (
 // kerneltest.Env names a schedule other than forward (they have no phases,
 // so every other schedule comes to the order of blocks and threads).
 func TestMain(m *testing.M) {
-	if name := os.Getenv(kerneltest.Env); name != "" {
-		s, err := cudakernels.ParseSchedule(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		SetReverse(s != cudakernels.Forward)
-	}
+	SetReverse(kerneltest.FromEnv() != cudakernels.Forward)
 	os.Exit(m.Run())
 }
 

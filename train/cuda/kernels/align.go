@@ -14,27 +14,43 @@ var kernelParams = regexp.MustCompile(`(?ms)^KERNEL (\w+)\(([^)]*)\)\s*\{`)
 // points at; 1 for void (read as the flags say: no alignment known).
 var elemSize = map[string]int{"double": 8, "i64": 8, "u64": 8, "float": 4, "i32": 4, "u32": 4, "int": 4, "u16": 2, "u8": 1, "void": 1}
 
-// aligns is, for each kernel of Source, each parameter's alignment in
-// bytes: its element's size for a pointer, 0 for a value.
-var aligns = sync.OnceValue(func() map[string][]int {
-	t := map[string][]int{}
+// param is one parameter of a KERNEL: its C text (spaces folded) and, for
+// a pointer, the type it points at ("" for a value).
+type param struct{ text, pointee string }
+
+// params returns each KERNEL's name and parameters, in the source's order.
+func params() (names []string, ps [][]param) {
 	for _, m := range kernelParams.FindAllStringSubmatch(Source, -1) {
-		var a []int
+		var k []param
 		for _, p := range strings.Split(m[2], ",") {
-			f := strings.Fields(strings.ReplaceAll(p, "*", " * "))
-			n := 0
-			if len(f) > 0 && strings.Contains(p, "*") {
-				typ := f[0]
-				if typ == "const" && len(f) > 1 {
-					typ = f[1]
-				}
-				if n = elemSize[typ]; n == 0 {
-					n = 1
+			q := param{text: strings.Join(strings.Fields(p), " ")}
+			if strings.Contains(p, "*") {
+				f := strings.Fields(strings.ReplaceAll(p, "*", " * "))
+				if q.pointee = f[0]; q.pointee == "const" && len(f) > 1 {
+					q.pointee = f[1]
 				}
 			}
-			a = append(a, n)
+			k = append(k, q)
 		}
-		t[m[1]] = a
+		names, ps = append(names, m[1]), append(ps, k)
+	}
+	return names, ps
+}
+
+// aligns is, for each kernel of Source, each parameter's alignment in
+// bytes: its element's size for a pointer (1 for a type elemSize lacks,
+// which TestAlignTypes refuses), 0 for a value.
+var aligns = sync.OnceValue(func() map[string][]int {
+	t := map[string][]int{}
+	names, ps := params()
+	for i, name := range names {
+		a := make([]int, len(ps[i]))
+		for j, p := range ps[i] {
+			if p.pointee != "" {
+				a[j] = max(elemSize[p.pointee], 1)
+			}
+		}
+		t[name] = a
 	}
 	return t
 })

@@ -48,18 +48,11 @@ func TestAligns(t *testing.T) {
 // TestAlignTypes: every pointer parameter of kernels.cu points at a type
 // elemSize knows, so none is checked as void by mistake.
 func TestAlignTypes(t *testing.T) {
-	for _, m := range kernelParams.FindAllStringSubmatch(Source, -1) {
-		for _, p := range strings.Split(m[2], ",") {
-			if !strings.Contains(p, "*") {
-				continue
-			}
-			f := strings.Fields(strings.ReplaceAll(p, "*", " * "))
-			typ := f[0]
-			if typ == "const" {
-				typ = f[1]
-			}
-			if _, ok := elemSize[typ]; !ok {
-				t.Errorf("kernel %s: parameter %q: element type %s has no size in elemSize", m[1], strings.TrimSpace(p), typ)
+	names, ps := params()
+	for i, name := range names {
+		for _, p := range ps[i] {
+			if _, ok := elemSize[p.pointee]; p.pointee != "" && !ok {
+				t.Errorf("kernel %s: parameter %q: element type %s has no size in elemSize", name, p.text, p.pointee)
 			}
 		}
 	}

@@ -19,6 +19,9 @@ import (
 // gcc, over Go slices with launch l (as planned for the GPU, or any other
 // power-of-two block of at most MaxBlock, to test the striding).
 
+// HasCPUBuild reports whether this build has kernels.cu's CPU build (cgo).
+const HasCPUBuild = true
+
 // SetSchedule makes the CPU build run every later launch in schedule s,
 // and returns the one before. Call it only while no launch runs (a test's
 // TestMain): the schedule is the process's.

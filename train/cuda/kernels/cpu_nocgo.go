@@ -21,6 +21,9 @@ func CESums(Launch, []float32, int, *[3]float64) error { return ErrNoCPU }
 
 func LaunchCPU(string, Launch, []uint64) error { return ErrNoCPU }
 
+// HasCPUBuild reports whether this build has kernels.cu's CPU build (cgo).
+const HasCPUBuild = false
+
 // SetSchedule changes nothing without the CPU build.
 func SetSchedule(Schedule) Schedule { return Forward }
 

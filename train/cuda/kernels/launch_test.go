@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -12,20 +11,20 @@ import (
 	"unsafe"
 )
 
-var kernelSig = regexp.MustCompile(`(?ms)^KERNEL (\w+)\(([^)]*)\)\s*\{`)
-
-// signatures parses kernels.cu: each kernel's parameters as the unpacking
-// cpu.c must do ("P(0), I(1), L(2), F(3)": pointer, i32, i64, float).
+// signatures parses kernels.cu (params): each kernel's parameters as the
+// unpacking cpu.c must do ("P(0), I(1), L(2), F(3)": pointer, i32, i64,
+// float).
 func signatures(t *testing.T) map[string]string {
 	t.Helper()
 	sigs := map[string]string{}
-	for _, m := range kernelSig.FindAllStringSubmatch(Source, -1) {
+	names, ps := params()
+	for j, name := range names {
 		var slots []string
-		for i, p := range strings.Split(m[2], ",") {
-			p = strings.Join(strings.Fields(p), " ")
+		for i, q := range ps[j] {
+			p := q.text
 			var k string
 			switch {
-			case strings.Contains(p, "*"):
+			case q.pointee != "":
 				k = "P"
 			case strings.HasPrefix(p, "i32 "):
 				k = "I"
@@ -34,11 +33,11 @@ func signatures(t *testing.T) map[string]string {
 			case strings.HasPrefix(p, "float "):
 				k = "F"
 			default:
-				t.Fatalf("kernel %s: parameter %d %q: not a pointer, i32, i64 or float", m[1], i, p)
+				t.Fatalf("kernel %s: parameter %d %q: not a pointer, i32, i64 or float", name, i, p)
 			}
 			slots = append(slots, fmt.Sprintf("%s(%d)", k, i))
 		}
-		sigs[m[1]] = strings.Join(slots, ", ")
+		sigs[name] = strings.Join(slots, ", ")
 	}
 	return sigs
 }

@@ -45,8 +45,8 @@ extern __thread int cpu_seg, cpu_want_seg, cpu_want_t;
 extern __thread i64 cpu_gen; /* counts the blocks run: SHARED poisons once a block */
 
 enum { CPU_FORWARD, CPU_REVERSE, CPU_INTERLEAVED, CPU_AHEAD, CPU_BEHIND, CPU_SCHEDULES };
-extern __thread int cpu_solo;
-extern __thread jmp_buf cpu_out; /* ahead and behind: the end of the stretch run */ /* ahead and behind: the lone thread's run, or the others' */
+extern __thread int cpu_solo;      /* ahead and behind: the lone thread's run, or the others' */
+extern __thread jmp_buf cpu_out;   /* ahead and behind: the end of the stretch run */
 
 /* cpu_order: the i-th of n in the schedule's order. */
 static inline i64 cpu_order(i64 i, i64 n) {
@@ -74,7 +74,7 @@ static inline int cpu_skip(int t) { return cpu_split() && !cpu_solo && t == cpu_
 #define KERNEL void
 #define DEVICE static inline
 /* SHARED(type, name, dims): static, so it lives from one run of a block's
- * code to the next (alone), and filled with 0xff bytes (NaN, -1) when a
+ * code to the next (ahead and behind), and filled with 0xff bytes (NaN, -1) when a
  * block starts, so a read of what no thread of the block wrote shows. */
 #define SHARED(type, name, dims)                                                \
 	static __thread type name dims;                                         \
@@ -122,6 +122,8 @@ static inline void cpu_poison(void *p, size_t n, i64 *gen) {
 				call;                                                   \
 				continue;                                               \
 			}                                                               \
+			/* the lone thread: another in each block (37 is odd, the \
+			 * block a power of two) */                             \
 			cpu_want_t = (int)((cpu_block * 37 + (cpu_sched == CPU_AHEAD ? 0 : cpu_bdim - 1)) % cpu_bdim); \
 			for (int s_ = 0;; s_++) {                                       \
 				cpu_want_seg = s_;                                      \

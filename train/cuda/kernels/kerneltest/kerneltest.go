@@ -5,7 +5,6 @@
 package kerneltest
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,15 +21,23 @@ const Env = "FASTER_KERNEL_SCHEDULE"
 
 // Main is a TestMain: it sets the schedule Env names, then runs m.
 func Main(m *testing.M) {
-	if name := os.Getenv(Env); name != "" {
-		s, err := kernels.ParseSchedule(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		kernels.SetSchedule(s)
-	}
+	kernels.SetSchedule(FromEnv())
 	os.Exit(m.Run())
+}
+
+// FromEnv is the schedule Env names, Forward when it is unset; a name no
+// schedule has ends the process (a TestMain's, before any test runs).
+func FromEnv() kernels.Schedule {
+	name := os.Getenv(Env)
+	if name == "" {
+		return kernels.Forward
+	}
+	s, err := kernels.ParseSchedule(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	return s
 }
 
 // Rerun runs the test binary's tests again, less the skip pattern (a
@@ -49,7 +56,7 @@ func Rerun(t *testing.T, skip string, schedules ...kernels.Schedule) {
 	if raceEnabled {
 		t.Skip("under -race the reruns take several times as long: make test's schedules step runs them without")
 	}
-	if errors.Is(kernels.LaunchCPU("fill_f32", kernels.Launch{Grid: 1, Block: 1}, []uint64{0, 0, 0}), kernels.ErrNoCPU) {
+	if !kernels.HasCPUBuild {
 		t.Skip("no CPU build of the kernels without cgo")
 	}
 	for _, s := range schedules {
