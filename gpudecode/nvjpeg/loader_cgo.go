@@ -19,7 +19,7 @@ import (
 // a CUDA major the driver runs first (cuda.ForDriver).
 var libSet = dl.Set[Attempt, Library]{
 	N:       len(libraries),
-	Sonames: func(l int) []string { return cuda.ForDriver(libraries[l].sonames, true, cuda.DriverVersion()) },
+	Sonames: func(l int) []string { return cuda.ForDriver(libraries[l].sonames, cuda.DriverVersion()) },
 	Table:   dl.CTable(unsafe.Pointer(C.faster_nvj_dl_sym)),
 }
 

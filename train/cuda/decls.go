@@ -45,15 +45,18 @@ var libraries = []library{
 // under a 12.x driver, then fails every call with
 // cudaErrorInsufficientDriver, so it comes after the 12 beside it).
 func sonamesFor(l Library, driver int) []string {
-	return ForDriver(libraries[l].sonames, libraries[l].toolkit, driver)
+	if !libraries[l].toolkit {
+		return libraries[l].sonames
+	}
+	return ForDriver(libraries[l].sonames, driver)
 }
 
-// ForDriver orders sonames (newest first) for a driver of version driver:
-// where toolkit, those whose major is above the driver's CUDA major go
-// last, the others keeping their order; otherwise, or with no driver
-// (0), as given. The nvjpeg package orders its own by it.
-func ForDriver(sonames []string, toolkit bool, driver int) []string {
-	if !toolkit || driver <= 0 {
+// ForDriver orders a toolkit library's sonames (newest first) for a
+// driver of version driver: those whose major is above the driver's CUDA
+// major go last, the others keeping their order; with no driver (0), as
+// given. The nvjpeg package orders its own by it.
+func ForDriver(sonames []string, driver int) []string {
+	if driver <= 0 {
 		return sonames
 	}
 	var runs, newer []string

@@ -196,7 +196,7 @@ func TestForDriver(t *testing.T) {
 			t.Errorf("sonamesFor(%v, %d) = %v, want %v", c.lib, c.driver, got, c.want)
 		}
 	}
-	if got := ForDriver([]string{"libx.so", "libnvjpeg.so.13", "libnvjpeg.so.12"}, true, 12000); !slices.Equal(got, []string{"libx.so", "libnvjpeg.so.12", "libnvjpeg.so.13"}) {
+	if got := ForDriver([]string{"libx.so", "libnvjpeg.so.13", "libnvjpeg.so.12"}, 12000); !slices.Equal(got, []string{"libx.so", "libnvjpeg.so.12", "libnvjpeg.so.13"}) {
 		t.Errorf("ForDriver with a soname of no major: %v", got)
 	}
 }

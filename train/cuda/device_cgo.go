@@ -28,8 +28,8 @@ func Probe() string {
 	if err := requiredMissing(); err != nil {
 		return describe(load(), true)
 	}
-	var ver, n C.int
-	C.call_cuDriverGetVersion(&ver) // needs no cuInit
+	var n C.int
+	ver := DriverVersion() // needs no cuInit
 	if err := cuErr("cuInit", C.call_cuInit(0)); err != nil {
 		return fmt.Sprintf("driver %d.%d found, cuInit failed: %s", ver/1000, ver%1000/10, err)
 	}
@@ -104,9 +104,7 @@ func facts(ordinal int) (Facts, error) {
 		return Facts{}, err
 	}
 	f.Memory = uint64(mem)
-	var ver C.int
-	C.call_cuDriverGetVersion(&ver)
-	f.Driver = int(ver)
+	f.Driver = DriverVersion()
 	f.NVRTC = nvrtcVersion()
 	return f, f.Facts.Validate()
 }

@@ -203,14 +203,17 @@ func (m *twinMachine) launch(name string, l kernels.Launch, args ...uint64) erro
 	if err := kernels.LaunchCPU(name, l, args); err != nil {
 		return err
 	}
-	return m.fences("kernel " + name)
+	if err := m.fences(); err != nil {
+		return fmt.Errorf("cuda twin: kernel %s %w", name, err)
+	}
+	return nil
 }
 
-// fences checks every live allocation's fences after what (a kernel, a
-// convolution, a product): a write past a buffer's end, which on the GPU
-// is an illegal address (the context lost) or another buffer's bytes
-// changed, fails the call that made it.
-func (m *twinMachine) fences(what string) error {
+// fences checks every live allocation's fences after a call (a kernel, a
+// convolution, a product), which the caller names in front of the error:
+// a write past a buffer's end, on the GPU an illegal address (the context
+// lost) or another buffer's bytes changed, fails the call that made it.
+func (m *twinMachine) fences() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for p, n := range m.live {
@@ -219,7 +222,7 @@ func (m *twinMachine) fences(what string) error {
 			if bad > 0 {
 				off = bad - 1
 			}
-			return fmt.Errorf("cuda twin: %s wrote outside a buffer of %d bytes at %#x: byte %d of it changed (on the GPU: another buffer's bytes or an illegal address)", what, n, p, off)
+			return fmt.Errorf("wrote outside a buffer of %d bytes at %#x: byte %d of it changed (on the GPU: another buffer's bytes or an illegal address)", n, p, off)
 		}
 	}
 	return nil
@@ -236,7 +239,10 @@ func (m *twinMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
 	if err := m.convLoops(c, dir, a, b, out); err != nil {
 		return err
 	}
-	return m.fences(fmt.Sprintf("convolution %v (direction %d)", *c, dir))
+	if err := m.fences(); err != nil {
+		return fmt.Errorf("cuda twin: convolution %v (direction %d) %w", *c, dir, err)
+	}
+	return nil
 }
 
 // convLoops runs the convolution c in direction dir on twin.c's loops.
@@ -288,7 +294,10 @@ func (m *twinMachine) gemm(g gemmArgs) error {
 		C.twin_sgemm(b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), fptr(g.A), C.int(g.LDA),
 			fptr(g.B), C.int(g.LDB), C.float(g.Beta), fptr(g.C), C.int(g.LDC))
 	}
-	return m.fences(fmt.Sprintf("product %d×%d×%d", g.M, g.N, g.K))
+	if err := m.fences(); err != nil {
+		return fmt.Errorf("cuda twin: product %d×%d×%d %w", g.M, g.N, g.K, err)
+	}
+	return nil
 }
 
 // Events: the twin runs each call at once, so a mark is always passed.
