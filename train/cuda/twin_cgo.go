@@ -25,16 +25,20 @@ static unsigned long long twin_alloc(size_t n) {
 }
 static void twin_free(unsigned long long a) { free((unsigned char *)(size_t)a - TWIN_FENCE); }
 // twin_fence_bad: 0 when both fences of the n-byte allocation at a hold;
-// else the offset from a of the first byte changed, biased by one so that
-// it is never 0 (negative: before a; n or more: past its end).
-static long long twin_fence_bad(unsigned long long a, size_t n) {
+// else 1, *at the offset from a of the first byte changed (negative:
+// before a; n or more: past its end).
+static int twin_fence_bad(unsigned long long a, size_t n, long long *at) {
 	const unsigned char *p = (const unsigned char *)(size_t)a;
 	for (long long i = -TWIN_FENCE; i < 0; i++)
-		if (p[i] != TWIN_POISON)
-			return i;
+		if (p[i] != TWIN_POISON) {
+			*at = i;
+			return 1;
+		}
 	for (size_t i = n; i < n + TWIN_FENCE; i++)
-		if (p[i] != TWIN_POISON)
-			return (long long)i + 1;
+		if (p[i] != TWIN_POISON) {
+			*at = (long long)i;
+			return 1;
+		}
 	return 0;
 }
 static void twin_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
@@ -217,12 +221,9 @@ func (m *twinMachine) fences() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for p, n := range m.live {
-		if bad := int64(C.twin_fence_bad(C.ulonglong(p), C.size_t(n))); bad != 0 {
-			off := bad
-			if bad > 0 {
-				off = bad - 1
-			}
-			return fmt.Errorf("wrote outside a buffer of %d bytes at %#x: byte %d of it changed (on the GPU: another buffer's bytes or an illegal address)", n, p, off)
+		var at C.longlong
+		if C.twin_fence_bad(C.ulonglong(p), C.size_t(n), &at) != 0 {
+			return fmt.Errorf("wrote outside a buffer of %d bytes at %#x: byte %d of it changed (on the GPU: another buffer's bytes or an illegal address)", n, p, int64(at))
 		}
 	}
 	return nil
