@@ -164,6 +164,7 @@ var Decls = []Decl{
 	{"cublasGetVersion_v2", CUBLAS, "int cublasGetVersion_v2(void *handle, int *version)"},
 	{"cublasSetStream_v2", CUBLAS, "int cublasSetStream_v2(void *handle, void *stream)"},
 	{"cublasSetMathMode", CUBLAS, "int cublasSetMathMode(void *handle, int mode)"},
+	{"cublasSetWorkspace_v2", CUBLAS, "int cublasSetWorkspace_v2(void *handle, void *workspace, size_t workspaceSizeInBytes)"},
 	{"cublasSgemm_v2", CUBLAS, "int cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k, const float *alpha, const float *a, int lda, const float *b, int ldb, const float *beta, float *c, int ldc)"},
 	{"cublasGemmEx", CUBLAS, "int cublasGemmEx(void *handle, int transa, int transb, int m, int n, int k, const void *alpha, const void *a, int aType, int lda, const void *b, int bType, int ldb, const void *beta, void *c, int cType, int ldc, int computeType, int algo)"},
 	{"cublasLtGetVersion", CUBLASLt, "size_t cublasLtGetVersion(void)"},

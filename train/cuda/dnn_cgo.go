@@ -13,6 +13,7 @@ import "C"
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -31,6 +32,9 @@ type dnn struct {
 	math     int  // cuDNN's math type
 	ws       uint64
 	wsSize   int
+	// blasWS is the cuBLAS handle's workspace (blas.go), blasWSSize bytes.
+	blasWS     uint64
+	blasWSSize int
 	// algos are the algorithms chosen by shape and direction: a shape
 	// seen before (by any op) is not chosen again; choices are
 	// autotune's, for Tuner.
@@ -50,6 +54,26 @@ func (m *dnn) open() (stream unsafe.Pointer, err error) {
 		return nil
 	})
 	return stream, err
+}
+
+// setBLASWorkspace allocates n bytes and makes them the cuBLAS handle's
+// workspace (blas.go), once, after open and before any capture.
+func (m *dnn) setBLASWorkspace(n int) error {
+	if m.blasWS != 0 {
+		return fmt.Errorf("cuda: the cuBLAS workspace is already set")
+	}
+	p, err := m.host.alloc(n)
+	if err != nil {
+		return fmt.Errorf("cuda: cuBLAS workspace of %d bytes: %w", n, err)
+	}
+	if err := m.host.do(func() error {
+		return dnnError("cublasSetWorkspace_v2", C.faster_blas_workspace(m.cublas, C.ulonglong(p), C.size_t(n)))
+	}); err != nil {
+		m.host.free(p)
+		return err
+	}
+	m.blasWS, m.blasWSSize = p, n
+	return nil
 }
 
 // dnnHost is what dnn needs of its machine.
@@ -78,8 +102,11 @@ func dnnError(call string, code C.int) error {
 		return nil
 	}
 	name := "error"
-	if code > 0 && loaded(CUDNN) && len(call) >= 5 && call[:5] == "cudnn" {
+	switch {
+	case code > 0 && loaded(CUDNN) && strings.HasPrefix(call, "cudnn"):
 		name = C.GoString(C.call_cudnnGetErrorString(code))
+	case strings.HasPrefix(call, "cublas"):
+		name = cublasStatusName(int(code))
 	}
 	return &Error{Call: call, Code: int(code), Name: name}
 }
@@ -224,7 +251,7 @@ func (m *dnn) gemm(g gemmArgs) error {
 			r := C.faster_gemm_ex(m.cublas, op(g.TA), op(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), C.ulonglong(g.A),
 				C.int(ab), C.int(g.LDA), C.ulonglong(g.B), C.int(g.LDB), C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC))
 			if r != 0 {
-				return fmt.Errorf("cublasGemmEx %s %dx%dx%d: %w", g.In, g.M, g.N, g.K, &Error{Call: "cublasGemmEx", Code: int(r), Name: "cublasStatus"})
+				return fmt.Errorf("cublasGemmEx %s %dx%dx%d: %w", g.In, g.M, g.N, g.K, &Error{Call: "cublasGemmEx", Code: int(r), Name: cublasStatusName(int(r))})
 			}
 			return nil
 		})
@@ -233,7 +260,7 @@ func (m *dnn) gemm(g gemmArgs) error {
 		r := C.faster_sgemm(m.cublas, op(g.TA), op(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), C.ulonglong(g.A),
 			C.int(g.LDA), C.ulonglong(g.B), C.int(g.LDB), C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC))
 		if r != 0 {
-			return fmt.Errorf("cublasSgemm_v2 %dx%dx%d: %w", g.M, g.N, g.K, &Error{Call: "cublasSgemm_v2", Code: int(r), Name: "cublasStatus"})
+			return fmt.Errorf("cublasSgemm_v2 %dx%dx%d: %w", g.M, g.N, g.K, &Error{Call: "cublasSgemm_v2", Code: int(r), Name: cublasStatusName(int(r))})
 		}
 		return nil
 	})
@@ -245,11 +272,16 @@ func (m *dnn) tuneChoices() []train.TuneChoice { return slices.Clone(m.choices) 
 // (workspacer).
 func (m *dnn) workspaceAddr() uint64 { return m.ws }
 
-// releaseWorkspace frees the workspace.
+// releaseWorkspace frees the workspaces, the convolutions' and cuBLAS's;
+// the handles must run nothing more.
 func (m *dnn) releaseWorkspace() {
 	if m.ws != 0 {
 		m.host.free(m.ws)
 		m.ws, m.wsSize = 0, 0
+	}
+	if m.blasWS != 0 {
+		m.host.free(m.blasWS)
+		m.blasWS, m.blasWSSize = 0, 0
 	}
 }
 

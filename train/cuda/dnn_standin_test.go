@@ -93,10 +93,28 @@ type standInMachine struct {
 func (m *standInMachine) do(f func() error) error    { return f() }
 func (m *standInMachine) dnnOf() *dnn                { return &m.dnn }
 func (m *standInMachine) ncclStream() unsafe.Pointer { return nil }
+
+// conv and gemm check every allocation's fences after the library's call,
+// as the twin's loops do: a workspace said to be larger than it is (the
+// stand-ins write over all of it) fails the call.
 func (m *standInMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
-	return m.dnn.conv(c, dir, a, b, out)
+	if err := m.dnn.conv(c, dir, a, b, out); err != nil {
+		return err
+	}
+	if err := m.fences(); err != nil {
+		return fmt.Errorf("cuDNN stand-in: convolution %v (direction %d) %w", *c, dir, err)
+	}
+	return nil
 }
-func (m *standInMachine) gemm(g gemmArgs) error           { return m.dnn.gemm(g) }
+func (m *standInMachine) gemm(g gemmArgs) error {
+	if err := m.dnn.gemm(g); err != nil {
+		return err
+	}
+	if err := m.fences(); err != nil {
+		return fmt.Errorf("cuBLAS stand-in: product %d×%d×%d %w", g.M, g.N, g.K, err)
+	}
+	return nil
+}
 func (m *standInMachine) tuneChoices() []train.TuneChoice { return m.dnn.tuneChoices() }
 func (m *standInMachine) close() error {
 	m.releaseWorkspace()
@@ -111,6 +129,13 @@ func openStandIn(t *testing.T, o train.BackendOptions) *Backend {
 	m := &standInMachine{twinMachine: newTwin()}
 	m.dnn = dnn{host: m, autotune: o.Autotune, math: cudnnDefaultMath, algos: map[string]algo{}}
 	if _, err := m.dnn.open(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := blasWorkspaceBytes("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.dnn.setBLASWorkspace(n); err != nil {
 		t.Fatal(err)
 	}
 	b := newBackend(m, o)

@@ -203,6 +203,10 @@ int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath,
 	return 0;
 }
 
+int faster_blas_workspace(void *cublas, unsigned long long ws, size_t n) {
+	return faster_p_cublasSetWorkspace_v2(cublas, P(ws), n);
+}
+
 void faster_gpu_teardown(void *stream, void *cudnn, void *cublas) {
 	if (cublas)
 		faster_p_cublasDestroy_v2(cublas);

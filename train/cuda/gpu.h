@@ -79,6 +79,11 @@ int faster_gemm_ex(void *handle, int ta, int tb, int m, int n, int k, float alph
 int faster_gpu_setup(void **stream, void **cudnn, void **cublas, int cublasMath, const char **call);
 void faster_gpu_teardown(void *stream, void *cudnn, void *cublas);
 
+/* faster_blas_workspace gives the cuBLAS handle n bytes of device memory at
+ * ws as its workspace (cublasSetWorkspace_v2), after its stream was set:
+ * cublasSetStream_v2 puts the handle back on cuBLAS's own pool. */
+int faster_blas_workspace(void *cublas, unsigned long long ws, size_t n);
+
 /* The stream's driver calls: a kernel launched on the stream without
  * waiting (args as call_cuLaunchKernelOn's 8-byte slots); a copy in queued
  * on the stream (it returns once the caller's pageable memory is staged);

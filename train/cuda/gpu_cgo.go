@@ -13,6 +13,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"unsafe"
 
@@ -131,6 +132,12 @@ func openGPU(ordinal int, o train.BackendOptions) (*gpuMachine, error) {
 	}
 	m.dnn = dnn{host: m, autotune: autotune, math: cudnnDefaultMath, algos: map[string]algo{}}
 	m.stream, err = m.dnn.open()
+	if err == nil {
+		var n int
+		if n, err = blasWorkspaceBytes(d.Arch, os.Getenv(blasWorkspaceEnv)); err == nil {
+			err = m.dnn.setBLASWorkspace(n)
+		}
+	}
 	if err == nil {
 		m.mod, err = d.Kernels()
 	}

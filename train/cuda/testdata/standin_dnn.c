@@ -124,8 +124,15 @@ static int wsize(int algo, size_t *bytes) {
 	*bytes = algo == 2 ? (size_t)1 << 40 : 64;
 	return 0;
 }
+/* ready checks a call's algorithm, workspace and scalars, then writes over
+ * the whole workspace as an algorithm may: a workspace said to be larger
+ * than its allocation breaks the allocation's fences, and one that shares
+ * memory with a live tensor changes its values. */
 static int ready(int algo, void *ws, size_t bytes, const float *alpha, const float *beta, struct desc *cv) {
-	return algo == 1 && ws && bytes >= 64 && *alpha == 1.0f && *beta == 0.0f && cv->math != 0 ? 0 : BAD;
+	if (!(algo == 1 && ws && bytes >= 64 && *alpha == 1.0f && *beta == 0.0f && cv->math != 0))
+		return BAD;
+	memset(ws, 0xa5, bytes);
+	return 0;
 }
 
 static int fwd(struct desc *x, const void *xp, struct desc *w, const void *wp, struct desc *cv, struct desc *y, void *yp) {
@@ -238,12 +245,57 @@ int cudnnConvolutionBackwardFilter(void *h, const void *alpha, void *x, const vo
 #endif
 
 #ifdef STANDIN_CUBLAS
+/* A handle's stream and workspace, as cuBLAS keeps them: cublasSetStream_v2
+ * puts the handle back on the library's own workspace pool (the cuBLAS
+ * documentation), so a workspace set before it is dropped. The stand-in has
+ * no pool: a product on a handle without a workspace of its caller's is
+ * refused (CUBLAS_STATUS_NOT_SUPPORTED, 15), where real cuBLAS would
+ * allocate, inside a captured step too. A workspace must be 256-byte
+ * aligned (else CUBLAS_STATUS_INVALID_VALUE), and each product writes over
+ * all of it, so a size larger than the allocation breaks its fences. */
+struct blas {
+	void *stream, *ws;
+	size_t bytes;
+};
+int cublasCreate_v2(void **h) {
+	*h = calloc(1, sizeof(struct blas));
+	return *h ? 0 : 3; /* CUBLAS_STATUS_ALLOC_FAILED */
+}
+int cublasDestroy_v2(void *h) {
+	free(h);
+	return 0;
+}
+int cublasSetStream_v2(void *h, void *stream) {
+	struct blas *b = h;
+	b->stream = stream;
+	b->ws = NULL;
+	b->bytes = 0;
+	return 0;
+}
+int cublasSetWorkspace_v2(void *h, void *ws, size_t bytes) {
+	struct blas *b = h;
+	if (((size_t)ws & 255) != 0 || (bytes && !ws))
+		return 7;
+	b->ws = ws;
+	b->bytes = bytes;
+	return 0;
+}
+static int blas_ready(void *h) {
+	struct blas *b = h;
+	if (!b || !b->ws || !b->bytes)
+		return 15;
+	memset(b->ws, 0xa5, b->bytes);
+	return 0;
+}
+
 int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *a, int lda,
 		   const float *b, int ldb, const float *beta, float *c, int ldc) {
 	/* cuBLAS's argument checks: op(A) is m×k, so A is lda ≥ rows. */
 	if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 0 || n < 0 || k < 0 || lda < (ta ? k : m) ||
 	    ldb < (tb ? n : k) || ldc < m)
 		return 7; /* CUBLAS_STATUS_INVALID_VALUE */
+	if (blas_ready(h))
+		return 15;
 	twin_sgemm(ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 	return 0;
 }
@@ -258,6 +310,8 @@ int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha
 		return 7;
 	if (aType != bType || (aType != 2 && aType != 14) || cType != 0 || computeType != 68 || algo != -1)
 		return 7;
+	if (blas_ready(h))
+		return 15;
 	twin_gemm_16(aType == 14, ta, tb, m, n, k, *(const float *)alpha, a, lda, b, ldb, *(const float *)beta, c, ldc);
 	return 0;
 }
