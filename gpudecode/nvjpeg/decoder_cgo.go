@@ -339,6 +339,16 @@ func (m *hostMem) grow(n, least int) error {
 	return nil
 }
 
+// release frees m's memory (cudaFreeHost), leaving m empty.
+func (m *hostMem) release() error {
+	if m.p == nil {
+		return nil
+	}
+	err := cudaErr("cudaFreeHost", C.nvj_free_host(m.p))
+	m.p, m.cap = nil, 0
+	return err
+}
+
 // at is m's bytes from off on.
 func (m *hostMem) at(off int) unsafe.Pointer { return unsafe.Add(m.p, off) }
 
@@ -516,9 +526,7 @@ func (d *Decoder) Close() error {
 				}
 			}
 			for _, m := range []*hostMem{&d.jpegs, &d.tables} {
-				if m.p != nil {
-					freeErrs = append(freeErrs, cudaErr("cudaFreeHost", C.nvj_free_host(m.p)))
-				}
+				freeErrs = append(freeErrs, m.release())
 			}
 			return nil
 		})

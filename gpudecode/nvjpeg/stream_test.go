@@ -17,6 +17,7 @@ import (
 
 	"github.com/faster-training/faster/augment"
 	"github.com/faster-training/faster/gpudecode/nvjpeg/kernels"
+	"github.com/faster-training/faster/train/cuda"
 )
 
 // The Decoder as a whole (Open, DecodeBatch, Upload, Download, Close)
@@ -213,8 +214,12 @@ func TestStandInFences(t *testing.T) {
 			t.Errorf("child output lacks the violation %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(string(out), "VIOLATION"); n != 2 {
-		t.Errorf("%d violations, want 2 (the buffer written inside is none):\n%s", n, out)
+	// Pinned host memory (the batch's JPEGs, the kernels' tables) too.
+	if !strings.Contains(string(out), "standin: VIOLATION cudaFreeHost(") || !strings.Contains(string(out), "byte 64 of the buffer of 64 bytes (past its end) was written") {
+		t.Errorf("child output lacks the pinned buffer's violation:\n%s", out)
+	}
+	if n := strings.Count(string(out), "VIOLATION"); n != 3 {
+		t.Errorf("%d violations, want 3 (the buffers written inside are none):\n%s", n, out)
 	}
 }
 
@@ -224,6 +229,19 @@ func fenceChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	for _, c := range []struct{ n, at int }{{64, 64}, {48, 47}} {
+		var h hostMem
+		if err := h.grow(c.n, c.n); err != nil {
+			t.Fatal(err)
+		}
+		if uintptr(h.p)%256 != 0 {
+			t.Errorf("pinned buffer at %p: not 256-byte aligned", h.p)
+		}
+		unsafe.Slice((*byte)(h.p), c.at+1)[c.at] = 1
+		if err := h.release(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct{ n, at int }{{16, 16}, {32, -1}, {8, 7}} {
 		b, err := d.Alloc(c.n)
 		if err != nil {
@@ -240,5 +258,52 @@ func fenceChild(t *testing.T) {
 		if err := d.Free(b); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A launch of the stage's kernels with a pointer not aligned to what it
+// points at is refused before cuLaunchKernel (a GPU would fault with
+// CUDA_ERROR_MISALIGNED_ADDRESS and lose the context), naming the kernel
+// and the argument; the same launch aligned runs.
+func TestStandInMisaligned(t *testing.T) {
+	if os.Getenv("FASTER_NVJPEG_ALIGN_CHILD") == "1" {
+		alignChild(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestStandInMisaligned$", "-test.v")
+	cmd.Env = append(os.Environ(), "FASTER_NVJPEG_ALIGN_CHILD=1", "LD_LIBRARY_PATH="+buildStandIns(t))
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestStandInMisaligned") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func alignChild(t *testing.T) {
+	d, err := Open(Options{NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// resize_v_f32(gx, tmp, dst, tab, desc, lut, outw, outh, ch) over an
+	// empty batch (outh 0: no row written), dst a float pointer.
+	b, err := d.Alloc(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(b)
+	p := int64(b.Ptr())
+	run := func(dst int64) error {
+		err := d.ff32.LaunchOn(d.stream, launch(kernels.Launch{GX: 1, GY: 1}), cuda.I32(1), cuda.I64(p), cuda.I64(dst),
+			cuda.I64(p+1024), cuda.I64(p+2048), cuda.I64(p+3072), cuda.I32(0), cuda.I32(0), cuda.I32(3))
+		if err == nil {
+			err = d.Download(make([]byte, 4), b, 0) // waits for the stream
+		}
+		return err
+	}
+	if err := run(p + 256); err != nil {
+		t.Fatalf("an aligned launch: %v", err)
+	}
+	err = run(p + 258)
+	if err == nil || !strings.Contains(err.Error(), "resize_v_f32: argument 2") || !strings.Contains(err.Error(), "4-byte aligned") {
+		t.Fatalf("dst at +2: %v, want resize_v_f32's refusal of argument 2", err)
 	}
 }

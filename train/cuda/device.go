@@ -34,13 +34,17 @@ type Module struct {
 	d       *Device
 	m       unsafe.Pointer
 	Outcome Outcome // how the cache found it (zero without a cache)
+	// aligns are its kernels' parameters' alignments, from the source
+	// (kernels.AlignsOf): a launch checks its pointers against them.
+	aligns map[string][]int
 }
 
 // Function is one kernel of a module.
 type Function struct {
-	d    *Device
-	f    unsafe.Pointer
-	Name string
+	d     *Device
+	f     unsafe.Pointer
+	Name  string
+	align []int // each parameter's alignment (kernels.AlignsOf)
 }
 
 // Arg is one kernel argument: a device pointer, an int32, an int64 or a

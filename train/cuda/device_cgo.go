@@ -307,7 +307,7 @@ func (d *Device) Compile(src string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{d: d, Outcome: out}
+	m := &Module{d: d, Outcome: out, aligns: kernels.AlignsOf(src)}
 	err = d.do(func() error {
 		return cuErr("cuModuleLoadData", C.call_cuModuleLoadData(&m.m, unsafe.Pointer(&img[0])))
 	})
@@ -322,7 +322,7 @@ func (d *Device) Compile(src string) (*Module, error) {
 
 // Function looks name up in m.
 func (m *Module) Function(name string) (*Function, error) {
-	f := &Function{d: m.d, Name: name}
+	f := &Function{d: m.d, Name: name, align: m.aligns[name]}
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
 	err := m.d.do(func() error {
@@ -351,15 +351,20 @@ func (f *Function) LaunchOn(stream unsafe.Pointer, l kernels.Launch, args ...Arg
 	return f.d.do(func() error { return f.launch(stream, l, args) })
 }
 
-// launch is cuLaunchKernel of f on stream (on d.do's thread).
+// launch is cuLaunchKernel of f on stream (on d.do's thread), once its
+// pointers are seen aligned: a misaligned one would fault
+// (CUDA_ERROR_MISALIGNED_ADDRESS) and lose the context.
 func (f *Function) launch(stream unsafe.Pointer, l kernels.Launch, args []Arg) error {
-	vals := make([]C.ulonglong, len(args))
+	vals := make([]uint64, len(args))
 	for i, a := range args {
-		vals[i] = C.ulonglong(a.v)
+		vals[i] = a.v
+	}
+	if err := kernels.CheckAligned(f.Name, f.align, vals); err != nil {
+		return err
 	}
 	var p *C.ulonglong
 	if len(vals) > 0 {
-		p = &vals[0]
+		p = (*C.ulonglong)(unsafe.Pointer(&vals[0]))
 	}
 	return cuErr("cuLaunchKernel "+f.Name, C.call_cuLaunchKernelOn(stream, f.f, C.uint(l.Grid), C.uint(l.Block), p, C.int(len(vals))))
 }

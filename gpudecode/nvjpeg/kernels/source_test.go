@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	ck "github.com/faster-training/faster/train/cuda/kernels"
 )
 
 func TestNamesMatchSource(t *testing.T) {
@@ -29,5 +31,26 @@ func TestGPUSourceIsCXX(t *testing.T) {
 	out, err := exec.Command(gxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-include", shim, "-x", "c++", src).CombinedOutput()
 	if err != nil {
 		t.Fatalf("g++ on GPUSource: %v\n%s", err, out)
+	}
+}
+
+// The launcher (train/cuda's Function) checks resize.cu's pointers against
+// the sizes of what they point at, read from the source as for
+// kernels.cu: every kernel is found, and each pointer's element size is
+// known (u8 1, i32 and float 4, i64 8; 0 for a value).
+func TestAlignsOfResize(t *testing.T) {
+	a := ck.AlignsOf(Source)
+	want := map[string][]int{
+		"resize_h":     {0, 1, 1, 4, 8, 0, 0},
+		"resize_v_u8":  {0, 1, 1, 4, 8, 0, 0, 0},
+		"resize_v_f32": {0, 1, 4, 4, 8, 4, 0, 0, 0},
+	}
+	if len(a) != len(Names) {
+		t.Errorf("%d kernels found, want %d (%v)", len(a), len(Names), Names)
+	}
+	for _, name := range Names {
+		if !slices.Equal(a[name], want[name]) {
+			t.Errorf("%s: alignments %v, want %v", name, a[name], want[name])
+		}
 	}
 }

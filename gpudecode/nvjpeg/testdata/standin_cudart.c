@@ -202,13 +202,15 @@ int cudaGetDeviceCount(int *n) {
 }
 int cudaSetDevice(int d) { return d == 0 ? 0 : 101; /* cudaErrorInvalidDevice */ }
 const char *cudaGetErrorString(int e) { return "stub error"; }
-/* Device memory is fenced: FENCE bytes of 0xff before and after each
- * buffer (its size kept in front of the first), checked when it is freed,
- * so a write past a buffer (on the GPU another buffer's bytes, or an
- * illegal address) is a violation; a read there gives NaN or 0xff. The
- * buffer starts 256-byte aligned, as cudaMalloc's. */
+/* Device memory and pinned host memory are fenced: FENCE bytes of 0xff
+ * before and after each buffer (its size kept in front of the first),
+ * checked when it is freed, so a write past a buffer (on the GPU another
+ * buffer's bytes, or an illegal address; in pinned memory another
+ * allocation's bytes, which a DMA would then carry) is a violation; a read
+ * there gives NaN or 0xff. The buffer starts 256-byte aligned, as
+ * cudaMalloc's. */
 #define FENCE 256
-int cudaMalloc(void **p, size_t n) {
+static int fenced_alloc(void **p, size_t n) {
 	unsigned char *b = aligned_alloc(FENCE, (n + 3 * FENCE - 1) / FENCE * FENCE);
 	if (!b)
 		return 2; /* cudaErrorMemoryAllocation */
@@ -218,31 +220,32 @@ int cudaMalloc(void **p, size_t n) {
 	*p = b + FENCE;
 	return 0;
 }
-int cudaFree(void *p) {
+static void fenced_free(const char *call, void *p) {
 	if (!p)
-		return 0;
+		return;
 	unsigned char *b = (unsigned char *)p - FENCE;
 	size_t n;
 	memcpy(&n, b, sizeof n);
 	for (size_t i = sizeof n; i < FENCE; i++)
 		if (b[i] != 0xff) {
-			standin_violation("cudaFree(%p): byte %ld before the buffer of %zu bytes was written", p, (long)i - FENCE, n);
+			standin_violation("%s(%p): byte %ld before the buffer of %zu bytes was written", call, p, (long)i - FENCE, n);
 			break;
 		}
 	for (size_t i = 0; i < FENCE; i++)
 		if (b[FENCE + n + i] != 0xff) {
-			standin_violation("cudaFree(%p): byte %zu of the buffer of %zu bytes (past its end) was written", p, n + i, n);
+			standin_violation("%s(%p): byte %zu of the buffer of %zu bytes (past its end) was written", call, p, n + i, n);
 			break;
 		}
 	free(b);
+}
+int cudaMalloc(void **p, size_t n) { return fenced_alloc(p, n); }
+int cudaFree(void *p) {
+	fenced_free("cudaFree", p);
 	return 0;
 }
-int cudaHostAlloc(void **p, size_t n, unsigned int f) {
-	*p = malloc(n);
-	return 0;
-}
+int cudaHostAlloc(void **p, size_t n, unsigned int f) { return fenced_alloc(p, n); }
 int cudaFreeHost(void *p) {
-	free(p);
+	fenced_free("cudaFreeHost", p);
 	return 0;
 }
 int cudaIpcGetMemHandle(void *h, void *p) {

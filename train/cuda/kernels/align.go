@@ -18,9 +18,12 @@ var elemSize = map[string]int{"double": 8, "i64": 8, "u64": 8, "float": 4, "i32"
 // a pointer, the type it points at ("" for a value).
 type param struct{ text, pointee string }
 
-// params returns each KERNEL's name and parameters, in the source's order.
-func params() (names []string, ps [][]param) {
-	for _, m := range kernelParams.FindAllStringSubmatch(Source, -1) {
+// params returns each KERNEL's name and parameters in Source, in its order.
+func params() (names []string, ps [][]param) { return paramsOf(Source) }
+
+// paramsOf returns each KERNEL's name and parameters in src, in its order.
+func paramsOf(src string) (names []string, ps [][]param) {
+	for _, m := range kernelParams.FindAllStringSubmatch(src, -1) {
 		var k []param
 		for _, p := range strings.Split(m[2], ",") {
 			q := param{text: strings.Join(strings.Fields(p), " ")}
@@ -37,12 +40,16 @@ func params() (names []string, ps [][]param) {
 	return names, ps
 }
 
-// aligns is, for each kernel of Source, each parameter's alignment in
-// bytes: its element's size for a pointer (1 for a type elemSize lacks,
-// which TestAlignTypes refuses), 0 for a value.
-var aligns = sync.OnceValue(func() map[string][]int {
+// aligns is AlignsOf(Source).
+var aligns = sync.OnceValue(func() map[string][]int { return AlignsOf(Source) })
+
+// AlignsOf is, for each KERNEL of a source in this package's dialect
+// (kernels.cu's; nvJPEG's resize.cu shares it), each parameter's alignment
+// in bytes: its element's size for a pointer (1 for a type elemSize lacks,
+// which TestAlignTypes refuses for kernels.cu), 0 for a value.
+func AlignsOf(src string) map[string][]int {
 	t := map[string][]int{}
-	names, ps := params()
+	names, ps := paramsOf(src)
 	for i, name := range names {
 		a := make([]int, len(ps[i]))
 		for j, p := range ps[i] {
@@ -53,7 +60,7 @@ var aligns = sync.OnceValue(func() map[string][]int {
 		t[name] = a
 	}
 	return t
-})
+}
 
 // CheckAlign returns an error when a pointer among args (one 8-byte slot
 // per parameter of kernel name, as launched) is not aligned to the size of
@@ -61,11 +68,14 @@ var aligns = sync.OnceValue(func() map[string][]int {
 // (CUDA_ERROR_MISALIGNED_ADDRESS) and the context is lost; the CPU reads
 // it as it is, so the backend checks before it launches, on both.
 func CheckAlign(name string, args []uint64) error {
-	a, ok := aligns()[name]
-	if !ok {
-		return nil // an unknown kernel: the launch itself says so
-	}
-	for i, s := range a {
+	return CheckAligned(name, aligns()[name], args)
+}
+
+// CheckAligned is CheckAlign with kernel name's alignments given (an
+// entry of AlignsOf; nil, an unknown kernel, checks nothing: the launch
+// itself says so).
+func CheckAligned(name string, align []int, args []uint64) error {
+	for i, s := range align {
 		if i < len(args) && s > 1 && args[i] != 0 && args[i]%uint64(s) != 0 {
 			return fmt.Errorf("kernels: %s: argument %d at %#x is not %d-byte aligned (on the GPU: CUDA_ERROR_MISALIGNED_ADDRESS)", name, i, args[i], s)
 		}
