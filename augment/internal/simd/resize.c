@@ -104,19 +104,35 @@ static int vfits16(const job *j) {
 #include <cpuid.h>
 #include <immintrin.h>
 
+#if defined(__clang__) /* clang ignores GCC's target pragma */
+#pragma clang attribute push(__attribute__((target("ssse3"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("ssse3")
+#endif
 #define SFX ssse3
 #include "kern.h"
 #undef SFX
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
+#if defined(__clang__) /* clang ignores GCC's target pragma */
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 #define SFX avx2
 #include "kern.h"
 #undef SFX
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 static int levelCap = 2;
 

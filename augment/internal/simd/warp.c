@@ -17,11 +17,15 @@ int faster_cpu_level(void);
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,no-fma")
+/* GCC's target region; clang (zig cc, which builds the wheel for older
+ * glibc) ignores GCC's target pragma and takes its own. Clang's target
+ * avx2 does not include fma either. */
 #if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
 #pragma STDC FP_CONTRACT OFF
 #else
+#pragma GCC push_options
+#pragma GCC target("avx2,no-fma")
 #pragma GCC optimize("fp-contract=off")
 #endif
 static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const float *colY, float rowX,
@@ -160,7 +164,11 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 		slow[ns++] = ox;
 	return ns;
 }
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 int faster_warp_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, const float *colX, const float *colY,
 		float rowX, float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill,
