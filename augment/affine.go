@@ -12,14 +12,22 @@ import (
 // Interp selects how the geometric ops (rotate, affine) sample the source:
 // torchvision's InterpolationMode.NEAREST or BILINEAR on the tensor path
 // (torch.nn.functional.grid_sample, align_corners=False, zero padding),
-// or BICUBIC, which torchvision warps on PIL images only: PIL's (WarpPIL).
+// or BICUBIC, which torchvision warps on PIL images only: PIL's (WarpPIL);
+// or BILINEAR on a PIL image (an op before PILToTensor or ToTensor, as the
+// classification reference runs its policy): PIL's too (WarpPILBilinear),
+// which blends the picture's edge with its clamped neighbours where the
+// tensor path blends it with the fill.
 type Interp uint8
 
 const (
 	WarpNearest Interp = iota
 	WarpBilinear
 	WarpBicubic
+	WarpBilinearPIL
 )
+
+// onPIL says whether i warps as PIL's Image.transform does (WarpPIL).
+func (i Interp) onPIL() bool { return i == WarpBicubic || i == WarpBilinearPIL }
 
 func (i Interp) String() string {
 	switch i {
@@ -29,6 +37,8 @@ func (i Interp) String() string {
 		return "bilinear"
 	case WarpBicubic:
 		return "bicubic"
+	case WarpBilinearPIL:
+		return "bilinear (PIL)"
 	}
 	return fmt.Sprintf("Interp(%d)", uint8(i))
 }
@@ -333,8 +343,8 @@ func floor32(x float32) int {
 // center (nil: the image centre), torchvision's rotate(expand=False) on
 // the tensor path; see Warp for fill.
 func (s *Scratch) Rotate(m *imgcodec.Image, angle float64, interp Interp, center *[2]float64, fill []float64) error {
-	if interp == WarpBicubic { // PIL's Image.rotate (see WarpPIL)
-		return s.WarpPIL(m, PILRotateMatrix(m.Width, m.Height, angle, center), fill)
+	if interp.onPIL() { // PIL's Image.rotate (see WarpPIL)
+		return s.warpPIL(m, PILRotateMatrix(m.Width, m.Height, angle, center), interp, fill)
 	}
 	return s.Warp(m, RotateMatrix(m.Width, m.Height, angle, center), interp, fill)
 }
@@ -352,10 +362,10 @@ type AffineParams struct {
 // Affine applies p to m in place about center (nil: the image centre),
 // torchvision's affine on the tensor path; see Warp for fill.
 func (s *Scratch) Affine(m *imgcodec.Image, p AffineParams, interp Interp, center *[2]float64, fill []float64) error {
-	if interp == WarpBicubic { // torchvision's affine on PIL images (see WarpPIL)
+	if interp.onPIL() { // torchvision's affine on PIL images (see WarpPIL)
 		mat := PILAffineMatrix(m.Width, m.Height, center, p.Angle,
 			[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})
-		return s.WarpPIL(m, mat, fill)
+		return s.warpPIL(m, mat, interp, fill)
 	}
 	mat := InverseAffine(m.Width, m.Height, center, p.Angle,
 		[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})

@@ -277,7 +277,7 @@ func (s *Scratch) ApplyAugOp(m *imgcodec.Image, st AugStep, interp Interp, fill 
 		return checkImage(m)
 	case OpShearX, OpShearY:
 		sh := math.Atan(mag) * 180 / math.Pi
-		if interp == WarpBicubic {
+		if interp.onPIL() {
 			sh = pilAtan(mag) * radToDeg // on PIL images: CPython's math.degrees(math.atan(mag))
 		}
 		p := AffineParams{Scale: 1, ShearX: sh}

@@ -349,14 +349,17 @@ func (p Params) TrainOps() (ImageOp, *RandomErasing, error) {
 	}
 	var seq Sequence
 	var erasing *RandomErasing
+	onPIL := true // the reference's ops before its PILToTensor run on PIL images
 	for _, op := range r {
 		switch op.Op {
-		case OpRandomResizedCrop, OpRandomHorizontalFlip, OpToTensor, OpNormalize:
+		case OpToTensor, OpPILToTensor:
+			onPIL = false
+		case OpRandomResizedCrop, OpRandomHorizontalFlip, OpNormalize:
 		case OpRandomErasing:
 			erasing = erasingOf(op)
 		default:
 			w, h := 0, 0 // the picture's size is checked by the loader
-			st, err := stepOf(op, &w, &h)
+			st, err := stepOf(op, &w, &h, onPIL)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -76,7 +76,7 @@ func TestRecipeBicubicWarps(t *testing.T) {
 			}},
 	} {
 		w, h := 64, 48
-		st, err := stepOf(c.op, &w, &h)
+		st, err := stepOf(c.op, &w, &h, false)
 		if err != nil {
 			t.Fatal(err)
 		}

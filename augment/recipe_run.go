@@ -215,7 +215,7 @@ func (r Recipe) CompileSized(in, w, h int) (*Compiled, error) {
 				"(on tensors it raises Interpolation mode 'bicubic' is unsupported with Tensor input); move %s before %s, or warp bilinear",
 				r[tensor].Op, at(tensor), op.Op, r[tensor].Op)}
 		}
-		st, err := stepOf(op, &w, &h)
+		st, err := stepOf(op, &w, &h, tensor < 0)
 		if err != nil {
 			if a, ok := err.(argError); ok {
 				return nil, Problem{at(i) + "." + a.arg, a.msg}
@@ -339,11 +339,17 @@ func erasingOf(op Op) *RandomErasing {
 }
 
 // stepOf is op's step; w, h are the picture's size before it (0: varies)
-// and after it. A nil step does nothing.
-func stepOf(op Op, w, h *int) (Step, error) {
+// and after it; onPIL: op runs on a PIL image (before the recipe's
+// PILToTensor or ToTensor), so its bilinear warps are PIL's, as
+// torchvision's on PIL images (AugMix's excepted: torchvision runs it on
+// a tensor of the picture whatever it is given). A nil step does nothing.
+func stepOf(op Op, w, h *int, onPIL bool) (Step, error) {
 	warpFill := fillOf(op.Fill, []float64{0, 0, 0}) // RandomAffine's, RandomRotation's fill=0
 	policyFill := fillOf(op.Fill, nil)              // the policies' fill=None
 	interp := warpOf(op.Interpolation)
+	if onPIL && interp == WarpBilinear && op.Op != OpAugMix {
+		interp = WarpBilinearPIL
+	}
 	switch op.Op {
 	case OpRandomResizedCrop:
 		*w, *h = sizeOf(op.Size)

@@ -169,3 +169,60 @@ func TestPadIndex(t *testing.T) {
 		}
 	}
 }
+
+// A warp's interpolation follows where torchvision runs it: bilinear
+// before the recipe's PILToTensor or ToTensor is PIL's (WarpBilinearPIL),
+// after it the tensor path's; AugMix stays on the tensor path (torchvision
+// converts a PIL picture to a tensor for it); bicubic is PIL's anywhere it
+// is allowed; the named recipes' policies run on PIL images.
+func TestWarpPathFollowsTheTensor(t *testing.T) {
+	interpOf := func(st Step) Interp {
+		switch o := st.(inPlace).op.(type) {
+		case *RandomRotation:
+			return o.Interp
+		case *RandomAffine:
+			return o.Interp
+		case *TrivialAugmentWide:
+			return o.Interp
+		case *AugMix:
+			return o.Interp
+		}
+		t.Fatalf("step %T", st)
+		return 0
+	}
+	deg := Nums{10, 10}
+	r := Recipe{
+		{Op: OpRandomRotation, Degrees: deg, Interpolation: "bilinear"},
+		{Op: OpRandomAffine, Degrees: deg, Interpolation: "nearest"},
+		{Op: OpAugMix, Interpolation: "bilinear"},
+		{Op: OpTrivialAugmentWide, Interpolation: "bicubic"},
+		{Op: OpPILToTensor},
+		{Op: OpRandomRotation, Degrees: deg, Interpolation: "bilinear"},
+		{Op: OpTrivialAugmentWide, Interpolation: "bilinear"},
+		{Op: OpConvertImageDtype, Dtype: "float32"},
+	}
+	c, err := r.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Interp{WarpBilinearPIL, WarpNearest, WarpBilinear, WarpBicubic, WarpBilinear, WarpBilinear}
+	if len(c.Steps) != len(want) {
+		t.Fatalf("%d steps, want %d", len(c.Steps), len(want))
+	}
+	for i, st := range c.Steps {
+		if got := interpOf(st); got != want[i] {
+			t.Errorf("step %d: %v, want %v", i, got, want[i])
+		}
+	}
+	named, err := NamedRecipe("torchvision-ta-wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _, err := named.TrainOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta, ok := op.(*TrivialAugmentWide); !ok || ta.Interp != WarpBilinearPIL {
+		t.Errorf("torchvision-ta-wide's policy: %#v, want TrivialAugmentWide warping bilinear as PIL (the reference runs it on PIL images)", op)
+	}
+}

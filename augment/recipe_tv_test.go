@@ -153,7 +153,7 @@ func TestRecipeOpsTorchvision(t *testing.T) {
 				t.Fatalf("%s: %v", c.name, ps)
 			}
 			w, h := src.Width, src.Height
-			st, err := stepOf(c.op, &w, &h)
+			st, err := stepOf(c.op, &w, &h, false)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
@@ -231,7 +231,7 @@ print(json.dumps(out))`
 				}
 			}
 		}
-		st, err := stepOf(Op{Op: OpAutoAugment, Policy: name}, new(int), new(int))
+		st, err := stepOf(Op{Op: OpAutoAugment, Policy: name}, new(int), new(int), false)
 		if err != nil || st.(inPlace).op.(*AutoAugment).Policy != pol {
 			t.Errorf("policy %q: %v %v", name, st, err)
 		}

@@ -16,7 +16,10 @@ import (
 // (the centre in pixels, Image.rotate's own matrix), PIL's sampling
 // (libImaging/Geometry.c: ImagingGenericTransform with the bicubic
 // filter) and PIL's fill (every pixel whose sampling position falls
-// outside the picture takes the fill, no blending).
+// outside the picture takes the fill, no blending). So do the bilinear
+// warps of ops on PIL images (WarpBilinearPIL: a recipe's ops before its
+// PILToTensor or ToTensor, other than AugMix, which torchvision runs on a
+// tensor of the picture), with PIL's bilinear filter.
 
 // degToRad and radToDeg are CPython's math.radians and math.degrees
 // factors, pi/180 and 180/pi rounded from the float64 pi (a variable: Go
@@ -103,9 +106,28 @@ func round15(x float64) float64 {
 // the picture's edges, computed in float64 in PIL's order, truncated to a
 // byte).
 func (s *Scratch) WarpPIL(m *imgcodec.Image, mat [6]float64, fill []float64) error {
+	return s.warpPIL(m, mat, WarpBicubic, fill)
+}
+
+// WarpPILBilinear is WarpPIL with PIL's bilinear transform filter
+// (Image.transform(AFFINE, BILINEAR), Image.rotate(BILINEAR)): the 2x2
+// taps around the position, their columns and first row clamped to the
+// picture, the second row the first where it falls below the picture,
+// each row's blend a + (b - a) dx, then the rows' in dy, in float64 in
+// PIL's order, truncated to a byte.
+func (s *Scratch) WarpPILBilinear(m *imgcodec.Image, mat [6]float64, fill []float64) error {
+	return s.warpPIL(m, mat, WarpBilinearPIL, fill)
+}
+
+// warpPIL is WarpPIL with interp's filter (WarpBicubic or WarpBilinearPIL).
+func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill []float64) error {
 	if err := checkImage(m); err != nil {
 		return err
 	}
+	if !interp.onPIL() {
+		return fmt.Errorf("augment: WarpPIL filters bicubic or bilinear (PIL), not %v", interp)
+	}
+	bilinear := interp == WarpBilinearPIL
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
 	s.src = grow(s.src, rowLen*h)
@@ -138,6 +160,10 @@ func (s *Scratch) WarpPIL(m *imgcodec.Image, mat [6]float64, fill []float64) err
 				copy(o, fillb[:ch])
 				continue
 			}
+			if bilinear {
+				bilinearPIL(o, src, xx, yy, w, h, ch)
+				continue
+			}
 			if ch == 3 && pilFast && bicubicPIL3(o, src, xx, yy, w, h) {
 				continue
 			}
@@ -145,6 +171,35 @@ func (s *Scratch) WarpPIL(m *imgcodec.Image, mat [6]float64, fill []float64) err
 		}
 	}
 	return nil
+}
+
+// bilinearPIL is PIL's bilinear transform filter (Geometry.c's
+// BILINEAR_HEAD and BILINEAR_BODY) at (xx, yy), a position inside the
+// picture. The conversions to float64 keep each product and sum rounded
+// as C's doubles are (no fused multiply-add).
+func bilinearPIL(o, src []byte, xx, yy float64, w, h, ch int) {
+	xx -= 0.5
+	yy -= 0.5
+	x, y := int(math.Floor(xx)), int(math.Floor(yy))
+	dx, dy := xx-float64(x), yy-float64(y)
+	rowLen := w * ch
+	x0, x1 := min(max(x, 0), w-1)*ch, min(max(x+1, 0), w-1)*ch
+	r0 := src[min(max(y, 0), h-1)*rowLen:][:rowLen]
+	var r1 []byte
+	if y+1 >= 0 && y+1 < h {
+		r1 = src[(y+1)*rowLen:][:rowLen]
+	}
+	for c := range ch {
+		a, b := int(r0[x0+c]), int(r0[x1+c])
+		v1 := float64(a) + float64(float64(b-a)*dx)
+		v2 := v1
+		if r1 != nil {
+			a, b = int(r1[x0+c]), int(r1[x1+c])
+			v2 = float64(a) + float64(float64(b-a)*dx)
+		}
+		v1 = v1 + float64((v2-v1)*dy)
+		o[c] = uint8(int(v1)) // (UINT8)v1: v1 is within [0, 255]
+	}
 }
 
 // pilFast lets WarpPIL take bicubicPIL3 (tests turn it off to compare).

@@ -21,9 +21,10 @@ import (
 // photographs (Debian's mate-backgrounds at 224x168 and 168x224, and the
 // first one as a one-channel L picture); testdata/pil_warp_oracle.py
 // computes PIL's output at test time with Debian's /usr/bin/python3. The
-// same cases run bilinear too, against PIL's bilinear and the tensor
-// path's, for the figures beside bicubic's (bilinear's own bounds are
-// TestTorchvision's, on the tensor path).
+// same cases run bilinear on PIL images too (WarpBilinearPIL, an op before
+// the tensor), against PIL's bilinear, and bilinear on tensors
+// (WarpBilinear) against the tensor path's, for the figures (its own
+// bounds are TestTorchvision's).
 
 // pilWarpCase is one forced-parameter warp, run with each interpolation.
 type pilWarpCase struct {
@@ -122,7 +123,7 @@ func (w *warpStats) levels() (int, int, float64) {
 	return d[len(d)-1], d[len(d)*99/100], float64(sum) / float64(len(d))
 }
 
-func TestBicubicWarpMatchesPIL(t *testing.T) {
+func TestPILWarpsMatchPIL(t *testing.T) {
 	requireTorchvision(t)
 	photos := tvPhotos(t)
 	gray := NewImage(photos[0].Width, photos[0].Height, 1)
@@ -133,7 +134,7 @@ func TestBicubicWarpMatchesPIL(t *testing.T) {
 	photos = append(photos, gray)
 	cases := pilWarpCases()
 	// Each case on each picture: bicubic on PIL, bilinear on PIL, bilinear
-	// on tensors.
+	// on tensors. The oracle's interpolation is the mode's name.
 	type run struct {
 		c, p   int
 		interp Interp
@@ -149,8 +150,8 @@ func TestBicubicWarpMatchesPIL(t *testing.T) {
 			if c.rgb && m.Channels != 3 {
 				continue
 			}
-			for _, r := range []run{{ci, pi, WarpBicubic, "pil"}, {ci, pi, WarpBilinear, "pil"}, {ci, pi, WarpBilinear, "tensor"}} {
-				params := map[string]any{"interp": r.interp.String()}
+			for _, r := range []run{{ci, pi, WarpBicubic, "pil"}, {ci, pi, WarpBilinearPIL, "pil"}, {ci, pi, WarpBilinear, "tensor"}} {
+				params := map[string]any{"interp": modeOf(r.interp)}
 				for k, v := range c.params {
 					params[k] = v
 				}
@@ -162,7 +163,7 @@ func TestBicubicWarpMatchesPIL(t *testing.T) {
 	}
 	dir := runPILWarpOracle(t, spec, inputs)
 	stats := map[string]*warpStats{} // case name + " " + kind
-	kindOf := func(r run) string { return r.interp.String() + "/" + r.path }
+	kindOf := func(r run) string { return modeOf(r.interp) + "/" + r.path }
 	var s Scratch
 	for k, r := range runs {
 		c, src := cases[r.c], photos[r.p]
@@ -184,11 +185,11 @@ func TestBicubicWarpMatchesPIL(t *testing.T) {
 			stats[key] = &warpStats{}
 		}
 		stats[key].add(got, want)
-		if r.interp == WarpBicubic {
+		if r.interp.onPIL() {
 			if d, frac, at := compareBytes(got, want); d > 0 {
 				px := at / m.Channels
-				t.Errorf("%s bicubic on %dx%dx%d: max |diff| %d (at x=%d y=%d c=%d: %d vs PIL's %d), %.4f%% differ; want PIL's bytes",
-					c.name, m.Width, m.Height, m.Channels, d, px%m.Width, px/m.Width, at%m.Channels, got[at], want[at], 100*frac)
+				t.Errorf("%s %v on %dx%dx%d: max |diff| %d (at x=%d y=%d c=%d: %d vs PIL's %d), %.4f%% differ; want PIL's bytes",
+					c.name, r.interp, m.Width, m.Height, m.Channels, d, px%m.Width, px/m.Width, at%m.Channels, got[at], want[at], 100*frac)
 			}
 		}
 	}
@@ -210,6 +211,14 @@ func TestBicubicWarpMatchesPIL(t *testing.T) {
 		mx, p99, mean := all[kind].levels()
 		t.Logf("all cases, Go's %s against torchvision's: max %d levels, 99th percentile %d, mean %.4f", kind, mx, p99, mean)
 	}
+}
+
+// modeOf is interp's InterpolationMode name, as the oracle takes it.
+func modeOf(interp Interp) string {
+	if interp == WarpBilinearPIL {
+		return "bilinear"
+	}
+	return interp.String()
 }
 
 // runPILWarpOracle writes inputs and cases to a temporary folder, runs
