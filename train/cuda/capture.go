@@ -218,7 +218,9 @@ func (w *recorder) zero(p uint64, bytes int) error {
 	return w.do(call{kind: callZero, out: p, n: bytes})
 }
 
-// copyIn stages the bytes while capturing (a copy cannot be captured: it
+// copyIn stages the bytes while capturing (not captured: a memcpy node
+// would hold the host address, a ring slot or a held batch the feeder
+// rewrites, and a copy from pageable memory cannot be captured at all; it
 // is queued once the capture ends, before the record's first launch). In
 // replay mode a copy that matches the record's is queued at once — before
 // the record's launch, as the step's contract has it land, and without
@@ -379,6 +381,11 @@ func (b *Backend) capture(step func() error) (train.StepRun, error) {
 	if err := m.replay(rec); err != nil {
 		m.dropRecord(rec)
 		return train.StepCaptured, err
+	}
+	// The staged bytes (a batch's megabytes) are queued: the record keeps
+	// the calls, not what they copied (same never reads it).
+	for i := range w.log {
+		w.log[i].data = nil
 	}
 	b.graph.rec, b.graph.log = rec, w.log
 	return train.StepCaptured, nil

@@ -284,7 +284,12 @@ int faster_copy_pinned(void *stream, unsigned long long dst, const void *src, si
 	if (r)
 		return r;
 	*call = "cuEventRecord";
-	return faster_p_cuEventRecord(ev, stream);
+	r = faster_p_cuEventRecord(ev, stream);
+	/* Without its event the copy queued above has nothing to wait on: it
+	 * must land before the caller reuses src, so wait for the stream. */
+	if (r)
+		faster_p_cuStreamSynchronize(stream);
+	return r;
 }
 
 int faster_event_wait(void *ev) { return faster_p_cuEventSynchronize(ev); }

@@ -141,6 +141,18 @@ func openGPU(ordinal int, o train.BackendOptions) (*gpuMachine, error) {
 	if err == nil {
 		m.mod, err = d.Kernels()
 	}
+	// Every kernel looked up now, not at its first launch: under CUDA's
+	// lazy module loading (the default since 12.2) a lookup loads the
+	// kernel, which drivers before 12.3 refuse inside a stream capture.
+	for name := range kernels.AlignsOf(kernels.Source) {
+		if err != nil {
+			break
+		}
+		var f *Function
+		if f, err = m.mod.Function(name); err == nil {
+			m.fns[name] = f
+		}
+	}
 	if err != nil {
 		m.close()
 		return nil, err

@@ -40,6 +40,10 @@ type peerGroup struct {
 	spans [][]span // each rank's tensors of the current call
 	bad   []bool   // each rank's failure to mark them in the current call
 	err   error    // rank 0's failure in the current call
+	// marked: rank 0 recorded its mark after what it queued in the current
+	// call, so the other ranks wait for it, a failure's too (rank 0's
+	// stream may still be writing their gradients).
+	marked bool
 }
 
 // span is contiguous float32s of device memory.
@@ -154,25 +158,29 @@ func (o *peerAllReduce) AllReduce(ts []train.Tensor) error {
 		return errors.Join(err, berr)
 	}
 	g.mu.Lock()
-	serr, mark := g.err, g.ops[0].ev
+	serr, mark, marked := g.err, g.ops[0].ev, g.marked
 	g.mu.Unlock()
+	if r != 0 && marked {
+		if werr := o.b.m.streamWait(mark); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	if serr != nil {
 		return fmt.Errorf("cuda: all-reduce on the device, rank 0: %w", serr)
 	}
-	if r != 0 {
-		return o.b.m.streamWait(mark)
-	}
 	return nil
 }
 
 // sum is rank 0's part: wait for every rank's mark, add, copy back, mark.
-func (o *peerAllReduce) sum() error {
+// Once anything is queued the mark is recorded, on a failure too.
+func (o *peerAllReduce) sum() (err error) {
 	g := o.g
 	g.mu.Lock() // the other ranks wait at the barrier meanwhile
 	defer g.mu.Unlock()
+	g.marked = false
 	all, ops := g.spans, g.ops
 	mine := all[0]
 	for q, sp := range all {
@@ -189,6 +197,11 @@ func (o *peerAllReduce) sum() error {
 		}
 	}
 	m := o.b.m
+	defer func() {
+		if err != nil && m.recordEvent(o.ev) == nil {
+			g.marked = true
+		}
+	}()
 	for q := 1; q < len(all); q++ {
 		if err := m.streamWait(ops[q].ev); err != nil {
 			return err
@@ -208,7 +221,11 @@ func (o *peerAllReduce) sum() error {
 			}
 		}
 	}
-	return m.recordEvent(o.ev)
+	if err := m.recordEvent(o.ev); err != nil {
+		return err
+	}
+	g.marked = true
+	return nil
 }
 
 // appendSpans appends ts's memory to out as runs, adjacent tensors merged

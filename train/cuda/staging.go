@@ -238,7 +238,9 @@ func (m *pinnedMemory) freeLocked() error {
 		return nil
 	}
 	err := m.waitLocked()
-	m.r.p.hostFree(m.host)
+	if err == nil {
+		m.r.p.hostFree(m.host)
+	} // else left allocated: a copy from it may still be reading it
 	m.r.p.freeEvent(m.ev)
 	m.host, m.ev, m.size = nil, nil, 0
 	r := m.r
@@ -286,7 +288,7 @@ func (r *stagingRing) close() error {
 	}
 	for i := range r.bufs {
 		b := &r.bufs[i]
-		if b.host != nil {
+		if b.host != nil && err == nil { // a failed wait: a DMA may still read it
 			r.p.hostFree(b.host)
 		}
 		if b.ev != nil {
