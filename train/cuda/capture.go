@@ -297,6 +297,36 @@ func (w *recorder) sync() error {
 	return w.machine.sync()
 }
 
+// errCapturedEvent refuses an event inside a captured step: a step runs
+// on the backend's stream alone (replicas and Distribute are not
+// captured), and on the GPU an event recorded into a capture is a node of
+// the graph, not a mark another stream can wait for now.
+var errCapturedEvent = errors.New("cuda: an event recorded or waited for inside a captured step (order other streams outside the step)")
+
+// recordEvent and streamWait: refused while capturing; while replaying
+// they leave the record as a sync does (a mark recorded at once, before
+// the held-back work the record's launch would queue, would let another
+// stream go on too early).
+func (w *recorder) recordEvent(ev unsafe.Pointer) error {
+	if w.mode == recCapture {
+		return errCapturedEvent
+	}
+	if err := w.diverge("an event record"); err != nil {
+		return err
+	}
+	return w.machine.recordEvent(ev)
+}
+
+func (w *recorder) streamWait(ev unsafe.Pointer) error {
+	if w.mode == recCapture {
+		return errCapturedEvent
+	}
+	if err := w.diverge("a wait for an event"); err != nil {
+		return err
+	}
+	return w.machine.streamWait(ev)
+}
+
 // stepGraph is the Backend's captured step.
 type stepGraph struct {
 	key  string

@@ -329,6 +329,64 @@ func TestTwinStepCaptureRefusesHostRead(t *testing.T) {
 
 func unsafePointer(v *[4]byte) unsafe.Pointer { return unsafe.Pointer(&v[0]) }
 
+// An event inside a step: refused while capturing (on the GPU it would be
+// a node of the graph, no mark for another stream), and while replaying
+// it leaves the record (recorded at once, it would come before the
+// held-back work), so the step runs eagerly; the twin refuses events
+// while it records, as the GPU machine does.
+func TestStepCaptureEvents(t *testing.T) {
+	b := twinWith(t, train.BackendOptions{})
+	n := newTinyNet(t, b)
+	ev, err := b.m.newEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.m.freeEvent(ev)
+	for _, mark := range []func() error{
+		func() error { return b.m.recordEvent(ev) },
+		func() error { return b.m.streamWait(ev) },
+	} {
+		b.ReleaseStep()
+		if run, err := b.RunStep("k", func() error { return n.step(0, 4) }); err != nil || run != train.StepEager {
+			t.Fatalf("warm-up: %v %v", run, err)
+		}
+		_, err := b.RunStep("k", func() error {
+			if err := n.step(1, 4); err != nil {
+				return err
+			}
+			return mark()
+		})
+		if !errors.Is(err, errCapturedEvent) {
+			t.Fatalf("an event in the captured step: %v, want errCapturedEvent", err)
+		}
+		for s, want := range []train.StepRun{train.StepEager, train.StepCaptured, train.StepReplayed} {
+			if run, err := b.RunStep("k", func() error { return n.step(s+2, 4) }); err != nil || run != want {
+				t.Fatalf("step %d: %v %v, want %v", s, run, err, want)
+			}
+		}
+		run, err := b.RunStep("k", func() error {
+			if err := n.step(5, 4); err != nil {
+				return err
+			}
+			return mark()
+		})
+		if err != nil || run != train.StepEager {
+			t.Fatalf("an event in a replayed step: %v %v, want it run eagerly", run, err)
+		}
+	}
+	m := b.m.(*twinMachine)
+	if err := m.beginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	rerr, werr := m.recordEvent(ev), m.streamWait(ev)
+	if _, err := m.endCapture(); err != nil {
+		t.Fatal(err)
+	}
+	if rerr == nil || werr == nil {
+		t.Errorf("the twin while capturing: record %v, wait %v; want both refused", rerr, werr)
+	}
+}
+
 // movingWorkspace is a machine whose convolutions' workspace is at ws (a
 // workspacer): the test moves it as a grown cuDNN workspace moves.
 type movingWorkspace struct {

@@ -303,8 +303,18 @@ func (m *twinMachine) gemm(g gemmArgs) error {
 
 // Events: the twin runs each call at once, so a mark is always passed.
 func (m *twinMachine) newEvent() (unsafe.Pointer, error) { return unsafe.Pointer(new(byte)), nil }
-func (m *twinMachine) recordEvent(unsafe.Pointer) error  { return nil }
-func (m *twinMachine) streamWait(unsafe.Pointer) error   { return nil }
+func (m *twinMachine) recordEvent(unsafe.Pointer) error {
+	if m.capturing != nil { // as the GPU machine: not inside a capture
+		return errCapturing("an event record")
+	}
+	return nil
+}
+func (m *twinMachine) streamWait(unsafe.Pointer) error {
+	if m.capturing != nil {
+		return errCapturing("a wait for an event")
+	}
+	return nil
+}
 func (m *twinMachine) freeEvent(unsafe.Pointer)          {}
 
 // Timed events (eventTimer): the host's clock when recorded, the twin's
