@@ -24,10 +24,26 @@ const (
 	WarpBilinear
 	WarpBicubic
 	WarpBilinearPIL
+	// WarpNearestPIL is nearest on a PIL image: the warps are the tensor
+	// path's nearest (PIL's picks another neighbour at rounding ties, on
+	// about 0.2% of the pixels), the policies' colour ops PIL's.
+	WarpNearestPIL
 )
 
-// onPIL says whether i warps as PIL's Image.transform does (WarpPIL).
-func (i Interp) onPIL() bool { return i == WarpBicubic || i == WarpBilinearPIL }
+// onPIL says whether an op with interpolation i runs on a PIL image (its
+// colour ops PIL's: pilcolor.go).
+func (i Interp) onPIL() bool { return i == WarpBicubic || i == WarpBilinearPIL || i == WarpNearestPIL }
+
+// pilWarp says whether i warps as PIL's Image.transform does (WarpPIL).
+func (i Interp) pilWarp() bool { return i == WarpBicubic || i == WarpBilinearPIL }
+
+// tensor is the tensor path's interpolation of a warp with i (Warp's).
+func (i Interp) tensor() Interp {
+	if i == WarpNearestPIL {
+		return WarpNearest
+	}
+	return i
+}
 
 func (i Interp) String() string {
 	switch i {
@@ -39,6 +55,8 @@ func (i Interp) String() string {
 		return "bicubic"
 	case WarpBilinearPIL:
 		return "bilinear (PIL)"
+	case WarpNearestPIL:
+		return "nearest (PIL)"
 	}
 	return fmt.Sprintf("Interp(%d)", uint8(i))
 }
@@ -51,6 +69,7 @@ type Scratch struct {
 	f32 []float32
 	mix []float32 // AugMix's sum
 	aug []uint8   // AugMix's chain
+	pil []uint8   // the PIL colour ops' degenerate picture
 	// Warp's per-column products, and the pixels the SIMD kernel left
 	colX, colY []float32
 	slow       []int32
@@ -343,10 +362,10 @@ func floor32(x float32) int {
 // center (nil: the image centre), torchvision's rotate(expand=False) on
 // the tensor path; see Warp for fill.
 func (s *Scratch) Rotate(m *imgcodec.Image, angle float64, interp Interp, center *[2]float64, fill []float64) error {
-	if interp.onPIL() { // PIL's Image.rotate (see WarpPIL)
+	if interp.pilWarp() { // PIL's Image.rotate (see WarpPIL)
 		return s.warpPIL(m, PILRotateMatrix(m.Width, m.Height, angle, center), interp, fill)
 	}
-	return s.Warp(m, RotateMatrix(m.Width, m.Height, angle, center), interp, fill)
+	return s.Warp(m, RotateMatrix(m.Width, m.Height, angle, center), interp.tensor(), fill)
 }
 
 // AffineParams are the parameters of torchvision's affine: angle and
@@ -362,14 +381,14 @@ type AffineParams struct {
 // Affine applies p to m in place about center (nil: the image centre),
 // torchvision's affine on the tensor path; see Warp for fill.
 func (s *Scratch) Affine(m *imgcodec.Image, p AffineParams, interp Interp, center *[2]float64, fill []float64) error {
-	if interp.onPIL() { // torchvision's affine on PIL images (see WarpPIL)
+	if interp.pilWarp() { // torchvision's affine on PIL images (see WarpPIL)
 		mat := PILAffineMatrix(m.Width, m.Height, center, p.Angle,
 			[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})
 		return s.warpPIL(m, mat, interp, fill)
 	}
 	mat := InverseAffine(m.Width, m.Height, center, p.Angle,
 		[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})
-	return s.Warp(m, mat, interp, fill)
+	return s.Warp(m, mat, interp.tensor(), fill)
 }
 
 // RandomRotation is torchvision's RandomRotation(degrees, interpolation,

@@ -271,14 +271,19 @@ func (aa *AutoAugment) Draw(rng *rand.Rand, w, h int, dst []AugStep) []AugStep {
 // a uint8 tensor: the geometric ops through Warp with interp and fill,
 // the others through the ops of this package.
 func (s *Scratch) ApplyAugOp(m *imgcodec.Image, st AugStep, interp Interp, fill []float64) error {
+	if interp.onPIL() { // on a PIL image: PIL's colour ops
+		if ok, err := s.applyColorPIL(m, st); ok {
+			return err
+		}
+	}
 	mag := st.Magnitude
 	switch st.Op {
 	case OpIdentity:
 		return checkImage(m)
 	case OpShearX, OpShearY:
 		sh := math.Atan(mag) * 180 / math.Pi
-		if interp.onPIL() {
-			sh = pilAtan(mag) * radToDeg // on PIL images: CPython's math.degrees(math.atan(mag))
+		if interp.pilWarp() {
+			sh = pilAtan(mag) * radToDeg // PIL's warps: CPython's math.degrees(math.atan(mag))
 		}
 		p := AffineParams{Scale: 1, ShearX: sh}
 		if st.Op == OpShearY {

@@ -347,8 +347,13 @@ func stepOf(op Op, w, h *int, onPIL bool) (Step, error) {
 	warpFill := fillOf(op.Fill, []float64{0, 0, 0}) // RandomAffine's, RandomRotation's fill=0
 	policyFill := fillOf(op.Fill, nil)              // the policies' fill=None
 	interp := warpOf(op.Interpolation)
-	if onPIL && interp == WarpBilinear && op.Op != OpAugMix {
-		interp = WarpBilinearPIL
+	if onPIL && op.Op != OpAugMix {
+		switch interp {
+		case WarpBilinear:
+			interp = WarpBilinearPIL
+		case WarpNearest:
+			interp = WarpNearestPIL
+		}
 	}
 	switch op.Op {
 	case OpRandomResizedCrop:

@@ -170,11 +170,12 @@ func TestPadIndex(t *testing.T) {
 	}
 }
 
-// A warp's interpolation follows where torchvision runs it: bilinear
-// before the recipe's PILToTensor or ToTensor is PIL's (WarpBilinearPIL),
-// after it the tensor path's; AugMix stays on the tensor path (torchvision
-// converts a PIL picture to a tensor for it); bicubic is PIL's anywhere it
-// is allowed; the named recipes' policies run on PIL images.
+// A warp's interpolation follows where torchvision runs it: before the
+// recipe's PILToTensor or ToTensor on a PIL image (WarpBilinearPIL,
+// WarpNearestPIL: PIL's bilinear warps and colour ops), after it the
+// tensor path's; AugMix stays on the tensor path (torchvision converts a
+// PIL picture to a tensor for it); bicubic is PIL's anywhere it is
+// allowed; the named recipes' policies run on PIL images.
 func TestWarpPathFollowsTheTensor(t *testing.T) {
 	interpOf := func(st Step) Interp {
 		switch o := st.(inPlace).op.(type) {
@@ -205,7 +206,7 @@ func TestWarpPathFollowsTheTensor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Interp{WarpBilinearPIL, WarpNearest, WarpBilinear, WarpBicubic, WarpBilinear, WarpBilinear}
+	want := []Interp{WarpBilinearPIL, WarpNearestPIL, WarpBilinear, WarpBicubic, WarpBilinear, WarpBilinear}
 	if len(c.Steps) != len(want) {
 		t.Fatalf("%d steps, want %d", len(c.Steps), len(want))
 	}

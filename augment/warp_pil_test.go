@@ -90,6 +90,18 @@ func pilWarpCases() []pilWarpCase {
 				func(s *Scratch, m *imgcodec.Image, in Interp) error { return s.ApplyAugOp(m, st, in, fill) }})
 		}
 	}
+	// The policies' other ops, on PIL images PIL's own (ImageEnhance,
+	// ImageOps: pilcolor.go), on tensors the tensor path's.
+	for _, st := range []AugStep{
+		{OpIdentity, 0}, {OpBrightness, 0.3}, {OpBrightness, -0.6000000238418579}, {OpColor, 0.45}, {OpColor, -0.9},
+		{OpColor, 0.9900000095367432}, {OpContrast, 0.5}, {OpContrast, -0.30000001192092896}, {OpContrast, 0.87},
+		{OpSharpness, 0.7}, {OpSharpness, -0.95}, {OpSharpness, 0.33000001311302185}, {OpAutoContrast, 0},
+		{OpPosterize, 4}, {OpSolarize, 100}, {OpSolarize, 7.5}, {OpEqualize, 0},
+	} {
+		p := map[string]any{"name": st.Op.String(), "magnitude": st.Magnitude}
+		cs = append(cs, pilWarpCase{fmt.Sprintf("%v/%g", st.Op, st.Magnitude), "augop", p, false,
+			func(s *Scratch, m *imgcodec.Image, in Interp) error { return s.ApplyAugOp(m, st, in, nil) }})
+	}
 	return cs
 }
 

@@ -883,17 +883,39 @@ class AnyOrderTest(unittest.TestCase):
         policy = T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=B)
         tf = T.Compose([crop, T.PILToTensor(), policy, T.ConvertImageDtype(torch.float32)])
         self.check_policy(tf, policy, "land", crop, 8, "tensor", 1.0)
-        # Every policy bicubic on PIL images: the warps are PIL's own
-        # (augment.WarpPIL, equal to PIL's bytes); the bound is the colour
-        # ops' on the PIL path (pil-colour: faster computes them as the
-        # tensor path does).
+        # Every policy bicubic on PIL images: every op PIL's own (the warps
+        # augment.WarpPIL, the colour ops ImageEnhance's and ImageOps'
+        # arithmetic, augment/pilcolor.go), so each served picture is one
+        # of torchvision's outputs (0 levels at the 99th percentile; before
+        # the colour ops were PIL's, the bound was pil-colour's).
         for policy in (T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=C),
                        T.AutoAugment(T.AutoAugmentPolicy.CIFAR10, interpolation=C),
                        T.AutoAugment(T.AutoAugmentPolicy.SVHN, interpolation=C, fill=[10, 120, 250]),
                        T.RandAugment(num_ops=2, magnitude=9, interpolation=C, fill=[200, 30, 60]),
                        T.TrivialAugmentWide(num_magnitude_bins=15, interpolation=C)):
             tf = T.Compose([crop, policy, T.PILToTensor(), T.ConvertImageDtype(torch.float32)])
-            self.check_policy(tf, policy, "land", crop, 8, "pil", BOUNDS["pil-colour"][0])
+            self.check_policy(tf, policy, "land", crop, 8, "pil", EPS)
+
+    def test_policies_on_pil_images(self):
+        # The classification reference's policies where it runs them, on
+        # PIL images before PILToTensor, bilinear as it passes them: every
+        # op PIL's own (the bilinear warps augment.WarpPILBilinear, the
+        # colour ops PIL's: each op's bytes are PIL's, augment's
+        # TestPILWarpsMatchPIL), each served picture one of torchvision's
+        # outputs (0 levels at the 99th percentile, measured 0.00 on every
+        # picture). Nearest (TrivialAugmentWide's default): the warps
+        # are the tensor path's nearest, which picks another neighbour than
+        # PIL's at rounding ties: within a level at the 99th percentile.
+        import torch
+        from torchvision import transforms as T
+        B, N = T.InterpolationMode.BILINEAR, T.InterpolationMode.NEAREST
+        crop = T.RandomResizedCrop(32, scale=(1, 1), ratio=(4 / 3, 4 / 3))
+        for policy, bound in ((T.TrivialAugmentWide(interpolation=B), EPS),
+                              (T.RandAugment(num_ops=2, magnitude=9, interpolation=B, fill=[200, 30, 60]), EPS),
+                              (T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=B), EPS),
+                              (T.TrivialAugmentWide(num_magnitude_bins=15, interpolation=N), 1.0)):
+            tf = T.Compose([crop, policy, T.PILToTensor(), T.ConvertImageDtype(torch.float32)])
+            self.check_policy(tf, policy, "land", crop, 8, "pil", bound)
 
     def test_bicubic_warps(self):
         # RandomRotation and RandomAffine bicubic on PIL images (their draws

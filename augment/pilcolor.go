@@ -1,0 +1,228 @@
+package augment
+
+import "github.com/faster-training/faster/imgcodec"
+
+// The policies' colour ops on PIL images, as torchvision 0.14 runs them
+// there (F.adjust_brightness, adjust_saturation, adjust_contrast and
+// adjust_sharpness through PIL's ImageEnhance, autocontrast through
+// ImageOps), in PIL 9.4's arithmetic: every enhancement is Image.blend of
+// a degenerate picture and the picture (libImaging/Blend.c: float32,
+// truncated, clipped when the factor is outside [0, 1]); Color's
+// degenerate is the picture converted to L and back (Convert.c's rounded
+// ITU-R 601 luma), Contrast's a grey of the L picture's mean rounded
+// (ImageStat), Sharpness's the picture through ImageFilter.SMOOTH
+// (Filter.c's 3x3, float32, its border rows and columns the picture's).
+// Brightness, Posterize, Solarize, Equalize and Invert compute the tensor
+// path's bytes on PIL images too.
+
+// pilBlend writes blend(deg, m, factor) into m, PIL's Image.blend with
+// im1 = deg, im2 = m: deg may be nil for a constant degenerate value c.
+func pilBlend(m *imgcodec.Image, deg []byte, c uint8, factor float64) {
+	alpha := float32(factor) // ImagingBlend takes a C float
+	w := m.Width * m.Channels
+	if alpha == 1 {
+		return
+	}
+	interp := alpha >= 0 && alpha <= 1
+	for y := 0; y < m.Height; y++ {
+		row := m.Pix[y*m.Stride:][:w]
+		var d []byte
+		if deg != nil {
+			d = deg[y*w:][:w]
+		}
+		for x, v := range row {
+			a := c
+			if d != nil {
+				a = d[x]
+			}
+			if alpha == 0 {
+				row[x] = a
+				continue
+			}
+			t := float32(float32(a) + float32(alpha*float32(int(v)-int(a))))
+			switch {
+			case interp:
+				row[x] = uint8(int(t))
+			case t <= 0:
+				row[x] = 0
+			case t >= 255:
+				row[x] = 255
+			default:
+				row[x] = uint8(int(t))
+			}
+		}
+	}
+}
+
+// pilLuma is PIL's RGB to L conversion (Convert.c's L24, rounded).
+func pilLuma(r, g, b uint8) uint8 {
+	return uint8((int(r)*19595 + int(g)*38470 + int(b)*7471 + 0x8000) >> 16)
+}
+
+// lumaOf writes m's L picture (PIL's convert("L")) into s.src, w*h bytes.
+func (s *Scratch) lumaOf(m *imgcodec.Image) []byte {
+	w, h := m.Width, m.Height
+	s.src = grow(s.src, w*h)
+	l := s.src[:w*h]
+	for y := 0; y < h; y++ {
+		row := m.Pix[y*m.Stride:]
+		for x := 0; x < w; x++ {
+			if m.Channels == 1 {
+				l[y*w+x] = row[x]
+			} else {
+				l[y*w+x] = pilLuma(row[3*x], row[3*x+1], row[3*x+2])
+			}
+		}
+	}
+	return l
+}
+
+// pilColor is PIL's ImageEnhance.Color(m).enhance(factor).
+func (s *Scratch) pilColor(m *imgcodec.Image, factor float64) error {
+	if err := checkImage(m); err != nil {
+		return err
+	}
+	if m.Channels == 1 { // L -> L -> L: the picture itself
+		return nil
+	}
+	w, h := m.Width, m.Height
+	l := s.lumaOf(m)
+	s.pil = grow(s.pil, 3*w*h)
+	deg := s.pil[:3*w*h]
+	for i, v := range l {
+		deg[3*i], deg[3*i+1], deg[3*i+2] = v, v, v
+	}
+	pilBlend(m, deg, 0, factor)
+	return nil
+}
+
+// pilContrast is PIL's ImageEnhance.Contrast(m).enhance(factor): the
+// degenerate is int(mean of the L picture + 0.5), the mean summed as
+// ImageStat sums it (0.0 + j·count(j) over the histogram, in float64).
+func (s *Scratch) pilContrast(m *imgcodec.Image, factor float64) error {
+	if err := checkImage(m); err != nil {
+		return err
+	}
+	var hist [256]int
+	for _, v := range s.lumaOf(m) {
+		hist[v]++
+	}
+	sum, n := 0.0, 0
+	for j, c := range hist {
+		sum += float64(j * c)
+		n += c
+	}
+	mean := int(sum/float64(n) + 0.5)
+	pilBlend(m, nil, uint8(mean), factor)
+	return nil
+}
+
+// pilSharpness is PIL's ImageEnhance.Sharpness(m).enhance(factor): the
+// degenerate is m through ImageFilter.SMOOTH ((1 1 1; 1 5 1; 1 1 1) / 13,
+// each weight a float32 of its value over 13, summed per row in float32
+// from the row below up, plus 0.5, clipped and truncated), the picture's
+// own values on its border rows and columns.
+func (s *Scratch) pilSharpness(m *imgcodec.Image, factor float64) error {
+	if err := checkImage(m); err != nil {
+		return err
+	}
+	w, h, ch := m.Width, m.Height, m.Channels
+	rowLen := w * ch
+	s.pil = grow(s.pil, rowLen*h)
+	deg := s.pil[:rowLen*h]
+	for y := 0; y < h; y++ {
+		copy(deg[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
+	}
+	if w >= 3 && h >= 3 { // ImagingFilter copies a picture smaller than its kernel
+		k1, k5 := float32(1)/float32(13), float32(5)/float32(13) // _imaging.c: kernel[i] /= divisor, C floats
+		kern := [9]float32{k1, k1, k1, k1, k5, k1, k1, k1, k1}
+		px := func(y, x, c int) float32 { return float32(m.Pix[y*m.Stride+x*ch+c]) }
+		row3 := func(y, x, c int, k []float32) float32 {
+			return float32(float32(float32(px(y, x-1, c)*k[0])+float32(px(y, x, c)*k[1])) + float32(px(y, x+1, c)*k[2]))
+		}
+		for y := 1; y < h-1; y++ {
+			for x := 1; x < w-1; x++ {
+				for c := range ch {
+					ss := float32(0.5)
+					ss = float32(ss + row3(y+1, x, c, kern[0:3]))
+					ss = float32(ss + row3(y, x, c, kern[3:6]))
+					ss = float32(ss + row3(y-1, x, c, kern[6:9]))
+					var o uint8
+					switch {
+					case ss <= 0:
+					case ss >= 255:
+						o = 255
+					default:
+						o = uint8(int(ss))
+					}
+					deg[y*rowLen+x*ch+c] = o
+				}
+			}
+		}
+	}
+	pilBlend(m, deg, 0, factor)
+	return nil
+}
+
+// pilAutoContrast is PIL's ImageOps.autocontrast(m) (no cutoff): per
+// band, the lowest and highest values present stretched to 0 and 255,
+// lut[v] = int(v·scale + offset) in float64, clipped; a band of one
+// value is left as it is.
+func pilAutoContrast(m *imgcodec.Image) error {
+	if err := checkImage(m); err != nil {
+		return err
+	}
+	ch := m.Channels
+	var hist [3][256]int
+	for y := 0; y < m.Height; y++ {
+		row := m.Pix[y*m.Stride:][:m.Width*ch]
+		for i, v := range row {
+			hist[i%ch][v]++
+		}
+	}
+	var lut [3][256]uint8
+	for c := range ch {
+		lo, hi := 0, 255
+		for lo < 256 && hist[c][lo] == 0 {
+			lo++
+		}
+		for hi >= 0 && hist[c][hi] == 0 {
+			hi--
+		}
+		if hi <= lo {
+			for v := range 256 {
+				lut[c][v] = uint8(v)
+			}
+			continue
+		}
+		scale := 255.0 / float64(hi-lo)
+		offset := float64(-lo) * scale
+		for v := range 256 {
+			lut[c][v] = uint8(min(max(int(float64(float64(v)*scale)+offset), 0), 255))
+		}
+	}
+	for y := 0; y < m.Height; y++ {
+		row := m.Pix[y*m.Stride:][:m.Width*ch]
+		for i, v := range row {
+			row[i] = lut[i%ch][v]
+		}
+	}
+	return nil
+}
+
+// applyColorPIL runs a policy's colour op on a PIL image (ApplyAugOp with
+// a PIL interpolation); ok is false for the ops whose tensor-path bytes
+// are PIL's already.
+func (s *Scratch) applyColorPIL(m *imgcodec.Image, st AugStep) (ok bool, err error) {
+	switch st.Op {
+	case OpColor:
+		return true, s.pilColor(m, 1+st.Magnitude)
+	case OpContrast:
+		return true, s.pilContrast(m, 1+st.Magnitude)
+	case OpSharpness:
+		return true, s.pilSharpness(m, 1+st.Magnitude)
+	case OpAutoContrast:
+		return true, pilAutoContrast(m)
+	}
+	return false, nil
+}
