@@ -252,6 +252,10 @@ func clampUnit(x float32) float32 { return min(max(x, 0), 1) }
 // JitterRange.
 type ColorJitter struct {
 	Brightness, Contrast, Saturation, Hue [2]float64
+	// PIL: on a PIL image (before a recipe's PILToTensor or ToTensor):
+	// PIL's ImageEnhance and HSV arithmetic (applyJitterPIL), as
+	// torchvision runs ColorJitter there.
+	PIL bool
 }
 
 // JitterRange is the range torchvision makes of a scalar ColorJitter
@@ -334,8 +338,12 @@ func ApplyJitter(m *imgcodec.Image, p JitterParams) error {
 }
 
 // RandomGrayscale is torchvision's RandomGrayscale(p): with probability P
-// the image becomes its luma, kept in 3 channels (ToGrayscale).
-type RandomGrayscale struct{ P float64 }
+// the image becomes its luma, kept in 3 channels (ToGrayscale; with PIL,
+// on a PIL image, PIL's rounded luma: pilGray).
+type RandomGrayscale struct {
+	P   float64
+	PIL bool
+}
 
 // Draw says whether this sample is converted (one uniform draw, as
 // torch.rand(1) < p).

@@ -55,15 +55,21 @@ func (a *AugMix) Augment(s *Scratch, rng *rand.Rand, m *imgcodec.Image) error {
 	return a.Apply(s, m, a.Draw(rng, m.Width, m.Height))
 }
 
-func (j *ColorJitter) Augment(_ *Scratch, rng *rand.Rand, m *imgcodec.Image) error {
+func (j *ColorJitter) Augment(s *Scratch, rng *rand.Rand, m *imgcodec.Image) error {
+	if j.PIL {
+		return s.applyJitterPIL(m, j.Draw(rng))
+	}
 	return ApplyJitter(m, j.Draw(rng))
 }
 
 func (g RandomGrayscale) Augment(_ *Scratch, rng *rand.Rand, m *imgcodec.Image) error {
-	if g.Draw(rng) {
-		return ToGrayscale(m)
+	if !g.Draw(rng) {
+		return nil
 	}
-	return nil
+	if g.PIL {
+		return pilGray(m)
+	}
+	return ToGrayscale(m)
 }
 
 func (g *GaussianBlurOp) Augment(s *Scratch, rng *rand.Rand, m *imgcodec.Image) error {

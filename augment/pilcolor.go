@@ -1,6 +1,10 @@
 package augment
 
-import "github.com/faster-training/faster/imgcodec"
+import (
+	"math"
+
+	"github.com/faster-training/faster/imgcodec"
+)
 
 // The policies' colour ops on PIL images, as torchvision 0.14 runs them
 // there (F.adjust_brightness, adjust_saturation, adjust_contrast and
@@ -225,4 +229,126 @@ func (s *Scratch) applyColorPIL(m *imgcodec.Image, st AugStep) (ok bool, err err
 		return true, pilAutoContrast(m)
 	}
 	return false, nil
+}
+
+// pilToHSV is PIL's RGB to HSV conversion of one pixel (Convert.c's
+// rgb2hsv_row, after colorsys): float32 ratios, the hue's sums and the
+// scaling in float64 where C promotes them, truncated and clipped.
+func pilToHSV(r, g, b uint8) (h, s, v uint8) {
+	maxc, minc := max(r, g, b), min(r, g, b)
+	if maxc == minc {
+		return 0, 0, maxc
+	}
+	cr := float32(maxc - minc)
+	sf := float32(cr / float32(maxc))
+	rc := float32(float32(maxc-r) / cr)
+	gc := float32(float32(maxc-g) / cr)
+	bc := float32(float32(maxc-b) / cr)
+	var hf float32
+	switch {
+	case r == maxc:
+		hf = float32(bc - gc)
+	case g == maxc:
+		hf = float32(2.0 + float64(rc) - float64(bc))
+	default:
+		hf = float32(4.0 + float64(gc) - float64(rc))
+	}
+	hf = float32(math.Mod(float64(hf)/6.0+1.0, 1.0))
+	return clip8i(int(float64(hf) * 255.0)), clip8i(int(float64(sf) * 255.0)), maxc
+}
+
+// pilFromHSV is PIL's HSV to RGB conversion of one pixel (Convert.c's
+// hsv2rgb): the sector and remainder in float64, stored as float32,
+// each channel round()ed in float64.
+func pilFromHSV(h, s, v uint8) (r, g, b uint8) {
+	if s == 0 {
+		return v, v, v
+	}
+	x := float64(float32(h)) * 6.0 / 255.0
+	i := int(math.Floor(x))
+	f := float32(x - float64(float32(i)))
+	fs := float32(float64(float32(s)) / 255.0)
+	fv := float64(float32(v))
+	p := clip8i(int(math.Round(fv * (1.0 - float64(fs)))))
+	q := clip8i(int(math.Round(fv * (1.0 - float64(float32(fs*f))))))
+	t := clip8i(int(math.Round(fv * (1.0 - float64(float64(fs)*(1.0-float64(f)))))))
+	switch i % 6 {
+	case 0:
+		return v, t, p
+	case 1:
+		return q, v, p
+	case 2:
+		return p, v, t
+	case 3:
+		return p, q, v
+	case 4:
+		return t, p, v
+	}
+	return v, p, q
+}
+
+func clip8i(v int) uint8 { return uint8(min(max(v, 0), 255)) }
+
+// pilHue is torchvision's adjust_hue on a PIL image: the picture to HSV
+// (PIL's), uint8(hue·255) added to H modulo 256 (numpy's cast: truncated
+// toward zero, wrapped), back to RGB (PIL's). An L picture is left as it
+// is.
+func pilHue(m *imgcodec.Image, factor float64) error {
+	if err := checkImage(m); err != nil || m.Channels == 1 {
+		return err
+	}
+	shift := uint8(int(factor * 255))
+	for y := 0; y < m.Height; y++ {
+		row := m.Pix[y*m.Stride:][:m.Width*3]
+		for x := 0; x < len(row); x += 3 {
+			p := row[x : x+3 : x+3]
+			h, s, v := pilToHSV(p[0], p[1], p[2])
+			p[0], p[1], p[2] = pilFromHSV(h+shift, s, v)
+		}
+	}
+	return nil
+}
+
+// pilGray is torchvision's rgb_to_grayscale on a PIL image kept in three
+// channels: PIL's convert("L") (rounded luma) in each.
+func pilGray(m *imgcodec.Image) error {
+	if err := checkImage(m); err != nil || m.Channels == 1 {
+		return err
+	}
+	for y := 0; y < m.Height; y++ {
+		row := m.Pix[y*m.Stride:][:m.Width*3]
+		for x := 0; x < len(row); x += 3 {
+			p := row[x : x+3 : x+3]
+			l := pilLuma(p[0], p[1], p[2])
+			p[0], p[1], p[2] = l, l, l
+		}
+	}
+	return nil
+}
+
+// applyJitterPIL is ApplyJitter on a PIL image: ImageEnhance's
+// Brightness, Contrast and Color, and pilHue, in p's order.
+func (s *Scratch) applyJitterPIL(m *imgcodec.Image, p JitterParams) error {
+	for _, k := range p.Order {
+		if !p.Has[k] {
+			continue
+		}
+		var err error
+		switch k {
+		case 0:
+			if err = checkImage(m); err == nil {
+				pilBlend(m, nil, 0, p.Brightness)
+			}
+		case 1:
+			err = s.pilContrast(m, p.Contrast)
+		case 2:
+			err = s.pilColor(m, p.Saturation)
+		case 3:
+			err = pilHue(m, p.Hue)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

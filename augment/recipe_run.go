@@ -401,12 +401,12 @@ func stepOf(op Op, w, h *int, onPIL bool) (Step, error) {
 	case OpRandomVerticalFlip:
 		return flipStep{p: probOr(op.P, 0.5), vertical: true}, nil
 	case OpGrayscale:
-		return grayStep{}, nil
+		return grayStep{pil: onPIL}, nil
 	case OpRandomGrayscale:
-		return inPlace{RandomGrayscale{P: probOr(op.P, 0.1)}}, nil
+		return inPlace{RandomGrayscale{P: probOr(op.P, 0.1), PIL: onPIL}}, nil
 	case OpColorJitter:
 		j := &ColorJitter{Brightness: jitterOf(op.Brightness, 1), Contrast: jitterOf(op.Contrast, 1),
-			Saturation: jitterOf(op.Saturation, 1), Hue: jitterOf(op.Hue, 0)}
+			Saturation: jitterOf(op.Saturation, 1), Hue: jitterOf(op.Hue, 0), PIL: onPIL}
 		return inPlace{j}, nil
 	case OpGaussianBlur:
 		k := op.KernelSize
@@ -719,12 +719,16 @@ func FlipVertical(m *imgcodec.Image) {
 }
 
 // grayStep is Grayscale: the gray value in every channel (one channel
-// served, for num_output_channels=1, by the tensor's writer).
-type grayStep struct{}
+// served, for num_output_channels=1, by the tensor's writer); pil: on a
+// PIL image, PIL's rounded luma.
+type grayStep struct{ pil bool }
 
-func (grayStep) Run(_ *Augmenter, _ *Scratch, _ *rand.Rand, m *imgcodec.Image) (*imgcodec.Image, error) {
+func (g grayStep) Run(_ *Augmenter, _ *Scratch, _ *rand.Rand, m *imgcodec.Image) (*imgcodec.Image, error) {
 	if m.Channels != 3 {
 		return m, nil
+	}
+	if g.pil {
+		return m, pilGray(m)
 	}
 	return m, ToGrayscale(m)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,6 +103,33 @@ func pilWarpCases() []pilWarpCase {
 		cs = append(cs, pilWarpCase{fmt.Sprintf("%v/%g", st.Op, st.Magnitude), "augop", p, false,
 			func(s *Scratch, m *imgcodec.Image, in Interp) error { return s.ApplyAugOp(m, st, in, nil) }})
 	}
+	// ColorJitter's adjustments and RandomGrayscale, on PIL images PIL's
+	// (applyJitterPIL, pilGray), on tensors the tensor path's.
+	for _, a := range []struct {
+		name   string
+		k      int
+		factor float64
+	}{
+		{"brightness", 0, 1.4}, {"brightness", 0, 0.55}, {"contrast", 1, 0.6}, {"contrast", 1, 1.7},
+		{"saturation", 2, 0.3}, {"saturation", 2, 1.9}, {"hue", 3, 0.2}, {"hue", 3, -0.05000000074505806},
+		{"hue", 3, 0.5}, {"hue", 3, -0.4999}, {"hue", 3, 0.0001},
+	} {
+		p := JitterParams{Order: [4]uint8{uint8(a.k), uint8(a.k+1) % 4, uint8(a.k+2) % 4, uint8(a.k+3) % 4}}
+		p.Has[a.k] = true
+		*[4]*float64{&p.Brightness, &p.Contrast, &p.Saturation, &p.Hue}[a.k] = a.factor
+		cs = append(cs, pilWarpCase{fmt.Sprintf("adjust_%s/%g", a.name, a.factor), "adjust",
+			map[string]any{"name": a.name, "factor": a.factor}, false,
+			func(s *Scratch, m *imgcodec.Image, in Interp) error {
+				if in.onPIL() {
+					return s.applyJitterPIL(m, p)
+				}
+				return ApplyJitter(m, p)
+			}})
+	}
+	cs = append(cs, pilWarpCase{"rgb_to_grayscale", "gray", map[string]any{}, true,
+		func(s *Scratch, m *imgcodec.Image, in Interp) error {
+			return RandomGrayscale{P: 1, PIL: in.onPIL()}.Augment(s, rand.New(rand.NewPCG(1, 2)), m)
+		}})
 	return cs
 }
 

@@ -6,7 +6,8 @@ python3-pil 9.4): python3 pil_warp_oracle.py DIR. DIR holds cases.json, a
 list of cases {"op", "in", "w", "h", "c", "path", "params"}; "in" names a
 raw uint8 HWC file (c 3: an RGB picture, c 1: an L picture). For each case
 k this writes DIR/out_k.bin, uint8 HWC: torchvision.transforms.functional's
-rotate or affine, or the policies' _apply_op, with the forced parameters on
+rotate or affine, the policies' _apply_op, ColorJitter's adjust_* or
+RandomGrayscale's rgb_to_grayscale, with the forced parameters on
 a PIL image ("path": "pil", what a Compose runs before ToTensor or
 PILToTensor) or on a uint8 tensor ("path": "tensor", after PILToTensor).
 Exits 3 when torch, torchvision or PIL cannot be imported, so that the test
@@ -41,6 +42,10 @@ def apply(op, img, p):
                         interpolation=interp, center=p.get("center"), fill=p.get("fill"))
     if op == "augop":  # one op of the policies, as they call it
         return _apply_op(img, p["name"], p["magnitude"], interp, p.get("fill"))
+    if op == "adjust":  # one of ColorJitter's adjustments, as it calls them
+        return getattr(F, "adjust_" + p["name"])(img, p["factor"])
+    if op == "gray":  # RandomGrayscale's call on an RGB picture
+        return F.rgb_to_grayscale(img, num_output_channels=3)
     raise ValueError(op)
 
 

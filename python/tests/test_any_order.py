@@ -405,28 +405,27 @@ def kinds(steps, tensor):
 # Bounds in levels against torchvision running the user's transform:
 # (99th percentile of a picture's values, mean over all pictures' values),
 # per kind of order (kinds()). The Go ops compute PIL's resizes, PIL's
-# bilinear and bicubic warps on PIL images, and torchvision's tensor path
-# for the rest (docs/pipeline.md), so a transform whose ops run on PIL
-# images in torchvision (the PIL path) is as far from the Go pipeline as
-# PIL's colour and nearest kernels are from the tensor path's. Measured on 80
-# orders (FASTER_ANY_ORDER_N=80, seed 40; 2026-12-05, pil-bilinear-warp
-# 2026-12-07), the largest of each
-# kind, and single ops on these photographs:
+# bilinear warps, ColorJitter and grayscales on PIL images, and
+# torchvision's tensor path for the rest (docs/pipeline.md), so a transform
+# whose ops run on PIL images in torchvision (the PIL path) is as far from
+# the Go pipeline as PIL's nearest warps are from the tensor path's.
+# Measured on 80 orders (FASTER_ANY_ORDER_N=80, seed 40; 2026-12-07), the
+# largest of each kind, and single ops on these photographs:
 # - pil: crops, pads, flips, PIL's resizes, ToTensor, Normalize: 0 (the
 #   0.01 is float32 rounding of Normalize).
 # - pil-colour: ColorJitter, GaussianBlur, Grayscale, RandomGrayscale on PIL
-#   images: measured 8 and 3.5. One op: contrast and saturation 1 level
-#   (PIL's integer ImageEnhance), hue up to 7 (PIL's HSV in 8 bits),
-#   grayscale 1 level on half the values (PIL rounds the luma, torch
-#   truncates it), and they add up: four grayscales, 3.5 levels on average.
-# - pil-nearest-warp: measured 2 and 1.5 (the colour ops beside them; the
-#   nearest warps themselves pick a neighbour at rounding ties).
+#   images: measured 0 and 0.000 (max 1: GaussianBlur's float32 sums, which
+#   torchvision runs on a tensor of the picture). Before the colour ops
+#   were PIL's (2026-12-05): 8 and 3.5 (contrast and saturation 1 level,
+#   PIL's integer ImageEnhance; hue up to 7, PIL's HSV in 8 bits; grayscale
+#   1 level on half the values, PIL rounds the luma, torch truncates it).
+# - pil-nearest-warp: measured 0 and 0.005 (max 2: the nearest warps pick
+#   another neighbour than PIL's at rounding ties); before, 2 and 1.5.
 # - pil-bilinear-warp: the bilinear warps on PIL images are PIL's own
 #   (augment.WarpPILBilinear, 0 levels: TestPILWarpsMatchPIL); measured 0
-#   and 0.004 (max 13: the colour ops beside them), bound as pil-colour.
-#   Before, with the tensor path's grid_sample, 64 and 2.2 (2026-12-05):
-#   it blends inside (half the values, a level) and at the fill's border
-#   (tens of levels) differently.
+#   and 0.004 (max 13: a nearest warp beside them). Before, with the tensor
+#   path's grid_sample, 64 and 2.2: it blends inside (half the values, a
+#   level) and at the fill's border (tens of levels) differently.
 # - tensor: the tensor path's arithmetic, which the Go ops compute: 0.
 # - tensor-resize: torch's antialiased kernels in floating point against
 #   PIL's: measured 2 and 0.31 (one resize: 1 and 0.15, docs/pipeline.md).
@@ -434,9 +433,9 @@ def kinds(steps, tensor):
 #   float32 positions).
 BOUNDS = {
     "pil": (0.01, 0.01),
-    "pil-colour": (10.0, 4.0),
-    "pil-nearest-warp": (4.0, 2.0),
-    "pil-bilinear-warp": (10.0, 4.0),
+    "pil-colour": (1.0, 0.05),
+    "pil-nearest-warp": (1.0, 0.05),
+    "pil-bilinear-warp": (1.0, 0.05),
     "tensor": (0.01, 0.01),
     "tensor-resize": (3.0, 0.4),
     "tensor-warp": (3.0, 0.4),
@@ -447,9 +446,11 @@ def tensor_semantics(steps, im):
     """torchvision's output of the same ops as the Go pipeline computes
     them (docs/pipeline.md): the resizes (Resize, RandomResizedCrop) and the
     padding crops are PIL's, and so are the bilinear warps (RandomRotation,
-    RandomAffine) the Compose runs on PIL images (before its PILToTensor or
-    ToTensor); every other op torchvision's tensor path on uint8 tensors,
-    whether the Compose runs it on PIL images or not."""
+    RandomAffine), ColorJitter and the grayscales the Compose runs on PIL
+    images (before its PILToTensor or ToTensor); every other op
+    torchvision's tensor path on uint8 tensors, whether the Compose runs it
+    on PIL images or not (GaussianBlur: torchvision blurs a PIL image as a
+    tensor)."""
     import torch
     from PIL import Image
     from torchvision import transforms as T
@@ -457,8 +458,8 @@ def tensor_semantics(steps, im):
     x = F.pil_to_tensor(im)
     on_pil = True
     for name, kw in steps:
-        pil_warp = on_pil and name in ("RandomRotation", "RandomAffine") and \
-            str(kw["interpolation"].value) == "bilinear"
+        pil_warp = on_pil and (name in ("ColorJitter", "Grayscale", "RandomGrayscale") or (
+            name in ("RandomRotation", "RandomAffine") and str(kw["interpolation"].value) == "bilinear"))
         if name == "PILToTensor":
             on_pil = False
             continue
