@@ -174,7 +174,8 @@ def kernel_ms(step, steps, device):
     total = 0.0
     for e in prof.key_averages():
         if device.type == "cuda":
-            total += getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
+            v = getattr(e, "self_device_time_total", None)  # torch 2.4+; self_cuda_time_total before
+            total += v if v is not None else e.self_cuda_time_total
         else:
             total += e.self_cpu_time_total
     return total / 1e3 / steps
@@ -220,8 +221,15 @@ def main():
         return
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+        # TF32 for the "tf32" rows: torch 2.9+ names it fp32_precision and
+        # warns on the old switches (mixing the two raises).
+        conv = getattr(torch.backends.cudnn, "conv", None)
+        if hasattr(torch.backends.cuda.matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
+            torch.backends.cuda.matmul.fp32_precision = "tf32"
+            conv.fp32_precision = "tf32"
+        else:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
     cases = [("thinnet", 3, 32, 512, 10, p) for p in ("tf32", "fp16", "bf16")] + [("resnet18", 3, 224, 256, 1000, "bf16")]
     if a.small:
         cases = [("thinnet", 3, 32, 8, 10, "fp32"), ("resnet18", 3, 32, 4, 10, "bf16")]

@@ -47,8 +47,11 @@ class DeviceArgumentTest(unittest.TestCase):
         self.assertIs(_device.require(1, t), t, "a GPU torch sees: accepted")
 
     def test_loader_refuses_before_starting_a_server(self):
-        # Here: torch is missing or has no GPU; either way no server starts.
-        with mock.patch("subprocess.Popen") as popen:
+        # torch without a GPU (as here; on a GPU machine the check is given
+        # a torch that has none): no server starts.
+        real = _device.require
+        with mock.patch("subprocess.Popen") as popen, \
+                mock.patch.object(_device, "require", lambda o, t=None: real(o, fake_torch(False))):
             with self.assertRaises(RuntimeError) as cm:
                 faster.Loader("/nonexistent", device="cuda")
             popen.assert_not_called()
