@@ -92,7 +92,11 @@ func gray8(r, g, b uint8) uint8 {
 // ToGrayscale replaces each RGB pixel by its luma, torchvision's
 // rgb_to_grayscale with num_output_channels=3 (ITU-R 601-2 weights
 // 0.2989, 0.587, 0.114; truncated). A gray image is left alone.
-func ToGrayscale(m *imgcodec.Image) error {
+func ToGrayscale(m *imgcodec.Image) error { return grayInPlace(m, false) }
+
+// grayInPlace puts each RGB pixel's luma in its three channels: torch's
+// truncated luma (gray8), or with pil PIL's rounded one (pilLuma).
+func grayInPlace(m *imgcodec.Image, pil bool) error {
 	if err := checkImage(m); err != nil || m.Channels == 1 {
 		return err
 	}
@@ -100,7 +104,12 @@ func ToGrayscale(m *imgcodec.Image) error {
 		row := m.Pix[y*m.Stride:][:m.Width*3]
 		for x := 0; x < len(row); x += 3 {
 			p := row[x : x+3 : x+3]
-			l := gray8(p[0], p[1], p[2])
+			var l uint8
+			if pil {
+				l = pilLuma(p[0], p[1], p[2])
+			} else {
+				l = gray8(p[0], p[1], p[2])
+			}
 			p[0], p[1], p[2] = l, l, l
 		}
 	}

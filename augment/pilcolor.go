@@ -311,20 +311,7 @@ func pilHue(m *imgcodec.Image, factor float64) error {
 
 // pilGray is torchvision's rgb_to_grayscale on a PIL image kept in three
 // channels: PIL's convert("L") (rounded luma) in each.
-func pilGray(m *imgcodec.Image) error {
-	if err := checkImage(m); err != nil || m.Channels == 1 {
-		return err
-	}
-	for y := 0; y < m.Height; y++ {
-		row := m.Pix[y*m.Stride:][:m.Width*3]
-		for x := 0; x < len(row); x += 3 {
-			p := row[x : x+3 : x+3]
-			l := pilLuma(p[0], p[1], p[2])
-			p[0], p[1], p[2] = l, l, l
-		}
-	}
-	return nil
-}
+func pilGray(m *imgcodec.Image) error { return grayInPlace(m, true) }
 
 // applyJitterPIL is ApplyJitter on a PIL image: ImageEnhance's
 // Brightness, Contrast and Color, and pilHue, in p's order.

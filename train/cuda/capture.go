@@ -308,23 +308,21 @@ var errCapturedEvent = errors.New("cuda: an event recorded or waited for inside 
 // the held-back work the record's launch would queue, would let another
 // stream go on too early).
 func (w *recorder) recordEvent(ev unsafe.Pointer) error {
-	if w.mode == recCapture {
-		return errCapturedEvent
-	}
-	if err := w.diverge("an event record"); err != nil {
-		return err
-	}
-	return w.machine.recordEvent(ev)
+	return w.event("an event record", func() error { return w.machine.recordEvent(ev) })
 }
 
 func (w *recorder) streamWait(ev unsafe.Pointer) error {
+	return w.event("a wait for an event", func() error { return w.machine.streamWait(ev) })
+}
+
+func (w *recorder) event(what string, run func() error) error {
 	if w.mode == recCapture {
 		return errCapturedEvent
 	}
-	if err := w.diverge("a wait for an event"); err != nil {
+	if err := w.diverge(what); err != nil {
 		return err
 	}
-	return w.machine.streamWait(ev)
+	return run()
 }
 
 // stepGraph is the Backend's captured step.
