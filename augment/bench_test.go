@@ -2,6 +2,7 @@ package augment
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/faster-training/faster/imgcodec"
@@ -140,6 +141,23 @@ func BenchmarkOps(b *testing.B) {
 		{"autocontrast", func(_ *Scratch, m *imgcodec.Image) error { return AutoContrast(m) }},
 		{"equalize", func(_ *Scratch, m *imgcodec.Image) error { return Equalize(m) }},
 		{"Cutout16", func(_ *Scratch, m *imgcodec.Image) error { return (&Cutout{Size: 16}).Apply(m, 50, 60) }},
+		// On PIL images (an op before the Compose's ToTensor): PIL's arithmetic.
+		{"pil/adjust_brightness", func(s *Scratch, m *imgcodec.Image) error {
+			return s.applyJitterPIL(m, JitterParams{Order: [4]uint8{0, 1, 2, 3}, Brightness: 1.3, Has: [4]bool{true}})
+		}},
+		{"pil/adjust_contrast", func(s *Scratch, m *imgcodec.Image) error { return s.pilContrast(m, 0.7) }},
+		{"pil/adjust_saturation", func(s *Scratch, m *imgcodec.Image) error { return s.pilColor(m, 1.4) }},
+		{"pil/adjust_hue", func(_ *Scratch, m *imgcodec.Image) error { return pilHue(m, -0.08) }},
+		{"pil/ColorJitter", func(s *Scratch, m *imgcodec.Image) error { return s.applyJitterPIL(m, jp) }},
+		{"pil/rgb_to_grayscale", func(_ *Scratch, m *imgcodec.Image) error { return pilGray(m) }},
+		{"pil/rotate/bilinear", func(s *Scratch, m *imgcodec.Image) error {
+			return s.Rotate(m, 17, WarpBilinearPIL, nil, []float64{0})
+		}},
+		{"pil/affine/bilinear", func(s *Scratch, m *imgcodec.Image) error {
+			return s.Affine(m, AffineParams{Angle: 12, Translate: [2]int{5, -9}, Scale: 1.1, ShearX: 8}, WarpBilinearPIL, nil, nil)
+		}},
+		{"pil/adjust_sharpness", func(s *Scratch, m *imgcodec.Image) error { return s.pilSharpness(m, 1.5) }},
+		{"pil/autocontrast", func(_ *Scratch, m *imgcodec.Image) error { return pilAutoContrast(m) }},
 	}
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
@@ -155,21 +173,26 @@ func BenchmarkOps(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
 		})
 	}
-	b.Run("TrivialAugmentWide", func(b *testing.B) {
-		var s Scratch
-		var ta TrivialAugmentWide
-		m := NewImage(224, 224, 3)
-		b.ReportAllocs()
-		i := uint64(0)
-		for b.Loop() {
-			copy(m.Pix, src.Pix)
-			if err := ta.Apply(&s, m, ta.Draw(NewRNG(1, i))); err != nil {
-				b.Fatal(err)
-			}
-			i++
+	for _, ta := range []TrivialAugmentWide{{}, {Interp: WarpBilinear}, {Interp: WarpBilinearPIL}} {
+		name := "TrivialAugmentWide"
+		if ta.Interp != WarpNearest {
+			name += "/" + strings.ReplaceAll(ta.Interp.String(), " ", "")
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
-	})
+		b.Run(name, func(b *testing.B) {
+			var s Scratch
+			m := NewImage(224, 224, 3)
+			b.ReportAllocs()
+			i := uint64(0)
+			for b.Loop() {
+				copy(m.Pix, src.Pix)
+				if err := ta.Apply(&s, m, ta.Draw(NewRNG(1, i))); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
+		})
+	}
 	b.Run("AugMix", func(b *testing.B) {
 		var s Scratch
 		am := AugMix{Interp: WarpBilinear}

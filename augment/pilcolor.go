@@ -19,41 +19,59 @@ import (
 // Brightness, Posterize, Solarize, Equalize and Invert compute the tensor
 // path's bytes on PIL images too.
 
-// pilBlend writes blend(deg, m, factor) into m, PIL's Image.blend with
-// im1 = deg, im2 = m: deg may be nil for a constant degenerate value c.
-func pilBlend(m *imgcodec.Image, deg []byte, c uint8, factor float64) {
+// pilBlend1 is one value of PIL's Image.blend(im1, im2, alpha) (Blend.c:
+// a C float, truncated; clipped when alpha is outside [0, 1], interp
+// false), a from im1 and v from im2.
+func pilBlend1(a, v uint8, alpha float32, interp bool) uint8 {
+	t := float32(float32(a) + float32(alpha*float32(int(v)-int(a))))
+	switch {
+	case interp:
+		return uint8(int(t))
+	case t <= 0:
+		return 0
+	case t >= 255:
+		return 255
+	}
+	return uint8(int(t))
+}
+
+// pilBlendConst writes blend(c, m, factor) into m, PIL's Image.blend with
+// im1 a picture of the one value c: a table of the 256 values.
+func pilBlendConst(m *imgcodec.Image, c uint8, factor float64) {
 	alpha := float32(factor) // ImagingBlend takes a C float
-	w := m.Width * m.Channels
 	if alpha == 1 {
 		return
 	}
 	interp := alpha >= 0 && alpha <= 1
+	var lut [256]uint8
+	for v := range 256 {
+		if alpha == 0 {
+			lut[v] = c
+		} else {
+			lut[v] = pilBlend1(c, uint8(v), alpha, interp)
+		}
+	}
+	applyLUT(m, &lut)
+}
+
+// pilBlendWith writes blend(deg, m, factor) into m, PIL's Image.blend
+// with im1 = deg (tight rows of m's width and channels).
+func pilBlendWith(m *imgcodec.Image, deg []byte, factor float64) {
+	alpha := float32(factor)
+	if alpha == 1 {
+		return
+	}
+	interp := alpha >= 0 && alpha <= 1
+	w := m.Width * m.Channels
 	for y := 0; y < m.Height; y++ {
 		row := m.Pix[y*m.Stride:][:w]
-		var d []byte
-		if deg != nil {
-			d = deg[y*w:][:w]
+		d := deg[y*w:][:w]
+		if alpha == 0 {
+			copy(row, d)
+			continue
 		}
 		for x, v := range row {
-			a := c
-			if d != nil {
-				a = d[x]
-			}
-			if alpha == 0 {
-				row[x] = a
-				continue
-			}
-			t := float32(float32(a) + float32(alpha*float32(int(v)-int(a))))
-			switch {
-			case interp:
-				row[x] = uint8(int(t))
-			case t <= 0:
-				row[x] = 0
-			case t >= 255:
-				row[x] = 255
-			default:
-				row[x] = uint8(int(t))
-			}
+			row[x] = pilBlend1(d[x], v, alpha, interp)
 		}
 	}
 }
@@ -63,40 +81,31 @@ func pilLuma(r, g, b uint8) uint8 {
 	return uint8((int(r)*19595 + int(g)*38470 + int(b)*7471 + 0x8000) >> 16)
 }
 
-// lumaOf writes m's L picture (PIL's convert("L")) into s.src, w*h bytes.
-func (s *Scratch) lumaOf(m *imgcodec.Image) []byte {
-	w, h := m.Width, m.Height
-	s.src = grow(s.src, w*h)
-	l := s.src[:w*h]
-	for y := 0; y < h; y++ {
-		row := m.Pix[y*m.Stride:]
-		for x := 0; x < w; x++ {
-			if m.Channels == 1 {
-				l[y*w+x] = row[x]
-			} else {
-				l[y*w+x] = pilLuma(row[3*x], row[3*x+1], row[3*x+2])
-			}
-		}
-	}
-	return l
-}
-
-// pilColor is PIL's ImageEnhance.Color(m).enhance(factor).
+// pilColor is PIL's ImageEnhance.Color(m).enhance(factor): each value
+// blended with its pixel's L (convert("L") and back), in one pass.
 func (s *Scratch) pilColor(m *imgcodec.Image, factor float64) error {
 	if err := checkImage(m); err != nil {
 		return err
 	}
-	if m.Channels == 1 { // L -> L -> L: the picture itself
+	alpha := float32(factor)
+	if m.Channels == 1 || alpha == 1 { // L -> L -> L: the picture itself
 		return nil
 	}
-	w, h := m.Width, m.Height
-	l := s.lumaOf(m)
-	s.pil = grow(s.pil, 3*w*h)
-	deg := s.pil[:3*w*h]
-	for i, v := range l {
-		deg[3*i], deg[3*i+1], deg[3*i+2] = v, v, v
+	interp := alpha >= 0 && alpha <= 1
+	for y := 0; y < m.Height; y++ {
+		row := m.Pix[y*m.Stride:][:m.Width*3]
+		for x := 0; x+3 <= len(row); x += 3 {
+			p := row[x : x+3 : x+3]
+			l := pilLuma(p[0], p[1], p[2])
+			if alpha == 0 {
+				p[0], p[1], p[2] = l, l, l
+				continue
+			}
+			p[0] = pilBlend1(l, p[0], alpha, interp)
+			p[1] = pilBlend1(l, p[1], alpha, interp)
+			p[2] = pilBlend1(l, p[2], alpha, interp)
+		}
 	}
-	pilBlend(m, deg, 0, factor)
 	return nil
 }
 
@@ -108,16 +117,24 @@ func (s *Scratch) pilContrast(m *imgcodec.Image, factor float64) error {
 		return err
 	}
 	var hist [256]int
-	for _, v := range s.lumaOf(m) {
-		hist[v]++
+	for y := 0; y < m.Height; y++ {
+		row := m.Pix[y*m.Stride:][:m.Width*m.Channels]
+		if m.Channels == 1 {
+			for _, v := range row {
+				hist[v]++
+			}
+			continue
+		}
+		for x := 0; x+3 <= len(row); x += 3 {
+			hist[pilLuma(row[x], row[x+1], row[x+2])]++
+		}
 	}
 	sum, n := 0.0, 0
 	for j, c := range hist {
 		sum += float64(j * c)
 		n += c
 	}
-	mean := int(sum/float64(n) + 0.5)
-	pilBlend(m, nil, uint8(mean), factor)
+	pilBlendConst(m, uint8(int(sum/float64(n)+0.5)), factor)
 	return nil
 }
 
@@ -130,6 +147,9 @@ func (s *Scratch) pilSharpness(m *imgcodec.Image, factor float64) error {
 	if err := checkImage(m); err != nil {
 		return err
 	}
+	if float32(factor) == 1 {
+		return nil
+	}
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
 	s.pil = grow(s.pil, rowLen*h)
@@ -138,33 +158,31 @@ func (s *Scratch) pilSharpness(m *imgcodec.Image, factor float64) error {
 		copy(deg[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
 	}
 	if w >= 3 && h >= 3 { // ImagingFilter copies a picture smaller than its kernel
-		k1, k5 := float32(1)/float32(13), float32(5)/float32(13) // _imaging.c: kernel[i] /= divisor, C floats
-		kern := [9]float32{k1, k1, k1, k1, k5, k1, k1, k1, k1}
-		px := func(y, x, c int) float32 { return float32(m.Pix[y*m.Stride+x*ch+c]) }
-		row3 := func(y, x, c int, k []float32) float32 {
-			return float32(float32(float32(px(y, x-1, c)*k[0])+float32(px(y, x, c)*k[1])) + float32(px(y, x+1, c)*k[2]))
-		}
+		// _imaging.c divides each float32 weight by the divisor in C floats.
+		k1, k5 := float32(1)/float32(13), float32(5)/float32(13)
 		for y := 1; y < h-1; y++ {
-			for x := 1; x < w-1; x++ {
-				for c := range ch {
-					ss := float32(0.5)
-					ss = float32(ss + row3(y+1, x, c, kern[0:3]))
-					ss = float32(ss + row3(y, x, c, kern[3:6]))
-					ss = float32(ss + row3(y-1, x, c, kern[6:9]))
-					var o uint8
-					switch {
-					case ss <= 0:
-					case ss >= 255:
-						o = 255
-					default:
-						o = uint8(int(ss))
-					}
-					deg[y*rowLen+x*ch+c] = o
+			up := m.Pix[(y-1)*m.Stride:][:rowLen]
+			mid := m.Pix[y*m.Stride:][:rowLen]
+			down := m.Pix[(y+1)*m.Stride:][:rowLen]
+			out := deg[y*rowLen:][:rowLen]
+			for i := ch; i < rowLen-ch; i++ {
+				// KERNEL1x3 of each row: ((a k0 + b k1) + c k2), in float32.
+				r1 := float32(float32(float32(down[i-ch])*k1)+float32(float32(down[i])*k1)) + float32(float32(down[i+ch])*k1)
+				r0 := float32(float32(float32(mid[i-ch])*k1)+float32(float32(mid[i])*k5)) + float32(float32(mid[i+ch])*k1)
+				rm := float32(float32(float32(up[i-ch])*k1)+float32(float32(up[i])*k1)) + float32(float32(up[i+ch])*k1)
+				ss := float32(float32(float32(float32(0.5)+r1)+r0) + rm)
+				switch {
+				case ss <= 0:
+					out[i] = 0
+				case ss >= 255:
+					out[i] = 255
+				default:
+					out[i] = uint8(int(ss))
 				}
 			}
 		}
 	}
-	pilBlend(m, deg, 0, factor)
+	pilBlendWith(m, deg, factor)
 	return nil
 }
 
@@ -177,38 +195,35 @@ func pilAutoContrast(m *imgcodec.Image) error {
 		return err
 	}
 	ch := m.Channels
-	var hist [3][256]int
-	for y := 0; y < m.Height; y++ {
-		row := m.Pix[y*m.Stride:][:m.Width*ch]
-		for i, v := range row {
-			hist[i%ch][v]++
-		}
-	}
-	var lut [3][256]uint8
 	for c := range ch {
+		var hist [256]int
+		for y := 0; y < m.Height; y++ {
+			row := m.Pix[y*m.Stride:][:m.Width*ch]
+			for i := c; i < len(row); i += ch {
+				hist[row[i]]++
+			}
+		}
 		lo, hi := 0, 255
-		for lo < 256 && hist[c][lo] == 0 {
+		for lo < 256 && hist[lo] == 0 {
 			lo++
 		}
-		for hi >= 0 && hist[c][hi] == 0 {
+		for hi >= 0 && hist[hi] == 0 {
 			hi--
 		}
 		if hi <= lo {
-			for v := range 256 {
-				lut[c][v] = uint8(v)
-			}
-			continue
+			continue // the band as it is
 		}
+		var lut [256]uint8
 		scale := 255.0 / float64(hi-lo)
 		offset := float64(-lo) * scale
 		for v := range 256 {
-			lut[c][v] = uint8(min(max(int(float64(float64(v)*scale)+offset), 0), 255))
+			lut[v] = uint8(min(max(int(float64(float64(v)*scale)+offset), 0), 255))
 		}
-	}
-	for y := 0; y < m.Height; y++ {
-		row := m.Pix[y*m.Stride:][:m.Width*ch]
-		for i, v := range row {
-			row[i] = lut[i%ch][v]
+		for y := 0; y < m.Height; y++ {
+			row := m.Pix[y*m.Stride:][:m.Width*ch]
+			for i := c; i < len(row); i += ch {
+				row[i] = lut[row[i]]
+			}
 		}
 	}
 	return nil
@@ -324,7 +339,7 @@ func (s *Scratch) applyJitterPIL(m *imgcodec.Image, p JitterParams) error {
 		switch k {
 		case 0:
 			if err = checkImage(m); err == nil {
-				pilBlend(m, nil, 0, p.Brightness)
+				pilBlendConst(m, 0, p.Brightness)
 			}
 		case 1:
 			err = s.pilContrast(m, p.Contrast)

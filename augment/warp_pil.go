@@ -161,6 +161,22 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 				continue
 			}
 			if bilinear {
+				if ch == 3 && pilFast {
+					// bilinearPIL3, inline: the 2x2 taps inside the picture.
+					xs, ys := xx-0.5, yy-0.5
+					if xi, yi := int(xs), int(ys); xs >= 0 && ys >= 0 && xi <= w-2 && yi <= h-2 {
+						dx, dy := xs-float64(xi), ys-float64(yi)
+						i := yi*rowLen + xi*3
+						q := src[i : i+rowLen+6 : i+rowLen+6]
+						r1 := q[rowLen : rowLen+6 : rowLen+6]
+						for c := range 3 {
+							v1 := float64(q[c]) + float64(float64(int(q[3+c])-int(q[c]))*dx)
+							v2 := float64(r1[c]) + float64(float64(int(r1[3+c])-int(r1[c]))*dx)
+							o[c] = uint8(int(v1 + float64((v2-v1)*dy)))
+						}
+						continue
+					}
+				}
 				bilinearPIL(o, src, xx, yy, w, h, ch)
 				continue
 			}
@@ -202,7 +218,8 @@ func bilinearPIL(o, src []byte, xx, yy float64, w, h, ch int) {
 	}
 }
 
-// pilFast lets WarpPIL take bicubicPIL3 (tests turn it off to compare).
+// pilFast lets WarpPIL take bicubicPIL3 and the inline bilinear interior
+// path (tests turn it off to compare).
 var pilFast = true
 
 // bicubicPIL3 is bicubicPIL for an RGB picture at a position whose 4x4

@@ -292,8 +292,8 @@ func runPILWarpOracle(t *testing.T, cases []map[string]any, inputs map[string][]
 	return dir
 }
 
-// TestWarpPILFastPath: the RGB interior path (bicubicPIL3) writes the
-// bytes of the general one (bicubicPIL, every tap clamped), on random
+// TestWarpPILFastPath: the RGB interior paths (bicubicPIL3, warpPIL's bilinear)
+// write the bytes of the general ones (every tap clamped), on random
 // matrices over a photograph, fills and one-channel pictures included.
 func TestWarpPILFastPath(t *testing.T) {
 	photo := loadImage(t, "testdata/photo.png")
@@ -312,21 +312,23 @@ func TestWarpPILFastPath(t *testing.T) {
 		if k%2 == 1 {
 			fill = []float64{u(0, 255), u(0, 255), u(0, 255)}
 		}
-		want := NewImage(w, h, 3)
-		copy(want.Pix, src.Pix)
-		pilFast = false
-		err := s.WarpPIL(want, mat, fill)
-		pilFast = true
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := NewImage(w, h, 3)
-		copy(got.Pix, src.Pix)
-		if err := s.WarpPIL(got, mat, fill); err != nil {
-			t.Fatal(err)
-		}
-		if d, frac, at := compareBytes(packed(got), packed(want)); d != 0 {
-			t.Fatalf("case %d %dx%d %v: max |diff| %d at %d (%.4f%%)", k, w, h, mat, d, at, 100*frac)
+		for _, interp := range []Interp{WarpBicubic, WarpBilinearPIL} {
+			want := NewImage(w, h, 3)
+			copy(want.Pix, src.Pix)
+			pilFast = false
+			err := s.warpPIL(want, mat, interp, fill)
+			pilFast = true
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := NewImage(w, h, 3)
+			copy(got.Pix, src.Pix)
+			if err := s.warpPIL(got, mat, interp, fill); err != nil {
+				t.Fatal(err)
+			}
+			if d, frac, at := compareBytes(packed(got), packed(want)); d != 0 {
+				t.Fatalf("case %d %v %dx%d %v: max |diff| %d at %d (%.4f%%)", k, interp, w, h, mat, d, at, 100*frac)
+			}
 		}
 	}
 	// A fill of three values on a one-channel picture is refused, as PIL
