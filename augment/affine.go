@@ -13,10 +13,11 @@ import (
 // torchvision's InterpolationMode.NEAREST or BILINEAR on the tensor path
 // (torch.nn.functional.grid_sample, align_corners=False, zero padding),
 // or BICUBIC, which torchvision warps on PIL images only: PIL's (WarpPIL);
-// or BILINEAR on a PIL image (an op before PILToTensor or ToTensor, as the
-// classification reference runs its policy): PIL's too (WarpPILBilinear),
-// which blends the picture's edge with its clamped neighbours where the
-// tensor path blends it with the fill.
+// or NEAREST and BILINEAR on a PIL image (an op before PILToTensor or
+// ToTensor, as the classification reference runs its policy): PIL's too
+// (WarpNearestPIL, WarpBilinearPIL), whose bilinear blends the picture's
+// edge with its clamped neighbours where the tensor path blends it with
+// the fill, and whose nearest picks its own neighbour at rounding ties.
 type Interp uint8
 
 const (
@@ -24,9 +25,8 @@ const (
 	WarpBilinear
 	WarpBicubic
 	WarpBilinearPIL
-	// WarpNearestPIL is nearest on a PIL image: the warps are the tensor
-	// path's nearest (PIL's picks another neighbour at rounding ties, on
-	// about 0.2% of the pixels), the policies' colour ops PIL's.
+	// WarpNearestPIL is nearest on a PIL image: PIL's nearest affine
+	// (nearestPIL) and the policies' colour ops PIL's.
 	WarpNearestPIL
 )
 
@@ -35,15 +35,7 @@ const (
 func (i Interp) onPIL() bool { return i == WarpBicubic || i == WarpBilinearPIL || i == WarpNearestPIL }
 
 // pilWarp says whether i warps as PIL's Image.transform does (WarpPIL).
-func (i Interp) pilWarp() bool { return i == WarpBicubic || i == WarpBilinearPIL }
-
-// tensor is the tensor path's interpolation of a warp with i (Warp's).
-func (i Interp) tensor() Interp {
-	if i == WarpNearestPIL {
-		return WarpNearest
-	}
-	return i
-}
+func (i Interp) pilWarp() bool { return i.onPIL() }
 
 func (i Interp) String() string {
 	switch i {
@@ -365,7 +357,7 @@ func (s *Scratch) Rotate(m *imgcodec.Image, angle float64, interp Interp, center
 	if interp.pilWarp() { // PIL's Image.rotate (see WarpPIL)
 		return s.warpPIL(m, PILRotateMatrix(m.Width, m.Height, angle, center), interp, fill)
 	}
-	return s.Warp(m, RotateMatrix(m.Width, m.Height, angle, center), interp.tensor(), fill)
+	return s.Warp(m, RotateMatrix(m.Width, m.Height, angle, center), interp, fill)
 }
 
 // AffineParams are the parameters of torchvision's affine: angle and
@@ -388,7 +380,7 @@ func (s *Scratch) Affine(m *imgcodec.Image, p AffineParams, interp Interp, cente
 	}
 	mat := InverseAffine(m.Width, m.Height, center, p.Angle,
 		[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})
-	return s.Warp(m, mat, interp.tensor(), fill)
+	return s.Warp(m, mat, interp, fill)
 }
 
 // RandomRotation is torchvision's RandomRotation(degrees, interpolation,

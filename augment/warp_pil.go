@@ -124,8 +124,8 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 	if err := checkImage(m); err != nil {
 		return err
 	}
-	if !interp.onPIL() {
-		return fmt.Errorf("augment: WarpPIL filters bicubic or bilinear (PIL), not %v", interp)
+	if !interp.pilWarp() {
+		return fmt.Errorf("augment: WarpPIL filters bicubic, bilinear or nearest (PIL), not %v", interp)
 	}
 	bilinear := interp == WarpBilinearPIL
 	w, h, ch := m.Width, m.Height, m.Channels
@@ -143,6 +143,10 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 		for c := range ch {
 			fillb[c] = uint8(int(fill[min(c, len(fill)-1)])) // PIL's int(fill)
 		}
+	}
+	if interp == WarpNearestPIL {
+		nearestPIL(m, src, mat, fillb[:ch])
+		return nil
 	}
 	a0, a1, a2, a3, a4, a5 := mat[0], mat[1], mat[2], mat[3], mat[4], mat[5]
 	fw, fh := float64(w), float64(h)
@@ -187,6 +191,90 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 		}
 	}
 	return nil
+}
+
+// nearestPIL is PIL's ImagingTransformAffine with NEAREST (Geometry.c),
+// writing into m from src (m's pixels, tight rows), fill outside: a
+// matrix without rotation or shear (a translation) through
+// ImagingScaleAffine's table of columns; else, where the four corners fit
+// 16.16 fixed point, affine_fixed (the sampling position stepped in
+// fixed point, floored by a shift); else the position in float64, stepped
+// along the row (COORD: -1 below 0, else truncated).
+func nearestPIL(m *imgcodec.Image, src []byte, a [6]float64, fill []byte) {
+	w, h, ch := m.Width, m.Height, m.Channels
+	rowLen := w * ch
+	put := func(out []byte, x, xin, yin int) {
+		if xin >= 0 && xin < w && yin >= 0 && yin < h {
+			copy(out[x*ch:x*ch+ch], src[yin*rowLen+xin*ch:][:ch])
+		} else {
+			copy(out[x*ch:x*ch+ch], fill)
+		}
+	}
+	coord := func(v float64) int {
+		if v < 0 {
+			return -1
+		}
+		return int(v)
+	}
+	if a[1] == 0 && a[3] == 0 { // ImagingScaleAffine
+		xo := float64(a[2] + float64(a[0]*0.5))
+		yo := float64(a[5] + float64(a[4]*0.5))
+		xin := make([]int, w)
+		for x := range w {
+			xin[x] = coord(xo)
+			xo += a[0]
+		}
+		for y := range h {
+			yi := coord(yo)
+			out := m.Pix[y*m.Stride:][:rowLen]
+			for x := range w {
+				put(out, x, xin[x], yi)
+			}
+			yo += a[4]
+		}
+		return
+	}
+	fits := func(x, y int) bool {
+		return math.Abs(float64(float64(float64(x)*a[0])+float64(float64(y)*a[1]))+a[2]) < 32768.0 &&
+			math.Abs(float64(float64(float64(x)*a[3])+float64(float64(y)*a[4]))+a[5]) < 32768.0
+	}
+	if fits(0, 0) && fits(w, h) && fits(0, h) && fits(w, 0) { // affine_fixed
+		fix := func(v float64) int32 {
+			v = float64(v*65536.0) + 0.5
+			if v < 0 {
+				return int32(math.Floor(v))
+			}
+			return int32(v)
+		}
+		a0, a1, a3, a4 := fix(a[0]), fix(a[1]), fix(a[3]), fix(a[4])
+		a2 := fix(float64(a[2]+float64(a[0]*0.5)) + float64(a[1]*0.5))
+		a5 := fix(float64(a[5]+float64(a[3]*0.5)) + float64(a[4]*0.5))
+		for y := range h {
+			xx, yy := a2, a5
+			out := m.Pix[y*m.Stride:][:rowLen]
+			for x := range w {
+				put(out, x, int(xx>>16), int(yy>>16))
+				xx += a0
+				yy += a3
+			}
+			a2 += a1
+			a5 += a4
+		}
+		return
+	}
+	xo := float64(float64(a[2]+float64(a[1]*0.5)) + float64(a[0]*0.5))
+	yo := float64(float64(a[5]+float64(a[4]*0.5)) + float64(a[3]*0.5))
+	for y := range h {
+		xx, yy := xo, yo
+		out := m.Pix[y*m.Stride:][:rowLen]
+		for x := range w {
+			put(out, x, coord(xx), coord(yy))
+			xx += a[0]
+			yy += a[3]
+		}
+		xo += a[1]
+		yo += a[4]
+	}
 }
 
 // bilinearPIL is PIL's bilinear transform filter (Geometry.c's

@@ -190,7 +190,8 @@ func TestPILWarpsMatchPIL(t *testing.T) {
 			if c.rgb && m.Channels != 3 {
 				continue
 			}
-			for _, r := range []run{{ci, pi, WarpBicubic, "pil"}, {ci, pi, WarpBilinearPIL, "pil"}, {ci, pi, WarpBilinear, "tensor"}} {
+			for _, r := range []run{{ci, pi, WarpBicubic, "pil"}, {ci, pi, WarpBilinearPIL, "pil"}, {ci, pi, WarpNearestPIL, "pil"},
+				{ci, pi, WarpBilinear, "tensor"}} {
 				params := map[string]any{"interp": modeOf(r.interp)}
 				for k, v := range c.params {
 					params[k] = v
@@ -236,7 +237,7 @@ func TestPILWarpsMatchPIL(t *testing.T) {
 	all := map[string]*warpStats{}
 	for _, c := range cases {
 		line := fmt.Sprintf("%-72s", c.name)
-		for _, kind := range []string{"bicubic/pil", "bilinear/pil", "bilinear/tensor"} {
+		for _, kind := range []string{"bicubic/pil", "bilinear/pil", "nearest/pil", "bilinear/tensor"} {
 			st := stats[c.name+" "+kind]
 			mx, p99, mean := st.levels()
 			line += fmt.Sprintf("  %s %3d %3d %6.3f", kind, mx, p99, mean)
@@ -247,7 +248,7 @@ func TestPILWarpsMatchPIL(t *testing.T) {
 		}
 		t.Log(line)
 	}
-	for _, kind := range []string{"bicubic/pil", "bilinear/pil", "bilinear/tensor"} {
+	for _, kind := range []string{"bicubic/pil", "bilinear/pil", "nearest/pil", "bilinear/tensor"} {
 		mx, p99, mean := all[kind].levels()
 		t.Logf("all cases, Go's %s against torchvision's: max %d levels, 99th percentile %d, mean %.4f", kind, mx, p99, mean)
 	}
@@ -255,8 +256,11 @@ func TestPILWarpsMatchPIL(t *testing.T) {
 
 // modeOf is interp's InterpolationMode name, as the oracle takes it.
 func modeOf(interp Interp) string {
-	if interp == WarpBilinearPIL {
+	switch interp {
+	case WarpBilinearPIL:
 		return "bilinear"
+	case WarpNearestPIL:
+		return "nearest"
 	}
 	return interp.String()
 }
