@@ -315,7 +315,7 @@ func (m *twinMachine) streamWait(unsafe.Pointer) error {
 	}
 	return nil
 }
-func (m *twinMachine) freeEvent(unsafe.Pointer)          {}
+func (m *twinMachine) freeEvent(unsafe.Pointer) {}
 
 // Timed events (eventTimer): the host's clock when recorded, the twin's
 // calls running as they are queued.
