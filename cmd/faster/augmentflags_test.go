@@ -176,7 +176,8 @@ func TestTrainAugmentRecipe(t *testing.T) {
 
 // TestGeometryAndBlurFlags: RandomAffine, RandomRotation and GaussianBlur
 // from their flags: torchvision's meanings of the arguments (D is -D..D,
-// shear S is x in -S..S, fill 0 through the mask unless --augment-fill),
+// shear S is x in -S..S, fill 0 through the mask unless --augment-fill;
+// nearest on a PIL image, as the reference runs them before ToTensor),
 // in the documented order after the policy (affine, rotation, jitter,
 // grayscale, blur); each changes the pixels, and the epoch is decided by
 // (seed, epoch, sample).
@@ -196,7 +197,7 @@ func TestGeometryAndBlurFlags(t *testing.T) {
 	}
 	a, ok := seq[1].(*augment.RandomAffine)
 	if !ok || a.Degrees != [2]float64{-10, 10} || *a.Translate != [2]float64{0.1, 0.2} || *a.Scale != [2]float64{0.9, 1.1} ||
-		*a.Shear != [4]float64{-5, 5, 0, 0} || a.ShearY || a.Interp != augment.WarpNearest || len(a.Fill) != 3 || a.Fill[0] != 0 {
+		*a.Shear != [4]float64{-5, 5, 0, 0} || a.ShearY || a.Interp != augment.WarpNearestPIL || len(a.Fill) != 3 || a.Fill[0] != 0 {
 		t.Errorf("op 1: %#v, want RandomAffine(10, translate (0.1, 0.2), scale (0.9, 1.1), shear 5, fill 0)", seq[1])
 	}
 	if r, ok := seq[2].(*augment.RandomRotation); !ok || r.Degrees != [2]float64{-20, 30} {
