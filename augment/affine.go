@@ -34,8 +34,16 @@ const (
 // colour ops PIL's: pilcolor.go).
 func (i Interp) onPIL() bool { return i == WarpBicubic || i == WarpBilinearPIL || i == WarpNearestPIL }
 
-// pilWarp says whether i warps as PIL's Image.transform does (WarpPIL).
-func (i Interp) pilWarp() bool { return i.onPIL() }
+// packRows copies m's pixels into buf as tight rows (width·channels
+// bytes each), grown to at least n bytes, and returns it.
+func packRows(buf []uint8, m *imgcodec.Image, n int) []uint8 {
+	rowLen := m.Width * m.Channels
+	buf = grow(buf, max(n, rowLen*m.Height))
+	for y := 0; y < m.Height; y++ {
+		copy(buf[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
+	}
+	return buf
+}
 
 func (i Interp) String() string {
 	switch i {
@@ -125,11 +133,8 @@ func (s *Scratch) Warp(m *imgcodec.Image, mat [6]float64, interp Interp, fill []
 	}
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
-	s.src = grow(s.src, rowLen*h+4) // 4 bytes for the SIMD kernel's last gather
+	s.src = packRows(s.src, m, rowLen*h+4) // 4 bytes for the SIMD kernel's last gather
 	src := s.src
-	for y := 0; y < h; y++ {
-		copy(src[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
-	}
 	var fillv [3]float32
 	if fill != nil {
 		if len(fill) != 1 && len(fill) != ch {
@@ -354,7 +359,7 @@ func floor32(x float32) int {
 // center (nil: the image centre), torchvision's rotate(expand=False) on
 // the tensor path; see Warp for fill.
 func (s *Scratch) Rotate(m *imgcodec.Image, angle float64, interp Interp, center *[2]float64, fill []float64) error {
-	if interp.pilWarp() { // PIL's Image.rotate (see WarpPIL)
+	if interp.onPIL() { // PIL's Image.rotate (see WarpPIL)
 		return s.warpPIL(m, PILRotateMatrix(m.Width, m.Height, angle, center), interp, fill)
 	}
 	return s.Warp(m, RotateMatrix(m.Width, m.Height, angle, center), interp, fill)
@@ -373,7 +378,7 @@ type AffineParams struct {
 // Affine applies p to m in place about center (nil: the image centre),
 // torchvision's affine on the tensor path; see Warp for fill.
 func (s *Scratch) Affine(m *imgcodec.Image, p AffineParams, interp Interp, center *[2]float64, fill []float64) error {
-	if interp.pilWarp() { // torchvision's affine on PIL images (see WarpPIL)
+	if interp.onPIL() { // torchvision's affine on PIL images (see WarpPIL)
 		mat := PILAffineMatrix(m.Width, m.Height, center, p.Angle,
 			[2]float64{float64(p.Translate[0]), float64(p.Translate[1])}, p.Scale, [2]float64{p.ShearX, p.ShearY})
 		return s.warpPIL(m, mat, interp, fill)

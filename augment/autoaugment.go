@@ -282,7 +282,7 @@ func (s *Scratch) ApplyAugOp(m *imgcodec.Image, st AugStep, interp Interp, fill 
 		return checkImage(m)
 	case OpShearX, OpShearY:
 		sh := math.Atan(mag) * 180 / math.Pi
-		if interp.pilWarp() {
+		if interp.onPIL() {
 			sh = pilAtan(mag) * radToDeg // PIL's warps: CPython's math.degrees(math.atan(mag))
 		}
 		p := AffineParams{Scale: 1, ShearX: sh}
@@ -484,11 +484,8 @@ func (s *Scratch) AdjustSharpness(m *imgcodec.Image, factor float64) error {
 		return nil
 	}
 	rowLen := w * ch
-	s.src = grow(s.src, rowLen*h)
+	s.src = packRows(s.src, m, rowLen*h)
 	src := s.src
-	for y := 0; y < h; y++ {
-		copy(src[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
-	}
 	k1 := float32(1) / 13
 	k5 := float32(5) / 13
 	var l1, l5 [256]float32

@@ -152,11 +152,8 @@ func (s *Scratch) pilSharpness(m *imgcodec.Image, factor float64) error {
 	}
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
-	s.pil = grow(s.pil, rowLen*h)
+	s.pil = packRows(s.pil, m, rowLen*h)
 	deg := s.pil[:rowLen*h]
-	for y := 0; y < h; y++ {
-		copy(deg[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
-	}
 	if w >= 3 && h >= 3 { // ImagingFilter copies a picture smaller than its kernel
 		// _imaging.c divides each float32 weight by the divisor in C floats.
 		k1, k5 := float32(1)/float32(13), float32(5)/float32(13)

@@ -124,17 +124,14 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 	if err := checkImage(m); err != nil {
 		return err
 	}
-	if !interp.pilWarp() {
+	if !interp.onPIL() {
 		return fmt.Errorf("augment: WarpPIL filters bicubic, bilinear or nearest (PIL), not %v", interp)
 	}
 	bilinear := interp == WarpBilinearPIL
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
-	s.src = grow(s.src, rowLen*h)
+	s.src = packRows(s.src, m, rowLen*h)
 	src := s.src[:rowLen*h]
-	for y := 0; y < h; y++ {
-		copy(src[y*rowLen:][:rowLen], m.Pix[y*m.Stride:][:rowLen])
-	}
 	var fillb [3]uint8
 	if fill != nil {
 		if len(fill) != 1 && len(fill) != ch {
@@ -145,7 +142,7 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 		}
 	}
 	if interp == WarpNearestPIL {
-		nearestPIL(m, src, mat, fillb[:ch])
+		s.slow = nearestPIL(m, src, mat, fillb[:ch], s.slow)
 		return nil
 	}
 	a0, a1, a2, a3, a4, a5 := mat[0], mat[1], mat[2], mat[3], mat[4], mat[5]
@@ -199,8 +196,9 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 // ImagingScaleAffine's table of columns; else, where the four corners fit
 // 16.16 fixed point, affine_fixed (the sampling position stepped in
 // fixed point, floored by a shift); else the position in float64, stepped
-// along the row (COORD: -1 below 0, else truncated).
-func nearestPIL(m *imgcodec.Image, src []byte, a [6]float64, fill []byte) {
+// along the row (COORD: -1 below 0, else truncated). cols is scratch for
+// the translation's column table, returned grown.
+func nearestPIL(m *imgcodec.Image, src []byte, a [6]float64, fill []byte, cols []int32) []int32 {
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
 	put := func(out []byte, x, xin, yin int) {
@@ -219,20 +217,21 @@ func nearestPIL(m *imgcodec.Image, src []byte, a [6]float64, fill []byte) {
 	if a[1] == 0 && a[3] == 0 { // ImagingScaleAffine
 		xo := float64(a[2] + float64(a[0]*0.5))
 		yo := float64(a[5] + float64(a[4]*0.5))
-		xin := make([]int, w)
+		cols = grow(cols, w)
+		xin := cols[:w]
 		for x := range w {
-			xin[x] = coord(xo)
+			xin[x] = int32(coord(xo))
 			xo += a[0]
 		}
 		for y := range h {
 			yi := coord(yo)
 			out := m.Pix[y*m.Stride:][:rowLen]
 			for x := range w {
-				put(out, x, xin[x], yi)
+				put(out, x, int(xin[x]), yi)
 			}
 			yo += a[4]
 		}
-		return
+		return cols
 	}
 	fits := func(x, y int) bool {
 		return math.Abs(float64(float64(float64(x)*a[0])+float64(float64(y)*a[1]))+a[2]) < 32768.0 &&
@@ -260,7 +259,7 @@ func nearestPIL(m *imgcodec.Image, src []byte, a [6]float64, fill []byte) {
 			a2 += a1
 			a5 += a4
 		}
-		return
+		return cols
 	}
 	xo := float64(float64(a[2]+float64(a[1]*0.5)) + float64(a[0]*0.5))
 	yo := float64(float64(a[5]+float64(a[4]*0.5)) + float64(a[3]*0.5))
@@ -275,6 +274,7 @@ func nearestPIL(m *imgcodec.Image, src []byte, a [6]float64, fill []byte) {
 		xo += a[1]
 		yo += a[4]
 	}
+	return cols
 }
 
 // bilinearPIL is PIL's bilinear transform filter (Geometry.c's
