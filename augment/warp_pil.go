@@ -277,15 +277,22 @@ func nearestPIL(m *imgcodec.Image, src []byte, a [6]float64, fill []byte, cols [
 	return cols
 }
 
+// pilHead is the head of PIL's bilinear and bicubic filters (Geometry.c's
+// BILINEAR_HEAD, BICUBIC_HEAD): the position less half a pixel, its floor
+// and the remainders.
+func pilHead(xx, yy float64) (x, y int, dx, dy float64) {
+	xx -= 0.5
+	yy -= 0.5
+	x, y = int(math.Floor(xx)), int(math.Floor(yy))
+	return x, y, xx - float64(x), yy - float64(y)
+}
+
 // bilinearPIL is PIL's bilinear transform filter (Geometry.c's
 // BILINEAR_HEAD and BILINEAR_BODY) at (xx, yy), a position inside the
 // picture. The conversions to float64 keep each product and sum rounded
 // as C's doubles are (no fused multiply-add).
 func bilinearPIL(o, src []byte, xx, yy float64, w, h, ch int) {
-	xx -= 0.5
-	yy -= 0.5
-	x, y := int(math.Floor(xx)), int(math.Floor(yy))
-	dx, dy := xx-float64(x), yy-float64(y)
+	x, y, dx, dy := pilHead(xx, yy)
 	rowLen := w * ch
 	x0, x1 := min(max(x, 0), w-1)*ch, min(max(x+1, 0), w-1)*ch
 	r0 := src[min(max(y, 0), h-1)*rowLen:][:rowLen]
@@ -352,10 +359,7 @@ func bicubicPIL3(o, src []byte, xx, yy float64, w, h int) bool {
 // clamped to the picture, each row's cubic from its bytes, then the cubic
 // of the four rows.
 func bicubicPIL(o, src []byte, xx, yy float64, w, h, ch int) {
-	xx -= 0.5
-	yy -= 0.5
-	x, y := int(math.Floor(xx)), int(math.Floor(yy))
-	dx, dy := xx-float64(x), yy-float64(y)
+	x, y, dx, dy := pilHead(xx, yy)
 	var cols [4]int
 	var rows [4]int
 	for k := range 4 {
