@@ -93,6 +93,11 @@ type TrainCell struct {
 	NativeAMP    bool    `json:"native_precision"`
 	Tuned        int     `json:"autotuned_ops,omitempty"`
 	TuneSeconds  float64 `json:"tune_seconds,omitempty"` // of Seconds, spent autotuning (once per shape)
+	// GraphRefused is why the device refused to capture the cell's step
+	// (--cuda-graph): its steps ran eagerly. Replayed counts the steps
+	// that ran as a replayed graph.
+	GraphRefused string `json:"cuda_graph_refused,omitempty"`
+	Replayed     int    `json:"cuda_graph_replayed,omitempty"`
 
 	// With several repeats, Seconds (and the figures beside it) is the
 	// median run's; Runs are every run's seconds in round order, Low and
@@ -186,6 +191,9 @@ func Train(ctx context.Context, c TrainConfig) (TrainSummary, error) {
 		cell := TrainCell{Strategy: s.strategy, Variant: s.variant, Seconds: ts.Seconds, ImagesPerSec: ts.ImagesPerSec, MsPerStep: ts.MsPerStep,
 			TestAccuracy: ts.TestAccuracy, Precision: ts.Precision, NativeAMP: ts.NativeAMP, Tuned: len(ts.Autotune),
 			TuneSeconds: ts.TuneSeconds}
+		if g := ts.GraphSteps; g != nil {
+			cell.GraphRefused, cell.Replayed = g.Refused, g.Replayed
+		}
 		fmt.Fprintf(c.Log, "bench train: %s %s: %.1f s, %.1f images/s, test accuracy %.2f%%\n", s.strategy, s.variant, cell.Seconds, cell.ImagesPerSec, 100*cell.TestAccuracy)
 		return cell, nil
 	}
@@ -357,6 +365,11 @@ func writeTrainNotes(w io.Writer, sum TrainSummary, base *TrainCell) {
 		if c.Precision != "fp32" && !c.NativeAMP {
 			fmt.Fprintln(w, "AMP: bf16 emulated by rounding (this CPU has no bf16 instructions): it shows accuracy, not speed")
 			break
+		}
+	}
+	for _, c := range sum.Cells {
+		if c.GraphRefused != "" {
+			fmt.Fprintf(w, "CUDA graph: %s %s ran eagerly, the device refused the capture: %s\n", c.Strategy, c.Variant, c.GraphRefused)
 		}
 	}
 	if base != nil && len(sum.Ablation) > 0 {

@@ -263,7 +263,31 @@ func TestRunOnCUDATwinGraph(t *testing.T) {
 		if got.WeightsSHA256 != want.WeightsSHA256 || got.TestLoss != want.TestLoss || got.SkippedSteps != want.SkippedSteps || !got.CUDAGraph {
 			t.Errorf("amp %v: graph %.12s loss %v skipped %d (cuda_graph %v); eager %.12s %v %d", amp, got.WeightsSHA256, got.TestLoss, got.SkippedSteps, got.CUDAGraph, want.WeightsSHA256, want.TestLoss, want.SkippedSteps)
 		}
-		t.Logf("amp %v: %.12s, %d skipped", amp, got.WeightsSHA256, got.SkippedSteps)
+		if g := got.GraphSteps; g == nil || g.Replayed == 0 || g.Captured == 0 || g.Refused != "" || want.GraphSteps != nil {
+			t.Errorf("amp %v: graph steps %+v (without cuda_graph %+v); want replayed steps, no refusal, and none without", amp, g, want.GraphSteps)
+		}
+		// A device that refuses the capture: the same weights, the steps
+		// eager, the summary and its text saying why.
+		refusing := func(_ string, o train.BackendOptions) (train.Backend, error) {
+			return cuda.OpenTwinRefusing(o, "kernel sgd_lr")
+		}
+		if amp {
+			refusing = func(_ string, o train.BackendOptions) (train.Backend, error) { return cuda.OpenTwinRefusing(o, "end") }
+		}
+		ref, err := deviceRun(t, dir, cfg, refusing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := ref.GraphSteps
+		if ref.WeightsSHA256 != want.WeightsSHA256 || g == nil || g.Refused == "" || g.Replayed+g.Captured != 0 || g.Eager != got.GraphSteps.Eager+got.GraphSteps.Captured+got.GraphSteps.Replayed {
+			t.Errorf("amp %v, capture refused: weights %.12s (eager %.12s), graph steps %+v; want the eager weights, every step eager, the refusal", amp, ref.WeightsSHA256, want.WeightsSHA256, g)
+		}
+		var text strings.Builder
+		ref.WriteText(&text, cfg)
+		if !strings.Contains(text.String(), "the device refused to capture a step") || !strings.Contains(text.String(), "0 steps replayed") {
+			t.Errorf("amp %v: the report does not say the capture was refused:\n%s", amp, text.String())
+		}
+		t.Logf("amp %v: %.12s, %d skipped; refused: %s", amp, got.WeightsSHA256, got.SkippedSteps, g.Refused)
 	}
 }
 

@@ -39,6 +39,12 @@ func (sum *Summary) WriteText(w io.Writer, cfg Config) {
 	sum.writeFixRes(w)
 	WriteTuning(w, sum.Autotune)
 	sum.Profile.write(w)
+	if g := sum.GraphSteps; g != nil {
+		fmt.Fprintf(w, "CUDA graph: %d steps replayed, %d captured, %d eager\n", g.Replayed, g.Captured, g.Eager)
+		if g.Refused != "" {
+			fmt.Fprintf(w, "the device refused to capture a step, so the steps since ran eagerly: %s\n", g.Refused)
+		}
+	}
 	on := sum.Backend
 	if d := sum.Device; d != "" && d != "cpu" {
 		on += " on " + d

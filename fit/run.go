@@ -377,6 +377,9 @@ func (r *run) train(ctx context.Context, p *plan, rank int, hooks Hooks) (*Summa
 	if tr.Scaler != nil {
 		sum.SkippedSteps = tr.Scaler.Skipped
 	}
+	if st, ok := train.CaptureStatsOf(r.b); ok && cfg.Parallel.CUDAGraph {
+		sum.GraphSteps = &st
+	}
 	if hc, ok := r.b.(train.HostCopyReporter); ok {
 		if c := hc.HostCopies(); c.Staged+c.InPlace > 0 || c.Unpinned != "" {
 			sum.HostCopies = &c

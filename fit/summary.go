@@ -50,6 +50,11 @@ type Summary struct {
 	ZeroGrad     string             `json:"zero_grad"` // set_to_none or zero
 	SkippedSteps int                `json:"skipped_steps,omitempty"`
 	CUDAGraph    bool               `json:"cuda_graph,omitempty"` // each step a captured graph, replayed
+	// GraphSteps counts how the backend ran the steps with CUDAGraph:
+	// eager (each key's warm-up, a step whose calls left the record),
+	// captured, replayed, and why the device refused a capture, if it did
+	// (then the steps since ran eagerly).
+	GraphSteps *train.CaptureStats `json:"cuda_graph_steps,omitempty"`
 	// AlreadyDone: the checkpoint had trained Epochs already; nothing was
 	// trained and the test figures are its evaluation.
 	AlreadyDone bool    `json:"already_complete,omitempty"`

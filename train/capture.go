@@ -62,6 +62,31 @@ func (r StepRun) String() string {
 	return "StepRun(?)"
 }
 
+// CaptureStats is how a StepCapturer ran the steps it was given.
+type CaptureStats struct {
+	Eager    int `json:"eager"`
+	Captured int `json:"captured"`
+	Replayed int `json:"replayed"`
+	// Refused is why the device refused to capture a step ("" if it never
+	// did): that step and every later one ran eagerly.
+	Refused string `json:"refused,omitempty"`
+}
+
+// CaptureReporter is implemented by a StepCapturer that counts how it ran
+// the steps: a run's summary reports it, so that steps the device refused
+// to capture are not called graphed.
+type CaptureReporter interface {
+	CaptureStats() CaptureStats
+}
+
+// CaptureStatsOf is b's CaptureStats, if it reports them.
+func CaptureStatsOf(b Backend) (CaptureStats, bool) {
+	if r, ok := b.(CaptureReporter); ok {
+		return r.CaptureStats(), true
+	}
+	return CaptureStats{}, false
+}
+
 // RunStepOn runs step through b's StepCapturer when capture is on and b
 // implements one, else calls it (StepEager): the trainer's one line.
 func RunStepOn(b Backend, capture bool, key string, step func() error) (StepRun, error) {

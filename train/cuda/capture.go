@@ -29,7 +29,10 @@ import (
 // and land in the record; the trainer's wiring stages its slots outside
 // RunStep or copies the slot into a fixed input inside the step.
 
-var _ train.StepCapturer = (*Backend)(nil)
+var (
+	_ train.StepCapturer    = (*Backend)(nil)
+	_ train.CaptureReporter = (*Backend)(nil)
+)
 
 // errHostRead is the refusal of a read back to the host inside a captured
 // or replayed step (the GPU refuses it too: a pageable copy out and a
@@ -131,7 +134,7 @@ func execCall(m machine, c *call) error {
 
 // recorder modes.
 const (
-	recCapture = iota // log, forward to the capturing machine, stage copies
+	recCapture = iota // log (copies with their bytes); nothing queued
 	recReplay         // log and compare with want; nothing queued
 	recEager          // diverged from the record: forward everything
 )
@@ -140,8 +143,7 @@ const (
 type recorder struct {
 	machine // the real one
 	mode    int
-	log     []call // capture: the step's calls
-	staged  []call // capture: the copies in, applied before the first replay
+	log     []call // capture: the step's calls, copies in with their bytes
 	want    []call // replay: the captured log
 	pending []call // replay: the calls matched so far
 	stale   string // replay: why the record no longer fits ("" while it does)
@@ -150,12 +152,11 @@ type recorder struct {
 func (w *recorder) do(c call) error {
 	switch w.mode {
 	case recCapture:
+		// Logged, nothing queued: Backend.capture captures the log once
+		// the step's Go side is done, or runs it eagerly if the device
+		// refuses the capture.
 		w.log = append(w.log, c)
-		if c.kind == callCopyIn {
-			w.staged = append(w.staged, c)
-			return nil
-		}
-		return execCall(w.machine, &c)
+		return nil
 	case recReplay:
 		if i := len(w.pending); i < len(w.want) && w.want[i].same(&c) {
 			w.pending = append(w.pending, c)
@@ -221,7 +222,8 @@ func (w *recorder) zero(p uint64, bytes int) error {
 // copyIn stages the bytes while capturing (not captured: a memcpy node
 // would hold the host address, a ring slot or a held batch the feeder
 // rewrites, and a copy from pageable memory cannot be captured at all; it
-// is queued once the capture ends, before the record's first launch). In
+// is queued once the capture ends, before the record's first launch, or
+// in its place if the log runs eagerly). In
 // replay mode a copy that matches the record's is queued at once — before
 // the record's launch, as the step's contract has it land, and without
 // holding the caller's bytes (a batch's megabytes each step) — and one
@@ -332,12 +334,18 @@ type stepGraph struct {
 	rec  record // nil until captured
 	log  []call
 	runs [3]int // steps run by StepRun: eager, captured, replayed
+	// refused is why the device refused to capture a step (a call it
+	// cannot hold in a graph, a graph it cannot instantiate): that step
+	// and every later one ran eagerly, since a capture of the same calls
+	// would be refused again. ReleaseStep keeps it.
+	refused error
 }
 
 // RunStep implements train.StepCapturer: the first step of a key eager,
 // the second captured (then its record launched), later ones replayed
 // when their calls match the record's, else eager (and the next one
-// captured again).
+// captured again). Once the device refuses a capture, steps run eagerly
+// (CaptureStats says why).
 func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) {
 	if b.closed {
 		return train.StepEager, errors.New("cuda: RunStep on a closed backend")
@@ -345,14 +353,14 @@ func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) 
 	if _, nested := b.m.(*recorder); nested {
 		return train.StepEager, errors.New("cuda: RunStep inside a step")
 	}
-	if b.profiling() { // a profile times the eager step's calls
+	g := &b.graph
+	if b.profiling() || g.refused != nil { // a profile times the eager step's calls
 		err := step()
 		if err == nil {
-			b.graph.runs[train.StepEager]++
+			g.runs[train.StepEager]++
 		}
 		return train.StepEager, err
 	}
-	g := &b.graph
 	if g.key != key {
 		b.ReleaseStep()
 		g.key = key
@@ -377,33 +385,38 @@ func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) 
 	return run, nil
 }
 
+// capture runs step's Go side once with the machine's calls logged, not
+// queued, then captures the log's device work (captureLog) and launches
+// the record after the copies in. When the device refuses the capture
+// nothing of the step has run: the log runs eagerly instead, in order,
+// and the backend captures no more steps (stepGraph.refused). A refusal
+// of the step's own (a read back, an allocation, an event inside it) is
+// the step's error: nothing was queued.
 func (b *Backend) capture(step func() error) (train.StepRun, error) {
-	// One OS thread from the capture's begin to its end: the machine's
-	// calls lock their thread each (Device.do), and these locks nest.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	m := b.m
-	if err := m.beginCapture(); err != nil {
-		return train.StepEager, fmt.Errorf("cuda: beginning the capture: %w", err)
-	}
 	w := &recorder{machine: m, mode: recCapture}
 	b.m = w
 	err := step()
 	b.m = m
-	rec, endErr := m.endCapture()
-	if err == nil && endErr != nil {
-		err = fmt.Errorf("cuda: ending the capture: %w", endErr)
-	}
 	if err != nil {
-		if rec != nil {
-			m.dropRecord(rec)
-		}
 		return train.StepCaptured, fmt.Errorf("capturing the step: %w", err)
 	}
-	for i := range w.staged {
-		if err := execCall(m, &w.staged[i]); err != nil {
-			m.dropRecord(rec)
-			return train.StepCaptured, err
+	rec, err := captureLog(m, w.log)
+	if err != nil {
+		b.graph.refused = err
+		for i := range w.log {
+			if err := execCall(m, &w.log[i]); err != nil {
+				return train.StepEager, fmt.Errorf("cuda: call %d (%s) of a step run eagerly after its capture was refused (%v): %w", i, w.log[i].String(), b.graph.refused, err)
+			}
+		}
+		return train.StepEager, nil
+	}
+	for i := range w.log {
+		if c := &w.log[i]; c.kind == callCopyIn {
+			if err := execCall(m, c); err != nil {
+				m.dropRecord(rec)
+				return train.StepCaptured, err
+			}
 		}
 	}
 	if err := m.replay(rec); err != nil {
@@ -417,6 +430,39 @@ func (b *Backend) capture(step func() error) (train.StepRun, error) {
 	}
 	b.graph.rec, b.graph.log = rec, w.log
 	return train.StepCaptured, nil
+}
+
+// captureLog captures log's device work, its copies in left out, as a
+// record: nil and the device's refusal when it cannot hold a call or
+// make the graph (the capture ended, nothing run).
+func captureLog(m machine, log []call) (record, error) {
+	// One OS thread from the capture's begin to its end: the machine's
+	// calls lock their thread each (Device.do), and these locks nest.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := m.beginCapture(); err != nil {
+		return nil, fmt.Errorf("cuda: beginning the capture: %w", err)
+	}
+	var err error
+	for i := range log {
+		if c := &log[i]; c.kind != callCopyIn {
+			if err = execCall(m, c); err != nil {
+				err = fmt.Errorf("cuda: capturing call %d (%s): %w", i, c.String(), err)
+				break
+			}
+		}
+	}
+	rec, endErr := m.endCapture()
+	if err == nil && endErr != nil {
+		err = fmt.Errorf("cuda: ending the capture: %w", endErr)
+	}
+	if err != nil {
+		if rec != nil {
+			m.dropRecord(rec)
+		}
+		return nil, err
+	}
+	return rec, nil
 }
 
 func (b *Backend) replay(step func() error) (train.StepRun, error) {
@@ -463,4 +509,13 @@ func (b *Backend) ReleaseStep() {
 // StepRuns counts the steps RunStep ran eagerly, captured and replayed.
 func (b *Backend) StepRuns() (eager, captured, replayed int) {
 	return b.graph.runs[0], b.graph.runs[1], b.graph.runs[2]
+}
+
+// CaptureStats implements train.CaptureReporter.
+func (b *Backend) CaptureStats() train.CaptureStats {
+	s := train.CaptureStats{Eager: b.graph.runs[0], Captured: b.graph.runs[1], Replayed: b.graph.runs[2]}
+	if b.graph.refused != nil {
+		s.Refused = b.graph.refused.Error()
+	}
+	return s
 }

@@ -236,6 +236,52 @@ func stepCapture(t *testing.T, open func(train.BackendOptions) *Backend, tol flo
 	}
 }
 
+// A capture the device refuses (a call it cannot hold in a graph, or a
+// graph it cannot make) leaves nothing run: the logged step runs eagerly
+// in its place, the weights and loss sums the eager ones bit for bit
+// after every step, and the backend captures no more steps, a new key's
+// included, saying why in CaptureStats.
+func TestStepCaptureRefused(t *testing.T) {
+	for _, refuse := range []string{"kernel sgd_lr", "end", "gemm 3x8x64"} {
+		t.Run(refuse, func(t *testing.T) {
+			eager := newTinyNet(t, twinWith(t, train.BackendOptions{}))
+			gb, err := OpenTwinRefusing(train.BackendOptions{}, refuse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { gb.Close() })
+			graphed := newTinyNet(t, gb.(*Backend))
+			graphed.scribble = true
+			sizes := []int{8, 8, 8, 8, 5, 5, 5}
+			for s, size := range sizes {
+				if err := eager.step(s, size); err != nil {
+					t.Fatal(err)
+				}
+				run, err := graphed.b.RunStep(fmt.Sprint("b", size), func() error { return graphed.step(s, size) })
+				if err != nil || run != train.StepEager {
+					t.Fatalf("step %d: %v %v, want eager", s, run, err)
+				}
+				if err := sameWithin(graphed.weights(t), eager.weights(t), 0); err != nil {
+					t.Fatalf("step %d: %v", s, err)
+				}
+			}
+			ge, _ := graphed.loss.Sums()
+			ee, _ := eager.loss.Sums()
+			if ge != ee {
+				t.Errorf("loss sums %+v, eager %+v", ge, ee)
+			}
+			st := graphed.b.CaptureStats()
+			if st.Eager != len(sizes) || st.Captured+st.Replayed != 0 || !strings.Contains(st.Refused, "capturing a step") ||
+				refuse != "end" && !strings.Contains(st.Refused, refuse) || refuse == "end" && !strings.Contains(st.Refused, "ending the capture") {
+				t.Errorf("stats %+v: want %d eager steps, none captured, the refusal of %q", st, len(sizes), refuse)
+			}
+			if _, err := graphed.b.m.alloc(8); err != nil {
+				t.Errorf("the twin is left capturing: %v", err)
+			}
+		})
+	}
+}
+
 // A replayed step queues its copies in as they come, from the caller's
 // memory: it does not keep a copy of the batch (a captured step stages
 // one), so a replay allocates far less than the batch's bytes, and the

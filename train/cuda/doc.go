@@ -121,7 +121,13 @@
 // neither an eager nor a captured fp16 step waits for its flag, and a
 // change of scale changes no launch. On the GPU a captured step needs its
 // workspaces and cuDNN's algorithms from the warm-up step: a larger
-// workspace asked inside the capture fails the capture.
+// workspace asked inside the capture fails the capture. The step to
+// capture runs its Go side once with its calls logged (copies in with
+// their bytes), not queued; captureLog then captures the log's device
+// work. When the device refuses (a call it cannot hold, a graph it cannot
+// instantiate), nothing of the step ran: the log runs eagerly in order,
+// and the backend captures no more steps (stepGraph.refused, reported by
+// CaptureStats) rather than failing the run.
 //
 // # NCCL
 //

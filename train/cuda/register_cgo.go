@@ -33,3 +33,17 @@ func OpenTwin(o train.BackendOptions) (train.Backend, error) {
 	}
 	return newBackend(newTwin(), o), nil
 }
+
+// OpenTwinRefusing is OpenTwin with a twin that refuses call (a kernel
+// as "kernel name", "gemm MxNxK", or "end" for the capture's end) while
+// it captures a step, as a GPU refuses work it cannot hold in a graph:
+// for tests of a run whose capture the device refuses (its steps run
+// eagerly, and the run's summary says why).
+func OpenTwinRefusing(o train.BackendOptions, call string) (train.Backend, error) {
+	if _, err := checkOptions(o); err != nil {
+		return nil, err
+	}
+	m := newTwin()
+	m.refuse = call
+	return newBackend(m, o), nil
+}

@@ -23,3 +23,11 @@ func OpenTwin(o train.BackendOptions) (train.Backend, error) {
 	}
 	return nil, ErrNoCgo
 }
+
+// OpenTwinRefusing fails with ErrNoCgo, as OpenTwin.
+func OpenTwinRefusing(o train.BackendOptions, call string) (train.Backend, error) {
+	if _, err := checkOptions(o); err != nil {
+		return nil, err
+	}
+	return nil, ErrNoCgo
+}

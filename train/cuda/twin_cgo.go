@@ -65,6 +65,12 @@ type twinMachine struct {
 	live      map[uint64]int // allocations and their sizes
 	closed    bool
 	capturing *twinGraph // between beginCapture and endCapture: the calls recorded
+	// refuse, set by tests, is a call (call.String) the twin refuses
+	// while it records, as the GPU refuses work it cannot hold in a graph
+	// (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: a library call that
+	// synchronises or allocates), or "end" for a refused end of the
+	// capture (a graph that cannot be instantiated).
+	refuse string
 }
 
 // twinGraph is the twin's record of a step: its calls (kernel name, launch
@@ -92,6 +98,9 @@ func (m *twinMachine) endCapture() (record, error) {
 		return nil, fmt.Errorf("cuda twin: endCapture without beginCapture")
 	}
 	m.capturing = nil
+	if m.refuse == "end" {
+		return nil, errCapturing("an end of the capture it was told to refuse")
+	}
 	return g, nil
 }
 
@@ -110,13 +119,16 @@ func (m *twinMachine) replay(r record) error {
 
 func (m *twinMachine) dropRecord(record) {}
 
-// recorded appends c to the capture when one runs.
-func (m *twinMachine) recorded(c call) bool {
+// recorded appends c to the capture when one runs (refusing m.refuse).
+func (m *twinMachine) recorded(c call) (bool, error) {
 	if m.capturing == nil {
-		return false
+		return false, nil
+	}
+	if m.refuse != "" && c.String() == m.refuse {
+		return true, errCapturing(c.String())
 	}
 	m.capturing.calls = append(m.capturing.calls, c)
-	return true
+	return true, nil
 }
 
 // twinMemory is what the twin reports as free memory: a fixed budget, so
@@ -191,8 +203,8 @@ func (m *twinMachine) fence() error {
 }
 
 func (m *twinMachine) zero(p uint64, bytes int) error {
-	if m.recorded(call{kind: callZero, out: p, n: bytes}) {
-		return nil
+	if ok, err := m.recorded(call{kind: callZero, out: p, n: bytes}); ok {
+		return err
 	}
 	if bytes > 0 {
 		C.memset(C.twin_p(C.ulonglong(p)), 0, C.size_t(bytes))
@@ -201,8 +213,8 @@ func (m *twinMachine) zero(p uint64, bytes int) error {
 }
 
 func (m *twinMachine) launch(name string, l kernels.Launch, args ...uint64) error {
-	if m.recorded(call{kind: callLaunch, name: name, l: l, args: slices.Clone(args)}) {
-		return nil
+	if ok, err := m.recorded(call{kind: callLaunch, name: name, l: l, args: slices.Clone(args)}); ok {
+		return err
 	}
 	if err := kernels.LaunchCPU(name, l, args); err != nil {
 		return err
@@ -234,8 +246,8 @@ func fptr(a uint64) *C.float { return (*C.float)(C.twin_p(C.ulonglong(a))) }
 func u16ptr(a uint64) *C.uint16_t { return (*C.uint16_t)(C.twin_p(C.ulonglong(a))) }
 
 func (m *twinMachine) conv(c *convShape, dir convDir, a, b, out uint64) error {
-	if m.recorded(call{kind: callConv, cs: c, dir: dir, a: a, b: b, out: out}) {
-		return nil
+	if ok, err := m.recorded(call{kind: callConv, cs: c, dir: dir, a: a, b: b, out: out}); ok {
+		return err
 	}
 	if err := m.convLoops(c, dir, a, b, out); err != nil {
 		return err
@@ -285,8 +297,8 @@ func b2c(b bool) C.int {
 }
 
 func (m *twinMachine) gemm(g gemmArgs) error {
-	if m.recorded(call{kind: callGemm, g: g}) {
-		return nil
+	if ok, err := m.recorded(call{kind: callGemm, g: g}); ok {
+		return err
 	}
 	if g.In != dtFloat {
 		C.twin_gemm_16(b2c(g.In == dtBF16), b2c(g.TA), b2c(g.TB), C.int(g.M), C.int(g.N), C.int(g.K), C.float(g.Alpha), u16ptr(g.A),
