@@ -74,6 +74,7 @@ type Scratch struct {
 	colX, colY []float32
 	slow       []int32
 	fill       [3]float32
+	fillPIL    [3]uint8 // WarpPILBilinear's fill, for the SIMD kernel
 }
 
 // InverseAffine is torchvision's _get_inverse_affine_matrix on the tensor

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/faster-training/faster/augment/internal/simd"
 	"github.com/faster-training/faster/imgcodec"
 )
 
@@ -130,7 +131,7 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 	bilinear := interp == WarpBilinearPIL
 	w, h, ch := m.Width, m.Height, m.Channels
 	rowLen := w * ch
-	s.src = packRows(s.src, m, rowLen*h)
+	s.src = packRows(s.src, m, rowLen*h+4) // 4 bytes for the SIMD kernel's last gather
 	src := s.src[:rowLen*h]
 	var fillb [3]uint8
 	if fill != nil {
@@ -147,11 +148,16 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 	}
 	a0, a1, a2, a3, a4, a5 := mat[0], mat[1], mat[2], mat[3], mat[4], mat[5]
 	fw, fh := float64(w), float64(h)
+	simdRows := bilinear && ch == 3 && pilFast && warpSIMD
+	if simdRows {
+		s.fillPIL = fillb // in the Scratch: a pointer to a local would escape
+		s.slow = grow(s.slow, w)
+	}
 	for y := 0; y < h; y++ {
 		yin := float64(y) + 0.5
 		rowX, rowY := float64(a1*yin), float64(a4*yin)
 		out := m.Pix[y*m.Stride:][:rowLen]
-		for x := 0; x < w; x++ {
+		pixel := func(x int) {
 			xin := float64(x) + 0.5
 			// affine_transform: a0 xin + a1 yin + a2, left to right
 			xx := float64(a0*xin) + rowX + a2
@@ -159,35 +165,55 @@ func (s *Scratch) warpPIL(m *imgcodec.Image, mat [6]float64, interp Interp, fill
 			o := out[x*ch : x*ch+ch : x*ch+ch]
 			if !(xx >= 0 && xx < fw && yy >= 0 && yy < fh) {
 				copy(o, fillb[:ch])
-				continue
+				return
 			}
 			if bilinear {
-				if ch == 3 && pilFast {
-					// bilinearPIL3, inline: the 2x2 taps inside the picture.
-					xs, ys := xx-0.5, yy-0.5
-					if xi, yi := int(xs), int(ys); xs >= 0 && ys >= 0 && xi <= w-2 && yi <= h-2 {
-						dx, dy := xs-float64(xi), ys-float64(yi)
-						i := yi*rowLen + xi*3
-						q := src[i : i+rowLen+6 : i+rowLen+6]
-						r1 := q[rowLen : rowLen+6 : rowLen+6]
-						for c := range 3 {
-							v1 := float64(q[c]) + float64(float64(int(q[3+c])-int(q[c]))*dx)
-							v2 := float64(r1[c]) + float64(float64(int(r1[3+c])-int(r1[c]))*dx)
-							o[c] = uint8(int(v1 + float64((v2-v1)*dy)))
-						}
-						continue
-					}
+				if ch == 3 && pilFast && bilinearPIL3(o, src, xx, yy, w, h) {
+					return
 				}
 				bilinearPIL(o, src, xx, yy, w, h, ch)
-				continue
+				return
 			}
 			if ch == 3 && pilFast && bicubicPIL3(o, src, xx, yy, w, h) {
-				continue
+				return
 			}
 			bicubicPIL(o, src, xx, yy, w, h, ch)
 		}
+		if simdRows {
+			if ns, ok := simd.WarpPILBilinear3(out, s.src, a0, a2, a3, a5, rowX, rowY, w, h, &s.fillPIL, s.slow); ok {
+				for _, x := range s.slow[:ns] {
+					pixel(int(x))
+				}
+				continue
+			}
+		}
+		for x := 0; x < w; x++ {
+			pixel(x)
+		}
 	}
 	return nil
+}
+
+// bilinearPIL3 is bilinearPIL for an RGB picture at a position whose 2x2
+// taps all lie inside it (false, nothing written, otherwise): the same
+// arithmetic, without clamping.
+func bilinearPIL3(o, src []byte, xx, yy float64, w, h int) bool {
+	xs, ys := xx-0.5, yy-0.5
+	xi, yi := int(xs), int(ys)
+	if !(xs >= 0 && ys >= 0 && xi <= w-2 && yi <= h-2) {
+		return false
+	}
+	rowLen := w * 3
+	dx, dy := xs-float64(xi), ys-float64(yi)
+	i := yi*rowLen + xi*3
+	q := src[i : i+rowLen+6 : i+rowLen+6]
+	r1 := q[rowLen : rowLen+6 : rowLen+6]
+	for c := range 3 {
+		v1 := float64(q[c]) + float64(float64(int(q[3+c])-int(q[c]))*dx)
+		v2 := float64(r1[c]) + float64(float64(int(r1[3+c])-int(r1[c]))*dx)
+		o[c] = uint8(int(v1 + float64((v2-v1)*dy)))
+	}
+	return true
 }
 
 // nearestPIL is PIL's ImagingTransformAffine with NEAREST (Geometry.c),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -296,22 +297,32 @@ func runPILWarpOracle(t *testing.T, cases []map[string]any, inputs map[string][]
 	return dir
 }
 
-// TestWarpPILFastPath: the RGB interior paths (bicubicPIL3, warpPIL's bilinear)
-// write the bytes of the general ones (every tap clamped), on random
-// matrices over a photograph, fills and one-channel pictures included.
+// TestWarpPILFastPath: the RGB interior paths (bicubicPIL3, bilinearPIL3,
+// and the bilinear rows' SIMD kernel where the CPU has AVX2) write the
+// bytes of the general ones (every tap clamped), on random matrices over
+// a photograph, some sending every position far outside or to NaN, fills
+// and one-channel pictures included.
 func TestWarpPILFastPath(t *testing.T) {
 	photo := loadImage(t, "testdata/photo.png")
 	var r Resizer
 	rng := NewRNG(7, 0)
 	var s Scratch
-	for k := range 60 {
-		w, h := 20+rng.IntN(120), 20+rng.IntN(120)
+	for k := range 120 {
+		w, h := 2+rng.IntN(140), 20+rng.IntN(120)
 		src := NewImage(w, h, 3)
 		if err := r.Resize(src, photo, Triangle); err != nil {
 			t.Fatal(err)
 		}
 		u := func(lo, hi float64) float64 { return lo + (hi-lo)*rng.Float64() }
 		mat := PILAffineMatrix(w, h, nil, u(-180, 180), [2]float64{u(-10, 10), u(-10, 10)}, u(0.5, 2), [2]float64{u(-40, 40), u(-40, 40)})
+		switch k % 10 {
+		case 3: // positions beyond int32
+			mat[2], mat[5] = u(-1, 1)*1e10, u(-1, 1)*3e9
+		case 6: // a shrinking warp: every position inside, near the middle
+			mat = [6]float64{u(0.01, 0.1), u(-0.05, 0.05), float64(w) / 2, u(-0.05, 0.05), u(0.01, 0.1), float64(h) / 2}
+		case 9:
+			mat[0] = math.NaN()
+		}
 		var fill []float64
 		if k%2 == 1 {
 			fill = []float64{u(0, 255), u(0, 255), u(0, 255)}
@@ -325,13 +336,18 @@ func TestWarpPILFastPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := NewImage(w, h, 3)
-			copy(got.Pix, src.Pix)
-			if err := s.warpPIL(got, mat, interp, fill); err != nil {
-				t.Fatal(err)
-			}
-			if d, frac, at := compareBytes(packed(got), packed(want)); d != 0 {
-				t.Fatalf("case %d %v %dx%d %v: max |diff| %d at %d (%.4f%%)", k, interp, w, h, mat, d, at, 100*frac)
+			for _, useSIMD := range []bool{true, false} {
+				got := NewImage(w, h, 3)
+				copy(got.Pix, src.Pix)
+				warpSIMD = useSIMD
+				err := s.warpPIL(got, mat, interp, fill)
+				warpSIMD = true
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, frac, at := compareBytes(packed(got), packed(want)); d != 0 {
+					t.Fatalf("case %d %v (simd %v) %dx%d %v: max |diff| %d at %d (%.4f%%)", k, interp, useSIMD, w, h, mat, d, at, 100*frac)
+				}
 			}
 		}
 	}

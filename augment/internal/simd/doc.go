@@ -5,7 +5,12 @@
 // pixels at a time, each lane doing the Go kernel's float32 operations in
 // its order (no FMA: contraction is off and the target has none), the four
 // taps fetched by masked gathers; pixels with a tap outside the image are
-// handed back to the caller.
+// handed back to the caller. warp_pil.c does PIL's bilinear warp of RGB
+// rows (augment's WarpPILBilinear) the same way, its lanes float64 as
+// PIL's Geometry.c computes: eight pixels at a time in two vectors of
+// four, each doing the Go kernel's double operations in its order;
+// positions outside the picture take the fill there, and pixels on the
+// border (PIL clamps their taps) go back to the caller.
 //
 // Horizontal pass: for each output sample group the source bytes of up to
 // four taps (one channel: eight) are loaded at once, spread into 16-bit

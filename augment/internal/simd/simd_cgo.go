@@ -9,6 +9,8 @@ package simd
 int faster_warp_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, const float *colX, const float *colY,
 		float rowX, float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill,
 		int32_t *slow);
+int faster_warp_pil_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, double a0, double a2, double a3, double a5,
+		double rowX, double rowY, int w, int h, int n, const uint8_t *fill, int32_t *slow);
 
 // run builds the job on the C stack: Go passes only pointers to memory
 // without Go pointers in it, as cgo's rules ask.
@@ -61,6 +63,29 @@ func WarpBilinear3(out, src []byte, colX, colY []float32, rowX, rowY, cx, cy, sw
 	r := C.faster_warp_bilinear3((*C.uint8_t)(&out[0]), (*C.uint8_t)(&src[0]), C.long(len(src)),
 		(*C.float)(&colX[0]), (*C.float)(&colY[0]), C.float(rowX), C.float(rowY), C.float(cx), C.float(cy),
 		C.float(sw), C.float(sh), C.int(w), C.int(h), C.int(n), (*C.float)(unsafe.Pointer(fill)), (*C.int32_t)(&slow[0]))
+	if r < 0 {
+		return 0, false
+	}
+	return int(r), true
+}
+
+// WarpPILBilinear3 writes the pixels of one output row of augment's PIL
+// bilinear RGB warp (WarpPILBilinear) whose position a0 xin + rowX + a2,
+// a3 xin + rowY + a5 (xin = x + 0.5) falls outside the w×h source (the
+// fill) or has its 2x2 taps inside it, computing what the Go kernel
+// computes, and lists the others (the picture's border, and the row's
+// last len(out)/3 mod 8) in slow, returning how many. ok is false, with
+// nothing written, without AVX2 or cgo: the caller does the row. src
+// holds the image's rows (w*3 bytes each) and 4 bytes more; slow has at
+// least len(out)/3 entries.
+func WarpPILBilinear3(out, src []byte, a0, a2, a3, a5, rowX, rowY float64, w, h int, fill *[3]byte, slow []int32) (nslow int, ok bool) {
+	n := len(out) / 3
+	if n == 0 || len(slow) < n {
+		return 0, false
+	}
+	r := C.faster_warp_pil_bilinear3((*C.uint8_t)(&out[0]), (*C.uint8_t)(&src[0]), C.long(len(src)),
+		C.double(a0), C.double(a2), C.double(a3), C.double(a5), C.double(rowX), C.double(rowY),
+		C.int(w), C.int(h), C.int(n), (*C.uint8_t)(&fill[0]), (*C.int32_t)(&slow[0]))
 	if r < 0 {
 		return 0, false
 	}
