@@ -265,9 +265,30 @@ func pilToHSV(r, g, b uint8) (h, s, v uint8) {
 	default:
 		hf = float32(4.0 + float64(gc) - float64(rc))
 	}
-	hf = float32(math.Mod(float64(hf)/6.0+1.0, 1.0))
+	// fmod(hf/6 + 1, 1): the sum lies in [5/6, 11/6) (hf in [-1, 5)),
+	// where subtracting 1 from what reaches it is fmod, exactly.
+	x := float64(hf)/6.0 + 1.0
+	if x >= 1 {
+		x -= 1
+	}
+	hf = float32(x)
 	return clip8i(int(float64(hf) * 255.0)), clip8i(int(float64(sf) * 255.0)), maxc
 }
+
+// pilHueSector is, for each hue byte h, hsv2rgb's sector (floor(h·6/255)
+// mod 6) and remainder as float32, computed once: the same values the
+// per-pixel expressions give.
+var pilHueSector = func() (t [256]struct {
+	i uint8
+	f float32
+}) {
+	for h := range t {
+		x := float64(float32(h)) * 6.0 / 255.0
+		i := int(math.Floor(x))
+		t[h].i, t[h].f = uint8(i%6), float32(x-float64(float32(i)))
+	}
+	return t
+}()
 
 // pilFromHSV is PIL's HSV to RGB conversion of one pixel (Convert.c's
 // hsv2rgb): the sector and remainder in float64, stored as float32,
@@ -276,15 +297,14 @@ func pilFromHSV(h, s, v uint8) (r, g, b uint8) {
 	if s == 0 {
 		return v, v, v
 	}
-	x := float64(float32(h)) * 6.0 / 255.0
-	i := int(math.Floor(x))
-	f := float32(x - float64(float32(i)))
+	sec := &pilHueSector[h]
+	i, f := sec.i, sec.f
 	fs := float32(float64(float32(s)) / 255.0)
 	fv := float64(float32(v))
 	p := clip8i(int(math.Round(fv * (1.0 - float64(fs)))))
 	q := clip8i(int(math.Round(fv * (1.0 - float64(float32(fs*f))))))
 	t := clip8i(int(math.Round(fv * (1.0 - float64(float64(fs)*(1.0-float64(f)))))))
-	switch i % 6 {
+	switch i {
 	case 0:
 		return v, t, p
 	case 1:
