@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -58,10 +59,18 @@ const (
 )
 
 // stagingRing is a machine's ring of pinned buffers. Safe for concurrent
-// use (the feeder and the step copy in at once); copies are queued in
-// the order their calls take the lock.
+// use (the feeder and the step copy in at once). The lock guards the
+// bookkeeping and the queueing of copies, never a wait or a memmove: a
+// copy reserves its buffer (busy) under the lock, waits for the buffer's
+// last DMA and copies the caller's bytes into it without the lock, then
+// queues the DMA under it again. So a small copy of the step's (labels,
+// a learning rate) is not held up behind a large one waiting for the
+// stream to reach its buffer's previous DMA — which, queued behind the
+// step before, would idle the GPU while the step's next calls wait.
 type stagingRing struct {
 	mu     sync.Mutex
+	cond   sync.Cond // signalled when a buffer stops being busy
+	busy   int       // buffers reserved by copies in flight
 	p      pinner
 	min    int // stageMin; the tests' machines stage every copy
 	bufs   [stageBufs]stagingBuf
@@ -81,14 +90,21 @@ type stagingRing struct {
 	pinErr error
 }
 
+// stagingBuf is one pinned buffer. While busy, the copy that reserved it
+// owns its fields, and reads and writes them without the ring's lock.
 type stagingBuf struct {
 	host    unsafe.Pointer
 	size    int
 	ev      unsafe.Pointer
 	pending bool // a DMA from host was queued and not yet waited for
+	busy    bool
 }
 
-func newStagingRing(p pinner) *stagingRing { return &stagingRing{p: p, min: stageMin} }
+func newStagingRing(p pinner) *stagingRing {
+	r := &stagingRing{p: p, min: stageMin}
+	r.cond.L = &r.mu
+	return r
+}
 
 // stages reports whether a copy of bytes goes through the ring.
 func (r *stagingRing) stages(bytes int) bool { return bytes >= r.min && bytes <= stageMax }
@@ -104,6 +120,7 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 			return err
 		}
 		m.pending = true
+		m.queued++
 		r.inPlace++
 		return nil
 	}
@@ -112,15 +129,67 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 		r.mu.Unlock()
 		return direct()
 	}
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return errClosed
 	}
-	b := &r.bufs[r.next]
+	// The next buffer no other copy holds (with more copies in flight
+	// than buffers, wait for one).
+	for r.busy == stageBufs && !r.closed {
+		r.cond.Wait()
+	}
+	if r.closed {
+		r.mu.Unlock()
+		return errClosed
+	}
+	for r.bufs[r.next].busy {
+		r.next = (r.next + 1) % stageBufs
+	}
+	i := r.next
+	b := &r.bufs[i]
+	b.busy = true
+	r.busy++
+	r.next = (r.next + 1) % stageBufs
 	if b.pending {
 		r.waits++
+	}
+	r.mu.Unlock()
+
+	err := r.fill(b, i, src, bytes)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b.busy = false
+	r.busy--
+	r.cond.Broadcast()
+	switch {
+	case errors.Is(err, errUnpinned):
+		r.pinErr = err
+		r.direct++
+		return direct()
+	case err != nil:
+		return err
+	case r.closed: // close waited for this buffer; it queues nothing now
+		return errClosed
+	}
+	if err := r.p.copyPinned(dst, b.host, bytes, b.ev); err != nil {
+		return err
+	}
+	b.pending = true
+	r.staged++
+	return nil
+}
+
+// errUnpinned marks a failed allocation of pinned memory (fill): the
+// ring copies straight from the caller's memory from then on.
+var errUnpinned = errors.New("pinned host memory for staging")
+
+// fill makes busy buffer b (the ring's i-th) ready for bytes and copies
+// them in from src: its last DMA waited for, its event made, the buffer
+// grown. It runs without the ring's lock.
+func (r *stagingRing) fill(b *stagingBuf, i int, src unsafe.Pointer, bytes int) error {
+	if b.pending {
 		if err := r.p.waitEvent(b.ev); err != nil {
-			return fmt.Errorf("cuda: staging buffer %d: %w", r.next, err)
+			return fmt.Errorf("cuda: staging buffer %d: %w", i, err)
 		}
 		b.pending = false
 	}
@@ -139,19 +208,11 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 		n := (bytes + stageRound - 1) / stageRound * stageRound
 		h, err := r.p.hostAlloc(n)
 		if err != nil {
-			r.pinErr = fmt.Errorf("cuda: %d bytes of pinned host memory for staging: %w", n, err)
-			r.direct++
-			return direct()
+			return fmt.Errorf("cuda: %d bytes of %w: %w", n, errUnpinned, err)
 		}
 		b.host, b.size = h, n
 	}
 	copy(unsafe.Slice((*byte)(b.host), bytes), unsafe.Slice((*byte)(src), bytes))
-	if err := r.p.copyPinned(dst, b.host, bytes, b.ev); err != nil {
-		return err
-	}
-	b.pending = true
-	r.next = (r.next + 1) % stageBufs
-	r.staged++
 	return nil
 }
 
@@ -164,14 +225,17 @@ type pinnedMemory struct {
 	size    int
 	ev      unsafe.Pointer
 	pending bool // a copy from it was queued and not yet waited for
+	queued  int  // copies queued from it so far
 }
 
 // hostMemory returns bytes of pinned memory whose copies the ring queues
 // in place.
+// The allocation (cuMemHostAlloc, slow) runs without the ring's lock.
 func (r *stagingRing) hostMemory(bytes int) (*pinnedMemory, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
 		return nil, errClosed
 	}
 	ev, err := r.p.newEvent()
@@ -182,6 +246,13 @@ func (r *stagingRing) hostMemory(bytes int) (*pinnedMemory, error) {
 	if err != nil {
 		r.p.freeEvent(ev)
 		return nil, fmt.Errorf("cuda: %d bytes of pinned host memory: %w", bytes, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		r.p.hostFree(h)
+		r.p.freeEvent(ev)
+		return nil, errClosed
 	}
 	m := &pinnedMemory{r: r, host: h, size: bytes, ev: ev}
 	r.mems = append(r.mems, m)
@@ -207,11 +278,27 @@ func (m *pinnedMemory) Bytes() []byte {
 	return unsafe.Slice((*byte)(m.host), m.size)
 }
 
-// Wait implements train.HostMemory.
+// Wait implements train.HostMemory: it waits for the copies queued from
+// m before the call, without the ring's lock (other copies go on). It
+// must not run at the same time as m's Free.
 func (m *pinnedMemory) Wait() error {
-	m.r.mu.Lock()
-	defer m.r.mu.Unlock()
-	return m.waitLocked()
+	r := m.r
+	r.mu.Lock()
+	if !m.pending {
+		r.mu.Unlock()
+		return nil
+	}
+	ev, queued := m.ev, m.queued
+	r.mu.Unlock()
+	if err := r.p.waitEvent(ev); err != nil {
+		return fmt.Errorf("cuda: a copy from pinned host memory: %w", err)
+	}
+	r.mu.Lock()
+	if m.queued == queued { // no copy queued from m since
+		m.pending = false
+	}
+	r.mu.Unlock()
+	return nil
 }
 
 func (m *pinnedMemory) waitLocked() error {
@@ -282,6 +369,10 @@ func (r *stagingRing) close() error {
 		return nil
 	}
 	r.closed = true
+	r.cond.Broadcast()
+	for r.busy > 0 { // copies in flight own their buffers
+		r.cond.Wait()
+	}
 	err := r.drainLocked()
 	for len(r.mems) > 0 {
 		r.mems[0].freeLocked() // drained: nothing to wait for

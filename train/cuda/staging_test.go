@@ -28,6 +28,21 @@ type lateDMA struct {
 	errs    []error
 	allocN  int
 	maxHeld int // bytes of pinned memory at most
+	// unlocked, when set, is a ring whose lock must be free whenever a
+	// copy waits for an event or allocates pinned memory (a goroutine
+	// alone on it: TryLock fails only if it holds the lock itself).
+	unlocked *stagingRing
+}
+
+// lockFree fails d when its ring's lock is held during what.
+func (d *lateDMA) lockFree(what string) {
+	if r := d.unlocked; r != nil {
+		if !r.mu.TryLock() {
+			d.fail("%s under the ring's lock", what)
+			return
+		}
+		r.mu.Unlock()
+	}
 }
 
 type dmaJob struct {
@@ -45,6 +60,7 @@ func newLateDMA(devBytes int) *lateDMA {
 func (d *lateDMA) fail(format string, a ...any) { d.errs = append(d.errs, fmt.Errorf(format, a...)) }
 
 func (d *lateDMA) hostAlloc(n int) (unsafe.Pointer, error) {
+	d.lockFree("an allocation of pinned memory")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	b := make([]byte, n)
@@ -121,6 +137,7 @@ func (d *lateDMA) direct(dst uint64, src []byte) error {
 }
 
 func (d *lateDMA) waitEvent(ev unsafe.Pointer) error {
+	d.lockFree("a wait for an event")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.events[ev]
@@ -169,12 +186,15 @@ func ringCopy(r *stagingRing, d *lateDMA, dst uint64, src []byte) error {
 // TestStagingRingLandsWhatWasCopied: copies of every size class through
 // the ring, the caller's memory overwritten as soon as each returns, the
 // DMAs landing only when the ring waits for them: the device ends with
-// what a synchronous copy of each would have left, and no pinned buffer
-// is written (or freed) while a copy reads it.
+// what a synchronous copy of each would have left, no pinned buffer is
+// written (or freed) while a copy reads it, and no copy waits for a DMA
+// or allocates pinned memory holding the ring's lock (the step's other
+// copies would wait behind it); nor does a pinned memory's Wait.
 func TestStagingRingLandsWhatWasCopied(t *testing.T) {
 	const dev = 4 * stageMin * 8
 	d := newLateDMA(dev)
 	r := newStagingRing(d)
+	d.unlocked = r
 	want := make([]byte, dev)
 	rng := rand.New(rand.NewPCG(1, 2))
 	src := make([]byte, 0, dev)
@@ -193,6 +213,28 @@ func TestStagingRingLandsWhatWasCopied(t *testing.T) {
 		for k := range src { // the caller reuses its memory at once
 			src[k] = 0xEE
 		}
+	}
+	// Copies queued in place from pinned memory, then waited for.
+	pm, err := r.hostMemory(stageMin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		b := pm.Bytes()
+		for k := range b {
+			b[k] = byte(i * k)
+		}
+		if err := r.copyIn(uint64(i*stageMin), pm.host, stageMin, nil); err != nil {
+			t.Fatal(err)
+		}
+		copy(want[i*stageMin:], b)
+		if err := pm.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.unlocked = nil // close and Free drain under the lock
+	if err := pm.Free(); err != nil {
+		t.Fatal(err)
 	}
 	d.flush()
 	d.check(t)
