@@ -403,6 +403,9 @@ func (b *Backend) capture(step func() error) (train.StepRun, error) {
 	}
 	rec, err := captureLog(m, w.log)
 	if err != nil {
+		// No step will be captured: nothing is kept for a record's
+		// addresses (Backend.spare) either.
+		b.ReleaseStep()
 		b.graph.refused = err
 		for i := range w.log {
 			if err := execCall(m, &w.log[i]); err != nil {

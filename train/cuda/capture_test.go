@@ -278,6 +278,12 @@ func TestStepCaptureRefused(t *testing.T) {
 			if _, err := graphed.b.m.alloc(8); err != nil {
 				t.Errorf("the twin is left capturing: %v", err)
 			}
+			if n := graphed.b.m.(*twinMachine).captures; n != 1 {
+				t.Errorf("%d captures begun, want 1 (a refusal holds for the backend, new keys too)", n)
+			}
+			if graphed.b.spare != nil || graphed.b.graph.warm {
+				t.Error("after a refusal the backend keeps a warm graph or a spare state's memory")
+			}
 		})
 	}
 }

@@ -157,15 +157,17 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 
 	err := r.fill(b, i, src, bytes)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	b.busy = false
 	r.busy--
 	r.cond.Broadcast()
-	switch {
-	case errors.Is(err, errUnpinned):
+	if errors.Is(err, errUnpinned) {
 		r.pinErr = err
 		r.direct++
+		r.mu.Unlock()
 		return direct()
+	}
+	defer r.mu.Unlock()
+	switch {
 	case err != nil:
 		return err
 	case r.closed: // close waited for this buffer; it queues nothing now
@@ -280,7 +282,8 @@ func (m *pinnedMemory) Bytes() []byte {
 
 // Wait implements train.HostMemory: it waits for the copies queued from
 // m before the call, without the ring's lock (other copies go on). It
-// must not run at the same time as m's Free.
+// must not run at the same time as m's Free, nor as the machine's close
+// (which frees m): the trainer calls all three from its own goroutine.
 func (m *pinnedMemory) Wait() error {
 	r := m.r
 	r.mu.Lock()

@@ -32,6 +32,9 @@ type lateDMA struct {
 	// copy waits for an event or allocates pinned memory (a goroutine
 	// alone on it: TryLock fails only if it holds the lock itself).
 	unlocked *stagingRing
+	// onWait, when set, runs after a wait for an event has landed its
+	// copies (a copy another goroutine queues meanwhile).
+	onWait func()
 }
 
 // lockFree fails d when its ring's lock is held during what.
@@ -139,12 +142,17 @@ func (d *lateDMA) direct(dst uint64, src []byte) error {
 func (d *lateDMA) waitEvent(ev unsafe.Pointer) error {
 	d.lockFree("a wait for an event")
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	e, ok := d.events[ev]
 	if !ok {
+		d.mu.Unlock()
 		return fmt.Errorf("wait on event %p, not created", ev)
 	}
 	d.landLocked(*e)
+	d.mu.Unlock()
+	if f := d.onWait; f != nil {
+		d.onWait = nil
+		f()
+	}
 	return nil
 }
 
@@ -231,6 +239,32 @@ func TestStagingRingLandsWhatWasCopied(t *testing.T) {
 		if err := pm.Wait(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A copy queued from the memory while Wait waits (the lock is free
+	// then): Wait returns with it still pending, and the next Wait (or
+	// Free) waits for it.
+	late := pm.Bytes()
+	late[0] = 1
+	if err := r.copyIn(0, pm.host, stageMin, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.onWait = func() {
+		late[0] = 2
+		if err := r.copyIn(stageMin, pm.host, stageMin, nil); err != nil {
+			t.Error(err)
+		}
+	}
+	copy(want, late)
+	copy(want[stageMin:], late)
+	want[stageMin] = 2
+	if err := pm.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	pending := pm.pending
+	r.mu.Unlock()
+	if !pending {
+		t.Fatal("Wait returned with a copy queued during it marked done")
 	}
 	d.unlocked = nil // close and Free drain under the lock
 	if err := pm.Free(); err != nil {

@@ -71,6 +71,8 @@ type twinMachine struct {
 	// synchronises or allocates), or "end" for a refused end of the
 	// capture (a graph that cannot be instantiated).
 	refuse string
+	// captures counts beginCapture's calls.
+	captures int
 }
 
 // twinGraph is the twin's record of a step: its calls (kernel name, launch
@@ -89,6 +91,7 @@ func (m *twinMachine) beginCapture() error {
 		return errCapturing("a second capture")
 	}
 	m.capturing = &twinGraph{}
+	m.captures++
 	return nil
 }
 
