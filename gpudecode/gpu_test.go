@@ -57,7 +57,7 @@ func photoFolder(t *testing.T) (string, int) {
 		td = filepath.Join("..", "imgcodec", "testdata")
 	}
 	cpu := 0
-	for _, n := range []string{"progressive.jpg", "ycc411.jpg", "gray.jpg", "cmyk.jpg", "png_named.JPEG"} {
+	for _, n := range []string{"progressive.jpg", "ycc411.jpg", "multiscan.jpg", "gray.jpg", "cmyk.jpg", "png_named.JPEG"} {
 		cp(filepath.Join(td, n), "c0", "x_"+n)
 		if n == "cmyk.jpg" || n == "png_named.JPEG" {
 			cpu++

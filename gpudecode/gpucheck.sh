@@ -7,7 +7,7 @@
 # writes out/gpu/gpudecode.test and out/gpu/nvjpeg.test (stripped `go test
 # -c` binaries), out/gpu/photos/ (12 of Debian's photographs at 1/4 scale,
 # re-encoded by cjpeg at quality 90: ImageNet-like sizes) and
-# out/gpu/testdata/ (the progressive, 4:1:1, CMYK and PNG files).
+# out/gpu/testdata/ (the progressive, 4:1:1, multi-scan sequential, CMYK and PNG files).
 #
 # On the GPU machine, in one device call, carrying out/gpu (no Go there):
 #   bash gpudecode/nvjpeg/probe/probe.sh; bash gpudecode/gpucheck.sh
@@ -37,7 +37,7 @@ if [ "${1:-}" = build ]; then
 		n=$((n + 1))
 		[ "$n" -ge 12 ] && break
 	done
-	cp imgcodec/testdata/{progressive.jpg,ycc411.jpg,gray.jpg,cmyk.jpg,png_named.JPEG,ycc420.jpg} "$out/testdata/"
+	cp imgcodec/testdata/{progressive.jpg,ycc411.jpg,multiscan.jpg,gray.jpg,cmyk.jpg,png_named.JPEG,ycc420.jpg} "$out/testdata/"
 	du -sh "$out"
 	exit 0
 fi

@@ -69,17 +69,19 @@ import (
 // stream on the same GPU, and a batch ends with that stream's
 // synchronisation, never the device's. DecodeBatch is for one goroutine
 // at a time; Upload and Download may run beside each other and beside
-// DecodeBatch (the fallback's and the CPU share's workers: their copies
-// are queued on the same stream from other threads, which CUDA allows,
-// into rows the batch's kernels do not write, and each waits for the
-// stream, the batch's work queued so far included), not beside Close;
-// Alloc, Free and Close may be called from any.
+// DecodeBatch (the fallback's and the CPU share's workers), not beside
+// Close; Alloc, Free and Close may be called from any. Upload's copies,
+// into rows the batch's work does not write, go on a second stream of
+// the decoder's, so a row the CPU made does not wait for the batch the
+// GPU decodes beside it; Download's on the batch's stream, after its
+// work.
 type Decoder struct {
 	ordinal int
 	dev     *cuda.Device
 	fh, fu8 *cuda.Function
 	ff32    *cuda.Function
 	stream  unsafe.Pointer // the stage's stream (nvj.c's), from Open to Close
+	upload  unsafe.Pointer // Upload's stream (nvj.c's), from Open to Close
 
 	mu      sync.Mutex // guards what follows
 	n       *nvj
@@ -183,7 +185,7 @@ func Open(o Options) (*Decoder, error) {
 		d.Close()
 		return nil, err
 	}
-	d.n, d.stream = n, n.stream()
+	d.n, d.stream, d.upload = n, n.stream(), n.uploadStream()
 	m, err := dev.Compile(kernels.GPUSource())
 	if err == nil {
 		d.fh, err = m.Function("resize_h")
@@ -267,9 +269,9 @@ func (d *Decoder) Live() int {
 	return len(d.live)
 }
 
-// Upload copies host bytes to b at byte offset off (a row the CPU made):
-// on the decoder's stream, after the work queued there, and done when it
-// returns.
+// Upload copies host bytes to b at byte offset off (a row the CPU made,
+// which no work queued on the decoder's stream writes): on the upload
+// stream, done when it returns.
 func (d *Decoder) Upload(b *Buffer, off int, host []byte) error {
 	if off < 0 || off+len(host) > b.size {
 		return fmt.Errorf("nvjpeg: upload of %d bytes at %d into %d", len(host), off, b.size)
@@ -279,7 +281,7 @@ func (d *Decoder) Upload(b *Buffer, off int, host []byte) error {
 	}
 	return d.do(func() error {
 		var call *C.char
-		r := C.nvj_upload(d.stream, C.ulonglong(b.ptr+uint64(off)), unsafe.Pointer(&host[0]), C.size_t(len(host)), &call)
+		r := C.nvj_upload(d.upload, C.ulonglong(b.ptr+uint64(off)), unsafe.Pointer(&host[0]), C.size_t(len(host)), &call)
 		return cudaErr(C.GoString(call)+" to the device", r)
 	})
 }
@@ -390,7 +392,13 @@ func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error
 		if j.Dst < 0 || (j.Dst+rowElems)*elem > int64(dst.size) {
 			return res, fmt.Errorf("nvjpeg: job %d: row at %d past the %d-byte buffer", i, j.Dst, dst.size)
 		}
-		r, why := CanDecode(j.Data)
+		h, err := Inspect(j.Data)
+		r, why := CPU, ""
+		if err != nil {
+			why = err.Error()
+		} else {
+			r, why = h.Route()
+		}
 		if r == CPU {
 			res.Routes[i], res.Why[i] = CPU, why
 			continue
@@ -400,7 +408,14 @@ func (d *Decoder) DecodeBatch(jobs []Job, dst *Buffer, rows Rows) (Result, error
 		off = append(off, uint64(total))
 		lens = append(lens, uint64(len(j.Data)))
 		total += roundUp(len(j.Data))
-		roi = append(roi, int32(c.Min.X), int32(c.Min.Y), int32(c.Dx()), int32(c.Dy()))
+		if c.Min.X == 0 && c.Min.Y == 0 && c.Dx() == h.Width && c.Dy() == h.Height {
+			// The whole frame: no region at all (nvJPEG's 0, 0, -1, -1,
+			// as DALI and nvImageCodec pass without a crop), so no
+			// backend takes a slower path, or refuses, for a region.
+			roi = append(roi, 0, 0, -1, -1)
+		} else {
+			roi = append(roi, int32(c.Min.X), int32(c.Min.Y), int32(c.Dx()), int32(c.Dy()))
+		}
 		dsts = append(dsts, uint64(scratch))
 		pitch = append(pitch, uint64(c.Dx()*3))
 		scratch += roundUp(c.Dx() * c.Dy() * 3)

@@ -17,10 +17,10 @@ const (
 	// decode on the host, the IDCT and colour conversion on the GPU), for
 	// what the hardware refuses but nvJPEG decodes: progressive Huffman,
 	// 4:1:1 and 4:1:0. (Not NVJPEG_BACKEND_GPU_HYBRID: its Huffman decode
-	// on the GPU takes baseline JPEGs only. The decoder may also send here
-	// a sequential JPEG the hardware refuses for reasons only the whole
-	// stream shows, such as non-interleaved scans:
-	// nvjpegDecodeBatchedSupportedEx decides.)
+	// on the GPU takes baseline JPEGs only.) Also a sequential JPEG in
+	// several scans (non-interleaved): the hardware takes one scan, and
+	// nvjpegDecodeBatchedSupportedEx, given the header alone, cannot see
+	// the others. The decoder sends here too what SupportedEx refuses.
 	Hybrid
 	// CPU is the CPU decoder (the loader's fallback, counted): not a
 	// JPEG, arithmetic coding, lossless or hierarchical, 12 or 16 bits,
@@ -51,6 +51,10 @@ type Header struct {
 	IDs           [4]byte // their identifiers ('R','G','B' marks RGB)
 	Adobe         int     // APP14 Adobe's transform flag, -1 without the marker
 	Subsampling   string  // "444", "422", "420", "440", "411", "410", "gray" or "" (other)
+	// ScanComponents is the first scan's count of components (0 when
+	// the data ends before it): fewer than Components in a sequential
+	// JPEG means several scans, one or two components each.
+	ScanComponents int
 }
 
 // Inspect reads the markers of a JPEG up to its first scan (SOS). It
@@ -87,6 +91,9 @@ func Inspect(data []byte) (Header, error) {
 		if m == 0xda { // SOS: the header is over (its segment need not be here)
 			if h.SOF == 0 {
 				return h, fmt.Errorf("scan before a frame header")
+			}
+			if p+2 < len(data) {
+				h.ScanComponents = int(data[p+2])
 			}
 			return h, nil
 		}
@@ -200,6 +207,12 @@ func (h Header) Route() (Route, string) {
 	}
 	if h.SOF == 0xc2 {
 		return Hybrid, "progressive JPEG (not on the hardware decoder)"
+	}
+	if h.ScanComponents > 0 && h.ScanComponents < h.Components {
+		// The hardware takes one interleaved scan; a header-only parse
+		// does not show the others to nvjpegDecodeBatchedSupportedEx, and
+		// a batch holding such an image fails as a whole.
+		return Hybrid, fmt.Sprintf("sequential JPEG in several scans (the first has %d of %d components; not on the hardware decoder)", h.ScanComponents, h.Components)
 	}
 	return Hardware, ""
 }

@@ -26,6 +26,7 @@ func TestCanDecodeTestdata(t *testing.T) {
 		{"tiny.jpg", Hardware, "420", ""},
 		{"gray.jpg", Hardware, "gray", ""},
 		{"ycc411.jpg", Hybrid, "411", "subsampling 411"},
+		{"multiscan.jpg", Hybrid, "420", "several scans"},
 		{"progressive.jpg", Hybrid, "420", "progressive"},
 		{"gray_progressive.jpg", Hybrid, "gray", "progressive"},
 		{"cmyk.jpg", CPU, "", "CMYK"},
@@ -46,14 +47,15 @@ func TestCanDecodeTestdata(t *testing.T) {
 		if h, err := Inspect(data); err == nil && h.Subsampling != c.sub {
 			t.Errorf("%s: subsampling %q, want %q", c.file, h.Subsampling, c.sub)
 		}
-		// A prefix holding the header is enough; one without a scan is not.
+		// A prefix holding the header, through the first scan's count of
+		// components, is enough; one without a scan is not.
 		if r != CPU {
 			h, _ := Inspect(data)
 			if h.Width != 317 && h.Width != 13 || h.Precision != 8 {
 				t.Errorf("%s: %dx%d, %d bits", c.file, h.Width, h.Height, h.Precision)
 			}
 			cut := bytes.Index(data, []byte{0xff, 0xda}) + 2
-			if r2, _ := CanDecode(data[:cut+2]); r2 != r {
+			if r2, _ := CanDecode(data[:cut+3]); r2 != r {
 				t.Errorf("%s: header prefix routed %v", c.file, r2)
 			}
 			if r2, _ := CanDecode(data[:cut-2]); r2 != CPU {

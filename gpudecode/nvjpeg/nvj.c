@@ -73,6 +73,7 @@ int faster_nvj_open(struct faster_nvj *c, int ordinal, int max_batch, char *repo
 	if (max_batch < 1)
 		max_batch = 1;
 	CUDA_TRY(faster_nvj_p_cudaStreamCreateWithFlags(&c->stream, FASTER_cudaStreamNonBlocking));
+	CUDA_TRY(faster_nvj_p_cudaStreamCreateWithFlags(&c->upload, FASTER_cudaStreamNonBlocking));
 	/* The hardware backend is optional: a GPU without JPEG engines
 	 * refuses it (NVJPEG_STATUS_ARCH_MISMATCH) and every image goes to
 	 * the hybrid backend. Its buffers are allocated here, for the largest
@@ -142,6 +143,10 @@ void faster_nvj_close(struct faster_nvj *c) {
 		faster_nvj_p_nvjpegDestroy(c->hw);
 	if (c->stream)
 		faster_nvj_p_cudaStreamDestroy(c->stream);
+	if (c->upload) {
+		faster_nvj_p_cudaStreamSynchronize(c->upload);
+		faster_nvj_p_cudaStreamDestroy(c->upload);
+	}
 	memset(c, 0, sizeof *c);
 }
 
@@ -157,7 +162,12 @@ static int params(struct faster_nvj *c, int n, char *report, size_t cap) {
 	c->params = p;
 	for (; c->nparams < n; c->nparams++) {
 		TRY(faster_nvj_p_nvjpegDecodeParamsCreate(c->hw, &c->params[c->nparams]));
-		TRY(faster_nvj_p_nvjpegDecodeParamsSetOutputFormat(c->params[c->nparams], FASTER_NVJPEG_OUTPUT_RGBI));
+		int r = faster_nvj_p_nvjpegDecodeParamsSetOutputFormat(c->params[c->nparams], FASTER_NVJPEG_OUTPUT_RGBI);
+		if (r != 0) { /* not counted yet: destroyed here */
+			faster_nvj_p_nvjpegDecodeParamsDestroy(c->params[c->nparams]);
+			snprintf(report, cap, "nvjpegDecodeParamsSetOutputFormat: nvjpeg status %d", r);
+			return r;
+		}
 	}
 	return 0;
 }
@@ -277,8 +287,16 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 			s = faster_nvj_p_nvjpegDecodeJpegHost(c->hyb, c->dec, c->dstate, c->hparams, c->jstream[b]);
 		if (s == 0 && queued)
 			CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
-		if (s == 0)
+		if (s == 0) {
 			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->hyb, c->dec, c->dstate, c->jstream[b], c->stream);
+			if (s != 0) {
+				/* A failed transfer may have queued part of its copy
+				 * from pinned[b], which the next image's host phase
+				 * writes: wait for it first. */
+				CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
+				queued = 0;
+			}
+		}
 		if (s == 0) {
 			queued = 1;
 			b ^= 1;

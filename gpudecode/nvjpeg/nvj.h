@@ -10,6 +10,10 @@ struct faster_nvj {
 	 * default stream nor makes it wait, so a trainer's stream on the same
 	 * GPU runs beside the decode. */
 	void *stream;
+	/* The stream of the rows the CPU makes (Upload), non-blocking too:
+	 * a row is copied into a place the batch's work does not touch, so
+	 * it need not wait for the batch the hardware decodes meanwhile. */
+	void *upload;
 	/* The hardware backend (NVJPEG_BACKEND_HARDWARE); hw is NULL where
 	 * nvjpegCreateEx refused it (a GPU without JPEG engines). */
 	void *hw, *hw_state, *hw_jstream;
@@ -31,7 +35,7 @@ struct faster_nvj {
  * images: 0, or the failing call's status with its name in report. */
 int faster_nvj_open(struct faster_nvj *c, int ordinal, int max_batch, char *report, size_t cap);
 /* faster_nvj_close waits for c's stream, destroys the handles, then the
- * stream. */
+ * streams. */
 void faster_nvj_close(struct faster_nvj *c);
 
 /* faster_nvj_decode queues the decode of n JPEGs on c->stream, image i at

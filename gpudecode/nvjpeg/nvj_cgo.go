@@ -44,6 +44,10 @@ func (n *nvj) hasHardware() bool { return n.c.hw != nil }
 // to close.
 func (n *nvj) stream() unsafe.Pointer { return n.c.stream }
 
+// uploadStream is the stream of the CPU's rows (non-blocking), from open
+// to close.
+func (n *nvj) uploadStream() unsafe.Pointer { return n.c.upload }
+
 // sync waits for the stream: the work queued on it is done.
 func (n *nvj) sync() error {
 	report := (*C.char)(C.malloc(512))

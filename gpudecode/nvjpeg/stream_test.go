@@ -58,8 +58,21 @@ func TestDecoderStreamWithStandIns(t *testing.T) {
 			t.Errorf("child output lacks %q", want)
 		}
 	}
-	if strings.Contains(out, "standin: s2") || strings.Contains(out, "made s2") {
-		t.Errorf("the decoder made more than one stream:\n%s", out)
+	// Two streams: the batch's, and s2 for the CPU's rows (Upload), so
+	// a row does not wait for the batch the hardware decodes; nothing
+	// else runs on s2.
+	if !strings.Contains(out, "standin: s2 ran cudaMemcpyAsync(to the device)") || strings.Contains(out, "made s3") {
+		t.Errorf("want the uploads on a second stream, and no third:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "standin: s2 ran") && !strings.Contains(line, "cudaMemcpyAsync(to the device)") {
+			t.Errorf("batch work on the upload stream: %s", line)
+		}
+	}
+	// A job whose crop is the whole frame is decoded without a region
+	// (nvJPEG's 0, 0, -1, -1).
+	if !strings.Contains(out, "standin: a decode of the whole") {
+		t.Errorf("no decode of a whole frame without a region:\n%s", out)
 	}
 }
 
@@ -104,7 +117,15 @@ func streamChild(t *testing.T) {
 		if k%2 == 1 {
 			filter = augment.Bicubic
 		}
-		jobs = append(jobs, Job{Data: data, Crop: image.Rect(x, y, x+40+5*k, y+30+2*k), ResizeW: 12 + k, ResizeH: 10,
+		crop := image.Rect(x, y, x+40+5*k, y+30+2*k)
+		if k == 1 { // the whole frame, as an evaluation's centre crop of a picture its size
+			h, err := Inspect(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crop = image.Rect(0, 0, h.Width, h.Height)
+		}
+		jobs = append(jobs, Job{Data: data, Crop: crop, ResizeW: 12 + k, ResizeH: 10,
 			View: image.Rect(k%3, 1, k%3+W, 1+H), Flip: k%2 == 1, Filter: filter, Dst: int64(k * W * H * 3)})
 	}
 	lut := kernels.NormLUT([3]float32{0.485, 0.456, 0.406}, [3]float32{0.229, 0.224, 0.225})

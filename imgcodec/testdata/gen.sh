@@ -22,6 +22,9 @@ cjpeg -quality $q -grayscale -progressive "$tmp/base.ppm" > gray_progressive.jpg
 cjpeg -quality $q -rgb "$tmp/base.ppm" > rgb.jpg
 cjpeg -quality $q -restart 2 "$tmp/base.ppm" > restart.jpg
 cjpeg -quality $q -arithmetic "$tmp/base.ppm" > arithmetic.jpg
+# Sequential (SOF0) in three scans, one component each: non-interleaved.
+printf '0;\n1;\n2;\n' > "$tmp/seq.scans"
+jpegtran -scans "$tmp/seq.scans" ycc420.jpg > multiscan.jpg
 cjpeg -quality $q "$tmp/tiny.ppm" > tiny.jpg
 gcc -O2 -o "$tmp/mkcmyk" mkcmyk.c -ljpeg
 "$tmp/mkcmyk" < "$tmp/base.ppm" > cmyk.jpg

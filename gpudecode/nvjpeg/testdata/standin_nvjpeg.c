@@ -85,8 +85,38 @@ static int kind(const unsigned char *d, size_t n) {
 	return progressive(d, n) ? 'p' : 'j';
 }
 
+/* frame reads a JPEG's frame size from its SOF marker (0 when there is
+ * none before the first scan). */
+static void frame(const unsigned char *d, size_t n, int *w, int *h) {
+	*w = *h = 0;
+	size_t i = 2;
+	while (i + 9 <= n && d[i] == 0xFF && d[i + 1] != 0xDA) {
+		int m = d[i + 1];
+		if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+			*h = d[i + 5] << 8 | d[i + 6];
+			*w = d[i + 7] << 8 | d[i + 8];
+			return;
+		}
+		i += 2 + ((size_t)d[i + 2] << 8 | d[i + 3]);
+	}
+}
+
+/* summarise is what a decode of d with params p knows: the region, or,
+ * for nvJPEG's (0, 0, -1, -1), the whole frame; a region outside the
+ * frame is a violation, as nvJPEG refuses it. */
 static struct summary summarise(const unsigned char *d, size_t n, const struct params *p) {
 	struct summary s = {kind(d, n), p->x, p->y, p->w, p->h, (int)(n % 251)};
+	if (s.kind != 'j' && s.kind != 'p')
+		return s;
+	int fw, fh;
+	frame(d, n, &fw, &fh);
+	if (p->w == -1 && p->h == -1 && p->x == 0 && p->y == 0) {
+		fprintf(stderr, "standin: a decode of the whole %dx%d frame (no ROI)\n", fw, fh);
+		s.w = fw;
+		s.h = fh;
+	} else if (p->x < 0 || p->y < 0 || p->w <= 0 || p->h <= 0 || p->x + p->w > fw || p->y + p->h > fh) {
+		standin_violation("ROI %d,%d %dx%d outside the %dx%d frame", p->x, p->y, p->w, p->h, fw, fh);
+	}
 	return s;
 }
 
