@@ -40,7 +40,10 @@
 // stream and a per-stream synchronisation do not. DecodeBatch's contract
 // (loader.BatchDecoder) holds: the rows are complete when it returns, so a
 // reader on any stream, or in another process (package serve), sees them.
-// Upload and Download copy on the same stream and wait for it.
+// Download copies on the same stream and waits for it; Upload (the CPU's
+// rows, into places the batch's work does not write) copies on a second
+// non-blocking stream of the Decoder's and waits for that one, so a row
+// the CPU made beside the batch does not wait for the hardware's decode.
 //
 // Without cgo, or without a driver, Open fails with an error naming what
 // was tried (every soname and dlerror's words); the header check and the
