@@ -247,16 +247,31 @@ func (s *Scratch) applyColorPIL(m *imgcodec.Image, st AugStep) (ok bool, err err
 // rgb2hsv_row, after colorsys): float32 ratios, the hue's sums and the
 // scaling in float64 where C promotes them, truncated and clipped.
 func pilToHSV(r, g, b uint8) (h, s, v uint8) {
+	hf, sf, v, grey := pilHueRaw(r, g, b)
+	if grey {
+		return 0, 0, v
+	}
+	// fmod(hf/6 + 1, 1): the sum lies in [5/6, 11/6) (hf in [-1, 5)),
+	// where subtracting 1 from what reaches it is fmod, exactly.
+	x := float64(hf)/6.0 + 1.0
+	if x >= 1 {
+		x -= 1
+	}
+	return pilHSVBytes(float32(x), sf, v)
+}
+
+// pilHueRaw is rgb2hsv_row up to its fmod: the hue's sum hf and the
+// saturation sf, v the value; grey when the pixel has no hue.
+func pilHueRaw(r, g, b uint8) (hf, sf float32, v uint8, grey bool) {
 	maxc, minc := max(r, g, b), min(r, g, b)
 	if maxc == minc {
-		return 0, 0, maxc
+		return 0, 0, maxc, true
 	}
 	cr := float32(maxc - minc)
-	sf := float32(cr / float32(maxc))
+	sf = float32(cr / float32(maxc))
 	rc := float32(float32(maxc-r) / cr)
 	gc := float32(float32(maxc-g) / cr)
 	bc := float32(float32(maxc-b) / cr)
-	var hf float32
 	switch {
 	case r == maxc:
 		hf = float32(bc - gc)
@@ -265,30 +280,35 @@ func pilToHSV(r, g, b uint8) (h, s, v uint8) {
 	default:
 		hf = float32(4.0 + float64(gc) - float64(rc))
 	}
-	// fmod(hf/6 + 1, 1): the sum lies in [5/6, 11/6) (hf in [-1, 5)),
-	// where subtracting 1 from what reaches it is fmod, exactly.
-	x := float64(hf)/6.0 + 1.0
-	if x >= 1 {
-		x -= 1
-	}
-	hf = float32(x)
-	return clip8i(int(float64(hf) * 255.0)), clip8i(int(float64(sf) * 255.0)), maxc
+	return hf, sf, maxc, false
+}
+
+// pilHSVBytes is rgb2hsv_row's end: the hue in [0, 1) and the saturation
+// scaled to bytes, truncated and clipped.
+func pilHSVBytes(hf, sf float32, v uint8) (h, s, val uint8) {
+	return clip8i(int(float64(hf) * 255.0)), clip8i(int(float64(sf) * 255.0)), v
 }
 
 // pilHueSector is, for each hue byte h, hsv2rgb's sector (floor(h·6/255)
 // mod 6) and remainder as float32, computed once: the same values the
-// per-pixel expressions give.
+// per-pixel expressions give (pilSector).
 var pilHueSector = func() (t [256]struct {
 	i uint8
 	f float32
 }) {
 	for h := range t {
-		x := float64(float32(h)) * 6.0 / 255.0
-		i := int(math.Floor(x))
-		t[h].i, t[h].f = uint8(i%6), float32(x-float64(float32(i)))
+		i, f := pilSector(uint8(h))
+		t[h].i, t[h].f = uint8(i%6), f
 	}
 	return t
 }()
+
+// pilSector is hsv2rgb's sector floor(h·6/255) and remainder, as float32.
+func pilSector(h uint8) (int, float32) {
+	x := float64(float32(h)) * 6.0 / 255.0
+	i := int(math.Floor(x))
+	return i, float32(x - float64(float32(i)))
+}
 
 // pilFromHSV is PIL's HSV to RGB conversion of one pixel (Convert.c's
 // hsv2rgb): the sector and remainder in float64, stored as float32,
@@ -298,7 +318,11 @@ func pilFromHSV(h, s, v uint8) (r, g, b uint8) {
 		return v, v, v
 	}
 	sec := &pilHueSector[h]
-	i, f := sec.i, sec.f
+	return pilFromSector(int(sec.i), sec.f, s, v)
+}
+
+// pilFromSector is hsv2rgb after its sector i (0..5) and remainder f.
+func pilFromSector(i int, f float32, s, v uint8) (r, g, b uint8) {
 	fs := float32(float64(float32(s)) / 255.0)
 	fv := float64(float32(v))
 	p := clip8i(int(math.Round(fv * (1.0 - float64(fs)))))

@@ -5,58 +5,24 @@ import (
 	"testing"
 )
 
-// pilToHSVFmod and pilFromHSVFloor are PIL's conversions as Convert.c
-// writes them (fmod, floor per pixel): pilToHSV and pilFromHSV compute
-// the same bytes with the fmod replaced (its argument lies in [5/6, 2))
-// and the hue's sector tabled.
+// pilToHSVFmod and pilFromHSVFloor are PIL's conversions with Convert.c's
+// fmod and floor per pixel: pilToHSV and pilFromHSV compute the same
+// bytes with the fmod replaced (its argument lies in [5/6, 2)) and the
+// hue's sector tabled.
 func pilToHSVFmod(r, g, b uint8) (h, s, v uint8) {
-	maxc, minc := max(r, g, b), min(r, g, b)
-	if maxc == minc {
-		return 0, 0, maxc
+	hf, sf, v, grey := pilHueRaw(r, g, b)
+	if grey {
+		return 0, 0, v
 	}
-	cr := float32(maxc - minc)
-	sf := float32(cr / float32(maxc))
-	rc := float32(float32(maxc-r) / cr)
-	gc := float32(float32(maxc-g) / cr)
-	bc := float32(float32(maxc-b) / cr)
-	var hf float32
-	switch {
-	case r == maxc:
-		hf = float32(bc - gc)
-	case g == maxc:
-		hf = float32(2.0 + float64(rc) - float64(bc))
-	default:
-		hf = float32(4.0 + float64(gc) - float64(rc))
-	}
-	hf = float32(math.Mod(float64(hf)/6.0+1.0, 1.0))
-	return clip8i(int(float64(hf) * 255.0)), clip8i(int(float64(sf) * 255.0)), maxc
+	return pilHSVBytes(float32(math.Mod(float64(hf)/6.0+1.0, 1.0)), sf, v)
 }
 
 func pilFromHSVFloor(h, s, v uint8) (r, g, b uint8) {
 	if s == 0 {
 		return v, v, v
 	}
-	x := float64(float32(h)) * 6.0 / 255.0
-	i := int(math.Floor(x))
-	f := float32(x - float64(float32(i)))
-	fs := float32(float64(float32(s)) / 255.0)
-	fv := float64(float32(v))
-	p := clip8i(int(math.Round(fv * (1.0 - float64(fs)))))
-	q := clip8i(int(math.Round(fv * (1.0 - float64(float32(fs*f))))))
-	t := clip8i(int(math.Round(fv * (1.0 - float64(float64(fs)*(1.0-float64(f)))))))
-	switch i % 6 {
-	case 0:
-		return v, t, p
-	case 1:
-		return q, v, p
-	case 2:
-		return p, v, t
-	case 3:
-		return p, q, v
-	case 4:
-		return t, p, v
-	}
-	return v, p, q
+	i, f := pilSector(h)
+	return pilFromSector(i%6, f, s, v)
 }
 
 // Every one of the 2^24 colours, both ways (every 61st under the race

@@ -5,7 +5,7 @@
 // pixels at a time, each lane doing the Go kernel's float32 operations in
 // its order (no FMA: contraction is off and the target has none), the four
 // taps fetched by masked gathers; pixels with a tap outside the image are
-// handed back to the caller. warp_pil.c does PIL's bilinear warp of RGB
+// handed back to the caller. The same file does PIL's bilinear warp of RGB
 // rows (augment's WarpPILBilinear) the same way, its lanes float64 as
 // PIL's Geometry.c computes: eight pixels at a time in two vectors of
 // four, each doing the Go kernel's double operations in its order;

@@ -1,11 +1,16 @@
 //go:build cgo
 
-// The bilinear warp of an RGB row (augment's Warp), eight output pixels at
-// a time with AVX2: the same float32 operations in the same order as the Go
-// kernel (per lane: no FMA, no reassociation: the kernel's target is AVX2
-// without FMA, and contraction is off below), so the same bytes. Pixels whose four taps are not all
-// inside the image, and the row's last n mod 8 pixels, are left to the
-// caller, listed in slow.
+// The bilinear warps of an RGB row, eight output pixels at a time with
+// AVX2, each lane doing its Go kernel's operations in their order (no
+// FMA, no reassociation: the target is AVX2 without FMA, and contraction
+// is off below), so the same bytes:
+//   - augment's Warp (torchvision's tensor path) in float32 lanes; pixels
+//     whose four taps are not all inside the image are left to the caller;
+//   - PIL's affine transform with BILINEAR (augment's WarpPILBilinear,
+//     Geometry.c) in float64 lanes; a position outside the picture takes
+//     the fill, and one inside whose 2x2 taps are not all inside (PIL
+//     clamps them) is left to the caller.
+// The row's last n mod 8 pixels are left to the caller too, listed in slow.
 
 #include <stdint.h>
 #include <string.h>
@@ -164,6 +169,123 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 		slow[ns++] = ox;
 	return ns;
 }
+// lanes8 is the 8-bit mask bits as eight 32-bit lanes of all ones or zero.
+static inline __m256i lanes8(int bits) {
+	const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+	return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(bits), bit), bit);
+}
+
+// blend is one channel of four pixels: v1 = a + (b - a) dx on the upper
+// row, v2 the same on the lower, then (int)(v1 + (v2 - v1) dy).
+static inline __m128i blend(__m128i a, __m128i b, __m128i c, __m128i d, __m256d dx, __m256d dy) {
+	__m256d fa = _mm256_cvtepi32_pd(a), fc = _mm256_cvtepi32_pd(c);
+	__m256d v1 = _mm256_add_pd(fa, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_sub_epi32(b, a)), dx));
+	__m256d v2 = _mm256_add_pd(fc, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_sub_epi32(d, c)), dx));
+	return _mm256_cvttpd_epi32(_mm256_add_pd(v1, _mm256_mul_pd(_mm256_sub_pd(v2, v1), dy)));
+}
+
+static int warp_pil3_avx2(uint8_t *out, const uint8_t *src, double a0, double a2, double a3, double a5, double rowX,
+		double rowY, int w, int h, int n, const uint8_t *fill, int32_t *slow) {
+	const int rowLen = w * 3;
+	const double fw = w, fh = h;
+	const __m256d va0 = _mm256_set1_pd(a0), va2 = _mm256_set1_pd(a2), va3 = _mm256_set1_pd(a3), va5 = _mm256_set1_pd(a5);
+	const __m256d vrowX = _mm256_set1_pd(rowX), vrowY = _mm256_set1_pd(rowY);
+	const __m256d zero = _mm256_setzero_pd(), half = _mm256_set1_pd(0.5), vfw = _mm256_set1_pd(fw), vfh = _mm256_set1_pd(fh);
+	const __m256d steps = _mm256_setr_pd(0.5, 1.5, 2.5, 3.5), four = _mm256_set1_pd(4.0);
+	const __m256i izero = _mm256_setzero_si256(), ff = _mm256_set1_epi32(0xff);
+	const __m256i wm2 = _mm256_set1_epi32(w - 2), hm2 = _mm256_set1_epi32(h - 2);
+	const __m256i vrow = _mm256_set1_epi32(rowLen), three = _mm256_set1_epi32(3);
+	const __m256i off3 = _mm256_set1_epi32(3), offq = _mm256_set1_epi32(rowLen), offq3 = _mm256_set1_epi32(rowLen + 3);
+	int ns = 0, ox = 0;
+	int32_t packed[8];
+	for (; ox + 8 <= n; ox += 8) {
+		// xin = x + 0.5, exact; xx = a0 xin + rowX + a2, left to right.
+		__m256d xinL = _mm256_add_pd(_mm256_set1_pd((double)ox), steps), xinH = _mm256_add_pd(xinL, four);
+		__m256d xxL = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(va0, xinL), vrowX), va2);
+		__m256d xxH = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(va0, xinH), vrowX), va2);
+		__m256d yyL = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(va3, xinL), vrowY), va5);
+		__m256d yyH = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(va3, xinH), vrowY), va5);
+		// Inside: 0 <= xx < w and 0 <= yy < h (NaN: outside, the fill).
+#define INSIDE(xx, yy)                                                                                   \
+	_mm256_movemask_pd(_mm256_and_pd(                                                                    \
+			_mm256_and_pd(_mm256_cmp_pd(xx, zero, _CMP_GE_OQ), _mm256_cmp_pd(xx, vfw, _CMP_LT_OQ)), \
+			_mm256_and_pd(_mm256_cmp_pd(yy, zero, _CMP_GE_OQ), _mm256_cmp_pd(yy, vfh, _CMP_LT_OQ))))
+		int inside = INSIDE(xxL, yyL) | INSIDE(xxH, yyH) << 4;
+#undef INSIDE
+		// The interior: xs = xx - 0.5 >= 0, ys too, and their truncations
+		// at most w-2 and h-2 (then xx < w and yy < h: inside too).
+		__m256d xsL = _mm256_sub_pd(xxL, half), xsH = _mm256_sub_pd(xxH, half);
+		__m256d ysL = _mm256_sub_pd(yyL, half), ysH = _mm256_sub_pd(yyH, half);
+		int nonneg = _mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(xsL, zero, _CMP_GE_OQ), _mm256_cmp_pd(ysL, zero, _CMP_GE_OQ))) |
+				_mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(xsH, zero, _CMP_GE_OQ), _mm256_cmp_pd(ysH, zero, _CMP_GE_OQ))) << 4;
+		__m128i xiL = _mm256_cvttpd_epi32(xsL), xiH = _mm256_cvttpd_epi32(xsH);
+		__m128i yiL = _mm256_cvttpd_epi32(ysL), yiH = _mm256_cvttpd_epi32(ysH);
+		__m256i xi = _mm256_set_m128i(xiH, xiL), yi = _mm256_set_m128i(yiH, yiL);
+		// Out of range (a huge position converts to INT32_MIN: negative).
+		__m256i far = _mm256_or_si256(_mm256_or_si256(_mm256_cmpgt_epi32(izero, xi), _mm256_cmpgt_epi32(xi, wm2)),
+				_mm256_or_si256(_mm256_cmpgt_epi32(izero, yi), _mm256_cmpgt_epi32(yi, hm2)));
+		__m256i good = _mm256_andnot_si256(far, lanes8(nonneg & inside));
+		int goodBits = _mm256_movemask_ps(_mm256_castsi256_ps(good));
+		uint8_t *o = out + (long)ox * 3;
+		if (goodBits == 0) {
+			for (int k = 0; k < 8; k++) {
+				if (inside >> k & 1) {
+					slow[ns++] = ox + k;
+					continue;
+				}
+				o[3 * k] = fill[0];
+				o[3 * k + 1] = fill[1];
+				o[3 * k + 2] = fill[2];
+			}
+			continue;
+		}
+		// dx = xs - xi, dy = ys - yi (xi, yi: floors here, xs, ys >= 0).
+		__m256d dxL = _mm256_sub_pd(xsL, _mm256_cvtepi32_pd(xiL)), dxH = _mm256_sub_pd(xsH, _mm256_cvtepi32_pd(xiH));
+		__m256d dyL = _mm256_sub_pd(ysL, _mm256_cvtepi32_pd(yiL)), dyH = _mm256_sub_pd(ysH, _mm256_cvtepi32_pd(yiH));
+		__m256i idx = _mm256_add_epi32(_mm256_mullo_epi32(yi, vrow), _mm256_mullo_epi32(xi, three));
+		const int *base = (const int *)src;
+		__m256i p = _mm256_mask_i32gather_epi32(izero, base, idx, good, 1);
+		__m256i p3 = _mm256_mask_i32gather_epi32(izero, base, _mm256_add_epi32(idx, off3), good, 1);
+		__m256i q = _mm256_mask_i32gather_epi32(izero, base, _mm256_add_epi32(idx, offq), good, 1);
+		__m256i q3 = _mm256_mask_i32gather_epi32(izero, base, _mm256_add_epi32(idx, offq3), good, 1);
+		__m256i res = izero;
+		for (int c = 0; c < 3; c++) {
+			__m128i sh = _mm_cvtsi32_si128(8 * c);
+			__m256i a = _mm256_and_si256(_mm256_srl_epi32(p, sh), ff), b = _mm256_and_si256(_mm256_srl_epi32(p3, sh), ff);
+			__m256i cc = _mm256_and_si256(_mm256_srl_epi32(q, sh), ff), d = _mm256_and_si256(_mm256_srl_epi32(q3, sh), ff);
+			__m128i lo = blend(_mm256_castsi256_si128(a), _mm256_castsi256_si128(b), _mm256_castsi256_si128(cc),
+					_mm256_castsi256_si128(d), dxL, dyL);
+			__m128i hi = blend(_mm256_extracti128_si256(a, 1), _mm256_extracti128_si256(b, 1), _mm256_extracti128_si256(cc, 1),
+					_mm256_extracti128_si256(d, 1), dxH, dyH);
+			res = _mm256_or_si256(res, _mm256_sll_epi32(_mm256_and_si256(_mm256_set_m128i(hi, lo), ff), sh));
+		}
+		_mm256_storeu_si256((__m256i *)packed, res);
+		if (goodBits == 0xff) {
+			for (int k = 0; k < 8; k++) {
+				o[3 * k] = (uint8_t)packed[k];
+				o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
+				o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+			}
+			continue;
+		}
+		for (int k = 0; k < 8; k++) {
+			if (goodBits >> k & 1) {
+				o[3 * k] = (uint8_t)packed[k];
+				o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
+				o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+			} else if (inside >> k & 1) {
+				slow[ns++] = ox + k;
+			} else {
+				o[3 * k] = fill[0];
+				o[3 * k + 1] = fill[1];
+				o[3 * k + 2] = fill[2];
+			}
+		}
+	}
+	for (; ox < n; ox++)
+		slow[ns++] = ox;
+	return ns;
+}
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -180,11 +302,25 @@ int faster_warp_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, const f
 	return warp3_avx2(out, src, colX, colY, rowX, rowY, cx, cy, sw, sh, w, h, n, fill, slow);
 }
 
+int faster_warp_pil_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, double a0, double a2, double a3, double a5,
+		double rowX, double rowY, int w, int h, int n, const uint8_t *fill, int32_t *slow) {
+	// The gathers read 4 bytes at a tap's offset + 3 on the lower row: one
+	// byte past the image at its last pixel, so the caller pads src by 4.
+	if (faster_cpu_level() < 2 || w < 2 || h < 2 || (long)w * 3 * h + 4 > srcLen || (long)w * 3 * h > 0x7ffffff0L)
+		return -1;
+	return warp_pil3_avx2(out, src, a0, a2, a3, a5, rowX, rowY, w, h, n, fill, slow);
+}
+
 #else
 
 int faster_warp_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, const float *colX, const float *colY,
 		float rowX, float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill,
 		int32_t *slow) {
+	return -1;
+}
+
+int faster_warp_pil_bilinear3(uint8_t *out, const uint8_t *src, long srcLen, double a0, double a2, double a3, double a5,
+		double rowX, double rowY, int w, int h, int n, const uint8_t *fill, int32_t *slow) {
 	return -1;
 }
 
