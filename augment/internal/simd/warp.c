@@ -33,6 +33,19 @@ int faster_cpu_level(void);
 #pragma GCC target("avx2,no-fma")
 #pragma GCC optimize("fp-contract=off")
 #endif
+
+// put3 writes packed pixel v (R, G, B in its low three bytes) as pixel k
+// of o; fill3 writes the three bytes f.
+static inline void put3(uint8_t *o, int k, int32_t v) {
+	o[3 * k] = (uint8_t)v;
+	o[3 * k + 1] = (uint8_t)(v >> 8);
+	o[3 * k + 2] = (uint8_t)(v >> 16);
+}
+static inline void fill3(uint8_t *o, int k, const uint8_t *f) {
+	o[3 * k] = f[0];
+	o[3 * k + 1] = f[1];
+	o[3 * k + 2] = f[2];
+}
 static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const float *colY, float rowX,
 		float rowY, float cx, float cy, float sw, float sh, int w, int h, int n, const float *fill, int32_t *slow) {
 	const int rowLen = w * 3;
@@ -85,9 +98,7 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 			uint8_t *o = out + (long)ox * 3;
 			for (int k = 0; k < 8; k++) {
 				if (awayBits >> k & 1) {
-					o[3 * k] = fillb[0];
-					o[3 * k + 1] = fillb[1];
-					o[3 * k + 2] = fillb[2];
+					fill3(o, k, fillb);
 				} else {
 					slow[ns++] = ox + k;
 				}
@@ -97,9 +108,7 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 		if (badBits == 0xff) {
 			uint8_t *o = out + (long)ox * 3;
 			for (int k = 0; k < 8; k++) {
-				o[3 * k] = fillb[0];
-				o[3 * k + 1] = fillb[1];
-				o[3 * k + 2] = fillb[2];
+				fill3(o, k, fillb);
 			}
 			continue;
 		}
@@ -143,26 +152,20 @@ static int warp3_avx2(uint8_t *out, const uint8_t *src, const float *colX, const
 		uint8_t *o = out + (long)ox * 3;
 		if (badBits == 0) {
 			for (int k = 0; k < 8; k++) {
-				o[3 * k] = (uint8_t)packed[k];
-				o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
-				o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+				put3(o, k, packed[k]);
 			}
 			continue;
 		}
 		for (int k = 0; k < 8; k++) {
 			if (awayBits >> k & 1) {
-				o[3 * k] = fillb[0];
-				o[3 * k + 1] = fillb[1];
-				o[3 * k + 2] = fillb[2];
+				fill3(o, k, fillb);
 				continue;
 			}
 			if (badBits >> k & 1) {
 				slow[ns++] = ox + k;
 				continue;
 			}
-			o[3 * k] = (uint8_t)packed[k];
-			o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
-			o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+			put3(o, k, packed[k]);
 		}
 	}
 	for (; ox < n; ox++)
@@ -233,9 +236,7 @@ static int warp_pil3_avx2(uint8_t *out, const uint8_t *src, double a0, double a2
 					slow[ns++] = ox + k;
 					continue;
 				}
-				o[3 * k] = fill[0];
-				o[3 * k + 1] = fill[1];
-				o[3 * k + 2] = fill[2];
+				fill3(o, k, fill);
 			}
 			continue;
 		}
@@ -262,23 +263,17 @@ static int warp_pil3_avx2(uint8_t *out, const uint8_t *src, double a0, double a2
 		_mm256_storeu_si256((__m256i *)packed, res);
 		if (goodBits == 0xff) {
 			for (int k = 0; k < 8; k++) {
-				o[3 * k] = (uint8_t)packed[k];
-				o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
-				o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+				put3(o, k, packed[k]);
 			}
 			continue;
 		}
 		for (int k = 0; k < 8; k++) {
 			if (goodBits >> k & 1) {
-				o[3 * k] = (uint8_t)packed[k];
-				o[3 * k + 1] = (uint8_t)(packed[k] >> 8);
-				o[3 * k + 2] = (uint8_t)(packed[k] >> 16);
+				put3(o, k, packed[k]);
 			} else if (inside >> k & 1) {
 				slow[ns++] = ox + k;
 			} else {
-				o[3 * k] = fill[0];
-				o[3 * k + 1] = fill[1];
-				o[3 * k + 2] = fill[2];
+				fill3(o, k, fill);
 			}
 		}
 	}
