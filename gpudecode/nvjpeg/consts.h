@@ -3,8 +3,8 @@
  * Source: nvjpeg.h (nvjpegStatus_t, nvjpegBackend_t,
  * nvjpegChromaSubsampling_t, nvjpegOutputFormat_t; the same values in
  * CUDA 13's nvJPEG documentation §2.2) and
- * driver_types.h (cudaMemcpyKind; cudaHostAllocDefault and
- * cudaStreamNonBlocking, macros there). probe/probe.cpp
+ * driver_types.h (cudaMemcpyKind; cudaHostAllocDefault,
+ * cudaStreamNonBlocking and cudaEventDisableTiming, macros there). probe/probe.cpp
  * checks each against the real header; decls.go's Consts lists the same. */
 FASTER_NVJ_CONST(NVJPEG_STATUS_SUCCESS, 0)
 FASTER_NVJ_CONST(NVJPEG_STATUS_JPEG_NOT_SUPPORTED, 4)
@@ -17,3 +17,4 @@ FASTER_NVJ_CONST(cudaMemcpyHostToDevice, 1)
 FASTER_NVJ_CONST(cudaMemcpyDeviceToHost, 2)
 FASTER_NVJ_CONST(cudaHostAllocDefault, 0)
 FASTER_NVJ_CONST(cudaStreamNonBlocking, 1)
+FASTER_NVJ_CONST(cudaEventDisableTiming, 2)

@@ -80,6 +80,10 @@ var Decls = []Decl{
 	{"cudaStreamDestroy", Runtime, "int cudaStreamDestroy(void *stream)"},
 	{"cudaStreamSynchronize", Runtime, "int cudaStreamSynchronize(void *stream)"},
 	{"cudaMemcpyAsync", Runtime, "int cudaMemcpyAsync(void *dst, const void *src, size_t count, int kind, void *stream)"},
+	{"cudaEventCreateWithFlags", Runtime, "int cudaEventCreateWithFlags(void **event, unsigned int flags)"},
+	{"cudaEventDestroy", Runtime, "int cudaEventDestroy(void *event)"},
+	{"cudaEventRecord", Runtime, "int cudaEventRecord(void *event, void *stream)"},
+	{"cudaStreamWaitEvent", Runtime, "int cudaStreamWaitEvent(void *stream, void *event, unsigned int flags)"},
 	{"cudaIpcGetMemHandle", Runtime, "int cudaIpcGetMemHandle(void *handle, void *dev_ptr)"},
 }
 
@@ -92,7 +96,8 @@ type Const struct {
 // Consts lists consts.h, in its order: nvjpeg.h's nvjpegStatus_t,
 // nvjpegBackend_t, nvjpegChromaSubsampling_t and nvjpegOutputFormat_t,
 // driver_types.h's
-// cudaMemcpyKind, cudaHostAllocDefault and cudaStreamNonBlocking.
+// cudaMemcpyKind, cudaHostAllocDefault, cudaStreamNonBlocking and
+// cudaEventDisableTiming.
 var Consts = []Const{
 	{"NVJPEG_STATUS_SUCCESS", 0},
 	{"NVJPEG_STATUS_JPEG_NOT_SUPPORTED", 4},
@@ -105,4 +110,5 @@ var Consts = []Const{
 	{"cudaMemcpyDeviceToHost", 2},
 	{"cudaHostAllocDefault", 0},
 	{"cudaStreamNonBlocking", 1},
+	{"cudaEventDisableTiming", 2},
 }

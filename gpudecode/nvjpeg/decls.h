@@ -75,6 +75,14 @@ FASTER_NVJ_DECL(CUDART, int, cudaStreamCreateWithFlags, (void **stream, unsigned
 FASTER_NVJ_DECL(CUDART, int, cudaStreamDestroy, (void *stream))
 FASTER_NVJ_DECL(CUDART, int, cudaStreamSynchronize, (void *stream))
 FASTER_NVJ_DECL(CUDART, int, cudaMemcpyAsync, (void *dst, const void *src, size_t count, int kind, void *stream))
+/* The hybrid backend's images run on a second stream of the decoder's, so
+ * that their host phases need not wait for the hardware batch queued
+ * before them; an event recorded there after them, and waited for by the
+ * batch's stream, orders the kernels that read every image after both. */
+FASTER_NVJ_DECL(CUDART, int, cudaEventCreateWithFlags, (void **event, unsigned int flags))
+FASTER_NVJ_DECL(CUDART, int, cudaEventDestroy, (void *event))
+FASTER_NVJ_DECL(CUDART, int, cudaEventRecord, (void *event, void *stream))
+FASTER_NVJ_DECL(CUDART, int, cudaStreamWaitEvent, (void *stream, void *event, unsigned int flags))
 /* cuda_runtime_api.h: cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr);
  * cudaIpcMemHandle_t (driver_types.h) is struct { char reserved[CUDA_IPC_HANDLE_SIZE]; },
  * CUDA_IPC_HANDLE_SIZE 64: a 64-byte buffer here (probe.cpp checks the size). Package serve

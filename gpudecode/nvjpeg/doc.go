@@ -44,6 +44,13 @@
 // rows, into places the batch's work does not write) copies on a second
 // non-blocking stream of the Decoder's and waits for that one, so a row
 // the CPU made beside the batch does not wait for the hardware's decode.
+// The hybrid backend's images run on a third (their transfers and device
+// phases: one image's host phase waits only for the previous hybrid
+// image, not for the hardware batch queued before it); an event recorded
+// there after them is waited for by the batch's stream
+// (cudaStreamWaitEvent) before the kernels that read every image. The
+// stand-in runtime models streams, marks and waits, so a kernel queued
+// without that wait reads the hybrid images missing (TestDecoderStreamWithStandIns).
 //
 // Without cgo, or without a driver, Open fails with an error naming what
 // was tried (every soname and dlerror's words); the header check and the

@@ -74,6 +74,8 @@ int faster_nvj_open(struct faster_nvj *c, int ordinal, int max_batch, char *repo
 		max_batch = 1;
 	CUDA_TRY(faster_nvj_p_cudaStreamCreateWithFlags(&c->stream, FASTER_cudaStreamNonBlocking));
 	CUDA_TRY(faster_nvj_p_cudaStreamCreateWithFlags(&c->upload, FASTER_cudaStreamNonBlocking));
+	CUDA_TRY(faster_nvj_p_cudaStreamCreateWithFlags(&c->hstream, FASTER_cudaStreamNonBlocking));
+	CUDA_TRY(faster_nvj_p_cudaEventCreateWithFlags(&c->hdone, FASTER_cudaEventDisableTiming));
 	/* The hardware backend is optional: a GPU without JPEG engines
 	 * refuses it (NVJPEG_STATUS_ARCH_MISMATCH) and every image goes to
 	 * the hybrid backend. Its buffers are allocated here, for the largest
@@ -112,10 +114,11 @@ int faster_nvj_open(struct faster_nvj *c, int ordinal, int max_batch, char *repo
 }
 
 void faster_nvj_close(struct faster_nvj *c) {
-	if (c->stream) {
-		faster_nvj_p_cudaSetDevice(c->ordinal);
+	faster_nvj_p_cudaSetDevice(c->ordinal);
+	if (c->stream)
 		faster_nvj_p_cudaStreamSynchronize(c->stream);
-	}
+	if (c->hstream)
+		faster_nvj_p_cudaStreamSynchronize(c->hstream);
 	for (int i = 0; i < c->nparams; i++)
 		faster_nvj_p_nvjpegDecodeParamsDestroy(c->params[i]);
 	free(c->params);
@@ -147,6 +150,10 @@ void faster_nvj_close(struct faster_nvj *c) {
 		faster_nvj_p_cudaStreamSynchronize(c->upload);
 		faster_nvj_p_cudaStreamDestroy(c->upload);
 	}
+	if (c->hdone)
+		faster_nvj_p_cudaEventDestroy(c->hdone);
+	if (c->hstream)
+		faster_nvj_p_cudaStreamDestroy(c->hstream);
 	memset(c, 0, sizeof *c);
 }
 
@@ -266,14 +273,17 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 	/* The hybrid backend's images, one at a time: the parse (the whole
 	 * stream: the host phase decodes it) and the host phase
 	 * write JPEG stream b and pinned buffer b; the transfer, which reads
-	 * them, and the device phase are queued on the stream. Before a
-	 * transfer the stream is waited for when an earlier transfer is
+	 * them, and the device phase are queued on the hybrid stream. Before
+	 * a transfer that stream is waited for when an earlier transfer is
 	 * queued, as nvJPEG's decoupled-decode sample does (the transfer may
-	 * also grow the device buffer a queued device phase reads). So at
+	 * also grow the device buffer a queued device phase reads): the
+	 * previous hybrid image, not the hardware batch on c->stream. So at
 	 * most one transfer is pending, and b, which changes after each
 	 * queued transfer, is never what it reads: the next image's host
-	 * phase overlaps the queued work without rewriting its input. */
-	int b = 0, queued = 0;
+	 * phase overlaps the queued work without rewriting its input. At the
+	 * end c->stream waits for the hybrid stream (hdone), so the kernels
+	 * queued after the decode read every image. */
+	int b = 0, queued = 0, any = 0;
 	for (int i = 0; i < n; i++) {
 		if (route[i] != 1)
 			continue;
@@ -286,26 +296,31 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 		if (s == 0)
 			s = faster_nvj_p_nvjpegDecodeJpegHost(c->hyb, c->dec, c->dstate, c->hparams, c->jstream[b]);
 		if (s == 0 && queued)
-			CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
+			CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->hstream));
 		if (s == 0) {
-			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->hyb, c->dec, c->dstate, c->jstream[b], c->stream);
+			any = 1;
+			s = faster_nvj_p_nvjpegDecodeJpegTransferToDevice(c->hyb, c->dec, c->dstate, c->jstream[b], c->hstream);
 			if (s != 0) {
 				/* A failed transfer may have queued part of its copy
 				 * from pinned[b], which the next image's host phase
 				 * writes: wait for it first. */
-				CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
+				CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->hstream));
 				queued = 0;
 			}
 		}
 		if (s == 0) {
 			queued = 1;
 			b ^= 1;
-			s = faster_nvj_p_nvjpegDecodeJpegDevice(c->hyb, c->dec, c->dstate, &d, c->stream);
+			s = faster_nvj_p_nvjpegDecodeJpegDevice(c->hyb, c->dec, c->dstate, &d, c->hstream);
 		}
 		if (s != 0) {
 			route[i] = 2;
 			status[i] = s;
 		}
+	}
+	if (any) {
+		CUDA_TRY(faster_nvj_p_cudaEventRecord(c->hdone, c->hstream));
+		CUDA_TRY(faster_nvj_p_cudaStreamWaitEvent(c->stream, c->hdone, 0));
 	}
 	return 0;
 }
@@ -315,6 +330,9 @@ int faster_nvj_sync(struct faster_nvj *c, char *report, size_t cap) {
 	int r = set_device(c, report, cap);
 	if (r != 0)
 		return r;
+	/* The hybrid stream first: after a decode that failed midway,
+	 * c->stream may not wait for its work. */
+	CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->hstream));
 	CUDA_TRY(faster_nvj_p_cudaStreamSynchronize(c->stream));
 	return 0;
 }

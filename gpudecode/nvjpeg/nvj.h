@@ -28,6 +28,12 @@ struct faster_nvj {
 	 * sample). */
 	void *hyb, *dec, *dstate, *devbuf, *hparams;
 	void *pinned[2], *jstream[2];
+	/* The hybrid images' stream (non-blocking): their transfers and
+	 * device phases, so that waiting for the previous one before a
+	 * transfer does not wait for the hardware batch queued on stream
+	 * too; hdone is recorded there after them and stream waits for it,
+	 * before the kernels that read every image. */
+	void *hstream, *hdone;
 };
 
 /* faster_nvj_open makes c's stream and handles on GPU ordinal, the
@@ -53,6 +59,6 @@ int faster_nvj_decode(struct faster_nvj *c, int n, const unsigned char *data, co
 		      const int *roi, const unsigned long long *dst, const size_t *pitch, int *route, int *status,
 		      char *report, size_t cap);
 
-/* faster_nvj_sync waits for c's stream (cudaStreamSynchronize): what was
- * queued on it is done. 0, or the status with the call named in report. */
+/* faster_nvj_sync waits for c's streams (cudaStreamSynchronize: the
+ * hybrid one, then the batch's): what was queued on them is done. 0, or the status with the call named in report. */
 int faster_nvj_sync(struct faster_nvj *c, char *report, size_t cap);

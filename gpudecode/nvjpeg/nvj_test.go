@@ -127,8 +127,9 @@ func TestNVJRoutesWithStubs(t *testing.T) {
 		"batch 1: routes [0 1 2 0] status [0 0 4 0] outputs [HW x5 w7 | GP x6 w8 | - | HW x8 w10]",
 		"batch 2: routes [1 1 1] status [0 0 0] outputs [GP x5 w7 | GP x6 w8 | GP x7 w9]",
 		"standin: s1 ran nvjpegDecodeBatchedEx",
-		"standin: s1 ran nvjpegDecodeJpegTransferToDevice",
-		"standin: s1 ran nvjpegDecodeJpegDevice",
+		"standin: s3 ran nvjpegDecodeJpegTransferToDevice", // the hybrid stream
+		"standin: s3 ran nvjpegDecodeJpegDevice",
+		"standin: s1 ran cudaStreamWaitEvent",
 		"standin: cudaStreamDestroy(s1)",
 		"gpu 1: nvjpeg: cudaSetDevice(1): stub error (101) (status 101)",
 		// the stand-in's handle is the pointer, little-endian: the call

@@ -41,8 +41,10 @@ func TestDecoderStreamWithStandIns(t *testing.T) {
 		"--- PASS: TestDecoderStreamWithStandIns",
 		"standin: cudaStreamCreateWithFlags(flags 1) made s1",
 		"standin: s1 ran nvjpegDecodeBatchedEx",
-		"standin: s1 ran nvjpegDecodeJpegTransferToDevice",
-		"standin: s1 ran nvjpegDecodeJpegDevice",
+		"standin: s3 ran nvjpegDecodeJpegTransferToDevice",
+		"standin: s3 ran nvjpegDecodeJpegDevice",
+		"standin: s3 ran cudaEventRecord",
+		"standin: s1 ran cudaStreamWaitEvent",
 		"standin: s1 ran cudaMemcpyAsync(to the device)",
 		"standin: s1 ran cuLaunchKernel(resize_h)",
 		"standin: s1 ran cuLaunchKernel(resize_v_u8)",
@@ -58,15 +60,20 @@ func TestDecoderStreamWithStandIns(t *testing.T) {
 			t.Errorf("child output lacks %q", want)
 		}
 	}
-	// Two streams: the batch's, and s2 for the CPU's rows (Upload), so
-	// a row does not wait for the batch the hardware decodes; nothing
-	// else runs on s2.
-	if !strings.Contains(out, "standin: s2 ran cudaMemcpyAsync(to the device)") || strings.Contains(out, "made s3") {
-		t.Errorf("want the uploads on a second stream, and no third:\n%s", out)
+	// Three streams: the batch's (s1); s2 for the CPU's rows (Upload),
+	// so a row does not wait for the batch the hardware decodes; s3 for
+	// the hybrid images, so one's host phase does not wait for the
+	// hardware batch either (s1 waits for s3's event before its
+	// kernels). Nothing else runs on s2 and s3.
+	if !strings.Contains(out, "standin: s2 ran cudaMemcpyAsync(to the device)") || strings.Contains(out, "made s4") {
+		t.Errorf("want the uploads on a second stream, the hybrid images on a third, and no fourth:\n%s", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, "standin: s2 ran") && !strings.Contains(line, "cudaMemcpyAsync(to the device)") {
 			t.Errorf("batch work on the upload stream: %s", line)
+		}
+		if strings.Contains(line, "standin: s3 ran") && !strings.Contains(line, "nvjpegDecodeJpeg") && !strings.Contains(line, "cudaEventRecord") {
+			t.Errorf("other work on the hybrid stream: %s", line)
 		}
 	}
 	// A job whose crop is the whole frame is decoded without a region

@@ -14,6 +14,8 @@
  *   - host memory that queued work reads stays as it was until the
  *     stream runs that work (a checksum taken when it is queued, compared
  *     when it runs).
+ * Events order streams as on a GPU: a stream's wait for an event runs the
+ * event's stream through its mark before what follows the wait. 
  * Each queued call is a line "standin: s<N> ran <call>" when it runs. */
 #include <pthread.h>
 #include <stdarg.h>
@@ -29,12 +31,22 @@ struct standin_stream {
 	int id, live;
 };
 
+/* An event: a mark in one stream's queue (cudaEventRecord), done once
+ * the stream runs past it. */
+struct standin_event {
+	struct standin_stream *s; /* the stream of its last record, or NULL */
+	int done;
+};
+
 struct op {
 	struct op *next;
 	struct standin_stream *s;
 	const char *call;
 	void (*run)(void *);
 	void *arg;
+	/* wait: a cudaStreamWaitEvent: before what follows on s, the
+	 * event's stream runs through its mark. */
+	struct standin_event *wait;
 	const unsigned char *src; /* host memory the work reads, or NULL */
 	size_t n;
 	unsigned long long sum;
@@ -102,9 +114,18 @@ void standin_enqueue(void *stream, const char *call, void (*run)(void *), void *
 	pthread_mutex_unlock(&mu);
 }
 
+static void drain_locked(struct standin_stream *s);
+
 /* drain runs s's queued work in order (s NULL: every stream's). */
 static void drain(struct standin_stream *s) {
 	pthread_mutex_lock(&mu);
+	drain_locked(s);
+	pthread_mutex_unlock(&mu);
+}
+
+/* drain_locked is drain with mu held: a wait runs the event's stream
+ * through its mark first, as a GPU would before what follows it. */
+static void drain_locked(struct standin_stream *s) {
 	struct op **p = &head;
 	while (*p) {
 		struct op *o = *p;
@@ -113,16 +134,25 @@ static void drain(struct standin_stream *s) {
 			continue;
 		}
 		*p = o->next;
+		if (!*p)
+			tail = p; /* o was the last */
 		if (o->src && sum(o->src, o->n) != o->sum)
 			standin_violation("%s: the host memory it reads changed between the call and the stream's running it",
 					  o->call);
 		fprintf(stderr, "standin: s%d ran %s\n", o->s->id, o->call);
+		if (o->wait) {
+			struct standin_event *e = o->wait;
+			free(o);
+			if (!e->done && e->s) {
+				drain_locked(e->s);
+				p = &head; /* the list changed under p: from its start again */
+			}
+			continue;
+		}
 		o->run(o->arg);
 		free(o->arg);
 		free(o);
 	}
-	tail = p; /* the list's last link */
-	pthread_mutex_unlock(&mu);
 }
 
 int cudaStreamCreateWithFlags(void **stream, unsigned int flags) {
@@ -251,5 +281,51 @@ int cudaFreeHost(void *p) {
 int cudaIpcGetMemHandle(void *h, void *p) {
 	memset(h, 0, 64);
 	memcpy(h, &p, sizeof p);
+	return 0;
+}
+
+/* Events: cudaEventRecord queues a mark on the stream, done when the
+ * stream runs it; cudaStreamWaitEvent queues on another stream a wait
+ * that, when that stream runs it, first runs the event's stream through
+ * the mark. */
+static void run_mark(void *arg) { (*(struct standin_event **)arg)->done = 1; }
+
+int cudaEventCreateWithFlags(void **ev, unsigned int flags) {
+	struct standin_event *e = calloc(1, sizeof *e);
+	e->done = 1; /* never recorded: nothing to wait for */
+	*ev = e;
+	return 0;
+}
+
+int cudaEventDestroy(void *ev) {
+	free(ev); /* a mark still queued would run after this: the tests sync first */
+	return 0;
+}
+
+int cudaEventRecord(void *ev, void *stream) {
+	if (!live(stream, "cudaEventRecord"))
+		return 400;
+	struct standin_event *e = ev;
+	pthread_mutex_lock(&mu);
+	e->s = stream;
+	e->done = 0;
+	pthread_mutex_unlock(&mu);
+	struct standin_event **arg = malloc(sizeof *arg);
+	*arg = e;
+	standin_enqueue(stream, "cudaEventRecord", run_mark, arg, NULL, 0);
+	return 0;
+}
+
+int cudaStreamWaitEvent(void *stream, void *ev, unsigned int flags) {
+	if (!live(stream, "cudaStreamWaitEvent"))
+		return 400;
+	struct op *o = calloc(1, sizeof *o);
+	o->s = stream;
+	o->call = "cudaStreamWaitEvent";
+	o->wait = ev;
+	pthread_mutex_lock(&mu);
+	*tail = o;
+	tail = &o->next;
+	pthread_mutex_unlock(&mu);
 	return 0;
 }
