@@ -19,10 +19,17 @@ from . import _protocol as P
 _FORM = re.compile(r"^cuda(?::(\d+))?$")
 
 
+# CURRENT is parse's answer for a GPU without an index ("cuda",
+# torch.device("cuda")): torch's current device, as torch reads them
+# (resolve; under torchrun, the rank's after torch.cuda.set_device).
+CURRENT = -1
+
+
 def parse(device):
-    """None for the CPU ("cpu" or None), else the GPU's index: "cuda",
-    "cuda:N", a torch.device of type cuda, or an int. ValueError names the
-    argument otherwise."""
+    """None for the CPU ("cpu" or None), else the GPU's index: "cuda:N", a
+    torch.device of type cuda with an index, or an int; CURRENT for "cuda"
+    or a torch.device without one. ValueError names the argument
+    otherwise."""
     if device is None:
         return None
     if isinstance(device, bool):
@@ -36,7 +43,7 @@ def parse(device):
         if typ == "cpu":
             return None
         if typ == "cuda":
-            return device.index or 0
+            return CURRENT if device.index is None else device.index
         raise ValueError("faster: device=%r: want a cpu or cuda device" % (device,))
     if not isinstance(device, str):
         raise ValueError("faster: device=%r: want 'cpu', 'cuda' or 'cuda:N'" % (device,))
@@ -45,7 +52,19 @@ def parse(device):
     m = _FORM.match(device)
     if not m:
         raise ValueError("faster: device=%r: want 'cpu', 'cuda' or 'cuda:N'" % (device,))
-    return int(m.group(1) or 0)
+    return CURRENT if m.group(1) is None else int(m.group(1))
+
+
+def name(ordinal):
+    """The device as the user gave it, for messages."""
+    return "cuda" if ordinal == CURRENT else "cuda:%d" % ordinal
+
+
+def resolve(ordinal, torch):
+    """The GPU's index: ordinal, or torch's current device for CURRENT."""
+    if ordinal == CURRENT:
+        return int(torch.cuda.current_device())
+    return ordinal
 
 
 def require(ordinal, torch_module=None):
@@ -57,15 +76,15 @@ def require(ordinal, torch_module=None):
         try:
             import torch  # noqa: F811
         except ImportError:
-            raise RuntimeError("faster.Loader(device='cuda:%d'): needs torch with CUDA, and torch is not installed; "
-                               "leave device= out for CPU tensors" % ordinal) from None
+            raise RuntimeError("faster.Loader(device='%s'): needs torch with CUDA, and torch is not installed; "
+                               "leave device= out for CPU tensors" % name(ordinal)) from None
     cuda = getattr(torch, "cuda", None)
     if cuda is None or not cuda.is_available():
-        raise RuntimeError("faster.Loader(device='cuda:%d'): torch.cuda is not available (no GPU, or a CPU-only "
+        raise RuntimeError("faster.Loader(device='%s'): torch.cuda is not available (no GPU, or a CPU-only "
                            "torch build); leave device= out for CPU tensors, or pin_memory=True to copy them "
-                           "to a GPU" % ordinal)
+                           "to a GPU" % name(ordinal))
     n = cuda.device_count()
-    if ordinal >= n:
+    if ordinal != CURRENT and ordinal >= n:
         raise RuntimeError("faster.Loader(device='cuda:%d'): torch sees %d GPU(s) (cuda:0 to cuda:%d)"
                            % (ordinal, n, n - 1))
     return torch
@@ -159,8 +178,32 @@ def cudart(torch=None):
         lib.cudaIpcCloseMemHandle.argtypes = [ctypes.c_void_p]
         for f in (lib.cudaGetDevice, lib.cudaSetDevice, lib.cudaIpcOpenMemHandle, lib.cudaIpcCloseMemHandle):
             f.restype = ctypes.c_int
+        try:
+            lib.cudaGetErrorString.argtypes = [ctypes.c_int]
+            lib.cudaGetErrorString.restype = ctypes.c_char_p
+        except AttributeError:  # error_text gives the number alone
+            pass
         return lib
     raise RuntimeError("faster: no CUDA runtime to open the server's batch buffers: tried " + ", ".join(tried))
+
+
+def error_text(lib, r):
+    """CUDA error r as the runtime names it: "CUDA error N (its words)"."""
+    try:
+        words = lib.cudaGetErrorString(r)
+    except Exception:  # a stand-in runtime without it
+        words = None
+    if isinstance(words, bytes):
+        return "CUDA error %d (%s)" % (r, words.decode("utf-8", "replace"))
+    return "CUDA error %d" % r
+
+
+def torch_lib_dirs(torch):
+    """The CUDA libraries' folders beside torch (its lib/ and the nvidia
+    wheels' lib/), those that exist."""
+    base = os.path.dirname(os.path.abspath(torch.__file__))
+    dirs = [os.path.join(base, "lib")] + sorted(glob.glob(os.path.join(os.path.dirname(base), "nvidia", "*", "lib")))
+    return [d for d in dirs if os.path.isdir(d)]
 
 
 class _CudaSlots:
@@ -185,9 +228,9 @@ class _CudaSlots:
                     r = self._lib.cudaIpcOpenMemHandle(ctypes.byref(p), _IpcHandle.from_buffer_copy(h),
                                                        IPC_LAZY_ENABLE_PEER_ACCESS)
                     if r != 0 or not p.value:
-                        raise RuntimeError("faster: cudaIpcOpenMemHandle of the server's slot %d on cuda:%d: CUDA "
-                                           "error %d (the server and this process must use the same GPU)"
-                                           % (i, ordinal, r))
+                        raise RuntimeError("faster: cudaIpcOpenMemHandle of the server's slot %d on cuda:%d: %s "
+                                           "(the server and this process must use the same GPU)"
+                                           % (i, ordinal, error_text(self._lib, r)))
                     self.ptrs.append(p.value)
             except BaseException:
                 self._close()
@@ -200,17 +243,17 @@ class _CudaSlots:
         prev = ctypes.c_int(-1)
         r = self._lib.cudaGetDevice(ctypes.byref(prev))
         if r != 0:
-            raise RuntimeError("faster: cudaGetDevice: CUDA error %d" % r)
+            raise RuntimeError("faster: cudaGetDevice: %s" % error_text(self._lib, r))
         r = self._lib.cudaSetDevice(self._ordinal)
         if r != 0:
-            raise RuntimeError("faster: cudaSetDevice(%d): CUDA error %d" % (self._ordinal, r))
+            raise RuntimeError("faster: cudaSetDevice(%d): %s" % (self._ordinal, error_text(self._lib, r)))
         try:
             yield
         finally:
             r = self._lib.cudaSetDevice(prev.value)
         if r != 0:
-            raise RuntimeError("faster: cudaSetDevice(%d), back to the device current before: CUDA error %d"
-                               % (prev.value, r))
+            raise RuntimeError("faster: cudaSetDevice(%d), back to the device current before: %s"
+                               % (prev.value, error_text(self._lib, r)))
 
     def view(self, i, shape, dtype):
         return self._torch.as_tensor(CudaArray(self.ptrs[i], shape, dtype), device=self.device)

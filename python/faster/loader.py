@@ -254,7 +254,8 @@ class Loader:
         # take the batches (_device.require), before any server starts.
         self.device = _device.parse(device)
         if self.device is not None:
-            _device.require(self.device)
+            # "cuda" alone is torch's current device, as torch reads it.
+            self.device = _device.resolve(self.device, _device.require(self.device))
         self._user_dataset = None
         if _datasets.is_dataset(data):
             # A torchvision dataset object, as DataLoader takes it: its files,
@@ -428,7 +429,7 @@ class Loader:
         try:
             args[2:2] = ["--fd", str(theirs.fileno())]
             self._proc = subprocess.Popen(args, pass_fds=(theirs.fileno(),), stdin=subprocess.PIPE,
-                                          stdout=subprocess.DEVNULL, stderr=self._err)
+                                          stdout=subprocess.DEVNULL, stderr=self._err, env=self._server_env())
         finally:
             theirs.close()  # else the server's death would not reach us as EOF
         try:
@@ -532,6 +533,22 @@ class Loader:
             self._sock.sendall(P.frame(typ, payload))
         except (BrokenPipeError, ConnectionResetError):
             self._fail("while the loader wrote to it")
+
+    def _server_env(self):
+        """The server's environment: this process's (None), and with
+        device= the CUDA libraries beside torch (its lib/ and the nvidia
+        wheels') after LD_LIBRARY_PATH's own folders, so the server finds
+        libnvjpeg and libcudart where only torch's wheels hold them (found
+        by soname first, wherever the system has them)."""
+        if self.device is None:
+            return None
+        import torch
+        dirs = _device.torch_lib_dirs(torch)
+        if not dirs:
+            return None
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join([p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p] + dirs)
+        return env
 
     def _attach(self):
         self._phase = "before it was ready"
@@ -733,7 +750,12 @@ class Loader:
                 im, lb = self._slots[slot]
                 lb = lb[:valid]
                 if self._dev is not None and self._dev.device is not None:
-                    lb = lb.to(self._dev.device)  # a copy: the labels live in the file's slot
+                    # A copy (the labels live in the file's slot), pinned
+                    # and queued: from pageable memory torch's copy waits
+                    # for the stream, so the host could never run ahead of
+                    # the GPU; the pinned block is torch's until the copy
+                    # is done (its caching host allocator records it).
+                    lb = lb.pin_memory().to(self._dev.device, non_blocking=True)
                 self.last_keys = keys
                 run.executing = False
                 yield Batch(im[:valid], lb, keys, e, index, valid, repeats)

@@ -2,6 +2,7 @@
 torch.cuda cannot take the batches (before any server starts), the DEVICE
 frame and the __cuda_array_interface__ view.
 Needs neither torch nor a server nor a GPU (python -m unittest)."""
+import json
 import os
 import struct
 import sys
@@ -23,9 +24,10 @@ def fake_torch(available, count=1):
 
 class DeviceArgumentTest(unittest.TestCase):
     def test_parse(self):
-        for dev, want in ((None, None), ("cpu", None), ("cuda", 0), ("cuda:3", 3), (2, 2),
-                          (types.SimpleNamespace(type="cuda", index=1), 1),
-                          (types.SimpleNamespace(type="cuda", index=None), 0),
+        for dev, want in ((None, None), ("cpu", None), ("cuda", _device.CURRENT), ("cuda:3", 3), (2, 2),
+                          ("cuda:0", 0), (types.SimpleNamespace(type="cuda", index=1), 1),
+                          (types.SimpleNamespace(type="cuda", index=0), 0),
+                          (types.SimpleNamespace(type="cuda", index=None), _device.CURRENT),
                           (types.SimpleNamespace(type="cpu", index=None), None)):
             with self.subTest(dev=dev):
                 self.assertEqual(_device.parse(dev), want)
@@ -45,6 +47,46 @@ class DeviceArgumentTest(unittest.TestCase):
         self.assertIn("torch sees 2 GPU(s)", str(cm.exception))
         t = fake_torch(True, 2)
         self.assertIs(_device.require(1, t), t, "a GPU torch sees: accepted")
+        self.assertIs(_device.require(_device.CURRENT, t), t, "torch's current GPU: accepted")
+
+    def test_cuda_without_an_index_is_the_current_device(self):
+        # As torch reads "cuda": under torchrun each rank sets its own
+        # device first, and its loader decodes there, not on GPU 0.
+        t = fake_torch(True, 4)
+        t.cuda.current_device = lambda: 3
+        self.assertEqual(_device.resolve(_device.parse("cuda"), t), 3)
+        self.assertEqual(_device.resolve(_device.parse(types.SimpleNamespace(type="cuda", index=None)), t), 3)
+        self.assertEqual(_device.resolve(_device.parse("cuda:1"), t), 1)
+        # The Loader asks its server for that GPU.
+        with mock.patch("subprocess.Popen") as popen, \
+                mock.patch.object(_device, "require", lambda o, torch_module=None: t), \
+                mock.patch("faster.loader.Loader._attach", side_effect=RuntimeError("stop")):
+            popen.return_value.poll.return_value = 0
+            popen.return_value.wait.return_value = 0
+            popen.return_value.returncode = 0
+            with self.assertRaises(RuntimeError):
+                faster.Loader("/nonexistent", device="cuda", binary=sys.executable)
+        spec = json.loads(popen.return_value.stdin.write.call_args[0][0])
+        self.assertEqual(spec["device"], "cuda:3")
+
+    def test_server_finds_the_libraries_beside_torch(self):
+        # With device=, the server's LD_LIBRARY_PATH keeps this process's
+        # folders first and adds torch's lib/ and its nvidia wheels' after.
+        import tempfile
+        site = tempfile.mkdtemp(prefix="faster-site-")
+        for d in ("torch/lib", "nvidia/cu13/lib", "nvidia/cudnn/lib", "nvidia/empty"):
+            os.makedirs(os.path.join(site, d))
+        fake = types.ModuleType("torch")
+        fake.__file__ = os.path.join(site, "torch", "__init__.py")
+        l = faster.Loader.__new__(faster.Loader)
+        l.device = 0
+        with mock.patch.dict(sys.modules, {"torch": fake}), mock.patch.dict(os.environ, {"LD_LIBRARY_PATH": "/mine"}):
+            env = l._server_env()
+        self.assertEqual(env["LD_LIBRARY_PATH"].split(os.pathsep),
+                         ["/mine", os.path.join(site, "torch", "lib"), os.path.join(site, "nvidia", "cu13", "lib"),
+                          os.path.join(site, "nvidia", "cudnn", "lib")])
+        l.device = None
+        self.assertIsNone(l._server_env(), "without device=, the server inherits the environment")
 
     def test_loader_refuses_before_starting_a_server(self):
         # torch without a GPU (as here; on a GPU machine the check is given
@@ -55,7 +97,7 @@ class DeviceArgumentTest(unittest.TestCase):
             with self.assertRaises(RuntimeError) as cm:
                 faster.Loader("/nonexistent", device="cuda")
             popen.assert_not_called()
-        self.assertIn("device='cuda:0'", str(cm.exception))
+        self.assertIn("device='cuda'", str(cm.exception))
         with self.assertRaises(ValueError):
             faster.Loader("/nonexistent", device="tpu")
 

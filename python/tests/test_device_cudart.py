@@ -44,6 +44,9 @@ int cudaIpcOpenMemHandle(void **p, handle h, unsigned flags) {
 	*p = mem[h.reserved[0] & 7];
 	return 0;
 }
+const char *cudaGetErrorString(int e) {
+	return e == 400 ? "invalid resource handle" : e == 101 ? "invalid device ordinal" : "unknown error";
+}
 int cudaIpcCloseMemHandle(void *p) {
 	printf("close %d on device %d\n", (int)(((char(*)[16])p) - mem), current);
 	return 0;
@@ -145,9 +148,12 @@ class CudartStandInTest(unittest.TestCase):
         for want in ("open 3 on device 1 flags 1", "open 4 on device 1 flags 1",
                      "after open: device 2 slots 2",
                      "close 3 on device 1", "close 4 on device 1", "after close: device 2",
-                     "open 5 on device 1", "refused: faster: cudaIpcOpenMemHandle of the server's slot 1 on cuda:1",
+                     "open 5 on device 1",
+                     "refused: faster: cudaIpcOpenMemHandle of the server's slot 1 on cuda:1: CUDA error 400 "
+                     "(invalid resource handle)",
                      "close 5 on device 1", "after a failed open: device 2",
-                     "refused: faster: cudaSetDevice(7): CUDA error 101", "after a bad device: device 2"):
+                     "refused: faster: cudaSetDevice(7): CUDA error 101 (invalid device ordinal)",
+                     "after a bad device: device 2"):
             self.assertIn(want, out)
 
 
