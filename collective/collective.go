@@ -43,6 +43,15 @@ type Comm interface {
 	Close() error
 }
 
+// InProcess reports whether every rank of c's group lives in this
+// process (NewLocal's groups: replicas on the devices of one process), so
+// a device library may sum their tensors without the host. A Comm says so
+// by a method InProcess() bool; any other is taken to span processes.
+func InProcess(c Comm) bool {
+	l, ok := c.(interface{ InProcess() bool })
+	return ok && l.InProcess()
+}
+
 // Config says how one rank joins a group.
 type Config struct {
 	Rank, Size int

@@ -81,6 +81,9 @@ type localComm struct {
 
 var _ Comm = (*localComm)(nil)
 
+// InProcess reports that every rank of the group is in this process.
+func (c *localComm) InProcess() bool { return true }
+
 func (c *localComm) Rank() int { return c.rank }
 func (c *localComm) Size() int { return c.g.n }
 

@@ -27,6 +27,11 @@ type AllReduceBackend interface {
 	// NewAllReduce returns an op summing this backend's tensors over
 	// comm's ranks. comm stays the caller's; the op uses it (or what it
 	// names: its rank and size) from the goroutine that calls AllReduce.
+	// It may decline, with nil and no error, a group it has no faster way
+	// to sum than through host memory (ranks in other processes): the
+	// trainer's own host path then sums it, overlapped with the backward
+	// pass (DDP's buckets go to the collective on a goroutine of their
+	// own, where an op's AllReduce runs on the trainer's).
 	NewAllReduce(comm collective.Comm) (AllReduceOp, error)
 }
 
@@ -44,16 +49,28 @@ type AllReduceOp interface {
 	Close()
 }
 
-// NewAllReduce is b's AllReduceOp over comm, or the host adapter.
+// NewAllReduce is b's AllReduceOp over comm, or the host adapter (also
+// where b declines comm).
 func NewAllReduce(b Backend, comm collective.Comm) (AllReduceOp, error) {
-	if ab, ok := b.(AllReduceBackend); ok {
-		op, err := ab.NewAllReduce(comm)
-		if err != nil {
-			return nil, fmt.Errorf("train: %s: all-reduce on the device: %w", b.Name(), err)
-		}
-		return op, nil
+	op, err := backendAllReduce(b, comm)
+	if err != nil || op != nil {
+		return op, err
 	}
 	return &hostAllReduce{comm: comm}, nil
+}
+
+// backendAllReduce is b's own AllReduceOp over comm; nil where b has none
+// or declines comm.
+func backendAllReduce(b Backend, comm collective.Comm) (AllReduceOp, error) {
+	ab, ok := b.(AllReduceBackend)
+	if !ok {
+		return nil, nil
+	}
+	op, err := ab.NewAllReduce(comm)
+	if err != nil {
+		return nil, fmt.Errorf("train: %s: all-reduce on the device: %w", b.Name(), err)
+	}
+	return op, nil
 }
 
 // hostAllReduce is AllReduceOp through host memory: the tensors are read

@@ -25,6 +25,19 @@ func (r reducingRef) NewAllReduce(c collective.Comm) (train.AllReduceOp, error) 
 	return &countingReduce{comm: c, calls: r.calls}, nil
 }
 
+// decliningRef is DeviceReference whose AllReduceBackend declines every
+// group (as the GPU's declines ranks in other processes): the trainer's
+// host path sums them.
+type decliningRef struct {
+	*train.DeviceReference
+	asked *atomic.Int64
+}
+
+func (r decliningRef) NewAllReduce(collective.Comm) (train.AllReduceOp, error) {
+	r.asked.Add(1)
+	return nil, nil
+}
+
 type countingReduce struct {
 	comm  collective.Comm
 	calls *atomic.Int64
@@ -198,10 +211,11 @@ func TestDeviceDistributedMatchesHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			calls := new(atomic.Int64)
+			calls, asked := new(atomic.Int64), new(atomic.Int64)
 			for name, open := range map[string]func() train.Backend{
-				"host fallback": func() train.Backend { return train.NewDeviceReference(o) },
-				"backend's own": func() train.Backend { return reducingRef{train.NewDeviceReference(o), calls} },
+				"host fallback":    func() train.Backend { return train.NewDeviceReference(o) },
+				"backend's own":    func() train.Backend { return reducingRef{train.NewDeviceReference(o), calls} },
+				"backend declines": func() train.Backend { return decliningRef{train.NewDeviceReference(o), asked} },
 			} {
 				native, err := trainDDP(2, open, c.setup)
 				if err != nil {
@@ -218,8 +232,8 @@ func TestDeviceDistributedMatchesHost(t *testing.T) {
 					}
 				}
 			}
-			if calls.Load() == 0 {
-				t.Fatal("the backend's own all-reduce was never called")
+			if calls.Load() == 0 || asked.Load() == 0 {
+				t.Fatalf("the backend's own all-reduce called %d times, a declining backend asked %d times: want both", calls.Load(), asked.Load())
 			}
 		})
 	}

@@ -345,13 +345,11 @@ type distributed struct {
 }
 
 // bindNative makes the buckets take gradient tensors, summed by b's own
-// all-reduce when it has one (AllReduceBackend).
+// all-reduce when it has one for the group (AllReduceBackend), else read
+// into host memory and summed on the buckets' goroutine.
 func (d *distributed) bindNative(b Backend) error {
 	d.native = true
-	if _, ok := b.(AllReduceBackend); !ok {
-		return nil
-	}
-	op, err := NewAllReduce(b, d.grads)
+	op, err := backendAllReduce(b, d.grads)
 	if err != nil {
 		return err
 	}

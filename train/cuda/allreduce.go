@@ -11,21 +11,29 @@ import (
 // it: Backend with train.AllReduceBackend. At world size 1 its op sums
 // through an NCCL communicator on the backend's stream (Backend.NCCL: a
 // sum over one rank, which exercises NCCL's plumbing and leaves the
-// values as they are); over several ranks it sums on the device when
-// they all live in this process on one device (peerAllReduce: DP
-// replicas), else through host memory with the caller's
-// collective.Comm, as the trainer's host fallback does (NCCL refuses two
-// ranks on one GPU, and the unique id's exchange over several GPUs waits
-// for a machine that has them). The twin (OpenTwin)
+// values as they are); over several ranks of this process
+// (collective.InProcess) it sums on the device when they all live on one
+// device (peerAllReduce: DP replicas), else through host memory with the
+// caller's collective.Comm; ranks in other processes (DDP's) it declines,
+// so the trainer's host path sums them on its buckets' goroutine,
+// overlapped with the backward pass (NCCL refuses two ranks on one GPU,
+// and the unique id's exchange over several GPUs waits for a machine
+// that has them). The twin (OpenTwin)
 // is a plain *Backend without it: it has no NCCL, and the trainer's host
 // fallback sums its tensors.
 type ncclBackend struct{ *Backend }
 
 var _ train.AllReduceBackend = (*ncclBackend)(nil)
 
-// NewAllReduce implements train.AllReduceBackend.
+// NewAllReduce implements train.AllReduceBackend: it declines a group
+// whose ranks live in other processes (DDP's): through host memory the
+// trainer's own path sums it as well, and overlaps it with the backward
+// pass.
 func (b *ncclBackend) NewAllReduce(comm collective.Comm) (train.AllReduceOp, error) {
 	if comm.Size() != 1 {
+		if !collective.InProcess(comm) {
+			return nil, nil
+		}
 		return newPeerAllReduce(b.Backend, comm), nil
 	}
 	id, err := NewNCCLID()

@@ -38,6 +38,14 @@ func TestAllReduceOffered(t *testing.T) {
 	if _, err := (&ncclBackend{twin}).NewAllReduce(collective.NewLocal(1)[0]); err == nil || !strings.Contains(err.Error(), "NCCL") {
 		t.Errorf("world size 1 on the twin's machine: %v; want NCCL refused by name", err)
 	}
+	// A group whose ranks live in other processes (DDP's): declined, so
+	// the trainer's host path sums it, overlapped with the backward pass.
+	if op, err := (&ncclBackend{twin}).NewAllReduce(processComm{collective.NewLocal(2)[0]}); op != nil || err != nil {
+		t.Errorf("a group of other processes: %T %v; want it declined (nil, nil)", op, err)
+	}
+	if !collective.InProcess(collective.NewLocal(2)[0]) || collective.InProcess(processComm{collective.NewLocal(2)[0]}) {
+		t.Error("collective.InProcess: want true for NewLocal's comms only")
+	}
 	sumOverRanks(t, func(int) *Backend { return twinBackend(t) }, true)
 	// A rank on another device: every rank sums through host memory.
 	sumOverRanks(t, func(r int) *Backend {
@@ -49,6 +57,10 @@ func TestAllReduceOffered(t *testing.T) {
 		return twinBackend(t)
 	}, false)
 }
+
+// processComm is a Comm that does not say its ranks are in this process
+// (as Gloo's does not).
+type processComm struct{ collective.Comm }
 
 // otherTwin is a twin that says it is another device.
 type otherTwin struct{ *twinMachine }

@@ -20,9 +20,10 @@ import (
 // path's bits), copies the sums into every rank's tensors and marks that;
 // each other rank's stream waits for the mark before its next work (the
 // optimiser's step). The host never waits for the device: two host
-// barriers a call only order the marks. Ranks elsewhere (DDP's processes)
-// or on another device sum through host memory (hostAllReduce), which
-// every rank decides together at the first call.
+// barriers a call only order the marks. Ranks on another device sum
+// through host memory (hostAllReduce), which every rank decides together
+// at the first call (ranks in other processes never come here:
+// ncclBackend.NewAllReduce declines them).
 type peerAllReduce struct {
 	b       *Backend
 	comm    collective.Comm
