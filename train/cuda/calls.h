@@ -62,4 +62,5 @@ static inline int call_cudnnDestroy(void *h) { return faster_p_cudnnDestroy(h); 
 static inline const char *call_cudnnGetErrorString(int s) { return faster_p_cudnnGetErrorString(s); }
 static inline int call_ncclGetUniqueId(void *id) { return faster_p_ncclGetUniqueId(id); }
 static inline const char *call_ncclGetErrorString(int r) { return faster_p_ncclGetErrorString(r); }
+static inline const char *call_ncclGetLastError(void) { return faster_p_ncclGetLastError(NULL); }
 static inline int call_cuGetErrorString(int e, const char **s) { return faster_p_cuGetErrorString(e, s); }

@@ -199,6 +199,7 @@ var Decls = []Decl{
 	{"cudnnConvolutionBackwardFilter", CUDNN, "int cudnnConvolutionBackwardFilter(void *handle, const void *alpha, void *xDesc, const void *x, void *dyDesc, const void *dy, void *convDesc, int algo, void *workspace, size_t workspaceBytes, const void *beta, void *dwDesc, void *dw)"},
 	{"ncclGetVersion", NCCL, "int ncclGetVersion(int *version)"},
 	{"ncclGetErrorString", NCCL, "const char * ncclGetErrorString(int result)"},
+	{"ncclGetLastError", NCCL, "const char * ncclGetLastError(void *comm)"},
 	{"ncclGetUniqueId", NCCL, "int ncclGetUniqueId(void *uniqueId)"},
 	{"ncclCommInitRank", NCCL, "int ncclCommInitRank(void **comm, int nranks, struct faster_nccl_id id, int rank)"},
 	{"ncclAllReduce", NCCL, "int ncclAllReduce(const void *send, void *recv, size_t count, int datatype, int op, void *comm, void *stream)"},

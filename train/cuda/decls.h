@@ -114,6 +114,10 @@ FASTER_CUDA_DECL(CUDNN, int, cudnnConvolutionBackwardData, (void *handle, const 
 FASTER_CUDA_DECL(CUDNN, int, cudnnConvolutionBackwardFilter, (void *handle, const void *alpha, void *xDesc, const void *x, void *dyDesc, const void *dy, void *convDesc, int algo, void *workspace, size_t workspaceBytes, const void *beta, void *dwDesc, void *dw))
 FASTER_CUDA_DECL(NCCL, int, ncclGetVersion, (int *version))
 FASTER_CUDA_DECL(NCCL, const char *, ncclGetErrorString, (int result))
+/* nccl.h (since 2.13): the text of the last failure, process-wide for a
+ * NULL comm: which step of an init failed, where ncclGetErrorString says
+ * only "internal error". */
+FASTER_CUDA_DECL(NCCL, const char *, ncclGetLastError, (void *comm))
 FASTER_CUDA_DECL(NCCL, int, ncclGetUniqueId, (void *uniqueId))
 FASTER_CUDA_DECL(NCCL, int, ncclCommInitRank, (void **comm, int nranks, struct faster_nccl_id id, int rank))
 FASTER_CUDA_DECL(NCCL, int, ncclAllReduce, (const void *send, void *recv, size_t count, int datatype, int op, void *comm, void *stream))

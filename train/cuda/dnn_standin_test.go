@@ -40,7 +40,7 @@ func TestDNNStandIns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defined := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^int (\w+)\(`).FindAllStringSubmatch(string(standin), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(?:int |const char \*)(\w+)\(`).FindAllStringSubmatch(string(standin), -1) {
 		defined[m[1]] = true
 	}
 	twinC, err := filepath.Abs("twin.c")
@@ -198,8 +198,11 @@ func dnnChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		id[100]++
-		if _, err := b.NCCL(1, 0, id); err == nil || !strings.Contains(err.Error(), "ncclCommInitRank") {
-			t.Errorf("another id: %v, want ncclCommInitRank's refusal", err)
+		// The refusal carries NCCL's last error (which step failed), not
+		// only ncclGetErrorString's words.
+		if _, err := b.NCCL(1, 0, id); err == nil || !strings.Contains(err.Error(), "ncclCommInitRank") ||
+			!strings.Contains(err.Error(), "invalid argument: the unique id differs at byte 100") {
+			t.Errorf("another id: %v, want ncclCommInitRank's refusal with NCCL's last error", err)
 		}
 		if _, err := twinBackend(t).NCCL(1, 0, id); err == nil {
 			t.Error("the twin opened NCCL")

@@ -54,7 +54,9 @@ start=$(date +%s)
 rc=0
 phase() {
 	echo "== phase $1 ($3 s at most)" >>"$log"
-	FASTER_REQUIRE_GPU=1 "$bin" -test.run "$2" -test.v -test.timeout "${3}s" \
+	# NCCL_DEBUG=WARN: a failing NCCL call logs why (bootstrap, topology)
+	# beside the error's own ncclGetLastError text.
+	NCCL_DEBUG=${NCCL_DEBUG:-WARN} FASTER_REQUIRE_GPU=1 "$bin" -test.run "$2" -test.v -test.timeout "${3}s" \
 		-test.bench "${4:-^$}" -test.benchtime 40x >>"$log" 2>&1
 	local r=$?
 	echo "== phase $1: exit $r" >>"$log"

@@ -41,8 +41,14 @@ func needNCCL() error {
 	return nil
 }
 
+// ncclError names r, with NCCL's last error's text where it has one
+// (which step failed: ncclGetErrorString says "internal error" alone).
 func ncclError(call string, r C.int) error {
-	return &Error{Call: call, Code: int(r), Name: C.GoString(C.call_ncclGetErrorString(r))}
+	name := C.GoString(C.call_ncclGetErrorString(r))
+	if last := C.GoString(C.call_ncclGetLastError()); last != "" && last != name {
+		name += ": " + last
+	}
+	return &Error{Call: call, Code: int(r), Name: name}
 }
 
 // NCCLComm is a NCCL communicator on a backend's stream: the all-reduce

@@ -329,6 +329,10 @@ struct faster_nccl_id {
 	char internal[128];
 };
 static int comm_marker;
+static char last_error[128];
+/* ncclGetLastError: the last refusal's words (process-wide, as NCCL's). */
+const char *ncclGetLastError(void *comm) { return last_error; }
+const char *ncclGetErrorString(int r) { return r == 0 ? "no error" : r == 4 ? "invalid argument" : "internal error"; }
 int ncclGetUniqueId(void *id) {
 	for (int i = 0; i < 128; i++)
 		((unsigned char *)id)[i] = (unsigned char)(i * 7 + 3);
@@ -336,8 +340,10 @@ int ncclGetUniqueId(void *id) {
 }
 int ncclCommInitRank(void **comm, int nranks, struct faster_nccl_id id, int rank) {
 	for (int i = 0; i < 128; i++)
-		if ((unsigned char)id.internal[i] != (unsigned char)(i * 7 + 3))
+		if ((unsigned char)id.internal[i] != (unsigned char)(i * 7 + 3)) {
+			snprintf(last_error, sizeof last_error, "the unique id differs at byte %d", i);
 			return 4;
+		}
 	if (nranks != 1 || rank != 0)
 		return 4;
 	*comm = &comm_marker;
