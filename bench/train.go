@@ -192,7 +192,10 @@ func Train(ctx context.Context, c TrainConfig) (TrainSummary, error) {
 			TestAccuracy: ts.TestAccuracy, Precision: ts.Precision, NativeAMP: ts.NativeAMP, Tuned: len(ts.Autotune),
 			TuneSeconds: ts.TuneSeconds}
 		if g := ts.GraphSteps; g != nil {
-			cell.GraphRefused, cell.Replayed = g.Refused, g.Replayed
+			cell.Replayed = g.Replayed
+			if g.GaveUp {
+				cell.GraphRefused = g.Refused
+			}
 		}
 		fmt.Fprintf(c.Log, "bench train: %s %s: %.1f s, %.1f images/s, test accuracy %.2f%%\n", s.strategy, s.variant, cell.Seconds, cell.ImagesPerSec, 100*cell.TestAccuracy)
 		return cell, nil

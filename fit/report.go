@@ -41,8 +41,11 @@ func (sum *Summary) WriteText(w io.Writer, cfg Config) {
 	sum.Profile.write(w)
 	if g := sum.GraphSteps; g != nil {
 		fmt.Fprintf(w, "CUDA graph: %d steps replayed, %d captured, %d eager\n", g.Replayed, g.Captured, g.Eager)
-		if g.Refused != "" {
-			fmt.Fprintf(w, "the device refused to capture a step, so the steps since ran eagerly: %s\n", g.Refused)
+		switch {
+		case g.GaveUp:
+			fmt.Fprintf(w, "the device refused to capture the step %d times, so the steps since ran eagerly: %s\n", g.Refusals, g.Refused)
+		case g.Refusals > 0:
+			fmt.Fprintf(w, "the device refused %d capture(s), a step eagerly each, then captured the step: %s\n", g.Refusals, g.Refused)
 		}
 	}
 	on := sum.Backend

@@ -67,9 +67,14 @@ type CaptureStats struct {
 	Eager    int `json:"eager"`
 	Captured int `json:"captured"`
 	Replayed int `json:"replayed"`
-	// Refused is why the device refused to capture a step ("" if it never
-	// did): that step and every later one ran eagerly.
-	Refused string `json:"refused,omitempty"`
+	// Refusals counts the captures the device refused; Refused is why it
+	// refused the last ("" if it never did). A refused step ran eagerly,
+	// and the next step of its shapes warmed up again before one more
+	// try; GaveUp: the backend stopped capturing after its last refusal,
+	// so every later step ran eagerly.
+	Refusals int    `json:"refusals,omitempty"`
+	Refused  string `json:"refused,omitempty"`
+	GaveUp   bool   `json:"gave_up,omitempty"`
 }
 
 // CaptureReporter is implemented by a StepCapturer that counts how it ran

@@ -334,12 +334,22 @@ type stepGraph struct {
 	rec  record // nil until captured
 	log  []call
 	runs [3]int // steps run by StepRun: eager, captured, replayed
-	// refused is why the device refused to capture a step (a call it
-	// cannot hold in a graph, a graph it cannot instantiate): that step
-	// and every later one ran eagerly, since a capture of the same calls
-	// would be refused again. ReleaseStep keeps it.
-	refused error
+	// refusals counts the captures the device refused (a call it cannot
+	// hold in a graph, a graph it cannot instantiate), lastRefusal says
+	// why the last one was. The step whose capture is refused runs
+	// eagerly, its key warms up again and the next step tries once more
+	// (a cause that has passed: memory, a workspace the eager step grew);
+	// after maxRefusals the backend captures no more (refused). ReleaseStep
+	// keeps them.
+	refusals    int
+	lastRefusal error
+	refused     bool
 }
+
+// maxRefusals is the refused captures after which a backend stops
+// capturing: a second refusal of the same calls says the next would be
+// refused too.
+const maxRefusals = 2
 
 // RunStep implements train.StepCapturer: the first step of a key eager,
 // the second captured (then its record launched), later ones replayed
@@ -354,7 +364,7 @@ func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) 
 		return train.StepEager, errors.New("cuda: RunStep inside a step")
 	}
 	g := &b.graph
-	if b.profiling() || g.refused != nil { // a profile times the eager step's calls
+	if b.profiling() || g.refused { // a profile times the eager step's calls
 		err := step()
 		if err == nil {
 			g.runs[train.StepEager]++
@@ -388,10 +398,11 @@ func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) 
 // capture runs step's Go side once with the machine's calls logged, not
 // queued, then captures the log's device work (captureLog) and launches
 // the record after the copies in. When the device refuses the capture
-// nothing of the step has run: the log runs eagerly instead, in order,
-// and the backend captures no more steps (stepGraph.refused). A refusal
-// of the step's own (a read back, an allocation, an event inside it) is
-// the step's error: nothing was queued.
+// nothing of the step has run: the log runs eagerly instead, in order;
+// the key warms up again, and after maxRefusals the backend captures no
+// more steps (stepGraph.refused). A refusal of the step's own (a read
+// back, an allocation, an event inside it) is the step's error: nothing
+// was queued.
 func (b *Backend) capture(step func() error) (train.StepRun, error) {
 	m := b.m
 	w := &recorder{machine: m, mode: recCapture}
@@ -403,13 +414,16 @@ func (b *Backend) capture(step func() error) (train.StepRun, error) {
 	}
 	rec, err := captureLog(m, w.log)
 	if err != nil {
-		// No step will be captured: nothing is kept for a record's
-		// addresses (Backend.spare) either.
+		// The key warms up again before the next try; after the last,
+		// nothing is kept for a record's addresses (Backend.spare).
 		b.ReleaseStep()
-		b.graph.refused = err
+		g := &b.graph
+		g.refusals++
+		g.lastRefusal = err
+		g.refused = g.refusals >= maxRefusals
 		for i := range w.log {
 			if err := execCall(m, &w.log[i]); err != nil {
-				return train.StepEager, fmt.Errorf("cuda: call %d (%s) of a step run eagerly after its capture was refused (%v): %w", i, w.log[i].String(), b.graph.refused, err)
+				return train.StepEager, fmt.Errorf("cuda: call %d (%s) of a step run eagerly after its capture was refused (%v): %w", i, w.log[i].String(), g.lastRefusal, err)
 			}
 		}
 		return train.StepEager, nil
@@ -516,9 +530,10 @@ func (b *Backend) StepRuns() (eager, captured, replayed int) {
 
 // CaptureStats implements train.CaptureReporter.
 func (b *Backend) CaptureStats() train.CaptureStats {
-	s := train.CaptureStats{Eager: b.graph.runs[0], Captured: b.graph.runs[1], Replayed: b.graph.runs[2]}
-	if b.graph.refused != nil {
-		s.Refused = b.graph.refused.Error()
+	g := &b.graph
+	s := train.CaptureStats{Eager: g.runs[0], Captured: g.runs[1], Replayed: g.runs[2], Refusals: g.refusals, GaveUp: g.refused}
+	if g.lastRefusal != nil {
+		s.Refused = g.lastRefusal.Error()
 	}
 	return s
 }

@@ -126,8 +126,9 @@
 // their bytes), not queued; captureLog then captures the log's device
 // work. When the device refuses (a call it cannot hold, a graph it cannot
 // instantiate), nothing of the step ran: the log runs eagerly in order,
-// and the backend captures no more steps (stepGraph.refused, reported by
-// CaptureStats) rather than failing the run.
+// the key warms up again and the capture is tried once more; after
+// maxRefusals the backend captures no more steps (stepGraph.refused,
+// reported by CaptureStats) rather than failing the run.
 //
 // # NCCL
 //

@@ -71,6 +71,9 @@ type twinMachine struct {
 	// synchronises or allocates), or "end" for a refused end of the
 	// capture (a graph that cannot be instantiated).
 	refuse string
+	// refuseCaptures, when above 0, limits the refusals to the first
+	// that many captures (a cause that passes).
+	refuseCaptures int
 	// captures counts beginCapture's calls.
 	captures int
 }
@@ -101,7 +104,7 @@ func (m *twinMachine) endCapture() (record, error) {
 		return nil, fmt.Errorf("cuda twin: endCapture without beginCapture")
 	}
 	m.capturing = nil
-	if m.refuse == "end" {
+	if m.refuse == "end" && m.refusing() {
 		return nil, errCapturing("an end of the capture it was told to refuse")
 	}
 	return g, nil
@@ -122,12 +125,17 @@ func (m *twinMachine) replay(r record) error {
 
 func (m *twinMachine) dropRecord(record) {}
 
+// refusing reports whether the capture running is one the twin refuses.
+func (m *twinMachine) refusing() bool {
+	return m.refuseCaptures <= 0 || m.captures <= m.refuseCaptures
+}
+
 // recorded appends c to the capture when one runs (refusing m.refuse).
 func (m *twinMachine) recorded(c call) (bool, error) {
 	if m.capturing == nil {
 		return false, nil
 	}
-	if m.refuse != "" && c.String() == m.refuse {
+	if m.refuse != "" && c.String() == m.refuse && m.refusing() {
 		return true, errCapturing(c.String())
 	}
 	m.capturing.calls = append(m.capturing.calls, c)
