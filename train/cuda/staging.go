@@ -70,7 +70,6 @@ const (
 type stagingRing struct {
 	mu     sync.Mutex
 	cond   sync.Cond // signalled when a buffer stops being busy
-	busy   int       // buffers reserved by copies in flight
 	p      pinner
 	min    int // stageMin; the tests' machines stage every copy
 	bufs   [stageBufs]stagingBuf
@@ -119,7 +118,6 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 		if err := r.p.copyPinned(dst, src, bytes, m.ev); err != nil {
 			return err
 		}
-		m.pending = true
 		m.queued++
 		r.inPlace++
 		return nil
@@ -135,7 +133,7 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 	}
 	// The next buffer no other copy holds (with more copies in flight
 	// than buffers, wait for one).
-	for r.busy == stageBufs && !r.closed {
+	for r.busyBufs() == stageBufs && !r.closed {
 		r.cond.Wait()
 	}
 	if r.closed {
@@ -148,7 +146,6 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 	i := r.next
 	b := &r.bufs[i]
 	b.busy = true
-	r.busy++
 	r.next = (r.next + 1) % stageBufs
 	if b.pending {
 		r.waits++
@@ -158,7 +155,6 @@ func (r *stagingRing) copyIn(dst uint64, src unsafe.Pointer, bytes int, direct f
 	err := r.fill(b, i, src, bytes)
 	r.mu.Lock()
 	b.busy = false
-	r.busy--
 	r.cond.Broadcast()
 	if errors.Is(err, errUnpinned) {
 		r.pinErr = err
@@ -226,8 +222,9 @@ type pinnedMemory struct {
 	host    unsafe.Pointer
 	size    int
 	ev      unsafe.Pointer
-	pending bool // a copy from it was queued and not yet waited for
-	queued  int  // copies queued from it so far
+	// queued counts the copies queued from it, waited those a wait
+	// covered: one is pending while they differ.
+	queued, waited int
 }
 
 // hostMemory returns bytes of pinned memory whose copies the ring queues
@@ -287,7 +284,7 @@ func (m *pinnedMemory) Bytes() []byte {
 func (m *pinnedMemory) Wait() error {
 	r := m.r
 	r.mu.Lock()
-	if !m.pending {
+	if m.queued == m.waited {
 		r.mu.Unlock()
 		return nil
 	}
@@ -297,22 +294,31 @@ func (m *pinnedMemory) Wait() error {
 		return fmt.Errorf("cuda: a copy from pinned host memory: %w", err)
 	}
 	r.mu.Lock()
-	if m.queued == queued { // no copy queued from m since
-		m.pending = false
-	}
+	m.waited = max(m.waited, queued) // a copy queued since stays pending
 	r.mu.Unlock()
 	return nil
 }
 
 func (m *pinnedMemory) waitLocked() error {
-	if !m.pending {
+	if m.queued == m.waited {
 		return nil
 	}
 	if err := m.r.p.waitEvent(m.ev); err != nil {
 		return fmt.Errorf("cuda: a copy from pinned host memory: %w", err)
 	}
-	m.pending = false
+	m.waited = m.queued
 	return nil
+}
+
+// busyBufs counts the buffers copies in flight hold (r.mu held).
+func (r *stagingRing) busyBufs() int {
+	n := 0
+	for i := range r.bufs {
+		if r.bufs[i].busy {
+			n++
+		}
+	}
+	return n
 }
 
 // Free implements train.HostMemory: it waits, then releases the memory
@@ -373,7 +379,7 @@ func (r *stagingRing) close() error {
 	}
 	r.closed = true
 	r.cond.Broadcast()
-	for r.busy > 0 { // copies in flight own their buffers
+	for r.busyBufs() > 0 { // copies in flight own their buffers
 		r.cond.Wait()
 	}
 	err := r.drainLocked()

@@ -261,7 +261,7 @@ func TestStagingRingLandsWhatWasCopied(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
-	pending := pm.pending
+	pending := pm.queued != pm.waited
 	r.mu.Unlock()
 	if !pending {
 		t.Fatal("Wait returned with a copy queued during it marked done")
