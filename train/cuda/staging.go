@@ -218,10 +218,10 @@ func (r *stagingRing) fill(b *stagingBuf, i int, src unsafe.Pointer, bytes int) 
 // (train.HostMemory): copies from it are queued in place, each
 // re-recording its event, so Wait covers every copy queued so far.
 type pinnedMemory struct {
-	r       *stagingRing
-	host    unsafe.Pointer
-	size    int
-	ev      unsafe.Pointer
+	r    *stagingRing
+	host unsafe.Pointer
+	size int
+	ev   unsafe.Pointer
 	// queued counts the copies queued from it, waited those a wait
 	// covered: one is pending while they differ.
 	queued, waited int
