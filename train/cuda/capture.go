@@ -339,12 +339,14 @@ type stepGraph struct {
 	// why the last one was. The step whose capture is refused runs
 	// eagerly, its key warms up again and the next step tries once more
 	// (a cause that has passed: memory, a workspace the eager step grew);
-	// after maxRefusals the backend captures no more (refused). ReleaseStep
+	// after maxRefusals the backend captures no more (gaveUp). ReleaseStep
 	// keeps them.
 	refusals    int
 	lastRefusal error
-	refused     bool
 }
+
+// gaveUp reports whether the backend stopped capturing steps.
+func (g *stepGraph) gaveUp() bool { return g.refusals >= maxRefusals }
 
 // maxRefusals is the refused captures after which a backend stops
 // capturing: a second refusal of the same calls says the next would be
@@ -364,7 +366,7 @@ func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) 
 		return train.StepEager, errors.New("cuda: RunStep inside a step")
 	}
 	g := &b.graph
-	if b.profiling() || g.refused { // a profile times the eager step's calls
+	if b.profiling() || g.gaveUp() { // a profile times the eager step's calls
 		err := step()
 		if err == nil {
 			g.runs[train.StepEager]++
@@ -400,7 +402,7 @@ func (b *Backend) RunStep(key string, step func() error) (train.StepRun, error) 
 // the record after the copies in. When the device refuses the capture
 // nothing of the step has run: the log runs eagerly instead, in order;
 // the key warms up again, and after maxRefusals the backend captures no
-// more steps (stepGraph.refused). A refusal of the step's own (a read
+// more steps (stepGraph.gaveUp). A refusal of the step's own (a read
 // back, an allocation, an event inside it) is the step's error: nothing
 // was queued.
 func (b *Backend) capture(step func() error) (train.StepRun, error) {
@@ -420,7 +422,6 @@ func (b *Backend) capture(step func() error) (train.StepRun, error) {
 		g := &b.graph
 		g.refusals++
 		g.lastRefusal = err
-		g.refused = g.refusals >= maxRefusals
 		for i := range w.log {
 			if err := execCall(m, &w.log[i]); err != nil {
 				return train.StepEager, fmt.Errorf("cuda: call %d (%s) of a step run eagerly after its capture was refused (%v): %w", i, w.log[i].String(), g.lastRefusal, err)
@@ -531,7 +532,7 @@ func (b *Backend) StepRuns() (eager, captured, replayed int) {
 // CaptureStats implements train.CaptureReporter.
 func (b *Backend) CaptureStats() train.CaptureStats {
 	g := &b.graph
-	s := train.CaptureStats{Eager: g.runs[0], Captured: g.runs[1], Replayed: g.runs[2], Refusals: g.refusals, GaveUp: g.refused}
+	s := train.CaptureStats{Eager: g.runs[0], Captured: g.runs[1], Replayed: g.runs[2], Refusals: g.refusals, GaveUp: g.gaveUp()}
 	if g.lastRefusal != nil {
 		s.Refused = g.lastRefusal.Error()
 	}

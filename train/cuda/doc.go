@@ -127,7 +127,7 @@
 // work. When the device refuses (a call it cannot hold, a graph it cannot
 // instantiate), nothing of the step ran: the log runs eagerly in order,
 // the key warms up again and the capture is tried once more; after
-// maxRefusals the backend captures no more steps (stepGraph.refused,
+// maxRefusals the backend captures no more steps (stepGraph.gaveUp,
 // reported by CaptureStats) rather than failing the run.
 //
 // # NCCL

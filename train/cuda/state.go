@@ -475,7 +475,7 @@ func (s *state) Push(opt *train.SGD, e *train.EMA) error {
 // state of its sizes (Backend.spare, one kept; freed by ReleaseStep and
 // Close).
 func (s *state) Release() {
-	if s.vals != 0 && !s.b.closed && s.b.graph.warm && !s.b.graph.refused {
+	if s.vals != 0 && !s.b.closed && s.b.graph.warm && !s.b.graph.gaveUp() {
 		if s.b.spare != nil {
 			s.b.spare.free(s.b)
 		}
